@@ -30,6 +30,10 @@ type Buffer struct {
 	DType DType
 	Shape []int
 	Scope Scope
+	// Owner is set by the package that created the buffer for its own
+	// bookkeeping (te points it at the Tensor the buffer holds); tir
+	// never reads it.
+	Owner any
 }
 
 // Size returns the number of elements.

@@ -1,0 +1,356 @@
+package te
+
+import (
+	"fmt"
+	"math"
+
+	"tessera/tir"
+)
+
+// Eval runs the DAG naively: every tensor in topological order, every
+// element from its definition, reductions accumulated in float64, results
+// stored as float32. It is the oracle every schedule is checked against.
+// inputs are given in the order of d.Inputs; the outputs come back in the
+// order of d.Outputs.
+func (d *DAG) Eval(inputs [][]float32) ([][]float32, error) {
+	vals, err := d.EvalAll(inputs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]float32, len(d.Outputs))
+	for i, o := range d.Outputs {
+		out[i] = vals[o]
+	}
+	return out, nil
+}
+
+// EvalAll is Eval returning the values of every tensor.
+func (d *DAG) EvalAll(inputs [][]float32) (map[*Tensor][]float32, error) {
+	if len(inputs) != len(d.Inputs) {
+		return nil, fmt.Errorf("te: eval: %d inputs given, DAG has %d", len(inputs), len(d.Inputs))
+	}
+	vals := map[*tir.Buffer][]float32{}
+	for i, in := range d.Inputs {
+		if len(inputs[i]) != in.Size() {
+			return nil, fmt.Errorf("te: eval: input %s has %d elements, want %d", in.Name, len(inputs[i]), in.Size())
+		}
+		vals[in.Buf] = inputs[i]
+	}
+	for _, t := range d.Tensors {
+		if t.IsPlaceholder() {
+			continue
+		}
+		out, err := evalTensor(t, vals)
+		if err != nil {
+			return nil, fmt.Errorf("te: eval %s: %w", t.Name, err)
+		}
+		vals[t.Buf] = out
+	}
+	res := map[*Tensor][]float32{}
+	for _, t := range d.Tensors {
+		res[t] = vals[t.Buf]
+	}
+	return res, nil
+}
+
+// env holds the current values of the axis variables.
+type env struct{ v []int64 }
+
+type compiler struct {
+	slots map[*tir.Var]int
+	vals  map[*tir.Buffer][]float32
+	err   error
+}
+
+func evalTensor(t *Tensor, vals map[*tir.Buffer][]float32) (out []float32, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			ee, ok := r.(evalError)
+			if !ok {
+				panic(r)
+			}
+			out, err = nil, fmt.Errorf("%s", ee.msg)
+		}
+	}()
+	c := &compiler{slots: map[*tir.Var]int{}, vals: vals}
+	axes := append(append([]IterVar(nil), t.Axis...), t.ReduceAxis...)
+	for i, a := range axes {
+		c.slots[a.Var] = i
+	}
+	body := c.float(t.Body)
+	if c.err != nil {
+		return nil, c.err
+	}
+	out = make([]float32, t.Size())
+	e := &env{v: make([]int64, len(axes))}
+	nSpatial := len(t.Axis)
+	reduce := t.ReduceAxis
+	idx := 0
+	var spatial func(dim int)
+	spatial = func(dim int) {
+		if dim == nSpatial {
+			if t.Reducer == NoReduce {
+				out[idx] = float32(body(e))
+			} else {
+				acc := t.Reducer.Identity()
+				reduceLoop(e, nSpatial, reduce, t.Reducer, body, &acc)
+				out[idx] = float32(acc)
+			}
+			idx++
+			return
+		}
+		for i := 0; i < t.Axis[dim].Extent; i++ {
+			e.v[dim] = int64(i)
+			spatial(dim + 1)
+		}
+	}
+	spatial(0)
+	return out, nil
+}
+
+func reduceLoop(e *env, base int, axes []IterVar, r Reducer, body func(*env) float64, acc *float64) {
+	if len(axes) == 0 {
+		v := body(e)
+		switch r {
+		case Sum:
+			*acc += v
+		case MaxReduce:
+			if v > *acc || math.IsNaN(v) {
+				*acc = v
+			}
+		case MinReduce:
+			if v < *acc || math.IsNaN(v) {
+				*acc = v
+			}
+		}
+		return
+	}
+	for i := 0; i < axes[0].Extent; i++ {
+		e.v[base] = int64(i)
+		reduceLoop(e, base+1, axes[1:], r, body, acc)
+	}
+}
+
+func (c *compiler) fail(format string, args ...any) {
+	if c.err == nil {
+		c.err = fmt.Errorf(format, args...)
+	}
+}
+
+func (c *compiler) float(x tir.Expr) func(*env) float64 {
+	switch x := x.(type) {
+	case *tir.FloatImm:
+		v := x.V
+		return func(*env) float64 { return v }
+	case *tir.Cast:
+		if x.X.Type() == tir.Int {
+			f := c.int(x.X)
+			return func(e *env) float64 { return float64(f(e)) }
+		}
+		return c.float(x.X)
+	case *tir.Load:
+		data, ok := c.vals[x.Buf]
+		if !ok {
+			c.fail("read of %s before it is computed", x.Buf.Name)
+			return func(*env) float64 { return 0 }
+		}
+		idx := make([]func(*env) int64, len(x.Indices))
+		for i, ix := range x.Indices {
+			idx[i] = c.int(ix)
+		}
+		strides := x.Buf.Strides()
+		shape := x.Buf.Shape
+		name := x.Buf.Name
+		return func(e *env) float64 {
+			off := int64(0)
+			for i, f := range idx {
+				v := f(e)
+				if v < 0 || v >= int64(shape[i]) {
+					panic(evalError{fmt.Sprintf("read %s out of bounds: index %d of dimension %d is outside [0, %d)", name, v, i, shape[i])})
+				}
+				off += v * int64(strides[i])
+			}
+			return float64(data[off])
+		}
+	case *tir.Binary:
+		a, b := c.float(x.A), c.float(x.B)
+		switch x.Op {
+		case tir.Add:
+			return func(e *env) float64 { return a(e) + b(e) }
+		case tir.Sub:
+			return func(e *env) float64 { return a(e) - b(e) }
+		case tir.Mul:
+			return func(e *env) float64 { return a(e) * b(e) }
+		case tir.Div:
+			return func(e *env) float64 { return a(e) / b(e) }
+		case tir.Min:
+			return func(e *env) float64 { return fmin(a(e), b(e)) }
+		case tir.Max:
+			return func(e *env) float64 { return fmax(a(e), b(e)) }
+		}
+		c.fail("float operator %v", x.Op)
+	case *tir.Select:
+		cond, t, f := c.bool(x.Cond), c.float(x.T), c.float(x.F)
+		return func(e *env) float64 {
+			if cond(e) {
+				return t(e)
+			}
+			return f(e)
+		}
+	case *tir.Call:
+		args := make([]func(*env) float64, len(x.Args))
+		for i, a := range x.Args {
+			args[i] = c.float(a)
+		}
+		if n, ok := tir.MathFuncs[x.Fn]; !ok || n != len(args) {
+			c.fail("call of %s with %d arguments", x.Fn, len(args))
+			return func(*env) float64 { return 0 }
+		}
+		a := args[0]
+		switch x.Fn {
+		case "exp":
+			return func(e *env) float64 { return math.Exp(a(e)) }
+		case "log":
+			return func(e *env) float64 { return math.Log(a(e)) }
+		case "sqrt":
+			return func(e *env) float64 { return math.Sqrt(a(e)) }
+		case "tanh":
+			return func(e *env) float64 { return math.Tanh(a(e)) }
+		case "erf":
+			return func(e *env) float64 { return math.Erf(a(e)) }
+		case "fabs":
+			return func(e *env) float64 { return math.Abs(a(e)) }
+		case "floor":
+			return func(e *env) float64 { return math.Floor(a(e)) }
+		case "ceil":
+			return func(e *env) float64 { return math.Ceil(a(e)) }
+		case "sigmoid":
+			return func(e *env) float64 { return 1 / (1 + math.Exp(-a(e))) }
+		case "pow":
+			b := args[1]
+			return func(e *env) float64 { return math.Pow(a(e), b(e)) }
+		}
+	}
+	c.fail("unsupported float expression %s", tir.ExprString(x))
+	return func(*env) float64 { return 0 }
+}
+
+// fmin and fmax follow C's fminf/fmaxf on non-NaN values and propagate NaN
+// from either side (the generated C must match on finite data only).
+func fmin(a, b float64) float64 {
+	if a < b || math.IsNaN(a) {
+		return a
+	}
+	return b
+}
+
+func fmax(a, b float64) float64 {
+	if a > b || math.IsNaN(a) {
+		return a
+	}
+	return b
+}
+
+func (c *compiler) int(x tir.Expr) func(*env) int64 {
+	switch x := x.(type) {
+	case *tir.IntImm:
+		v := x.V
+		return func(*env) int64 { return v }
+	case *tir.Var:
+		slot, ok := c.slots[x]
+		if !ok {
+			c.fail("unbound variable %s", x.Name)
+			return func(*env) int64 { return 0 }
+		}
+		return func(e *env) int64 { return e.v[slot] }
+	case *tir.Binary:
+		a, b := c.int(x.A), c.int(x.B)
+		switch x.Op {
+		case tir.Add:
+			return func(e *env) int64 { return a(e) + b(e) }
+		case tir.Sub:
+			return func(e *env) int64 { return a(e) - b(e) }
+		case tir.Mul:
+			return func(e *env) int64 { return a(e) * b(e) }
+		case tir.FloorDiv:
+			return func(e *env) int64 { return floorDiv(a(e), b(e)) }
+		case tir.FloorMod:
+			return func(e *env) int64 { return a(e) - floorDiv(a(e), b(e))*b(e) }
+		case tir.Min:
+			return func(e *env) int64 { return min(a(e), b(e)) }
+		case tir.Max:
+			return func(e *env) int64 { return max(a(e), b(e)) }
+		}
+		c.fail("integer operator %v", x.Op)
+	case *tir.Select:
+		cond, t, f := c.bool(x.Cond), c.int(x.T), c.int(x.F)
+		return func(e *env) int64 {
+			if cond(e) {
+				return t(e)
+			}
+			return f(e)
+		}
+	case *tir.Cast:
+		if x.X.Type() == tir.Float32 {
+			f := c.float(x.X)
+			return func(e *env) int64 { return int64(float32(f(e))) }
+		}
+		return c.int(x.X)
+	}
+	c.fail("unsupported integer expression %s", tir.ExprString(x))
+	return func(*env) int64 { return 0 }
+}
+
+func floorDiv(a, b int64) int64 {
+	if b == 0 {
+		panic(evalError{"integer division by zero"})
+	}
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+func (c *compiler) bool(x tir.Expr) func(*env) bool {
+	switch x := x.(type) {
+	case *tir.Compare:
+		if x.A.Type() == tir.Float32 {
+			a, b := c.float(x.A), c.float(x.B)
+			return cmp(x.Op, a, b)
+		}
+		a, b := c.int(x.A), c.int(x.B)
+		return cmp(x.Op, a, b)
+	case *tir.And:
+		a, b := c.bool(x.A), c.bool(x.B)
+		return func(e *env) bool { return a(e) && b(e) }
+	case *tir.Or:
+		a, b := c.bool(x.A), c.bool(x.B)
+		return func(e *env) bool { return a(e) || b(e) }
+	case *tir.Not:
+		a := c.bool(x.A)
+		return func(e *env) bool { return !a(e) }
+	}
+	c.fail("unsupported boolean expression %s", tir.ExprString(x))
+	return func(*env) bool { return false }
+}
+
+func cmp[T int64 | float64](op tir.CmpOp, a, b func(*env) T) func(*env) bool {
+	switch op {
+	case tir.EQ:
+		return func(e *env) bool { return a(e) == b(e) }
+	case tir.NE:
+		return func(e *env) bool { return a(e) != b(e) }
+	case tir.LT:
+		return func(e *env) bool { return a(e) < b(e) }
+	case tir.LE:
+		return func(e *env) bool { return a(e) <= b(e) }
+	case tir.GT:
+		return func(e *env) bool { return a(e) > b(e) }
+	}
+	return func(e *env) bool { return a(e) >= b(e) }
+}
+
+// evalError carries a runtime fault of the evaluated program (an
+// out-of-bounds read) out of the closures; Eval turns it into an error.
+type evalError struct{ msg string }
