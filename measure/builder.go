@@ -1,0 +1,292 @@
+package measure
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Source is one C translation unit exporting one or more kernels.
+type Source struct {
+	Code string
+}
+
+// Builder compiles sources into shared libraries, several at a time, through
+// a cache keyed by sha256(compiler identity, flags, source). The zero value is
+// ready to use and safe for concurrent use; fields must not change while a
+// method is running, and a Builder must not be copied after first use.
+//
+// A source is compiled as `CC Flags -o out kernel.c -lm` in a scratch
+// directory, so diagnostics name "kernel.c".
+type Builder struct {
+	CC       string        // compiler command, may carry arguments ("ccache gcc"); empty means $CC, else "cc"
+	Flags    []string      // nil means DefaultFlags()
+	Timeout  time.Duration // per build; 0 means 15s
+	Parallel int           // concurrent compiler processes; 0 means runtime.NumCPU()
+	CacheDir string        // empty means os.UserCacheDir()/tessera/build
+
+	mu         sync.Mutex
+	versionFor string // the compiler command that version belongs to
+	version    string // first line of `CC --version`, resolved path, host
+}
+
+// DefaultFlags returns the flags of the cpu target. -ffast-math is left out:
+// it changes results, and the runner is also a correctness check.
+func DefaultFlags() []string {
+	return []string{"-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=gnu11"}
+}
+
+const (
+	defaultBuildTimeout = 15 * time.Second
+	compileMsgMax       = 2 << 10 // bytes of compiler stderr kept in Built.Msg
+)
+
+func (b *Builder) command() []string {
+	cc := b.CC
+	if cc == "" {
+		cc = os.Getenv("CC")
+	}
+	argv := strings.Fields(cc)
+	if len(argv) == 0 {
+		argv = []string{"cc"}
+	}
+	return argv
+}
+
+func (b *Builder) flags() []string {
+	if b.Flags == nil {
+		return DefaultFlags()
+	}
+	return slices.Clone(b.Flags)
+}
+
+func (b *Builder) timeout() time.Duration {
+	if b.Timeout <= 0 {
+		return defaultBuildTimeout
+	}
+	return b.Timeout
+}
+
+func (b *Builder) parallel() int {
+	if b.Parallel <= 0 {
+		return runtime.NumCPU()
+	}
+	return b.Parallel
+}
+
+// cacheDir returns the cache directory, creating it.
+func (b *Builder) cacheDir() (string, error) {
+	dir := b.CacheDir
+	if dir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = os.TempDir()
+		}
+		dir = filepath.Join(base, "tessera", "build")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("measure: build cache: %w", err)
+	}
+	return dir, nil
+}
+
+// CompilerID identifies what a build depends on besides the source: the
+// compiler command, its resolved path and `--version` line, the host CPU (for
+// -march=native) and the flags. It is part of every cache key.
+func (b *Builder) CompilerID() string {
+	return b.compilerVersion() + " | " + strings.Join(b.flags(), " ")
+}
+
+// compilerVersion returns the flag-independent part of CompilerID, running
+// `CC --version` once per compiler command.
+func (b *Builder) compilerVersion() string {
+	argv := b.command()
+	key := strings.Join(argv, "\x00")
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.versionFor == key && b.version != "" {
+		return b.version
+	}
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		path = "not found"
+	}
+	line := "unknown version"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, argv[0], append(argv[1:], "--version")...).Output()
+	if err == nil {
+		line, _, _ = strings.Cut(strings.TrimSpace(string(out)), "\n")
+	}
+	b.versionFor = key
+	b.version = fmt.Sprintf("%s [%s] %s | host %s/%s %s", strings.Join(argv, " "), path, line,
+		runtime.GOOS, runtime.GOARCH, cpuModel())
+	return b.version
+}
+
+// cpuModel returns the "model name" of /proc/cpuinfo, or "" where there is none.
+func cpuModel() string {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	for line := range strings.Lines(string(data)) {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+func cacheKey(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Build compiles srcs and returns one Built per source, in order. It never
+// fails as a whole: a failure of one source is recorded in its Built. Equal
+// sources are compiled once. When ctx ends, builds not yet finished come back
+// as BuildTimeout with a Msg starting with "canceled".
+func (b *Builder) Build(ctx context.Context, srcs []Source) []Built {
+	out := make([]Built, len(srcs))
+	dir, err := b.cacheDir()
+	if err != nil {
+		for i := range out {
+			out[i] = Built{Kind: CompileError, Msg: err.Error()}
+		}
+		return out
+	}
+	id := b.CompilerID()
+	args := append(b.flags(), "-o", "out", "kernel.c", "-lm")
+
+	firstOf := make(map[string]int) // cache key → index of the source that builds it
+	dupOf := make([]int, len(srcs))
+	sem := make(chan struct{}, b.parallel())
+	var wg sync.WaitGroup
+	for i, src := range srcs {
+		key := cacheKey(id, src.Code)
+		if j, ok := firstOf[key]; ok {
+			dupOf[i] = j
+			continue
+		}
+		firstOf[key], dupOf[i] = i, -1
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			case <-ctx.Done():
+			}
+			if err := ctx.Err(); err != nil {
+				out[i] = Built{Kind: BuildTimeout, Msg: canceledMsg + ": " + err.Error()}
+				return
+			}
+			dst := filepath.Join(dir, key+".so")
+			out[i] = b.compile(ctx, b.timeout(), dst, "kernel.c", src.Code, args)
+		})
+	}
+	wg.Wait()
+	for i, j := range dupOf {
+		if j >= 0 {
+			out[i] = out[j]
+			out[i].Cached = out[j].Kind == None
+		}
+	}
+	return out
+}
+
+// compile produces dst unless it exists already: it writes code to srcName in
+// a scratch directory next to dst, runs the compiler there with args (which
+// must write "out"), and renames out to dst, so that concurrent builders, in
+// this process or others, never see a partial file.
+func (b *Builder) compile(ctx context.Context, timeout time.Duration, dst, srcName, code string, args []string) Built {
+	start := time.Now()
+	if fi, err := os.Stat(dst); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
+		return Built{Path: dst, Cached: true, Time: time.Since(start)}
+	}
+	fail := func(err error) Built {
+		return Built{Kind: CompileError, Msg: err.Error(), Time: time.Since(start)}
+	}
+	scratch, err := os.MkdirTemp(filepath.Dir(dst), "tmp-")
+	if err != nil {
+		return fail(fmt.Errorf("measure: scratch dir: %w", err))
+	}
+	defer os.RemoveAll(scratch)
+	if err := os.WriteFile(filepath.Join(scratch, srcName), []byte(code), 0o644); err != nil {
+		return fail(fmt.Errorf("measure: write source: %w", err))
+	}
+
+	argv := b.command()
+	cmd, tctx, cancel := groupCommand(ctx, timeout, argv[0], append(argv[1:], args...)...)
+	defer cancel()
+	cmd.Dir = scratch
+	stderr := &headBuffer{max: compileMsgMax}
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	err = cmd.Run()
+	elapsed := time.Since(start)
+	switch classify(ctx, tctx, err) {
+	case canceled:
+		return Built{Kind: BuildTimeout, Msg: canceledMsg + ": " + ctx.Err().Error(), Time: elapsed}
+	case timedOut:
+		return Built{Kind: BuildTimeout, Msg: fmt.Sprintf("compiler killed after %v", timeout), Time: elapsed}
+	}
+	if err != nil {
+		msg := stderr.String()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || msg == "" {
+			msg = strings.TrimSpace(fmt.Sprintf("%s: %v\n%s", argv[0], err, msg))
+		}
+		return Built{Kind: CompileError, Msg: msg, Time: elapsed}
+	}
+	if err := os.Rename(filepath.Join(scratch, "out"), dst); err != nil {
+		return fail(fmt.Errorf("measure: store build: %w", err))
+	}
+	return Built{Path: dst, Time: time.Since(start)}
+}
+
+// Assembly returns the assembly the compiler emits for src with the same
+// flags as Build (less -shared), for inspecting what the code generator got.
+func (b *Builder) Assembly(ctx context.Context, src Source) (string, error) {
+	scratch, err := os.MkdirTemp("", "tessera-asm-")
+	if err != nil {
+		return "", fmt.Errorf("measure: scratch dir: %w", err)
+	}
+	defer os.RemoveAll(scratch)
+	if err := os.WriteFile(filepath.Join(scratch, "kernel.c"), []byte(src.Code), 0o644); err != nil {
+		return "", fmt.Errorf("measure: write source: %w", err)
+	}
+	args := slices.DeleteFunc(b.flags(), func(f string) bool { return f == "-shared" })
+	args = append(args, "-S", "-o", "-", "kernel.c")
+	argv := b.command()
+	cmd, tctx, cancel := groupCommand(ctx, b.timeout(), argv[0], append(argv[1:], args...)...)
+	defer cancel()
+	cmd.Dir = scratch
+	var stdout bytes.Buffer
+	stderr := &headBuffer{max: compileMsgMax}
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	err = cmd.Run()
+	switch classify(ctx, tctx, err) {
+	case canceled:
+		return "", fmt.Errorf("measure: assembly: %w", ctx.Err())
+	case timedOut:
+		return "", fmt.Errorf("measure: assembly: compiler killed after %v", b.timeout())
+	}
+	if err != nil {
+		return "", fmt.Errorf("measure: assembly: %w: %s", err, stderr.String())
+	}
+	return stdout.String(), nil
+}

@@ -1,0 +1,31 @@
+// Package measure turns candidate programs into timings. It owns the builder
+// (compile C sources in parallel into cached shared libraries), the runner
+// (time one kernel per isolated child process with a deadline), the timing
+// protocol, and the error kinds every failure is reduced to. Its entry points
+// are Builder.Build and Runner.Run.
+//
+// Data flow, one batch at a time:
+//
+//	[]Source   C translation units from the code generator
+//	  └─ build   Builder.Build: the compiler, Parallel at a time, each killed at its
+//	  │          deadline; libraries cached by sha256(CompilerID, source)
+//	  │          → []Built: a .so path, or CompileError / BuildTimeout
+//	  └─ run     Runner.Run: one harness child per Job, one at a time, killed at its
+//	  │          deadline; first call on zeroed outputs (checked), then grow number
+//	  │          until a repetition lasts MinRepeatMs, then Repeat repetitions
+//	  │          → []Result: seconds per call of each repetition, or RuntimeError / RunTimeout
+//	  └─ check   the caller: Compare(outputs, reference) → WrongResult on a mismatch
+//
+// Nothing here fails as a whole: Build and Run return one value per input, in
+// input order, and every failure of a candidate (a compiler error, a crash, a
+// hang) becomes an ErrorKind with a message; the calling process survives all
+// of them.
+//
+// The kernel ABI is
+//
+//	int NAME(float *const *args); /* args[i] points at buffer i; 0 on success */
+//
+// The runner executes harness/harness.c (embedded, compiled once per machine
+// into the build cache), which dlopens the library. Its command line and
+// output are described at its top and in Runner.Run.
+package measure

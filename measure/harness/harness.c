@@ -1,0 +1,153 @@
+/* harness.c: times one kernel of a shared library for package measure.
+ *
+ * usage: harness LIB ENTRY NUMBER REPEAT MIN_REPEAT_MS IN_FILE OUT_FILE ARG...
+ *   ARG is i<SIZE> (an input: SIZE floats read from IN_FILE, in arg order) or
+ *   o<SIZE> (an output: zeroed). OUT_FILE "-" means: do not write outputs.
+ *
+ * The kernel is called once on zeroed outputs (the warm-up, and the call whose
+ * outputs are written to OUT_FILE as raw native floats in arg order). Then
+ * NUMBER grows until one repetition of NUMBER calls lasts MIN_REPEAT_MS; that
+ * repetition is the first of REPEAT.
+ *
+ * stdout, after the kernel's own output: "tessera number N", REPEAT lines
+ * "tessera cost SECONDS_PER_CALL", then "tessera done".
+ * exit status: 0 ok; 2 setup error; 3 the kernel returned non-zero; the
+ * message is on stderr.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef int (*kernel_fn)(float *const *args);
+
+static void die(int status, const char *fmt, ...) {
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("harness: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(status);
+}
+
+static double now(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static long long parse_int(const char *s, const char *what) {
+	char *end;
+	long long v = strtoll(s, &end, 10);
+	if (*s == 0 || *end != 0 || v < 0)
+		die(2, "bad %s %s", what, s);
+	return v;
+}
+
+/* rep calls f number times and returns the wall time in seconds, or exits if
+ * a call fails. */
+static double rep(kernel_fn f, float *const *args, long long number) {
+	double t0 = now();
+	for (long long i = 0; i < number; i++) {
+		int rc = f(args);
+		if (rc != 0)
+			die(3, "kernel returned %d", rc);
+	}
+	return now() - t0;
+}
+
+int main(int argc, char **argv) {
+	if (argc < 8)
+		die(2, "usage: harness LIB ENTRY NUMBER REPEAT MIN_REPEAT_MS IN_FILE OUT_FILE ARG...");
+	const char *lib = argv[1], *entry = argv[2], *in_path = argv[6], *out_path = argv[7];
+	long long number = parse_int(argv[3], "number");
+	long long repeat = parse_int(argv[4], "repeat");
+	double min_s = (double)parse_int(argv[5], "min_repeat_ms") / 1e3;
+	if (number < 1)
+		number = 1;
+	if (repeat < 1)
+		repeat = 1;
+
+	int nargs = argc - 8;
+	float **bufs = calloc((size_t)nargs + 1, sizeof *bufs);
+	size_t *sizes = calloc((size_t)nargs + 1, sizeof *sizes);
+	char *is_out = calloc((size_t)nargs + 1, 1);
+	if (!bufs || !sizes || !is_out)
+		die(2, "out of memory");
+	for (int i = 0; i < nargs; i++) {
+		const char *a = argv[8 + i];
+		if (a[0] != 'i' && a[0] != 'o')
+			die(2, "bad arg %s", a);
+		is_out[i] = a[0] == 'o';
+		sizes[i] = (size_t)parse_int(a + 1, "arg size");
+		size_t bytes = (sizes[i] * sizeof(float) + 63) / 64 * 64;
+		if (bytes == 0)
+			bytes = 64;
+		bufs[i] = aligned_alloc(64, bytes);
+		if (!bufs[i])
+			die(2, "cannot allocate %zu bytes for arg %d", bytes, i);
+		memset(bufs[i], 0, bytes);
+	}
+
+	FILE *in = fopen(in_path, "rb");
+	if (!in)
+		die(2, "open %s failed", in_path);
+	for (int i = 0; i < nargs; i++)
+		if (!is_out[i] && fread(bufs[i], sizeof(float), sizes[i], in) != sizes[i])
+			die(2, "input file too short for arg %d", i);
+	if (fgetc(in) != EOF)
+		die(2, "input file longer than the inputs");
+	fclose(in);
+
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		die(2, "dlopen: %s", dlerror());
+	kernel_fn f = (kernel_fn)dlsym(h, entry);
+	if (!f)
+		die(2, "dlsym %s: %s", entry, dlerror());
+
+	int rc = f(bufs);
+	if (rc != 0)
+		die(3, "kernel returned %d on the first call", rc);
+	if (strcmp(out_path, "-") != 0) {
+		FILE *out = fopen(out_path, "wb");
+		if (!out)
+			die(2, "open %s failed", out_path);
+		for (int i = 0; i < nargs; i++)
+			if (is_out[i] && fwrite(bufs[i], sizeof(float), sizes[i], out) != sizes[i])
+				die(2, "write %s failed", out_path);
+		if (fclose(out) != 0)
+			die(2, "write %s failed", out_path);
+	}
+
+	double *costs = calloc((size_t)repeat, sizeof *costs);
+	if (!costs)
+		die(2, "out of memory");
+	double t = rep(f, bufs, number);
+	while (t < min_s) {
+		/* Aim 20% past the goal from the last estimate; at least one more
+		 * call, at most 100x more, so one noisy fast call cannot explode it. */
+		long long next = number * 100;
+		if (t > 0 && (double)number * min_s * 1.2 / t < (double)next)
+			next = (long long)((double)number * min_s * 1.2 / t);
+		if (next <= number)
+			next = number + 1;
+		number = next;
+		t = rep(f, bufs, number);
+	}
+	costs[0] = t / (double)number;
+	for (long long r = 1; r < repeat; r++)
+		costs[r] = rep(f, bufs, number) / (double)number;
+
+	printf("\ntessera number %lld\n", number);
+	for (long long r = 0; r < repeat; r++)
+		printf("tessera cost %.9e\n", costs[r]);
+	printf("tessera done\n");
+	fflush(stdout);
+	return 0;
+}

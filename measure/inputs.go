@@ -1,0 +1,86 @@
+package measure
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+)
+
+// RandomInputs returns the data the runner gives the input args of a job
+// whose Inputs are nil: one slice per non-output arg, in arg order, uniform in
+// [-1, 1), drawn from one PCG stream seeded by seed. Callers use it to compute
+// the reference outputs for Compare.
+func RandomInputs(args []Arg, seed uint64) [][]float32 {
+	rng := rand.New(rand.NewPCG(seed, 0x7e55e7a))
+	var ins [][]float32
+	for _, a := range args {
+		if a.Output {
+			continue
+		}
+		buf := make([]float32, max(a.Size, 0))
+		for i := range buf {
+			buf[i] = float32(rng.Float64()*2 - 1)
+		}
+		ins = append(ins, buf)
+	}
+	return ins
+}
+
+// writeFloats writes bufs back to back as raw native-endian float32, the
+// layout harness.c reads.
+func writeFloats(path string, bufs [][]float32) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("measure: input file: %w", err)
+	}
+	w := bufio.NewWriterSize(f, 1<<16)
+	var b [4]byte
+	for _, buf := range bufs {
+		for _, v := range buf {
+			binary.NativeEndian.PutUint32(b[:], math.Float32bits(v))
+			w.Write(b[:])
+		}
+	}
+	err = w.Flush()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("measure: input file: %w", err)
+	}
+	return nil
+}
+
+// readOutputs reads the output file the harness wrote: one slice per output
+// arg, in arg order.
+func readOutputs(path string, args []Arg) ([][]float32, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("measure: output file: %w", err)
+	}
+	want := 0
+	for _, a := range args {
+		if a.Output {
+			want += a.Size * 4
+		}
+	}
+	if len(data) != want {
+		return nil, fmt.Errorf("measure: output file has %d bytes, want %d", len(data), want)
+	}
+	var outs [][]float32
+	for _, a := range args {
+		if !a.Output {
+			continue
+		}
+		buf := make([]float32, a.Size)
+		for i := range buf {
+			buf[i] = math.Float32frombits(binary.NativeEndian.Uint32(data[4*i:]))
+		}
+		data = data[4*a.Size:]
+		outs = append(outs, buf)
+	}
+	return outs, nil
+}

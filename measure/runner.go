@@ -1,0 +1,349 @@
+package measure
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// harnessSrc is the child program. It sits in a directory of its own because
+// the go tool refuses .c files in a package that does not use cgo.
+//
+//go:embed harness/harness.c
+var harnessSrc string
+
+// Arg describes one kernel argument, a buffer of Size float32 elements.
+type Arg struct {
+	Name   string
+	Size   int  // elements
+	Output bool // written by the kernel; zeroed before the first call
+}
+
+// RunOptions is the timing protocol. Zero fields take their defaults.
+type RunOptions struct {
+	Timeout     time.Duration // per job, the whole child process; default 10s
+	Number      int           // calls per repetition to start from; default 3
+	Repeat      int           // repetitions; default 3
+	MinRepeatMs int           // grow Number until one repetition lasts this long; default 100, negative: never grow
+	Threads     int           // OMP_NUM_THREADS of the child; default runtime.NumCPU()
+	Check       bool          // return the outputs of the first call in Result.Outputs
+}
+
+func (o RunOptions) withDefaults() RunOptions {
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.Number <= 0 {
+		o.Number = 3
+	}
+	if o.Repeat <= 0 {
+		o.Repeat = 3
+	}
+	switch {
+	case o.MinRepeatMs == 0:
+		o.MinRepeatMs = 100
+	case o.MinRepeatMs < 0:
+		o.MinRepeatMs = 0
+	}
+	if o.Threads <= 0 {
+		o.Threads = runtime.NumCPU()
+	}
+	return o
+}
+
+// Job is one kernel to time.
+type Job struct {
+	Lib    string      // path of the shared library (Built.Path)
+	Entry  string      // the kernel's symbol
+	Args   []Arg       // the buffers, in the kernel's argument order
+	Inputs [][]float32 // one per non-output arg, in arg order; nil means RandomInputs(Args, Seed)
+	Seed   uint64
+}
+
+func (j Job) validate() error {
+	if j.Lib == "" || j.Entry == "" {
+		return errors.New("no library or entry")
+	}
+	nin := 0
+	for i, a := range j.Args {
+		if a.Size < 0 {
+			return fmt.Errorf("arg %d (%s): negative size %d", i, a.Name, a.Size)
+		}
+		if a.Output {
+			continue
+		}
+		if j.Inputs != nil {
+			if nin >= len(j.Inputs) {
+				return fmt.Errorf("arg %d (%s): no input data", i, a.Name)
+			}
+			if len(j.Inputs[nin]) != a.Size {
+				return fmt.Errorf("arg %d (%s): %d input values, want %d", i, a.Name, len(j.Inputs[nin]), a.Size)
+			}
+		}
+		nin++
+	}
+	if j.Inputs != nil && len(j.Inputs) != nin {
+		return fmt.Errorf("%d input slices for %d input args", len(j.Inputs), nin)
+	}
+	return nil
+}
+
+// Runner times kernels, each in a child process of its own (the harness),
+// one at a time, even across concurrent calls of Run. The zero value is ready
+// to use; Close removes its data files. A Runner must not be copied after
+// first use.
+type Runner struct {
+	Opts    RunOptions
+	Builder *Builder // compiles the harness into its cache, once; nil means a zero Builder
+
+	mu      sync.Mutex
+	harness string            // path of the harness executable, once built
+	dataDir string            // input and output files; removed by Close
+	inputs  map[string]string // random input files by (seed, input sizes)
+	seq     int               // names the per-job files in dataDir
+}
+
+const harnessTimeout = 60 * time.Second
+
+// Run times jobs one after another, never overlapping, and returns one Result
+// per job, in order. Each job runs in its own child process with
+// OMP_NUM_THREADS=Opts.Threads: a crash, a non-zero return or a failed load
+// becomes RuntimeError, a child past Opts.Timeout is killed and becomes
+// RunTimeout, and Run carries on. When ctx ends, the running child is killed
+// and it and the jobs after it come back as RuntimeError with a Msg starting
+// with "canceled".
+//
+// The harness is called as
+// `harness LIB ENTRY NUMBER REPEAT MIN_REPEAT_MS IN_FILE OUT_FILE {i|o}SIZE...`
+// and prints "tessera number N", one "tessera cost S" per repetition and
+// "tessera done" (see harness/harness.c).
+func (r *Runner) Run(ctx context.Context, jobs []Job) []Result {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Result, len(jobs))
+	opts := r.Opts.withDefaults()
+	setupErr := r.setup(ctx)
+	for i, job := range jobs {
+		switch {
+		case ctx.Err() != nil:
+			out[i] = Result{Kind: RuntimeError, Msg: canceledMsg + ": " + ctx.Err().Error()}
+		case setupErr != nil:
+			out[i] = Result{Kind: RuntimeError, Msg: setupErr.Error()}
+		default:
+			out[i] = r.run(ctx, opts, job)
+		}
+	}
+	return out
+}
+
+// Close removes the Runner's data files. The Runner stays usable.
+func (r *Runner) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.dataDir == "" {
+		return nil
+	}
+	err := os.RemoveAll(r.dataDir)
+	r.dataDir, r.inputs = "", nil
+	if err != nil {
+		return fmt.Errorf("measure: close runner: %w", err)
+	}
+	return nil
+}
+
+// setup builds the harness and makes the data directory, once.
+func (r *Runner) setup(ctx context.Context) error {
+	if r.harness == "" {
+		b := r.Builder
+		if b == nil {
+			b = &Builder{}
+			r.Builder = b
+		}
+		dir, err := b.cacheDir()
+		if err != nil {
+			return err
+		}
+		flags := []string{"-O2", "-std=gnu11"}
+		key := cacheKey("harness", b.compilerVersion(), strings.Join(flags, " "), harnessSrc)
+		args := append(flags, "-o", "out", "harness.c", "-ldl")
+		built := b.compile(ctx, harnessTimeout, filepath.Join(dir, "harness-"+key), "harness.c", harnessSrc, args)
+		if built.Kind != None {
+			return fmt.Errorf("measure: build harness: %s: %s", built.Kind, built.Msg)
+		}
+		r.harness = built.Path
+	}
+	if r.dataDir == "" {
+		dir, err := os.MkdirTemp("", "tessera-run-")
+		if err != nil {
+			return fmt.Errorf("measure: runner data dir: %w", err)
+		}
+		r.dataDir, r.inputs = dir, make(map[string]string)
+	}
+	return nil
+}
+
+// run times one job in a child process.
+func (r *Runner) run(ctx context.Context, opts RunOptions, job Job) Result {
+	if err := job.validate(); err != nil {
+		return Result{Kind: RuntimeError, Msg: "invalid job: " + err.Error()}
+	}
+	lib, err := filepath.Abs(job.Lib) // dlopen searches the library path for a bare name
+	if err != nil {
+		return Result{Kind: RuntimeError, Msg: "invalid job: " + err.Error()}
+	}
+	inPath, err := r.inputFile(job)
+	if err != nil {
+		return Result{Kind: RuntimeError, Msg: err.Error()}
+	}
+	outPath := "-"
+	if opts.Check {
+		outPath = r.newFile("out")
+		defer os.Remove(outPath)
+	}
+	argv := []string{lib, job.Entry, strconv.Itoa(opts.Number), strconv.Itoa(opts.Repeat),
+		strconv.Itoa(opts.MinRepeatMs), inPath, outPath}
+	for _, a := range job.Args {
+		io := "i"
+		if a.Output {
+			io = "o"
+		}
+		argv = append(argv, io+strconv.Itoa(a.Size))
+	}
+
+	cmd, tctx, cancel := groupCommand(ctx, opts.Timeout, r.harness, argv...)
+	defer cancel()
+	cmd.Env = childEnv(opts.Threads)
+	stdout := &tailBuffer{max: 64 << 10}
+	stderr := &tailBuffer{max: 8 << 10}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	start := time.Now()
+	err = cmd.Run()
+	res := Result{RunTime: time.Since(start)}
+
+	switch classify(ctx, tctx, err) {
+	case canceled:
+		res.Kind, res.Msg = RuntimeError, canceledMsg+": "+ctx.Err().Error()
+		return res
+	case timedOut:
+		res.Kind, res.Msg = RunTimeout, withTail(fmt.Sprintf("killed after %v", opts.Timeout), stderr)
+		return res
+	}
+	if err != nil {
+		res.Kind, res.Msg = RuntimeError, withTail(exitReason(err), stderr)
+		return res
+	}
+	res.Costs, res.Number, err = parseHarness(string(stdout.buf), opts.Repeat)
+	if err != nil {
+		res.Kind, res.Msg = RuntimeError, withTail(err.Error(), stderr)
+		return res
+	}
+	if opts.Check {
+		if res.Outputs, err = readOutputs(outPath, job.Args); err != nil {
+			res.Kind, res.Msg = RuntimeError, err.Error()
+		}
+	}
+	return res
+}
+
+// inputFile returns the file holding the job's input data. Random data is
+// written once per (seed, input sizes) for the Runner's lifetime; explicit
+// data is written per job and replaced by the next one.
+func (r *Runner) inputFile(job Job) (string, error) {
+	if job.Inputs != nil {
+		path := filepath.Join(r.dataDir, "in-explicit.bin")
+		return path, writeFloats(path, job.Inputs)
+	}
+	var key strings.Builder
+	fmt.Fprintf(&key, "%d", job.Seed)
+	for _, a := range job.Args {
+		if !a.Output {
+			fmt.Fprintf(&key, ",%d", a.Size)
+		}
+	}
+	if path, ok := r.inputs[key.String()]; ok {
+		return path, nil
+	}
+	path := r.newFile("in")
+	if err := writeFloats(path, RandomInputs(job.Args, job.Seed)); err != nil {
+		return "", err
+	}
+	r.inputs[key.String()] = path
+	return path, nil
+}
+
+func (r *Runner) newFile(prefix string) string {
+	r.seq++
+	return filepath.Join(r.dataDir, fmt.Sprintf("%s-%d.bin", prefix, r.seq))
+}
+
+// childEnv is this process's environment with OMP_NUM_THREADS set.
+func childEnv(threads int) []string {
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "OMP_NUM_THREADS=")
+	})
+	return append(env, "OMP_NUM_THREADS="+strconv.Itoa(threads))
+}
+
+// exitReason describes a child that ended with an error of its own.
+func exitReason(err error) string {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return "start harness: " + err.Error()
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "killed by " + signalName(ws.Signal())
+	}
+	return fmt.Sprintf("exit status %d", ee.ExitCode())
+}
+
+func withTail(msg string, stderr *tailBuffer) string {
+	if tail := stderr.lastLines(10); tail != "" {
+		return msg + ": " + tail
+	}
+	return msg
+}
+
+// parseHarness reads the harness's result lines out of the child's stdout,
+// ignoring anything the kernel printed.
+func parseHarness(out string, repeat int) (costs []float64, number int, err error) {
+	done := false
+	for line := range strings.Lines(out) {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "tessera ")
+		if !ok {
+			continue
+		}
+		field, value, _ := strings.Cut(rest, " ")
+		switch field {
+		case "number":
+			number, err = strconv.Atoi(value)
+			if err != nil || number < 1 {
+				return nil, 0, fmt.Errorf("harness output: bad number %q", value)
+			}
+			costs = costs[:0]
+		case "cost":
+			c, err := strconv.ParseFloat(value, 64)
+			if err != nil || c < 0 || math.IsInf(c, 0) || math.IsNaN(c) {
+				return nil, 0, fmt.Errorf("harness output: bad cost %q", value)
+			}
+			costs = append(costs, c)
+		case "done":
+			done = true
+		}
+	}
+	if !done || number == 0 || len(costs) != repeat {
+		return nil, 0, fmt.Errorf("harness output: incomplete (%d of %d costs)", len(costs), repeat)
+	}
+	return costs, number, nil
+}
