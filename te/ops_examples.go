@@ -1,0 +1,162 @@
+package te
+
+import (
+	"fmt"
+	"math"
+)
+
+// ExampleDAGs returns one small DAG per op of the library (small odd
+// shapes, so that Eval runs in milliseconds), a few variants (strided,
+// grouped and depthwise convolution, batched matmul, ...) and some fused
+// subgraphs: "conv_bias_relu", "matmul_bias_relu", "conv_bn_add_relu",
+// "elemwise_chain", "softmax", "layernorm" and "reduce_small_output". The
+// keys are stable; every call builds fresh DAGs.
+//
+// Each DAG gives finite results for finite inputs in [-1, 1] (except at
+// isolated points such as a zero denominator): inputs of Log, Sqrt, the base
+// of Pow and the BatchNormalization variance go through Abs first.
+func ExampleDAGs() map[string]*DAG {
+	b := &exampleBuilder{dags: map[string]*DAG{}}
+	b.build()
+	return b.dags
+}
+
+type exampleBuilder struct {
+	dags map[string]*DAG
+}
+
+// add returns the function that records the DAG of an op's result under
+// key; the examples are fixed, so an error is a bug in the library.
+func (b *exampleBuilder) add(key string) func(out *Tensor, err error) {
+	return func(out *Tensor, err error) { b.record(key, out, err) }
+}
+
+func (b *exampleBuilder) record(key string, out *Tensor, err error) {
+	if err != nil {
+		panic(fmt.Sprintf("te: example %s: %v", key, err))
+	}
+	if _, dup := b.dags[key]; dup {
+		panic("te: example " + key + " defined twice")
+	}
+	d, err := NewDAG(out)
+	if err != nil {
+		panic(fmt.Sprintf("te: example %s: %v", key, err))
+	}
+	b.dags[key] = d
+}
+
+// mustExample unwraps an intermediate result of a fused example.
+func mustExample(t *Tensor, err error) *Tensor {
+	if err != nil {
+		panic(fmt.Sprintf("te: example: %v", err))
+	}
+	return t
+}
+
+func ptrF32(v float32) *float32 { return &v }
+
+func (b *exampleBuilder) build() {
+	P := Placeholder
+
+	// nn: matmul, gemm, conv, pooling, normalization, softmax
+	b.add("matmul")(MatMul("matmul", P("A", 17, 13), P("B", 13, 19)))
+	b.add("batch_matmul")(MatMul("batch_matmul", P("A", 3, 9, 7), P("B", 3, 7, 11)))
+	b.add("matvec")(MatMul("matvec", P("A", 9, 13), P("v", 13)))
+	b.add("gemm")(Gemm("gemm", P("A", 13, 9), P("B", 11, 13), P("C", 11),
+		GemmAttrs{Alpha: 0.5, Beta: 2, TransA: true, TransB: true}))
+	b.add("conv")(Conv("conv", P("X", 1, 3, 7, 9), P("W", 4, 3, 3, 3), nil,
+		ConvAttrs{Pads: []int{1, 1, 1, 1}}))
+	b.add("conv_strided")(Conv("conv_strided", P("X", 1, 3, 9, 11), P("W", 5, 3, 3, 3), nil,
+		ConvAttrs{Pads: []int{1, 0, 1, 2}, Strides: []int{2, 2}}))
+	b.add("conv_dilated_grouped")(Conv("conv_dilated_grouped", P("X", 1, 4, 9, 9), P("W", 6, 2, 3, 3), P("bias", 6),
+		ConvAttrs{Pads: []int{2, 2, 2, 2}, Dilations: []int{2, 2}, Group: 2}))
+	b.add("conv_depthwise")(Conv("conv_depthwise", P("X", 1, 6, 9, 7), P("W", 6, 1, 3, 3), nil,
+		ConvAttrs{AutoPad: "SAME_UPPER", Strides: []int{2, 2}, Group: 6}))
+	b.add("conv1d")(Conv("conv1d", P("X", 2, 3, 17), P("W", 5, 3, 3), P("bias", 5),
+		ConvAttrs{Pads: []int{1, 1}, Strides: []int{2}}))
+	b.add("max_pool")(MaxPool("max_pool", P("X", 1, 3, 9, 11),
+		PoolAttrs{KernelShape: []int{3, 3}, Strides: []int{2, 2}, Pads: []int{1, 1, 1, 1}}))
+	b.add("average_pool")(AveragePool("average_pool", P("X", 1, 3, 9, 10),
+		PoolAttrs{KernelShape: []int{3, 3}, Strides: []int{2, 2}, Pads: []int{1, 1, 0, 0}, CeilMode: true}))
+	b.add("average_pool1d")(AveragePool("average_pool1d", P("X", 2, 3, 13),
+		PoolAttrs{KernelShape: []int{3}, Strides: []int{2}, Pads: []int{1, 1}, CountIncludePad: true}))
+	b.add("global_average_pool")(GlobalAveragePool("global_average_pool", P("X", 1, 5, 7, 9)))
+	b.add("global_max_pool")(GlobalMaxPool("global_max_pool", P("X", 1, 5, 7, 9)))
+	b.add("batch_norm")(BatchNormalization("batch_norm", P("X", 1, 4, 5, 7), P("scale", 4), P("B", 4), P("mean", 4),
+		mustExample(Abs("var_abs", P("var", 4))), 1e-5))
+	b.add("layernorm")(LayerNormalization("layernorm", P("X", 5, 7, 33), P("scale", 33), P("B", 33), -1, 1e-5))
+	b.add("softmax")(Softmax("softmax", P("X", 5, 33), -1))
+	b.add("log_softmax")(LogSoftmax("log_softmax", P("X", 5, 33), 0))
+
+	// elementwise
+	u := func() *Tensor { return P("X", 3, 5, 7) }
+	b.add("relu")(Relu("relu", u()))
+	b.add("leaky_relu")(LeakyRelu("leaky_relu", u(), 0.1))
+	b.add("sigmoid")(Sigmoid("sigmoid", u()))
+	b.add("hard_sigmoid")(HardSigmoid("hard_sigmoid", u(), 0.2, 0.5))
+	b.add("hard_swish")(HardSwish("hard_swish", u()))
+	b.add("tanh")(Tanh("tanh", u()))
+	b.add("exp")(Exp("exp", u()))
+	b.add("log")(Log("log", mustExample(Abs("log_abs", u()))))
+	b.add("sqrt")(Sqrt("sqrt", mustExample(Abs("sqrt_abs", u()))))
+	b.add("erf")(Erf("erf", u()))
+	b.add("gelu")(Gelu("gelu", u(), "none"))
+	b.add("gelu_tanh")(Gelu("gelu_tanh", u(), "tanh"))
+	b.add("clip")(Clip("clip", u(), ptrF32(-0.5), ptrF32(0.5)))
+	b.add("neg")(Neg("neg", u()))
+	b.add("abs")(Abs("abs", u()))
+	b.add("reciprocal")(Reciprocal("reciprocal", u()))
+	b.add("add")(Add("add", P("A", 3, 1, 5), P("B", 4, 1)))
+	b.add("sub")(Sub("sub", P("A", 3, 4, 5), P("B", 5)))
+	b.add("mul")(Mul("mul", P("A", 3, 4, 5), P("B", 3, 4, 5)))
+	b.add("div")(Div("div", P("A", 3, 4, 5), P("B", 4, 1)))
+	b.add("pow")(Pow("pow", mustExample(Abs("pow_abs", P("A", 3, 4, 5))), P("B", 3, 1, 1)))
+	b.add("max")(Max("max", P("A", 3, 4, 5), P("B", 5), P("C", 4, 1)))
+	b.add("min")(Min("min", P("A", 3, 4, 5), P("B", 1, 4, 5)))
+	b.add("expand")(Expand("expand", P("X", 3, 1), []int{2, 3, 5}))
+
+	// reductions
+	b.add("reduce_sum")(ReduceSum("reduce_sum", P("X", 3, 5, 7), ReduceAttrs{Axes: []int{1}, KeepDims: true}))
+	b.add("reduce_mean")(ReduceMean("reduce_mean", P("X", 3, 5, 7), ReduceAttrs{Axes: []int{0, -1}}))
+	b.add("reduce_max")(ReduceMax("reduce_max", P("X", 3, 5, 7), DefaultReduceAttrs()))
+	b.add("reduce_min")(ReduceMin("reduce_min", P("X", 3, 5, 7), ReduceAttrs{Axes: []int{2}}))
+	b.add("reduce_small_output")(ReduceSum("reduce_small_output", P("X", 4, 1024), ReduceAttrs{Axes: []int{1}}))
+
+	// shape
+	b.add("transpose")(Transpose("transpose", P("X", 3, 5, 7), []int{2, 0, 1}))
+	b.add("reshape")(Reshape("reshape", P("X", 3, 5, 7), []int{5, -1}, false))
+	b.add("flatten")(Flatten("flatten", P("X", 2, 3, 5, 7), 2))
+	b.add("squeeze")(Squeeze("squeeze", P("X", 3, 1, 7, 1), []int{1, -1}))
+	b.add("unsqueeze")(Unsqueeze("unsqueeze", P("X", 3, 7), []int{0, -1}))
+	b.add("concat")(Concat("concat", 1, P("A", 2, 3, 5), P("B", 2, 4, 5), P("C", 2, 1, 5)))
+	b.add("slice")(Slice("slice", P("X", 7, 9, 5), SliceAttrs{
+		Starts: []int{-1, 1}, Ends: []int{math.MinInt64, 8}, Axes: []int{0, 1}, Steps: []int{-2, 3}}))
+	b.add("pad")(Pad("pad", P("X", 1, 3, 5, 7), PadAttrs{Mode: "constant", Value: 0.5, Pads: []int{0, 0, 1, 2, 0, 0, 2, 1}}))
+	b.add("pad_reflect")(Pad("pad_reflect", P("X", 3, 5, 7), PadAttrs{Mode: "reflect", Axes: []int{1, 2}, Pads: []int{2, 1, 1, 3}}))
+	b.add("pad_edge")(Pad("pad_edge", P("X", 3, 5, 7), PadAttrs{Mode: "edge", Pads: []int{0, -1, 2, 0, 2, -1}}))
+
+	// fused subgraphs
+	{
+		x, w, bias := P("X", 1, 3, 7, 9), P("W", 4, 3, 3, 3), P("bias", 4)
+		c := mustExample(Conv("conv", x, w, bias, ConvAttrs{Pads: []int{1, 1, 1, 1}}))
+		b.add("conv_bias_relu")(Relu("relu", c))
+	}
+	{
+		g := mustExample(Gemm("gemm", P("A", 17, 13), P("B", 13, 19), P("C", 19), DefaultGemmAttrs()))
+		b.add("matmul_bias_relu")(Relu("relu", g))
+	}
+	{
+		x, w := P("X", 1, 4, 7, 9), P("W", 4, 4, 3, 3)
+		c := mustExample(Conv("conv", x, w, nil, ConvAttrs{Pads: []int{1, 1, 1, 1}}))
+		scaled := mustExample(Mul("bn_scale", c, P("scale", 4, 1, 1)))
+		shifted := mustExample(Add("bn_shift", scaled, P("shift", 4, 1, 1)))
+		res := mustExample(Add("residual", shifted, P("R", 1, 4, 7, 9)))
+		b.add("conv_bn_add_relu")(Relu("relu", res))
+	}
+	{
+		a := mustExample(Add("add", P("A", 5, 7, 9), P("B", 5, 7, 9)))
+		m := mustExample(Mul("mul", a, P("C", 9)))
+		t := mustExample(Tanh("tanh", m))
+		b.add("elemwise_chain")(Sigmoid("sigmoid", t))
+	}
+}

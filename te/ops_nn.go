@@ -1,0 +1,663 @@
+package te
+
+import (
+	"math"
+	"slices"
+
+	"tessera/tir"
+)
+
+// MatMul is numpy matmul: a 1-D a is promoted to [1, K] and a 1-D b to
+// [K, 1], the promoted axes are removed from the result, and the batch
+// dimensions (all but the last two) broadcast. One reduction stage.
+func MatMul(name string, a, b *Tensor) (*Tensor, error) {
+	name = orDefault(name, "matmul")
+	if err := checkInputs("MatMul", name, a, b); err != nil {
+		return nil, err
+	}
+	ra, rb := len(a.Shape), len(b.Shape)
+	if ra == 0 || rb == 0 {
+		return nil, opError("MatMul", name, "scalar operand (%v, %v)", a.Shape, b.Shape)
+	}
+	var aBatch, bBatch []int
+	var ka, kb, m, n int
+	if ra == 1 {
+		ka = a.Shape[0]
+	} else {
+		aBatch, m, ka = a.Shape[:ra-2], a.Shape[ra-2], a.Shape[ra-1]
+	}
+	if rb == 1 {
+		kb = b.Shape[0]
+	} else {
+		bBatch, kb, n = b.Shape[:rb-2], b.Shape[rb-2], b.Shape[rb-1]
+	}
+	if ka != kb {
+		return nil, opError("MatMul", name, "inner dimensions differ: %v · %v", a.Shape, b.Shape)
+	}
+	batch, err := BroadcastShapes(aBatch, bBatch)
+	if err != nil {
+		return nil, opError("MatMul", name, "batch dimensions: %v", err)
+	}
+	out := append([]int(nil), batch...)
+	if ra > 1 {
+		out = append(out, m)
+	}
+	if rb > 1 {
+		out = append(out, n)
+	}
+	nb := len(batch)
+	return Reduce(name, out, Sum, []int{ka}, func(i, r []tir.Expr) tir.Expr {
+		k := r[0]
+		ai := broadcastIndex(aBatch, batch, i[:nb])
+		bi := broadcastIndex(bBatch, batch, i[:nb])
+		j := nb
+		if ra > 1 {
+			ai = append(ai, i[j], k)
+			j++
+		} else {
+			ai = append(ai, k)
+		}
+		if rb > 1 {
+			bi = append(bi, k, i[j])
+		} else {
+			bi = append(bi, k)
+		}
+		return tir.MulE(a.At(ai...), b.At(bi...))
+	}), nil
+}
+
+// GemmAttrs are Gemm's attributes; ONNX's defaults are in DefaultGemmAttrs.
+type GemmAttrs struct {
+	Alpha, Beta    float32
+	TransA, TransB bool
+}
+
+// DefaultGemmAttrs returns alpha = beta = 1, no transposes.
+func DefaultGemmAttrs() GemmAttrs { return GemmAttrs{Alpha: 1, Beta: 1} }
+
+// Gemm is alpha * A' B' + beta * C with A' = transA ? Aᵀ : A (and B' the
+// same); c may be nil, else it broadcasts unidirectionally to [M, N]. The
+// product is a reduction stage; scaling and C are added in a second stage
+// when needed (the product is then named name_matmul).
+func Gemm(name string, a, b, c *Tensor, attrs GemmAttrs) (*Tensor, error) {
+	name = orDefault(name, "gemm")
+	if err := checkInputs("Gemm", name, a, b); err != nil {
+		return nil, err
+	}
+	if len(a.Shape) != 2 || len(b.Shape) != 2 {
+		return nil, opError("Gemm", name, "A %v and B %v must be 2-D", a.Shape, b.Shape)
+	}
+	m, k := a.Shape[0], a.Shape[1]
+	if attrs.TransA {
+		m, k = k, m
+	}
+	kb, n := b.Shape[0], b.Shape[1]
+	if attrs.TransB {
+		kb, n = n, kb
+	}
+	if k != kb {
+		return nil, opError("Gemm", name, "inner dimensions differ: A %v (transA=%v), B %v (transB=%v)", a.Shape, attrs.TransA, b.Shape, attrs.TransB)
+	}
+	out := []int{m, n}
+	if c != nil && !broadcastsTo(c.Shape, out) {
+		return nil, opError("Gemm", name, "C %v does not broadcast to %v", c.Shape, out)
+	}
+	epilogue := c != nil || attrs.Alpha != 1
+	mmName := name
+	if epilogue {
+		mmName = name + "_matmul"
+	}
+	mm := Reduce(mmName, out, Sum, []int{k}, func(i, r []tir.Expr) tir.Expr {
+		av := a.At(i[0], r[0])
+		if attrs.TransA {
+			av = a.At(r[0], i[0])
+		}
+		bv := b.At(r[0], i[1])
+		if attrs.TransB {
+			bv = b.At(i[1], r[0])
+		}
+		return tir.MulE(av, bv)
+	})
+	if !epilogue {
+		return mm, nil
+	}
+	return Compute(name, out, func(i []tir.Expr) tir.Expr {
+		v := mm.At(i...)
+		if attrs.Alpha != 1 {
+			v = tir.MulE(tir.F32(float64(attrs.Alpha)), v)
+		}
+		if c != nil {
+			cv := bcastAt(c, out, i)
+			if attrs.Beta != 1 {
+				cv = tir.MulE(tir.F32(float64(attrs.Beta)), cv)
+			}
+			v = tir.AddE(v, cv)
+		}
+		return v
+	}), nil
+}
+
+// window is the geometry of one spatial axis of a sliding-window op: input
+// extent, kernel extent, stride, dilation, pads before and after, output
+// extent. Output o reads input o*s + k*d - pb, k in [0, K).
+type window struct {
+	in, k, s, d, pb, pe, out int
+}
+
+// span is the number of padded-input positions one window covers.
+func (w window) span() int { return (w.k-1)*w.d + 1 }
+
+// padded is the extent of the padded input the windows read: the explicit
+// pads, extended when ceil mode lets the last window run past them.
+func (w window) padded() int { return max(w.in+w.pb+w.pe, (w.out-1)*w.s+w.span()) }
+
+// windows resolves strides, dilations, pads and auto_pad for the spatial
+// axes of extents in with kernel extents k.
+func windows(op, name string, in, k, strides, dilations, pads []int, autoPad string, ceil bool) ([]window, error) {
+	n := len(in)
+	if len(k) != n {
+		return nil, opError(op, name, "kernel shape %v for %d spatial axes", k, n)
+	}
+	get := func(what string, v []int, i, def int) (int, error) {
+		if len(v) == 0 {
+			return def, nil
+		}
+		if len(v) != n {
+			return 0, opError(op, name, "%s %v for %d spatial axes", what, v, n)
+		}
+		return v[i], nil
+	}
+	if len(pads) != 0 && len(pads) != 2*n {
+		return nil, opError(op, name, "pads %v for %d spatial axes (want begin..., end...)", pads, n)
+	}
+	ws := make([]window, n)
+	for i := range ws {
+		w := window{in: in[i], k: k[i]}
+		var err error
+		if w.s, err = get("strides", strides, i, 1); err != nil {
+			return nil, err
+		}
+		if w.d, err = get("dilations", dilations, i, 1); err != nil {
+			return nil, err
+		}
+		if w.k <= 0 || w.s <= 0 || w.d <= 0 {
+			return nil, opError(op, name, "axis %d: kernel %d, stride %d, dilation %d must be positive", i, w.k, w.s, w.d)
+		}
+		switch autoPad {
+		case "", "NOTSET":
+			if len(pads) != 0 {
+				w.pb, w.pe = pads[i], pads[i+n]
+			}
+			if w.pb < 0 || w.pe < 0 {
+				return nil, opError(op, name, "negative pads %v", pads)
+			}
+		case "VALID":
+		case "SAME_UPPER", "SAME_LOWER":
+			w.out = (w.in + w.s - 1) / w.s
+			total := max(0, (w.out-1)*w.s+w.span()-w.in)
+			if autoPad == "SAME_UPPER" {
+				w.pb = total / 2
+			} else {
+				w.pb = total - total/2
+			}
+			w.pe = total - w.pb
+			ws[i] = w
+			continue
+		default:
+			return nil, opError(op, name, "unknown auto_pad %q", autoPad)
+		}
+		room := w.in + w.pb + w.pe - w.span()
+		if room < 0 {
+			return nil, opError(op, name, "axis %d: window of %d (kernel %d, dilation %d) is larger than the padded input %d", i, w.span(), w.k, w.d, w.in+w.pb+w.pe)
+		}
+		if ceil {
+			w.out = (room+w.s-1)/w.s + 1
+			// a window that would start in the end padding is dropped
+			if (w.out-1)*w.s >= w.in+w.pb {
+				w.out--
+			}
+		} else {
+			w.out = room/w.s + 1
+		}
+		ws[i] = w
+	}
+	return ws, nil
+}
+
+// padStage pads the spatial axes (2, 3, ...) of x for the windows with the
+// value v, as a separate stage named name_pad; it returns x itself when no
+// padding is needed.
+func padStage(name string, x *Tensor, ws []window, v float64) *Tensor {
+	shape := append([]int(nil), x.Shape...)
+	need := false
+	for i, w := range ws {
+		shape[2+i] = w.padded()
+		need = need || w.pb > 0 || shape[2+i] > w.in
+	}
+	if !need {
+		return x
+	}
+	return Compute(name+"_pad", shape, func(i []tir.Expr) tir.Expr {
+		idx := append([]tir.Expr(nil), i...)
+		var inside tir.Expr
+		for k, w := range ws {
+			a := i[2+k]
+			if w.pb > 0 {
+				inside = andCond(inside, tir.Cmp(tir.GE, a, tir.Const(int64(w.pb))))
+			}
+			if shape[2+k] > w.pb+w.in {
+				inside = andCond(inside, tir.Cmp(tir.LT, a, tir.Const(int64(w.pb+w.in))))
+			}
+			idx[2+k] = iaddc(a, -w.pb)
+		}
+		return tir.SelectE(inside, x.At(idx...), tir.F32(v))
+	})
+}
+
+// ConvAttrs are Conv's attributes. The zero value is ONNX's default
+// (NOTSET padding with no pads, unit strides and dilations, one group);
+// KernelShape, when given, must match the weights.
+type ConvAttrs struct {
+	AutoPad     string // "", "NOTSET", "SAME_UPPER", "SAME_LOWER" or "VALID"
+	Dilations   []int
+	Group       int   // 0 means 1
+	KernelShape []int // optional
+	Pads        []int // [x1_begin, x2_begin, ..., x1_end, x2_end]
+	Strides     []int
+}
+
+// Conv is ONNX Conv for any number of spatial axes (1-D and 2-D in
+// practice): x [N, C, D...], w [M, C/group, K...], optional bias b [M].
+// Stages: name_pad (when padding is needed), the reduction name over
+// (C/group, K...) (the channel axis is left out when C/group is 1, as in
+// depthwise convolution), and name_bias adding b.
+func Conv(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
+	name = orDefault(name, "conv")
+	if err := checkInputs("Conv", name, x, w); err != nil {
+		return nil, err
+	}
+	rank := len(x.Shape)
+	if rank < 3 || len(w.Shape) != rank {
+		return nil, opError("Conv", name, "input %v and weights %v must have the same rank >= 3", x.Shape, w.Shape)
+	}
+	N, C := x.Shape[0], x.Shape[1]
+	M, Cg := w.Shape[0], w.Shape[1]
+	G := a.Group
+	if G == 0 {
+		G = 1
+	}
+	if G < 0 || C%G != 0 || M%G != 0 || Cg != C/G {
+		return nil, opError("Conv", name, "group %d does not fit input channels %d, weights %v", G, C, w.Shape)
+	}
+	k := w.Shape[2:]
+	if a.KernelShape != nil && !slices.Equal(a.KernelShape, k) {
+		return nil, opError("Conv", name, "kernel_shape %v but weights %v", a.KernelShape, w.Shape)
+	}
+	if b != nil && (len(b.Shape) != 1 || b.Shape[0] != M) {
+		return nil, opError("Conv", name, "bias %v, want [%d]", b.Shape, M)
+	}
+	ws, err := windows("Conv", name, x.Shape[2:], k, a.Strides, a.Dilations, a.Pads, a.AutoPad, false)
+	if err != nil {
+		return nil, err
+	}
+	src := padStage(name, x, ws, 0)
+	out := []int{N, M}
+	rshape := []int{}
+	if Cg > 1 {
+		rshape = append(rshape, Cg)
+	}
+	for _, w := range ws {
+		out = append(out, w.out)
+		rshape = append(rshape, w.k)
+	}
+	mPerG := M / G
+	conv := Reduce(name, out, Sum, rshape, func(i, r []tir.Expr) tir.Expr {
+		var rc tir.Expr = Idx(0)
+		if Cg > 1 {
+			rc, r = r[0], r[1:]
+		}
+		ch := rc // input channel
+		if G > 1 {
+			ch = iadd(imulc(idivc(i[1], mPerG), Cg), rc)
+		}
+		xi := []tir.Expr{i[0], ch}
+		wi := []tir.Expr{i[1], rc}
+		for s, w := range ws {
+			xi = append(xi, iadd(imulc(i[2+s], w.s), imulc(r[s], w.d)))
+			wi = append(wi, r[s])
+		}
+		return tir.MulE(src.At(xi...), w.At(wi...))
+	})
+	if b == nil {
+		return conv, nil
+	}
+	return Compute(name+"_bias", out, func(i []tir.Expr) tir.Expr {
+		return tir.AddE(conv.At(i...), b.At(i[1]))
+	}), nil
+}
+
+// PoolAttrs are the attributes of MaxPool and AveragePool. KernelShape is
+// required; the zero value of the rest is ONNX's default. CountIncludePad
+// is AveragePool's; Dilations apply to both (AveragePool since opset 19).
+type PoolAttrs struct {
+	AutoPad         string
+	CeilMode        bool
+	CountIncludePad bool
+	Dilations       []int
+	KernelShape     []int
+	Pads            []int
+	Strides         []int
+}
+
+func poolWindows(op, name string, x *Tensor, a PoolAttrs) ([]window, error) {
+	if err := checkInputs(op, name, x); err != nil {
+		return nil, err
+	}
+	if len(x.Shape) < 3 {
+		return nil, opError(op, name, "input %v must be [N, C, D...]", x.Shape)
+	}
+	if len(a.KernelShape) == 0 {
+		return nil, opError(op, name, "kernel_shape is required")
+	}
+	return windows(op, name, x.Shape[2:], a.KernelShape, a.Strides, a.Dilations, a.Pads, a.AutoPad, a.CeilMode)
+}
+
+func poolShapes(x *Tensor, ws []window) (out, rshape []int) {
+	out = append(out, x.Shape[:2]...)
+	for _, w := range ws {
+		out = append(out, w.out)
+		rshape = append(rshape, w.k)
+	}
+	return out, rshape
+}
+
+// poolIndex is the padded-input index of output i at kernel offset r.
+func poolIndex(ws []window, i, r []tir.Expr) []tir.Expr {
+	idx := []tir.Expr{i[0], i[1]}
+	for s, w := range ws {
+		idx = append(idx, iadd(imulc(i[2+s], w.s), imulc(r[s], w.d)))
+	}
+	return idx
+}
+
+// MaxPool is ONNX MaxPool (output Y only): a -inf padding stage name_pad
+// when padding is needed, then a max reduction over the window.
+func MaxPool(name string, x *Tensor, a PoolAttrs) (*Tensor, error) {
+	name = orDefault(name, "max_pool")
+	ws, err := poolWindows("MaxPool", name, x, a)
+	if err != nil {
+		return nil, err
+	}
+	src := padStage(name, x, ws, math.Inf(-1))
+	out, rshape := poolShapes(x, ws)
+	return Reduce(name, out, MaxReduce, rshape, func(i, r []tir.Expr) tir.Expr {
+		return src.At(poolIndex(ws, i, r)...)
+	}), nil
+}
+
+// AveragePool is ONNX AveragePool: a zero padding stage name_pad when
+// padding is needed, the window sum name_sum, and the division by the
+// window's element count. With count_include_pad the count includes the
+// explicit pads (but not the positions past them that ceil mode adds),
+// without it only the input elements; the count is a constant when it is
+// the same for every output, else an integer min/max expression of the
+// output index.
+func AveragePool(name string, x *Tensor, a PoolAttrs) (*Tensor, error) {
+	name = orDefault(name, "average_pool")
+	ws, err := poolWindows("AveragePool", name, x, a)
+	if err != nil {
+		return nil, err
+	}
+	src := padStage(name, x, ws, 0)
+	out, rshape := poolShapes(x, ws)
+	sum := Reduce(name+"_sum", out, Sum, rshape, func(i, r []tir.Expr) tir.Expr {
+		return src.At(poolIndex(ws, i, r)...)
+	})
+	// counted region per axis, in input coordinates: [lo, hi)
+	region := func(w window) (int, int) {
+		if a.CountIncludePad {
+			return -w.pb, w.in + w.pe
+		}
+		return 0, w.in
+	}
+	constCount := 1
+	var varAxes []int
+	for s, w := range ws {
+		lo, hi := region(w)
+		c0 := windowCount(w, 0, lo, hi)
+		same := true
+		for o := 1; o < w.out; o++ {
+			if windowCount(w, o, lo, hi) != c0 {
+				same = false
+				break
+			}
+		}
+		if same {
+			constCount *= c0
+		} else {
+			varAxes = append(varAxes, s)
+		}
+	}
+	return Compute(name, out, func(i []tir.Expr) tir.Expr {
+		if len(varAxes) == 0 {
+			return tir.DivE(sum.At(i...), tir.F32(float64(constCount)))
+		}
+		var cnt tir.Expr
+		for _, s := range varAxes {
+			w := ws[s]
+			lo, hi := region(w)
+			c := windowCountExpr(w, i[2+s], lo, hi)
+			if cnt == nil {
+				cnt = c
+			} else {
+				cnt = tir.MulE(cnt, c)
+			}
+		}
+		return tir.DivE(sum.At(i...), toFloat(imulc(cnt, constCount)))
+	}), nil
+}
+
+// windowCount counts the taps of window o inside [lo, hi).
+func windowCount(w window, o, lo, hi int) int {
+	n := 0
+	for k := 0; k < w.k; k++ {
+		if p := o*w.s + k*w.d - w.pb; p >= lo && p < hi {
+			n++
+		}
+	}
+	return n
+}
+
+// windowCountExpr is windowCount as an expression of the output index o:
+// the taps k in [0, K) with lo <= o*s - pb + k*d < hi.
+func windowCountExpr(w window, o tir.Expr, lo, hi int) tir.Expr {
+	os := imulc(o, w.s) // window start is os - pb
+	if w.d == 1 {
+		// min(start + K, hi) - max(start, lo), leaving out clamps that
+		// never apply
+		end := iaddc(os, w.k-w.pb)
+		if (w.out-1)*w.s+w.k-w.pb > hi {
+			end = tir.MinE(end, tir.Const(int64(hi)))
+		}
+		begin := iaddc(os, -w.pb)
+		if -w.pb < lo {
+			begin = tir.MaxE(begin, tir.Const(int64(lo)))
+		}
+		return tir.SubE(end, begin)
+	}
+	// first tap: ceil((lo - start) / d) clamped at 0;
+	// last tap: floor((hi - 1 - start) / d) clamped at K-1
+	first := tir.MaxE(idivc(icsub(lo+w.pb+w.d-1, os), w.d), tir.Const(0))
+	last := tir.MinE(idivc(icsub(hi-1+w.pb, os), w.d), tir.Const(int64(w.k-1)))
+	return iaddc(tir.SubE(last, first), 1)
+}
+
+// GlobalAveragePool averages over the spatial axes: a sum stage name_sum
+// [N, C], then the division; the output is [N, C, 1, ...].
+func GlobalAveragePool(name string, x *Tensor) (*Tensor, error) {
+	name = orDefault(name, "global_average_pool")
+	if err := checkInputs("GlobalAveragePool", name, x); err != nil {
+		return nil, err
+	}
+	if len(x.Shape) < 3 {
+		return nil, opError("GlobalAveragePool", name, "input %v must be [N, C, D...]", x.Shape)
+	}
+	sp := x.Shape[2:]
+	sum := Reduce(name+"_sum", x.Shape[:2], Sum, sp, func(i, r []tir.Expr) tir.Expr {
+		return x.At(append([]tir.Expr{i[0], i[1]}, r...)...)
+	})
+	out := globalShape(x)
+	return Compute(name, out, func(i []tir.Expr) tir.Expr {
+		return tir.DivE(sum.At(i[0], i[1]), tir.F32(float64(numElems(sp))))
+	}), nil
+}
+
+// GlobalMaxPool is the maximum over the spatial axes; the output is
+// [N, C, 1, ...].
+func GlobalMaxPool(name string, x *Tensor) (*Tensor, error) {
+	name = orDefault(name, "global_max_pool")
+	if err := checkInputs("GlobalMaxPool", name, x); err != nil {
+		return nil, err
+	}
+	if len(x.Shape) < 3 {
+		return nil, opError("GlobalMaxPool", name, "input %v must be [N, C, D...]", x.Shape)
+	}
+	return Reduce(name, globalShape(x), MaxReduce, x.Shape[2:], func(i, r []tir.Expr) tir.Expr {
+		return x.At(append([]tir.Expr{i[0], i[1]}, r...)...)
+	}), nil
+}
+
+func globalShape(x *Tensor) []int {
+	out := append([]int(nil), x.Shape[:2]...)
+	for range x.Shape[2:] {
+		out = append(out, 1)
+	}
+	return out
+}
+
+// BatchNormalization is inference-mode batch normalization of x [N, C,
+// ...] with per-channel scale, bias, mean and variance [C]: a stage
+// name_factor [C] = scale / sqrt(var + epsilon), then
+// (x - mean) * factor + bias. (ONNX default epsilon 1e-5.)
+func BatchNormalization(name string, x, scale, bias, mean, variance *Tensor, epsilon float32) (*Tensor, error) {
+	name = orDefault(name, "batch_norm")
+	if err := checkInputs("BatchNormalization", name, x, scale, bias, mean, variance); err != nil {
+		return nil, err
+	}
+	if len(x.Shape) < 2 {
+		return nil, opError("BatchNormalization", name, "input %v must be [N, C, ...]", x.Shape)
+	}
+	c := x.Shape[1]
+	for _, p := range []*Tensor{scale, bias, mean, variance} {
+		if len(p.Shape) != 1 || p.Shape[0] != c {
+			return nil, opError("BatchNormalization", name, "parameter %s has shape %v, want [%d]", p.Name, p.Shape, c)
+		}
+	}
+	factor := Compute(name+"_factor", []int{c}, func(i []tir.Expr) tir.Expr {
+		return tir.DivE(scale.At(i[0]), tir.CallE("sqrt", tir.AddE(variance.At(i[0]), tir.F32(float64(epsilon)))))
+	})
+	return Compute(name, x.Shape, func(i []tir.Expr) tir.Expr {
+		ch := i[1]
+		return tir.AddE(tir.MulE(tir.SubE(x.At(i...), mean.At(ch)), factor.At(ch)), bias.At(ch))
+	}), nil
+}
+
+// LayerNormalization (opset 17) normalizes x over the axes [axis, rank):
+// stages name_mean and name_var (reductions scaled by 1/n), name_rstd =
+// 1/sqrt(var + epsilon), then (x - mean) * rstd * scale + bias. scale and
+// the optional bias broadcast unidirectionally to x. Only the output Y is
+// produced. (ONNX defaults: axis -1, epsilon 1e-5.)
+func LayerNormalization(name string, x, scale, bias *Tensor, axis int, epsilon float32) (*Tensor, error) {
+	name = orDefault(name, "layer_norm")
+	if err := checkInputs("LayerNormalization", name, x, scale); err != nil {
+		return nil, err
+	}
+	rank := len(x.Shape)
+	axis, err := normAxis("LayerNormalization", name, axis, rank)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range []*Tensor{scale, bias} {
+		if p != nil && !broadcastsTo(p.Shape, x.Shape) {
+			return nil, opError("LayerNormalization", name, "%s %v does not broadcast to %v", p.Name, p.Shape, x.Shape)
+		}
+	}
+	lead, norm := x.Shape[:axis], x.Shape[axis:]
+	inv := 1 / float64(numElems(norm))
+	at := func(i, r []tir.Expr) tir.Expr { return x.At(append(append([]tir.Expr(nil), i...), r...)...) }
+	mean := Reduce(name+"_mean", lead, Sum, norm, func(i, r []tir.Expr) tir.Expr {
+		return tir.MulE(at(i, r), tir.F32(inv))
+	})
+	variance := Reduce(name+"_var", lead, Sum, norm, func(i, r []tir.Expr) tir.Expr {
+		d := tir.SubE(at(i, r), mean.At(i...))
+		return tir.MulE(tir.MulE(d, d), tir.F32(inv))
+	})
+	rstd := Compute(name+"_rstd", lead, func(i []tir.Expr) tir.Expr {
+		return tir.DivE(tir.F32(1), tir.CallE("sqrt", tir.AddE(variance.At(i...), tir.F32(float64(epsilon)))))
+	})
+	return Compute(name, x.Shape, func(i []tir.Expr) tir.Expr {
+		v := tir.MulE(tir.MulE(tir.SubE(x.At(i...), mean.At(i[:axis]...)), rstd.At(i[:axis]...)), bcastAt(scale, x.Shape, i))
+		if bias != nil {
+			v = tir.AddE(v, bcastAt(bias, x.Shape, i))
+		}
+		return v
+	}), nil
+}
+
+// softmaxAxis checks x and normalizes the (Log)Softmax axis.
+func softmaxAxis(op, name string, x *Tensor, axis int) (int, error) {
+	if err := checkInputs(op, name, x); err != nil {
+		return 0, err
+	}
+	if len(x.Shape) == 0 {
+		return 0, opError(op, name, "scalar input")
+	}
+	return normAxis(op, name, axis, len(x.Shape))
+}
+
+// Softmax (opset 13) along one axis (ONNX default -1): stages name_max
+// (max over the axis), name_exp = exp(x - max), name_sum (sum of exp over
+// the axis), then exp / sum.
+func Softmax(name string, x *Tensor, axis int) (*Tensor, error) {
+	name = orDefault(name, "softmax")
+	axis, err := softmaxAxis("Softmax", name, x, axis)
+	if err != nil {
+		return nil, err
+	}
+	rs := dropAxis(x.Shape, axis)
+	ext := []int{x.Shape[axis]}
+	mx := Reduce(name+"_max", rs, MaxReduce, ext, func(i, r []tir.Expr) tir.Expr {
+		return x.At(insertAxis(i, axis, r[0])...)
+	})
+	e := Compute(name+"_exp", x.Shape, func(i []tir.Expr) tir.Expr {
+		return tir.CallE("exp", tir.SubE(x.At(i...), mx.At(dropAxis(i, axis)...)))
+	})
+	sum := Reduce(name+"_sum", rs, Sum, ext, func(i, r []tir.Expr) tir.Expr {
+		return e.At(insertAxis(i, axis, r[0])...)
+	})
+	return Compute(name, x.Shape, func(i []tir.Expr) tir.Expr {
+		return tir.DivE(e.At(i...), sum.At(dropAxis(i, axis)...))
+	}), nil
+}
+
+// LogSoftmax (opset 13) along one axis (ONNX default -1): stages name_max,
+// name_sum = sum of exp(x - max) over the axis, then x - max - log(sum).
+func LogSoftmax(name string, x *Tensor, axis int) (*Tensor, error) {
+	name = orDefault(name, "log_softmax")
+	axis, err := softmaxAxis("LogSoftmax", name, x, axis)
+	if err != nil {
+		return nil, err
+	}
+	rs := dropAxis(x.Shape, axis)
+	ext := []int{x.Shape[axis]}
+	mx := Reduce(name+"_max", rs, MaxReduce, ext, func(i, r []tir.Expr) tir.Expr {
+		return x.At(insertAxis(i, axis, r[0])...)
+	})
+	sum := Reduce(name+"_sum", rs, Sum, ext, func(i, r []tir.Expr) tir.Expr {
+		return tir.CallE("exp", tir.SubE(x.At(insertAxis(i, axis, r[0])...), mx.At(i...)))
+	})
+	return Compute(name, x.Shape, func(i []tir.Expr) tir.Expr {
+		ri := dropAxis(i, axis)
+		return tir.SubE(tir.SubE(x.At(i...), mx.At(ri...)), tir.CallE("log", sum.At(ri...)))
+	}), nil
+}
