@@ -1,0 +1,586 @@
+package codegen
+
+import (
+	"math"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+
+	"tessera/tir"
+)
+
+// ccase is one kernel of the table: it is emitted alone (for the source
+// checks) and in one module with all the others (compiled and run).
+type ccase struct {
+	name   string
+	f      *tir.PrimFunc
+	guards string   // per param: 'a' guard page after (default), 'b' before
+	src    []string // the kernel's C must contain these
+	notSrc []string // and must not contain these
+	// want computes the expected outputs in place; nil means tir.Run.
+	want func(args [][]float32)
+}
+
+func fnc(name string, params []*tir.Buffer, body ...tir.Stmt) *tir.PrimFunc {
+	return &tir.PrimFunc{Name: name, Params: params, Body: tir.SeqOf(body...)}
+}
+
+func floorDivGo(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+func cases() []ccase {
+	var cs []ccase
+
+	{ // elementwise, odd sizes
+		A, B := gbuf("A", 4, 37), gbuf("B", 4, 37)
+		v := vars("i", "j")
+		cs = append(cs, ccase{name: "elementwise", f: fnc("elementwise", []*tir.Buffer{A, B},
+			loop(v[0], 4, tir.Serial, loop(v[1], 37, tir.Serial,
+				st(B, add(mul(ld(A, v[0], v[1]), fc(2)), fc(1.5)), v[0], v[1])))),
+			src: []string{"const float *restrict A", "float *restrict B", "1.5f"}})
+	}
+
+	{ // floor division and modulo, negative operands and divisors
+		O := gbuf("O", 8, 40)
+		v := vars("i", "j")
+		i, j := v[0], v[1]
+		x := tir.SubE(i, c(20))
+		rows := []tir.Expr{
+			tir.FloorDivE(x, c(3)),
+			tir.FloorModE(x, c(3)),
+			tir.FloorDivE(x, c(-4)),
+			tir.FloorModE(x, c(-4)),
+			tir.FloorDivE(i, c(4)), // provably non-negative: plain C
+			tir.FloorModE(i, c(4)),
+		}
+		var body []tir.Stmt
+		for r, e := range rows {
+			body = append(body, st(O, toF(e), c(int64(r)), i))
+		}
+		// variable divisors of both signs: -(j+1) and j+2
+		vd := loop(j, 3, tir.Serial,
+			st(O, toF(add(mul(tir.FloorDivE(x, tir.SubE(c(-1), j)), c(100)), tir.FloorModE(x, add(j, c(2))))), c(6), add(i, mul(j, c(0)))),
+			st(O, toF(tir.FloorModE(x, tir.SubE(c(-1), j))), c(7), i))
+		want := func(args [][]float32) {
+			o := args[0]
+			for i := int64(0); i < 40; i++ {
+				x := i - 20
+				vals := []int64{floorDivGo(x, 3), x - floorDivGo(x, 3)*3, floorDivGo(x, -4), x - floorDivGo(x, -4)*-4, i / 4, i % 4}
+				for r, v := range vals {
+					o[int64(r)*40+i] = float32(v)
+				}
+				// j = 2 writes last
+				o[6*40+i] = float32(floorDivGo(x, -3)*100 + (x - floorDivGo(x, 4)*4))
+				o[7*40+i] = float32(x - floorDivGo(x, -3)*-3)
+			}
+		}
+		cs = append(cs, ccase{name: "floordiv", f: fnc("floordiv", []*tir.Buffer{O},
+			loop(i, 40, tir.Serial, append(body, vd)...)),
+			src: []string{"tsr_floordiv(", "tsr_floormod(", "(i / 4)", "(i % 4)"}, want: want})
+	}
+
+	{ // every scalar expression kind
+		A, B, O := gbuf("A", 16), gbuf("B", 16), gbuf("O", 24, 16)
+		v := vars("i", "t")
+		i, t := v[0], v[1]
+		a, b := ld(A, i), ld(B, i)
+		absA := fn("fabs", a)
+		rows := []tir.Expr{
+			tir.MinE(a, b),
+			tir.MaxE(a, b),
+			toF(tir.MinE(i, c(7))),
+			toF(tir.MaxE(tir.SubE(i, c(3)), c(2))),
+			sel(tir.Cmp(tir.GT, a, b), a, mul(b, fc(2))),
+			toF(&tir.Cast{To: tir.Int, X: mul(a, fc(10))}),
+			fn("exp", a),
+			fn("log", add(absA, fc(0.5))),
+			fn("sqrt", absA),
+			fn("tanh", mul(a, fc(3))),
+			fn("erf", b),
+			fn("pow", add(absA, fc(0.1)), b),
+			fn("sigmoid", mul(a, fc(4))),
+			fn("floor", mul(a, fc(3))),
+			fn("ceil", mul(a, fc(3))),
+			tir.DivE(a, add(fn("fabs", b), fc(1))),
+			tir.MaxE(a, fc(math.Inf(-1))),
+			sel(lt(i, c(3)), fc(math.Inf(1)), sel(lt(i, c(6)), fc(math.Inf(-1)), add(a, fc(-0.0)))),
+			sel(tir.Cmp(tir.GT, a, fc(2)), fc(math.NaN()), tir.SubE(a, b)),
+			sel(and(lt(i, c(8)), tir.NotE(ge(a, fc(0)))), fc(1), fc(0)),
+			sel(tir.OrE(tir.Cmp(tir.EQ, i, c(3)), tir.Cmp(tir.NE, tir.FloorModE(i, c(2)), c(0))), fc(1), fc(0)),
+			sel(tir.Cmp(tir.LE, a, b), fc(1.25e-3), fc(3e10)),
+			toF(t),
+			tir.SubE(fc(1), mul(a, fc(0.333333343))),
+		}
+		var body []tir.Stmt
+		for r, e := range rows {
+			body = append(body, st(O, e, c(int64(r)), i))
+		}
+		cs = append(cs, ccase{name: "exprs", f: fnc("exprs", []*tir.Buffer{A, B, O},
+			loop(i, 16, tir.Serial, &tir.Let{Var: t, Value: mul(i, c(3)), Body: tir.SeqOf(body...)})),
+			src: []string{"INFINITY", "NAN", "expf(", "erff(", "powf(", "tsr_sigmoidf(", "tsr_mini(", "tsr_maxf(", "const int64_t t = "}})
+	}
+
+	{ // vector loads with coefficients 1, 0 and other; gather and scatter
+		A, B, S := gbuf("A", 64), gbuf("B", 64), gbuf("S", 4)
+		O1, O2, O3, O4 := gbuf("O1", 64), gbuf("O2", 64), gbuf("O3", 4, 16), gbuf("O4", 64)
+		v := vars("i", "v")
+		i, l := v[0], v[1]
+		x := add(mul(i, c(16)), l)
+		cs = append(cs, ccase{name: "vec_basic", f: fnc("vec_basic", []*tir.Buffer{A, B, S, O1, O2, O3, O4},
+			loop(i, 4, tir.Serial, loop(l, 16, tir.Vectorized,
+				st(O1, add(mul(ld(A, x), ld(S, i)), fc(1)), x),
+				st(O2, ld(A, tir.FloorModE(add(mul(i, c(16)), mul(l, c(3))), c(64))), x),
+				st(O3, ld(A, add(mul(l, c(4)), i)), i, l),
+				st(O4, ld(B, x), add(mul(l, c(4)), i))))),
+			src:    []string{"tsr_load_v16f(&A[", "tsr_splat_v16f(S[i])", "tsr_store_v16f(&O1[", "(tsr_v16f){A[", "tsr_s[15]"},
+			notSrc: []string{"omp simd", "scalar loop"}})
+	}
+
+	{ // Select guarding out-of-bounds loads inside vector code (padding)
+		A, Bp, Cc := gbuf("A", 64), gbuf("Bp", 64), gbuf("Cc", 64)
+		var outs []*tir.Buffer
+		for _, n := range []string{"P1", "P2", "P3", "P4", "P5", "P6"} {
+			outs = append(outs, gbuf(n, 64))
+		}
+		v := vars("i", "v")
+		i, l := v[0], v[1]
+		x := add(mul(i, c(16)), l)
+		params := append([]*tir.Buffer{A, Bp, Cc}, outs...)
+		cs = append(cs, ccase{name: "vec_padding", guards: "bab", f: fnc("vec_padding", params,
+			loop(i, 4, tir.Serial, loop(l, 16, tir.Vectorized,
+				st(outs[0], sel(ge(tir.SubE(x, c(1)), c(0)), ld(A, tir.SubE(x, c(1))), fc(0)), x),
+				st(outs[1], sel(lt(add(x, c(1)), c(64)), ld(Bp, add(x, c(1))), fc(-1)), x),
+				st(outs[2], sel(ge(i, c(1)), ld(Cc, add(mul(tir.SubE(i, c(1)), c(16)), l)), fc(2)), x),
+				st(outs[3], sel(and(lt(x, c(60)), tir.Cmp(tir.GT, ld(Bp, add(x, c(4))), fc(0))), fc(1), fc(0)), x),
+				st(outs[4], sel(lt(l, c(8)), ld(A, x), mul(ld(Bp, x), fc(3))), x),
+				st(outs[5], sel(lt(x, c(50)), ld(A, x), ld(Cc, tir.SubE(c(63), x))), x)))),
+			src: []string{"tsr_select_v16f(", "(i >= 1) ? "}})
+	}
+
+	{ // non-power-of-two vectorized loop: scalar fallback with omp simd
+		A, O := gbuf("A", 3, 12), gbuf("O", 3, 12)
+		v := vars("i", "v")
+		cs = append(cs, ccase{name: "vec_nonpow2", f: fnc("vec_nonpow2", []*tir.Buffer{A, O},
+			loop(v[0], 3, tir.Serial, loop(v[1], 12, tir.Vectorized,
+				st(O, add(mul(ld(A, v[0], v[1]), fc(2)), fc(-1)), v[0], v[1])))),
+			src: []string{"#pragma omp simd", "scalar loop, extent 12 is not a power of two"}, notSrc: []string{"tsr_load_v"}})
+	}
+
+	{ // reduction across lanes: plain scalar fallback
+		A, O := gbuf("A", 4, 16), gbuf("O", 4)
+		v := vars("i", "k")
+		cs = append(cs, ccase{name: "vec_reduction", f: fnc("vec_reduction", []*tir.Buffer{A, O},
+			loop(v[0], 4, tir.Serial,
+				st(O, fc(0), v[0]),
+				loop(v[1], 16, tir.Vectorized, st(O, add(ld(O, v[0]), ld(A, v[0], v[1])), v[0])))),
+			src: []string{"reduction across lanes"}, notSrc: []string{"omp simd", "tsr_load_v"}})
+	}
+
+	{ // lanes depending on each other: plain scalar fallback
+		A, B, O := gbuf("A", 17), gbuf("B", 32), gbuf("O", 32)
+		v := vars("v", "w")
+		cs = append(cs, ccase{name: "vec_dependence", f: fnc("vec_dependence", []*tir.Buffer{A, B, O},
+			loop(v[0], 16, tir.Vectorized, st(A, add(mul(ld(A, v[0]), fc(0.5)), fc(1)), add(v[0], c(1)))),
+			loop(v[1], 16, tir.Vectorized,
+				st(O, ld(B, v[1]), v[1]),
+				st(B, ld(O, add(v[1], c(1))), v[1]))),
+			src: []string{"lanes may depend on each other through A", "through O"}, notSrc: []string{"omp simd", "tsr_load_v"}})
+	}
+
+	{ // long vectorized loops split into native chunks
+		A, B, O, O2 := gbuf("A", 64), gbuf("B", 64), gbuf("O", 64), gbuf("O2", 48)
+		v := vars("v", "w")
+		cs = append(cs, ccase{name: "vec_long", f: fnc("vec_long", []*tir.Buffer{A, B, O, O2},
+			loop(v[0], 64, tir.Vectorized, st(O, tir.SubE(ld(A, v[0]), ld(B, v[0])), v[0])),
+			loop(v[1], 48, tir.Vectorized, st(O2, mul(ld(A, add(v[1], c(16))), fc(2)), v[1]))),
+			src: []string{"tsr_load_v16f(&A[48])", "tsr_store_v16f(&O2[32]"}, notSrc: []string{"tsr_v64f", "tsr_v48f", "scalar loop"}})
+	}
+
+	{ // math, min/max, masks and conversions in vector code
+		A, B, O := gbuf("A", 64), gbuf("B", 64), gbuf("O", 18, 64)
+		v := vars("i", "v")
+		i, l := v[0], v[1]
+		x := add(mul(i, c(16)), l)
+		a, b := ld(A, x), ld(B, x)
+		rows := []tir.Expr{
+			sel(tir.Cmp(tir.GT, a, fc(0)), a, mul(a, fc(0.1))),
+			tir.MaxE(a, b),
+			tir.MinE(a, fc(0.25)),
+			fn("exp", a),
+			fn("sigmoid", b),
+			fn("fabs", a),
+			fn("pow", add(fn("fabs", a), fc(0.5)), b),
+			fn("floor", mul(a, fc(4))),
+			fn("ceil", mul(a, fc(4))),
+			fn("sqrt", fn("fabs", b)),
+			fn("log", add(fn("fabs", a), fc(1))),
+			fn("tanh", mul(a, fc(2))),
+			fn("erf", b),
+			add(toF(l), mul(toF(i), fc(0.5))),
+			sel(and(ge(x, c(8)), lt(x, c(40))), a, b),
+			tir.DivE(a, add(fn("fabs", b), fc(1))),
+			sel(lt(add(mul(l, c(2)), i), c(20)), fc(1), fc(0)),
+			sel(lt(tir.FloorModE(l, c(3)), c(1)), a, fc(-2)),
+		}
+		var body []tir.Stmt
+		for r, e := range rows {
+			body = append(body, st(O, e, c(int64(r)), x))
+		}
+		cs = append(cs, ccase{name: "vec_math", f: fnc("vec_math", []*tir.Buffer{A, B, O},
+			loop(i, 4, tir.Serial, loop(l, 16, tir.Vectorized, body...))),
+			src:    []string{"tsr_exp_v16f(", "tsr_max_v16f(", "tsr_min_v16f(", "tsr_clamp32(", "tsr_pow_v16f("},
+			notSrc: []string{"scalar loop"}})
+	}
+
+	{ // boolean casts, logic on masks, Int and Bool buffers
+		A, O := gbuf("A", 32), gbuf("O", 6, 16)
+		idx := &tir.Buffer{Name: "idx", DType: tir.Int, Shape: []int{16}, Scope: tir.Local}
+		msk := &tir.Buffer{Name: "msk", DType: tir.Bool, Shape: []int{16}, Scope: tir.Local}
+		v := vars("j", "v")
+		j, l := v[0], v[1]
+		a := ld(A, l)
+		isB := func(e tir.Expr) tir.Expr { return &tir.Cast{To: tir.Bool, X: e} }
+		body := loop(j, 16, tir.Serial,
+			st(idx, tir.FloorDivE(mul(j, c(5)), c(3)), j),
+			st(msk, tir.Cmp(tir.EQ, tir.FloorModE(j, c(3)), c(0)), j))
+		vec := loop(l, 16, tir.Vectorized,
+			st(O, toF(tir.Cmp(tir.LT, a, ld(A, add(l, c(16))))), c(0), l),
+			st(O, toF(tir.NotE(tir.OrE(tir.Cmp(tir.GT, a, fc(0.5)), tir.Cmp(tir.LT, a, fc(-0.5))))), c(1), l),
+			st(O, toF(isB(tir.MaxE(a, fc(0)))), c(2), l),
+			st(O, ld(A, ld(idx, l)), c(3), l),
+			st(O, sel(ld(msk, l), a, fc(7)), c(4), l),
+			st(O, toF(&tir.Cast{To: tir.Int, X: mul(a, fc(8))}), c(5), l))
+		want := func(args [][]float32) {
+			a, o := args[0], args[1]
+			for l := 0; l < 16; l++ {
+				b2f := func(b bool) float32 {
+					if b {
+						return 1
+					}
+					return 0
+				}
+				o[0*16+l] = b2f(a[l] < a[l+16])
+				o[1*16+l] = b2f(!(a[l] > 0.5 || a[l] < -0.5))
+				o[2*16+l] = b2f(a[l] > 0)
+				o[3*16+l] = a[l*5/3]
+				if l%3 == 0 {
+					o[4*16+l] = a[l]
+				} else {
+					o[4*16+l] = 7
+				}
+				o[5*16+l] = float32(int64(a[l] * 8))
+			}
+		}
+		cs = append(cs, ccase{name: "vec_bool", want: want, f: fnc("vec_bool", []*tir.Buffer{A, O},
+			&tir.Allocate{Buf: idx, Body: &tir.Allocate{Buf: msk, Body: tir.SeqOf(body, vec)}}),
+			src: []string{"tsr_b2f_v16f(", "int64_t idx[16]", "int32_t msk[16]", "(~"}})
+	}
+
+	{ // lets and lane-invariant ifs in vector code; lane-dependent if falls back
+		A, O, O2 := gbuf("A", 64), gbuf("O", 64), gbuf("O2", 64)
+		v := vars("i", "v", "t", "w")
+		i, l, t, w := v[0], v[1], v[2], v[3]
+		x := add(mul(i, c(16)), w)
+		cs = append(cs, ccase{name: "vec_let_if", f: fnc("vec_let_if", []*tir.Buffer{A, O, O2},
+			loop(i, 4, tir.Serial,
+				loop(l, 16, tir.Vectorized, &tir.Let{Var: t, Value: add(mul(i, c(16)), l), Body: &tir.IfThenElse{
+					Cond: lt(i, c(2)),
+					Then: st(O, mul(ld(A, t), fc(2)), t),
+					Else: st(O, tir.SubE(ld(A, t), fc(1)), t)}}),
+				loop(w, 16, tir.Vectorized, &tir.IfThenElse{Cond: lt(w, c(4)), Then: st(O2, fc(1), x)}))),
+			src: []string{"if (i < 2) {", "lane-dependent if", "tsr_load_v16f(&A["}})
+	}
+
+	{ // unrolling and scalarization of a local tile
+		A, B, O := gbuf("A", 8, 4), gbuf("B", 4, 4), gbuf("O", 8, 4)
+		acc := lbuf("acc", 4)
+		v := vars("i", "j", "k", "j", "j")
+		i, j1, k, j2, j3 := v[0], v[1], v[2], v[3], v[4]
+		cs = append(cs, ccase{name: "unroll_scalar", f: fnc("unroll_scalar", []*tir.Buffer{A, B, O},
+			loop(i, 8, tir.Serial, &tir.Allocate{Buf: acc, Body: tir.SeqOf(
+				loop(j1, 4, tir.Unrolled, st(acc, fc(0), j1)),
+				loop(k, 4, tir.Serial, loop(j2, 4, tir.Unrolled,
+					st(acc, add(ld(acc, j2), mul(ld(A, i, k), ld(B, k, j2))), j2))),
+				loop(j3, 4, tir.Unrolled, st(O, ld(acc, j3), i, j3)))})),
+			src:    []string{"float acc_0 = 0.0f;", "acc_3 = acc_3 + ", "O[((i * 4) + 3)] = acc_3;"},
+			notSrc: []string{"acc[", "for (int64_t j"}})
+	}
+
+	{ // auto_unroll_max_step: TVM's step counting
+		A, O1, O2 := gbuf("A", 8, 4), gbuf("O1", 4, 4), gbuf("O2", 8, 4)
+		v := vars("a", "b", "p", "q")
+		cs = append(cs, ccase{name: "auto_unroll", f: fnc("auto_unroll", []*tir.Buffer{A, O1, O2},
+			&tir.Pragma{Key: "auto_unroll_max_step", Value: 16, Body: tir.SeqOf(
+				loop(v[0], 4, tir.Serial, loop(v[1], 4, tir.Serial, st(O1, add(ld(A, v[0], v[1]), fc(1)), v[0], v[1]))),
+				loop(v[2], 8, tir.Serial, loop(v[3], 4, tir.Serial, st(O2, mul(ld(A, v[2], v[3]), fc(2)), v[2], v[3]))))}),
+			src:    []string{"for (int64_t p = 0; p < 8; ++p)", "O1[15] = ", "O2[((p * 4) + 3)]"},
+			notSrc: []string{"for (int64_t a", "for (int64_t b", "for (int64_t q", "pragma auto"}})
+	}
+
+	{ // parallel loop with a per-thread local array; nested parallel runs serially
+		A, O, O2 := gbuf("A", 8, 16), gbuf("O", 8, 16), gbuf("O2", 8, 2)
+		tmp := lbuf("tmp", 16)
+		v := vars("i", "j", "j", "q")
+		i, j, j2, q := v[0], v[1], v[2], v[3]
+		cs = append(cs, ccase{name: "parallel_local", f: fnc("parallel_local", []*tir.Buffer{A, O, O2},
+			loop(i, 8, tir.Parallel, &tir.Allocate{Buf: tmp, Body: tir.SeqOf(
+				loop(j, 16, tir.Serial, st(tmp, mul(ld(A, i, j), fc(2)), j)),
+				loop(j2, 16, tir.Serial, st(O, add(ld(tmp, j2), ld(tmp, tir.SubE(c(15), j2))), i, j2)),
+				loop(q, 2, tir.Parallel, st(O2, ld(tmp, q), i, q)))})),
+			src: []string{"#pragma omp parallel for\n  for (int64_t i = 0;", "float tmp[16] __attribute__((aligned(64)));"}})
+	}
+
+	{ // global scratch and large local buffers on the heap; shared on the stack
+		A, O := gbuf("A", 20000), gbuf("O", 20000)
+		T := &tir.Buffer{Name: "T", DType: tir.Float32, Shape: []int{20000}, Scope: tir.Global}
+		L := lbuf("L", 20000)
+		S := &tir.Buffer{Name: "S", DType: tir.Float32, Shape: []int{4}, Scope: tir.Shared}
+		v := vars("i", "i", "i", "s")
+		i1, i2, i3, s := v[0], v[1], v[2], v[3]
+		cs = append(cs, ccase{name: "scratch", f: fnc("scratch", []*tir.Buffer{A, O},
+			&tir.Allocate{Buf: T, Body: &tir.Allocate{Buf: L, Body: &tir.Allocate{Buf: S, Body: tir.SeqOf(
+				loop(i1, 20000, tir.Serial, st(T, mul(ld(A, i1), fc(3)), i1)),
+				loop(i2, 20000, tir.Serial, st(L, ld(T, tir.SubE(c(19999), i2)), i2)),
+				loop(s, 4, tir.Serial, st(S, fc(1), s)),
+				loop(i3, 20000, tir.Serial, st(O, add(ld(L, i3), ld(S, tir.FloorModE(i3, c(4)))), i3)))}}}),
+			src: []string{"float *restrict T = (float *)tsr_alloc(80000);", "tsr_free(T);", "tsr_free(L);", "float S[4]"}})
+	}
+
+	{ // thread-bound loops run serially on the CPU; loops of extent 1 and 0
+		A, O := gbuf("A", 32), gbuf("O", 32)
+		v := vars("bx", "tx", "one", "zero")
+		cs = append(cs, ccase{name: "thread_bound", f: fnc("thread_bound", []*tir.Buffer{A, O},
+			&tir.For{Var: v[0], Extent: 4, Kind: tir.ThreadBound, Thread: "blockIdx.x", Body: &tir.For{Var: v[1], Extent: 8, Kind: tir.ThreadBound, Thread: "threadIdx.x",
+				Body: loop(v[2], 1, tir.Serial, st(O, add(ld(A, add(mul(v[0], c(8)), v[1], v[2])), fc(1)), add(mul(v[0], c(8)), v[1])))}},
+			loop(v[3], 0, tir.Serial, st(O, fc(5), c(0)))),
+			src: []string{"blockIdx.x", "for (int64_t tx = 0; tx < 8; ++tx)"}, notSrc: []string{"one", "O[0] = 5"}})
+	}
+
+	{ // a scalarized vector tile also accessed by one lane
+		A, O := gbuf("A", 32), gbuf("O", 32)
+		acc := lbuf("acc", 32)
+		v := vars("j", "j")
+		cs = append(cs, ccase{name: "vec_tile_lane", f: fnc("vec_tile_lane", []*tir.Buffer{A, O},
+			&tir.Allocate{Buf: acc, Body: tir.SeqOf(
+				loop(v[0], 32, tir.Vectorized, st(acc, ld(A, v[0]), v[0])),
+				st(acc, add(ld(acc, c(21)), fc(100)), c(21)),
+				loop(v[1], 32, tir.Vectorized, st(O, mul(ld(acc, v[1]), fc(2)), v[1])))}),
+			src:    []string{"tsr_v16f acc_v1 = ", "acc_v1[5] = acc_v1[5] + 100.0f;", "acc_v0 = tsr_load_v16f(&A[0]);"},
+			notSrc: []string{"acc["}})
+	}
+
+	{ // fused-then-split indices: floordiv/floormod affine across lanes, or not
+		A, O, O2 := gbuf("A", 5, 80), gbuf("O", 4, 64), gbuf("O2", 4, 64)
+		A3, O3 := gbuf("A3", 24, 10), gbuf("O3", 240)
+		v := vars("o", "v", "p", "w")
+		o, l, p, w := v[0], v[1], v[2], v[3]
+		x := add(mul(o, c(16)), l)
+		y := add(mul(p, c(16)), w)
+		fd := func(e tir.Expr, m int64) tir.Expr { return tir.FloorDivE(e, c(m)) }
+		fm := func(e tir.Expr, m int64) tir.Expr { return tir.FloorModE(e, c(m)) }
+		cs = append(cs, ccase{name: "vec_fused", f: fnc("vec_fused", []*tir.Buffer{A, O, O2, A3, O3},
+			loop(o, 16, tir.Serial, loop(l, 16, tir.Vectorized,
+				st(O, mul(ld(A, fd(x, 64), fm(x, 64)), fc(2)), fd(x, 64), fm(x, 64)),
+				st(O2, ld(A, fd(add(x, c(3)), 64), fm(add(x, c(3)), 64)), fd(x, 64), fm(x, 64)))),
+			loop(p, 15, tir.Serial, loop(w, 16, tir.Vectorized,
+				st(O3, add(ld(A3, fm(y, 24), fd(y, 24)), fc(1)), y)))),
+			src: []string{"tsr_load_v16f(&A[", "tsr_store_v16f(&O[", "tsr_store_v16f(&O2[", "(tsr_v16f){A[", "(tsr_v16f){A3["}})
+	}
+
+	{ // names: sanitized and uniqued; lets of every type; 2- and 8-lane vectors
+		A, A2, O := gbuf("A", 16), gbuf("A", 16), gbuf("tsr_out", 4, 16)
+		v := vars("x", "x", "f.1", "b", "int", "v2", "v8")
+		x1, x2, fv, bv, kw, l2, l8 := v[0], v[1], v[2], v[3], v[4], v[5], v[6]
+		fv.T, bv.T = tir.Float32, tir.Bool
+		want := func(args [][]float32) {
+			a, a2, o := args[0], args[1], args[2]
+			for i := 0; i < 4; i++ {
+				for j := 0; j < 4; j++ {
+					f := a[i*4+j] * 2
+					if f > 0 {
+						o[i*16+j] = f + a2[j]
+					} else {
+						o[i*16+j] = float32(i*10 + j)
+					}
+				}
+			}
+			for l := 0; l < 2; l++ {
+				o[1*16+8+l] = a[l] + a2[l+2]
+			}
+			for l := 0; l < 8; l++ {
+				o[2*16+8+l] = a[l] * a2[15-l]
+			}
+		}
+		cs = append(cs, ccase{name: "names_lets", want: want, f: fnc("names_lets", []*tir.Buffer{A, A2, O},
+			loop(x1, 4, tir.Serial, loop(x2, 4, tir.Serial,
+				&tir.Let{Var: fv, Value: mul(ld(A, add(mul(x1, c(4)), x2)), fc(2)), Body: &tir.Let{Var: bv, Value: tir.Cmp(tir.GT, fv, fc(0)), Body: &tir.Let{Var: kw, Value: add(mul(x1, c(10)), x2),
+					Body: st(O, sel(bv, add(fv, ld(A2, x2)), toF(kw)), x1, x2)}}})),
+			loop(l2, 2, tir.Vectorized, st(O, add(ld(A, l2), ld(A2, add(l2, c(2)))), c(1), add(l2, c(8)))),
+			loop(l8, 8, tir.Vectorized, st(O, mul(ld(A, l8), ld(A2, tir.SubE(c(15), l8))), c(2), add(l8, c(8))))),
+			src: []string{"const float *restrict A_1", "float *restrict vtsr_out", "for (int64_t x_1 = 0;", "const float f_1 = ", "const int b = ", "const int64_t int_1 = ", "tsr_load_v2f(", "tsr_store_v8f("}})
+	}
+
+	{ // the GEMM nest at a small size
+		g := gemmTiles{M: 64, N: 64, K: 64, I1: 2, I2: 4, J1: 2, J2: 16, K1: 4, Vec: true, Unroll: 512}
+		cs = append(cs, ccase{name: "gemm_small", f: gemmFunc("gemm_small", g),
+			src:    []string{"tsr_v16f acc_v0 = ", "acc_v15 = acc_v15 + (tsr_splat_v16f(A[", "#pragma omp parallel for"},
+			notSrc: []string{"acc[", "scalar loop"}})
+	}
+	{ // the same with the k.1 i.2 j.1 j.2 order, an odd M and a serial tail
+		g := gemmTiles{M: 36, N: 96, K: 40, I1: 3, I2: 4, J1: 3, J2: 16, K1: 8, Vec: true, Unroll: 64, JInner: true}
+		cs = append(cs, ccase{name: "gemm_small2", f: gemmFunc("gemm_small2", g)})
+	}
+	return cs
+}
+
+func TestKernels(t *testing.T) {
+	runTable(t, cases(), COptions{})
+}
+
+// TestNarrowVectors runs the vector cases with 256- and 128-bit vectors.
+func TestNarrowVectors(t *testing.T) {
+	for _, bits := range []int{256, 128} {
+		var sel []ccase
+		for _, cse := range cases() {
+			if strings.HasPrefix(cse.name, "vec_") || strings.HasPrefix(cse.name, "gemm") {
+				cse.src, cse.notSrc = nil, nil
+				sel = append(sel, cse)
+			}
+		}
+		t.Run(map[int]string{256: "256", 128: "128"}[bits], func(t *testing.T) {
+			src := runTable(t, sel, COptions{VectorBits: bits})
+			want := map[int]string{256: "tsr_v8f", 128: "tsr_v4f"}[bits]
+			if !strings.Contains(src, want) || strings.Contains(src, "tsr_v16f") {
+				t.Errorf("VectorBits %d: want only %s vectors", bits, want)
+			}
+		})
+	}
+}
+
+// runTable checks each case's source, then compiles them all in one module
+// with each compiler and compares every kernel's outputs with the
+// reference. It returns the module source.
+func runTable(t *testing.T, cs []ccase, opts COptions) string {
+	t.Helper()
+	var fs []*tir.PrimFunc
+	var names []string
+	for _, cse := range cs {
+		src, err := C(cse.f, opts)
+		if err != nil {
+			t.Fatalf("%s: %v", cse.name, err)
+		}
+		for _, s := range cse.src {
+			if !strings.Contains(src, s) {
+				t.Errorf("%s: source lacks %q:\n%s", cse.name, s, numbered(src))
+			}
+		}
+		for _, s := range cse.notSrc {
+			if strings.Contains(src, s) {
+				t.Errorf("%s: source contains %q:\n%s", cse.name, s, numbered(src))
+			}
+		}
+		fs = append(fs, cse.f)
+		names = append(names, cse.f.Name)
+	}
+	mod, err := CModule(fs, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cc := range testCompilers(t) {
+		t.Run(cc.name, func(t *testing.T) {
+			t.Parallel()
+			exe := buildProgram(t, cc, mod, names)
+			for _, cse := range cs {
+				t.Run(cse.name, func(t *testing.T) {
+					args := randomArgs(cse.name, cse.f.Params)
+					want := cloneArgs(args)
+					if cse.want != nil {
+						cse.want(want)
+					} else if err := tir.Run(cse.f, want); err != nil {
+						t.Fatalf("reference: %v", err)
+					}
+					got := cloneArgs(args)
+					if err := runKernel(exe, cse.f.Name, cse.f.Params, cse.guards, got); err != nil {
+						t.Fatalf("run: %v", err)
+					}
+					if err := compareArgs(cse.f.Params, got, want); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+		})
+	}
+	return mod
+}
+
+// TestGEMMAssembly proves the vectorized path reaches SIMD FMAs.
+func TestGEMMAssembly(t *testing.T) {
+	g := gemmTiles{M: 64, N: 64, K: 64, I1: 1, I2: 8, J1: 2, J2: 16, K1: 4, Vec: true, Unroll: 512, JInner: true}
+	src, err := C(gemmFunc("gemm_asm", g), COptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fma := regexp.MustCompile(`vfmadd\w*ps\s+[^\n]*%(zmm|ymm)`)
+	for _, cc := range testCompilers(t) {
+		t.Run(cc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			in := dir + "/k.c"
+			writeFile(t, in, src)
+			args := append([]string{"-O2", "-march=native", "-S", "-o", "-"}, cc.flags...)
+			out, err := exec.Command(cc.cmd, append(args, in)...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			n := len(fma.FindAll(out, -1))
+			if n < 16 {
+				t.Errorf("%s: %d vector FMAs in the GEMM kernel, want >= 16 (one per accumulator)", cc.name, n)
+			}
+			if strings.Contains(string(out), "%zmm") == false && cpuHasAVX512() {
+				t.Errorf("%s: no zmm registers on an AVX-512 machine", cc.name)
+			}
+		})
+	}
+}
+
+func TestErrors(t *testing.T) {
+	A := gbuf("A", 4)
+	other := gbuf("X", 4)
+	i := tir.NewVar("i")
+	ok := func(name string) *tir.PrimFunc {
+		return fnc(name, []*tir.Buffer{A}, loop(i, 4, tir.Serial, st(A, fc(1), i)))
+	}
+	bad := []struct {
+		name string
+		fs   []*tir.PrimFunc
+		opts COptions
+		msg  string
+	}{
+		{"duplicate", []*tir.PrimFunc{ok("k"), ok("k")}, COptions{}, "two kernels"},
+		{"badname", []*tir.PrimFunc{ok("a-b")}, COptions{}, "not a C identifier"},
+		{"reserved", []*tir.PrimFunc{ok("tsr_x")}, COptions{}, "reserved"},
+		{"call", []*tir.PrimFunc{fnc("k", []*tir.Buffer{A}, st(A, fn("foo", fc(1)), c(0)))}, COptions{}, `unknown function "foo"`},
+		{"arity", []*tir.PrimFunc{fnc("k", []*tir.Buffer{A}, st(A, fn("pow", fc(1)), c(0)))}, COptions{}, "pow with 1 arguments"},
+		{"scope", []*tir.PrimFunc{fnc("k", []*tir.Buffer{A}, st(A, ld(other, c(0)), c(0)))}, COptions{}, "buffer X"},
+		{"rank", []*tir.PrimFunc{fnc("k", []*tir.Buffer{A}, st(A, fc(0), c(0), c(1)))}, COptions{}, "2 indices"},
+		{"type", []*tir.PrimFunc{fnc("k", []*tir.Buffer{A}, st(A, lt(c(0), c(1)), c(0)))}, COptions{}, "bool value"},
+		{"intdiv", []*tir.PrimFunc{fnc("k", []*tir.Buffer{A}, st(A, toF(tir.DivE(c(4), c(2))), c(0)))}, COptions{}, "integer Div"},
+		{"freevar", []*tir.PrimFunc{fnc("k", []*tir.Buffer{A}, st(A, fc(0), i))}, COptions{}, "variable i is not in scope"},
+		{"vecfree", []*tir.PrimFunc{fnc("k", []*tir.Buffer{A}, loop(i, 4, tir.Vectorized, st(A, toF(tir.NewVar("z")), i)))}, COptions{}, "variable z"},
+		{"bits", []*tir.PrimFunc{ok("k")}, COptions{VectorBits: 100}, "VectorBits"},
+		{"nil", []*tir.PrimFunc{nil}, COptions{}, "nil"},
+	}
+	for _, b := range bad {
+		t.Run(b.name, func(t *testing.T) {
+			_, err := CModule(b.fs, b.opts)
+			if err == nil || !strings.Contains(err.Error(), b.msg) {
+				t.Errorf("got error %v, want one containing %q", err, b.msg)
+			}
+		})
+	}
+}

@@ -1,0 +1,149 @@
+package codegen
+
+import "tessera/tir"
+
+// Unrolling in the emitted source.
+//
+// An Unrolled loop is replaced by one copy of its body per iteration with
+// the loop variable substituted (indices are simplified when printed), as
+// long as the copies hold at most maxUnrollSteps steps; a larger one keeps
+// its loop under "#pragma GCC unroll". Inside Pragma{"auto_unroll_max_step",
+// N}, every serial loop whose step count is at most N is unrolled the same
+// way (TVM's UnrollLoop). A loop's step count is its extent times the step
+// count of its body, where a store is one step, a sequence sums its parts
+// and a vectorized loop is one step.
+
+// maxUnrollSteps bounds the size of one loop unrolled in the source.
+const maxUnrollSteps = 1024
+
+// prepare rewrites a kernel body into the form the printer emits: long
+// vectorized loops split into native-width chunks, then loops unrolled.
+func prepare(s tir.Stmt, lanes int) tir.Stmt {
+	return unroll(splitVectors(s, lanes), 0)
+}
+
+// splitVectors rewrites a vectorized loop of n*lanes iterations (n > 1) as
+// an outer loop over n chunks (unrolled when short) around a vectorized
+// loop of the native width.
+func splitVectors(s tir.Stmt, lanes int) tir.Stmt {
+	if s == nil {
+		return nil
+	}
+	return tir.MutateStmt(s, tir.StmtFuncs{Stmt: func(st tir.Stmt) tir.Stmt {
+		f, ok := st.(*tir.For)
+		if !ok || f.Kind != tir.Vectorized || f.Var == nil || f.Extent <= lanes || f.Extent%lanes != 0 {
+			return st
+		}
+		n := f.Extent / lanes
+		outer := &tir.Var{Name: f.Var.Name + ".c", T: tir.Int}
+		inner := &tir.Var{Name: f.Var.Name, T: tir.Int}
+		idx := tir.AddE(tir.MulE(outer, tir.Const(int64(lanes))), inner)
+		body := substStmt(f.Body, map[*tir.Var]tir.Expr{f.Var: idx})
+		kind := tir.Unrolled
+		if n > 8 {
+			kind = tir.Serial
+		}
+		return &tir.For{Var: outer, Extent: n, Kind: kind, Body: &tir.For{Var: inner, Extent: lanes, Kind: tir.Vectorized, Body: body}}
+	}})
+}
+
+// unroll unrolls loops; auto is the auto_unroll_max_step in effect (0: none).
+func unroll(s tir.Stmt, auto int) tir.Stmt {
+	switch s := s.(type) {
+	case *tir.For:
+		body := unroll(s.Body, auto)
+		if s.Var == nil || s.Extent <= 0 {
+			return &tir.For{Var: s.Var, Extent: s.Extent, Kind: s.Kind, Thread: s.Thread, Body: body}
+		}
+		inner := stepCount(body)
+		if inner == 0 && (s.Kind == tir.Unrolled || s.Kind == tir.Serial && auto > 0) {
+			return nil // nothing to run
+		}
+		steps := satMul(int64(s.Extent), inner)
+		limit := int64(-1)
+		switch s.Kind {
+		case tir.Unrolled:
+			limit = maxUnrollSteps
+		case tir.Serial:
+			if auto > 0 {
+				limit = min(int64(auto), 4*maxUnrollSteps)
+			}
+		}
+		if steps <= limit {
+			copies := make([]tir.Stmt, s.Extent)
+			for i := range copies {
+				copies[i] = substStmt(body, map[*tir.Var]tir.Expr{s.Var: tir.Const(int64(i))})
+			}
+			return tir.SeqOf(copies...)
+		}
+		return &tir.For{Var: s.Var, Extent: s.Extent, Kind: s.Kind, Thread: s.Thread, Body: body}
+	case *tir.Pragma:
+		if s.Key == "auto_unroll_max_step" {
+			return unroll(s.Body, s.Value)
+		}
+		return &tir.Pragma{Key: s.Key, Value: s.Value, Body: unroll(s.Body, auto)}
+	case *tir.Seq:
+		out := make([]tir.Stmt, 0, len(s.Stmts))
+		for _, c := range s.Stmts {
+			out = append(out, unroll(c, auto))
+		}
+		return tir.SeqOf(out...)
+	case *tir.Let:
+		return &tir.Let{Var: s.Var, Value: s.Value, Body: unroll(s.Body, auto)}
+	case *tir.Allocate:
+		return &tir.Allocate{Buf: s.Buf, Body: unroll(s.Body, auto)}
+	case *tir.IfThenElse:
+		return &tir.IfThenElse{Cond: s.Cond, Then: unroll(s.Then, auto), Else: unroll(s.Else, auto)}
+	}
+	return s
+}
+
+// stepCount is the number of steps s runs (saturating).
+func stepCount(s tir.Stmt) int64 {
+	switch s := s.(type) {
+	case *tir.Store:
+		return 1
+	case *tir.For:
+		if s.Extent <= 0 {
+			return 0
+		}
+		if s.Kind == tir.Vectorized {
+			return 1
+		}
+		return satMul(int64(s.Extent), stepCount(s.Body))
+	case *tir.Seq:
+		var n int64
+		for _, c := range s.Stmts {
+			n = satAdd(n, stepCount(c))
+		}
+		return n
+	case *tir.IfThenElse:
+		return satAdd(stepCount(s.Then), stepCount(s.Else))
+	case *tir.Let:
+		return stepCount(s.Body)
+	case *tir.Allocate:
+		return stepCount(s.Body)
+	case *tir.Pragma:
+		return stepCount(s.Body)
+	}
+	return 0
+}
+
+const satMax = int64(1) << 40
+
+func satMul(a, b int64) int64 {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	if a > satMax/b {
+		return satMax
+	}
+	return a * b
+}
+
+func satAdd(a, b int64) int64 {
+	if a+b > satMax {
+		return satMax
+	}
+	return a + b
+}

@@ -1,0 +1,922 @@
+package codegen
+
+import (
+	"fmt"
+	"strings"
+
+	"tessera/tir"
+)
+
+// Vectorized loops.
+//
+// A Vectorized For of L lanes (L a power of two in [2, 64]; longer loops
+// were split into chunks of the native width by splitVectors) whose body is
+// straight-line stores, possibly under lane-invariant ifs, is emitted as
+// GCC vector-extension code without a loop: the lane variable v ranges over
+// the lanes of each vector value. An expression that does not mention v is
+// a scalar, broadcast where it meets a vector. A load whose flat index is
+// 1*v + rest is one contiguous (unaligned) vector load; other lane-dependent
+// loads are gathered lane by lane. Conditions become masks (int32 lanes,
+// all ones for true); a Select whose condition depends on v blends both
+// branches only when every load in them is provably in bounds, and is
+// otherwise evaluated lane by lane so that a guarded load is never performed
+// for a lane whose guard is false.
+//
+// Everything else falls back to the scalar loop: nested loops, ifs whose
+// condition depends on v, allocations, stores whose index does not depend
+// on v (a reduction across lanes), non-float stores, and bodies in which one
+// lane may observe another lane's store.
+
+// vplan is the vector form of one vectorized loop.
+type vplan struct {
+	v     *tir.Var
+	L     int
+	dom   domain // the enclosing ranges plus v in [0, L)
+	items []vitem
+}
+
+// vitem is a store, or a lane-invariant if over items.
+type vitem struct {
+	st              *tir.Store
+	cond            tir.Expr
+	then, otherwise []vitem
+}
+
+// planVector decides how a vectorized loop is emitted. It returns the plan,
+// or nil with the reason and whether the scalar fallback may still carry
+// "#pragma omp simd" (independent iterations, straight-line body).
+func (k *kernel) planVector(f *tir.For, dom domain) (plan *vplan, why string, simd bool) {
+	L := f.Extent
+	vdom := copyDom(dom)
+	vdom[f.Var] = tir.Interval{Lo: 0, Hi: int64(L) - 1}
+	items, why := flattenVec(f.Body, f.Var, vdom)
+	if why != "" {
+		return nil, why, false
+	}
+	p := &vplan{v: f.Var, L: L, dom: vdom, items: items}
+	if why := p.check(); why != "" {
+		return nil, why, false
+	}
+	if why := p.dependences(); why != "" {
+		return nil, why, false
+	}
+	if !isPow2(L) || L < 2 || L > 64 {
+		return nil, fmt.Sprintf("extent %d is not a power of two in [2, 64]", L), true
+	}
+	return p, "", false
+}
+
+// flattenVec turns a vectorized loop body into items, substituting lets and
+// loops of extent 1 and folding provable ifs.
+func flattenVec(s tir.Stmt, v *tir.Var, dom domain) ([]vitem, string) {
+	switch s := s.(type) {
+	case nil:
+		return nil, ""
+	case *tir.Seq:
+		var out []vitem
+		for _, c := range s.Stmts {
+			items, why := flattenVec(c, v, dom)
+			if why != "" {
+				return nil, why
+			}
+			out = append(out, items...)
+		}
+		return out, ""
+	case *tir.Store:
+		return []vitem{{st: s}}, ""
+	case *tir.Let:
+		if s.Var == nil || s.Value == nil || s.Var.T != s.Value.Type() {
+			return nil, "malformed let"
+		}
+		return flattenVec(substStmt(s.Body, map[*tir.Var]tir.Expr{s.Var: s.Value}), v, dom)
+	case *tir.Pragma:
+		return flattenVec(s.Body, v, dom)
+	case *tir.For:
+		if s.Extent <= 0 {
+			return nil, ""
+		}
+		if s.Extent == 1 && s.Var != nil {
+			return flattenVec(substStmt(s.Body, map[*tir.Var]tir.Expr{s.Var: tir.Const(0)}), v, dom)
+		}
+		return nil, "nested loop"
+	case *tir.IfThenElse:
+		if s.Cond == nil || s.Cond.Type() != tir.Bool {
+			return nil, "malformed if"
+		}
+		c := simplifyCond(s.Cond, dom)
+		switch {
+		case tir.IsTrue(c):
+			return flattenVec(s.Then, v, dom)
+		case tir.IsFalse(c):
+			return flattenVec(s.Else, v, dom)
+		case dependsOn(c, v):
+			return nil, "lane-dependent if"
+		}
+		t, why := flattenVec(s.Then, v, dom)
+		if why != "" {
+			return nil, why
+		}
+		e, why := flattenVec(s.Else, v, dom)
+		if why != "" {
+			return nil, why
+		}
+		return []vitem{{cond: c, then: t, otherwise: e}}, ""
+	case *tir.Allocate:
+		return nil, "allocation"
+	}
+	return nil, fmt.Sprintf("statement %T", s)
+}
+
+// flat returns the simplified flat index of an access in the vector body,
+// with floordiv and floormod by constants rewritten where they are affine
+// across the lanes (see laneNormalize).
+func (p *vplan) flat(buf *tir.Buffer, idx []tir.Expr) (tir.Expr, error) {
+	flat, err := simplifiedIndex(buf, idx, p.dom)
+	if err != nil || !dependsOn(flat, p.v) {
+		return flat, err
+	}
+	if n := laneNormalize(flat, p.v, p.L); n != flat {
+		flat = tir.Simplify(n, p.dom)
+	}
+	return flat, nil
+}
+
+// laneNormalize rewrites floordiv(c*v + r, m) and floormod(c*v + r, m)
+// (c > 0, m > 0 constants, r free of v) when no two lanes straddle a
+// multiple of m: if r = k (mod g) with g = gcd(m, the modulus of r) and
+// k + c*(L-1) < g, then floordiv(c*v + r, m) = floordiv(r, m) and
+// floormod(c*v + r, m) = floormod(r, m) + c*v. Fused-then-split loops
+// produce such indices; rewritten, they are contiguous in the lane.
+func laneNormalize(e tir.Expr, v *tir.Var, L int) tir.Expr {
+	return tir.MutateExpr(e, func(x tir.Expr) tir.Expr {
+		b, ok := x.(*tir.Binary)
+		if !ok || (b.Op != tir.FloorDiv && b.Op != tir.FloorMod) || !dependsOn(b.A, v) {
+			return x
+		}
+		m, ok := tir.IsConst(b.B)
+		if !ok || m <= 0 {
+			return x
+		}
+		c, r, ok := tir.LinearIn(b.A, v)
+		if !ok || c <= 0 || c > 1<<20 {
+			return x
+		}
+		G, k := modInfo(r)
+		g := gcd64(G, m)
+		k = ((k % g) + g) % g
+		if k+c*int64(L-1) >= g {
+			return x
+		}
+		if b.Op == tir.FloorDiv {
+			return tir.FloorDivE(r, tir.Const(m))
+		}
+		return tir.AddE(tir.FloorModE(r, tir.Const(m)), tir.MulE(tir.Const(c), v))
+	})
+}
+
+// modInfo returns (G, k) such that e = k (mod G) for every value of its
+// variables; G = 0 means e is exactly k.
+func modInfo(e tir.Expr) (G, k int64) {
+	const lim = 1 << 40
+	small := func(x int64) bool { return x > -lim && x < lim }
+	switch e := e.(type) {
+	case *tir.IntImm:
+		if small(e.V) {
+			return 0, e.V
+		}
+	case *tir.Binary:
+		switch e.Op {
+		case tir.Add, tir.Sub:
+			g1, k1 := modInfo(e.A)
+			g2, k2 := modInfo(e.B)
+			if e.Op == tir.Sub {
+				k2 = -k2
+			}
+			return gcd64(g1, g2), k1 + k2
+		case tir.Mul:
+			g1, k1 := modInfo(e.A)
+			g2, k2 := modInfo(e.B)
+			if g2 != 0 {
+				g1, k1, g2, k2 = g2, k2, g1, k1
+			}
+			if g2 == 0 && small(g1*k2) && small(k1*k2) {
+				if k2 < 0 {
+					return -g1 * k2, k1 * k2
+				}
+				return g1 * k2, k1 * k2
+			}
+		}
+	}
+	return 1, 0
+}
+
+func gcd64(a, b int64) int64 {
+	if a < 0 {
+		a = -a
+	}
+	if b < 0 {
+		b = -b
+	}
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+func (p *vplan) walk(items []vitem, f func(*tir.Store)) {
+	for _, it := range items {
+		if it.st != nil {
+			f(it.st)
+			continue
+		}
+		p.walk(it.then, f)
+		p.walk(it.otherwise, f)
+	}
+}
+
+// check rejects stores that vector code cannot express.
+func (p *vplan) check() string {
+	why := ""
+	p.walk(p.items, func(st *tir.Store) {
+		if why != "" {
+			return
+		}
+		if st.Buf == nil || st.Value == nil {
+			why = "malformed store"
+			return
+		}
+		if st.Buf.DType != tir.Float32 || st.Value.Type() != tir.Float32 {
+			why = "non-float store"
+			return
+		}
+		flat, err := p.flat(st.Buf, st.Indices)
+		if err != nil {
+			why = err.Error()
+			return
+		}
+		if coef, _, ok := tir.LinearIn(flat, p.v); ok && coef == 0 {
+			why = "store index does not depend on the lane (reduction across lanes)"
+		}
+	})
+	return why
+}
+
+// dependences rejects bodies where running each statement for all lanes
+// at once could differ from running the lanes one after another: every
+// buffer written must be accessed by all its loads and stores at one index,
+// injective in the lane (or be written by a single store and never read).
+func (p *vplan) dependences() string {
+	type access struct {
+		idx   tir.Expr
+		store bool
+	}
+	accs := map[*tir.Buffer][]access{}
+	bad := ""
+	addLoads := func(e tir.Expr) {
+		tir.WalkExpr(e, func(x tir.Expr) bool {
+			if l, ok := x.(*tir.Load); ok {
+				flat, err := p.flat(l.Buf, l.Indices)
+				if err != nil {
+					bad = err.Error()
+					return false
+				}
+				accs[l.Buf] = append(accs[l.Buf], access{idx: flat})
+			}
+			return true
+		})
+	}
+	var visit func(items []vitem)
+	visit = func(items []vitem) {
+		for _, it := range items {
+			if it.st == nil {
+				addLoads(it.cond)
+				visit(it.then)
+				visit(it.otherwise)
+				continue
+			}
+			flat, err := p.flat(it.st.Buf, it.st.Indices)
+			if err != nil {
+				bad = err.Error()
+				return
+			}
+			accs[it.st.Buf] = append(accs[it.st.Buf], access{idx: flat, store: true})
+			for _, x := range it.st.Indices {
+				addLoads(x)
+			}
+			addLoads(it.st.Value)
+		}
+	}
+	visit(p.items)
+	if bad != "" {
+		return bad
+	}
+	for buf, list := range accs {
+		stores, loads := 0, 0
+		for _, a := range list {
+			if a.store {
+				stores++
+			} else {
+				loads++
+			}
+		}
+		if stores == 0 || stores == 1 && loads == 0 {
+			continue // read only, or one scatter in lane order
+		}
+		forms := make([]linForm, len(list))
+		for n, a := range list {
+			forms[n] = p.linear(a.idx)
+		}
+		for x := range list {
+			if !list[x].store {
+				continue
+			}
+			for y := range list {
+				if !p.independent(list[x].idx, list[y].idx, forms[x], forms[y]) {
+					return "lanes may depend on each other through " + buf.Name
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// linForm is an index as coef*v + rest, when it is affine in v.
+type linForm struct {
+	coef int64
+	rest tir.Expr
+	ok   bool
+}
+
+func (p *vplan) linear(idx tir.Expr) linForm {
+	coef, rest, ok := tir.LinearIn(idx, p.v)
+	return linForm{coef, rest, ok}
+}
+
+// independent reports whether two accesses, the first a store, never touch
+// one element from two different lanes.
+func (p *vplan) independent(i1, i2 tir.Expr, f1, f2 linForm) bool {
+	if f1.ok && f2.ok {
+		d, isConst := tir.IsConst(tir.Simplify(tir.SubE(f1.rest, f2.rest), p.dom))
+		if isConst {
+			// Lane l1 of the first meets lane l2 of the second when
+			// c2*l2 = c1*l1 + d.
+			for l1 := int64(0); l1 < int64(p.L); l1++ {
+				num := f1.coef*l1 + d
+				if f2.coef == 0 {
+					if num == 0 {
+						return false
+					}
+					continue
+				}
+				if num%f2.coef != 0 {
+					continue
+				}
+				if l2 := num / f2.coef; l2 >= 0 && l2 < int64(p.L) && l2 != l1 {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	// Otherwise only the same injective index is known to be safe.
+	return exprEqual(i1, i2) && f1.ok && f1.coef != 0
+}
+
+// vectorLoop emits a vectorized loop as vector code or as its fallback.
+func (k *kernel) vectorLoop(f *tir.For) error {
+	plan, why, simd := k.planVector(f, k.dom)
+	if plan == nil {
+		k.line("/* %s: scalar loop, %s */", sanitize(f.Var.Name), comment(why))
+		if simd {
+			k.line("#pragma omp simd")
+		}
+		return k.serialLoop(f)
+	}
+	if len(plan.items) == 0 {
+		return nil
+	}
+	k.m.used[plan.L] = true
+	if len(plan.items) > 1 || plan.items[0].st == nil {
+		k.line("/* %s: %d lanes */", sanitize(f.Var.Name), plan.L)
+	}
+	saved := k.dom
+	k.dom = plan.dom
+	defer func() { k.dom = saved }()
+	return k.vitems(plan, plan.items)
+}
+
+func (k *kernel) vitems(p *vplan, items []vitem) error {
+	for _, it := range items {
+		if it.st != nil {
+			if err := k.vstore(p, it.st); err != nil {
+				return err
+			}
+			continue
+		}
+		c, err := k.expr(it.cond)
+		if err != nil {
+			return err
+		}
+		k.line("if (%s) {", trimParens(c))
+		k.indent++
+		if err := k.vitems(p, it.then); err != nil {
+			return err
+		}
+		k.indent--
+		if len(it.otherwise) > 0 {
+			k.line("} else {")
+			k.indent++
+			if err := k.vitems(p, it.otherwise); err != nil {
+				return err
+			}
+			k.indent--
+		}
+		k.line("}")
+	}
+	return nil
+}
+
+func vt(L int) string { return fmt.Sprintf("tsr_v%df", L) }
+func mt(L int) string { return fmt.Sprintf("tsr_v%di", L) }
+
+func (k *kernel) vstore(p *vplan, st *tir.Store) error {
+	bb, err := k.lookupBuf(st.Buf)
+	if err != nil {
+		return err
+	}
+	flat, err := p.flat(st.Buf, st.Indices)
+	if err != nil {
+		return err
+	}
+	val, isv, err := k.vexpr(p, st.Value)
+	if err != nil {
+		return err
+	}
+	if !isv {
+		val = k.splat(p, val)
+	}
+	val = trimParens(val)
+	coef, rest, ok := tir.LinearIn(flat, p.v)
+	if ok && coef == 1 {
+		rest = tir.Simplify(rest, k.dom)
+		if bb.scal != nil {
+			name, err := k.chunkAt(bb, rest, p.L)
+			if err != nil {
+				return err
+			}
+			k.line("%s = %s;", name, val)
+			return nil
+		}
+		r, err := k.expr(rest)
+		if err != nil {
+			return err
+		}
+		k.line("tsr_store_v%df(&%s[%s], %s);", p.L, bb.name, trimParens(r), val)
+		return nil
+	}
+	// Scatter, lane by lane in lane order.
+	k.line("{")
+	k.indent++
+	k.line("const %s tsr_s = %s;", vt(p.L), val)
+	for l := 0; l < p.L; l++ {
+		idx := tir.Simplify(tir.Substitute(flat, map[*tir.Var]tir.Expr{p.v: tir.Const(int64(l))}), k.dom)
+		ref, err := k.elemAt(bb, idx)
+		if err != nil {
+			return err
+		}
+		k.line("%s = tsr_s[%d];", ref, l)
+	}
+	k.indent--
+	k.line("}")
+	return nil
+}
+
+// chunkAt names the vector variable holding elements rest..rest+L-1 of a
+// scalarized buffer.
+func (k *kernel) chunkAt(bb *bufBind, rest tir.Expr, L int) (string, error) {
+	c, ok := tir.IsConst(rest)
+	if !ok || bb.scal.lanes != L || c%int64(L) != 0 {
+		return "", fmt.Errorf("internal: vector access at %s into scalarized buffer %s", tir.ExprString(rest), bb.buf.Name)
+	}
+	return bb.scal.chunk(c / int64(L))
+}
+
+func (k *kernel) splat(p *vplan, s string) string {
+	return fmt.Sprintf("tsr_splat_v%df(%s)", p.L, trimParens(s))
+}
+
+func (k *kernel) splatMask(p *vplan, s string) string {
+	return fmt.Sprintf("tsr_splat_v%di(-(int32_t)%s)", p.L, s)
+}
+
+// vexpr emits e inside vector code. It returns a scalar C expression
+// (isVec false) when e does not depend on the lane, else a vector of
+// tsr_vLf (float) or tsr_vLi (mask, for booleans).
+func (k *kernel) vexpr(p *vplan, e tir.Expr) (code string, isVec bool, err error) {
+	if e == nil {
+		return "", false, fmt.Errorf("nil expression")
+	}
+	if !dependsOn(e, p.v) {
+		s, err := k.expr(e)
+		return s, false, err
+	}
+	if e.Type() == tir.Int {
+		return "", false, fmt.Errorf("internal: integer vector expression %s", tir.ExprString(e))
+	}
+	switch e := e.(type) {
+	case *tir.Load:
+		return k.vload(p, e)
+	case *tir.Binary:
+		return k.vbinary(p, e)
+	case *tir.Compare:
+		return k.vcompare(p, e)
+	case *tir.And:
+		return k.vlogic(p, e, e.A, e.B, true)
+	case *tir.Or:
+		return k.vlogic(p, e, e.A, e.B, false)
+	case *tir.Not:
+		if e.A == nil || e.A.Type() != tir.Bool {
+			return "", false, fmt.Errorf("logical not of a non-boolean")
+		}
+		a, _, err := k.vexpr(p, e.A)
+		if err != nil {
+			return "", false, err
+		}
+		return "(~" + a + ")", true, nil
+	case *tir.Select:
+		return k.vselect(p, e)
+	case *tir.Cast:
+		return k.vcast(p, e)
+	case *tir.Call:
+		if _, err := checkCall(e); err != nil {
+			return "", false, err
+		}
+		args := make([]string, len(e.Args))
+		for i, a := range e.Args {
+			s, v, err := k.vexpr(p, a)
+			if err != nil {
+				return "", false, err
+			}
+			if !v {
+				s = k.splat(p, s)
+			}
+			args[i] = trimParens(s)
+		}
+		return fmt.Sprintf("tsr_%s_v%df(%s)", e.Fn, p.L, strings.Join(args, ", ")), true, nil
+	}
+	return k.laneWise(p, e)
+}
+
+// laneWise builds a vector from the scalar value of e in each lane; each
+// lane is evaluated with C's own (lazy) semantics.
+func (k *kernel) laneWise(p *vplan, e tir.Expr) (string, bool, error) {
+	parts := make([]string, p.L)
+	for l := range parts {
+		s, err := k.expr(tir.Substitute(e, map[*tir.Var]tir.Expr{p.v: tir.Const(int64(l))}))
+		if err != nil {
+			return "", false, err
+		}
+		switch e.Type() {
+		case tir.Float32:
+			parts[l] = trimParens(s)
+		case tir.Bool:
+			parts[l] = "-" + s
+		default:
+			return "", false, fmt.Errorf("internal: integer vector expression %s", tir.ExprString(e))
+		}
+	}
+	t := vt(p.L)
+	if e.Type() == tir.Bool {
+		t = mt(p.L)
+	}
+	return "(" + t + "){" + strings.Join(parts, ", ") + "}", true, nil
+}
+
+func (k *kernel) vload(p *vplan, e *tir.Load) (string, bool, error) {
+	bb, err := k.lookupBuf(e.Buf)
+	if err != nil {
+		return "", false, err
+	}
+	flat, err := p.flat(e.Buf, e.Indices)
+	if err != nil {
+		return "", false, err
+	}
+	coef, rest, ok := tir.LinearIn(flat, p.v)
+	switch {
+	case ok && coef == 0:
+		s, err := k.elemAt(bb, tir.Simplify(rest, k.dom))
+		return s, false, err
+	case ok && coef == 1 && e.Buf.DType == tir.Float32:
+		rest = tir.Simplify(rest, k.dom)
+		if bb.scal != nil {
+			s, err := k.chunkAt(bb, rest, p.L)
+			return s, true, err
+		}
+		r, err := k.expr(rest)
+		if err != nil {
+			return "", false, err
+		}
+		return fmt.Sprintf("tsr_load_v%df(&%s[%s])", p.L, bb.name, trimParens(r)), true, nil
+	}
+	return k.laneWise(p, e)
+}
+
+func (k *kernel) vbinary(p *vplan, e *tir.Binary) (string, bool, error) {
+	if e.A == nil || e.B == nil || e.A.Type() != tir.Float32 || e.B.Type() != tir.Float32 {
+		return "", false, fmt.Errorf("binary %v of mismatched operands in %s", e.Op, tir.ExprString(e))
+	}
+	a, av, err := k.vexpr(p, e.A)
+	if err != nil {
+		return "", false, err
+	}
+	b, bv, err := k.vexpr(p, e.B)
+	if err != nil {
+		return "", false, err
+	}
+	if !av {
+		a = k.splat(p, a)
+	}
+	if !bv {
+		b = k.splat(p, b)
+	}
+	switch e.Op {
+	case tir.Add, tir.Sub, tir.Mul, tir.Div:
+		return "(" + a + " " + e.Op.String() + " " + b + ")", true, nil
+	case tir.Min:
+		return fmt.Sprintf("tsr_min_v%df(%s, %s)", p.L, trimParens(a), trimParens(b)), true, nil
+	case tir.Max:
+		return fmt.Sprintf("tsr_max_v%df(%s, %s)", p.L, trimParens(a), trimParens(b)), true, nil
+	}
+	return "", false, fmt.Errorf("%v on float32 in %s", e.Op, tir.ExprString(e))
+}
+
+func (k *kernel) vcompare(p *vplan, e *tir.Compare) (string, bool, error) {
+	if e.A == nil || e.B == nil || e.A.Type() != e.B.Type() {
+		return "", false, fmt.Errorf("comparison %s of mismatched operands", tir.ExprString(e))
+	}
+	switch e.A.Type() {
+	case tir.Float32:
+		a, av, err := k.vexpr(p, e.A)
+		if err != nil {
+			return "", false, err
+		}
+		b, bv, err := k.vexpr(p, e.B)
+		if err != nil {
+			return "", false, err
+		}
+		if !av {
+			a = k.splat(p, a)
+		}
+		if !bv {
+			b = k.splat(p, b)
+		}
+		return "(" + a + " " + e.Op.String() + " " + b + ")", true, nil
+	case tir.Int:
+		// coef*v + rest OP 0  <=>  coef*v OP -rest, with coef*v a constant
+		// vector and -rest clamped just outside the range of coef*v.
+		d := tir.Simplify(tir.SubE(e.A, e.B), k.dom)
+		coef, rest, ok := tir.LinearIn(d, p.v)
+		if ok && coef != 0 && coef > -(1<<20) && coef < 1<<20 && !hasFloat(rest) {
+			lo, hi := int64(0), coef*int64(p.L-1)
+			if hi < lo {
+				lo, hi = hi, lo
+			}
+			rest = tir.Simplify(rest, k.dom)
+			var bound string
+			if r, ok := tir.IsConst(rest); ok {
+				bound = fmt.Sprint(max(lo-1, min(hi+1, -r)))
+			} else {
+				r, err := k.expr(rest)
+				if err != nil {
+					return "", false, err
+				}
+				bound = fmt.Sprintf("tsr_clamp32(-%s, %d, %d)", r, lo-1, hi+1)
+			}
+			lanes := make([]string, p.L)
+			for l := range lanes {
+				lanes[l] = fmt.Sprint(coef * int64(l))
+			}
+			return fmt.Sprintf("((%s){%s} %s tsr_splat_v%di(%s))",
+				mt(p.L), strings.Join(lanes, ", "), e.Op, p.L, bound), true, nil
+		}
+	}
+	return k.laneWise(p, e)
+}
+
+// vlogic emits And (and=true) or Or. The right operand is only evaluated
+// eagerly when that cannot read out of bounds.
+func (k *kernel) vlogic(p *vplan, e, A, B tir.Expr, and bool) (string, bool, error) {
+	if A == nil || B == nil || A.Type() != tir.Bool || B.Type() != tir.Bool {
+		return "", false, fmt.Errorf("logical operation on non-booleans")
+	}
+	if !inBounds(B, k.dom) {
+		if !dependsOn(A, p.v) {
+			// Scalar guard: C's ?: keeps B lazy.
+			a, err := k.expr(A)
+			if err != nil {
+				return "", false, err
+			}
+			b, bv, err := k.vexpr(p, B)
+			if err != nil {
+				return "", false, err
+			}
+			if !bv {
+				b = k.splatMask(p, b)
+			}
+			if and {
+				return fmt.Sprintf("(%s ? %s : tsr_splat_v%di(0))", a, b, p.L), true, nil
+			}
+			return fmt.Sprintf("(%s ? tsr_splat_v%di(-1) : %s)", a, p.L, b), true, nil
+		}
+		return k.laneWise(p, e)
+	}
+	a, av, err := k.vexpr(p, A)
+	if err != nil {
+		return "", false, err
+	}
+	b, bv, err := k.vexpr(p, B)
+	if err != nil {
+		return "", false, err
+	}
+	if !av {
+		a = k.splatMask(p, a)
+	}
+	if !bv {
+		b = k.splatMask(p, b)
+	}
+	op := " | "
+	if and {
+		op = " & "
+	}
+	return "(" + a + op + b + ")", true, nil
+}
+
+func (k *kernel) vselect(p *vplan, e *tir.Select) (string, bool, error) {
+	if e.Cond == nil || e.T == nil || e.F == nil || e.Cond.Type() != tir.Bool || e.T.Type() != e.F.Type() {
+		return "", false, fmt.Errorf("malformed select %s", tir.ExprString(e))
+	}
+	c := simplifyCond(e.Cond, k.dom)
+	switch {
+	case tir.IsTrue(c):
+		return k.vexpr(p, e.T)
+	case tir.IsFalse(c):
+		return k.vexpr(p, e.F)
+	}
+	if e.Type() != tir.Float32 {
+		return k.laneWise(p, e)
+	}
+	branches := func() (string, string, error) {
+		t, tv, err := k.vexpr(p, e.T)
+		if err != nil {
+			return "", "", err
+		}
+		f, fv, err := k.vexpr(p, e.F)
+		if err != nil {
+			return "", "", err
+		}
+		if !tv {
+			t = k.splat(p, t)
+		}
+		if !fv {
+			f = k.splat(p, f)
+		}
+		return trimParens(t), trimParens(f), nil
+	}
+	if !dependsOn(c, p.v) {
+		cs, err := k.expr(c)
+		if err != nil {
+			return "", false, err
+		}
+		t, f, err := branches()
+		if err != nil {
+			return "", false, err
+		}
+		return "(" + cs + " ? " + t + " : " + f + ")", true, nil
+	}
+	if !inBounds(e.T, k.dom) || !inBounds(e.F, k.dom) {
+		lw, _, err := k.laneWise(p, &tir.Select{Cond: c, T: e.T, F: e.F})
+		if err != nil {
+			return "", false, err
+		}
+		all, ok := k.allLanes(p, c)
+		if !ok {
+			return lw, true, nil
+		}
+		// Where the guard holds for every lane (the interior of a padded
+		// tensor), the true branch alone is safe to evaluate as a vector.
+		t, tv, err := k.vexpr(p, e.T)
+		if err != nil {
+			return "", false, err
+		}
+		if !tv {
+			t = k.splat(p, t)
+		}
+		return "(" + all + " ? " + trimParens(t) + " : " + lw + ")", true, nil
+	}
+	m, _, err := k.vexpr(p, c)
+	if err != nil {
+		return "", false, err
+	}
+	t, f, err := branches()
+	if err != nil {
+		return "", false, err
+	}
+	return fmt.Sprintf("tsr_select_v%df(%s, %s, %s)", p.L, trimParens(m), t, f), true, nil
+}
+
+func (k *kernel) vcast(p *vplan, e *tir.Cast) (string, bool, error) {
+	if e.X == nil {
+		return "", false, fmt.Errorf("cast of nil")
+	}
+	from := e.X.Type()
+	switch {
+	case from == e.To:
+		return k.vexpr(p, e.X)
+	case e.To == tir.Float32 && from == tir.Bool:
+		m, _, err := k.vexpr(p, e.X)
+		if err != nil {
+			return "", false, err
+		}
+		return fmt.Sprintf("tsr_b2f_v%df(%s)", p.L, trimParens(m)), true, nil
+	case e.To == tir.Bool && from == tir.Float32:
+		x, _, err := k.vexpr(p, e.X)
+		if err != nil {
+			return "", false, err
+		}
+		return fmt.Sprintf("(%s != tsr_splat_v%df(0.0f))", x, p.L), true, nil
+	}
+	return k.laneWise(p, e)
+}
+
+// allLanes returns a scalar C condition that holds exactly when c holds
+// for every lane, for c a conjunction of conditions that are monotone in
+// the lane: integer orderings affine in v, and lane-invariant conditions.
+func (k *kernel) allLanes(p *vplan, c tir.Expr) (string, bool) {
+	var conj []tir.Expr
+	var split func(e tir.Expr) bool
+	split = func(e tir.Expr) bool {
+		if a, ok := e.(*tir.And); ok {
+			return split(a.A) && split(a.B)
+		}
+		if !dependsOn(e, p.v) {
+			conj = append(conj, e)
+			return true
+		}
+		cmp, ok := e.(*tir.Compare)
+		if !ok || cmp.A.Type() != tir.Int || cmp.Op == tir.EQ || cmp.Op == tir.NE {
+			return false
+		}
+		if _, _, ok := tir.LinearIn(tir.Simplify(tir.SubE(cmp.A, cmp.B), k.dom), p.v); !ok {
+			return false
+		}
+		for _, l := range []int64{0, int64(p.L) - 1} {
+			conj = append(conj, tir.Substitute(e, map[*tir.Var]tir.Expr{p.v: tir.Const(l)}))
+		}
+		return true
+	}
+	if !split(c) || len(conj) == 0 {
+		return "", false
+	}
+	all := conj[0]
+	for _, x := range conj[1:] {
+		all = tir.AndE(all, x)
+	}
+	all = simplifyCond(all, k.dom)
+	if tir.IsFalse(all) {
+		return "", false
+	}
+	s, err := k.expr(all)
+	return s, err == nil
+}
+
+// vectorHelpers returns the vector types and helpers for L float lanes.
+func vectorHelpers(L int) string {
+	var b strings.Builder
+	f, m := vt(L), mt(L)
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	lanes := func(x string) string {
+		parts := make([]string, L)
+		for i := range parts {
+			parts[i] = x
+		}
+		return strings.Join(parts, ", ")
+	}
+	w("typedef float %s __attribute__((vector_size(%d)));", f, 4*L)
+	w("typedef int32_t %s __attribute__((vector_size(%d)));", m, 4*L)
+	w("static inline %s tsr_splat_v%df(float x) { return (%s){%s}; }", f, L, f, lanes("x"))
+	w("static inline %s tsr_splat_v%di(int32_t x) { return (%s){%s}; }", m, L, m, lanes("x"))
+	w("static inline %s tsr_load_v%df(const float *p) { %s r; __builtin_memcpy(&r, p, sizeof r); return r; }", f, L, f)
+	w("static inline void tsr_store_v%df(float *p, %s x) { __builtin_memcpy(p, &x, sizeof x); }", L, f)
+	w("static inline %s tsr_select_v%df(%s m, %s a, %s b) { return (%s)((m & (%s)a) | (~m & (%s)b)); }", f, L, m, f, f, f, m, m)
+	w("static inline %s tsr_min_v%df(%s a, %s b) { return tsr_select_v%df(a < b, a, b); }", f, L, f, f, L)
+	w("static inline %s tsr_max_v%df(%s a, %s b) { return tsr_select_v%df(a > b, a, b); }", f, L, f, f, L)
+	w("static inline %s tsr_b2f_v%df(%s m) { return __builtin_convertvector(-m, %s); }", f, L, m, f)
+	w("static inline %s tsr_fabs_v%df(%s x) { return (%s)((%s)x & tsr_splat_v%di(0x7fffffff)); }", f, L, f, f, m, L)
+	for _, fn := range []string{"exp", "log", "sqrt", "tanh", "erf", "floor", "ceil", "sigmoid"} {
+		w("static inline %s tsr_%s_v%df(%s x) { %s r; for (int l = 0; l < %d; ++l) r[l] = %s(x[l]); return r; }",
+			f, fn, L, f, f, L, callNames[fn])
+	}
+	w("static inline %s tsr_pow_v%df(%s x, %s y) { %s r; for (int l = 0; l < %d; ++l) r[l] = powf(x[l], y[l]); return r; }",
+		f, L, f, f, f, L)
+	return b.String()
+}
