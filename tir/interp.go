@@ -1,0 +1,389 @@
+package tir
+
+import (
+	"fmt"
+	"math"
+)
+
+// Run interprets f on args (one float32 slice per parameter, row-major),
+// writing the outputs in place. Loops of every kind run serially. Any read
+// or write outside a buffer, a read of a variable out of scope, or an
+// allocation too large is an error: this is the checker that tests run on
+// every lowered schedule, before and apart from the C compiler.
+func Run(f *PrimFunc, args [][]float32) (err error) {
+	if len(args) != len(f.Params) {
+		return fmt.Errorf("tir: run %s: %d arguments for %d parameters", f.Name, len(args), len(f.Params))
+	}
+	in := &interp{slots: map[*Var]int{}, bufs: map[*Buffer]int{}}
+	for i, p := range f.Params {
+		if len(args[i]) != p.Size() {
+			return fmt.Errorf("tir: run %s: argument %s has %d elements, want %d", f.Name, p.Name, len(args[i]), p.Size())
+		}
+		in.bufs[p] = len(in.mem)
+		in.mem = append(in.mem, args[i])
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			fault, ok := r.(runFault)
+			if !ok {
+				panic(r)
+			}
+			err = fmt.Errorf("tir: run %s: %s", f.Name, string(fault))
+		}
+	}()
+	exec := in.stmt(f.Body)
+	if in.err != nil {
+		return fmt.Errorf("tir: run %s: %w", f.Name, in.err)
+	}
+	exec(&frame{vars: make([]int64, len(in.slots)), mem: in.mem, steps: maxInterpSteps})
+	return nil
+}
+
+type runFault string
+
+// frame is the interpreter's run-time state: variable values and buffer
+// storage by slot.
+type frame struct {
+	vars  []int64
+	mem   [][]float32
+	steps int64 // loop iterations left before the run is declared too long
+}
+
+// maxInterpSteps bounds the loop iterations of one Run.
+const maxInterpSteps = 1 << 28
+
+type interp struct {
+	slots map[*Var]int
+	bufs  map[*Buffer]int
+	mem   [][]float32
+	err   error
+}
+
+func (in *interp) fail(format string, a ...any) {
+	if in.err == nil {
+		in.err = fmt.Errorf(format, a...)
+	}
+}
+
+func (in *interp) slot(v *Var) int {
+	s, ok := in.slots[v]
+	if !ok {
+		s = len(in.slots)
+		in.slots[v] = s
+	}
+	return s
+}
+
+const maxInterpAlloc = 1 << 26
+
+func (in *interp) stmt(s Stmt) func(*frame) {
+	switch s := s.(type) {
+	case nil:
+		return func(*frame) {}
+	case *Seq:
+		fs := make([]func(*frame), len(s.Stmts))
+		for i, c := range s.Stmts {
+			fs[i] = in.stmt(c)
+		}
+		return func(fr *frame) {
+			for _, f := range fs {
+				f(fr)
+			}
+		}
+	case *For:
+		slot := in.slot(s.Var)
+		body := in.stmt(s.Body)
+		ext := int64(s.Extent)
+		return func(fr *frame) {
+			fr.steps -= ext
+			if fr.steps < 0 {
+				panic(runFault("more than the interpreter's budget of loop iterations"))
+			}
+			for i := int64(0); i < ext; i++ {
+				fr.vars[slot] = i
+				body(fr)
+			}
+			fr.vars[slot] = math.MinInt64 // out of scope: any later use is a fault
+		}
+	case *Let:
+		slot := in.slot(s.Var)
+		val := in.int(s.Value)
+		body := in.stmt(s.Body)
+		return func(fr *frame) {
+			fr.vars[slot] = val(fr)
+			body(fr)
+		}
+	case *Pragma:
+		return in.stmt(s.Body)
+	case *IfThenElse:
+		cond := in.bool(s.Cond)
+		then, els := in.stmt(s.Then), in.stmt(s.Else)
+		return func(fr *frame) {
+			if cond(fr) {
+				then(fr)
+			} else {
+				els(fr)
+			}
+		}
+	case *Allocate:
+		if _, ok := in.bufs[s.Buf]; ok {
+			in.fail("buffer %s allocated twice", s.Buf.Name)
+		}
+		n := s.Buf.Size()
+		if n <= 0 || n > maxInterpAlloc {
+			in.fail("allocation of %s with %d elements", s.Buf.Name, n)
+		}
+		slot := len(in.mem)
+		in.bufs[s.Buf] = slot
+		in.mem = append(in.mem, nil)
+		body := in.stmt(s.Body)
+		return func(fr *frame) {
+			data := make([]float32, n)
+			for i := range data {
+				data[i] = float32(math.NaN()) // uninitialized reads show up as NaN
+			}
+			old := fr.mem[slot]
+			fr.mem[slot] = data
+			body(fr)
+			fr.mem[slot] = old
+		}
+	case *Store:
+		off := in.offset(s.Buf, s.Indices)
+		slot, ok := in.bufs[s.Buf]
+		if !ok {
+			in.fail("store to undeclared buffer %s", s.Buf.Name)
+		}
+		val := in.float(s.Value)
+		return func(fr *frame) {
+			o := off(fr)
+			fr.mem[slot][o] = float32(val(fr))
+		}
+	}
+	in.fail("unknown statement %T", s)
+	return func(*frame) {}
+}
+
+// offset returns a function computing the flat offset of an access,
+// faulting when any index is outside its dimension.
+func (in *interp) offset(b *Buffer, idx []Expr) func(*frame) int64 {
+	if len(idx) != len(b.Shape) {
+		in.fail("%s accessed with %d indices, rank %d", b.Name, len(idx), len(b.Shape))
+		return func(*frame) int64 { return 0 }
+	}
+	fs := make([]func(*frame) int64, len(idx))
+	for i, x := range idx {
+		fs[i] = in.int(x)
+	}
+	strides := b.Strides()
+	shape := b.Shape
+	name := b.Name
+	return func(fr *frame) int64 {
+		o := int64(0)
+		for i, f := range fs {
+			v := f(fr)
+			if v < 0 || v >= int64(shape[i]) {
+				panic(runFault(fmt.Sprintf("%s accessed out of bounds: index %d of dimension %d is outside [0, %d)", name, v, i, shape[i])))
+			}
+			o += v * int64(strides[i])
+		}
+		return o
+	}
+}
+
+func (in *interp) float(x Expr) func(*frame) float64 {
+	switch x := x.(type) {
+	case *FloatImm:
+		v := x.V
+		return func(*frame) float64 { return v }
+	case *Load:
+		off := in.offset(x.Buf, x.Indices)
+		slot, ok := in.bufs[x.Buf]
+		if !ok {
+			in.fail("load from undeclared buffer %s", x.Buf.Name)
+		}
+		return func(fr *frame) float64 { return float64(fr.mem[slot][off(fr)]) }
+	case *Cast:
+		if x.X.Type() == Int {
+			f := in.int(x.X)
+			return func(fr *frame) float64 { return float64(f(fr)) }
+		}
+		return in.float(x.X)
+	case *Binary:
+		a, b := in.float(x.A), in.float(x.B)
+		var op func(a, b float64) float64
+		switch x.Op {
+		case Add:
+			op = func(a, b float64) float64 { return a + b }
+		case Sub:
+			op = func(a, b float64) float64 { return a - b }
+		case Mul:
+			op = func(a, b float64) float64 { return a * b }
+		case Div:
+			op = func(a, b float64) float64 { return a / b }
+		case Min:
+			op = func(a, b float64) float64 {
+				if a < b || math.IsNaN(a) {
+					return a
+				}
+				return b
+			}
+		case Max:
+			op = func(a, b float64) float64 {
+				if a > b || math.IsNaN(a) {
+					return a
+				}
+				return b
+			}
+		default:
+			in.fail("float operator %v", x.Op)
+			return func(*frame) float64 { return 0 }
+		}
+		// Round every float result to float32, as the C code does.
+		return func(fr *frame) float64 { return float64(float32(op(a(fr), b(fr)))) }
+	case *Select:
+		c, t, f := in.bool(x.Cond), in.float(x.T), in.float(x.F)
+		return func(fr *frame) float64 {
+			if c(fr) {
+				return t(fr)
+			}
+			return f(fr)
+		}
+	case *Call:
+		if n, ok := MathFuncs[x.Fn]; !ok || n != len(x.Args) {
+			in.fail("call of %s with %d arguments", x.Fn, len(x.Args))
+			return func(*frame) float64 { return 0 }
+		}
+		a := in.float(x.Args[0])
+		var f func(float64) float64
+		switch x.Fn {
+		case "exp":
+			f = math.Exp
+		case "log":
+			f = math.Log
+		case "sqrt":
+			f = math.Sqrt
+		case "tanh":
+			f = math.Tanh
+		case "erf":
+			f = math.Erf
+		case "fabs":
+			f = math.Abs
+		case "floor":
+			f = math.Floor
+		case "ceil":
+			f = math.Ceil
+		case "sigmoid":
+			f = func(v float64) float64 { return 1 / (1 + math.Exp(-v)) }
+		case "pow":
+			b := in.float(x.Args[1])
+			return func(fr *frame) float64 { return float64(float32(math.Pow(a(fr), b(fr)))) }
+		}
+		return func(fr *frame) float64 { return float64(float32(f(a(fr)))) }
+	}
+	in.fail("unsupported float expression %s", ExprString(x))
+	return func(*frame) float64 { return 0 }
+}
+
+func (in *interp) int(x Expr) func(*frame) int64 {
+	switch x := x.(type) {
+	case *IntImm:
+		v := x.V
+		return func(*frame) int64 { return v }
+	case *Var:
+		slot := in.slot(x)
+		name := x.Name
+		return func(fr *frame) int64 {
+			v := fr.vars[slot]
+			if v == math.MinInt64 {
+				panic(runFault("variable " + name + " used out of its loop"))
+			}
+			return v
+		}
+	case *Binary:
+		a, b := in.int(x.A), in.int(x.B)
+		switch x.Op {
+		case Add:
+			return func(fr *frame) int64 { return a(fr) + b(fr) }
+		case Sub:
+			return func(fr *frame) int64 { return a(fr) - b(fr) }
+		case Mul:
+			return func(fr *frame) int64 { return a(fr) * b(fr) }
+		case FloorDiv:
+			return func(fr *frame) int64 { return floorDiv(a(fr), b(fr)) }
+		case FloorMod:
+			return func(fr *frame) int64 { return floorMod(a(fr), b(fr)) }
+		case Min:
+			return func(fr *frame) int64 { return min(a(fr), b(fr)) }
+		case Max:
+			return func(fr *frame) int64 { return max(a(fr), b(fr)) }
+		}
+	case *Select:
+		c, t, f := in.bool(x.Cond), in.int(x.T), in.int(x.F)
+		return func(fr *frame) int64 {
+			if c(fr) {
+				return t(fr)
+			}
+			return f(fr)
+		}
+	case *Cast:
+		if x.X.Type() == Float32 {
+			f := in.float(x.X)
+			return func(fr *frame) int64 { return int64(f(fr)) }
+		}
+		return in.int(x.X)
+	}
+	in.fail("unsupported integer expression %s", ExprString(x))
+	return func(*frame) int64 { return 0 }
+}
+
+func floorDiv(a, b int64) int64 {
+	if b == 0 {
+		panic(runFault("integer division by zero"))
+	}
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+func floorMod(a, b int64) int64 { return a - floorDiv(a, b)*b }
+
+func (in *interp) bool(x Expr) func(*frame) bool {
+	switch x := x.(type) {
+	case *Compare:
+		if x.A.Type() == Float32 {
+			a, b := in.float(x.A), in.float(x.B)
+			return compare(x.Op, a, b)
+		}
+		a, b := in.int(x.A), in.int(x.B)
+		return compare(x.Op, a, b)
+	case *And:
+		a, b := in.bool(x.A), in.bool(x.B)
+		return func(fr *frame) bool { return a(fr) && b(fr) }
+	case *Or:
+		a, b := in.bool(x.A), in.bool(x.B)
+		return func(fr *frame) bool { return a(fr) || b(fr) }
+	case *Not:
+		a := in.bool(x.A)
+		return func(fr *frame) bool { return !a(fr) }
+	}
+	in.fail("unsupported boolean expression %s", ExprString(x))
+	return func(*frame) bool { return false }
+}
+
+func compare[T int64 | float64](op CmpOp, a, b func(*frame) T) func(*frame) bool {
+	switch op {
+	case EQ:
+		return func(fr *frame) bool { return a(fr) == b(fr) }
+	case NE:
+		return func(fr *frame) bool { return a(fr) != b(fr) }
+	case LT:
+		return func(fr *frame) bool { return a(fr) < b(fr) }
+	case LE:
+		return func(fr *frame) bool { return a(fr) <= b(fr) }
+	case GT:
+		return func(fr *frame) bool { return a(fr) > b(fr) }
+	}
+	return func(fr *frame) bool { return a(fr) >= b(fr) }
+}
