@@ -1,0 +1,174 @@
+// Command gemm measures, side by side in one run, the GFLOP/s of an N×N×N
+// float32 matrix multiplication computed by the naive schedule, by an
+// expert schedule written only as schedule steps (tiling, cache write,
+// vectorize, parallel, unroll), and by OpenBLAS's cblas_sgemm, on the same
+// inputs and thread count. Each kernel runs in its own process, in turn,
+// round after round; the figures are the minimum and median over rounds.
+// The last line is "tessera/openblas = R", the median over rounds of the
+// expert schedule's speed divided by OpenBLAS's.
+//
+//	go run ./bench/gemm              # 1024³, 1 thread
+//	go run ./bench/gemm -threads 2
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"tessera/bench/internal/benchutil"
+	"tessera/measure"
+	"tessera/schedule"
+	"tessera/te"
+	"tessera/tir"
+)
+
+func main() {
+	n := flag.Int("n", 1024, "matrix size")
+	threads := flag.Int("threads", 1, "threads for every contender")
+	rounds := flag.Int("rounds", 7, "alternating rounds")
+	naive := flag.Bool("naive", true, "also time the naive schedule (slow at 1024)")
+	ti := flag.String("tile", "8,4,32,8,512", "expert tile sizes i.1,i.2(register rows),j.1,j.2(lanes) and the k tile: i.1 i.2 j.1 j.2 k")
+	flag.Parse()
+	var t tiles
+	if _, err := fmt.Sscanf(*ti, "%d,%d,%d,%d,%d", &t.i1, &t.i2, &t.j1, &t.j2, &t.k); err != nil {
+		benchutil.Fatal(fmt.Errorf("-tile: %w", err))
+	}
+	if err := run(*n, *threads, *rounds, *naive, t); err != nil {
+		benchutil.Fatal(err)
+	}
+}
+
+type tiles struct{ i1, i2, j1, j2, k int }
+
+func gemmDAG(n int) (*te.DAG, error) {
+	a := te.Placeholder("A", n, n)
+	b := te.Placeholder("B", n, n)
+	c, err := te.MatMul("C", a, b)
+	if err != nil {
+		return nil, err
+	}
+	return te.NewDAG(c)
+}
+
+// expert is the schedule a performance engineer would write for a CPU GEMM,
+// expressed in steps only: a local accumulator tile of i.1·i.2 × j.1·j.2
+// (SSRSRS: i.0 j.0 k.0 i.1 j.1 k.1 i.2 j.2), the output copy tiled to follow
+// it, the outer tiles fused and parallel, the lanes vectorized, and the
+// register tile unrolled.
+func expert(d *te.DAG, t tiles) (*schedule.State, error) {
+	s := schedule.NewState(d)
+	c := s.StageOf(d.Outputs[0])
+	cl := c // after cache_write, C.local takes C's index and C moves one down
+	out := c + 1
+	return schedule.Replay(s, []schedule.Step{
+		&schedule.CacheWrite{Stage: c, Scope: tir.Local},
+		&schedule.Split{Stage: cl, Iter: 0, Lengths: []int{t.i1, t.i2}},
+		&schedule.Split{Stage: cl, Iter: 3, Lengths: []int{t.j1, t.j2}},
+		&schedule.Split{Stage: cl, Iter: 6, Lengths: []int{t.k}},
+		&schedule.Reorder{Stage: cl, Order: []int{0, 3, 6, 1, 4, 7, 2, 5}},
+		&schedule.FollowSplit{Stage: out, Iter: 0, SrcStep: 1, NParts: 2},
+		&schedule.FollowSplit{Stage: out, Iter: 2, SrcStep: 2, NParts: 2},
+		&schedule.Reorder{Stage: out, Order: []int{0, 2, 1, 3}},
+		&schedule.ComputeAt{Stage: cl, TargetStage: out, TargetIter: 1},
+		&schedule.Fuse{Stage: out, Iters: []int{0, 1}},
+		&schedule.Annotate{Stage: out, Iter: 0, Ann: schedule.Parallel},
+		&schedule.Annotate{Stage: out, Iter: 2, Ann: schedule.Vectorize},
+		&schedule.Annotate{Stage: cl, Iter: 7, Ann: schedule.Vectorize},
+		&schedule.Annotate{Stage: cl, Iter: 6, Ann: schedule.Unroll},
+		&schedule.Pragma{Stage: cl, Iter: 0, Key: schedule.PragmaAutoUnroll, Value: 64},
+	})
+}
+
+func openblasSource(n int) string {
+	return fmt.Sprintf(`#include <cblas.h>
+#include <omp.h>
+int %s(float *const *args) {
+	openblas_set_num_threads(omp_get_max_threads());
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, %d, %d, %d, 1.0f, args[0], %d, args[1], %d, 0.0f, args[2], %d);
+	return 0;
+}
+`, benchutil.KernelName, n, n, n, n, n, n)
+}
+
+func run(n, threads, rounds int, withNaive bool, t tiles) error {
+	ctx := context.Background()
+	d, err := gemmDAG(n)
+	if err != nil {
+		return err
+	}
+	args := measure.Args(d)
+	ex, err := expert(d, t)
+	if err != nil {
+		return fmt.Errorf("expert schedule: %w", err)
+	}
+	names := []string{"expert"}
+	states := []*schedule.State{ex}
+	if withNaive {
+		names = append(names, "naive")
+		states = append(states, schedule.NewState(d))
+	}
+	var srcs []string
+	for _, s := range states {
+		src, err := benchutil.Lower(s)
+		if err != nil {
+			return err
+		}
+		srcs = append(srcs, src)
+	}
+	b := &measure.Builder{}
+	ks, err := benchutil.Build(ctx, b, names, srcs, args)
+	if err != nil {
+		return err
+	}
+	blasB := &measure.Builder{Flags: append(measure.DefaultFlags(), "-Wl,--no-as-needed", "-lopenblas")}
+	blas, err := benchutil.Build(ctx, blasB, []string{"openblas"}, []string{openblasSource(n)}, args)
+	if err != nil {
+		return fmt.Errorf("%w (is libopenblas-dev installed?)", err)
+	}
+	ks = append(ks, blas[0])
+
+	// Every contender must compute the same product as OpenBLAS.
+	checker := &measure.Runner{Opts: measure.RunOptions{Threads: threads, Number: 1, Repeat: 1, MinRepeatMs: -1, Check: true, Timeout: 120e9}}
+	defer checker.Close()
+	var outs [][]float32
+	for _, k := range ks {
+		res := checker.Run(ctx, []measure.Job{{Lib: k.Lib, Entry: benchutil.KernelName, Args: args, Seed: 1}})[0]
+		if res.Kind != measure.None {
+			return fmt.Errorf("%s: %v: %s", k.Name, res.Kind, res.Msg)
+		}
+		outs = append(outs, res.Outputs[0])
+	}
+	for i := range ks[:len(ks)-1] {
+		if ok, msg := measure.Compare(outs[i], outs[len(outs)-1], 1e-3, 1e-3); !ok {
+			return fmt.Errorf("%s differs from OpenBLAS: %s", ks[i].Name, msg)
+		}
+	}
+
+	flops := 2 * float64(n) * float64(n) * float64(n)
+	fmt.Printf("gemm %d×%d×%d float32, %d thread(s), %d alternating rounds, each kernel in its own process\n", n, n, n, threads, rounds)
+	r := &measure.Runner{Opts: measure.RunOptions{Threads: threads, Repeat: 3, MinRepeatMs: 200, Timeout: 600e9}}
+	defer r.Close()
+	timed := ks
+	if withNaive {
+		// The naive loop takes seconds per call: time it in one round only.
+		nt, err := benchutil.Alternate(ctx, &measure.Runner{Opts: measure.RunOptions{Threads: threads, Number: 1, Repeat: 1, MinRepeatMs: -1, Timeout: 600e9}}, ks[1:2], 1)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("naive GFLOP/s = %.2f\n", flops/nt["naive"][0]/1e9)
+		timed = []benchutil.Kernel{ks[0], ks[2]}
+	}
+	tm, err := benchutil.Alternate(ctx, r, timed, rounds)
+	if err != nil {
+		return err
+	}
+	for _, k := range timed {
+		lo, med := benchutil.MinMedian(tm[k.Name])
+		fmt.Printf("%s GFLOP/s = %.2f (median; best %.2f)\n", k.Name, flops/med/1e9, flops/lo/1e9)
+	}
+	lo, med := benchutil.MinMedian(benchutil.Ratios(tm["openblas"], tm["expert"]))
+	fmt.Printf("speed ratio per round: min %.2f median %.2f\n", lo, med)
+	fmt.Printf("tessera/openblas = %.2f\n", med)
+	return nil
+}

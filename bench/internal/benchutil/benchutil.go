@@ -1,0 +1,104 @@
+// Package benchutil holds what the programs under bench/ share: building
+// schedules into kernels, timing several kernels in alternating child
+// processes, and printing figures as "name = value" lines.
+package benchutil
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+
+	"tessera/codegen"
+	"tessera/measure"
+	"tessera/schedule"
+)
+
+// KernelName is the symbol every benchmark kernel exports.
+const KernelName = "tessera_kernel"
+
+// Kernel is one contender: a name and a built library.
+type Kernel struct {
+	Name string
+	Lib  string
+	Args []measure.Arg
+}
+
+// Lower builds the C source of a schedule.
+func Lower(s *schedule.State) (string, error) {
+	f, err := schedule.Lower(s, KernelName)
+	if err != nil {
+		return "", err
+	}
+	return codegen.C(f, codegen.COptions{})
+}
+
+// Build compiles sources with b; it fails on the first error.
+func Build(ctx context.Context, b *measure.Builder, names []string, srcs []string, args []measure.Arg) ([]Kernel, error) {
+	in := make([]measure.Source, len(srcs))
+	for i, s := range srcs {
+		in[i] = measure.Source{Code: s}
+	}
+	out := b.Build(ctx, in)
+	ks := make([]Kernel, len(out))
+	for i, r := range out {
+		if r.Kind != measure.None {
+			return nil, fmt.Errorf("build %s: %v: %s", names[i], r.Kind, r.Msg)
+		}
+		ks[i] = Kernel{Name: names[i], Lib: r.Path, Args: args}
+	}
+	return ks, nil
+}
+
+// Timings holds, per kernel, the median seconds per call of each round.
+type Timings map[string][]float64
+
+// Alternate runs the kernels in turn, each in its own process, for the given
+// number of rounds (A B C A B C ...), so that drift of the machine's speed
+// hits all of them alike.
+func Alternate(ctx context.Context, r *measure.Runner, ks []Kernel, rounds int) (Timings, error) {
+	t := Timings{}
+	for round := 0; round < rounds; round++ {
+		jobs := make([]measure.Job, len(ks))
+		for i, k := range ks {
+			jobs[i] = measure.Job{Lib: k.Lib, Entry: KernelName, Args: k.Args, Seed: 1}
+		}
+		for i, res := range r.Run(ctx, jobs) {
+			if res.Kind != measure.None {
+				return nil, fmt.Errorf("run %s: %v: %s", ks[i].Name, res.Kind, res.Msg)
+			}
+			t[ks[i].Name] = append(t[ks[i].Name], res.Median())
+		}
+	}
+	return t, nil
+}
+
+// MinMedian returns the minimum and the median of xs.
+func MinMedian(xs []float64) (float64, float64) {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return s[0], med
+}
+
+// Ratios returns a[i]/b[i] for each round.
+func Ratios(a, b []float64) []float64 {
+	out := make([]float64, len(a))
+	for i := range a {
+		out[i] = a[i] / b[i]
+	}
+	return out
+}
+
+// Fatal prints the error and exits.
+func Fatal(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(1)
+}

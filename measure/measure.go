@@ -1,0 +1,168 @@
+package measure
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+
+	"tessera/codegen"
+	"tessera/schedule"
+	"tessera/te"
+)
+
+// Input is one candidate: a complete schedule of a task's DAG.
+type Input struct {
+	State *schedule.State
+}
+
+// Measurer measures candidates end to end: lower → C → build → run →
+// (optionally) check against the reference evaluator.
+type Measurer struct {
+	Builder *Builder
+	Runner  *Runner
+	// Verify compares every candidate's outputs with the reference
+	// evaluator on the same inputs; a mismatch is WrongResult.
+	Verify bool
+	// Codegen options for the C target.
+	Codegen codegen.COptions
+
+	mu  sync.Mutex
+	ref map[*te.DAG]reference
+}
+
+type reference struct {
+	inputs  [][]float32
+	outputs [][]float32
+	err     error
+}
+
+// inputSeed fixes the random inputs of every task.
+const inputSeed = 20201104
+
+// Args returns the kernel arguments of a DAG: its inputs, then its outputs,
+// the order schedule.Lower gives the parameters.
+func Args(d *te.DAG) []Arg {
+	var args []Arg
+	for _, t := range d.Inputs {
+		args = append(args, Arg{Name: t.Name, Size: t.Size()})
+	}
+	for _, t := range d.Outputs {
+		args = append(args, Arg{Name: t.Name, Size: t.Size(), Output: true})
+	}
+	return args
+}
+
+// Tolerance returns the relative tolerance for a DAG's outputs: float32
+// reductions summed in another order differ by about sqrt(n)·eps.
+func Tolerance(d *te.DAG) float64 {
+	n := 1
+	for _, t := range d.Tensors {
+		r := 1
+		for _, a := range t.ReduceAxis {
+			r *= a.Extent
+		}
+		n = max(n, r)
+	}
+	return 2e-5 * math.Sqrt(float64(n))
+}
+
+func (m *Measurer) reference(d *te.DAG) reference {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r, ok := m.ref[d]; ok {
+		return r
+	}
+	if m.ref == nil {
+		m.ref = map[*te.DAG]reference{}
+	}
+	var r reference
+	args := Args(d)
+	all := RandomInputs(args, inputSeed)
+	r.inputs = all[:len(d.Inputs)]
+	r.outputs, r.err = d.Eval(r.inputs)
+	m.ref[d] = r
+	return r
+}
+
+// Measure lowers, builds and runs every input; one Result per input, in
+// order. Lowering and code generation failures are CompileError results.
+func (m *Measurer) Measure(ctx context.Context, inputs []Input) []Result {
+	results := make([]Result, len(inputs))
+	srcs := make([]Source, 0, len(inputs))
+	idx := make([]int, 0, len(inputs))
+	for i, in := range inputs {
+		code, err := m.source(in.State)
+		if err != nil {
+			results[i] = Result{Kind: CompileError, Msg: err.Error()}
+			continue
+		}
+		srcs = append(srcs, Source{Code: code})
+		idx = append(idx, i)
+	}
+	built := m.Builder.Build(ctx, srcs)
+	var jobs []Job
+	var jobIdx []int
+	for k, b := range built {
+		i := idx[k]
+		if b.Kind != None {
+			results[i] = Result{Kind: b.Kind, Msg: b.Msg}
+			continue
+		}
+		d := inputs[i].State.DAG
+		job := Job{Lib: b.Path, Entry: kernelName, Args: Args(d)}
+		if m.Verify {
+			job.Inputs = m.reference(d).inputs
+		} else {
+			job.Seed = inputSeed
+		}
+		jobs = append(jobs, job)
+		jobIdx = append(jobIdx, i)
+	}
+	m.Runner.Opts.Check = m.Verify // the Measurer owns its Runner
+	ran := m.Runner.Run(ctx, jobs)
+	for k, r := range ran {
+		i := jobIdx[k]
+		if r.Kind == None && m.Verify {
+			r = m.check(inputs[i].State.DAG, r)
+		}
+		results[i] = r
+	}
+	return results
+}
+
+const kernelName = "tessera_kernel"
+
+func (m *Measurer) source(s *schedule.State) (string, error) {
+	f, err := schedule.Lower(s, kernelName)
+	if err != nil {
+		return "", err
+	}
+	code, err := codegen.C(f, m.Codegen)
+	if err != nil {
+		return "", fmt.Errorf("codegen: %w", err)
+	}
+	return code, nil
+}
+
+// check compares a run's outputs with the reference.
+func (m *Measurer) check(d *te.DAG, r Result) Result {
+	ref := m.reference(d)
+	if ref.err != nil {
+		r.Kind, r.Msg = WrongResult, "reference evaluator: "+ref.err.Error()
+		return r
+	}
+	tol := Tolerance(d)
+	for k, want := range ref.outputs {
+		if k >= len(r.Outputs) {
+			r.Kind, r.Msg = WrongResult, "missing output"
+			return r
+		}
+		if ok, msg := Compare(r.Outputs[k], want, tol, tol); !ok {
+			r.Kind, r.Msg = WrongResult, fmt.Sprintf("output %s: %s", d.Outputs[k].Name, msg)
+			return r
+		}
+	}
+	r.Outputs = nil
+	return r
+}

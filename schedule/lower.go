@@ -1,0 +1,324 @@
+package schedule
+
+import (
+	"fmt"
+
+	"tessera/tir"
+)
+
+// Lower turns a complete state into one kernel. The parameters are the
+// DAG's inputs (in the order of DAG.Inputs) followed by its outputs (in the
+// order of DAG.Outputs). The passes run in this order:
+//
+//	inline    fold inlined stages into their consumers' bodies
+//	bound     give every stage its loop variables and, for attached stages,
+//	          the region its consumers need (bound.go)
+//	nest      build each stage's loop nest, nesting attached stages
+//	simplify  simplify every expression with the loop ranges in scope
+func Lower(s *State, name string) (*tir.PrimFunc, error) {
+	if !s.Complete() {
+		return nil, fmt.Errorf("lower: state has unfilled split lengths")
+	}
+	l := &lowerer{s: s, byBuf: s.stageByBuf()}
+	if err := l.inline(); err != nil {
+		return nil, fmt.Errorf("lower: %w", err)
+	}
+	if err := l.bound(); err != nil {
+		return nil, fmt.Errorf("lower: %w", err)
+	}
+	body, err := l.nests()
+	if err != nil {
+		return nil, fmt.Errorf("lower: %w", err)
+	}
+	f := &tir.PrimFunc{Name: name, Body: tir.SimplifyStmt(body, nil)}
+	for _, t := range s.DAG.Inputs {
+		f.Params = append(f.Params, t.Buf)
+	}
+	for _, t := range s.DAG.Outputs {
+		f.Params = append(f.Params, t.Buf)
+	}
+	return f, nil
+}
+
+// lowerer holds what the passes derive about each stage.
+type lowerer struct {
+	s      *State
+	byBuf  map[*tir.Buffer]int
+	stages []stageInfo
+}
+
+type loopVar struct {
+	v   *tir.Var
+	ext int
+}
+
+type stageInfo struct {
+	body    tir.Expr    // the body with inlined stages folded in, over the root axis vars
+	rootMin []tir.Expr  // start of each spatial root axis's region (enclosing loop vars)
+	rootExt []int       // extent of each root axis (spatial region, then reduce)
+	dom     iterDomain  // extents of all iterators for rootExt
+	leaf    []*tir.Var  // loop variable of each current iterator
+	rootVal []tir.Expr  // value of each root axis in loop variables
+	guards  []guard     // split overshoot guards and region domain guards
+	outer   []loopVar   // loops enclosing this stage's nest
+	storage *tir.Buffer // where the stage's values are stored
+	local   bool        // storage is allocated at the attach point
+}
+
+// live reports whether stage i gets a loop nest of its own.
+func (l *lowerer) live(i int) bool {
+	st := l.s.Stages[i]
+	return !st.IsPlaceholder() && st.Attach != Inlined
+}
+
+// inline folds inlined stages into the bodies of their consumers.
+func (l *lowerer) inline() error {
+	l.stages = make([]stageInfo, len(l.s.Stages))
+	for i, st := range l.s.Stages {
+		if st.IsPlaceholder() {
+			continue
+		}
+		var err error
+		l.stages[i].body = tir.MutateExpr(st.Tensor.Body, func(e tir.Expr) tir.Expr {
+			ld, ok := e.(*tir.Load)
+			if !ok {
+				return e
+			}
+			j, ok := l.byBuf[ld.Buf]
+			if !ok {
+				err = fmt.Errorf("stage %s reads %s, which no stage computes", st.Tensor.Name, ld.Buf.Name)
+				return e
+			}
+			p := l.s.Stages[j]
+			if p.Attach != Inlined {
+				return e
+			}
+			if j >= i {
+				err = fmt.Errorf("stage %s reads inlined stage %s that comes after it", st.Tensor.Name, p.Tensor.Name)
+				return e
+			}
+			sub := map[*tir.Var]tir.Expr{}
+			for k, a := range p.Tensor.Axis {
+				sub[a.Var] = ld.Indices[k]
+			}
+			return tir.Substitute(l.stages[j].body, sub)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nests builds the loop nests of the root stages in stage order, inside
+// the allocations of the intermediate tensors that live at the root.
+func (l *lowerer) nests() (tir.Stmt, error) {
+	var stmts []tir.Stmt
+	for i, st := range l.s.Stages {
+		if !l.live(i) || st.Attach != Root {
+			continue
+		}
+		n, err := l.nest(i)
+		if err != nil {
+			return nil, err
+		}
+		stmts = append(stmts, n)
+	}
+	body := tir.SeqOf(stmts...)
+	for i := len(l.s.Stages) - 1; i >= 0; i-- {
+		st := l.s.Stages[i]
+		if l.live(i) && st.Attach == Root && !st.Output {
+			body = &tir.Allocate{Buf: l.stages[i].storage, Body: body}
+		}
+	}
+	return body, nil
+}
+
+// nest builds the loops of stage i, with the stages attached at each of its
+// iterators nested right inside that iterator's loop.
+func (l *lowerer) nest(i int) (tir.Stmt, error) {
+	st := l.s.Stages[i]
+	info := &l.stages[i]
+	attached := map[int][]int{} // iterator identity → attached stages
+	for j, o := range l.s.Stages {
+		if o.Attach == At && o.AttachStage == i && l.live(j) {
+			attached[o.attachIter] = append(attached[o.attachIter], j)
+		}
+	}
+	firstReduce := -1
+	for k, it := range st.Iters {
+		if it.Kind == Reduce {
+			firstReduce = k
+			break
+		}
+	}
+
+	// Innermost statement: the store (or the reduction update).
+	spatialIdx, err := l.storeIndices(i)
+	if err != nil {
+		return nil, err
+	}
+	value := l.rewriteLoads(tir.Substitute(info.body, l.rootSub(i)))
+	if st.Tensor.Reducer != 0 {
+		acc := &tir.Load{Buf: info.storage, Indices: spatialIdx}
+		value = st.Tensor.Reducer.Combine(acc, value)
+	}
+	var inner tir.Stmt = &tir.Store{Buf: info.storage, Indices: spatialIdx, Value: value}
+	inner = guardWith(inner, info.guards, false)
+
+	for k := len(st.Iters) - 1; k >= 0; k-- {
+		it := st.Iters[k]
+		var pre []tir.Stmt
+		var allocs []*tir.Buffer
+		for _, j := range attached[it.id] {
+			n, err := l.nest(j)
+			if err != nil {
+				return nil, err
+			}
+			pre = append(pre, n)
+			allocs = append(allocs, l.stages[j].storage)
+		}
+		if k+1 == firstReduce {
+			pre = append(pre, l.initNest(i, firstReduce))
+		}
+		body := tir.SeqOf(append(pre, inner)...)
+		for a := len(allocs) - 1; a >= 0; a-- {
+			body = &tir.Allocate{Buf: allocs[a], Body: body}
+		}
+		var loop tir.Stmt = &tir.For{Var: info.leaf[k], Extent: info.dom.ext[it.id], Kind: forKind(it.Ann), Thread: threadName(it.Ann), Body: body}
+		if st.AutoUnroll > 0 && st.unrollIter == it.id {
+			loop = &tir.Pragma{Key: PragmaAutoUnroll, Value: st.AutoUnroll, Body: loop}
+		}
+		inner = loop
+	}
+	if firstReduce == 0 {
+		inner = tir.SeqOf(l.initNest(i, 0), inner)
+	}
+	return inner, nil
+}
+
+// initNest stores the reducer's identity into every element that the
+// reduction of stage i updates below position first (its first reduce
+// loop): a nest over the spatial iterators inside that position.
+func (l *lowerer) initNest(i, first int) tir.Stmt {
+	st := l.s.Stages[i]
+	info := &l.stages[i]
+	sub := map[*tir.Var]tir.Expr{}
+	var loops []loopVar
+	for k := first; k < len(st.Iters); k++ {
+		if st.Iters[k].Kind != Spatial {
+			continue
+		}
+		v := tir.NewVar(info.leaf[k].Name + ".init")
+		sub[info.leaf[k]] = v
+		loops = append(loops, loopVar{v, info.dom.ext[st.Iters[k].id]})
+	}
+	idx, _ := l.storeIndices(i)
+	for k, e := range idx {
+		idx[k] = tir.Substitute(e, sub)
+	}
+	var g []guard
+	for _, gd := range info.guards {
+		if gd.kind == Spatial {
+			g = append(g, guard{cond: tir.Substitute(gd.cond, sub), kind: Spatial})
+		}
+	}
+	var s tir.Stmt = &tir.Store{Buf: info.storage, Indices: idx, Value: tir.F32(st.Tensor.Reducer.Identity())}
+	s = guardWith(s, g, true)
+	for k := len(loops) - 1; k >= 0; k-- {
+		s = &tir.For{Var: loops[k].v, Extent: loops[k].ext, Body: s}
+	}
+	return s
+}
+
+// guardWith wraps s in the conjunction of the guards (only the spatial
+// ones when spatialOnly).
+func guardWith(s tir.Stmt, gs []guard, spatialOnly bool) tir.Stmt {
+	var cond tir.Expr
+	for _, g := range gs {
+		if spatialOnly && g.kind != Spatial {
+			continue
+		}
+		if cond == nil {
+			cond = g.cond
+		} else {
+			cond = tir.AndE(cond, g.cond)
+		}
+	}
+	if cond == nil {
+		return s
+	}
+	return &tir.IfThenElse{Cond: cond, Then: s}
+}
+
+// rootSub maps stage i's root axis variables to their values in loop
+// variables.
+func (l *lowerer) rootSub(i int) map[*tir.Var]tir.Expr {
+	t := l.s.Stages[i].Tensor
+	info := &l.stages[i]
+	sub := map[*tir.Var]tir.Expr{}
+	for k, a := range t.Axis {
+		sub[a.Var] = info.rootVal[k]
+	}
+	for k, a := range t.ReduceAxis {
+		sub[a.Var] = info.rootVal[len(t.Axis)+k]
+	}
+	return sub
+}
+
+// storeIndices returns the indices of stage i's store: the spatial root
+// values, relative to the region start for locally stored stages.
+func (l *lowerer) storeIndices(i int) ([]tir.Expr, error) {
+	t := l.s.Stages[i].Tensor
+	info := &l.stages[i]
+	idx := make([]tir.Expr, len(t.Axis))
+	for k := range t.Axis {
+		idx[k] = info.rootVal[k]
+		if info.local {
+			idx[k] = tir.SubE(idx[k], info.rootMin[k])
+		}
+	}
+	return idx, nil
+}
+
+// rewriteLoads redirects loads of locally stored stages to their storage,
+// relative to the region start.
+func (l *lowerer) rewriteLoads(e tir.Expr) tir.Expr {
+	return tir.MutateExpr(e, func(x tir.Expr) tir.Expr {
+		ld, ok := x.(*tir.Load)
+		if !ok {
+			return x
+		}
+		j, ok := l.byBuf[ld.Buf]
+		if !ok || !l.stages[j].local {
+			return x
+		}
+		p := &l.stages[j]
+		idx := make([]tir.Expr, len(ld.Indices))
+		for k, ix := range ld.Indices {
+			idx[k] = tir.SubE(ix, p.rootMin[k])
+		}
+		return &tir.Load{Buf: p.storage, Indices: idx}
+	})
+}
+
+func forKind(a Annotation) tir.ForKind {
+	switch a {
+	case Parallel:
+		return tir.Parallel
+	case Vectorize:
+		return tir.Vectorized
+	case Unroll:
+		return tir.Unrolled
+	case NoAnn:
+		return tir.Serial
+	}
+	return tir.ThreadBound
+}
+
+func threadName(a Annotation) string {
+	if a >= VThread {
+		return a.String()
+	}
+	return ""
+}

@@ -1,0 +1,130 @@
+// Package schedtest generates random valid schedules for tests: any state a
+// sequence of legal steps can reach must lower to a program that computes
+// what the reference evaluator computes. The sketch rules come later and
+// explore a narrower space; this generator deliberately reaches corners they
+// never do (odd splits, reorders across reductions, attachments anywhere).
+package schedtest
+
+import (
+	"math/rand/v2"
+
+	"tessera/schedule"
+	"tessera/tir"
+)
+
+// RandomState applies up to n random steps to s, keeping only those that
+// apply, and returns the result. The state is complete (every split length
+// filled) but may not lower: callers that need a lowerable state use
+// RandomLowerable.
+func RandomState(rng *rand.Rand, s *schedule.State, n int) *schedule.State {
+	for tries := 0; tries < 4*n && len(s.Steps) < n; tries++ {
+		st := randomStep(rng, s)
+		if st == nil {
+			continue
+		}
+		if next, err := s.Apply(st); err == nil {
+			s = next
+		}
+	}
+	return s
+}
+
+// RandomLowerable returns a random state of up to n steps that lowers, and
+// the lowered function; it falls back to fewer steps when it cannot find
+// one, down to the initial state.
+func RandomLowerable(rng *rand.Rand, s0 *schedule.State, n int) (*schedule.State, *tir.PrimFunc) {
+	for size := n; size >= 0; size-- {
+		for try := 0; try < 8; try++ {
+			s := RandomState(rng, s0, size)
+			if f, err := schedule.Lower(s, "kernel"); err == nil {
+				return s, f
+			}
+		}
+	}
+	f, err := schedule.Lower(s0, "kernel")
+	if err != nil {
+		panic("schedtest: initial state does not lower: " + err.Error())
+	}
+	return s0, f
+}
+
+// randomStep proposes one step; it may not apply.
+func randomStep(rng *rand.Rand, s *schedule.State) schedule.Step {
+	var live []int
+	for i, st := range s.Stages {
+		if !st.IsPlaceholder() && st.Attach != schedule.Inlined {
+			live = append(live, i)
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	i := live[rng.IntN(len(live))]
+	st := s.Stages[i]
+	nIt := len(st.Iters)
+	it := rng.IntN(nIt)
+	switch rng.IntN(14) {
+	case 0, 1, 2:
+		n := 1 + rng.IntN(2)
+		lengths := make([]int, n)
+		for k := range lengths {
+			lengths[k] = pickLength(rng, st.Iters[it].Extent)
+		}
+		return &schedule.Split{Stage: i, Iter: it, Lengths: lengths}
+	case 3:
+		if it+1 >= nIt {
+			return nil
+		}
+		return &schedule.Fuse{Stage: i, Iters: []int{it, it + 1}}
+	case 4:
+		return &schedule.Reorder{Stage: i, Order: rng.Perm(nIt)}
+	case 5, 6:
+		var targets []int
+		for _, j := range live {
+			if j > i {
+				targets = append(targets, j)
+			}
+		}
+		if len(targets) == 0 {
+			return nil
+		}
+		j := targets[rng.IntN(len(targets))]
+		return &schedule.ComputeAt{Stage: i, TargetStage: j, TargetIter: rng.IntN(len(s.Stages[j].Iters))}
+	case 7:
+		return &schedule.ComputeInline{Stage: i}
+	case 8:
+		return &schedule.ComputeRoot{Stage: i}
+	case 9:
+		return &schedule.CacheWrite{Stage: i, Scope: tir.Local}
+	case 10:
+		// Cache a producer (often an input) for this stage.
+		prods := s.Producers(i)
+		if len(prods) == 0 {
+			return nil
+		}
+		return &schedule.CacheRead{Stage: prods[rng.IntN(len(prods))], Scope: tir.Local, Readers: []int{i}}
+	case 11:
+		return &schedule.Rfactor{Stage: i, Iter: it}
+	case 12:
+		anns := []schedule.Annotation{schedule.Parallel, schedule.Vectorize, schedule.Unroll, schedule.NoAnn}
+		return &schedule.Annotate{Stage: i, Iter: it, Ann: anns[rng.IntN(len(anns))]}
+	default:
+		steps := []int{0, 16, 64, 512}
+		return &schedule.Pragma{Stage: i, Iter: rng.IntN(nIt), Key: schedule.PragmaAutoUnroll, Value: steps[rng.IntN(len(steps))]}
+	}
+}
+
+// pickLength returns a split length: usually a divisor of ext, sometimes
+// a length that does not divide it (which needs guards).
+func pickLength(rng *rand.Rand, ext int) int {
+	if ext <= 1 || rng.IntN(4) == 0 {
+		return 1 + rng.IntN(8)
+	}
+	var divs []int
+	for d := 1; d <= ext; d++ {
+		if ext%d == 0 {
+			divs = append(divs, d)
+		}
+	}
+	return divs[rng.IntN(len(divs))]
+}

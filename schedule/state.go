@@ -1,0 +1,332 @@
+// Package schedule holds the schedule of a compute DAG as Ansor keeps it:
+// the transform steps are the truth (step.go and one file per step family),
+// and a State is the cheap preview they produce — one Stage per operation,
+// with its loop iterators, compute location and annotations. Replaying the
+// steps of a State on its DAG gives the same State, always (Replay).
+//
+// Lower (lower.go) turns a complete State into a tir.PrimFunc: it infers
+// the region every attached producer must compute (bound.go) and builds the
+// loop nest of every stage.
+//
+// States are immutable values: applying a step copies what it changes, so
+// search can share states freely.
+package schedule
+
+import (
+	"fmt"
+	"strings"
+
+	"tessera/te"
+	"tessera/tir"
+)
+
+// IterKind says what an iterator ranges over.
+type IterKind uint8
+
+const (
+	Spatial IterKind = iota
+	Reduce
+)
+
+func (k IterKind) String() string { return [...]string{"spatial", "reduce"}[k] }
+
+// Annotation is how an iterator's loop runs.
+type Annotation uint8
+
+const (
+	NoAnn Annotation = iota
+	Unroll
+	Vectorize
+	Parallel
+	VThread
+	BlockX
+	BlockY
+	BlockZ
+	ThreadX
+	ThreadY
+	ThreadZ
+)
+
+var annNames = [...]string{"none", "unroll", "vectorize", "parallel", "vthread",
+	"blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z"}
+
+func (a Annotation) String() string {
+	if int(a) < len(annNames) {
+		return annNames[a]
+	}
+	return fmt.Sprintf("annotation(%d)", uint8(a))
+}
+
+// ParseAnnotation is the inverse of Annotation.String.
+func ParseAnnotation(s string) (Annotation, error) {
+	for i, n := range annNames {
+		if n == s {
+			return Annotation(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown annotation %q", s)
+}
+
+// Iter is a loop of a stage.
+type Iter struct {
+	Name   string
+	Extent int // 0 while a split length is unfilled (a sketch)
+	Kind   IterKind
+	Ann    Annotation
+	id     int // identity within the stage; survives reorders
+}
+
+// AttachKind is a stage's compute location.
+type AttachKind uint8
+
+const (
+	Root    AttachKind = iota // its own loop nest at the top level
+	Inlined                   // folded into its consumers' bodies
+	At                        // nested inside another stage's loop
+)
+
+// Stage is the schedule of one tensor.
+type Stage struct {
+	Tensor *te.Tensor
+	Iters  []Iter
+	Attach AttachKind
+	// Target of At: the stage index and the identity of its iterator.
+	AttachStage int
+	attachIter  int
+	// AutoUnroll is the auto_unroll_max_step pragma (0: none), applied to
+	// the loop of the iterator with identity unrollIter.
+	AutoUnroll int
+	unrollIter int
+	Scope      tir.Scope
+	// Output is true for stages whose tensor is an output of the DAG.
+	Output bool
+
+	roots  []int // iterator identities of the root axes: spatial then reduce
+	rels   []rel // how the current iterators derive from the roots, in order
+	nextID int
+}
+
+// rel is one step of iterator derivation.
+type rel struct {
+	split    bool
+	parent   int   // split: the iterator split
+	children []int // split: the parts, outer to inner
+	lengths  []int // split: extents of children[1:]
+	parents  []int // fuse: the iterators fused, outer to inner
+	child    int   // fuse: the fused iterator
+}
+
+// State is a schedule: its stages and the steps that made them.
+type State struct {
+	DAG    *te.DAG
+	Stages []*Stage
+	Steps  []Step
+}
+
+// NewState returns the initial state of d: one root stage per tensor, each
+// with its axes as loops (spatial then reduce), no steps.
+func NewState(d *te.DAG) *State {
+	s := &State{DAG: d}
+	for _, t := range d.Tensors {
+		s.Stages = append(s.Stages, newStage(t, d.IsOutput(t)))
+	}
+	return s
+}
+
+func newStage(t *te.Tensor, output bool) *Stage {
+	st := &Stage{Tensor: t, Output: output, Scope: tir.Global}
+	for _, a := range t.Axis {
+		st.addRoot(a.Var.Name, a.Extent, Spatial)
+	}
+	for _, a := range t.ReduceAxis {
+		st.addRoot(a.Var.Name, a.Extent, Reduce)
+	}
+	return st
+}
+
+func (st *Stage) addRoot(name string, ext int, kind IterKind) {
+	id := st.newID()
+	st.roots = append(st.roots, id)
+	st.Iters = append(st.Iters, Iter{Name: name, Extent: ext, Kind: kind, id: id})
+}
+
+func (st *Stage) newID() int {
+	id := st.nextID
+	st.nextID++
+	return id
+}
+
+// IsPlaceholder reports whether the stage is an input (it has no loops to
+// schedule).
+func (st *Stage) IsPlaceholder() bool { return st.Tensor.IsPlaceholder() }
+
+// clone copies the stage so that it can be changed without touching states
+// that share the original.
+func (st *Stage) clone() *Stage {
+	c := *st
+	c.Iters = append([]Iter(nil), st.Iters...)
+	c.roots = append([]int(nil), st.roots...)
+	c.rels = append([]rel(nil), st.rels...)
+	return &c
+}
+
+// iterPos returns the position of the iterator with identity id, or -1.
+func (st *Stage) iterPos(id int) int {
+	for i, it := range st.Iters {
+		if it.id == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// AttachIter returns the position in the target stage of the iterator this
+// stage is attached at (valid when Attach == At).
+func (s *State) AttachIter(stage int) int {
+	st := s.Stages[stage]
+	return s.Stages[st.AttachStage].iterPos(st.attachIter)
+}
+
+// Complete reports whether every split length is filled, so the state can
+// be lowered.
+func (s *State) Complete() bool {
+	for _, st := range s.Stages {
+		for _, it := range st.Iters {
+			if it.Extent == 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// copyState copies the state shallowly; stages are copied on write by the
+// steps that change them (mutStage).
+func (s *State) copyState() *State {
+	return &State{DAG: s.DAG, Stages: append([]*Stage(nil), s.Stages...), Steps: append([]Step(nil), s.Steps...)}
+}
+
+// mutStage returns a private copy of stage i for a step to change.
+func (s *State) mutStage(i int) *Stage {
+	c := s.Stages[i].clone()
+	s.Stages[i] = c
+	return c
+}
+
+// insertStage puts st at index i, shifting later stages and the attach
+// targets that point at them.
+func (s *State) insertStage(i int, st *Stage) {
+	s.Stages = append(s.Stages, nil)
+	copy(s.Stages[i+1:], s.Stages[i:])
+	s.Stages[i] = st
+	for j, o := range s.Stages {
+		if j != i && o.Attach == At && o.AttachStage >= i {
+			c := s.mutStage(j)
+			c.AttachStage++
+		}
+	}
+}
+
+// StageOf returns the index of the stage computing t, or -1.
+func (s *State) StageOf(t *te.Tensor) int {
+	for i, st := range s.Stages {
+		if st.Tensor == t {
+			return i
+		}
+	}
+	return -1
+}
+
+// stageByBuf maps each tensor buffer to its stage index.
+func (s *State) stageByBuf() map[*tir.Buffer]int {
+	m := make(map[*tir.Buffer]int, len(s.Stages))
+	for i, st := range s.Stages {
+		m[st.Tensor.Buf] = i
+	}
+	return m
+}
+
+// Consumers returns the indices of the stages whose bodies read stage i.
+func (s *State) Consumers(i int) []int {
+	buf := s.Stages[i].Tensor.Buf
+	var out []int
+	for j, st := range s.Stages {
+		if st.IsPlaceholder() {
+			continue
+		}
+		if readsBuf(st.Tensor.Body, buf) {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// Producers returns the indices of the stages stage i reads.
+func (s *State) Producers(i int) []int {
+	st := s.Stages[i]
+	if st.IsPlaceholder() {
+		return nil
+	}
+	byBuf := s.stageByBuf()
+	seen := map[int]bool{}
+	var out []int
+	tir.WalkExpr(st.Tensor.Body, func(e tir.Expr) bool {
+		if l, ok := e.(*tir.Load); ok {
+			if j, ok := byBuf[l.Buf]; ok && !seen[j] {
+				seen[j] = true
+				out = append(out, j)
+			}
+		}
+		return true
+	})
+	return out
+}
+
+func readsBuf(e tir.Expr, b *tir.Buffer) bool {
+	found := false
+	tir.WalkExpr(e, func(x tir.Expr) bool {
+		if l, ok := x.(*tir.Load); ok && l.Buf == b {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// String prints the state as a loop-nest preview, e.g.
+//
+//	C: i.0@parallel(4) j.0(8) k.0(64) i.1(32) j.1@vectorize(16) k.1(8)
+//	D: inline
+func (s *State) String() string {
+	var b strings.Builder
+	for i, st := range s.Stages {
+		if st.IsPlaceholder() {
+			continue
+		}
+		fmt.Fprintf(&b, "%s:", st.Tensor.Name)
+		switch st.Attach {
+		case Inlined:
+			b.WriteString(" inline\n")
+			continue
+		case At:
+			t := s.Stages[st.AttachStage]
+			fmt.Fprintf(&b, " @%s.%s", t.Tensor.Name, t.Iters[s.AttachIter(i)].Name)
+		}
+		for _, it := range st.Iters {
+			b.WriteString(" " + it.Name)
+			if it.Ann != NoAnn {
+				b.WriteString("@" + it.Ann.String())
+			}
+			if it.Extent == 0 {
+				b.WriteString("(?)")
+			} else {
+				fmt.Fprintf(&b, "(%d)", it.Extent)
+			}
+		}
+		if st.AutoUnroll > 0 {
+			fmt.Fprintf(&b, " unroll<=%d", st.AutoUnroll)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
