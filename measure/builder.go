@@ -66,9 +66,26 @@ func (b *Builder) command() []string {
 
 func (b *Builder) flags() []string {
 	if b.Flags == nil {
-		return DefaultFlags()
+		return append(DefaultFlags(), b.compilerWorkarounds()...)
 	}
 	return slices.Clone(b.Flags)
+}
+
+// compilerWorkarounds returns flags that avoid known miscompilations of the
+// compiler in use. GCC 12's loop if-conversion turns a conditional load in
+// a vectorized loop (`x = c ? A[i - k] : v`, our padding) into wrong code at
+// -O3 with AVX2 or AVX-512 (seen with Debian's 12.2.0; reproducer in
+// measure/testdata/gcc12-ifconvert.c, checked by TestGCCIfConvertWorkaround).
+// The explicit vector code of the code generator does its own if-conversion,
+// so little is lost.
+func (b *Builder) compilerWorkarounds() []string {
+	// GCC's --version line reads "gcc (Debian 12.2.0-14) 12.2.0", or "cc (...)"
+	// when called as cc.
+	v := b.compilerVersion()
+	if strings.Contains(v, "clang") || !(strings.Contains(v, "cc (") || strings.Contains(v, "GCC")) {
+		return nil
+	}
+	return []string{"-fno-tree-loop-if-convert"}
 }
 
 func (b *Builder) timeout() time.Duration {

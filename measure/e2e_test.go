@@ -1,0 +1,154 @@
+package measure_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"tessera/codegen"
+	"tessera/measure"
+	"tessera/schedule"
+	"tessera/schedule/schedtest"
+	"tessera/te"
+	"tessera/tir"
+)
+
+// randomPerOp is how many random schedules of each op are compiled and run.
+const randomPerOp = 50
+
+// TestAllOpsCompiled lowers the naive schedule and randomPerOp random legal
+// schedules of every op of the library (and the fused examples), compiles
+// them with the cpu target's flags, runs each in a child process and
+// compares its outputs with the reference evaluator. This is the
+// end-to-end check of lowering, code generation, the build and the runner.
+func TestAllOpsCompiled(t *testing.T) {
+	dags := te.ExampleDAGs()
+	names := make([]string, 0, len(dags))
+	for n := range dags {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+
+	b := &measure.Builder{CacheDir: t.TempDir(), Timeout: 120 * time.Second}
+	r := &measure.Runner{Builder: b, Opts: measure.RunOptions{Threads: 2, Number: 1, Repeat: 1, MinRepeatMs: -1, Check: true, Timeout: 20 * time.Second}}
+	defer r.Close()
+
+	type module struct {
+		name   string
+		dag    *te.DAG
+		states []*schedule.State
+		src    string
+	}
+	mods := make([]*module, len(names))
+	for i, name := range names {
+		d := dags[name]
+		rng := rand.New(rand.NewPCG(2026, uint64(i)))
+		s0 := schedule.NewState(d)
+		m := &module{name: name, dag: d, states: []*schedule.State{s0}}
+		fs := []*tir.PrimFunc{mustLower(t, s0, "k0")}
+		for k := 1; k <= randomPerOp; k++ {
+			s, _ := schedtest.RandomLowerable(rng, s0, 10)
+			m.states = append(m.states, s)
+			fs = append(fs, mustLower(t, s, fmt.Sprintf("k%d", k)))
+		}
+		src, err := codegen.CModule(fs, codegen.COptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		m.src = src
+		mods[i] = m
+	}
+	srcs := make([]measure.Source, len(mods))
+	for i, m := range mods {
+		srcs[i] = measure.Source{Code: m.src}
+	}
+	built := b.Build(context.Background(), srcs)
+
+	failures := 0
+	for i, m := range mods {
+		if built[i].Kind != measure.None {
+			t.Errorf("%s: %v: %s", m.name, built[i].Kind, built[i].Msg)
+			continue
+		}
+		args := measure.Args(m.dag)
+		inputs := measure.RandomInputs(args, 5)[:len(m.dag.Inputs)]
+		want, err := m.dag.Eval(inputs)
+		if err != nil {
+			t.Fatalf("%s: eval: %v", m.name, err)
+		}
+		jobs := make([]measure.Job, len(m.states))
+		for k := range jobs {
+			jobs[k] = measure.Job{Lib: built[i].Path, Entry: fmt.Sprintf("k%d", k), Args: args, Inputs: inputs}
+		}
+		tol := measure.Tolerance(m.dag)
+		for k, res := range r.Run(context.Background(), jobs) {
+			msg := ""
+			if res.Kind != measure.None {
+				msg = fmt.Sprintf("%v: %s", res.Kind, res.Msg)
+			} else {
+				for o := range want {
+					if ok, m := measure.Compare(res.Outputs[o], want[o], tol, tol); !ok {
+						msg = "wrong result: " + m
+						break
+					}
+				}
+			}
+			if msg != "" {
+				failures++
+				t.Errorf("%s kernel k%d: %s\nsteps: %v\nstate:\n%v", m.name, k, msg, m.states[k].Steps, m.states[k])
+			}
+		}
+	}
+	t.Logf("%d ops × %d schedules compiled and checked, %d failures", len(mods), randomPerOp+1, failures)
+}
+
+func mustLower(t *testing.T, s *schedule.State, name string) *tir.PrimFunc {
+	t.Helper()
+	f, err := schedule.Lower(s, name)
+	if err != nil {
+		t.Fatalf("lower %s: %v\n%v", name, err, s)
+	}
+	return f
+}
+
+// TestMeasurerVerifies runs the Measurer on a good schedule and on a
+// deliberately broken build, with verification on.
+func TestMeasurerVerifies(t *testing.T) {
+	d := te.ExampleDAGs()["matmul"]
+	if d == nil {
+		t.Fatal("no matmul example")
+	}
+	b := &measure.Builder{CacheDir: t.TempDir()}
+	m := &measure.Measurer{
+		Builder: b,
+		Runner:  &measure.Runner{Builder: b, Opts: measure.RunOptions{Threads: 1, Repeat: 2, MinRepeatMs: 1}},
+		Verify:  true,
+	}
+	defer m.Runner.Close()
+	s0 := schedule.NewState(d)
+	rng := rand.New(rand.NewPCG(9, 9))
+	s1, _ := schedtest.RandomLowerable(rng, s0, 10)
+	res := m.Measure(context.Background(), []measure.Input{{State: s0}, {State: s1}})
+	for i, r := range res {
+		if r.Kind != measure.None || len(r.Costs) != 2 || r.Median() <= 0 {
+			t.Errorf("input %d: %+v", i, r)
+		}
+	}
+	// An incomplete state (unfilled split) fails to lower: a compile error,
+	// and the batch goes on.
+	bad, err := s0.Apply(&schedule.Split{Stage: s0.StageOf(d.Outputs[0]), Iter: 0, Lengths: []int{0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = m.Measure(context.Background(), []measure.Input{{State: bad}, {State: s0}})
+	if res[0].Kind != measure.CompileError || !strings.Contains(res[0].Msg, "unfilled") {
+		t.Errorf("unfilled state: %+v", res[0])
+	}
+	if res[1].Kind != measure.None {
+		t.Errorf("good state after a bad one: %+v", res[1])
+	}
+}
