@@ -15,6 +15,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strings"
 
 	"tessera/bench/internal/benchutil"
 	"tessera/measure"
@@ -28,7 +29,7 @@ func main() {
 	threads := flag.Int("threads", 1, "threads for every contender")
 	rounds := flag.Int("rounds", 7, "alternating rounds")
 	naive := flag.Bool("naive", true, "also time the naive schedule (slow at 1024)")
-	ti := flag.String("tile", "8,4,32,8,512", "expert tile sizes i.1,i.2(register rows),j.1,j.2(lanes) and the k tile: i.1 i.2 j.1 j.2 k")
+	ti := flag.String("tile", "1,8,1,32,4", "expert tile sizes i.1,i.2(register rows),j.1,j.2(lanes) and the k tile: i.1 i.2 j.1 j.2 k")
 	flag.Parse()
 	var t tiles
 	if _, err := fmt.Sscanf(*ti, "%d,%d,%d,%d,%d", &t.i1, &t.i2, &t.j1, &t.j2, &t.k); err != nil {
@@ -76,7 +77,7 @@ func expert(d *te.DAG, t tiles) (*schedule.State, error) {
 		&schedule.Annotate{Stage: out, Iter: 2, Ann: schedule.Vectorize},
 		&schedule.Annotate{Stage: cl, Iter: 7, Ann: schedule.Vectorize},
 		&schedule.Annotate{Stage: cl, Iter: 6, Ann: schedule.Unroll},
-		&schedule.Pragma{Stage: cl, Iter: 0, Key: schedule.PragmaAutoUnroll, Value: 64},
+		&schedule.Pragma{Stage: cl, Iter: 0, Key: schedule.PragmaAutoUnroll, Value: 512},
 	})
 }
 
@@ -121,6 +122,19 @@ func run(n, threads, rounds int, withNaive bool, t tiles) error {
 	if err != nil {
 		return err
 	}
+	asm, err := b.Assembly(ctx, measure.Source{Code: srcs[0]})
+	if err != nil {
+		return err
+	}
+	fmas := 0
+	for _, line := range strings.Split(asm, "\n") {
+		if strings.Contains(line, "vfmadd") && (strings.Contains(line, "%zmm") || strings.Contains(line, "%ymm")) {
+			fmas++
+		}
+	}
+	if fmas == 0 {
+		return fmt.Errorf("the expert kernel's assembly has no vector FMA instructions")
+	}
 	blasB := &measure.Builder{Flags: append(measure.DefaultFlags(), "-Wl,--no-as-needed", "-lopenblas")}
 	blas, err := benchutil.Build(ctx, blasB, []string{"openblas"}, []string{openblasSource(n)}, args)
 	if err != nil {
@@ -147,6 +161,7 @@ func run(n, threads, rounds int, withNaive bool, t tiles) error {
 
 	flops := 2 * float64(n) * float64(n) * float64(n)
 	fmt.Printf("gemm %d×%d×%d float32, %d thread(s), %d alternating rounds, each kernel in its own process\n", n, n, n, threads, rounds)
+	fmt.Printf("expert vector FMA instructions in assembly = %d\n", fmas)
 	r := &measure.Runner{Opts: measure.RunOptions{Threads: threads, Repeat: 3, MinRepeatMs: 200, Timeout: 600e9}}
 	defer r.Close()
 	timed := ks
