@@ -3,7 +3,6 @@ package measure
 import (
 	"context"
 	"fmt"
-	"math"
 	"sync"
 
 	"tessera/codegen"
@@ -53,19 +52,9 @@ func Args(d *te.DAG) []Arg {
 	return args
 }
 
-// Tolerance returns the relative tolerance for a DAG's outputs: float32
-// reductions summed in another order differ by about sqrt(n)·eps.
-func Tolerance(d *te.DAG) float64 {
-	n := 1
-	for _, t := range d.Tensors {
-		r := 1
-		for _, a := range t.ReduceAxis {
-			r *= a.Extent
-		}
-		n = max(n, r)
-	}
-	return 2e-5 * math.Sqrt(float64(n))
-}
+// Tolerance returns the tolerance for comparing a DAG's outputs with the
+// reference evaluator's (see te.DAG.Tolerance).
+func Tolerance(d *te.DAG) float64 { return d.Tolerance() }
 
 func (m *Measurer) reference(d *te.DAG) reference {
 	m.mu.Lock()

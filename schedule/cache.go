@@ -153,15 +153,11 @@ func (st *Rfactor) apply(s *State) error {
 	if factor.Kind != Reduce {
 		return fmt.Errorf("iterator %s is not a reduce iterator", factor.Name)
 	}
-	if factor.Extent == 0 {
-		return fmt.Errorf("iterator %s has an unfilled extent", factor.Name)
-	}
+	// Unfilled extents (a sketch) give a partial tensor with extent 0 on
+	// those axes; filling the lengths and replaying rebuilds it.
 	var others []Iter
 	for _, it := range stg.Iters {
 		if it.Kind == Reduce && it.id != factor.id {
-			if it.Extent == 0 {
-				return fmt.Errorf("iterator %s has an unfilled extent", it.Name)
-			}
 			others = append(others, it)
 		}
 	}

@@ -1,8 +1,6 @@
 package schedule_test
 
 import (
-	"fmt"
-	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -12,33 +10,6 @@ import (
 	"tessera/te"
 	"tessera/tir"
 )
-
-// randomInputs returns fixed random inputs for d.
-func randomInputs(d *te.DAG, seed uint64) [][]float32 {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	out := make([][]float32, len(d.Inputs))
-	for i, t := range d.Inputs {
-		out[i] = make([]float32, t.Size())
-		for k := range out[i] {
-			out[i][k] = float32(rng.Float64()*2 - 1)
-		}
-	}
-	return out
-}
-
-// tolerance scales with the longest reduction: float32 sums in a
-// different order differ by about n·eps.
-func tolerance(d *te.DAG) float64 {
-	n := 1
-	for _, t := range d.Tensors {
-		r := 1
-		for _, a := range t.ReduceAxis {
-			r *= a.Extent
-		}
-		n = max(n, r)
-	}
-	return 1e-5 * math.Sqrt(float64(n)) * 4
-}
 
 // check lowers s, interprets the function and compares every output with
 // the reference evaluator.
@@ -53,31 +24,7 @@ func check(t *testing.T, s *schedule.State) {
 	}
 }
 
-func runAndCompare(d *te.DAG, f *tir.PrimFunc, seed uint64) error {
-	in := randomInputs(d, seed)
-	want, err := d.Eval(in)
-	if err != nil {
-		return fmt.Errorf("eval: %w", err)
-	}
-	args := append([][]float32(nil), in...)
-	for _, o := range d.Outputs {
-		args = append(args, make([]float32, o.Size()))
-	}
-	if err := tir.Run(f, args); err != nil {
-		return err
-	}
-	tol := tolerance(d)
-	for k, w := range want {
-		got := args[len(in)+k]
-		for i := range w {
-			diff := math.Abs(float64(got[i]) - float64(w[i]))
-			if !(diff <= tol*(1+math.Abs(float64(w[i])))) {
-				return fmt.Errorf("output %d element %d: got %v, want %v", k, i, got[i], w[i])
-			}
-		}
-	}
-	return nil
-}
+func runAndCompare(d *te.DAG, f *tir.PrimFunc, seed uint64) error { return schedtest.Check(d, f, seed) }
 
 func matmulRelu(n, m, k int) *te.DAG {
 	a := te.Placeholder("A", n, k)

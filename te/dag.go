@@ -177,10 +177,13 @@ func (d *DAG) IsOutput(t *Tensor) bool {
 // consumer with data reuse costly.
 var expensiveCalls = map[string]bool{"exp": true, "log": true, "tanh": true, "erf": true, "pow": true, "sqrt": true, "sigmoid": true}
 
+// The analyses below look only at a tensor's own definition, so they hold
+// for tensors that schedules create (cache and rfactor stages) as well.
+
 // IsStrictlyInlineable reports whether t is a cheap injective computation:
 // no reduction and no expensive math call. Such a stage is always inlined
 // into its consumers on CPU.
-func (d *DAG) IsStrictlyInlineable(t *Tensor) bool {
+func IsStrictlyInlineable(t *Tensor) bool {
 	if t.IsPlaceholder() || t.Reducer != NoReduce {
 		return false
 	}
@@ -194,26 +197,37 @@ func (d *DAG) IsStrictlyInlineable(t *Tensor) bool {
 	return cheap
 }
 
-// IsInjective reports whether t computes each output element from inputs
-// without a reduction.
-func (d *DAG) IsInjective(t *Tensor) bool { return !t.IsPlaceholder() && t.Reducer == NoReduce }
-
 // HasReduce reports whether t is a reduction.
-func (d *DAG) HasReduce(t *Tensor) bool { return !t.IsPlaceholder() && t.Reducer != NoReduce }
+func HasReduce(t *Tensor) bool { return !t.IsPlaceholder() && t.Reducer != NoReduce }
+
+// loads lists the loads in t's body.
+func loads(t *Tensor) []*tir.Load {
+	var out []*tir.Load
+	if t.IsPlaceholder() {
+		return nil
+	}
+	tir.WalkExpr(t.Body, func(e tir.Expr) bool {
+		if l, ok := e.(*tir.Load); ok {
+			out = append(out, l)
+		}
+		return true
+	})
+	return out
+}
 
 // NeedsMultiLevelTiling reports whether t has data reuse worth tiling for: a
 // reduction in which the loads, taken together, miss at least two spatial
 // axes of extent > 1 (matmul: A misses j, B misses i; conv: the data misses
 // the output channel, the kernel misses the pixel). Reductions that read
 // every spatial axis (softmax sums, pooling) do not.
-func (d *DAG) NeedsMultiLevelTiling(t *Tensor) bool {
-	if !d.HasReduce(t) {
+func NeedsMultiLevelTiling(t *Tensor) bool {
+	if !HasReduce(t) {
 		return false
 	}
 	missing := 0
-	for _, a := range d.reads[t] {
+	for _, l := range loads(t) {
 		used := map[*tir.Var]bool{}
-		for _, ix := range a.Indices {
+		for _, ix := range l.Indices {
 			tir.WalkExpr(ix, func(e tir.Expr) bool {
 				if v, ok := e.(*tir.Var); ok {
 					used[v] = true
@@ -230,20 +244,20 @@ func (d *DAG) NeedsMultiLevelTiling(t *Tensor) bool {
 	return missing >= 2
 }
 
-// IsElementwiseRead reports whether every read of producer p in consumer c
-// uses exactly c's spatial axes in order (so c can be fused at any tile of
-// p's spatial loops).
-func (d *DAG) IsElementwiseRead(c, p *Tensor) bool {
+// ReadsElementwise reports whether every read of p in c uses exactly c's
+// spatial axes in order, and c has p's shape and no reduction (so c can be
+// fused at any tile of p's spatial loops).
+func ReadsElementwise(c, p *Tensor) bool {
 	if c.IsPlaceholder() || len(c.ReduceAxis) > 0 || !sameShape(c.Shape, p.Shape) {
 		return false
 	}
 	found := false
-	for _, a := range d.reads[c] {
-		if a.Producer != p {
+	for _, l := range loads(c) {
+		if l.Buf != p.Buf {
 			continue
 		}
 		found = true
-		for i, ix := range a.Indices {
+		for i, ix := range l.Indices {
 			if v, ok := ix.(*tir.Var); !ok || v != c.Axis[i].Var {
 				return false
 			}
@@ -251,6 +265,14 @@ func (d *DAG) IsElementwiseRead(c, p *Tensor) bool {
 	}
 	return found
 }
+
+// IsStrictlyInlineable, IsInjective, HasReduce, NeedsMultiLevelTiling and
+// IsElementwiseRead are the analyses above, for tensors of d.
+func (d *DAG) IsStrictlyInlineable(t *Tensor) bool  { return IsStrictlyInlineable(t) }
+func (d *DAG) IsInjective(t *Tensor) bool           { return !t.IsPlaceholder() && t.Reducer == NoReduce }
+func (d *DAG) HasReduce(t *Tensor) bool             { return HasReduce(t) }
+func (d *DAG) NeedsMultiLevelTiling(t *Tensor) bool { return NeedsMultiLevelTiling(t) }
+func (d *DAG) IsElementwiseRead(c, p *Tensor) bool  { return ReadsElementwise(c, p) }
 
 func sameShape(a, b []int) bool {
 	if len(a) != len(b) {

@@ -53,6 +53,21 @@ func (d *DAG) EvalAll(inputs [][]float32) (map[*Tensor][]float32, error) {
 	return res, nil
 }
 
+// Tolerance returns the relative (and absolute) tolerance to compare a
+// schedule's outputs with Eval's: float32 sums taken in another order
+// differ by about sqrt(n)·eps, n the longest reduction.
+func (d *DAG) Tolerance() float64 {
+	n := 1
+	for _, t := range d.Tensors {
+		r := 1
+		for _, a := range t.ReduceAxis {
+			r *= a.Extent
+		}
+		n = max(n, r)
+	}
+	return 2e-5 * math.Sqrt(float64(n))
+}
+
 // env holds the current values of the axis variables.
 type env struct{ v []int64 }
 

@@ -6,9 +6,12 @@
 package schedtest
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"tessera/schedule"
+	"tessera/te"
 	"tessera/tir"
 )
 
@@ -127,4 +130,45 @@ func pickLength(rng *rand.Rand, ext int) int {
 		}
 	}
 	return divs[rng.IntN(len(divs))]
+}
+
+// Inputs returns fixed random inputs in [-1, 1) for d.
+func Inputs(d *te.DAG, seed uint64) [][]float32 {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	out := make([][]float32, len(d.Inputs))
+	for i, t := range d.Inputs {
+		out[i] = make([]float32, t.Size())
+		for k := range out[i] {
+			out[i][k] = float32(rng.Float64()*2 - 1)
+		}
+	}
+	return out
+}
+
+// Check interprets f (lowered from a schedule of d) on random inputs and
+// compares every output with the reference evaluator.
+func Check(d *te.DAG, f *tir.PrimFunc, seed uint64) error {
+	in := Inputs(d, seed)
+	want, err := d.Eval(in)
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	args := append([][]float32(nil), in...)
+	for _, o := range d.Outputs {
+		args = append(args, make([]float32, o.Size()))
+	}
+	if err := tir.Run(f, args); err != nil {
+		return err
+	}
+	tol := d.Tolerance()
+	for k, w := range want {
+		got := args[len(in)+k]
+		for i := range w {
+			diff := math.Abs(float64(got[i]) - float64(w[i]))
+			if !(diff <= tol*(1+math.Abs(float64(w[i])))) {
+				return fmt.Errorf("output %s element %d: got %v, want %v", d.Outputs[k].Name, i, got[i], w[i])
+			}
+		}
+	}
+	return nil
 }

@@ -1,0 +1,254 @@
+package sketch
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"tessera/schedule"
+)
+
+// Sample fills a sketch at random, in Ansor's CPU order: tile sizes,
+// compute locations of the stages no rule placed, parallel outer loops,
+// auto-unroll, vectorized inner loops. The result is complete; it usually
+// lowers, and the caller drops the few that do not.
+func Sample(rng *rand.Rand, sketch *schedule.State, opts Options) (*schedule.State, error) {
+	s, err := fillTileSizes(rng, sketch, opts)
+	if err != nil {
+		return nil, err
+	}
+	tiled := tiledStages(s)
+	for _, f := range []func(*rand.Rand, *schedule.State, map[int]bool, Options) (*schedule.State, error){
+		changeComputeLocation, annotateParallel, annotateUnroll, annotateVectorize,
+	} {
+		if s, err = f(rng, s, tiled, opts); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// fillTileSizes replays the sketch's steps, replacing every unfilled split
+// by a random factorization of the extent it splits.
+func fillTileSizes(rng *rand.Rand, sketch *schedule.State, opts Options) (*schedule.State, error) {
+	s := schedule.NewState(sketch.DAG)
+	for k, st := range sketch.Steps {
+		if sp, ok := st.(*schedule.Split); ok && unfilled(sp.Lengths) {
+			ext := s.Stages[sp.Stage].Iters[sp.Iter].Extent
+			st = &schedule.Split{Stage: sp.Stage, Iter: sp.Iter, Lengths: randomFactors(rng, ext, len(sp.Lengths), opts.MaxInnermostSplit)}
+		}
+		var err error
+		if s, err = s.Apply(st); err != nil {
+			return nil, fmt.Errorf("sketch: fill step %d: %w", k, err)
+		}
+	}
+	return s, nil
+}
+
+func unfilled(lengths []int) bool {
+	for _, l := range lengths {
+		if l == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// randomFactors returns n split lengths whose product divides ext, drawn
+// inner first: the innermost is a divisor of ext no larger than maxInner,
+// each next one a divisor of what is left.
+func randomFactors(rng *rand.Rand, ext, n, maxInner int) []int {
+	out := make([]int, n)
+	left := max(ext, 1)
+	for k := n - 1; k >= 0; k-- {
+		limit := left
+		if k == n-1 && maxInner > 0 {
+			limit = min(limit, maxInner)
+		}
+		ds := divisors(left, limit)
+		d := ds[rng.IntN(len(ds))]
+		out[k] = d
+		left /= d
+	}
+	return out
+}
+
+// divisors returns the divisors of n that are at most limit.
+func divisors(n, limit int) []int {
+	var ds []int
+	for d := 1; d <= n && d <= limit; d++ {
+		if n%d == 0 {
+			ds = append(ds, d)
+		}
+	}
+	return ds
+}
+
+// tiledStages lists the stages a sketch rule split (tiled stages and the
+// consumers that follow them); annotation does not move them.
+func tiledStages(s *schedule.State) map[int]bool {
+	out := map[int]bool{}
+	for _, st := range s.Steps {
+		switch st := st.(type) {
+		case *schedule.Split:
+			out[st.Stage] = true
+		case *schedule.FollowSplit:
+			out[st.Stage] = true
+		}
+	}
+	return out
+}
+
+// changeComputeLocation gives each stage that no rule placed (not tiled,
+// not inlined, not an output) a random location: where it is, inlined if
+// it can be, or at one of the spatial loops of its only consumer.
+func changeComputeLocation(rng *rand.Rand, s *schedule.State, tiled map[int]bool, opts Options) (*schedule.State, error) {
+	for i := len(s.Stages) - 1; i >= 0; i-- {
+		st := s.Stages[i]
+		if st.IsPlaceholder() || st.Output || st.Attach != schedule.Root || tiled[i] {
+			continue
+		}
+		var choices []schedule.Step
+		if st.Tensor.Reducer == 0 && len(s.Consumers(i)) > 0 {
+			choices = append(choices, &schedule.ComputeInline{Stage: i})
+		}
+		if cons := effectiveConsumers(s, i); len(cons) == 1 {
+			c := s.Stages[cons[0]]
+			if c.Attach != schedule.Inlined {
+				for p, it := range c.Iters {
+					if it.Kind != schedule.Spatial {
+						break
+					}
+					choices = append(choices, &schedule.ComputeAt{Stage: i, TargetStage: cons[0], TargetIter: p})
+				}
+			}
+		}
+		// Staying at the root is one choice among the others.
+		k := rng.IntN(len(choices) + 1)
+		if k == len(choices) {
+			continue
+		}
+		if n, err := s.Apply(choices[k]); err == nil {
+			s = n
+		}
+	}
+	return s, nil
+}
+
+// attachedIters returns the positions of stage i's iterators that have
+// stages attached.
+func attachedIters(s *schedule.State, i int) map[int]bool {
+	out := map[int]bool{}
+	for j, st := range s.Stages {
+		if st.Attach == schedule.At && st.AttachStage == i {
+			out[s.AttachIter(j)] = true
+		}
+	}
+	return out
+}
+
+// annotateParallel fuses the outer spatial loops of every root stage while
+// their product stays under 16 × cores (stopping at a reduce loop or a loop
+// other stages are attached at) and marks the fused loop parallel.
+func annotateParallel(rng *rand.Rand, s *schedule.State, tiled map[int]bool, opts Options) (*schedule.State, error) {
+	for i, st := range s.Stages {
+		if st.IsPlaceholder() || st.Attach != schedule.Root {
+			continue
+		}
+		n, err := parallelOuter(s, i, 16*opts.Cores, -1)
+		if err != nil {
+			return nil, err
+		}
+		s = n
+	}
+	return s, nil
+}
+
+// parallelOuter fuses the outermost spatial loops of stage i and marks them
+// parallel: as many as fit under limit, or exactly count when count >= 1.
+func parallelOuter(s *schedule.State, i, limit, count int) (*schedule.State, error) {
+	st := s.Stages[i]
+	att := attachedIters(s, i)
+	prod, n := 1, 0
+	for p, it := range st.Iters {
+		if it.Kind != schedule.Spatial || it.Ann != schedule.NoAnn || it.Extent == 0 {
+			break
+		}
+		if count >= 1 && n == count {
+			break
+		}
+		prod *= it.Extent
+		n++
+		if att[p] || (count < 1 && prod >= limit) {
+			break
+		}
+	}
+	if n == 0 || prod == 1 {
+		return s, nil
+	}
+	var err error
+	if n > 1 {
+		iters := make([]int, n)
+		for k := range iters {
+			iters[k] = k
+		}
+		if s, err = s.Apply(&schedule.Fuse{Stage: i, Iters: iters}); err != nil {
+			return nil, err
+		}
+	}
+	return s.Apply(&schedule.Annotate{Stage: i, Iter: 0, Ann: schedule.Parallel})
+}
+
+// annotateUnroll puts a random auto_unroll_max_step on every stage with a
+// reduction.
+func annotateUnroll(rng *rand.Rand, s *schedule.State, tiled map[int]bool, opts Options) (*schedule.State, error) {
+	for i, st := range s.Stages {
+		if st.IsPlaceholder() || st.Attach == schedule.Inlined || st.Tensor.Reducer == 0 || len(opts.UnrollSteps) == 0 {
+			continue
+		}
+		v := opts.UnrollSteps[rng.IntN(len(opts.UnrollSteps))]
+		n, err := s.Apply(&schedule.Pragma{Stage: i, Iter: 0, Key: schedule.PragmaAutoUnroll, Value: v})
+		if err != nil {
+			return nil, err
+		}
+		s = n
+	}
+	return s, nil
+}
+
+// annotateVectorize fuses the innermost spatial loops of every stage while
+// their product stays within the vector length and vectorizes the result.
+func annotateVectorize(rng *rand.Rand, s *schedule.State, tiled map[int]bool, opts Options) (*schedule.State, error) {
+	for i, st := range s.Stages {
+		if st.IsPlaceholder() || st.Attach == schedule.Inlined {
+			continue
+		}
+		att := attachedIters(s, i)
+		last := len(st.Iters) - 1
+		prod, first := 1, last+1
+		for p := last; p >= 0; p-- {
+			it := st.Iters[p]
+			if it.Kind != schedule.Spatial || it.Ann != schedule.NoAnn || att[p] || it.Extent == 0 || prod*it.Extent > opts.MaxVectorLanes {
+				break
+			}
+			prod *= it.Extent
+			first = p
+		}
+		if first > last || prod < 2 {
+			continue
+		}
+		var err error
+		if first < last {
+			iters := make([]int, 0, last-first+1)
+			for p := first; p <= last; p++ {
+				iters = append(iters, p)
+			}
+			if s, err = s.Apply(&schedule.Fuse{Stage: i, Iters: iters}); err != nil {
+				return nil, err
+			}
+		}
+		if s, err = s.Apply(&schedule.Annotate{Stage: i, Iter: first, Ann: schedule.Vectorize}); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}

@@ -1,0 +1,151 @@
+// Package sketch derives schedule sketches from a compute DAG by rules, as
+// Ansor does, and fills them at random to make the initial population of the
+// search (annotate.go); the mutations the search applies live here too
+// (mutate.go).
+//
+// A sketch is a State whose structure is decided — which stages are
+// inlined, tiled, cached, factored, fused into which consumer — but whose
+// split lengths are left unfilled. Generate visits the stages from the last
+// to the first; at each stage every rule of the list is asked whether it
+// applies, and those that do produce the next states. The rules look only
+// at properties of the DAG (reductions, data reuse, elementwise consumers,
+// inlineability), never at operator names.
+//
+// Entry points: Generate (sketches), Sample (random complete states),
+// Mutate (one random change of a complete state).
+package sketch
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+
+	"tessera/schedule"
+)
+
+// Cond is a rule's answer for a stage.
+type Cond uint8
+
+const (
+	Skip             Cond = iota // the rule does not apply
+	Apply                        // apply it, and let the next rules see the same state too
+	ApplyAndSkipRest             // apply it, and no later rule sees this state
+)
+
+// next is a state produced by a rule and the stage to visit next.
+type next struct {
+	state *schedule.State
+	stage int
+}
+
+// Rule is one sketch rule: a name, a condition, and an apply that may fork
+// the state into several.
+type Rule interface {
+	Name() string
+	Condition(g *generator, s *schedule.State, stage int) Cond
+	Apply(g *generator, s *schedule.State, stage int) ([]next, error)
+}
+
+// Options parameterize sketch generation and annotation for a target.
+type Options struct {
+	// Cores is the number of cores parallel loops should feed.
+	Cores int
+	// TileStructure is the multi-level tiling structure: S a level of
+	// spatial loops, R a level of reduce loops. CPU: "SSRSRS".
+	TileStructure string
+	// FusionLevels are the spatial tile levels at which a fused
+	// elementwise consumer takes the tiled stage (CPU: 1 and 2).
+	FusionLevels []int
+	// MaxInnermostSplit bounds the innermost split length.
+	MaxInnermostSplit int
+	// MaxVectorLanes bounds the extent of a vectorized loop.
+	MaxVectorLanes int
+	// UnrollSteps are the auto_unroll_max_step values to draw from.
+	UnrollSteps []int
+}
+
+// CPUOptions returns Ansor's CPU defaults for this machine.
+func CPUOptions() Options {
+	return Options{
+		Cores:             runtime.NumCPU(),
+		TileStructure:     "SSRSRS",
+		FusionLevels:      []int{1, 2},
+		MaxInnermostSplit: 64,
+		MaxVectorLanes:    64,
+		UnrollSteps:       []int{0, 16, 64, 512},
+	}
+}
+
+// generator carries the options through the rules.
+type generator struct {
+	opts Options
+}
+
+// Generate returns the sketches of the DAG of s0 (its initial state),
+// in a deterministic order, using the CPU rule list.
+func Generate(s0 *schedule.State, opts Options) ([]*schedule.State, error) {
+	return generate(s0, opts, cpuRules)
+}
+
+func generate(s0 *schedule.State, opts Options, rules []Rule) ([]*schedule.State, error) {
+	if err := checkStructure(opts.TileStructure); err != nil {
+		return nil, err
+	}
+	g := &generator{opts: opts}
+	work := []next{{s0, len(s0.Stages) - 1}}
+	var out []*schedule.State
+	seen := map[string]bool{}
+	for len(work) > 0 {
+		cur := work[len(work)-1]
+		work = work[:len(work)-1]
+		if cur.stage < 0 {
+			key := stepsKey(cur.state)
+			if !seen[key] {
+				seen[key] = true
+				out = append(out, cur.state)
+			}
+			continue
+		}
+		var produced []next
+		for _, r := range rules {
+			c := r.Condition(g, cur.state, cur.stage)
+			if c == Skip {
+				continue
+			}
+			ns, err := r.Apply(g, cur.state, cur.stage)
+			if err != nil {
+				return nil, fmt.Errorf("sketch rule %s at stage %d (%s): %w", r.Name(), cur.stage, cur.state.Stages[cur.stage].Tensor.Name, err)
+			}
+			produced = append(produced, ns...)
+			if c == ApplyAndSkipRest {
+				break
+			}
+		}
+		// Push in reverse so that the first rule's states are finished first.
+		for i := len(produced) - 1; i >= 0; i-- {
+			work = append(work, produced[i])
+		}
+	}
+	return out, nil
+}
+
+func checkStructure(s string) error {
+	if s == "" || strings.Trim(s, "SR") != "" || !strings.Contains(s, "S") {
+		return fmt.Errorf("sketch: tile structure %q must be made of S and R and contain an S", s)
+	}
+	return nil
+}
+
+// stepsKey is the canonical print of a state's steps: two states with the
+// same key are the same schedule.
+func stepsKey(s *schedule.State) string {
+	data, err := schedule.MarshalSteps(s.Steps)
+	if err != nil {
+		panic(err) // every step kind has an encoding
+	}
+	return string(data)
+}
+
+// Key is the canonical print of a state's steps; the search removes
+// duplicates with it.
+func Key(s *schedule.State) string { return stepsKey(s) }

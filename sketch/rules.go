@@ -1,0 +1,374 @@
+package sketch
+
+import (
+	"strings"
+
+	"tessera/schedule"
+	"tessera/te"
+	"tessera/tir"
+)
+
+// cpuRules is the CPU rule list, in Ansor's order. A rule is added by
+// writing its type and putting it here; no rule knows about the others.
+var cpuRules = []Rule{
+	alwaysInline{},
+	addRfactor{},
+	addCacheWrite{},
+	tilingWithFusion{},
+	tiling{},
+	skipStage{},
+}
+
+// schedulable reports whether stage i is a computation still at its
+// initial place (rules only touch stages no earlier rule changed).
+func schedulable(s *schedule.State, i int) bool {
+	st := s.Stages[i]
+	return !st.IsPlaceholder() && st.Attach == schedule.Root
+}
+
+// alwaysInline inlines a cheap injective stage (no reduction, no expensive
+// math) into its consumers.
+type alwaysInline struct{}
+
+func (alwaysInline) Name() string { return "always_inline" }
+
+func (alwaysInline) Condition(g *generator, s *schedule.State, i int) Cond {
+	st := s.Stages[i]
+	if !schedulable(s, i) || st.Output || !te.IsStrictlyInlineable(st.Tensor) || len(s.Consumers(i)) == 0 {
+		return Skip
+	}
+	return ApplyAndSkipRest
+}
+
+func (alwaysInline) Apply(g *generator, s *schedule.State, i int) ([]next, error) {
+	n, err := s.Apply(&schedule.ComputeInline{Stage: i})
+	if err != nil {
+		return nil, err
+	}
+	return []next{{n, i - 1}}, nil
+}
+
+// addRfactor factors a reduction whose output is too small to keep the
+// cores busy: the reduce loops are fused and split, and either part becomes
+// a spatial axis of a partial reduction (two sketches). The state without
+// rfactor goes on through the later rules too.
+type addRfactor struct{}
+
+func (addRfactor) Name() string { return "add_rfactor" }
+
+func (addRfactor) Condition(g *generator, s *schedule.State, i int) Cond {
+	st := s.Stages[i]
+	if !schedulable(s, i) || !te.HasReduce(st.Tensor) || te.NeedsMultiLevelTiling(st.Tensor) {
+		return Skip
+	}
+	spatial, reduce := 1, 1
+	for _, a := range st.Tensor.Axis {
+		spatial *= a.Extent
+	}
+	for _, a := range st.Tensor.ReduceAxis {
+		reduce *= a.Extent
+	}
+	if spatial <= 16*g.opts.Cores && reduce > spatial && reduce >= 16 {
+		return Apply
+	}
+	return Skip
+}
+
+func (addRfactor) Apply(g *generator, s *schedule.State, i int) ([]next, error) {
+	st := s.Stages[i]
+	first := len(st.Tensor.Axis)
+	n := len(st.Iters)
+	var err error
+	if n-first > 1 {
+		iters := make([]int, 0, n-first)
+		for p := first; p < n; p++ {
+			iters = append(iters, p)
+		}
+		if s, err = s.Apply(&schedule.Fuse{Stage: i, Iters: iters}); err != nil {
+			return nil, err
+		}
+	}
+	if s, err = s.Apply(&schedule.Split{Stage: i, Iter: first, Lengths: []int{0}}); err != nil {
+		return nil, err
+	}
+	var out []next
+	for _, part := range []int{first, first + 1} {
+		n, err := s.Apply(&schedule.Rfactor{Stage: i, Iter: part})
+		if err != nil {
+			return nil, err
+		}
+		// The partial reduction now sits at i, the final one at i+1; both
+		// are left to annotation.
+		out = append(out, next{n, i - 1})
+	}
+	return out, nil
+}
+
+// addCacheWrite gives a stage with data reuse and no fusible consumer a
+// local accumulation stage; the local stage is then tiled with the copy
+// as its fused consumer. The state without it goes on too.
+type addCacheWrite struct{}
+
+func (addCacheWrite) Name() string { return "add_cache_write" }
+
+func (addCacheWrite) Condition(g *generator, s *schedule.State, i int) Cond {
+	if !schedulable(s, i) || !te.NeedsMultiLevelTiling(s.Stages[i].Tensor) || fusibleConsumer(s, i) >= 0 {
+		return Skip
+	}
+	return Apply
+}
+
+func (addCacheWrite) Apply(g *generator, s *schedule.State, i int) ([]next, error) {
+	n, err := s.Apply(&schedule.CacheWrite{Stage: i, Scope: tir.Local})
+	if err != nil {
+		return nil, err
+	}
+	return []next{{n, i}}, nil
+}
+
+// tilingWithFusion tiles a stage with data reuse and fuses its single
+// elementwise consumer at each configured spatial tile level: the consumer
+// follows the stage's outer tiles and the stage is computed inside them.
+type tilingWithFusion struct{}
+
+func (tilingWithFusion) Name() string { return "multi_level_tiling_with_fusion" }
+
+func (tilingWithFusion) Condition(g *generator, s *schedule.State, i int) Cond {
+	if !schedulable(s, i) || !te.NeedsMultiLevelTiling(s.Stages[i].Tensor) || fusibleConsumer(s, i) < 0 {
+		return Skip
+	}
+	return ApplyAndSkipRest
+}
+
+func (tilingWithFusion) Apply(g *generator, s *schedule.State, i int) ([]next, error) {
+	c := fusibleConsumer(s, i)
+	tiled, splits, err := multiLevelTile(s, i, g.opts.TileStructure)
+	if err != nil {
+		return nil, err
+	}
+	var out []next
+	for _, level := range g.opts.FusionLevels {
+		if level < 1 || level >= strings.Count(g.opts.TileStructure, "S") {
+			continue
+		}
+		n, err := followTiles(tiled, i, c, splits, level)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, next{n, i - 1})
+	}
+	return out, nil
+}
+
+// tiling tiles a stage with data reuse by the tile structure.
+type tiling struct{}
+
+func (tiling) Name() string { return "multi_level_tiling" }
+
+func (tiling) Condition(g *generator, s *schedule.State, i int) Cond {
+	if !schedulable(s, i) || !te.NeedsMultiLevelTiling(s.Stages[i].Tensor) {
+		return Skip
+	}
+	return ApplyAndSkipRest
+}
+
+func (tiling) Apply(g *generator, s *schedule.State, i int) ([]next, error) {
+	n, _, err := multiLevelTile(s, i, g.opts.TileStructure)
+	if err != nil {
+		return nil, err
+	}
+	return []next{{n, i - 1}}, nil
+}
+
+// skipStage leaves a stage as it is (annotation will parallelize,
+// vectorize or move it).
+type skipStage struct{}
+
+func (skipStage) Name() string                                          { return "skip_stage" }
+func (skipStage) Condition(g *generator, s *schedule.State, i int) Cond { return Apply }
+func (skipStage) Apply(g *generator, s *schedule.State, i int) ([]next, error) {
+	return []next{{s, i - 1}}, nil
+}
+
+// fusibleConsumer returns the stage that can be fused with stage i as its
+// elementwise consumer — the only consumer that reads it (possibly through
+// inlined stages), reading it with exactly its own spatial axes, itself
+// untouched — or -1.
+func fusibleConsumer(s *schedule.State, i int) int {
+	cons := effectiveConsumers(s, i)
+	if len(cons) != 1 {
+		return -1
+	}
+	c := cons[0]
+	if !schedulable(s, c) || len(s.Stages[c].Iters) != len(s.Stages[c].Tensor.Axis) {
+		return -1
+	}
+	body := effectiveBody(s, c)
+	ct := s.Stages[c].Tensor
+	if len(ct.ReduceAxis) > 0 || !sameShape(ct.Shape, s.Stages[i].Tensor.Shape) {
+		return -1
+	}
+	buf := s.Stages[i].Tensor.Buf
+	ok := true
+	tir.WalkExpr(body, func(e tir.Expr) bool {
+		if l, isLoad := e.(*tir.Load); isLoad && l.Buf == buf {
+			for k, ix := range l.Indices {
+				if v, isVar := ix.(*tir.Var); !isVar || v != ct.Axis[k].Var {
+					ok = false
+				}
+			}
+		}
+		return ok
+	})
+	return map[bool]int{true: c, false: -1}[ok]
+}
+
+func sameShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// effectiveConsumers lists the non-inlined stages that read stage i,
+// looking through inlined stages.
+func effectiveConsumers(s *schedule.State, i int) []int {
+	seen := map[int]bool{}
+	var out []int
+	var visit func(j int)
+	visit = func(j int) {
+		for _, c := range s.Consumers(j) {
+			if seen[c] {
+				continue
+			}
+			seen[c] = true
+			if s.Stages[c].Attach == schedule.Inlined {
+				visit(c)
+			} else {
+				out = append(out, c)
+			}
+		}
+	}
+	visit(i)
+	return out
+}
+
+// effectiveBody returns stage c's body with the bodies of inlined stages
+// substituted for their loads.
+func effectiveBody(s *schedule.State, c int) tir.Expr {
+	byBuf := map[*tir.Buffer]int{}
+	for j, st := range s.Stages {
+		byBuf[st.Tensor.Buf] = j
+	}
+	var subst func(e tir.Expr) tir.Expr
+	subst = func(e tir.Expr) tir.Expr {
+		return tir.MutateExpr(e, func(x tir.Expr) tir.Expr {
+			l, ok := x.(*tir.Load)
+			if !ok {
+				return x
+			}
+			j, ok := byBuf[l.Buf]
+			if !ok || s.Stages[j].Attach != schedule.Inlined {
+				return x
+			}
+			p := s.Stages[j].Tensor
+			m := map[*tir.Var]tir.Expr{}
+			for k, a := range p.Axis {
+				m[a.Var] = l.Indices[k]
+			}
+			return tir.Substitute(subst(p.Body), m)
+		})
+	}
+	return subst(s.Stages[c].Tensor.Body)
+}
+
+// multiLevelTile splits every spatial axis of stage i into as many parts as
+// the structure has S levels and every reduce axis into as many as it has R
+// levels (lengths unfilled), then orders the parts by the structure. It
+// returns the state and, per spatial axis, the index of its split step.
+func multiLevelTile(s *schedule.State, i int, structure string) (*schedule.State, []int, error) {
+	st := s.Stages[i]
+	nS, nR := strings.Count(structure, "S"), strings.Count(structure, "R")
+	nSpatial := len(st.Tensor.Axis)
+	nIters := len(st.Iters)
+	parts := make([]int, nIters)
+	splitStep := make([]int, nSpatial)
+	for a := range parts {
+		parts[a] = nS
+		if a >= nSpatial {
+			parts[a] = max(nR, 1)
+		}
+	}
+	// Split from the last axis to the first so positions stay valid.
+	var err error
+	for a := nIters - 1; a >= 0; a-- {
+		if parts[a] < 2 {
+			continue
+		}
+		if a < nSpatial {
+			splitStep[a] = len(s.Steps)
+		}
+		if s, err = s.Apply(&schedule.Split{Stage: i, Iter: a, Lengths: make([]int, parts[a]-1)}); err != nil {
+			return nil, nil, err
+		}
+	}
+	base := make([]int, nIters)
+	for a := 1; a < nIters; a++ {
+		base[a] = base[a-1] + parts[a-1]
+	}
+	var order []int
+	sLevel, rLevel := 0, 0
+	for _, ch := range structure {
+		if ch == 'S' {
+			for a := 0; a < nSpatial; a++ {
+				order = append(order, base[a]+sLevel)
+			}
+			sLevel++
+		} else {
+			for a := nSpatial; a < nIters; a++ {
+				if rLevel < parts[a] {
+					order = append(order, base[a]+rLevel)
+				}
+			}
+			rLevel++
+		}
+	}
+	if nR == 0 { // reduce axes unsplit: innermost
+		for a := nSpatial; a < nIters; a++ {
+			order = append(order, base[a])
+		}
+	}
+	if s, err = s.Apply(&schedule.Reorder{Stage: i, Order: order}); err != nil {
+		return nil, nil, err
+	}
+	return s, splitStep, nil
+}
+
+// followTiles splits consumer c's spatial axes to follow the first level
+// spatial tile levels of stage i (split steps splits), orders the parts
+// level by level, and computes stage i inside the consumer's innermost
+// followed level.
+func followTiles(s *schedule.State, i, c int, splits []int, level int) (*schedule.State, error) {
+	n := len(s.Stages[c].Iters)
+	var err error
+	for a := n - 1; a >= 0; a-- {
+		if s, err = s.Apply(&schedule.FollowSplit{Stage: c, Iter: a, SrcStep: splits[a], NParts: level + 1}); err != nil {
+			return nil, err
+		}
+	}
+	var order []int
+	for l := 0; l <= level; l++ {
+		for a := 0; a < n; a++ {
+			order = append(order, a*(level+1)+l)
+		}
+	}
+	if s, err = s.Apply(&schedule.Reorder{Stage: c, Order: order}); err != nil {
+		return nil, err
+	}
+	return s.Apply(&schedule.ComputeAt{Stage: i, TargetStage: c, TargetIter: n*level - 1})
+}

@@ -1,0 +1,192 @@
+package sketch
+
+import (
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+
+	"tessera/schedule"
+	"tessera/schedule/schedtest"
+	"tessera/te"
+)
+
+func sketches(t *testing.T, name string) []*schedule.State {
+	t.Helper()
+	d := te.ExampleDAGs()[name]
+	if d == nil {
+		t.Fatalf("no example DAG %q", name)
+	}
+	opts := CPUOptions()
+	opts.Cores = 2 // the rfactor rule depends on it; fix it for the test
+	sk, err := Generate(schedule.NewState(d), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sk
+}
+
+// stageLine returns the preview line of the stage named name, or "".
+func stageLine(s *schedule.State, name string) string {
+	for _, line := range strings.Split(s.String(), "\n") {
+		if strings.HasPrefix(line, name+":") {
+			return line
+		}
+	}
+	return ""
+}
+
+func countSteps[T schedule.Step](s *schedule.State) int {
+	n := 0
+	for _, st := range s.Steps {
+		if _, ok := st.(T); ok {
+			n++
+		}
+	}
+	return n
+}
+
+func TestSketchMatmul(t *testing.T) {
+	sk := sketches(t, "matmul")
+	// Cache write fused at spatial levels 1 and 2, and plain tiling.
+	if len(sk) != 3 {
+		t.Fatalf("%d sketches, want 3:\n%v", len(sk), sk)
+	}
+	for k, s := range sk[:2] {
+		local := stageLine(s, "matmul.local")
+		if !strings.Contains(local, "@matmul.") || !strings.HasSuffix(local, "i0.0(?) i1.0(?) i0.1(?) i1.1(?) r0.0(?) i0.2(?) i1.2(?) r0.1(?) i0.3(?) i1.3(?)") {
+			t.Errorf("sketch %d: local stage not SSRSRS-tiled and attached: %q", k, local)
+		}
+		out := stageLine(s, "matmul")
+		if want := 2 * (k + 2); strings.Count(out, "(?)") != want {
+			t.Errorf("sketch %d: output copy %q should follow %d tile levels", k, out, k+1)
+		}
+	}
+	if countSteps[*schedule.CacheWrite](sk[2]) != 0 || !strings.Contains(stageLine(sk[2], "matmul"), "r0.1(?) i0.3(?) i1.3(?)") {
+		t.Errorf("third sketch should tile without a cache write:\n%v", sk[2])
+	}
+}
+
+func TestSketchConvBiasRelu(t *testing.T) {
+	sk := sketches(t, "conv_bias_relu")
+	if len(sk) != 2 {
+		t.Fatalf("%d sketches, want 2 (fusion at two levels):\n%v", len(sk), sk)
+	}
+	for k, s := range sk {
+		for _, inl := range []string{"conv_pad: inline", "conv_bias: inline"} {
+			if !strings.Contains(s.String(), inl) {
+				t.Errorf("sketch %d: want %q:\n%v", k, inl, s)
+			}
+		}
+		conv := stageLine(s, "conv")
+		if !strings.Contains(conv, "@relu.") || strings.Count(conv, "(?)") != 4*4+3*2 {
+			t.Errorf("sketch %d: conv not tiled SSRSRS inside relu: %q", k, conv)
+		}
+		if countSteps[*schedule.CacheWrite](s) != 0 {
+			t.Errorf("sketch %d: the relu consumer fuses; no cache write expected", k)
+		}
+	}
+}
+
+func TestSketchSoftmax(t *testing.T) {
+	sk := sketches(t, "softmax")
+	// Each of the two row reductions: rfactor of the outer part, of the
+	// inner part, or none: 3 × 3. No multi-level tiling (no data reuse).
+	if len(sk) != 9 {
+		t.Fatalf("%d sketches, want 9", len(sk))
+	}
+	rf := 0
+	for _, s := range sk {
+		if countSteps[*schedule.Split](s) > countSteps[*schedule.Rfactor](s) {
+			t.Errorf("softmax sketch has splits besides the rfactor ones:\n%v", s)
+		}
+		rf += countSteps[*schedule.Rfactor](s)
+	}
+	if rf != 2*6 {
+		t.Errorf("%d rfactors over all sketches, want 12", rf)
+	}
+}
+
+func TestSketchSmallOutputReduction(t *testing.T) {
+	sk := sketches(t, "reduce_small_output")
+	if len(sk) != 3 {
+		t.Fatalf("%d sketches, want 3 (rfactor outer, rfactor inner, plain)", len(sk))
+	}
+	var parts []int
+	for _, s := range sk[:2] {
+		var rfIter = -1
+		for _, st := range s.Steps {
+			if r, ok := st.(*schedule.Rfactor); ok {
+				rfIter = r.Iter
+			}
+		}
+		parts = append(parts, rfIter)
+		if !strings.Contains(s.String(), ".rf:") {
+			t.Errorf("no partial-reduction stage:\n%v", s)
+		}
+	}
+	sort.Ints(parts)
+	if parts[0] == parts[1] {
+		t.Errorf("both rfactor sketches factor the same part %v", parts)
+	}
+}
+
+func TestSketchElementwiseChain(t *testing.T) {
+	sk := sketches(t, "elemwise_chain")
+	if len(sk) != 1 {
+		t.Fatalf("%d sketches, want 1", len(sk))
+	}
+	s := sk[0]
+	live := 0
+	for _, st := range s.Stages {
+		if !st.IsPlaceholder() && st.Attach == schedule.Root {
+			live++
+		}
+	}
+	// Cheap producers inline; expensive ones (tanh, sigmoid) are left to
+	// annotation, which may inline them or attach them.
+	if countSteps[*schedule.Split](s) != 0 || live == 0 {
+		t.Errorf("elementwise chain sketch:\n%v", s)
+	}
+}
+
+// TestSamplesLowerAndMatch samples random complete states from the
+// sketches of every example DAG and checks each, lowered and interpreted,
+// against the reference evaluator: at least 1,000 samples in all.
+func TestSamplesLowerAndMatch(t *testing.T) {
+	dags := te.ExampleDAGs()
+	names := make([]string, 0, len(dags))
+	for n := range dags {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	total, failedLower := 0, 0
+	for i, name := range names {
+		d := dags[name]
+		sk, err := Generate(schedule.NewState(d), CPUOptions())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		rng := rand.New(rand.NewPCG(uint64(i), 77))
+		for k := 0; k < 20; k++ {
+			s, err := Sample(rng, sk[k%len(sk)], CPUOptions())
+			if err != nil {
+				t.Fatalf("%s: sample: %v", name, err)
+			}
+			f, err := schedule.Lower(s, "k")
+			if err != nil {
+				failedLower++
+				t.Errorf("%s: sampled state does not lower: %v\n%v", name, err, s)
+				continue
+			}
+			if err := schedtest.Check(d, f, uint64(k)); err != nil {
+				t.Fatalf("%s: %v\nsteps: %v\n%v\n%v", name, err, s.Steps, s, f)
+			}
+			total++
+		}
+	}
+	if total < 1000 {
+		t.Errorf("only %d samples checked", total)
+	}
+	t.Logf("%d samples checked, %d did not lower", total, failedLower)
+}
