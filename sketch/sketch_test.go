@@ -1,6 +1,7 @@
 package sketch
 
 import (
+	"errors"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -189,4 +190,66 @@ func TestSamplesLowerAndMatch(t *testing.T) {
 		t.Errorf("only %d samples checked", total)
 	}
 	t.Logf("%d samples checked, %d did not lower", total, failedLower)
+}
+
+// TestMutationsKeepCorrectness mutates sampled states of several DAGs with
+// every mutation and crossover, and checks each child against the
+// reference evaluator; it also checks that the mutations change something.
+func TestMutationsKeepCorrectness(t *testing.T) {
+	opts := CPUOptions()
+	for _, name := range []string{"matmul", "conv_bias_relu", "softmax", "layernorm", "matmul_bias_relu", "conv_strided"} {
+		d := te.ExampleDAGs()[name]
+		sk, err := Generate(schedule.NewState(d), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(5, uint64(len(name))))
+		applied := map[string]int{}
+		for k := 0; k < 60; k++ {
+			parent, err := Sample(rng, sk[k%len(sk)], opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, err := Sample(rng, sk[k%len(sk)], opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range CPUMutations {
+				child, err := m.Apply(rng, parent, opts)
+				if errors.Is(err, ErrNotApplicable) {
+					continue
+				}
+				if err != nil {
+					t.Fatalf("%s: %s: %v\n%v\n%v", name, m.Name, err, parent, parent.Steps)
+				}
+				applied[m.Name]++
+				checkChild(t, name+" "+m.Name, child)
+			}
+			if child, err := Crossover(rng, parent, other); err == nil {
+				applied["crossover"]++
+				checkChild(t, name+" crossover", child)
+			} else if !errors.Is(err, ErrNotApplicable) {
+				t.Fatal(err)
+			}
+		}
+		splits := 0
+		for _, k := range sk {
+			splits += countSteps[*schedule.Split](k)
+		}
+		if applied["tile_size"] == 0 && splits > 0 {
+			t.Errorf("%s: tile-size mutation never applied (%v)", name, applied)
+		}
+		t.Logf("%s: %v", name, applied)
+	}
+}
+
+func checkChild(t *testing.T, what string, s *schedule.State) {
+	t.Helper()
+	f, err := schedule.Lower(s, "k")
+	if err != nil {
+		t.Fatalf("%s: child does not lower: %v\n%v", what, err, s)
+	}
+	if err := schedtest.Check(s.DAG, f, 3); err != nil {
+		t.Fatalf("%s: %v\n%v", what, err, s)
+	}
 }
