@@ -13,6 +13,7 @@ import (
 	"tessera/measure"
 	"tessera/schedule"
 	"tessera/schedule/schedtest"
+	"tessera/sketch"
 	"tessera/te"
 	"tessera/tir"
 )
@@ -26,6 +27,48 @@ const randomPerOp = 50
 // compares its outputs with the reference evaluator. This is the
 // end-to-end check of lowering, code generation, the build and the runner.
 func TestAllOpsCompiled(t *testing.T) {
+	checkCompiled(t, func(i int, d *te.DAG) []*schedule.State {
+		rng := rand.New(rand.NewPCG(2026, uint64(i)))
+		s0 := schedule.NewState(d)
+		states := []*schedule.State{s0}
+		for k := 1; k <= randomPerOp; k++ {
+			s, _ := schedtest.RandomLowerable(rng, s0, 10)
+			states = append(states, s)
+		}
+		return states
+	})
+}
+
+// sampledPerOp is how many states the sketch sampler draws for each op.
+const sampledPerOp = 20
+
+// TestSampledStatesCompiled draws sampledPerOp states from the sketches of
+// every example DAG (over 1,000 in all) and checks them compiled and run
+// against the reference evaluator, like TestAllOpsCompiled.
+func TestSampledStatesCompiled(t *testing.T) {
+	checkCompiled(t, func(i int, d *te.DAG) []*schedule.State {
+		opts := sketch.CPUOptions()
+		sk, err := sketch.Generate(schedule.NewState(d), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(1104, uint64(i)))
+		var states []*schedule.State
+		for k := 0; k < sampledPerOp; k++ {
+			s, err := sketch.Sample(rng, sk[k%len(sk)], opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			states = append(states, s)
+		}
+		return states
+	})
+}
+
+// checkCompiled builds, for every example DAG, one module holding the
+// states gen makes, runs each kernel in a child process and compares its
+// outputs with the reference evaluator.
+func checkCompiled(t *testing.T, gen func(i int, d *te.DAG) []*schedule.State) {
 	dags := te.ExampleDAGs()
 	names := make([]string, 0, len(dags))
 	for n := range dags {
@@ -41,34 +84,25 @@ func TestAllOpsCompiled(t *testing.T) {
 		name   string
 		dag    *te.DAG
 		states []*schedule.State
-		src    string
 	}
-	mods := make([]*module, len(names))
+	mods := make([]module, len(names))
+	srcs := make([]measure.Source, len(names))
 	for i, name := range names {
 		d := dags[name]
-		rng := rand.New(rand.NewPCG(2026, uint64(i)))
-		s0 := schedule.NewState(d)
-		m := &module{name: name, dag: d, states: []*schedule.State{s0}}
-		fs := []*tir.PrimFunc{mustLower(t, s0, "k0")}
-		for k := 1; k <= randomPerOp; k++ {
-			s, _ := schedtest.RandomLowerable(rng, s0, 10)
-			m.states = append(m.states, s)
+		m := module{name: name, dag: d, states: gen(i, d)}
+		var fs []*tir.PrimFunc
+		for k, s := range m.states {
 			fs = append(fs, mustLower(t, s, fmt.Sprintf("k%d", k)))
 		}
 		src, err := codegen.CModule(fs, codegen.COptions{})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		m.src = src
-		mods[i] = m
-	}
-	srcs := make([]measure.Source, len(mods))
-	for i, m := range mods {
-		srcs[i] = measure.Source{Code: m.src}
+		mods[i], srcs[i] = m, measure.Source{Code: src}
 	}
 	built := b.Build(context.Background(), srcs)
 
-	failures := 0
+	checked, failures := 0, 0
 	for i, m := range mods {
 		if built[i].Kind != measure.None {
 			t.Errorf("%s: %v: %s", m.name, built[i].Kind, built[i].Msg)
@@ -86,6 +120,7 @@ func TestAllOpsCompiled(t *testing.T) {
 		}
 		tol := measure.Tolerance(m.dag)
 		for k, res := range r.Run(context.Background(), jobs) {
+			checked++
 			msg := ""
 			if res.Kind != measure.None {
 				msg = fmt.Sprintf("%v: %s", res.Kind, res.Msg)
@@ -103,7 +138,7 @@ func TestAllOpsCompiled(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d ops × %d schedules compiled and checked, %d failures", len(mods), randomPerOp+1, failures)
+	t.Logf("%d kernels of %d DAGs compiled and checked, %d failures", checked, len(mods), failures)
 }
 
 func mustLower(t *testing.T, s *schedule.State, name string) *tir.PrimFunc {
