@@ -1,0 +1,22 @@
+// Package costmodel owns Tessera's learned cost model: feature extraction
+// from lowered programs, a gradient-boosted tree trainer, prediction through
+// github.com/dmitryikh/leaves, and the ranking metrics the model is judged by.
+//
+// Data flow:
+//
+//	tir.PrimFunc ──Extract──▶ rows (one []float32 of NumFeatures per Store)
+//	   rows + measured cost ──Dataset.Add──▶ Dataset (labels normalized per task)
+//	   Dataset ──Train──▶ *Model ──Save──▶ LightGBM text (version=v3)
+//	   LightGBM text ──Load──▶ *Model (leaves ensemble for batched prediction)
+//	   *Model.Predict(programs) ──▶ one score per program (sum over its rows)
+//
+// Entry points: Extract (features.go, with FeatureNames parallel to the
+// vector), Train (train.go), Model.Save / Load (lightgbm.go), Model.Predict
+// and RandomModel behind the Predictor interface (predict.go),
+// PairwiseAccuracy and TopKScore (metrics.go), and XGBoostCompare
+// (xgbcompare.go) for measuring the trainer against Debian's xgboost CLI.
+//
+// A program's score is the sum of the scores of its stores, as in Ansor; a
+// higher score means a faster program (labels are best cost / cost within a
+// task).
+package costmodel
