@@ -1,0 +1,432 @@
+// Package search finds fast schedules: evolutionary search for one task,
+// guided by a cost model and corrected by measurements (evolution.go), and
+// later the task scheduler and tuning loop that tie sketch, costmodel,
+// measure and records together.
+//
+// One round of Policy.Round, as in Ansor:
+//
+//	population  the best measured states (a share) + fresh samples of the sketches
+//	evolve      Generations times: score by the model, roulette-select parents,
+//	            mutate (or cross over), drop duplicates and invalid states
+//	pick        the top predicted states never measured, plus an ε share of random ones
+//	measure     lower → C → build → run (the Measurer)
+//	learn       every result goes to the model, which retrains
+package search
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sort"
+	"sync"
+
+	"tessera/costmodel"
+	"tessera/measure"
+	"tessera/schedule"
+	"tessera/sketch"
+)
+
+// Options are the knobs of the evolutionary search; DefaultOptions gives
+// Ansor's.
+type Options struct {
+	Population      int     // states per generation
+	Generations     int     // generations per round
+	MutationProb    float64 // chance a selected parent is mutated (else crossed over)
+	CrossoverProb   float64 // chance a child comes from crossover rather than mutation
+	Epsilon         float64 // share of each batch measured at random
+	MeasurePerRound int     // states measured per round
+	BestShare       float64 // share of the initial population taken from the best measured states
+	MinFresh        int     // fresh samples in every initial population, at least
+	Seed            uint64
+	Sketch          sketch.Options
+	Mutations       []sketch.Mutation
+}
+
+// DefaultOptions returns Ansor's defaults, with crossover added.
+func DefaultOptions() Options {
+	return Options{
+		Population:      2048,
+		Generations:     4,
+		MutationProb:    0.85,
+		CrossoverProb:   0.1,
+		Epsilon:         0.05,
+		MeasurePerRound: 64,
+		BestShare:       0.2,
+		MinFresh:        50,
+		Seed:            1,
+		Sketch:          sketch.CPUOptions(),
+		Mutations:       sketch.CPUMutations,
+	}
+}
+
+// CostModel scores candidate programs (higher is better) from their
+// features, and learns from measurements. See costmodel for the GBDT one.
+type CostModel interface {
+	// Predict returns one score per program; a program is the feature rows
+	// of its stores.
+	Predict(programs [][][]float32) []float64
+	// Update adds measured programs of a task (cost in seconds; +Inf for a
+	// failed candidate) and retrains.
+	Update(task string, programs [][][]float32, costs []float64) error
+}
+
+// Candidate is a state with what the search knows of it.
+type Candidate struct {
+	State    *schedule.State
+	Key      string
+	Features [][]float32
+	Score    float64 // predicted
+}
+
+// Measured is a measured candidate.
+type Measured struct {
+	State  *schedule.State
+	Result measure.Result
+}
+
+// Policy searches schedules for one task. It is not safe for concurrent use.
+type Policy struct {
+	Task     string // the task's workload key
+	Opts     Options
+	Model    CostModel
+	Measurer Measurer
+
+	sketches []*schedule.State
+	rng      *rand.Rand
+	measured map[string]bool
+	history  []Measured
+	feats    map[string][][]float32 // features by state key, for the states seen lately
+}
+
+// Measurer measures states; *measure.Measurer is one.
+type Measurer interface {
+	Measure(ctx context.Context, inputs []measure.Input) []measure.Result
+}
+
+// NewPolicy generates the sketches of the task's DAG (its initial state s0).
+func NewPolicy(task string, s0 *schedule.State, opts Options, model CostModel, m Measurer) (*Policy, error) {
+	sk, err := sketch.Generate(s0, opts.Sketch)
+	if err != nil {
+		return nil, err
+	}
+	if len(sk) == 0 {
+		return nil, fmt.Errorf("search: task %s has no sketch", task)
+	}
+	return &Policy{
+		Task: task, Opts: opts, Model: model, Measurer: m,
+		sketches: sk,
+		rng:      rand.New(rand.NewPCG(opts.Seed, 0x5ea4c4)),
+		measured: map[string]bool{},
+		feats:    map[string][][]float32{},
+	}, nil
+}
+
+// Sketches returns the task's sketches.
+func (p *Policy) Sketches() []*schedule.State { return p.sketches }
+
+// History returns every measured candidate, in order.
+func (p *Policy) History() []Measured { return p.history }
+
+// AddMeasured tells the policy about states measured elsewhere (earlier
+// runs): they are never measured again and seed the population.
+func (p *Policy) AddMeasured(ms []Measured) {
+	for _, m := range ms {
+		p.measured[sketch.Key(m.State)] = true
+		p.history = append(p.history, m)
+	}
+}
+
+// Best returns the fastest measured state and its median cost, or nil.
+func (p *Policy) Best() (*schedule.State, float64) {
+	var best *schedule.State
+	cost := math.Inf(1)
+	for _, m := range p.history {
+		if m.Result.Kind == measure.None {
+			if c := m.Result.Median(); c < cost {
+				best, cost = m.State, c
+			}
+		}
+	}
+	return best, cost
+}
+
+// Round runs one round: evolve, measure up to n states (0 means
+// Opts.MeasurePerRound), update the model. It returns what it measured.
+func (p *Policy) Round(ctx context.Context, n int) ([]Measured, error) {
+	if n <= 0 {
+		n = p.Opts.MeasurePerRound
+	}
+	picks, err := p.Propose(n)
+	if err != nil {
+		return nil, err
+	}
+	return p.MeasureAndLearn(ctx, picks)
+}
+
+// Propose returns up to n never-measured states to measure: the best by
+// the model after evolution, and an ε share of fresh random samples.
+func (p *Policy) Propose(n int) ([]Candidate, error) {
+	pop := p.initPopulation()
+	if len(pop) == 0 {
+		return nil, errors.New("search: no valid state could be sampled")
+	}
+	top := newTopK(n)
+	p.score(pop)
+	for _, c := range pop {
+		top.offer(c, p.measured)
+	}
+	for g := 0; g < p.Opts.Generations; g++ {
+		pop = p.evolve(pop)
+		p.score(pop)
+		for _, c := range pop {
+			top.offer(c, p.measured)
+		}
+	}
+	nRandom := int(math.Round(p.Opts.Epsilon * float64(n)))
+	picks := top.sorted()
+	if len(picks) > n-nRandom {
+		picks = picks[:n-nRandom]
+	}
+	seen := map[string]bool{}
+	for _, c := range picks {
+		seen[c.Key] = true
+	}
+	for tries := 0; len(picks) < n && tries < 20*n; tries++ {
+		c, ok := p.sample()
+		if !ok || seen[c.Key] || p.measured[c.Key] {
+			continue
+		}
+		seen[c.Key] = true
+		picks = append(picks, c)
+	}
+	return picks, nil
+}
+
+// MeasureAndLearn measures the candidates, records them, and updates the
+// model with the results.
+func (p *Policy) MeasureAndLearn(ctx context.Context, cands []Candidate) ([]Measured, error) {
+	inputs := make([]measure.Input, len(cands))
+	for i, c := range cands {
+		inputs[i] = measure.Input{State: c.State}
+	}
+	results := p.Measurer.Measure(ctx, inputs)
+	out := make([]Measured, len(cands))
+	programs := make([][][]float32, len(cands))
+	costs := make([]float64, len(cands))
+	for i, c := range cands {
+		out[i] = Measured{State: c.State, Result: results[i]}
+		p.measured[c.Key] = true
+		programs[i] = p.features(c)
+		costs[i] = math.Inf(1)
+		if results[i].Kind == measure.None {
+			costs[i] = results[i].Median()
+		}
+	}
+	if ctx.Err() != nil {
+		// Results of a canceled batch are not trustworthy measurements.
+		return nil, ctx.Err()
+	}
+	p.history = append(p.history, out...)
+	if err := p.Model.Update(p.Task, programs, costs); err != nil {
+		return out, fmt.Errorf("search: update cost model: %w", err)
+	}
+	return out, nil
+}
+
+// initPopulation takes the best measured states (a share of the
+// population) and fills the rest with fresh samples.
+func (p *Policy) initPopulation() []Candidate {
+	size := p.Opts.Population
+	var pop []Candidate
+	seen := map[string]bool{}
+	best := append([]Measured(nil), p.history...)
+	sort.SliceStable(best, func(i, j int) bool { return best[i].Result.Median() < best[j].Result.Median() })
+	nBest := min(int(p.Opts.BestShare*float64(size)), size-p.Opts.MinFresh)
+	for _, m := range best {
+		if len(pop) >= nBest || m.Result.Kind != measure.None {
+			break
+		}
+		c := Candidate{State: m.State, Key: sketch.Key(m.State)}
+		if !seen[c.Key] {
+			seen[c.Key] = true
+			pop = append(pop, c)
+		}
+	}
+	for tries := 0; len(pop) < size && tries < 4*size; tries++ {
+		c, ok := p.sample()
+		if ok && !seen[c.Key] {
+			seen[c.Key] = true
+			pop = append(pop, c)
+		}
+	}
+	return pop
+}
+
+// sample draws a random complete state from a random sketch.
+func (p *Policy) sample() (Candidate, bool) {
+	sk := p.sketches[p.rng.IntN(len(p.sketches))]
+	s, err := sketch.Sample(p.rng, sk, p.Opts.Sketch)
+	if err != nil {
+		return Candidate{}, false
+	}
+	return Candidate{State: s, Key: sketch.Key(s)}, true
+}
+
+// evolve makes the next generation: parents drawn by roulette on the
+// predicted score, each child a mutation (or a crossover of two parents);
+// duplicates and states that do not lower are dropped.
+func (p *Policy) evolve(pop []Candidate) []Candidate {
+	weights := make([]float64, len(pop))
+	total := 0.0
+	minScore := math.Inf(1)
+	for _, c := range pop {
+		minScore = math.Min(minScore, c.Score)
+	}
+	for i, c := range pop {
+		weights[i] = c.Score - minScore + 1e-9
+		total += weights[i]
+	}
+	pick := func() Candidate {
+		x := p.rng.Float64() * total
+		for i, w := range weights {
+			if x < w {
+				return pop[i]
+			}
+			x -= w
+		}
+		return pop[len(pop)-1]
+	}
+	next := make([]Candidate, 0, len(pop))
+	seen := map[string]bool{}
+	for tries := 0; len(next) < len(pop) && tries < 3*len(pop); tries++ {
+		parent := pick()
+		var child *schedule.State
+		var err error
+		switch r := p.rng.Float64(); {
+		case r < p.Opts.CrossoverProb:
+			child, err = sketch.Crossover(p.rng, parent.State, pick().State)
+		case r < p.Opts.CrossoverProb+p.Opts.MutationProb:
+			child, err = sketch.Mutate(p.rng, parent.State, p.Opts.Mutations, p.Opts.Sketch)
+		default:
+			child = parent.State
+		}
+		if err != nil || child == nil {
+			continue
+		}
+		c := Candidate{State: child, Key: sketch.Key(child)}
+		if c.Key == parent.Key {
+			c = parent
+		}
+		if seen[c.Key] {
+			continue
+		}
+		seen[c.Key] = true
+		next = append(next, c)
+	}
+	return next
+}
+
+// score predicts every candidate's score, extracting the features of the
+// new ones in parallel. Candidates that fail to lower get -Inf.
+func (p *Policy) score(pop []Candidate) {
+	feats := make([][][]float32, len(pop))
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for w := 0; w < runtime.NumCPU(); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				feats[i] = lowerFeatures(pop[i].State)
+			}
+		}()
+	}
+	fresh := map[string][][]float32{}
+	for i := range pop {
+		if f, ok := p.feats[pop[i].Key]; ok {
+			feats[i] = f
+			continue
+		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	for i := range pop {
+		pop[i].Features = feats[i]
+		fresh[pop[i].Key] = feats[i]
+	}
+	p.feats = fresh // keep the features of the current generation only
+	scores := p.Model.Predict(feats)
+	for i := range pop {
+		pop[i].Score = scores[i]
+		if feats[i] == nil {
+			pop[i].Score = math.Inf(-1)
+		}
+	}
+}
+
+func (p *Policy) features(c Candidate) [][]float32 {
+	if c.Features != nil {
+		return c.Features
+	}
+	return lowerFeatures(c.State)
+}
+
+// lowerFeatures lowers a state and extracts its program features; nil
+// when it does not lower.
+func lowerFeatures(s *schedule.State) [][]float32 {
+	f, err := schedule.Lower(s, "candidate")
+	if err != nil {
+		return nil
+	}
+	return costmodel.Extract(f)
+}
+
+// topK keeps the k best-scored candidates never measured, by key.
+type topK struct {
+	k    int
+	byID map[string]Candidate
+}
+
+func newTopK(k int) *topK { return &topK{k: k, byID: map[string]Candidate{}} }
+
+func (t *topK) offer(c Candidate, measured map[string]bool) {
+	if measured[c.Key] || math.IsInf(c.Score, -1) {
+		return
+	}
+	if old, ok := t.byID[c.Key]; ok && old.Score >= c.Score {
+		return
+	}
+	t.byID[c.Key] = c
+	if len(t.byID) > 4*t.k {
+		t.prune()
+	}
+}
+
+func (t *topK) prune() {
+	s := t.sorted()
+	t.byID = map[string]Candidate{}
+	for _, c := range s[:min(t.k, len(s))] {
+		t.byID[c.Key] = c
+	}
+}
+
+func (t *topK) sorted() []Candidate {
+	out := make([]Candidate, 0, len(t.byID))
+	for _, c := range t.byID {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Score != out[j].Score {
+			return out[i].Score > out[j].Score
+		}
+		return out[i].Key < out[j].Key
+	})
+	if len(out) > t.k {
+		out = out[:t.k]
+	}
+	return out
+}
