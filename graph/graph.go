@@ -1,0 +1,480 @@
+// Package graph is Tessera's operator graph: the nodes of a model in
+// topological order, the values they read and write with static shapes, and
+// the constant tensors (initializers and folded constants) with their data.
+//
+// A graph comes from a model file (package graph/onnx decodes ONNX), has its
+// dynamic dimensions bound by the user (Bind), its shapes inferred
+// (InferShapes), and is then simplified by the named passes of Passes
+// (RunPasses): constant folding, BatchNormalization folding, removal of
+// no-op nodes, dead-code and common-subexpression elimination. Package
+// partition lowers the result to compute DAGs.
+//
+// The graph depends on nothing else of Tessera's; it knows the semantics of
+// the ONNX ops well enough to infer shapes and to evaluate small constant
+// subgraphs, nothing more.
+package graph
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// DType is the element type of a value. Only float32 and int64 values exist
+// in a graph: the decoder rejects other types by name.
+type DType uint8
+
+const (
+	Undefined DType = iota
+	Float32
+	Int64
+)
+
+func (d DType) String() string {
+	switch d {
+	case Float32:
+		return "float32"
+	case Int64:
+		return "int64"
+	}
+	return "undefined"
+}
+
+// Graph is an operator graph.
+//
+// Invariant (checked by Validate): every node input names a value that is a
+// graph input, a constant, or an output of an earlier node; every value has
+// exactly one source.
+type Graph struct {
+	Name   string
+	Opset  int            // version of the default ONNX domain
+	Opsets map[string]int // every imported operator set, by domain ("" is the default)
+
+	Nodes   []*Node           // topological order
+	Values  map[string]*Value // every named value
+	Inputs  []string          // graph inputs, initializers excluded
+	Outputs []string          // graph outputs
+}
+
+// Node is one operator application. An empty input name stands for an
+// omitted optional input; an empty output name for an unused optional
+// output.
+type Node struct {
+	Name    string
+	OpType  string
+	Domain  string // "" for the default ONNX domain
+	Inputs  []string
+	Outputs []string
+	Attrs   map[string]Attr
+}
+
+// Value is a named tensor of the graph: a graph input, a constant, or a node
+// output.
+type Value struct {
+	Name  string
+	DType DType
+	// Shape is the static shape once bound and inferred; before that, graph
+	// inputs may hold -1 for dynamic dimensions (named in DimParams).
+	Shape     []int
+	DimParams []string // per dimension, the symbolic name of a dynamic one, or ""
+	// Const holds the contents of an initializer, a Constant node's value
+	// or a folded value; nil when the value is computed at run time.
+	Const *Tensor
+	// Known holds the contents of a computed int64 value when shape
+	// inference could work them out (the output of Shape, and of shape
+	// arithmetic on it); constant folding turns such a value into a Const.
+	Known *Tensor
+}
+
+// Tensor is a constant tensor: a shape and the row-major data of one dtype.
+//
+// Invariant: len(F32) (for Float32) or len(I64) (for Int64) equals the
+// product of Shape.
+type Tensor struct {
+	DType DType
+	Shape []int
+	F32   []float32
+	I64   []int64
+}
+
+// NumElems returns the product of shape (1 for a scalar).
+func NumElems(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// Len returns the number of elements of t.
+func (t *Tensor) Len() int { return NumElems(t.Shape) }
+
+// Clone returns a deep copy of t.
+func (t *Tensor) Clone() *Tensor {
+	return &Tensor{DType: t.DType, Shape: slices.Clone(t.Shape), F32: slices.Clone(t.F32), I64: slices.Clone(t.I64)}
+}
+
+// Float64s returns the elements converted to float64.
+func (t *Tensor) Float64s() []float64 {
+	out := make([]float64, t.Len())
+	for i := range out {
+		if t.DType == Int64 {
+			out[i] = float64(t.I64[i])
+		} else {
+			out[i] = float64(t.F32[i])
+		}
+	}
+	return out
+}
+
+// Int64s returns the elements converted to int64 (float32 truncated).
+func (t *Tensor) Int64s() []int64 {
+	if t.DType == Int64 {
+		return t.I64
+	}
+	out := make([]int64, len(t.F32))
+	for i, v := range t.F32 {
+		out[i] = int64(v)
+	}
+	return out
+}
+
+func (t *Tensor) String() string {
+	if t.Len() > 8 {
+		return fmt.Sprintf("%s%v", t.DType, t.Shape)
+	}
+	if t.DType == Int64 {
+		return fmt.Sprintf("%s%v%v", t.DType, t.Shape, t.I64)
+	}
+	return fmt.Sprintf("%s%v%v", t.DType, t.Shape, t.F32)
+}
+
+// Float32Tensor returns a float32 tensor of the given shape and data.
+func Float32Tensor(shape []int, data []float32) *Tensor {
+	return &Tensor{DType: Float32, Shape: shape, F32: data}
+}
+
+// Int64Tensor returns an int64 tensor of the given shape and data.
+func Int64Tensor(shape []int, data []int64) *Tensor {
+	return &Tensor{DType: Int64, Shape: shape, I64: data}
+}
+
+// AttrKind says which field of an Attr holds its value.
+type AttrKind uint8
+
+const (
+	AttrFloat AttrKind = iota + 1
+	AttrInt
+	AttrString
+	AttrTensor
+	AttrFloats
+	AttrInts
+	AttrStrings
+	AttrGraph // a subgraph (If, Loop, Scan): kept as a marker only
+)
+
+var attrKindNames = [...]string{"?", "float", "int", "string", "tensor", "floats", "ints", "strings", "graph"}
+
+func (k AttrKind) String() string {
+	if int(k) < len(attrKindNames) {
+		return attrKindNames[k]
+	}
+	return "?"
+}
+
+// Attr is a typed attribute value.
+type Attr struct {
+	Kind    AttrKind
+	F       float32
+	I       int64
+	S       string
+	T       *Tensor
+	Floats  []float32
+	Ints    []int64
+	Strings []string
+}
+
+// Attribute accessors. Each returns def when the attribute is absent and an
+// error when it has another kind.
+
+// Int returns the int attribute name.
+func (n *Node) Int(name string, def int64) (int64, error) {
+	a, ok := n.Attrs[name]
+	if !ok {
+		return def, nil
+	}
+	if a.Kind != AttrInt {
+		return 0, n.attrKindError(name, a, AttrInt)
+	}
+	return a.I, nil
+}
+
+// Float returns the float attribute name.
+func (n *Node) Float(name string, def float32) (float32, error) {
+	a, ok := n.Attrs[name]
+	if !ok {
+		return def, nil
+	}
+	if a.Kind != AttrFloat {
+		return 0, n.attrKindError(name, a, AttrFloat)
+	}
+	return a.F, nil
+}
+
+// Str returns the string attribute name.
+func (n *Node) Str(name, def string) (string, error) {
+	a, ok := n.Attrs[name]
+	if !ok {
+		return def, nil
+	}
+	if a.Kind != AttrString {
+		return "", n.attrKindError(name, a, AttrString)
+	}
+	return a.S, nil
+}
+
+// Ints returns the ints attribute name (nil when absent).
+func (n *Node) Ints(name string) ([]int64, error) {
+	a, ok := n.Attrs[name]
+	if !ok {
+		return nil, nil
+	}
+	if a.Kind != AttrInts {
+		return nil, n.attrKindError(name, a, AttrInts)
+	}
+	return a.Ints, nil
+}
+
+// Floats returns the floats attribute name (nil when absent).
+func (n *Node) Floats(name string) ([]float32, error) {
+	a, ok := n.Attrs[name]
+	if !ok {
+		return nil, nil
+	}
+	if a.Kind != AttrFloats {
+		return nil, n.attrKindError(name, a, AttrFloats)
+	}
+	return a.Floats, nil
+}
+
+// HasAttr reports whether the node has the attribute name.
+func (n *Node) HasAttr(name string) bool {
+	_, ok := n.Attrs[name]
+	return ok
+}
+
+func (n *Node) attrKindError(name string, a Attr, want AttrKind) error {
+	return n.Errorf("attribute %s is a %s, want %s", name, a.Kind, want)
+}
+
+// Input returns the i-th input name, or "" when it is omitted.
+func (n *Node) Input(i int) string {
+	if i < len(n.Inputs) {
+		return n.Inputs[i]
+	}
+	return ""
+}
+
+// Errorf returns an error naming the node and its op.
+func (n *Node) Errorf(format string, args ...any) error {
+	return fmt.Errorf("%s at node %s: %s", n.OpType, n.Name, fmt.Sprintf(format, args...))
+}
+
+// New returns an empty graph for the given default-domain opset.
+func New(name string, opset int) *Graph {
+	return &Graph{Name: name, Opset: opset, Opsets: map[string]int{"": opset}, Values: map[string]*Value{}}
+}
+
+// Value returns the value named name, creating it when missing.
+func (g *Graph) Value(name string) *Value {
+	v := g.Values[name]
+	if v == nil {
+		v = &Value{Name: name}
+		g.Values[name] = v
+	}
+	return v
+}
+
+// AddConst adds a constant value.
+func (g *Graph) AddConst(name string, t *Tensor) *Value {
+	v := g.Value(name)
+	v.DType, v.Shape, v.Const = t.DType, slices.Clone(t.Shape), t
+	return v
+}
+
+// AddInput adds a graph input of the given dtype and shape (-1 for a
+// dynamic dimension).
+func (g *Graph) AddInput(name string, dt DType, shape []int) *Value {
+	v := g.Value(name)
+	v.DType, v.Shape = dt, slices.Clone(shape)
+	g.Inputs = append(g.Inputs, name)
+	return v
+}
+
+// AddNode appends a node and creates its output values.
+func (g *Graph) AddNode(n *Node) *Node {
+	if n.Attrs == nil {
+		n.Attrs = map[string]Attr{}
+	}
+	for _, o := range n.Outputs {
+		if o != "" {
+			g.Value(o)
+		}
+	}
+	g.Nodes = append(g.Nodes, n)
+	return n
+}
+
+// ConstOf returns the constant contents of value name (a Const, or Known
+// int64 contents), or nil.
+func (g *Graph) ConstOf(name string) *Tensor {
+	if name == "" {
+		return nil
+	}
+	v := g.Values[name]
+	if v == nil {
+		return nil
+	}
+	if v.Const != nil {
+		return v.Const
+	}
+	return v.Known
+}
+
+// IsInput reports whether name is a graph input.
+func (g *Graph) IsInput(name string) bool { return slices.Contains(g.Inputs, name) }
+
+// IsOutput reports whether name is a graph output.
+func (g *Graph) IsOutput(name string) bool { return slices.Contains(g.Outputs, name) }
+
+// Producers maps each node output to its node.
+func (g *Graph) Producers() map[string]*Node {
+	m := map[string]*Node{}
+	for _, n := range g.Nodes {
+		for _, o := range n.Outputs {
+			if o != "" {
+				m[o] = n
+			}
+		}
+	}
+	return m
+}
+
+// Consumers maps each value name to the nodes that read it, in order.
+func (g *Graph) Consumers() map[string][]*Node {
+	m := map[string][]*Node{}
+	for _, n := range g.Nodes {
+		for _, in := range n.Inputs {
+			if in != "" && !slices.Contains(m[in], n) {
+				m[in] = append(m[in], n)
+			}
+		}
+	}
+	return m
+}
+
+// ConstNames lists the constant values, sorted by name.
+func (g *Graph) ConstNames() []string {
+	var out []string
+	for name, v := range g.Values {
+		if v.Const != nil {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Rename replaces every read of value from by a read of value to (node
+// inputs and graph outputs).
+func (g *Graph) Rename(from, to string) {
+	for _, n := range g.Nodes {
+		for i, in := range n.Inputs {
+			if in == from {
+				n.Inputs[i] = to
+			}
+		}
+	}
+	for i, o := range g.Outputs {
+		if o == from {
+			g.Outputs[i] = to
+		}
+	}
+}
+
+// Validate checks the graph's invariant: every input of a node is defined
+// before it, and no value is defined twice.
+func (g *Graph) Validate() error {
+	defined := map[string]bool{}
+	for _, in := range g.Inputs {
+		if g.Values[in] == nil {
+			return fmt.Errorf("graph %s: input %s has no value", g.Name, in)
+		}
+		defined[in] = true
+	}
+	for name, v := range g.Values {
+		if v.Const != nil {
+			if defined[name] {
+				return fmt.Errorf("graph %s: %s is both an input and a constant", g.Name, name)
+			}
+			defined[name] = true
+		}
+	}
+	for _, n := range g.Nodes {
+		for _, in := range n.Inputs {
+			if in != "" && !defined[in] {
+				return fmt.Errorf("graph %s: node %s (%s) reads %s, which is not defined before it", g.Name, n.Name, n.OpType, in)
+			}
+		}
+		for _, o := range n.Outputs {
+			if o == "" {
+				continue
+			}
+			if defined[o] {
+				return fmt.Errorf("graph %s: node %s (%s) writes %s, which is already defined", g.Name, n.Name, n.OpType, o)
+			}
+			defined[o] = true
+		}
+	}
+	for _, o := range g.Outputs {
+		if !defined[o] {
+			return fmt.Errorf("graph %s: output %s is not defined", g.Name, o)
+		}
+	}
+	return nil
+}
+
+// Clone returns a deep copy of g (constant data is shared: tensors are
+// never modified in place).
+func (g *Graph) Clone() *Graph {
+	c := &Graph{Name: g.Name, Opset: g.Opset, Opsets: map[string]int{}, Values: map[string]*Value{},
+		Inputs: slices.Clone(g.Inputs), Outputs: slices.Clone(g.Outputs)}
+	for k, v := range g.Opsets {
+		c.Opsets[k] = v
+	}
+	for name, v := range g.Values {
+		nv := *v
+		nv.Shape = slices.Clone(v.Shape)
+		nv.DimParams = slices.Clone(v.DimParams)
+		c.Values[name] = &nv
+	}
+	for _, n := range g.Nodes {
+		nn := *n
+		nn.Inputs = slices.Clone(n.Inputs)
+		nn.Outputs = slices.Clone(n.Outputs)
+		nn.Attrs = make(map[string]Attr, len(n.Attrs))
+		for k, a := range n.Attrs {
+			nn.Attrs[k] = a
+		}
+		c.Nodes = append(c.Nodes, &nn)
+	}
+	return c
+}
+
+// OpsetOf returns the opset version that applies to node n.
+func (g *Graph) OpsetOf(n *Node) int {
+	if n.Domain == "" || n.Domain == "ai.onnx" {
+		return g.Opset
+	}
+	return g.Opsets[n.Domain]
+}

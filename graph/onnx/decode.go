@@ -1,0 +1,357 @@
+// Package onnx reads and writes ONNX model files: Decode turns a serialized
+// ModelProto into a *graph.Graph, Encode does the reverse. The protobuf
+// messages are in package onnxpb.
+//
+// Tessera handles float32 models whose shape computations are int64: a
+// tensor of another data type, a tensor stored outside the file and a value
+// of a non-tensor type are rejected with an error that names it and wraps
+// graph.ErrUnsupported. Malformed input is an error, never a panic, and no
+// tensor is allocated before its size is checked against the bytes that
+// hold it.
+package onnx
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+
+	"google.golang.org/protobuf/proto"
+
+	"tessera/graph"
+	"tessera/graph/onnx/onnxpb"
+)
+
+// DecodeFile reads and decodes the model file at path; errors name the
+// file.
+func DecodeFile(path string) (*graph.Graph, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Decode(data, path)
+}
+
+// Decode decodes a serialized ModelProto. name (usually the file name)
+// prefixes every error and becomes the graph's name when the model's graph
+// has none.
+func Decode(data []byte, name string) (*graph.Graph, error) {
+	var m onnxpb.ModelProto
+	if err := proto.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%s: not an ONNX model: %v", name, err)
+	}
+	g, err := FromProto(&m, name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return g, nil
+}
+
+// FromProto converts a decoded ModelProto; name is used when the graph has
+// none.
+func FromProto(m *onnxpb.ModelProto, name string) (*graph.Graph, error) {
+	gp := m.GetGraph()
+	if gp == nil {
+		return nil, fmt.Errorf("model has no graph")
+	}
+	opset := -1
+	opsets := map[string]int{}
+	for _, o := range m.GetOpsetImport() {
+		if o.GetVersion() < 1 || o.GetVersion() > math.MaxInt32 {
+			return nil, fmt.Errorf("opset import %q has version %d", o.GetDomain(), o.GetVersion())
+		}
+		d := o.GetDomain()
+		if d == "ai.onnx" {
+			d = ""
+		}
+		opsets[d] = int(o.GetVersion())
+		if d == "" {
+			opset = int(o.GetVersion())
+		}
+	}
+	if opset < 0 {
+		return nil, fmt.Errorf("model imports no opset of the default ONNX domain")
+	}
+	if gp.GetName() != "" {
+		name = gp.GetName()
+	}
+	g := graph.New(name, opset)
+	g.Opsets = opsets
+
+	for _, tp := range gp.GetInitializer() {
+		if tp.GetName() == "" {
+			return nil, fmt.Errorf("initializer without a name")
+		}
+		if g.Values[tp.GetName()] != nil {
+			return nil, fmt.Errorf("initializer %s is defined twice", tp.GetName())
+		}
+		t, err := TensorFromProto(tp)
+		if err != nil {
+			return nil, err
+		}
+		g.AddConst(tp.GetName(), t)
+	}
+	for _, vi := range gp.GetInput() {
+		n := vi.GetName()
+		if n == "" {
+			return nil, fmt.Errorf("graph input without a name")
+		}
+		if v := g.Values[n]; v != nil {
+			if v.Const != nil {
+				continue // an initializer also listed as an input (IR < 4)
+			}
+			return nil, fmt.Errorf("graph input %s is listed twice", n)
+		}
+		dt, shape, params, err := valueType(vi, "input")
+		if err != nil {
+			return nil, err
+		}
+		v := g.AddInput(n, dt, shape)
+		v.DimParams = params
+	}
+	for i, np := range gp.GetNode() {
+		n, err := nodeFromProto(np, i)
+		if err != nil {
+			return nil, err
+		}
+		g.AddNode(n)
+	}
+	for _, vi := range gp.GetOutput() {
+		n := vi.GetName()
+		if n == "" {
+			return nil, fmt.Errorf("graph output without a name")
+		}
+		if _, _, _, err := valueType(vi, "output"); err != nil {
+			return nil, err
+		}
+		g.Outputs = append(g.Outputs, n)
+	}
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// valueType reads a graph input's or output's dtype and shape (-1 and the
+// parameter name for a dynamic dimension; a nil shape when the rank is
+// unknown).
+func valueType(vi *onnxpb.ValueInfoProto, what string) (graph.DType, []int, []string, error) {
+	tt := vi.GetType().GetTensorType()
+	if tt == nil {
+		kind := "no type"
+		switch vi.GetType().GetValue().(type) {
+		case *onnxpb.TypeProto_SequenceType:
+			kind = "a sequence type"
+		case *onnxpb.TypeProto_MapType:
+			kind = "a map type"
+		case *onnxpb.TypeProto_OptionalType:
+			kind = "an optional type"
+		case *onnxpb.TypeProto_SparseTensorType:
+			kind = "a sparse tensor type"
+		}
+		return 0, nil, nil, graph.Unsupportedf("%s %s has %s", what, vi.GetName(), kind)
+	}
+	dt, err := dtype(tt.GetElemType())
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("%s %s: %w", what, vi.GetName(), err)
+	}
+	if tt.GetShape() == nil {
+		return dt, nil, nil, nil
+	}
+	shape := []int{}
+	var params []string
+	elems := int64(1)
+	for i, d := range tt.GetShape().GetDim() {
+		switch v := d.GetValue().(type) {
+		case *onnxpb.TensorShapeProto_Dimension_DimValue:
+			if v.DimValue < 0 || v.DimValue > graph.MaxElems || (v.DimValue > 0 && elems > graph.MaxElems/v.DimValue) {
+				return 0, nil, nil, fmt.Errorf("%s %s: dimension %d is %d", what, vi.GetName(), i, v.DimValue)
+			}
+			elems *= v.DimValue
+			shape = append(shape, int(v.DimValue))
+			params = append(params, "")
+		case *onnxpb.TensorShapeProto_Dimension_DimParam:
+			shape = append(shape, -1)
+			params = append(params, v.DimParam)
+		default:
+			shape = append(shape, -1)
+			params = append(params, "")
+		}
+	}
+	return dt, shape, params, nil
+}
+
+// dtype maps an ONNX data type number to a graph dtype.
+func dtype(t int32) (graph.DType, error) {
+	switch t {
+	case int32(onnxpb.TensorProto_FLOAT):
+		return graph.Float32, nil
+	case int32(onnxpb.TensorProto_INT64):
+		return graph.Int64, nil
+	}
+	name, ok := onnxpb.TensorProto_DataType_name[t]
+	if !ok {
+		name = fmt.Sprint(t)
+	}
+	return 0, graph.Unsupportedf("data type %s", name)
+}
+
+func nodeFromProto(np *onnxpb.NodeProto, i int) (*graph.Node, error) {
+	n := &graph.Node{
+		Name:    np.GetName(),
+		OpType:  np.GetOpType(),
+		Domain:  np.GetDomain(),
+		Inputs:  append([]string(nil), np.GetInput()...),
+		Outputs: append([]string(nil), np.GetOutput()...),
+		Attrs:   map[string]graph.Attr{},
+	}
+	if n.Domain == "ai.onnx" {
+		n.Domain = ""
+	}
+	if n.Name == "" {
+		n.Name = fmt.Sprintf("%s_%d", n.OpType, i)
+	}
+	if n.OpType == "" {
+		return nil, fmt.Errorf("node %s has no op type", n.Name)
+	}
+	for _, ap := range np.GetAttribute() {
+		a, err := attrFromProto(ap)
+		if err != nil {
+			return nil, fmt.Errorf("node %s (%s): attribute %s: %w", n.Name, n.OpType, ap.GetName(), err)
+		}
+		n.Attrs[ap.GetName()] = a
+	}
+	return n, nil
+}
+
+func attrFromProto(ap *onnxpb.AttributeProto) (graph.Attr, error) {
+	typ := ap.GetType()
+	if ap.GetRefAttrName() != "" {
+		return graph.Attr{}, graph.Unsupportedf("reference to a function attribute")
+	}
+	if typ == onnxpb.AttributeProto_UNDEFINED { // IR < 2: the set field tells
+		switch {
+		case len(ap.GetFloats()) > 0:
+			typ = onnxpb.AttributeProto_FLOATS
+		case len(ap.GetInts()) > 0:
+			typ = onnxpb.AttributeProto_INTS
+		case len(ap.GetStrings()) > 0:
+			typ = onnxpb.AttributeProto_STRINGS
+		case ap.GetT() != nil:
+			typ = onnxpb.AttributeProto_TENSOR
+		case ap.GetG() != nil:
+			typ = onnxpb.AttributeProto_GRAPH
+		case len(ap.GetS()) > 0:
+			typ = onnxpb.AttributeProto_STRING
+		case ap.GetF() != 0:
+			typ = onnxpb.AttributeProto_FLOAT
+		default:
+			typ = onnxpb.AttributeProto_INT
+		}
+	}
+	switch typ {
+	case onnxpb.AttributeProto_FLOAT:
+		return graph.Attr{Kind: graph.AttrFloat, F: ap.GetF()}, nil
+	case onnxpb.AttributeProto_INT:
+		return graph.Attr{Kind: graph.AttrInt, I: ap.GetI()}, nil
+	case onnxpb.AttributeProto_STRING:
+		return graph.Attr{Kind: graph.AttrString, S: string(ap.GetS())}, nil
+	case onnxpb.AttributeProto_FLOATS:
+		return graph.Attr{Kind: graph.AttrFloats, Floats: append([]float32{}, ap.GetFloats()...)}, nil
+	case onnxpb.AttributeProto_INTS:
+		return graph.Attr{Kind: graph.AttrInts, Ints: append([]int64{}, ap.GetInts()...)}, nil
+	case onnxpb.AttributeProto_STRINGS:
+		s := make([]string, len(ap.GetStrings()))
+		for i, b := range ap.GetStrings() {
+			s[i] = string(b)
+		}
+		return graph.Attr{Kind: graph.AttrStrings, Strings: s}, nil
+	case onnxpb.AttributeProto_TENSOR:
+		if ap.GetT() == nil {
+			return graph.Attr{}, fmt.Errorf("tensor attribute without a tensor")
+		}
+		t, err := TensorFromProto(ap.GetT())
+		if err != nil {
+			return graph.Attr{}, err
+		}
+		return graph.Attr{Kind: graph.AttrTensor, T: t}, nil
+	case onnxpb.AttributeProto_GRAPH, onnxpb.AttributeProto_GRAPHS:
+		return graph.Attr{Kind: graph.AttrGraph}, nil
+	}
+	return graph.Attr{}, graph.Unsupportedf("attribute type %s", typ)
+}
+
+// TensorFromProto decodes a TensorProto holding float32 or int64 data, raw
+// or typed. Other data types and external data are unsupported; a size
+// that does not match the data is an error.
+func TensorFromProto(tp *onnxpb.TensorProto) (*graph.Tensor, error) {
+	name := tp.GetName()
+	if name == "" {
+		name = "(unnamed)"
+	}
+	if tp.GetDataLocation() == onnxpb.TensorProto_EXTERNAL || len(tp.GetExternalData()) > 0 {
+		return nil, graph.Unsupportedf("tensor %s: external data", name)
+	}
+	if tp.GetSegment() != nil {
+		return nil, graph.Unsupportedf("tensor %s: segmented data", name)
+	}
+	dt, err := dtype(tp.GetDataType())
+	if err != nil {
+		return nil, fmt.Errorf("tensor %s: %w", name, err)
+	}
+	shape := make([]int, len(tp.GetDims()))
+	n := int64(1)
+	for i, d := range tp.GetDims() {
+		if d < 0 || d > graph.MaxElems || (d > 0 && n > graph.MaxElems/d) {
+			return nil, fmt.Errorf("tensor %s: dims %v", name, tp.GetDims())
+		}
+		n *= d
+		shape[i] = int(d)
+	}
+	t := &graph.Tensor{DType: dt, Shape: shape}
+	raw := tp.GetRawData()
+	switch dt {
+	case graph.Float32:
+		switch {
+		case raw != nil:
+			if int64(len(raw)) != 4*n {
+				return nil, fmt.Errorf("tensor %s: %d bytes of raw data for shape %v", name, len(raw), shape)
+			}
+			t.F32 = make([]float32, n)
+			for i := range t.F32 {
+				t.F32[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+			}
+		case int64(len(tp.GetFloatData())) == n:
+			t.F32 = append([]float32{}, tp.GetFloatData()...)
+		default:
+			return nil, fmt.Errorf("tensor %s: %d floats for shape %v", name, len(tp.GetFloatData()), shape)
+		}
+	case graph.Int64:
+		switch {
+		case raw != nil:
+			if int64(len(raw)) != 8*n {
+				return nil, fmt.Errorf("tensor %s: %d bytes of raw data for shape %v", name, len(raw), shape)
+			}
+			t.I64 = make([]int64, n)
+			for i := range t.I64 {
+				t.I64[i] = int64(binary.LittleEndian.Uint64(raw[8*i:]))
+			}
+		case int64(len(tp.GetInt64Data())) == n:
+			t.I64 = append([]int64{}, tp.GetInt64Data()...)
+		default:
+			return nil, fmt.Errorf("tensor %s: %d int64s for shape %v", name, len(tp.GetInt64Data()), shape)
+		}
+	}
+	return t, nil
+}
+
+// DecodeTensor decodes a serialized TensorProto (the input_N.pb and
+// output_N.pb files of ONNX's test data), returning its name and contents.
+func DecodeTensor(data []byte) (string, *graph.Tensor, error) {
+	var tp onnxpb.TensorProto
+	if err := proto.Unmarshal(data, &tp); err != nil {
+		return "", nil, fmt.Errorf("not an ONNX tensor: %v", err)
+	}
+	t, err := TensorFromProto(&tp)
+	return tp.GetName(), t, err
+}

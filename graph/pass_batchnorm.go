@@ -1,0 +1,194 @@
+package graph
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// foldBatchNorm folds an inference-mode BatchNormalization into the Conv or
+// Gemm that feeds it, when that node has no other reader and its weights,
+// bias and the normalization's parameters are constants. With
+// s = scale / sqrt(var + eps) per output channel c:
+//
+//	W'[c, ...] = W[c, ...] * s[c]
+//	B'[c]      = (B[c] - mean[c]) * s[c] + bias[c]
+//
+// computed in float64 and rounded to float32. For Gemm the channel is the
+// column n of the output: B's column n (row n when transB) is scaled, and C
+// becomes beta*C scaled and shifted the same way (beta becomes 1).
+func foldBatchNorm(g *Graph) (bool, error) {
+	producers := g.Producers()
+	consumers := g.Consumers()
+	changed := false
+	for i := 0; i < len(g.Nodes); i++ {
+		bn := g.Nodes[i]
+		if bn.OpType != "BatchNormalization" || bn.Domain != "" || len(bn.Inputs) != 5 {
+			continue
+		}
+		x := bn.Inputs[0]
+		p := producers[x]
+		if p == nil || (p.OpType != "Conv" && p.OpType != "Gemm") || p.Domain != "" || len(consumers[x]) != 1 || g.IsOutput(x) {
+			continue
+		}
+		var params [4][]float64
+		ok := true
+		for k := range params {
+			t := g.ConstOf(bn.Inputs[1+k])
+			if t == nil || t.DType != Float32 {
+				ok = false
+				break
+			}
+			params[k] = t.Float64s()
+		}
+		if !ok {
+			continue
+		}
+		eps, err := bn.Float("epsilon", 1e-5)
+		if err != nil {
+			return false, err
+		}
+		scale, bias, mean, variance := params[0], params[1], params[2], params[3]
+		s := make([]float64, len(scale))
+		shift := make([]float64, len(scale))
+		for c := range s {
+			s[c] = scale[c] / math.Sqrt(variance[c]+float64(eps))
+			shift[c] = bias[c] - mean[c]*s[c]
+		}
+		var done bool
+		if p.OpType == "Conv" {
+			done, err = foldIntoConv(g, p, s, shift)
+		} else {
+			done, err = foldIntoGemm(g, p, s, shift)
+		}
+		if err != nil {
+			return false, err
+		}
+		if !done {
+			continue
+		}
+		// p now writes the normalized output.
+		y := bn.Outputs[0]
+		for k, o := range p.Outputs {
+			if o == x {
+				p.Outputs[k] = y
+			}
+		}
+		delete(g.Values, x)
+		g.Nodes = slices.Delete(g.Nodes, i, i+1)
+		i--
+		changed = true
+		producers, consumers = g.Producers(), g.Consumers()
+	}
+	return changed, nil
+}
+
+// newConst adds a constant named after base, unique in g.
+func (g *Graph) newConst(base string, t *Tensor) string {
+	name := base
+	for k := 1; g.Values[name] != nil; k++ {
+		name = fmt.Sprintf("%s_%d", base, k)
+	}
+	g.AddConst(name, t)
+	return name
+}
+
+func foldIntoConv(g *Graph, conv *Node, s, shift []float64) (bool, error) {
+	w := g.ConstOf(conv.Input(1))
+	if w == nil || w.DType != Float32 || len(w.Shape) < 1 || w.Shape[0] != len(s) {
+		return false, nil
+	}
+	var b []float64
+	if conv.Input(2) != "" {
+		bt := g.ConstOf(conv.Input(2))
+		if bt == nil || bt.DType != Float32 || bt.Len() != len(s) {
+			return false, nil
+		}
+		b = bt.Float64s()
+	}
+	per := w.Len() / len(s)
+	nw := &Tensor{DType: Float32, Shape: slices.Clone(w.Shape), F32: make([]float32, w.Len())}
+	for i, v := range w.F32 {
+		nw.F32[i] = float32(float64(v) * s[i/per])
+	}
+	nb := Float32Tensor([]int{len(s)}, make([]float32, len(s)))
+	for c := range s {
+		bc := 0.0
+		if b != nil {
+			bc = b[c]
+		}
+		nb.F32[c] = float32(bc*s[c] + shift[c])
+	}
+	conv.Inputs = append(conv.Inputs[:min(len(conv.Inputs), 2)], "")
+	conv.Inputs[1] = g.newConst(conv.Name+"_W_bnfolded", nw)
+	conv.Inputs[2] = g.newConst(conv.Name+"_B_bnfolded", nb)
+	return true, nil
+}
+
+func foldIntoGemm(g *Graph, gemm *Node, s, shift []float64) (bool, error) {
+	w := g.ConstOf(gemm.Input(1))
+	if w == nil || w.DType != Float32 || len(w.Shape) != 2 {
+		return false, nil
+	}
+	tb, err := gemm.Int("transB", 0)
+	if err != nil {
+		return false, err
+	}
+	beta, err := gemm.Float("beta", 1)
+	if err != nil {
+		return false, err
+	}
+	n := len(s)
+	if (tb == 0 && w.Shape[1] != n) || (tb != 0 && w.Shape[0] != n) {
+		return false, nil
+	}
+	out := g.Values[gemm.Outputs[0]]
+	if out == nil || len(out.Shape) != 2 || out.Shape[1] != n {
+		return false, nil
+	}
+	nw := &Tensor{DType: Float32, Shape: slices.Clone(w.Shape), F32: make([]float32, w.Len())}
+	for i, v := range w.F32 {
+		c := i % w.Shape[1] // column
+		if tb != 0 {
+			c = i / w.Shape[1] // row
+		}
+		nw.F32[i] = float32(float64(v) * s[c])
+	}
+	// C' = beta*C*s + shift, broadcast to [n] or kept at [M, n].
+	cshape := []int{n}
+	var cval func(m, c int) float64
+	if name := gemm.Input(2); name != "" {
+		ct := g.ConstOf(name)
+		if ct == nil || ct.DType != Float32 {
+			return false, nil
+		}
+		cv := ct.Float64s()
+		cs := ct.Shape
+		if len(cs) == 2 && cs[0] != 1 {
+			cshape = []int{out.Shape[0], n}
+		}
+		if len(cs) > 2 {
+			return false, nil
+		}
+		cval = func(m, c int) float64 { return cv[broadcastSrc(cs, []int{m, c}[2-len(cs):])] * float64(beta) }
+	}
+	nc := Float32Tensor(cshape, make([]float32, NumElems(cshape)))
+	rows := 1
+	if len(cshape) == 2 {
+		rows = cshape[0]
+	}
+	for m := range rows {
+		for c := range n {
+			v := 0.0
+			if cval != nil {
+				v = cval(m, c)
+			}
+			nc.F32[m*n+c] = float32(v*s[c] + shift[c])
+		}
+	}
+	bName := g.newConst(gemm.Name+"_B_bnfolded", nw)
+	cName := g.newConst(gemm.Name+"_C_bnfolded", nc)
+	gemm.Inputs = []string{gemm.Inputs[0], bName, cName}
+	gemm.Attrs["beta"] = Attr{Kind: AttrFloat, F: 1}
+	return true, nil
+}

@@ -1,0 +1,117 @@
+package graph
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Pass is a named graph transformation. Run reports whether it changed the
+// graph; it may assume the graph's shapes are inferred, and RunPasses infers
+// them again after every change.
+type Pass struct {
+	Name string
+	Run  func(g *Graph) (changed bool, err error)
+}
+
+// Passes is the simplification pipeline, in order. RunPasses runs it to a
+// fixed point.
+var Passes = []Pass{
+	{"fold-constants", foldConstants},
+	{"remove-noops", removeNoops},
+	{"fold-batchnorm", foldBatchNorm},
+	{"cse", eliminateCommonSubexpressions},
+	{"dce", eliminateDeadCode},
+}
+
+// passOrder lists the ordering constraints of Passes: before runs earlier
+// than after in each round, for the reason given. Checked at init.
+var passOrder = []struct{ before, after, reason string }{
+	{"fold-constants", "fold-batchnorm", "BatchNormalization's parameters and the weights must be constants to fold"},
+	{"remove-noops", "fold-batchnorm", "an Identity or Dropout between Conv and BatchNormalization hides the pattern"},
+	{"fold-constants", "cse", "folded constants let equal shape computations compare equal"},
+	{"cse", "dce", "CSE leaves the duplicate nodes dead"},
+	{"fold-batchnorm", "dce", "folding leaves the original weights unused"},
+}
+
+func init() {
+	if err := checkPassOrder(Passes); err != nil {
+		panic(err)
+	}
+}
+
+func checkPassOrder(ps []Pass) error {
+	idx := map[string]int{}
+	for i, p := range ps {
+		if _, dup := idx[p.Name]; dup {
+			return fmt.Errorf("graph: pass %s listed twice", p.Name)
+		}
+		idx[p.Name] = i
+	}
+	for _, c := range passOrder {
+		b, ok1 := idx[c.before]
+		a, ok2 := idx[c.after]
+		if !ok1 || !ok2 {
+			return fmt.Errorf("graph: pass order names unknown pass %s or %s", c.before, c.after)
+		}
+		if b >= a {
+			return fmt.Errorf("graph: pass %s must run before %s: %s", c.before, c.after, c.reason)
+		}
+	}
+	return nil
+}
+
+// PassNames lists the passes in order.
+func PassNames() []string {
+	out := make([]string, len(Passes))
+	for i, p := range Passes {
+		out[i] = p.Name
+	}
+	return out
+}
+
+// maxPassRounds bounds the fixed-point iteration; every pass shrinks the
+// graph or leaves it alone, so real models settle in two or three rounds.
+const maxPassRounds = 32
+
+// RunPasses infers shapes, then runs the passes not named in disabled, in
+// order, round after round until a round changes nothing. Shapes are
+// inferred again after each change, so the graph stays checked. disabled
+// may only name passes of Passes (`--no-pass NAME`).
+func RunPasses(g *Graph, disabled map[string]bool) error {
+	for name := range disabled {
+		if !slices.Contains(PassNames(), name) {
+			return fmt.Errorf("unknown pass %q (passes: %s)", name, strings.Join(PassNames(), ", "))
+		}
+	}
+	if err := g.InferShapes(); err != nil {
+		return err
+	}
+	for range maxPassRounds {
+		any := false
+		for _, p := range Passes {
+			if disabled[p.Name] {
+				continue
+			}
+			changed, err := p.Run(g)
+			if err != nil {
+				return fmt.Errorf("pass %s: %w", p.Name, err)
+			}
+			if changed {
+				any = true
+				if err := g.InferShapes(); err != nil {
+					return fmt.Errorf("after pass %s: %w", p.Name, err)
+				}
+			}
+		}
+		if !any {
+			return nil
+		}
+	}
+	return nil
+}
+
+// removeNode deletes the nodes for which drop is true.
+func (g *Graph) removeNodes(drop func(n *Node) bool) {
+	g.Nodes = slices.DeleteFunc(g.Nodes, drop)
+}
