@@ -28,8 +28,8 @@ func (g *Graph) Bind(dims map[string][]int) error {
 			return fmt.Errorf("graph %s: cannot bind %s to %v: the model gives it rank %d (%s)", g.Name, name, shape, len(v.Shape), shapeString(v))
 		}
 		for i, d := range shape {
-			if d <= 0 {
-				return fmt.Errorf("graph %s: cannot bind %s to %v: dimension %d is not positive", g.Name, name, shape, i)
+			if d < 0 {
+				return fmt.Errorf("graph %s: cannot bind %s to %v: dimension %d is negative", g.Name, name, shape, i)
 			}
 			if v.Shape != nil && v.Shape[i] >= 0 && v.Shape[i] != d {
 				return fmt.Errorf("graph %s: cannot bind %s to %v: the model fixes dimension %d to %d", g.Name, name, shape, i, v.Shape[i])

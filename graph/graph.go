@@ -478,3 +478,11 @@ func (g *Graph) OpsetOf(n *Node) int {
 	}
 	return g.Opsets[n.Domain]
 }
+
+// Output returns the i-th output name, or "" when it is omitted.
+func (n *Node) Output(i int) string {
+	if i < len(n.Outputs) {
+		return n.Outputs[i]
+	}
+	return ""
+}

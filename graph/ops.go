@@ -120,8 +120,23 @@ func inferDropout(c *inferCtx) error {
 	return nil
 }
 
+// PReLUSlopeShape returns the shape slope must be viewed with to
+// broadcast against x: before opset 7 a 1-D slope of x's channel count
+// applies along axis 1; from 7 on, broadcasting is numpy's.
+func PReLUSlopeShape(opset int, x, slope []int) []int {
+	if opset < 7 && len(slope) == 1 && len(x) >= 2 && slope[0] == x[1] && slope[0] != 1 {
+		s := make([]int, len(x)-1)
+		for i := range s {
+			s[i] = 1
+		}
+		s[0] = slope[0]
+		return s
+	}
+	return slope
+}
+
 func inferPRelu(c *inferCtx) error {
-	out, ok := broadcast(c.shape(0), c.shape(1))
+	out, ok := broadcast(c.shape(0), PReLUSlopeShape(c.opset, c.shape(0), c.shape(1)))
 	if !ok || !slices.Equal(out, c.shape(0)) {
 		return c.errorf("slope %v does not broadcast to %v", c.shape(1), c.shape(0))
 	}

@@ -70,7 +70,7 @@ func FromProto(m *onnxpb.ModelProto, name string) (*graph.Graph, error) {
 		}
 	}
 	if opset < 0 {
-		return nil, fmt.Errorf("model imports no opset of the default ONNX domain")
+		opset = 0 // no default-domain op is then known: see graph.UnsupportedOpError
 	}
 	if gp.GetName() != "" {
 		name = gp.GetName()

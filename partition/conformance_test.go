@@ -1,0 +1,303 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"tessera/graph"
+	"tessera/graph/onnx"
+	"tessera/te"
+)
+
+// The conformance test runs ONNX's own backend tests (Debian's
+// libonnx-testdata): each model is decoded, bound to the shapes of its test
+// inputs, simplified by the graph passes, lowered to te and evaluated by
+// the reference evaluator, and every output is compared with the stored
+// one. Tests using an op, a data type or a feature Tessera does not handle
+// are counted as unsupported, with the reason.
+//
+// Two liberties, both what a user of the compiler does: inputs that carry
+// int64 data (shapes, axes, indices) are frozen to the test's values, and
+// so are float inputs that an op needs as constants (Clip's bounds, Pad's
+// value), since kernels are compiled for static shapes and parameters.
+
+const testdataRoot = "/usr/share/libonnx-testdata/data"
+
+var conformanceSuites = []string{"node", "pytorch-converted", "pytorch-operator", "simple"}
+
+// minNodePassed is the bar for the node suite.
+const minNodePassed = 300
+
+type outcome int
+
+const (
+	passed outcome = iota
+	failed
+	unsupported
+)
+
+type caseResult struct {
+	suite, name string
+	outcome     outcome
+	reason      string
+}
+
+func TestConformance(t *testing.T) {
+	if _, err := os.Stat(testdataRoot); err != nil {
+		t.Fatalf("ONNX test data not found at %s: install Debian's libonnx-testdata (apt-get install libonnx-testdata; scripts/deps.sh does it)", testdataRoot)
+	}
+	type job struct{ suite, name, dir string }
+	var jobs []job
+	for _, s := range conformanceSuites {
+		entries, err := os.ReadDir(filepath.Join(testdataRoot, s))
+		if err != nil {
+			t.Fatalf("reading suite %s: %v", s, err)
+		}
+		for _, e := range entries {
+			if e.IsDir() {
+				jobs = append(jobs, job{s, e.Name(), filepath.Join(testdataRoot, s, e.Name())})
+			}
+		}
+	}
+	results := make([]caseResult, len(jobs))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				j := jobs[i]
+				o, reason := runConformanceCase(j.dir)
+				results[i] = caseResult{j.suite, j.name, o, reason}
+			}
+		}()
+	}
+	for i := range jobs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+
+	var counts [3]int
+	nodePassed := 0
+	why := map[string]int{}
+	for _, r := range results {
+		counts[r.outcome]++
+		switch r.outcome {
+		case passed:
+			if r.suite == "node" {
+				nodePassed++
+			}
+		case failed:
+			t.Errorf("%s/%s: %s", r.suite, r.name, r.reason)
+		case unsupported:
+			why[r.reason]++
+			if testing.Verbose() {
+				t.Logf("unsupported %s/%s: %s", r.suite, r.name, r.reason)
+			}
+		}
+	}
+	reasons := make([]string, 0, len(why))
+	for r := range why {
+		reasons = append(reasons, r)
+	}
+	sort.Slice(reasons, func(i, j int) bool {
+		if why[reasons[i]] != why[reasons[j]] {
+			return why[reasons[i]] > why[reasons[j]]
+		}
+		return reasons[i] < reasons[j]
+	})
+	fmt.Println("unsupported, by reason:")
+	for _, r := range reasons {
+		fmt.Printf("  %4d  %s\n", why[r], r)
+	}
+	fmt.Printf("node suite: %d passed\n", nodePassed)
+	fmt.Printf("%d passed, %d failed, %d unsupported\n", counts[passed], counts[failed], counts[unsupported])
+	if nodePassed < minNodePassed {
+		t.Errorf("%d node tests passed, want at least %d", nodePassed, minNodePassed)
+	}
+}
+
+// runConformanceCase runs one test directory: every test_data_set_* must
+// match.
+func runConformanceCase(dir string) (outcome, string) {
+	g, err := onnx.DecodeFile(filepath.Join(dir, "model.onnx"))
+	if err != nil {
+		return classify(err)
+	}
+	sets, _ := filepath.Glob(filepath.Join(dir, "test_data_set_*"))
+	if len(sets) == 0 {
+		return failed, "no test_data_set_* directory"
+	}
+	sort.Strings(sets)
+	for _, set := range sets {
+		o, reason := runDataSet(g.Clone(), set)
+		if o == failed {
+			return o, fmt.Sprintf("%s: %s", filepath.Base(set), reason)
+		}
+		if o != passed {
+			return o, reason
+		}
+	}
+	return passed, ""
+}
+
+// classify turns an error into unsupported (it wraps graph.ErrUnsupported)
+// or failed; unsupported reasons are shortened to the op where there is
+// one, so that the tally groups them.
+func classify(err error) (outcome, string) {
+	var uo *graph.UnsupportedOpError
+	if errors.As(err, &uo) {
+		return unsupported, "op " + uo.Op
+	}
+	if errors.Is(err, graph.ErrUnsupported) {
+		msg := err.Error()
+		for _, kind := range []string{"data type ", "has a "} {
+			if i := strings.Index(msg, kind); i >= 0 {
+				// group by the type, not by the value that has it
+				return unsupported, strings.TrimSuffix(strings.TrimPrefix(msg[i:], "has a "), ": unsupported")
+			}
+		}
+		if i := strings.LastIndex(msg, ": "); i >= 0 {
+			// "file: what at node N: feature: unsupported" → "what: feature"
+			msg = msg[:i]
+		}
+		if i := strings.Index(msg, ".onnx: "); i >= 0 {
+			msg = msg[i+len(".onnx: "):]
+		}
+		return unsupported, msg
+	}
+	return failed, err.Error()
+}
+
+func runDataSet(g *graph.Graph, set string) (outcome, string) {
+	inputs := map[string]*graph.Tensor{}
+	for i, name := range g.Inputs {
+		data, err := os.ReadFile(filepath.Join(set, fmt.Sprintf("input_%d.pb", i)))
+		if err != nil {
+			return failed, fmt.Sprintf("input %s: %v", name, err)
+		}
+		_, t, err := onnx.DecodeTensor(data)
+		if err != nil {
+			return classify(fmt.Errorf("input %s: %w", name, err))
+		}
+		inputs[name] = t
+	}
+	var want []*graph.Tensor
+	for i := range g.Outputs {
+		data, err := os.ReadFile(filepath.Join(set, fmt.Sprintf("output_%d.pb", i)))
+		if err != nil {
+			return failed, fmt.Sprintf("output %d: %v", i, err)
+		}
+		_, t, err := onnx.DecodeTensor(data)
+		if err != nil {
+			return classify(fmt.Errorf("output %s: %w", g.Outputs[i], err))
+		}
+		if t.DType != graph.Float32 {
+			return unsupported, fmt.Sprintf("output is %s", t.DType)
+		}
+		want = append(want, t)
+	}
+	dims := map[string][]int{}
+	for _, name := range append([]string(nil), g.Inputs...) {
+		t := inputs[name]
+		if t.DType == graph.Int64 {
+			if err := g.Freeze(name, t); err != nil {
+				return failed, err.Error()
+			}
+			continue
+		}
+		dims[name] = t.Shape
+	}
+	if err := g.Bind(dims); err != nil {
+		return failed, err.Error()
+	}
+	var l *Lowered
+	for attempt := 0; ; attempt++ {
+		base := g.Clone()
+		err := graph.RunPasses(g, nil)
+		if err == nil {
+			l, err = Lower(g)
+		}
+		var nc *graph.NotConstantError
+		if errors.As(err, &nc) && base.IsInput(nc.Value) && attempt < 8 {
+			// The op needs this input's contents: freeze it and start over.
+			g = base
+			if err := g.Freeze(nc.Value, inputs[nc.Value]); err != nil {
+				return failed, err.Error()
+			}
+			continue
+		}
+		if err != nil {
+			return classify(err)
+		}
+		break
+	}
+	d, err := te.NewDAG(l.Outputs...)
+	if err != nil {
+		return failed, err.Error()
+	}
+	data := map[string][]float32{}
+	for name, t := range inputs {
+		data[name] = t.F32
+	}
+	feed, err := l.Feed(d, data)
+	if err != nil {
+		return failed, err.Error()
+	}
+	got, err := d.Eval(feed)
+	if err != nil {
+		return failed, err.Error()
+	}
+	for i, w := range want {
+		if msg := compare(got[i], l.Outputs[i].Shape, w); msg != "" {
+			return failed, fmt.Sprintf("output %s: %s", g.Outputs[i], msg)
+		}
+	}
+	return passed, ""
+}
+
+// compare checks got against want at rtol 1e-4, atol 1e-5.
+func compare(got []float32, shape []int, want *graph.Tensor) string {
+	if graph.NumElems(shape) != want.Len() || len(shape) != len(want.Shape) {
+		return fmt.Sprintf("shape %v, want %v", shape, want.Shape)
+	}
+	for i := range shape {
+		if shape[i] != want.Shape[i] {
+			return fmt.Sprintf("shape %v, want %v", shape, want.Shape)
+		}
+	}
+	bad, first := 0, -1
+	for i, w := range want.F32 {
+		g := got[i]
+		if !near(float64(g), float64(w)) {
+			if first < 0 {
+				first = i
+			}
+			bad++
+		}
+	}
+	if bad > 0 {
+		return fmt.Sprintf("%d of %d elements differ; first at %d: got %g, want %g", bad, len(got), first, got[first], want.F32[first])
+	}
+	return ""
+}
+
+func near(g, w float64) bool {
+	switch {
+	case math.IsNaN(w):
+		return math.IsNaN(g)
+	case math.IsInf(w, 0):
+		return g == w
+	}
+	return math.Abs(g-w) <= 1e-5+1e-4*math.Abs(w)
+}
