@@ -1,0 +1,37 @@
+package graph
+
+import "testing"
+
+func TestRemoveNoops(t *testing.T) {
+	tests := []struct {
+		name  string
+		nodes []*Node
+		out   string
+		ops   string
+		feeds string // the value the last node reads (or the graph output's producer writes)
+	}{
+		{"identity", []*Node{node("Identity i x -> a", nil), node("Relu r a -> y", nil)}, "y", "Relu", "x"},
+		{"dropout", []*Node{node("Dropout d x -> a", nil), node("Relu r a -> y", nil)}, "y", "Relu", "x"},
+		{"same-shape reshape", []*Node{node("Reshape s x,shp -> a", nil), node("Relu r a -> y", nil)}, "y", "Relu", "x"},
+		{"identity transpose", []*Node{node("Transpose t x -> a", map[string]Attr{"perm": ints(0, 1)}), node("Relu r a -> y", nil)}, "y", "Relu", "x"},
+		{"real transpose stays", []*Node{node("Transpose t x -> a", map[string]Attr{"perm": ints(1, 0)}), node("Relu r a -> y", nil)}, "y", "Transpose,Relu", "a"},
+		{"graph output keeps its name", []*Node{node("Relu r x -> a", nil), node("Identity i a -> y", nil)}, "y", "Relu", "x"},
+		{"identity of a graph input to an output stays", []*Node{node("Identity i x -> y", nil)}, "y", "Identity", "x"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := build(t, 0, []in{{"x", []int{3, 3}}}, map[string]*Tensor{"shp": i64(3, 3)}, tc.nodes, tc.out)
+			runOnly(t, g, "remove-noops")
+			if got := ops(g); got != tc.ops {
+				t.Fatalf("ops %s, want %s", got, tc.ops)
+			}
+			last := g.Nodes[len(g.Nodes)-1]
+			if last.Inputs[0] != tc.feeds {
+				t.Errorf("%s reads %s, want %s", last.OpType, last.Inputs[0], tc.feeds)
+			}
+			if last.Outputs[0] != tc.out {
+				t.Errorf("%s writes %s, want %s", last.OpType, last.Outputs[0], tc.out)
+			}
+		})
+	}
+}
