@@ -205,6 +205,28 @@ func (p *Policy) Propose(n int) ([]Candidate, error) {
 	return picks, nil
 }
 
+// RandomRound measures n fresh random samples of the sketches, never
+// measured before: random search, the baseline the model must beat.
+func (p *Policy) RandomRound(ctx context.Context, n int) ([]Measured, error) {
+	var picks []Candidate
+	seen := map[string]bool{}
+	for tries := 0; len(picks) < n && tries < 50*n; tries++ {
+		c, ok := p.sample()
+		if !ok || seen[c.Key] || p.measured[c.Key] {
+			continue
+		}
+		if c.Features = lowerFeatures(c.State); c.Features == nil {
+			continue
+		}
+		seen[c.Key] = true
+		picks = append(picks, c)
+	}
+	if len(picks) == 0 {
+		return nil, errors.New("search: no valid state could be sampled")
+	}
+	return p.MeasureAndLearn(ctx, picks)
+}
+
 // MeasureAndLearn measures the candidates, records them, and updates the
 // model with the results.
 func (p *Policy) MeasureAndLearn(ctx context.Context, cands []Candidate) ([]Measured, error) {

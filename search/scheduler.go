@@ -1,0 +1,160 @@
+package search
+
+import (
+	"fmt"
+	"math"
+)
+
+// The task scheduler decides which task the next round of measurements
+// goes to. The objective is the estimated model latency, Σ weight × best
+// latency over the tasks; after one warm-up round per task, Ansor's
+// gradient strategy gives the round to the task whose latency is expected
+// to fall the most per round:
+//
+//	∂f/∂t_i ≈ w_i · ( α · backward_i + (1−α) · forward_i )
+//	backward_i = (g_i(t) − g_i(t−Δ)) / Δ                 the recent slope
+//	forward_i  = min(−g_i(t)/t, β · C_i / V_max − g_i(t)) optimism, bounded by
+//	                                                      the best throughput of
+//	                                                      the other tasks
+//
+// g_i is task i's best latency after each of its rounds, C_i its FLOPs,
+// V_max the best FLOP/s any task reached. The most negative gradient wins.
+
+// SchedulerOptions configure the task scheduler.
+type SchedulerOptions struct {
+	Strategy string  // "gradient" (default) or "round-robin"
+	Alpha    float64 // weight of the backward slope, 0.2
+	Beta     float64 // bound on the forward estimate, 2
+	Window   int     // rounds of the backward slope, 3
+	// EarlyStopping sets a task aside after this many of its rounds without
+	// improvement (0: never).
+	EarlyStopping int
+}
+
+// DefaultSchedulerOptions returns Ansor's.
+func DefaultSchedulerOptions() SchedulerOptions {
+	return SchedulerOptions{Strategy: "gradient", Alpha: 0.2, Beta: 2, Window: 3}
+}
+
+// TaskProgress is what the scheduler knows of one task.
+type TaskProgress struct {
+	Weight  float64
+	FLOPs   float64
+	History []float64 // best latency (seconds) after each of its rounds; +Inf while none is valid
+	Dead    bool      // no valid schedule, or stopped early: never picked
+}
+
+// Rounds returns the number of rounds the task had.
+func (t *TaskProgress) Rounds() int { return len(t.History) }
+
+// Best returns the task's best latency so far (+Inf if none).
+func (t *TaskProgress) Best() float64 {
+	if len(t.History) == 0 {
+		return math.Inf(1)
+	}
+	return t.History[len(t.History)-1]
+}
+
+// Objective returns Σ weight × best latency over the tasks that have a
+// valid schedule, and whether every live task has one.
+func Objective(tasks []*TaskProgress) (float64, bool) {
+	sum, complete := 0.0, true
+	for _, t := range tasks {
+		b := t.Best()
+		if math.IsInf(b, 1) {
+			if !t.Dead {
+				complete = false
+			}
+			continue
+		}
+		sum += t.Weight * b
+	}
+	return sum, complete
+}
+
+// NextTask returns the index of the task the next round goes to, or -1
+// when every task is dead. rr is a round-robin cursor the caller keeps.
+func NextTask(tasks []*TaskProgress, opts SchedulerOptions, rr *int) int {
+	// Warm-up: every live task gets one round first.
+	for i, t := range tasks {
+		if !t.Dead && t.Rounds() == 0 {
+			return i
+		}
+	}
+	if opts.Strategy == "round-robin" {
+		for k := 0; k < len(tasks); k++ {
+			i := (*rr + k) % len(tasks)
+			if !tasks[i].Dead {
+				*rr = i + 1
+				return i
+			}
+		}
+		return -1
+	}
+	vmax := 0.0
+	for _, t := range tasks {
+		if b := t.Best(); !math.IsInf(b, 1) && b > 0 {
+			vmax = math.Max(vmax, t.FLOPs/b)
+		}
+	}
+	best, bestGrad := -1, math.Inf(1)
+	for i, t := range tasks {
+		if t.Dead {
+			continue
+		}
+		g := gradient(t, opts, vmax)
+		if g < bestGrad || best < 0 {
+			best, bestGrad = i, g
+		}
+	}
+	return best
+}
+
+// gradient estimates ∂objective/∂rounds for a task (negative: it helps).
+// A task with no valid schedule yet gets -Inf: finding one matters most.
+func gradient(t *TaskProgress, opts SchedulerOptions, vmax float64) float64 {
+	g := t.Best()
+	if math.IsInf(g, 1) {
+		return math.Inf(-1)
+	}
+	n := t.Rounds()
+	w := opts.Window
+	if w < 1 {
+		w = 1
+	}
+	backward := 0.0
+	if n > w && !math.IsInf(t.History[n-1-w], 1) {
+		backward = (g - t.History[n-1-w]) / float64(w)
+	}
+	forward := -g / float64(n)
+	if vmax > 0 && t.FLOPs > 0 {
+		forward = math.Min(forward, opts.Beta*t.FLOPs/vmax-g)
+	}
+	return t.Weight * (opts.Alpha*backward + (1-opts.Alpha)*forward)
+}
+
+// ApplyEarlyStopping marks tasks dead that had opts.EarlyStopping rounds
+// without improvement.
+func ApplyEarlyStopping(tasks []*TaskProgress, opts SchedulerOptions) {
+	if opts.EarlyStopping <= 0 {
+		return
+	}
+	for _, t := range tasks {
+		n := t.Rounds()
+		if t.Dead || n <= opts.EarlyStopping {
+			continue
+		}
+		if t.History[n-1] >= t.History[n-1-opts.EarlyStopping] {
+			t.Dead = true
+		}
+	}
+}
+
+// CheckStrategy validates a strategy name.
+func CheckStrategy(s string) error {
+	switch s {
+	case "", "gradient", "round-robin":
+		return nil
+	}
+	return fmt.Errorf("unknown task scheduler strategy %q (want gradient or round-robin)", s)
+}

@@ -1,0 +1,64 @@
+package search
+
+import (
+	"math"
+	"testing"
+)
+
+func TestNextTaskWarmUpThenGradient(t *testing.T) {
+	inf := math.Inf(1)
+	tasks := []*TaskProgress{
+		{Weight: 1, FLOPs: 1e9, History: []float64{0.010, 0.009, 0.009, 0.009, 0.009}}, // flat
+		{Weight: 1, FLOPs: 1e9, History: []float64{0.020, 0.015, 0.012, 0.010}},        // improving fast
+		{Weight: 1, FLOPs: 1e6}, // never tuned
+	}
+	opts := DefaultSchedulerOptions()
+	rr := 0
+	if got := NextTask(tasks, opts, &rr); got != 2 {
+		t.Fatalf("warm-up: picked %d, want the untuned task 2", got)
+	}
+	tasks[2].History = []float64{inf}
+	if got := NextTask(tasks, opts, &rr); got != 2 {
+		t.Fatalf("a task without a valid schedule should come first, got %d", got)
+	}
+	tasks[2].History = []float64{1e-6} // tiny task, already at the best throughput
+	if got := NextTask(tasks, opts, &rr); got != 1 {
+		t.Fatalf("gradient: picked %d, want the improving task 1", got)
+	}
+	tasks[1].Weight = 0.01 // it hardly matters to the model latency
+	if got := NextTask(tasks, opts, &rr); got != 0 {
+		t.Fatalf("weighted gradient: picked %d, want task 0", got)
+	}
+	opts.Strategy = "round-robin"
+	seen := map[int]bool{}
+	for k := 0; k < 3; k++ {
+		seen[NextTask(tasks, opts, &rr)] = true
+	}
+	if len(seen) != 3 {
+		t.Errorf("round-robin visited %v", seen)
+	}
+	for _, tk := range tasks {
+		tk.Dead = true
+	}
+	if got := NextTask(tasks, opts, &rr); got != -1 {
+		t.Errorf("all dead: picked %d", got)
+	}
+}
+
+func TestEarlyStoppingAndObjective(t *testing.T) {
+	tasks := []*TaskProgress{
+		{Weight: 2, History: []float64{3, 2, 2, 2}},
+		{Weight: 1, History: []float64{5, 4, 3, 2}},
+		{Weight: 1, History: []float64{math.Inf(1)}, Dead: true},
+	}
+	ApplyEarlyStopping(tasks, SchedulerOptions{EarlyStopping: 2})
+	if !tasks[0].Dead || tasks[1].Dead {
+		t.Errorf("early stopping: dead = %v %v", tasks[0].Dead, tasks[1].Dead)
+	}
+	if f, complete := Objective(tasks); f != 6 || !complete {
+		t.Errorf("objective = %v %v, want 6 true", f, complete)
+	}
+	if CheckStrategy("gradient") != nil || CheckStrategy("fifo") == nil {
+		t.Error("strategy names")
+	}
+}
