@@ -1,0 +1,307 @@
+package partition
+
+import (
+	"errors"
+	"math"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"tessera/graph"
+	"tessera/te"
+)
+
+// mkNode builds a node: inputs and outputs by name, "" for omitted.
+func mkNode(op, name string, ins, outs []string, attrs map[string]graph.Attr) *graph.Node {
+	if attrs == nil {
+		attrs = map[string]graph.Attr{}
+	}
+	return &graph.Node{OpType: op, Name: name, Inputs: ins, Outputs: outs, Attrs: attrs}
+}
+
+func ints(v ...int64) graph.Attr  { return graph.Attr{Kind: graph.AttrInts, Ints: v} }
+func intA(v int64) graph.Attr     { return graph.Attr{Kind: graph.AttrInt, I: v} }
+func floatA(v float32) graph.Attr { return graph.Attr{Kind: graph.AttrFloat, F: v} }
+
+// oneNode is a graph with input x of the given shape, the constants, and one
+// node writing y.
+func oneNode(opset int, shape []int, consts map[string]*graph.Tensor, n *graph.Node) *graph.Graph {
+	g := graph.New("test", opset)
+	g.AddInput("x", graph.Float32, shape)
+	for name, c := range consts {
+		g.AddConst(name, c)
+	}
+	g.AddNode(n)
+	g.Outputs = []string{"y"}
+	return g
+}
+
+// evalGraph runs the passes (but disabled), lowers g and evaluates it.
+func evalGraph(t *testing.T, g *graph.Graph, disabled map[string]bool, inputs map[string][]float32) [][]float32 {
+	t.Helper()
+	if err := graph.RunPasses(g, disabled); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Lower(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := te.NewDAG(l.Outputs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed, err := l.Feed(d, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := d.Eval(feed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func approxEqual(a, b []float32, tol float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Abs(float64(a[i])-float64(b[i])) > tol*(1+math.Abs(float64(b[i]))) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestLowerOpsetVariants(t *testing.T) {
+	x6 := []float32{-3, -1, 0, 1, 2, 5}
+	f := func(v ...float32) *graph.Tensor { return graph.Float32Tensor([]int{}, v[:1]) }
+	i64 := func(v ...int64) *graph.Tensor { return graph.Int64Tensor([]int{len(v)}, v) }
+	tests := []struct {
+		name   string
+		opset  int
+		shape  []int
+		consts map[string]*graph.Tensor
+		node   *graph.Node
+		x      []float32
+		want   []float32
+	}{
+		{"clip bounds as attributes (opset 6)", 6, []int{6}, nil,
+			mkNode("Clip", "c", []string{"x"}, []string{"y"}, map[string]graph.Attr{"min": floatA(-1), "max": floatA(2)}),
+			x6, []float32{-1, -1, 0, 1, 2, 2}},
+		{"clip bounds as inputs (opset 13)", 13, []int{6}, map[string]*graph.Tensor{"lo": f(-1), "hi": f(2)},
+			mkNode("Clip", "c", []string{"x", "lo", "hi"}, []string{"y"}, nil),
+			x6, []float32{-1, -1, 0, 1, 2, 2}},
+		{"clip with only max (opset 13)", 13, []int{6}, map[string]*graph.Tensor{"hi": f(0)},
+			mkNode("Clip", "c", []string{"x", "", "hi"}, []string{"y"}, nil),
+			x6, []float32{-3, -1, 0, 0, 0, 0}},
+		{"reshape shape attribute (opset 4)", 4, []int{2, 3}, nil,
+			mkNode("Reshape", "r", []string{"x"}, []string{"y"}, map[string]graph.Attr{"shape": ints(3, 2)}),
+			x6, x6},
+		{"squeeze axes input (opset 13)", 13, []int{1, 6}, map[string]*graph.Tensor{"a": i64(0)},
+			mkNode("Squeeze", "s", []string{"x", "a"}, []string{"y"}, nil),
+			x6, x6},
+		{"pad attributes (opset 2)", 2, []int{6}, nil,
+			mkNode("Pad", "p", []string{"x"}, []string{"y"}, map[string]graph.Attr{"pads": ints(1, 2), "value": floatA(9)}),
+			x6, []float32{9, -3, -1, 0, 1, 2, 5, 9, 9}},
+		{"pad inputs, reflect (opset 13)", 13, []int{6}, map[string]*graph.Tensor{"p": i64(2, 1)},
+			mkNode("Pad", "p", []string{"x", "p"}, []string{"y"}, map[string]graph.Attr{"mode": {Kind: graph.AttrString, S: "reflect"}}),
+			x6, []float32{0, -1, -3, -1, 0, 1, 2, 5, 2}},
+		{"slice attributes (opset 9)", 9, []int{6}, nil,
+			mkNode("Slice", "s", []string{"x"}, []string{"y"}, map[string]graph.Attr{"starts": ints(-2), "ends": ints(100)}),
+			x6, []float32{2, 5}},
+		{"slice negative step (opset 13)", 13, []int{6}, map[string]*graph.Tensor{"s": i64(-1), "e": i64(math.MinInt64), "a": i64(0), "st": i64(-2)},
+			mkNode("Slice", "s", []string{"x", "s", "e", "a", "st"}, []string{"y"}, nil),
+			x6, []float32{5, 1, -1}},
+		{"elu", 13, []int{6}, nil,
+			mkNode("Elu", "e", []string{"x"}, []string{"y"}, map[string]graph.Attr{"alpha": floatA(2)}),
+			x6, []float32{2 * float32(math.Expm1(-3)), 2 * float32(math.Expm1(-1)), 0, 1, 2, 5}},
+		{"sum of one input", 13, []int{6}, nil,
+			mkNode("Sum", "s", []string{"x"}, []string{"y"}, nil),
+			x6, x6},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := oneNode(tc.opset, tc.shape, tc.consts, tc.node)
+			got := evalGraph(t, g, nil, map[string][]float32{"x": tc.x})
+			if !approxEqual(got[0], tc.want, 1e-6) {
+				t.Errorf("got %v, want %v", got[0], tc.want)
+			}
+		})
+	}
+}
+
+// TestLowerSoftmaxOpsets checks the flattening semantics of Softmax before
+// opset 13 against the per-axis semantics after it.
+func TestLowerSoftmaxOpsets(t *testing.T) {
+	x := make([]float32, 2*2*3)
+	for i := range x {
+		x[i] = float32(i%5) * 0.5
+	}
+	run := func(opset int) []float32 {
+		g := oneNode(opset, []int{2, 2, 3}, nil, mkNode("Softmax", "s", []string{"x"}, []string{"y"}, map[string]graph.Attr{"axis": intA(1)}))
+		return evalGraph(t, g, nil, map[string][]float32{"x": x})[0]
+	}
+	old, cur := run(11), run(13)
+	// opset 11: each batch row of 6 sums to 1; opset 13: each column of
+	// axis 1 (2 elements) sums to 1.
+	for b := range 2 {
+		s := 0.0
+		for i := range 6 {
+			s += float64(old[b*6+i])
+		}
+		if math.Abs(s-1) > 1e-5 {
+			t.Errorf("opset 11: row %d sums to %v", b, s)
+		}
+	}
+	for b := range 2 {
+		for k := range 3 {
+			s := float64(cur[b*6+k] + cur[b*6+3+k])
+			if math.Abs(s-1) > 1e-5 {
+				t.Errorf("opset 13: column (%d, %d) sums to %v", b, k, s)
+			}
+		}
+	}
+}
+
+func TestLowerErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		opset int
+		node  *graph.Node
+		want  string
+		check func(error) bool
+	}{
+		{"unsupported op", 13, mkNode("Mod", "m", []string{"x", "x"}, []string{"y"}, nil),
+			"unsupported op Mod (opset 13) at node m", func(err error) bool { return errors.Is(err, graph.ErrUnsupported) }},
+		{"other domain", 13, &graph.Node{OpType: "Relu", Domain: "com.example", Name: "r", Inputs: []string{"x"}, Outputs: []string{"y"}},
+			"unsupported op com.example.Relu", func(err error) bool { return errors.Is(err, graph.ErrUnsupported) }},
+		{"clip bound not constant", 13, mkNode("Clip", "c", []string{"x", "x"}, []string{"y"}, nil),
+			"Clip at node c: min input x must be a constant", func(err error) bool {
+				var nc *graph.NotConstantError
+				return errors.As(err, &nc) && nc.Value == "x"
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := oneNode(tc.opset, []int{1}, nil, tc.node)
+			g.Opsets["com.example"] = 1
+			err := g.InferShapes()
+			if err == nil {
+				_, err = Lower(g)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !tc.check(err) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLowerWeightsArePlaceholders(t *testing.T) {
+	w := graph.Float32Tensor([]int{2, 1, 1, 1}, []float32{3, 4})
+	g := oneNode(13, []int{1, 1, 2, 2}, map[string]*graph.Tensor{"w": w}, mkNode("Conv", "c", []string{"x", "w"}, []string{"y"}, nil))
+	if err := graph.RunPasses(g, nil); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Lower(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := te.NewDAG(l.Outputs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, in := range d.Inputs {
+		names = append(names, l.Sources[in])
+	}
+	if strings.Join(names, ",") != "x,w" {
+		t.Fatalf("DAG inputs %v, want x,w", names)
+	}
+	feed, err := l.Feed(d, map[string][]float32{"x": {1, 2, 3, 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !approxEqual(feed[1], w.F32, 0) {
+		t.Errorf("weight fed as %v", feed[1])
+	}
+}
+
+// TestPassesPreserveResults evaluates graphs with every pass on and with
+// all of them off: BatchNormalization folding, no-op removal, CSE and
+// constant folding must not change the numbers.
+func TestPassesPreserveResults(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	randT := func(shape ...int) *graph.Tensor {
+		v := make([]float32, graph.NumElems(shape))
+		for i := range v {
+			v[i] = rng.Float32()*2 - 1
+		}
+		return graph.Float32Tensor(shape, v)
+	}
+	pos := func(n int) *graph.Tensor {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = 0.5 + rng.Float32()
+		}
+		return graph.Float32Tensor([]int{n}, v)
+	}
+	bnAttrs := map[string]graph.Attr{"epsilon": floatA(1e-3)}
+	tests := []struct {
+		name   string
+		xshape []int
+		consts map[string]*graph.Tensor
+		nodes  []*graph.Node
+	}{
+		{"conv, identity, batchnorm, relu", []int{1, 3, 5, 5},
+			map[string]*graph.Tensor{"w": randT(4, 3, 3, 3), "b": randT(4), "s": pos(4), "bb": randT(4), "m": randT(4), "v": pos(4)},
+			[]*graph.Node{
+				mkNode("Conv", "c", []string{"x", "w", "b"}, []string{"c1"}, map[string]graph.Attr{"pads": ints(1, 1, 1, 1)}),
+				mkNode("Identity", "i", []string{"c1"}, []string{"c2"}, nil),
+				mkNode("BatchNormalization", "bn", []string{"c2", "s", "bb", "m", "v"}, []string{"c3"}, bnAttrs),
+				mkNode("Relu", "r", []string{"c3"}, []string{"y"}, nil),
+			}},
+		{"gemm, batchnorm, duplicate branches", []int{3, 4},
+			map[string]*graph.Tensor{"w": randT(5, 4), "cc": randT(5), "s": pos(5), "bb": randT(5), "m": randT(5), "v": pos(5)},
+			[]*graph.Node{
+				mkNode("Gemm", "g", []string{"x", "w", "cc"}, []string{"g1"}, map[string]graph.Attr{"transB": intA(1), "alpha": floatA(0.5), "beta": floatA(2)}),
+				mkNode("BatchNormalization", "bn", []string{"g1", "s", "bb", "m", "v"}, []string{"g2"}, bnAttrs),
+				mkNode("Tanh", "t1", []string{"g2"}, []string{"a"}, nil),
+				mkNode("Tanh", "t2", []string{"g2"}, []string{"b2"}, nil),
+				mkNode("Add", "add", []string{"a", "b2"}, []string{"y"}, nil),
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mk := func() *graph.Graph {
+				g := graph.New("test", 13)
+				g.AddInput("x", graph.Float32, tc.xshape)
+				for name, c := range tc.consts {
+					g.AddConst(name, c)
+				}
+				for _, n := range tc.nodes {
+					nn := *n
+					g.AddNode(&nn)
+				}
+				g.Outputs = []string{"y"}
+				return g
+			}
+			x := randT(tc.xshape...).F32
+			off := map[string]bool{}
+			for _, p := range graph.PassNames() {
+				off[p] = true
+			}
+			plain := evalGraph(t, mk(), off, map[string][]float32{"x": x})
+			g := mk()
+			opt := evalGraph(t, g, nil, map[string][]float32{"x": x})
+			for _, n := range g.Nodes {
+				if n.OpType == "BatchNormalization" || n.OpType == "Identity" {
+					t.Errorf("%s left after the passes", n.OpType)
+				}
+			}
+			if !approxEqual(opt[0], plain[0], 1e-5) {
+				t.Errorf("with passes %v\nwithout     %v", opt[0], plain[0])
+			}
+		})
+	}
+}
