@@ -81,17 +81,6 @@ func expert(d *te.DAG, t tiles) (*schedule.State, error) {
 	})
 }
 
-func openblasSource(n int) string {
-	return fmt.Sprintf(`#include <cblas.h>
-#include <omp.h>
-int %s(float *const *args) {
-	openblas_set_num_threads(omp_get_max_threads());
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, %d, %d, %d, 1.0f, args[0], %d, args[1], %d, 0.0f, args[2], %d);
-	return 0;
-}
-`, benchutil.KernelName, n, n, n, n, n, n)
-}
-
 func run(n, threads, rounds int, withNaive bool, t tiles) error {
 	ctx := context.Background()
 	d, err := gemmDAG(n)
@@ -136,7 +125,7 @@ func run(n, threads, rounds int, withNaive bool, t tiles) error {
 		return fmt.Errorf("the expert kernel's assembly has no vector FMA instructions")
 	}
 	blasB := &measure.Builder{Flags: append(measure.DefaultFlags(), "-Wl,--no-as-needed", "-lopenblas")}
-	blas, err := benchutil.Build(ctx, blasB, []string{"openblas"}, []string{openblasSource(n)}, args)
+	blas, err := benchutil.Build(ctx, blasB, []string{"openblas"}, []string{benchutil.OpenBLASGEMM(n)}, args)
 	if err != nil {
 		return fmt.Errorf("%w (is libopenblas-dev installed?)", err)
 	}

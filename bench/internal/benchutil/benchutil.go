@@ -97,6 +97,21 @@ func Ratios(a, b []float64) []float64 {
 	return out
 }
 
+// OpenBLASGEMM returns a kernel source with the benchmark ABI that
+// computes args[2] = args[0] · args[1] (n×n row-major) with OpenBLAS's
+// cblas_sgemm on as many threads as OpenMP is given. Build it with
+// -lopenblas.
+func OpenBLASGEMM(n int) string {
+	return fmt.Sprintf(`#include <cblas.h>
+#include <omp.h>
+int %s(float *const *args) {
+	openblas_set_num_threads(omp_get_max_threads());
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, %d, %d, %d, 1.0f, args[0], %d, args[1], %d, 0.0f, args[2], %d);
+	return 0;
+}
+`, KernelName, n, n, n, n, n, n)
+}
+
 // Fatal prints the error and exits.
 func Fatal(err error) {
 	fmt.Fprintln(os.Stderr, "bench:", err)

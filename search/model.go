@@ -1,0 +1,52 @@
+package search
+
+import (
+	"tessera/costmodel"
+)
+
+// GBDTModel is the search's cost model: gradient-boosted trees retrained
+// from scratch on every measurement after each round (Ansor's policy), and
+// random scores until costmodel.MinTrainPrograms measurements succeeded.
+// It implements CostModel.
+type GBDTModel struct {
+	Data   *costmodel.Dataset
+	Params costmodel.Params
+
+	pred costmodel.Predictor
+}
+
+// NewGBDTModel returns an untrained model (random predictions).
+func NewGBDTModel(params costmodel.Params) *GBDTModel {
+	return &GBDTModel{Data: &costmodel.Dataset{}, Params: params, pred: costmodel.NewRandomModel(params.Seed)}
+}
+
+// Predict scores programs with the current model.
+func (m *GBDTModel) Predict(programs [][][]float32) []float64 { return m.pred.Predict(programs) }
+
+// Update adds measurements and retrains.
+func (m *GBDTModel) Update(task string, programs [][][]float32, costs []float64) error {
+	for i, p := range programs {
+		if p == nil {
+			continue // the state did not lower: nothing to learn from
+		}
+		m.Data.Add(task, p, costs[i])
+	}
+	return m.Retrain()
+}
+
+// Retrain trains on all the data (or stays random while there is too
+// little).
+func (m *GBDTModel) Retrain() error {
+	pred, err := costmodel.TrainOrRandom(m.Data, m.Params)
+	if err != nil {
+		return err
+	}
+	m.pred = pred
+	return nil
+}
+
+// Trained returns the trained model, or nil while predictions are random.
+func (m *GBDTModel) Trained() *costmodel.Model {
+	t, _ := m.pred.(*costmodel.Model)
+	return t
+}
