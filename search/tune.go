@@ -1,0 +1,162 @@
+package search
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"tessera/measure"
+	"tessera/schedule"
+	"tessera/te"
+)
+
+// Task is one tuning task: a compute DAG and how often the model runs it.
+type Task struct {
+	Key    string // workload key
+	DAG    *te.DAG
+	Weight int
+}
+
+// Log keeps every measured batch; the tuning loop commits each batch
+// before it starts the next round, so an interrupted run loses at most the
+// batch in flight. cmd/tune backs it with the records store.
+type Log interface {
+	Commit(task Task, batch []Measured) error
+}
+
+// TuneOptions configure a tuning run.
+type TuneOptions struct {
+	Trials    int // measurements across all tasks
+	PerRound  int // measurements per round (0: Search.MeasurePerRound)
+	Search    Options
+	Scheduler SchedulerOptions
+	// MaxConsecutiveErrors stops a task after that many failed
+	// measurements in a row (Ansor: 150).
+	MaxConsecutiveErrors int
+	// Progress, if set, is called after every round.
+	Progress func(Progress)
+}
+
+// Progress is the state of a tuning run after a round.
+type Progress struct {
+	Trials, Total int     // measured in this run, requested
+	Task          int     // index of the task of the last round
+	Objective     float64 // Σ weight × best latency (seconds)
+	Complete      bool    // every live task has a valid schedule
+	Tasks         []*TaskProgress
+}
+
+// TaskSummary is the outcome of one task.
+type TaskSummary struct {
+	Task       Task
+	Trials     int // measured in this run
+	Prior      int // measured in earlier runs
+	Best       float64
+	BestState  *schedule.State
+	Dead       bool
+	LastErrors string
+}
+
+// Summary is the outcome of a tuning run.
+type Summary struct {
+	Tasks     []TaskSummary
+	Trials    int // measured in this run
+	Prior     int // loaded from earlier runs
+	Objective float64
+	Complete  bool
+}
+
+// Tune runs the tuning loop: the task scheduler picks a task, its policy
+// proposes and measures a batch, the batch is committed to the log, the
+// shared cost model learns — until opts.Trials measurements or ctx ends.
+// prior holds, per task key, what earlier runs measured: never measured
+// again, it seeds each policy and counts as the task's warm-up.
+func Tune(ctx context.Context, tasks []Task, prior map[string][]Measured, model CostModel, m Measurer, log Log, opts TuneOptions) (Summary, error) {
+	if err := CheckStrategy(opts.Scheduler.Strategy); err != nil {
+		return Summary{}, err
+	}
+	per := opts.PerRound
+	if per <= 0 {
+		per = opts.Search.MeasurePerRound
+	}
+	maxErr := opts.MaxConsecutiveErrors
+	if maxErr <= 0 {
+		maxErr = 150
+	}
+	policies := make([]*Policy, len(tasks))
+	progress := make([]*TaskProgress, len(tasks))
+	sums := make([]TaskSummary, len(tasks))
+	streak := make([]int, len(tasks))
+	var sum Summary
+	for i, t := range tasks {
+		o := opts.Search
+		o.Seed = opts.Search.Seed + uint64(i)*7919
+		p, err := NewPolicy(t.Key, schedule.NewState(t.DAG), o, model, m)
+		if err != nil {
+			return Summary{}, fmt.Errorf("task %s: %w", t.Key, err)
+		}
+		policies[i] = p
+		progress[i] = &TaskProgress{Weight: float64(t.Weight), FLOPs: t.DAG.FLOPs()}
+		sums[i] = TaskSummary{Task: t, Best: math.Inf(1)}
+		if pr := prior[t.Key]; len(pr) > 0 {
+			p.AddMeasured(pr)
+			_, best := p.Best()
+			progress[i].History = append(progress[i].History, best)
+			sums[i].Prior = len(pr)
+			sum.Prior += len(pr)
+		}
+	}
+
+	rr := 0
+	for sum.Trials < opts.Trials && ctx.Err() == nil {
+		i := NextTask(progress, opts.Scheduler, &rr)
+		if i < 0 {
+			break
+		}
+		ms, err := policies[i].Round(ctx, min(per, opts.Trials-sum.Trials))
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+			break // the batch in flight is dropped; everything before is committed
+		}
+		if err != nil && len(ms) == 0 {
+			// No valid state could even be proposed: set the task aside.
+			progress[i].Dead = true
+			sums[i].LastErrors = err.Error()
+			progress[i].History = append(progress[i].History, progress[i].Best())
+			continue
+		}
+		if cerr := log.Commit(tasks[i], ms); cerr != nil {
+			return sum, fmt.Errorf("commit measurements of task %s: %w", tasks[i].Key, cerr)
+		}
+		if err != nil { // the model failed to update; the batch is safe
+			return sum, err
+		}
+		sum.Trials += len(ms)
+		sums[i].Trials += len(ms)
+		for _, r := range ms {
+			if r.Result.Kind == measure.None {
+				streak[i] = 0
+			} else {
+				streak[i]++
+				sums[i].LastErrors = fmt.Sprintf("%v: %s", r.Result.Kind, r.Result.Msg)
+			}
+		}
+		_, best := policies[i].Best()
+		progress[i].History = append(progress[i].History, best)
+		if streak[i] >= maxErr || (math.IsInf(best, 1) && progress[i].Rounds() >= 3) {
+			progress[i].Dead = true
+		}
+		ApplyEarlyStopping(progress, opts.Scheduler)
+		if opts.Progress != nil {
+			obj, complete := Objective(progress)
+			opts.Progress(Progress{Trials: sum.Trials, Total: opts.Trials, Task: i, Objective: obj, Complete: complete, Tasks: progress})
+		}
+	}
+	for i, p := range policies {
+		sums[i].BestState, sums[i].Best = p.Best()
+		sums[i].Dead = progress[i].Dead
+	}
+	sum.Tasks = sums
+	sum.Objective, sum.Complete = Objective(progress)
+	return sum, ctx.Err()
+}

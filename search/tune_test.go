@@ -1,0 +1,82 @@
+package search
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"tessera/measure"
+	"tessera/schedule"
+	"tessera/te"
+)
+
+type memLog struct {
+	batches map[string][]Measured
+	n       int
+}
+
+func (l *memLog) Commit(t Task, b []Measured) error {
+	if l.batches == nil {
+		l.batches = map[string][]Measured{}
+	}
+	l.batches[t.Key] = append(l.batches[t.Key], b...)
+	l.n += len(b)
+	return nil
+}
+
+func TestTuneAndResume(t *testing.T) {
+	var tasks []Task
+	for _, name := range []string{"matmul_bias_relu", "softmax"} {
+		d := te.ExampleDAGs()[name]
+		tasks = append(tasks, Task{Key: d.WorkloadKey(), DAG: d, Weight: 2})
+	}
+	b := &measure.Builder{CacheDir: t.TempDir()}
+	m := &measure.Measurer{Builder: b, Runner: &measure.Runner{Builder: b, Opts: measure.RunOptions{Threads: 1, Repeat: 1, MinRepeatMs: 1}}, Verify: true}
+	defer m.Runner.Close()
+	opts := TuneOptions{Trials: 20, PerRound: 5, Search: DefaultOptions(), Scheduler: DefaultSchedulerOptions()}
+	opts.Search.Population, opts.Search.Generations = 48, 1
+	rounds := 0
+	opts.Progress = func(p Progress) { rounds++ }
+	log := &memLog{}
+	model := &randomModel{rng: rand.New(rand.NewPCG(2, 2))}
+	sum, err := Tune(context.Background(), tasks, nil, model, m, log, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Trials != 20 || log.n != 20 || rounds != 4 {
+		t.Fatalf("trials %d, logged %d, rounds %d; want 20, 20, 4", sum.Trials, log.n, rounds)
+	}
+	for i, ts := range sum.Tasks {
+		if ts.Trials == 0 || ts.BestState == nil {
+			t.Errorf("task %d: %d trials, best %v (warm-up must give every task a round)", i, ts.Trials, ts.Best)
+		}
+	}
+	// Resume: what was measured is never measured again.
+	sum2, err := Tune(context.Background(), tasks, log.batches, model, m, log, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum2.Prior != 20 || sum2.Trials != 20 {
+		t.Fatalf("resume: prior %d trials %d", sum2.Prior, sum2.Trials)
+	}
+	for key, ms := range log.batches {
+		seen := map[string]bool{}
+		for _, m := range ms {
+			data, _ := schedule.MarshalSteps(m.State.Steps)
+			if seen[string(data)] {
+				t.Fatalf("task %s: a state was measured twice across runs", key)
+			}
+			seen[string(data)] = true
+		}
+	}
+	// Cancellation stops the loop; what was committed stays.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	before := log.n
+	if _, err := Tune(ctx, tasks, log.batches, model, m, log, opts); err == nil {
+		t.Error("canceled run returned no error")
+	}
+	if log.n != before {
+		t.Errorf("canceled run committed %d records", log.n-before)
+	}
+}
