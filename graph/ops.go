@@ -805,18 +805,21 @@ func ResolveSlice(g *Graph, n *Node, x []int) (*SliceSpec, error) {
 		if e < 0 {
 			e += dim
 		}
+		// A step longer than the axis takes one element, like a step
+		// of the axis' extent (and keeps the arithmetic from overflowing).
+		st = min(max(st, -max(dim, 1)), max(dim, 1))
 		var cnt int64
 		if st > 0 {
 			s = min(max(s, 0), dim)
 			e = min(max(e, 0), dim)
 			if e > s {
-				cnt = (e - s + st - 1) / st
+				cnt = (e-s-1)/st + 1
 			}
 		} else {
 			s = min(max(s, 0), dim-1)
 			e = min(max(e, -1), dim-1)
 			if s > e {
-				cnt = (s - e - st - 1) / -st
+				cnt = (s-e-1)/-st + 1
 			}
 		}
 		sp.Start[a], sp.Step[a], sp.Count[a] = int(s), int(st), int(cnt)

@@ -95,7 +95,7 @@ func (g *Graph) newConst(base string, t *Tensor) string {
 
 func foldIntoConv(g *Graph, conv *Node, s, shift []float64) (bool, error) {
 	w := g.ConstOf(conv.Input(1))
-	if w == nil || w.DType != Float32 || len(w.Shape) < 1 || w.Shape[0] != len(s) {
+	if w == nil || w.DType != Float32 || len(w.Shape) < 1 || w.Shape[0] != len(s) || len(s) == 0 {
 		return false, nil
 	}
 	var b []float64

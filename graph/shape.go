@@ -11,6 +11,10 @@ import (
 // gigabytes.
 const MaxFoldElems = 1 << 22
 
+// maxFoldTotal caps the elements shape inference evaluates over a whole
+// graph, so that many large constant nodes cannot exhaust memory either.
+const maxFoldTotal = 1 << 26
+
 // MaxElems caps the element count of any value's static shape.
 const MaxElems = 1 << 40
 
@@ -35,8 +39,9 @@ func (g *Graph) InferShapes() error {
 			}
 		}
 	}
+	budget := maxFoldTotal
 	for _, n := range g.Nodes {
-		if err := g.inferNode(n); err != nil {
+		if err := g.inferNode(n, &budget); err != nil {
 			return err
 		}
 	}
@@ -68,7 +73,9 @@ func KnownOp(op string) bool {
 	return ok
 }
 
-func (g *Graph) inferNode(n *Node) error {
+// inferNode infers n's outputs; budget is the number of elements
+// evaluation may still produce.
+func (g *Graph) inferNode(n *Node, budget *int) error {
 	opset := g.OpsetOf(n)
 	info, ok := opTable[n.OpType]
 	if !ok || (n.Domain != "" && n.Domain != "ai.onnx") {
@@ -127,11 +134,19 @@ func (g *Graph) inferNode(n *Node) error {
 			return nil
 		}
 	}
+	size := 0
 	for _, v := range c.out {
-		if v != nil && NumElems(v.Shape) > MaxFoldElems {
-			return nil
+		if v != nil {
+			size += NumElems(v.Shape)
 		}
 	}
+	if n.OpType == "Constant" {
+		size = 0 // its tensor is already in memory
+	}
+	if size > MaxFoldElems || size > *budget {
+		return nil
+	}
+	*budget -= size
 	res, err := info.eval(c, ins)
 	if err != nil {
 		return err

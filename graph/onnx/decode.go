@@ -121,8 +121,12 @@ func FromProto(m *onnxpb.ModelProto, name string) (*graph.Graph, error) {
 		if n == "" {
 			return nil, fmt.Errorf("graph output without a name")
 		}
-		if _, _, _, err := valueType(vi, "output"); err != nil {
-			return nil, err
+		// An output's type is inferred; a declared one must still be a
+		// supported tensor type.
+		if tt := vi.GetType(); tt != nil && (tt.GetTensorType() == nil || tt.GetTensorType().GetElemType() != 0) {
+			if _, _, _, err := valueType(vi, "output"); err != nil {
+				return nil, err
+			}
 		}
 		g.Outputs = append(g.Outputs, n)
 	}

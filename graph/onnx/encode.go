@@ -94,7 +94,12 @@ func ToProto(g *graph.Graph) (*onnxpb.ModelProto, error) {
 	return m, nil
 }
 
+// valueInfo describes v; a value whose type is not inferred yet is
+// described by its name only.
 func valueInfo(v *graph.Value) *onnxpb.ValueInfoProto {
+	if v.DType == graph.Undefined {
+		return &onnxpb.ValueInfoProto{Name: v.Name}
+	}
 	tt := &onnxpb.TypeProto_Tensor{ElemType: onnxType(v.DType)}
 	if v.Shape != nil {
 		tt.Shape = &onnxpb.TensorShapeProto{}

@@ -1,0 +1,150 @@
+package onnx
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"tessera/graph"
+	"tessera/graph/onnx/onnxpb"
+)
+
+// sample is a small model exercising every attribute kind Encode writes.
+func sample() *graph.Graph {
+	g := graph.New("sample", 13)
+	x := g.AddInput("x", graph.Float32, []int{-1, 3, 4, 4})
+	x.DimParams = []string{"batch", "", "", ""}
+	g.AddConst("w", graph.Float32Tensor([]int{2, 3, 1, 1}, []float32{1, 2, 3, 4, 5, 6}))
+	g.AddConst("shape", graph.Int64Tensor([]int{2}, []int64{0, -1}))
+	g.AddNode(&graph.Node{Name: "conv", OpType: "Conv", Inputs: []string{"x", "w"}, Outputs: []string{"c"},
+		Attrs: map[string]graph.Attr{"strides": {Kind: graph.AttrInts, Ints: []int64{1, 1}}, "auto_pad": {Kind: graph.AttrString, S: "VALID"}}})
+	g.AddNode(&graph.Node{Name: "act", OpType: "LeakyRelu", Inputs: []string{"c"}, Outputs: []string{"a"},
+		Attrs: map[string]graph.Attr{"alpha": {Kind: graph.AttrFloat, F: 0.25}}})
+	g.AddNode(&graph.Node{Name: "flat", OpType: "Reshape", Inputs: []string{"a", "shape"}, Outputs: []string{"y"}})
+	g.Outputs = []string{"y"}
+	return g
+}
+
+func TestEncodeDecodeRoundTrip(t *testing.T) {
+	g := sample()
+	data, err := Encode(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := Decode(data, "sample.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Opset != 13 || h.Name != "sample" || !slices.Equal(h.Inputs, []string{"x"}) || !slices.Equal(h.Outputs, []string{"y"}) {
+		t.Fatalf("decoded opset %d, name %s, inputs %v, outputs %v", h.Opset, h.Name, h.Inputs, h.Outputs)
+	}
+	if x := h.Values["x"]; !slices.Equal(x.Shape, []int{-1, 3, 4, 4}) || x.DimParams[0] != "batch" {
+		t.Errorf("x decoded as %v %v", x.Shape, x.DimParams)
+	}
+	if len(h.Nodes) != 3 {
+		t.Fatalf("%d nodes", len(h.Nodes))
+	}
+	for i, n := range g.Nodes {
+		m := h.Nodes[i]
+		if m.Name != n.Name || m.OpType != n.OpType || !slices.Equal(m.Inputs, n.Inputs) || !slices.Equal(m.Outputs, n.Outputs) || len(m.Attrs) != len(n.Attrs) {
+			t.Errorf("node %d: %+v, want %+v", i, m, n)
+		}
+	}
+	if a := h.Nodes[1].Attrs["alpha"]; a.Kind != graph.AttrFloat || a.F != 0.25 {
+		t.Errorf("alpha decoded as %+v", a)
+	}
+	if w := h.Values["w"].Const; w == nil || !slices.Equal(w.F32, []float32{1, 2, 3, 4, 5, 6}) {
+		t.Errorf("w decoded as %v", w)
+	}
+	if s := h.Values["shape"].Const; s == nil || !slices.Equal(s.I64, []int64{0, -1}) {
+		t.Errorf("shape decoded as %v", s)
+	}
+	if err := h.Bind(map[string][]int{"x": {2, 3, 4, 4}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := graph.RunPasses(h, nil); err != nil {
+		t.Fatal(err)
+	}
+	if y := h.Values["y"].Shape; !slices.Equal(y, []int{2, 32}) {
+		t.Errorf("y has shape %v", y)
+	}
+}
+
+func TestDecodeTypedData(t *testing.T) {
+	// float_data and int64_data instead of raw_data.
+	for _, tp := range []*onnxpb.TensorProto{
+		{Name: "f", DataType: int32(onnxpb.TensorProto_FLOAT), Dims: []int64{2}, FloatData: []float32{1.5, -2}},
+		{Name: "i", DataType: int32(onnxpb.TensorProto_INT64), Dims: []int64{1, 2}, Int64Data: []int64{7, -8}},
+	} {
+		got, err := TensorFromProto(tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := TensorFromProto(TensorToProto(tp.Name, got))
+		if !slices.Equal(got.F32, want.F32) || !slices.Equal(got.I64, want.I64) || !slices.Equal(got.Shape, want.Shape) {
+			t.Errorf("%s: %v, raw round trip %v", tp.Name, got, want)
+		}
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	model := func(edit func(m *onnxpb.ModelProto)) []byte {
+		m, err := ToProto(sample())
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(m)
+		b, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	init := func(m *onnxpb.ModelProto, name string) *onnxpb.TensorProto {
+		for _, tp := range m.Graph.Initializer {
+			if tp.Name == name {
+				return tp
+			}
+		}
+		t.Fatalf("no initializer %s", name)
+		return nil
+	}
+	tests := []struct {
+		name        string
+		data        []byte
+		want        string
+		unsupported bool
+	}{
+		{"garbage", []byte("\xff\xff\xff\xff"), "m.onnx: not an ONNX model", false},
+		{"no graph", model(func(m *onnxpb.ModelProto) { m.Graph = nil }), "model has no graph", false},
+		{"external data", model(func(m *onnxpb.ModelProto) {
+			w := init(m, "w")
+			w.RawData, w.DataLocation = nil, onnxpb.TensorProto_EXTERNAL
+		}), "tensor w: external data", true},
+		{"int32 initializer", model(func(m *onnxpb.ModelProto) { init(m, "shape").DataType = int32(onnxpb.TensorProto_INT32) }), "tensor shape: data type INT32", true},
+		{"raw data too short", model(func(m *onnxpb.ModelProto) { init(m, "w").RawData = make([]byte, 8) }), "tensor w: 8 bytes of raw data for shape [2 3 1 1]", false},
+		{"huge dims, little data", model(func(m *onnxpb.ModelProto) { init(m, "w").Dims = []int64{1 << 20, 1 << 18} }), "tensor w: 24 bytes of raw data for shape [1048576 262144]", false},
+		{"dims past the element cap", model(func(m *onnxpb.ModelProto) { init(m, "w").Dims = []int64{1 << 30, 1 << 30} }), "tensor w: dims", false},
+		{"bool input", model(func(m *onnxpb.ModelProto) {
+			m.Graph.Input[0].Type.GetTensorType().ElemType = int32(onnxpb.TensorProto_BOOL)
+		}), "input x: data type BOOL", true},
+		{"sequence input", model(func(m *onnxpb.ModelProto) {
+			m.Graph.Input[0].Type = &onnxpb.TypeProto{Value: &onnxpb.TypeProto_SequenceType{SequenceType: &onnxpb.TypeProto_Sequence{}}}
+		}), "input x has a sequence type", true},
+		{"undefined input", model(func(m *onnxpb.ModelProto) { m.Graph.Node[0].Input[0] = "nothing" }), "reads nothing, which is not defined", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Decode(tc.data, "m.onnx")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+			if errors.Is(err, graph.ErrUnsupported) != tc.unsupported {
+				t.Errorf("errors.Is(err, ErrUnsupported) = %v, want %v", !tc.unsupported, tc.unsupported)
+			}
+		})
+	}
+}
