@@ -1,0 +1,94 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// parseArgs parses fs's flags wherever they appear among the positional
+// arguments (`tune inspect model.onnx --input x=1,3,8,8`), and returns the
+// positional ones; after "--" every argument is positional.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// shapesFlag collects repeated `--input name=d0,d1,...` flags.
+type shapesFlag map[string][]int
+
+func (s shapesFlag) String() string {
+	names := make([]string, 0, len(s))
+	for n := range s {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		dims := make([]string, len(s[n]))
+		for k, d := range s[n] {
+			dims[k] = strconv.Itoa(d)
+		}
+		parts[i] = n + "=" + strings.Join(dims, ",")
+	}
+	return strings.Join(parts, " ")
+}
+
+func (s shapesFlag) Set(v string) error {
+	name, dims, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("want name=d0,d1,... (e.g. input=1,3,224,224), got %q", v)
+	}
+	if _, dup := s[name]; dup {
+		return fmt.Errorf("input %s given twice", name)
+	}
+	var shape []int
+	if dims != "" {
+		for _, f := range strings.Split(dims, ",") {
+			d, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || d <= 0 {
+				return fmt.Errorf("input %s: dimension %q is not a positive integer", name, f)
+			}
+			shape = append(shape, d)
+		}
+	}
+	s[name] = shape
+	return nil
+}
+
+// namesFlag collects a repeated flag's values (`--no-pass cse --no-pass dce`;
+// commas separate several names too).
+type namesFlag map[string]bool
+
+func (n namesFlag) String() string {
+	names := make([]string, 0, len(n))
+	for k := range n {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
+}
+
+func (n namesFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			n[s] = true
+		}
+	}
+	return nil
+}

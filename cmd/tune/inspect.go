@@ -1,0 +1,89 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"tessera/graph"
+	"tessera/partition"
+)
+
+// runInspect is `tune inspect model.onnx [--input name=dims ...] [--no-pass NAME ...]`:
+// the graph's size before and after the passes, the fused groups and the
+// task table.
+func runInspect(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("tune inspect", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var mf modelFlags
+	mf.register(fs)
+	groups := fs.Bool("groups", true, "list the fused groups")
+	maxDepth := fs.Int("max-fuse-depth", partition.DefaultMaxFuseDepth, "largest group fusion may build, in ops")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: tune inspect model.onnx [--input name=d0,d1,... ...] [--no-pass NAME ...]\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		if err == flag.ErrHelp {
+			return err
+		}
+		return errUsage
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return errUsage
+	}
+	m, err := loadModel(pos[0], mf.inputs, mf.noPass)
+	if err != nil {
+		return err
+	}
+	p, err := partition.Extract(m.g, partition.Options{MaxFuseDepth: *maxDepth})
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	writeGraph(&b, pos[0], m, mf.noPass)
+	if *groups {
+		fmt.Fprintf(&b, "\nfused groups (%d):\n", len(p.Groups))
+		if err := partition.WriteGroups(&b, m.g, p.Groups); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(&b, "\ntasks:\n")
+	if err := partition.WriteTasks(&b, m.g, p); err != nil {
+		return err
+	}
+	_, err = io.WriteString(stdout, b.String())
+	return err
+}
+
+// writeGraph prints the model's inputs and outputs and its size before and
+// after the passes.
+func writeGraph(w io.Writer, path string, m *loaded, noPass namesFlag) {
+	g := m.g
+	values := func(names []string) string {
+		parts := make([]string, len(names))
+		for i, n := range names {
+			parts[i] = fmt.Sprintf("%s%v", n, g.Values[n].Shape)
+		}
+		return strings.Join(parts, " ")
+	}
+	fmt.Fprintf(w, "model %s: graph %q, opset %d\n", path, g.Name, g.Opset)
+	fmt.Fprintf(w, "  inputs:  %s\n  outputs: %s\n", values(g.Inputs), values(g.Outputs))
+	var run []string
+	for _, name := range graph.PassNames() {
+		if !noPass[name] {
+			run = append(run, name)
+		}
+	}
+	fmt.Fprintf(w, "\ngraph                 nodes  constants  constant MB\n")
+	for _, r := range []struct {
+		name string
+		s    graphStats
+	}{{"decoded", m.before}, {"after passes", m.after}} {
+		fmt.Fprintf(w, "  %-18s %6d %10d %12.1f   %s\n", r.name, r.s.nodes, r.s.consts, float64(r.s.constBytes)/1e6, r.s.opsString())
+	}
+	fmt.Fprintf(w, "  passes: %s\n", strings.Join(run, ", "))
+}

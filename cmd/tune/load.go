@@ -1,0 +1,98 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"tessera/graph"
+	"tessera/graph/onnx"
+)
+
+// modelFlags are the flags of every command that reads a model.
+type modelFlags struct {
+	inputs shapesFlag
+	noPass namesFlag
+}
+
+func (m *modelFlags) register(fs *flag.FlagSet) {
+	m.inputs, m.noPass = shapesFlag{}, namesFlag{}
+	fs.Var(m.inputs, "input", "bind graph input `name=d0,d1,...` to a static shape (repeatable)")
+	fs.Var(m.noPass, "no-pass", "disable graph pass `NAME` (repeatable; passes: "+strings.Join(graph.PassNames(), ", ")+")")
+}
+
+// graphStats describes a graph's size.
+type graphStats struct {
+	nodes, consts int
+	constBytes    int64
+	ops           map[string]int
+}
+
+func statsOf(g *graph.Graph) graphStats {
+	s := graphStats{nodes: len(g.Nodes), ops: map[string]int{}}
+	used := map[string]bool{}
+	for _, n := range g.Nodes {
+		s.ops[n.OpType]++
+		for _, in := range n.Inputs {
+			used[in] = true
+		}
+	}
+	for _, o := range g.Outputs {
+		used[o] = true
+	}
+	for _, name := range g.ConstNames() {
+		if !used[name] {
+			continue
+		}
+		c := g.Values[name].Const
+		s.consts++
+		if c.DType == graph.Int64 {
+			s.constBytes += int64(8 * c.Len())
+		} else {
+			s.constBytes += int64(4 * c.Len())
+		}
+	}
+	return s
+}
+
+// opsString lists op counts, most frequent first: "Conv×53 Relu×49 ...".
+func (s graphStats) opsString() string {
+	ops := slices.Collect(maps.Keys(s.ops))
+	slices.SortFunc(ops, func(a, b string) int {
+		if s.ops[a] != s.ops[b] {
+			return s.ops[b] - s.ops[a]
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(ops))
+	for i, op := range ops {
+		parts[i] = fmt.Sprintf("%s×%d", op, s.ops[op])
+	}
+	return strings.Join(parts, " ")
+}
+
+// loaded is a model read, bound and simplified.
+type loaded struct {
+	g             *graph.Graph
+	before, after graphStats
+}
+
+// loadModel decodes the model at path, binds its inputs, infers shapes and
+// runs the graph passes not disabled.
+func loadModel(path string, inputs map[string][]int, noPass map[string]bool) (*loaded, error) {
+	g, err := onnx.DecodeFile(path)
+	if err != nil {
+		return nil, err
+	}
+	l := &loaded{g: g, before: statsOf(g)}
+	if err := g.Bind(inputs); err != nil {
+		return nil, err
+	}
+	if err := graph.RunPasses(g, noPass); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	l.after = statsOf(g)
+	return l, nil
+}

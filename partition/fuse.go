@@ -1,0 +1,466 @@
+package partition
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"tessera/graph"
+	"tessera/te"
+)
+
+// Fusion: graph nodes → groups, along the post-dominator tree.
+//
+//	graph.Graph ──dataflow graph (edges with patterns)──▶ post-dominator tree
+//	            ──phase 0, 1, 2 (below)──▶ union-find groups ──▶ []*Group
+//
+// This is TVM's FuseOps on graph nodes. A node may only be fused into its
+// immediate post-dominator (the first node that every path from it to the
+// graph outputs goes through), together with every node on the paths
+// between the two, so a group never needs a value twice and never forms a
+// cycle with another group. The phases, each one walk over the nodes in
+// topological order:
+//
+//   - phase 0: an out-elementwise-fusable op (Conv, MatMul, Gemm, pooling)
+//     takes its post-dominator when the way there is elementwise and every
+//     op on it is at most broadcast (conv+bias+add+relu); an elementwise or
+//     broadcast op goes into a post-dominator it reaches through injective
+//     or reducing reads (elementwise chains, the operands of a reduction);
+//   - phase 1: injective ops (and the groups they head) go into their
+//     post-dominator when every op on the way, the post-dominator included,
+//     is at most injective (reshape+transpose chains);
+//   - phase 2: what is still an injective group goes into a following
+//     reduction or out-elementwise-fusable group as its prologue (the
+//     Reshape/Transpose to attention heads before a MatMul, the Flatten
+//     before the classifier's Gemm), when every op on the way is injective.
+//
+// Phase 2 is ours: TVM leaves such groups alone and its auto-scheduler
+// then skips them as too simple to tune, so they run as extra copies. Here
+// the sketch rules inline a strictly inlineable producer into the anchor's
+// loads, so a layout change becomes the anchor's index arithmetic instead
+// of a kernel of its own.
+//
+// A node whose output is a graph output has no post-dominator (it must be
+// materialized), so it ends its group. No group grows beyond
+// Options.MaxFuseDepth ops.
+
+// DefaultMaxFuseDepth is the largest group fusion builds by default, in
+// ops: TVM's max_fuse_depth. Real models never come near it (a ResNet group
+// has at most four ops, a BERT one eight); it only bounds pathological
+// elementwise chains, whose kernels would take long to compile.
+const DefaultMaxFuseDepth = 256
+
+// Options control partitioning; the zero value gives the defaults.
+type Options struct {
+	// MaxFuseDepth is the most ops a group may hold; 0 means
+	// DefaultMaxFuseDepth, 1 disables fusion.
+	MaxFuseDepth int
+}
+
+func (o Options) maxDepth() int {
+	if o.MaxFuseDepth <= 0 {
+		return DefaultMaxFuseDepth
+	}
+	return o.MaxFuseDepth
+}
+
+// Group is a set of graph nodes fused into one kernel.
+//
+// Invariant: only the root (the last node) writes values that are read
+// outside the group; every other node is post-dominated by it.
+type Group struct {
+	ID      int           // position in Partition.Groups: execution order
+	Nodes   []*graph.Node // topological order; the last one is the root
+	Pattern Pattern       // the largest pattern of its ops
+	// Outputs are the values the group writes that are read by later groups
+	// or are graph outputs, in the order of the root's outputs: the graph
+	// value of each output of the group's DAG.
+	Outputs []string
+
+	// Set by lowering (LowerGroup, Extract):
+
+	// DAG is the group's compute DAG. Its tensors carry this graph's value
+	// names; its canonical print is that of its task's DAG, so placeholder
+	// i of Task.DAG is Inputs[i] here, and output i is Outputs[i].
+	DAG *te.DAG
+	// Inputs are the graph values behind the DAG's placeholders, in the
+	// order of DAG.Inputs: activations and weights alike. Constants of one
+	// element are not inputs: they are literals of the DAG.
+	Inputs []string
+	Key    string // the workload key of the group's DAG
+	Task   *Task  // the task the group is an occurrence of
+}
+
+// Root returns the group's last node, which writes its outputs.
+func (grp *Group) Root() *graph.Node { return grp.Nodes[len(grp.Nodes)-1] }
+
+// Anchor returns the node the group is built around: its out-elementwise
+// fusable op, else the first op of the group's pattern.
+func (grp *Group) Anchor() *graph.Node {
+	for _, n := range grp.Nodes {
+		if PatternOf(n) == grp.Pattern {
+			return n
+		}
+	}
+	return grp.Root()
+}
+
+// Ops lists the group's op types in order, joined by "+"; runs of the same
+// op are written once with a count ("Reshape×2").
+func (grp *Group) Ops() string {
+	var parts []string
+	for i := 0; i < len(grp.Nodes); {
+		j := i
+		for j < len(grp.Nodes) && grp.Nodes[j].OpType == grp.Nodes[i].OpType {
+			j++
+		}
+		if j-i > 1 {
+			parts = append(parts, fmt.Sprintf("%s×%d", grp.Nodes[i].OpType, j-i))
+		} else {
+			parts = append(parts, grp.Nodes[i].OpType)
+		}
+		i = j
+	}
+	return strings.Join(parts, "+")
+}
+
+// The dataflow graph fusion works on: one fnode per graph node, in the
+// graph's topological order.
+type fnode struct {
+	node    *graph.Node
+	pattern Pattern
+	outs    []fedge // one per read of one of the node's outputs
+	extern  bool    // writes a graph output
+}
+
+type fedge struct {
+	to      int
+	pattern Pattern // the consumer's read (EdgePattern)
+}
+
+// pdom is a node of the post-dominator tree.
+type pdom struct {
+	parent  int     // immediate post-dominator, or -1
+	depth   int     // 1 for a root of the tree
+	pattern Pattern // of the reads on the way to parent
+}
+
+// fuser holds the state of one fusion.
+type fuser struct {
+	nodes []fnode
+	tree  []pdom
+	// union-find over the nodes; the fields below are valid at roots
+	parent  []int
+	size    []int
+	pattern []Pattern
+	maxSize int
+	visited []bool // scratch for path walks
+}
+
+func newFuser(g *graph.Graph, maxSize int) *fuser {
+	idx := make(map[*graph.Node]int, len(g.Nodes))
+	for i, n := range g.Nodes {
+		idx[n] = i
+	}
+	consumers := g.Consumers()
+	f := &fuser{nodes: make([]fnode, len(g.Nodes)), maxSize: maxSize}
+	for i, n := range g.Nodes {
+		fn := fnode{node: n, pattern: PatternOf(n)}
+		for _, o := range n.Outputs {
+			if o == "" {
+				continue
+			}
+			if g.IsOutput(o) {
+				fn.extern = true
+			}
+			for _, c := range consumers[o] {
+				for _, in := range c.Inputs {
+					if in == o {
+						fn.outs = append(fn.outs, fedge{to: idx[c], pattern: EdgePattern(g, c, o)})
+					}
+				}
+			}
+		}
+		f.nodes[i] = fn
+	}
+	n := len(f.nodes)
+	f.parent, f.size, f.pattern = make([]int, n), make([]int, n), make([]Pattern, n)
+	for i := range f.nodes {
+		f.parent[i], f.size[i], f.pattern[i] = i, 1, f.nodes[i].pattern
+	}
+	f.visited = make([]bool, n)
+	f.buildTree()
+	return f
+}
+
+// buildTree computes the post-dominator tree, consumers before producers:
+// a node's immediate post-dominator is the least common ancestor of its
+// consumers in the tree, and the pattern of the way there combines the
+// reads on every path.
+func (f *fuser) buildTree() {
+	f.tree = make([]pdom, len(f.nodes))
+	for i := len(f.nodes) - 1; i >= 0; i-- {
+		fn := &f.nodes[i]
+		if fn.extern || len(fn.outs) == 0 {
+			f.tree[i] = pdom{parent: -1, depth: 1, pattern: Opaque}
+			continue
+		}
+		p := ElemWise
+		lca := fn.outs[0].to
+		p = Combine(p, fn.outs[0].pattern)
+		for _, e := range fn.outs[1:] {
+			lca = f.lca(lca, e.to, &p)
+			p = Combine(p, e.pattern)
+		}
+		if lca < 0 {
+			f.tree[i] = pdom{parent: -1, depth: 1, pattern: p}
+		} else {
+			f.tree[i] = pdom{parent: lca, depth: f.tree[lca].depth + 1, pattern: p}
+		}
+	}
+}
+
+// lca returns the least common ancestor of a and b in the tree (-1 when
+// they have none), combining into p the patterns of the ways up.
+func (f *fuser) lca(a, b int, p *Pattern) int {
+	for a != b {
+		if a < 0 || b < 0 {
+			return -1
+		}
+		da, db := f.tree[a].depth, f.tree[b].depth
+		if da <= db {
+			*p = Combine(*p, f.tree[b].pattern)
+			b = f.tree[b].parent
+		}
+		if db <= da {
+			*p = Combine(*p, f.tree[a].pattern)
+			a = f.tree[a].parent
+		}
+	}
+	return a
+}
+
+func (f *fuser) find(i int) int {
+	for f.parent[i] != i {
+		f.parent[i] = f.parent[f.parent[i]]
+		i = f.parent[i]
+	}
+	return i
+}
+
+// merge puts the group of child into the group of parent.
+func (f *fuser) merge(child, parent int) {
+	c, p := f.find(child), f.find(parent)
+	if c == p {
+		return
+	}
+	f.parent[c] = p
+	f.size[p] += f.size[c]
+	f.pattern[p] = Combine(f.pattern[p], f.pattern[c])
+}
+
+// walk visits every node on the paths from src's consumers to sink
+// (sink included, src excluded) once, stopping when visit returns false.
+func (f *fuser) walk(src, sink int, visit func(i int, isSink bool) bool) bool {
+	clear(f.visited)
+	var rec func(i int) bool
+	rec = func(i int) bool {
+		if f.visited[i] {
+			return true
+		}
+		f.visited[i] = true
+		if !visit(i, i == sink) {
+			return false
+		}
+		if i == sink {
+			return true
+		}
+		for _, e := range f.nodes[i].outs {
+			if !rec(e.to) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, e := range f.nodes[src].outs {
+		if !rec(e.to) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkPath reports whether the group pattern of every node on the paths
+// from src to sink satisfies ok.
+func (f *fuser) checkPath(src, sink int, ok func(p Pattern, isSink bool) bool) bool {
+	return f.walk(src, sink, func(i int, isSink bool) bool { return ok(f.pattern[f.find(i)], isSink) })
+}
+
+// sizeAfter returns the size of the group that fusing src into sink
+// would make.
+func (f *fuser) sizeAfter(src, sink int) int {
+	seen := map[int]bool{f.find(src): true}
+	n := f.size[f.find(src)]
+	f.walk(src, sink, func(i int, _ bool) bool {
+		if r := f.find(i); !seen[r] {
+			seen[r] = true
+			n += f.size[r]
+		}
+		return true
+	})
+	return n
+}
+
+// commit fuses src, sink and every node between them into sink's group.
+func (f *fuser) commit(src, sink int) {
+	target := f.find(sink)
+	var path []int
+	f.walk(src, sink, func(i int, _ bool) bool { path = append(path, i); return true })
+	f.merge(src, target)
+	for _, i := range path {
+		f.merge(i, target)
+	}
+}
+
+// Conditions on the paths of each phase.
+var (
+	atMostBroadcast = func(p Pattern, _ bool) bool { return p <= Broadcast }
+	atMostInjective = func(p Pattern, _ bool) bool { return p <= Injective }
+	// An elementwise/broadcast group may cross injective ops and end in
+	// any fusable group.
+	intoAnyFusable = func(p Pattern, isSink bool) bool {
+		if !isSink {
+			return p <= Injective
+		}
+		return p != Opaque
+	}
+	// A prologue crosses injective ops and ends in a reduction or an
+	// anchor's group.
+	intoAnchor = func(p Pattern, isSink bool) bool {
+		if !isSink {
+			return p <= Injective
+		}
+		return p == CommReduce || p == OutEWiseFusable
+	}
+)
+
+// phase runs one fusion phase (0, 1 or 2) over the nodes.
+func (f *fuser) phase(phase int) {
+	for i := range f.nodes {
+		// A node that is not the root of its group is post-dominated by
+		// the root and already fused with its own post-dominator.
+		if f.find(i) != i {
+			continue
+		}
+		gp := f.pattern[i]
+		dom := f.tree[i]
+		if gp == Opaque || dom.parent < 0 || f.find(dom.parent) == i {
+			continue
+		}
+		sink := dom.parent
+		var ok func(Pattern, bool) bool
+		switch {
+		case gp == OutEWiseFusable:
+			if phase == 0 && dom.pattern == ElemWise {
+				ok = atMostBroadcast
+			}
+		case gp <= Broadcast:
+			if phase != 2 && (dom.pattern <= Injective || dom.pattern == CommReduce) {
+				ok = intoAnyFusable
+			}
+		case gp == Injective:
+			switch phase {
+			case 1:
+				ok = atMostInjective
+			case 2:
+				ok = intoAnchor
+			}
+		}
+		if ok == nil || !f.checkPath(i, sink, ok) {
+			continue
+		}
+		if f.sizeAfter(i, sink) > f.maxSize {
+			continue
+		}
+		f.commit(i, sink)
+	}
+}
+
+// Fuse partitions g (shapes inferred, passes run) into groups of nodes,
+// in execution order. Graph inputs and constants are not nodes: they are
+// inputs of the groups that read them.
+func Fuse(g *graph.Graph, opts Options) ([]*Group, error) {
+	f := newFuser(g, opts.maxDepth())
+	for phase := range 3 {
+		f.phase(phase)
+	}
+	// Members in node order; groups in the order of their roots, which is
+	// topological since only roots are read outside a group.
+	members := map[int][]*graph.Node{}
+	for i, fn := range f.nodes {
+		r := f.find(i)
+		members[r] = append(members[r], fn.node)
+	}
+	groupOf := make([]*Group, len(f.nodes))
+	var groups []*Group
+	for i := range f.nodes {
+		if f.find(i) != i {
+			continue
+		}
+		grp := &Group{ID: len(groups), Nodes: members[i], Pattern: f.pattern[i]}
+		groups = append(groups, grp)
+		groupOf[i] = grp
+	}
+	for i := range f.nodes {
+		groupOf[i] = groupOf[f.find(i)]
+	}
+	// Outputs, and the invariant: a value crossing groups is written by the
+	// root of an earlier group.
+	for i, fn := range f.nodes {
+		grp := groupOf[i]
+		for _, o := range fn.node.Outputs {
+			if o == "" {
+				continue
+			}
+			used := g.IsOutput(o)
+			for _, e := range fn.outs {
+				if groupOf[e.to] != grp {
+					used = true
+					if groupOf[e.to].ID <= grp.ID {
+						return nil, fmt.Errorf("partition: fusion broke its invariant: %s (%s) of group %d is read by group %d",
+							o, fn.node.OpType, grp.ID, groupOf[e.to].ID)
+					}
+				}
+			}
+			if !used {
+				continue
+			}
+			if fn.node != grp.Root() {
+				return nil, fmt.Errorf("partition: fusion broke its invariant: %s (%s) is used outside group %d but not written by its root",
+					o, fn.node.OpType, grp.ID)
+			}
+			grp.Outputs = append(grp.Outputs, o)
+		}
+	}
+	return groups, nil
+}
+
+// WriteGroups prints one line per group: its number, its ops, its output
+// shapes and the names of its root's outputs.
+func WriteGroups(w io.Writer, g *graph.Graph, groups []*Group) error {
+	for _, grp := range groups {
+		shapes := make([]string, len(grp.Outputs))
+		for i, o := range grp.Outputs {
+			shapes[i] = fmt.Sprint(g.Values[o].Shape)
+		}
+		key := ""
+		if grp.Key != "" {
+			key = " " + shortKey(grp.Key)
+		}
+		if _, err := fmt.Fprintf(w, "%4d  %-40s %-24s %s%s\n", grp.ID, grp.Ops(), strings.Join(shapes, " "),
+			strings.Join(grp.Outputs, " "), key); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,193 @@
+package partition
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"tessera/graph"
+	"tessera/te"
+	"tessera/tir"
+)
+
+// Tasks: groups → compute DAGs → distinct workloads.
+//
+//	[]*Group ──LowerGroup──▶ *te.DAG per group ──WorkloadKey──▶ dedupe ──▶ []*Task
+//
+// A group's DAG reads its external values through placeholders (graph
+// inputs, activations of earlier groups and weights alike) and writes its
+// outputs; constants of one element become literals. The DAG's workload
+// key is a hash of its canonical print, which knows no names and orders
+// the placeholders by their first use in the DAG's topological order, so
+// the same computation in two groups, or in two models, has one key. A
+// task is one key: its DAG (that of its first group) and its weight, the
+// number of groups that run it.
+
+// Task is a distinct workload of a graph.
+type Task struct {
+	Key    string
+	DAG    *te.DAG  // the DAG of Groups[0]; every group's DAG prints alike
+	Weight int      // len(Groups): how often one inference runs it
+	Groups []*Group // the occurrences, in execution order
+	FLOPs  float64  // of one occurrence
+}
+
+// Ops returns the op list of the task's first group (see Group.Ops).
+func (t *Task) Ops() string { return t.Groups[0].Ops() }
+
+// Partition is a graph cut into fused groups and the tasks they run.
+type Partition struct {
+	Groups []*Group // in execution order
+	Tasks  []*Task  // in order of first occurrence
+}
+
+// TotalFLOPs returns the FLOPs of one inference: the sum over tasks of
+// weight × FLOPs.
+func (p *Partition) TotalFLOPs() float64 {
+	total := 0.0
+	for _, t := range p.Tasks {
+		total += float64(t.Weight) * t.FLOPs
+	}
+	return total
+}
+
+// Extract fuses g (shapes inferred, passes run; see graph.RunPasses),
+// lowers every group to a DAG and merges the groups of equal workload key
+// into tasks. It fails on a node that cannot be lowered, naming the group.
+func Extract(g *graph.Graph, opts Options) (*Partition, error) {
+	groups, err := Fuse(g, opts)
+	if err != nil {
+		return nil, err
+	}
+	p := &Partition{Groups: groups}
+	byKey := map[string]*Task{}
+	for _, grp := range groups {
+		dag, err := LowerGroup(g, grp)
+		if err != nil {
+			return nil, fmt.Errorf("partition: group %d (%s): %w", grp.ID, grp.Ops(), err)
+		}
+		t := byKey[grp.Key]
+		if t == nil {
+			t = &Task{Key: grp.Key, DAG: dag, FLOPs: dag.FLOPs()}
+			byKey[grp.Key] = t
+			p.Tasks = append(p.Tasks, t)
+		}
+		t.Groups = append(t.Groups, grp)
+		t.Weight++
+		grp.Task = t
+	}
+	return p, nil
+}
+
+// LowerGroup builds the compute DAG of grp's nodes and sets grp.DAG,
+// grp.Inputs (the graph values behind the DAG's placeholders) and grp.Key.
+// The DAG's outputs are grp.Outputs, in order.
+func LowerGroup(g *graph.Graph, grp *Group) (*te.DAG, error) {
+	vals := map[string]*te.Tensor{}
+	source := map[*te.Tensor]string{}
+	src := func(name string) (*te.Tensor, error) {
+		if t, ok := vals[name]; ok {
+			return t, nil
+		}
+		v := g.Values[name]
+		if v == nil || v.Shape == nil {
+			return nil, fmt.Errorf("value %s has no shape", name)
+		}
+		for _, d := range v.Shape {
+			if d <= 0 {
+				return nil, graph.Unsupportedf("value %s is empty (shape %v)", name, v.Shape)
+			}
+		}
+		var t *te.Tensor
+		if c := v.Const; c != nil && c.Len() == 1 {
+			lit := tir.F32(c.Float64s()[0])
+			t = te.Compute(name, v.Shape, func([]tir.Expr) tir.Expr { return lit })
+		} else {
+			if v.Const == nil && v.DType != graph.Float32 {
+				return nil, graph.Unsupportedf("value %s is %s computed at run time (only float32 data reaches the kernels)", name, v.DType)
+			}
+			t = te.Placeholder(name, v.Shape...)
+			source[t] = name
+		}
+		vals[name] = t
+		return t, nil
+	}
+	for _, n := range grp.Nodes {
+		outs, err := LowerNode(g, n, src)
+		if err != nil {
+			return nil, err
+		}
+		for i, o := range n.Outputs {
+			if o != "" && i < len(outs) && outs[i] != nil {
+				vals[o] = outs[i]
+			}
+		}
+	}
+	outs := make([]*te.Tensor, len(grp.Outputs))
+	for i, o := range grp.Outputs {
+		t := vals[o]
+		if t == nil {
+			return nil, fmt.Errorf("output %s was not lowered", o)
+		}
+		if t.IsPlaceholder() {
+			var err error
+			if t, err = te.Reshape(o+"_copy", t, t.Shape, false); err != nil {
+				return nil, err
+			}
+		}
+		outs[i] = t
+	}
+	dag, err := te.NewDAG(outs...)
+	if err != nil {
+		return nil, err
+	}
+	grp.Inputs = make([]string, len(dag.Inputs))
+	for i, t := range dag.Inputs {
+		name, ok := source[t]
+		if !ok {
+			return nil, fmt.Errorf("placeholder %s does not come from the graph", t.Name)
+		}
+		grp.Inputs[i] = name
+	}
+	grp.DAG, grp.Key = dag, dag.WorkloadKey()
+	return dag, nil
+}
+
+// shortKey is the part of a workload key a table shows.
+func shortKey(key string) string {
+	if i := strings.IndexByte(key, '-'); i >= 0 && len(key) > i+9 {
+		return key[:i+9]
+	}
+	return key
+}
+
+// WriteTasks prints the task table: key prefix, ops, output shape, GFLOP
+// of one occurrence, weight and share of the total FLOPs, then the totals.
+func WriteTasks(w io.Writer, g *graph.Graph, p *Partition) error {
+	total := p.TotalFLOPs()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%4s  %-11s  %-44s %-18s %9s %6s %7s\n", "task", "key", "ops", "output", "GFLOP", "weight", "share")
+	for i, t := range p.Tasks {
+		var shapes []string
+		for _, o := range t.Groups[0].Outputs {
+			shapes = append(shapes, shapeString(g.Values[o].Shape))
+		}
+		share := 0.0
+		if total > 0 {
+			share = 100 * float64(t.Weight) * t.FLOPs / total
+		}
+		fmt.Fprintf(&b, "%4d  %-11s  %-44s %-18s %9.4f %6d %6.1f%%\n", i, shortKey(t.Key), t.Ops(),
+			strings.Join(shapes, " "), t.FLOPs/1e9, t.Weight, share)
+	}
+	fmt.Fprintf(&b, "%d tasks, %d groups, %.3f GFLOP per inference\n", len(p.Tasks), len(p.Groups), total/1e9)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func shapeString(s []int) string {
+	parts := make([]string, len(s))
+	for i, d := range s {
+		parts[i] = fmt.Sprint(d)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
