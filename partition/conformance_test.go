@@ -51,42 +51,7 @@ type caseResult struct {
 }
 
 func TestConformance(t *testing.T) {
-	if _, err := os.Stat(testdataRoot); err != nil {
-		t.Fatalf("ONNX test data not found at %s: install Debian's libonnx-testdata (apt-get install libonnx-testdata; scripts/deps.sh does it)", testdataRoot)
-	}
-	type job struct{ suite, name, dir string }
-	var jobs []job
-	for _, s := range conformanceSuites {
-		entries, err := os.ReadDir(filepath.Join(testdataRoot, s))
-		if err != nil {
-			t.Fatalf("reading suite %s: %v", s, err)
-		}
-		for _, e := range entries {
-			if e.IsDir() {
-				jobs = append(jobs, job{s, e.Name(), filepath.Join(testdataRoot, s, e.Name())})
-			}
-		}
-	}
-	results := make([]caseResult, len(jobs))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				j := jobs[i]
-				o, reason := runConformanceCase(j.dir)
-				results[i] = caseResult{j.suite, j.name, o, reason}
-			}
-		}()
-	}
-	for i := range jobs {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-
+	results := runConformance(t, nil)
 	var counts [3]int
 	nodePassed := 0
 	why := map[string]int{}
@@ -127,9 +92,71 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+// TestConformanceEachPassOff runs the suites once per pass with that pass
+// disabled (`--no-pass NAME`): a test may become unsupported (Shape is not
+// lowered, so shape subgraphs need constant folding) but none may fail, so
+// no pass is needed for correct numbers.
+func TestConformanceEachPassOff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the conformance suites once per pass")
+	}
+	for _, p := range graph.PassNames() {
+		results := runConformance(t, map[string]bool{p: true})
+		var counts [3]int
+		for _, r := range results {
+			counts[r.outcome]++
+			if r.outcome == failed {
+				t.Errorf("without %s: %s/%s: %s", p, r.suite, r.name, r.reason)
+			}
+		}
+		t.Logf("without %s: %d passed, %d failed, %d unsupported", p, counts[passed], counts[failed], counts[unsupported])
+	}
+}
+
+// runConformance runs every test of the suites, in parallel.
+func runConformance(t *testing.T, disabled map[string]bool) []caseResult {
+	t.Helper()
+	if _, err := os.Stat(testdataRoot); err != nil {
+		t.Fatalf("ONNX test data not found at %s: install Debian's libonnx-testdata (apt-get install libonnx-testdata; scripts/deps.sh does it)", testdataRoot)
+	}
+	type job struct{ suite, name, dir string }
+	var jobs []job
+	for _, s := range conformanceSuites {
+		entries, err := os.ReadDir(filepath.Join(testdataRoot, s))
+		if err != nil {
+			t.Fatalf("reading suite %s: %v", s, err)
+		}
+		for _, e := range entries {
+			if e.IsDir() {
+				jobs = append(jobs, job{s, e.Name(), filepath.Join(testdataRoot, s, e.Name())})
+			}
+		}
+	}
+	results := make([]caseResult, len(jobs))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				j := jobs[i]
+				o, reason := runConformanceCase(j.dir, disabled)
+				results[i] = caseResult{j.suite, j.name, o, reason}
+			}
+		}()
+	}
+	for i := range jobs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return results
+}
+
 // runConformanceCase runs one test directory: every test_data_set_* must
 // match.
-func runConformanceCase(dir string) (outcome, string) {
+func runConformanceCase(dir string, disabled map[string]bool) (outcome, string) {
 	g, err := onnx.DecodeFile(filepath.Join(dir, "model.onnx"))
 	if err != nil {
 		return classify(err)
@@ -140,7 +167,7 @@ func runConformanceCase(dir string) (outcome, string) {
 	}
 	sort.Strings(sets)
 	for _, set := range sets {
-		o, reason := runDataSet(g.Clone(), set)
+		o, reason := runDataSet(g.Clone(), set, disabled)
 		if o == failed {
 			return o, fmt.Sprintf("%s: %s", filepath.Base(set), reason)
 		}
@@ -179,7 +206,7 @@ func classify(err error) (outcome, string) {
 	return failed, err.Error()
 }
 
-func runDataSet(g *graph.Graph, set string) (outcome, string) {
+func runDataSet(g *graph.Graph, set string, disabled map[string]bool) (outcome, string) {
 	inputs := map[string]*graph.Tensor{}
 	for i, name := range g.Inputs {
 		data, err := os.ReadFile(filepath.Join(set, fmt.Sprintf("input_%d.pb", i)))
@@ -224,7 +251,7 @@ func runDataSet(g *graph.Graph, set string) (outcome, string) {
 	var l *Lowered
 	for attempt := 0; ; attempt++ {
 		base := g.Clone()
-		err := graph.RunPasses(g, nil)
+		err := graph.RunPasses(g, disabled)
 		if err == nil {
 			l, err = Lower(g)
 		}
