@@ -1,0 +1,82 @@
+package costmodel
+
+import (
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+
+	"tessera/schedule"
+	"tessera/schedule/schedtest"
+	"tessera/te"
+)
+
+var (
+	bigOnce sync.Once
+	bigData *Dataset
+)
+
+// realisticDataset extracts features of n random schedules of several
+// example DAGs (one task each) with a synthetic cost: a fixed function of
+// the features plus noise, so that training has something to learn.
+func realisticDataset(n int) *Dataset {
+	dags := te.ExampleDAGs()
+	names := []string{"matmul", "conv", "conv_bias_relu", "softmax", "batch_matmul", "max_pool", "layernorm", "conv_strided"}
+	slices.Sort(names)
+	d := &Dataset{}
+	rng := rand.New(rand.NewPCG(1, 1))
+	for i := range n {
+		name := names[i%len(names)]
+		s0 := schedule.NewState(dags[name])
+		_, f := schedtest.RandomLowerable(rng, s0, 10)
+		rows := Extract(f)
+		cost := 1.0
+		for _, r := range rows {
+			cost += float64(r[fFloatMul]) + 0.5*float64(r[fBuffers+bLines]) - 0.3*float64(r[fVec+annLen]) + 0.1*float64(r[fOuter+2])
+		}
+		cost *= 1 + 0.1*rng.Float64()
+		d.Add(name, rows, cost)
+	}
+	return d
+}
+
+func BenchmarkTrain20k(b *testing.B) {
+	bigOnce.Do(func() { bigData = realisticDataset(20000) })
+	b.Logf("%d programs, %d rows", bigData.Len(), bigData.NumRows())
+	for _, obj := range []Objective{PackSum, PairwiseRank} {
+		b.Run(obj.String(), func(b *testing.B) {
+			for b.Loop() {
+				m, err := Train(bigData, Params{Objective: obj})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Logf("%v: %d rounds, %d trees, %d used features, best metric %.4f, %v", obj, m.Info.Rounds, m.Info.Trees, m.Info.UsedFeats, m.Info.BestMetric, m.Info.Duration)
+			}
+		})
+	}
+}
+
+// BenchmarkHistogram builds the root histogram of the 20k-program dataset.
+func BenchmarkHistogram(b *testing.B) {
+	bigOnce.Do(func() { bigData = realisticDataset(20000) })
+	d := bigData
+	m := newBinMapper(d.flat, d.nf, 64)
+	nu := len(m.used)
+	bins := make([]uint8, d.NumRows()*nu)
+	m.binRows(d.flat, 0, d.NumRows(), bins)
+	rows := make([]int32, d.NumRows())
+	for i := range rows {
+		rows[i] = int32(i)
+	}
+	for _, w := range []int{1, 2} {
+		b.Run(string(rune('0'+w))+"workers", func(b *testing.B) {
+			g := newGrower(growParams{workers: w}, m, bins, rows)
+			g.gh = make([]gradPair, len(rows))
+			h := make([]histBin, m.totalBins)
+			for b.Loop() {
+				g.build(h, rows, histBin{})
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(rows)*nu), "ns/update")
+		})
+	}
+}
