@@ -1,35 +1,48 @@
 package modelgen
 
 import (
+	"fmt"
 	"math"
 
 	"tessera/graph"
 )
 
-// BERT-base dimensions.
-const (
-	bertSeq    = 128
-	bertHidden = 768
-	bertHeads  = 12
-	bertFFN    = 3072
-)
+// BERTConfig describes one encoder layer of a BERT.
+type BERTConfig struct {
+	Name   string
+	Seq    int  // sequence length (128)
+	Hidden int  // hidden size (768)
+	Heads  int  // attention heads; Hidden must be a multiple (12)
+	FFN    int  // inner size of the feed-forward network (3072)
+	Opset  int  // 17, or 20 and later for the Gelu op
+	GeluOp bool // GELU as the Gelu op (opset 20) rather than its Erf form
+}
+
+// BERTLayerConfig is BERT-base's layer at batch 1, sequence 128.
+var BERTLayerConfig = BERTConfig{Name: "bert_layer", Seq: 128, Hidden: 768, Heads: 12, FFN: 3072, Opset: 17}
 
 // BERTLayer is one BERT-base encoder layer (Hugging Face's BertLayer) on
 // hidden states of 1×128×768 with an additive attention mask of 1×1×1×128,
 // exported at opset 17: GELU in its Erf form, and the reshapes to and from
 // the attention heads computed from Shape, as a traced export writes them.
-func BERTLayer(seed uint64) (*graph.Graph, error) { return bertLayer("bert_layer", 17, false, seed) }
+func BERTLayer(seed uint64) (*graph.Graph, error) { return BERT(BERTLayerConfig, seed) }
 
 // BERTLayerGelu is the same layer at opset 20, with the Gelu op.
 func BERTLayerGelu(seed uint64) (*graph.Graph, error) {
-	return bertLayer("bert_layer_gelu", 20, true, seed)
+	c := BERTLayerConfig
+	c.Name, c.Opset, c.GeluOp = "bert_layer_gelu", 20, true
+	return BERT(c, seed)
 }
 
-func bertLayer(name string, opset int, geluOp bool, seed uint64) (*graph.Graph, error) {
-	b := newBuilder(name, opset, seed)
-	h := b.input("hidden_states", 1, bertSeq, bertHidden)
-	mask := b.input("attention_mask", 1, 1, 1, bertSeq)
-	headDim := bertHidden / bertHeads
+// BERT builds the encoder layer c describes (see BERTLayer).
+func BERT(c BERTConfig, seed uint64) (*graph.Graph, error) {
+	if c.Heads <= 0 || c.Hidden%c.Heads != 0 {
+		return nil, fmt.Errorf("modelgen: %s: hidden size %d is not a multiple of %d heads", c.Name, c.Hidden, c.Heads)
+	}
+	b := newBuilder(c.Name, c.Opset, seed)
+	h := b.input("hidden_states", 1, c.Seq, c.Hidden)
+	mask := b.input("attention_mask", 1, 1, 1, c.Seq)
+	headDim := c.Hidden / c.Heads
 
 	// dims returns Unsqueeze(Gather(Shape(x), i)) for each i: the leading
 	// dimensions of x as 1-element int64 tensors.
@@ -45,8 +58,8 @@ func bertLayer(name string, opset int, geluOp bool, seed uint64) (*graph.Graph, 
 		}
 		return out
 	}
-	heads, hdim := b.int64s("shape.heads", bertHeads), b.int64s("shape.head_dim", int64(headDim))
-	hidden := b.int64s("shape.hidden", bertHidden)
+	heads, hdim := b.int64s("shape.heads", int64(c.Heads)), b.int64s("shape.head_dim", int64(headDim))
+	hidden := b.int64s("shape.hidden", int64(c.Hidden))
 	// toHeads: [B, S, H] → [B, heads, S, d] (and [B, heads, d, S] for keys).
 	toHeads := func(scope, x string, key bool) string {
 		bs := dims(scope, x, 2)
@@ -60,9 +73,9 @@ func bertLayer(name string, opset int, geluOp bool, seed uint64) (*graph.Graph, 
 	}
 
 	const sc = "encoder.layer.0"
-	q := toHeads(sc+".attention.self", b.linear(sc+".attention.self.query", h, bertHidden, bertHidden), false)
-	k := toHeads(sc+".attention.self", b.linear(sc+".attention.self.key", h, bertHidden, bertHidden), true)
-	v := toHeads(sc+".attention.self", b.linear(sc+".attention.self.value", h, bertHidden, bertHidden), false)
+	q := toHeads(sc+".attention.self", b.linear(sc+".attention.self.query", h, c.Hidden, c.Hidden), false)
+	k := toHeads(sc+".attention.self", b.linear(sc+".attention.self.key", h, c.Hidden, c.Hidden), true)
+	v := toHeads(sc+".attention.self", b.linear(sc+".attention.self.value", h, c.Hidden, c.Hidden), false)
 	att := sc + ".attention.self"
 	s := b.op(att, "MatMul", []string{q, k}, nil)
 	s = b.op(att, "Div", []string{s, b.scalar(att+".scale", float32(math.Sqrt(float64(headDim))))}, nil)
@@ -73,19 +86,19 @@ func bertLayer(name string, opset int, geluOp bool, seed uint64) (*graph.Graph, 
 	bs := dims(att, ctx, 2)
 	ctx = b.op(att, "Reshape", []string{ctx, b.op(att, "Concat", []string{bs[0], bs[1], hidden}, attrs("axis", intAttr(0)))}, nil)
 
-	x := b.linear(sc+".attention.output.dense", ctx, bertHidden, bertHidden)
+	x := b.linear(sc+".attention.output.dense", ctx, c.Hidden, c.Hidden)
 	x = b.op(sc+".attention.output", "Add", []string{x, h}, nil)
-	x = b.layerNorm(sc+".attention.output.LayerNorm", x, bertHidden)
+	x = b.layerNorm(sc+".attention.output.LayerNorm", x, c.Hidden)
 
-	y := b.linear(sc+".intermediate.dense", x, bertHidden, bertFFN)
-	if geluOp {
+	y := b.linear(sc+".intermediate.dense", x, c.Hidden, c.FFN)
+	if c.GeluOp {
 		y = b.op(sc+".intermediate", "Gelu", []string{y}, nil)
 	} else {
 		y = b.geluErf(sc+".intermediate", y)
 	}
-	y = b.linear(sc+".output.dense", y, bertFFN, bertHidden)
+	y = b.linear(sc+".output.dense", y, c.FFN, c.Hidden)
 	y = b.op(sc+".output", "Add", []string{y, x}, nil)
-	return b.finish(b.layerNorm(sc+".output.LayerNorm", y, bertHidden))
+	return b.finish(b.layerNorm(sc+".output.LayerNorm", y, c.Hidden))
 }
 
 // layerNorm is LayerNormalization over the last axis.

@@ -7,14 +7,18 @@ import (
 )
 
 // MobileNetV2 is torchvision's mobilenet_v2 (width multiplier 1.0) on a
-// 1×3×224×224 input: inverted residual blocks of a 1×1 expansion, a 3×3
-// depthwise convolution and a linear 1×1 projection, each followed by
-// BatchNormalization, with ReLU6 exported as Clip(0, 6).
-func MobileNetV2(seed uint64) (*graph.Graph, error) {
+// 1×3×224×224 input.
+func MobileNetV2(seed uint64) (*graph.Graph, error) { return MobileNetV2At(224, seed) }
+
+// MobileNetV2At is MobileNetV2 on a 1×3×size×size input: inverted
+// residual blocks of a 1×1 expansion, a 3×3 depthwise convolution and a
+// linear 1×1 projection, each followed by BatchNormalization, with ReLU6
+// exported as Clip(0, 6).
+func MobileNetV2At(size int, seed uint64) (*graph.Graph, error) {
 	b := newBuilder("mobilenetv2", opset, seed)
 	lo, hi := b.scalar("relu6.min", 0), b.scalar("relu6.max", 6)
 	relu6 := func(scope, x string) string { return b.op(scope, "Clip", []string{x, lo, hi}, nil) }
-	x := b.input("input", 1, 3, 224, 224)
+	x := b.input("input", 1, 3, size, size)
 	x = b.convBN("features.0.0", x, 3, 32, 3, 2, 1, 1, 1, "features.0.1")
 	x = relu6("features.0.2", x)
 	// expansion t, output channels c, repeats n, first stride s

@@ -6,24 +6,39 @@ import (
 	"tessera/graph"
 )
 
-// ResNet18 is torchvision's resnet18: basic blocks [2, 2, 2, 2].
-func ResNet18(seed uint64) (*graph.Graph, error) {
-	return resnet("resnet18", seed, []int{2, 2, 2, 2}, false)
+// ResNetConfig describes a ResNet of torchvision's layout (v1.5: the
+// stride of a bottleneck is in its 3×3 convolution).
+type ResNetConfig struct {
+	Name       string
+	Blocks     []int // blocks per stage
+	Bottleneck bool  // bottleneck blocks (expansion 4) rather than basic ones
+	Width      int   // channels of the stem and the first stage (64)
+	Input      int   // height and width of the image (224)
+	Classes    int   // outputs of the classifier (1000)
 }
 
-// ResNet50 is torchvision's resnet50 (v1.5: the stride is in the 3×3
-// convolution of a bottleneck): bottleneck blocks [3, 4, 6, 3].
-func ResNet50(seed uint64) (*graph.Graph, error) {
-	return resnet("resnet50", seed, []int{3, 4, 6, 3}, true)
-}
+// ResNet18Config and ResNet50Config are the standard networks at batch 1,
+// 224×224.
+var (
+	ResNet18Config = ResNetConfig{Name: "resnet18", Blocks: []int{2, 2, 2, 2}, Width: 64, Input: 224, Classes: 1000}
+	ResNet50Config = ResNetConfig{Name: "resnet50", Blocks: []int{3, 4, 6, 3}, Bottleneck: true, Width: 64, Input: 224, Classes: 1000}
+)
 
-// resnet builds a ResNet on a 1×3×224×224 input. Every convolution is
-// bias-free and followed by a BatchNormalization, as exported.
-func resnet(name string, seed uint64, blocks []int, bottleneck bool) (*graph.Graph, error) {
-	b := newBuilder(name, opset, seed)
-	x := b.input("input", 1, 3, 224, 224)
-	x = b.conv("conv1", x, 3, 64, 7, 2, 3, 1, false)
-	x = b.batchNorm("bn1", x, 64, 1)
+// ResNet18 is torchvision's resnet18.
+func ResNet18(seed uint64) (*graph.Graph, error) { return ResNet(ResNet18Config, seed) }
+
+// ResNet50 is torchvision's resnet50.
+func ResNet50(seed uint64) (*graph.Graph, error) { return ResNet(ResNet50Config, seed) }
+
+// ResNet builds the ResNet c describes on a 1×3×Input×Input image. Every
+// convolution is bias-free and followed by a BatchNormalization, as
+// exported.
+func ResNet(c ResNetConfig, seed uint64) (*graph.Graph, error) {
+	b := newBuilder(c.Name, opset, seed)
+	bottleneck := c.Bottleneck
+	x := b.input("input", 1, 3, c.Input, c.Input)
+	x = b.conv("conv1", x, 3, c.Width, 7, 2, 3, 1, false)
+	x = b.batchNorm("bn1", x, c.Width, 1)
 	x = b.op("", "Relu", []string{x}, nil)
 	x = b.op("", "MaxPool", []string{x}, attrs("ceil_mode", intAttr(0), "dilations", ints(1, 1),
 		"kernel_shape", ints(3, 3), "pads", ints(1, 1, 1, 1), "strides", ints(2, 2)))
@@ -31,9 +46,9 @@ func resnet(name string, seed uint64, blocks []int, bottleneck bool) (*graph.Gra
 	if bottleneck {
 		expansion = 4
 	}
-	in := 64
-	for stage, n := range blocks {
-		width := 64 << stage
+	in := c.Width
+	for stage, n := range c.Blocks {
+		width := c.Width << stage
 		for i := range n {
 			stride := 1
 			if stage > 0 && i == 0 {
@@ -48,7 +63,7 @@ func resnet(name string, seed uint64, blocks []int, bottleneck bool) (*graph.Gra
 			in = width * expansion
 		}
 	}
-	return b.finish(b.classifier("fc", x, in, 1000))
+	return b.finish(b.classifier("fc", x, in, c.Classes))
 }
 
 // convBN is a bias-free convolution followed by BatchNormalization.

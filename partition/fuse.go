@@ -445,22 +445,13 @@ func Fuse(g *graph.Graph, opts Options) ([]*Group, error) {
 	return groups, nil
 }
 
-// WriteGroups prints one line per group: its number, its ops, its output
-// shapes and the names of its root's outputs.
+// WriteGroups prints one line per group: its number, the prefix of its
+// workload key (once lowered), its ops, its output shapes and the values
+// it writes.
 func WriteGroups(w io.Writer, g *graph.Graph, groups []*Group) error {
+	t := table{header: []string{"group", "key", "ops", "output", "writes"}, right: "1"}
 	for _, grp := range groups {
-		shapes := make([]string, len(grp.Outputs))
-		for i, o := range grp.Outputs {
-			shapes[i] = fmt.Sprint(g.Values[o].Shape)
-		}
-		key := ""
-		if grp.Key != "" {
-			key = " " + shortKey(grp.Key)
-		}
-		if _, err := fmt.Fprintf(w, "%4d  %-40s %-24s %s%s\n", grp.ID, grp.Ops(), strings.Join(shapes, " "),
-			strings.Join(grp.Outputs, " "), key); err != nil {
-			return err
-		}
+		t.add(fmt.Sprint(grp.ID), shortKey(grp.Key), grp.Ops(), outputShapes(g, grp), strings.Join(grp.Outputs, " "))
 	}
-	return nil
+	return t.write(w)
 }

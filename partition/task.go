@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"tessera/graph"
 	"tessera/te"
@@ -165,23 +166,28 @@ func shortKey(key string) string {
 // of one occurrence, weight and share of the total FLOPs, then the totals.
 func WriteTasks(w io.Writer, g *graph.Graph, p *Partition) error {
 	total := p.TotalFLOPs()
-	var b strings.Builder
-	fmt.Fprintf(&b, "%4s  %-11s  %-44s %-18s %9s %6s %7s\n", "task", "key", "ops", "output", "GFLOP", "weight", "share")
-	for i, t := range p.Tasks {
-		var shapes []string
-		for _, o := range t.Groups[0].Outputs {
-			shapes = append(shapes, shapeString(g.Values[o].Shape))
-		}
+	t := table{header: []string{"task", "key", "ops", "output", "GFLOP", "weight", "share"}, right: "1000111"}
+	for i, task := range p.Tasks {
 		share := 0.0
 		if total > 0 {
-			share = 100 * float64(t.Weight) * t.FLOPs / total
+			share = 100 * float64(task.Weight) * task.FLOPs / total
 		}
-		fmt.Fprintf(&b, "%4d  %-11s  %-44s %-18s %9.4f %6d %6.1f%%\n", i, shortKey(t.Key), t.Ops(),
-			strings.Join(shapes, " "), t.FLOPs/1e9, t.Weight, share)
+		t.add(fmt.Sprint(i), shortKey(task.Key), task.Ops(), outputShapes(g, task.Groups[0]),
+			fmt.Sprintf("%.4f", task.FLOPs/1e9), fmt.Sprint(task.Weight), fmt.Sprintf("%.1f%%", share))
 	}
-	fmt.Fprintf(&b, "%d tasks, %d groups, %.3f GFLOP per inference\n", len(p.Tasks), len(p.Groups), total/1e9)
-	_, err := io.WriteString(w, b.String())
+	if err := t.write(w); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d tasks, %d groups, %.3f GFLOP per inference\n", len(p.Tasks), len(p.Groups), total/1e9)
 	return err
+}
+
+func outputShapes(g *graph.Graph, grp *Group) string {
+	shapes := make([]string, len(grp.Outputs))
+	for i, o := range grp.Outputs {
+		shapes[i] = shapeString(g.Values[o].Shape)
+	}
+	return strings.Join(shapes, " ")
 }
 
 func shapeString(s []int) string {
@@ -190,4 +196,42 @@ func shapeString(s []int) string {
 		parts[i] = fmt.Sprint(d)
 	}
 	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// table formats rows in columns as wide as their widest cell.
+type table struct {
+	header []string
+	right  string // per column, '1' to align right
+	rows   [][]string
+}
+
+func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) write(w io.Writer) error {
+	width := make([]int, len(t.header))
+	for _, r := range append([][]string{t.header}, t.rows...) {
+		for i, c := range r {
+			width[i] = max(width[i], utf8.RuneCountInString(c))
+		}
+	}
+	var b strings.Builder
+	for _, r := range append([][]string{t.header}, t.rows...) {
+		for i, c := range r {
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+			switch {
+			case i < len(t.right) && t.right[i] == '1':
+				b.WriteString(pad + c)
+			case i == len(r)-1:
+				b.WriteString(c)
+			default:
+				b.WriteString(c + pad)
+			}
+			if i < len(r)-1 {
+				b.WriteString("  ")
+			}
+		}
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }

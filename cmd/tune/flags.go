@@ -10,12 +10,22 @@ import (
 
 // parseArgs parses fs's flags wherever they appear among the positional
 // arguments (`tune inspect model.onnx --input x=1,3,8,8`), and returns the
-// positional ones; after "--" every argument is positional.
+// positional ones; after "--" every argument is positional. A wrong flag
+// is reported in one line with a pointer to -h (errUsage); -h prints
+// fs.Usage and returns flag.ErrHelp.
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	usage := fs.Usage
+	fs.Usage = func() {}
+	defer func() { fs.Usage = usage }()
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			if err == flag.ErrHelp {
+				usage()
+				return nil, err
+			}
+			fmt.Fprintf(fs.Output(), "run '%s -h' for usage\n", fs.Name())
+			return nil, errUsage
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -62,7 +72,7 @@ func (s shapesFlag) Set(v string) error {
 		for _, f := range strings.Split(dims, ",") {
 			d, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil || d <= 0 {
-				return fmt.Errorf("input %s: dimension %q is not a positive integer", name, f)
+				return fmt.Errorf("dimension %q of %s is not a positive integer", f, name)
 			}
 			shape = append(shape, d)
 		}

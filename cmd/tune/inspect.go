@@ -26,10 +26,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	}
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		if err == flag.ErrHelp {
-			return err
-		}
-		return errUsage
+		return err
 	}
 	if len(pos) != 1 {
 		fs.Usage()
@@ -66,7 +63,11 @@ func writeGraph(w io.Writer, path string, m *loaded, noPass namesFlag) {
 	values := func(names []string) string {
 		parts := make([]string, len(names))
 		for i, n := range names {
-			parts[i] = fmt.Sprintf("%s%v", n, g.Values[n].Shape)
+			dims := make([]string, len(g.Values[n].Shape))
+			for k, d := range g.Values[n].Shape {
+				dims[k] = fmt.Sprint(d)
+			}
+			parts[i] = n + "[" + strings.Join(dims, ",") + "]"
 		}
 		return strings.Join(parts, " ")
 	}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tessera/graph"
+	"tessera/graph/onnx"
+	"tessera/modelgen"
+)
+
+const tiny = "../../testdata/tiny.onnx"
+
+// dynamicTiny writes the tiny model with a dynamic batch dimension.
+func dynamicTiny(t *testing.T) string {
+	t.Helper()
+	g, err := modelgen.Tiny(modelgen.DefaultSeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := g.Values["input"]
+	in.Shape[0], in.DimParams = -1, []string{"batch", "", "", ""}
+	for name, v := range g.Values {
+		if v.Const == nil && name != "input" {
+			v.Shape, v.DType = nil, graph.Undefined
+		}
+	}
+	g.Values["output"].DType = graph.Float32
+	data, err := onnx.Encode(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "dyn.onnx")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestRun(t *testing.T) {
+	dyn := dynamicTiny(t)
+	garbage := filepath.Join(t.TempDir(), "garbage.onnx")
+	os.WriteFile(garbage, []byte("not a model"), 0o644)
+	for _, c := range []struct {
+		name   string
+		args   []string
+		status int
+		stdout []string // substrings
+		stderr []string
+	}{
+		{"inspect", []string{"inspect", tiny}, 0,
+			[]string{"after passes", "BatchNormalization×1", "fused groups (4)", "Conv+Relu", "Flatten+Gemm", "4 tasks, 4 groups"}, nil},
+		{"flags after the model", []string{"inspect", tiny, "--no-pass", "fold-batchnorm", "--groups=false"}, 0,
+			[]string{"Conv+BatchNormalization+Relu", "passes: fold-constants, remove-noops, cse, dce"}, nil},
+		{"flags before the model", []string{"inspect", "--input", "input=1,3,16,16", tiny}, 0, []string{"input[1,3,16,16]"}, nil},
+		{"bind a dynamic batch", []string{"inspect", dyn, "--input", "input=4,3,16,16"}, 0, []string{"input[4,3,16,16]", "[4,8,16,16]", "output[4,10]"}, nil},
+		{"unbound batch", []string{"inspect", dyn}, 1, nil, []string{"tune inspect: ", "input[0] (batch)", "--input"}},
+		{"no arguments", nil, 1, nil, []string{"usage:", "tune inspect"}},
+		{"help", []string{"-h"}, 0, nil, []string{"usage:"}},
+		{"inspect help", []string{"inspect", "-h"}, 0, nil, []string{"usage: tune inspect", "-no-pass"}},
+		{"inspect without a model", []string{"inspect"}, 1, nil, []string{"usage: tune inspect"}},
+		{"two models", []string{"inspect", tiny, tiny}, 1, nil, []string{"usage: tune inspect"}},
+		{"missing file", []string{"inspect", "nope.onnx"}, 1, nil, []string{"tune inspect: ", "nope.onnx", "no such file"}},
+		{"not a model", []string{"inspect", garbage}, 1, nil, []string{"not an ONNX model"}},
+		{"bad input flag", []string{"inspect", tiny, "--input", "input"}, 1, nil, []string{"want name=d0,d1"}},
+		{"bad dimension", []string{"inspect", tiny, "--input", "input=1,x"}, 1, nil, []string{`dimension "x"`}},
+		{"not an input", []string{"inspect", tiny, "--input", "weights=1"}, 1, nil, []string{"not a graph input"}},
+		{"wrong shape", []string{"inspect", tiny, "--input", "input=1,3,8,8"}, 1, nil, []string{"fixes dimension 2 to 16"}},
+		{"unknown pass", []string{"inspect", tiny, "--no-pass", "nope"}, 1, nil, []string{`unknown pass "nope"`, "fold-batchnorm"}},
+		{"unknown flag", []string{"inspect", tiny, "--nope"}, 1, nil, []string{"flag provided but not defined"}},
+		{"unknown command", []string{"inspekt", tiny}, 1, nil, []string{`unknown command "inspekt"`}},
+		{"tuning", []string{tiny}, 1, nil, []string{"not implemented yet"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			status := run(c.args, &stdout, &stderr)
+			if status != c.status {
+				t.Errorf("status %d, want %d\nstdout:\n%s\nstderr:\n%s", status, c.status, stdout.String(), stderr.String())
+			}
+			for _, s := range c.stdout {
+				if !strings.Contains(stdout.String(), s) {
+					t.Errorf("stdout lacks %q:\n%s", s, stdout.String())
+				}
+			}
+			for _, s := range c.stderr {
+				if !strings.Contains(stderr.String(), s) {
+					t.Errorf("stderr lacks %q:\n%s", s, stderr.String())
+				}
+			}
+			if strings.Contains(stderr.String(), "goroutine") {
+				t.Errorf("panic:\n%s", stderr.String())
+			}
+		})
+	}
+}

@@ -1,0 +1,147 @@
+package partition
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tessera/graph"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/keys.golden")
+
+// keyCases are small graphs of one task each, built with every name
+// prefixed by p (names must not change keys).
+var keyCases = []struct {
+	name  string
+	build func(t *testing.T, p string) *graph.Graph
+}{
+	{"matmul", func(t *testing.T, p string) *graph.Graph {
+		b := newTG(17)
+		return b.done(t, nil, b.op(p+"y", "MatMul", []string{b.input(p+"a", 32, 64), b.weight(p+"b", 64, 16)}))
+	}},
+	{"conv+bias+relu", func(t *testing.T, p string) *graph.Graph {
+		b := newTG(17)
+		y := conv3x3(b, p+"conv", b.input(p+"x", 1, 3, 16, 16), 3, 8, true)
+		return b.done(t, nil, b.op(p+"relu", "Relu", []string{y}))
+	}},
+	{"softmax", func(t *testing.T, p string) *graph.Graph {
+		b := newTG(17)
+		return b.done(t, nil, b.op(p+"y", "Softmax", []string{b.input(p+"x", 4, 100)}, "axis", -1))
+	}},
+	{"gemm+bias+relu", func(t *testing.T, p string) *graph.Graph {
+		b := newTG(17)
+		y := b.op(p+"fc", "Gemm", []string{b.input(p+"x", 1, 256), b.weight(p+"w", 10, 256), b.weight(p+"b", 10)}, "transB", 1)
+		return b.done(t, nil, b.op(p+"relu", "Relu", []string{y}))
+	}},
+	{"layernorm", func(t *testing.T, p string) *graph.Graph {
+		b := newTG(17)
+		return b.done(t, nil, b.op(p+"y", "LayerNormalization",
+			[]string{b.input(p+"x", 1, 8, 32), b.weight(p+"s", 32), b.weight(p+"b", 32)}, "axis", -1, "epsilon", float32(1e-5)))
+	}},
+}
+
+// TestKeysGolden pins the workload keys of a few DAGs: a change that
+// alters keys (and so orphans every stored record) must update
+// testdata/keys.golden on purpose (go test ./partition -run KeysGolden -update).
+func TestKeysGolden(t *testing.T) {
+	var b bytes.Buffer
+	for _, c := range keyCases {
+		p, err := Extract(c.build(t, ""), Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if len(p.Tasks) != 1 {
+			t.Fatalf("%s: %d tasks (%s), want 1", c.name, len(p.Tasks), opsOf(p))
+		}
+		fmt.Fprintf(&b, "%s %s\n", c.name, p.Tasks[0].Key)
+	}
+	path := filepath.Join("testdata", "keys.golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got := b.String(); got != string(want) {
+		t.Errorf("workload keys changed; if on purpose, run go test ./partition -run KeysGolden -update\ngot:\n%swant:\n%s", got, want)
+	}
+}
+
+func opsOf(p *Partition) string {
+	var ops []string
+	for _, grp := range p.Groups {
+		ops = append(ops, grp.Ops())
+	}
+	return strings.Join(ops, ", ")
+}
+
+// Names of values and nodes do not enter keys.
+func TestKeysIgnoreNames(t *testing.T) {
+	for _, c := range keyCases {
+		p1, err := Extract(c.build(t, ""), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p2, err := Extract(c.build(t, "/model/other.scope/"), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k1, k2 := p1.Tasks[0].Key, p2.Tasks[0].Key; k1 != k2 {
+			t.Errorf("%s: key %s with plain names, %s with prefixed ones", c.name, k1, k2)
+		}
+	}
+}
+
+// Equal groups of one graph are one task; groups differing in a shape,
+// an op or the wiring of their inputs are not.
+func TestTasksDedupe(t *testing.T) {
+	b := newTG(17)
+	x, y := b.input("x", 2, 16), b.input("y", 2, 16)
+	branch := func(name, act string, n int) string {
+		return b.op(name, act, []string{b.op(name+".mm", "MatMul", []string{x, b.weight(name+".w", 16, n)})})
+	}
+	outs := []string{
+		branch("a", "Relu", 16),
+		branch("b", "Relu", 16),
+		branch("c", "Relu", 8),     // another shape
+		branch("d", "Sigmoid", 16), // another op
+		b.op("xx", "Add", []string{x, x}),
+		b.op("xy", "Add", []string{x, y}), // another wiring
+		b.op("yx", "Add", []string{y, x}), // the same wiring
+	}
+	p, err := Extract(b.done(t, nil, outs...), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, task := range p.Tasks {
+		got = append(got, fmt.Sprintf("%s×%d", task.Ops(), task.Weight))
+	}
+	want := "MatMul+Relu×2 MatMul+Relu×1 MatMul+Sigmoid×1 Add×1 Add×2"
+	if strings.Join(got, " ") != want {
+		t.Errorf("tasks %q, want %q", strings.Join(got, " "), want)
+	}
+	for _, task := range p.Tasks {
+		for _, grp := range task.Groups {
+			if grp.Key != task.Key || grp.Task != task {
+				t.Errorf("group %d: key %s, task key %s", grp.ID, grp.Key, task.Key)
+			}
+		}
+	}
+	// The Add of y and x reads y first: its inputs are in the DAG's order.
+	yx := p.Groups[len(p.Groups)-1]
+	if got := strings.Join(yx.Inputs, ","); got != "y,x" {
+		t.Errorf("inputs of y+x: %s", got)
+	}
+}
