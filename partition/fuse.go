@@ -94,17 +94,6 @@ type Group struct {
 // Root returns the group's last node, which writes its outputs.
 func (grp *Group) Root() *graph.Node { return grp.Nodes[len(grp.Nodes)-1] }
 
-// Anchor returns the node the group is built around: its out-elementwise
-// fusable op, else the first op of the group's pattern.
-func (grp *Group) Anchor() *graph.Node {
-	for _, n := range grp.Nodes {
-		if PatternOf(n) == grp.Pattern {
-			return n
-		}
-	}
-	return grp.Root()
-}
-
 // Ops lists the group's op types in order, joined by "+"; runs of the same
 // op are written once with a count ("Reshape×2").
 func (grp *Group) Ops() string {

@@ -223,6 +223,24 @@ var fusionCases = []fusionCase{
 		y := b.op("mp", "MaxPool", []string{b.input("x", 1, 2, 6, 6)}, "kernel_shape", []int64{2, 2}, "strides", []int64{2, 2})
 		return b.done(t, nil, b.op("relu", "Relu", []string{y}))
 	}, Options{}, []string{"MaxPool+Relu"}},
+	// A Split and the branches that meet again are one group; a Split
+	// whose outputs both leave makes a group of two outputs.
+	{"split diamond", func(t *testing.T) *graph.Graph {
+		b := newTG(17)
+		x := b.input("x", 2, 6)
+		b.g.AddNode(&graph.Node{Name: "split", OpType: "Split", Inputs: []string{x}, Outputs: []string{"s0", "s1"},
+			Attrs: map[string]graph.Attr{"axis": {Kind: graph.AttrInt, I: 1}, "num_outputs": {Kind: graph.AttrInt, I: 2}}})
+		r0 := b.op("r0", "Relu", []string{"s0"})
+		r1 := b.op("r1", "Exp", []string{"s1"})
+		return b.done(t, nil, b.op("add", "Add", []string{r0, r1}))
+	}, Options{}, []string{"Split+Relu+Exp+Add"}},
+	{"split outputs", func(t *testing.T) *graph.Graph {
+		b := newTG(17)
+		x := b.op("e", "Exp", []string{b.input("x", 2, 6)})
+		b.g.AddNode(&graph.Node{Name: "split", OpType: "Split", Inputs: []string{x, b.ints("sizes", 2, 4)}, Outputs: []string{"s0", "s1"},
+			Attrs: map[string]graph.Attr{"axis": {Kind: graph.AttrInt, I: 1}}})
+		return b.done(t, nil, "s1", "s0")
+	}, Options{}, []string{"Exp+Split"}},
 	{"max fuse depth", func(t *testing.T) *graph.Graph {
 		b := newTG(17)
 		y := b.input("x", 3)

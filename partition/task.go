@@ -163,22 +163,27 @@ func shortKey(key string) string {
 }
 
 // WriteTasks prints the task table: key prefix, ops, output shape, GFLOP
-// of one occurrence, weight and share of the total FLOPs, then the totals.
+// of one occurrence (MFLOP for models under 0.1 GFLOP), weight and share
+// of the total FLOPs, then the totals.
 func WriteTasks(w io.Writer, g *graph.Graph, p *Partition) error {
 	total := p.TotalFLOPs()
-	t := table{header: []string{"task", "key", "ops", "output", "GFLOP", "weight", "share"}, right: "1000111"}
+	unit, scale := "GFLOP", 1e9
+	if total < 1e8 {
+		unit, scale = "MFLOP", 1e6
+	}
+	t := table{header: []string{"task", "key", "ops", "output", unit, "weight", "share"}, right: "1000111"}
 	for i, task := range p.Tasks {
 		share := 0.0
 		if total > 0 {
 			share = 100 * float64(task.Weight) * task.FLOPs / total
 		}
 		t.add(fmt.Sprint(i), shortKey(task.Key), task.Ops(), outputShapes(g, task.Groups[0]),
-			fmt.Sprintf("%.4f", task.FLOPs/1e9), fmt.Sprint(task.Weight), fmt.Sprintf("%.1f%%", share))
+			fmt.Sprintf("%.4f", task.FLOPs/scale), fmt.Sprint(task.Weight), fmt.Sprintf("%.1f%%", share))
 	}
 	if err := t.write(w); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d tasks, %d groups, %.3f GFLOP per inference\n", len(p.Tasks), len(p.Groups), total/1e9)
+	_, err := fmt.Fprintf(w, "%d tasks, %d groups, %.3f %s per inference\n", len(p.Tasks), len(p.Groups), total/scale, unit)
 	return err
 }
 

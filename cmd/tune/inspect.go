@@ -20,6 +20,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	mf.register(fs)
 	groups := fs.Bool("groups", true, "list the fused groups")
 	maxDepth := fs.Int("max-fuse-depth", partition.DefaultMaxFuseDepth, "largest group fusion may build, in ops")
+	dag := fs.Int("dag", -1, "print the compute DAG of task `N`")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: tune inspect model.onnx [--input name=d0,d1,... ...] [--no-pass NAME ...]\n\nflags:\n")
 		fs.PrintDefaults()
@@ -51,6 +52,13 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(&b, "\ntasks:\n")
 	if err := partition.WriteTasks(&b, m.g, p); err != nil {
 		return err
+	}
+	if *dag >= 0 {
+		if *dag >= len(p.Tasks) {
+			return fmt.Errorf("--dag %d: the model has %d tasks", *dag, len(p.Tasks))
+		}
+		t := p.Tasks[*dag]
+		fmt.Fprintf(&b, "\ntask %d (%s, key %s), DAG of group %d:\n%s", *dag, t.Ops(), t.Key, t.Groups[0].ID, t.DAG)
 	}
 	_, err = io.WriteString(stdout, b.String())
 	return err

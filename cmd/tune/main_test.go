@@ -52,12 +52,14 @@ func TestRun(t *testing.T) {
 		stderr []string
 	}{
 		{"inspect", []string{"inspect", tiny}, 0,
-			[]string{"after passes", "BatchNormalization×1", "fused groups (4)", "Conv+Relu", "Flatten+Gemm", "4 tasks, 4 groups"}, nil},
+			[]string{"after passes", "BatchNormalization×1", "fused groups (4)", "Conv+Relu", "Flatten+Gemm", "MFLOP", "4 tasks, 4 groups, 0.266 MFLOP per inference"}, nil},
 		{"flags after the model", []string{"inspect", tiny, "--no-pass", "fold-batchnorm", "--groups=false"}, 0,
 			[]string{"Conv+BatchNormalization+Relu", "passes: fold-constants, remove-noops, cse, dce"}, nil},
 		{"flags before the model", []string{"inspect", "--input", "input=1,3,16,16", tiny}, 0, []string{"input[1,3,16,16]"}, nil},
 		{"bind a dynamic batch", []string{"inspect", dyn, "--input", "input=4,3,16,16"}, 0, []string{"input[4,3,16,16]", "[4,8,16,16]", "output[4,10]"}, nil},
 		{"unbound batch", []string{"inspect", dyn}, 1, nil, []string{"tune inspect: ", "input[0] (batch)", "--input"}},
+		{"dag", []string{"inspect", tiny, "--dag", "3"}, 0, []string{"task 3 (Flatten+Gemm, key v1-", "= placeholder[1 16 1 1]", "sum("}, nil},
+		{"dag out of range", []string{"inspect", tiny, "--dag", "4"}, 1, nil, []string{"--dag 4: the model has 4 tasks"}},
 		{"no arguments", nil, 1, nil, []string{"usage:", "tune inspect"}},
 		{"help", []string{"-h"}, 0, nil, []string{"usage:"}},
 		{"inspect help", []string{"inspect", "-h"}, 0, nil, []string{"usage: tune inspect", "-no-pass"}},
