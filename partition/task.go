@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -65,6 +66,10 @@ func Extract(g *graph.Graph, opts Options) (*Partition, error) {
 	for _, grp := range groups {
 		dag, err := LowerGroup(g, grp)
 		if err != nil {
+			var uo *graph.UnsupportedOpError
+			if errors.As(err, &uo) && shapeOps[uo.Op] {
+				err = fmt.Errorf("%w (shape arithmetic must be folded away: is the fold-constants pass disabled, or an input dimension unbound?)", err)
+			}
 			return nil, fmt.Errorf("partition: group %d (%s): %w", grp.ID, grp.Ops(), err)
 		}
 		t := byKey[grp.Key]
@@ -79,6 +84,10 @@ func Extract(g *graph.Graph, opts Options) (*Partition, error) {
 	}
 	return p, nil
 }
+
+// shapeOps compute shapes and indices: the graph passes fold them into
+// constants, and none reaches a kernel.
+var shapeOps = map[string]bool{"Shape": true, "Size": true, "Gather": true, "ConstantOfShape": true, "Range": true, "Constant": true}
 
 // LowerGroup builds the compute DAG of grp's nodes and sets grp.DAG,
 // grp.Inputs (the graph values behind the DAG's placeholders) and grp.Key.

@@ -40,6 +40,20 @@ func dynamicTiny(t *testing.T) string {
 	return path
 }
 
+// bertPath writes a small BERT layer, whose reshapes are computed from
+// Shape.
+func bertPath(t *testing.T) string {
+	g, err := modelgen.BERT(modelgen.BERTConfig{Name: "b", Seq: 8, Hidden: 16, Heads: 2, FFN: 32, Opset: 17}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "bert.onnx")
+	if err := modelgen.WriteFile(path, g); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func TestRun(t *testing.T) {
 	dyn := dynamicTiny(t)
 	garbage := filepath.Join(t.TempDir(), "garbage.onnx")
@@ -60,6 +74,8 @@ func TestRun(t *testing.T) {
 		{"unbound batch", []string{"inspect", dyn}, 1, nil, []string{"tune inspect: ", "input[0] (batch)", "--input"}},
 		{"dag", []string{"inspect", tiny, "--dag", "3"}, 0, []string{"task 3 (Flatten+Gemm, key v1-", "= placeholder[1 16 1 1]", "sum("}, nil},
 		{"dag out of range", []string{"inspect", tiny, "--dag", "4"}, 1, nil, []string{"--dag 4: the model has 4 tasks"}},
+		{"shape arithmetic left", []string{"inspect", bertPath(t), "--no-pass", "fold-constants"}, 1, nil,
+			[]string{"unsupported op Shape", "fold-constants pass disabled"}},
 		{"no arguments", nil, 1, nil, []string{"usage:", "tune inspect"}},
 		{"help", []string{"-h"}, 0, nil, []string{"usage:"}},
 		{"inspect help", []string{"inspect", "-h"}, 0, nil, []string{"usage: tune inspect", "-no-pass"}},
