@@ -25,7 +25,8 @@ import (
 //     takes its post-dominator when the way there is elementwise and every
 //     op on it is at most broadcast (conv+bias+add+relu); an elementwise or
 //     broadcast op goes into a post-dominator it reaches through injective
-//     or reducing reads (elementwise chains, the operands of a reduction);
+//     or reducing reads (elementwise chains, the operands of a reduction),
+//     here and in phase 1;
 //   - phase 1: injective ops (and the groups they head) go into their
 //     post-dominator when every op on the way, the post-dominator included,
 //     is at most injective (reshape+transpose chains);
@@ -69,7 +70,7 @@ func (o Options) maxDepth() int {
 // Invariant: only the root (the last node) writes values that are read
 // outside the group; every other node is post-dominated by it.
 type Group struct {
-	ID      int           // position in Partition.Groups: execution order
+	ID      int           // position in Plan.Groups: execution order
 	Nodes   []*graph.Node // topological order; the last one is the root
 	Pattern Pattern       // the largest pattern of its ops
 	// Outputs are the values the group writes that are read by later groups

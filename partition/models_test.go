@@ -33,7 +33,7 @@ func loadGenerated(t *testing.T, name string) *graph.Graph {
 }
 
 // taskList prints the tasks as "ops×weight".
-func taskList(p *Partition) []string {
+func taskList(p *Plan) []string {
 	var out []string
 	for _, task := range p.Tasks {
 		out = append(out, fmt.Sprintf("%s×%d", task.Ops(), task.Weight))
@@ -54,7 +54,7 @@ func countOps(grp *Group, op string) int {
 // checkNoStrays checks that every group does real work: it holds a
 // reduction or an anchor (no group of a lone BatchNormalization, ReLU or
 // reshape), and no BatchNormalization or shape arithmetic is left.
-func checkNoStrays(t *testing.T, p *Partition) {
+func checkNoStrays(t *testing.T, p *Plan) {
 	t.Helper()
 	for _, grp := range p.Groups {
 		if grp.Pattern < CommReduce {
@@ -71,7 +71,7 @@ func checkNoStrays(t *testing.T, p *Partition) {
 // checkConvNet checks a convolutional network's groups: each holds one
 // convolution with its activation (act) and residual Add, or is a pooling
 // or the classifier.
-func checkConvNet(t *testing.T, p *Partition, act string, residualAct bool) {
+func checkConvNet(t *testing.T, p *Plan, act string, residualAct bool) {
 	t.Helper()
 	for _, grp := range p.Groups {
 		switch ops := grp.Ops(); ops {
@@ -102,21 +102,21 @@ func checkConvNet(t *testing.T, p *Partition, act string, residualAct bool) {
 func TestModelTasks(t *testing.T) {
 	for _, c := range []struct {
 		name  string
-		check func(t *testing.T, p *Partition)
+		check func(t *testing.T, p *Plan)
 	}{
-		{"tiny", func(t *testing.T, p *Partition) {
+		{"tiny", func(t *testing.T, p *Plan) {
 			want := []string{"Conv+Relu×1", "Conv+Relu×1", "GlobalAveragePool×1", "Flatten+Gemm×1"}
 			if got := taskList(p); !slices.Equal(got, want) {
 				t.Errorf("tasks %q, want %q", got, want)
 			}
 		}},
-		{"resnet18", func(t *testing.T, p *Partition) {
+		{"resnet18", func(t *testing.T, p *Plan) {
 			checkConvNet(t, p, "Relu", true)
 			if n := len(p.Tasks); n < 12 || n > 24 {
 				t.Errorf("%d tasks", n)
 			}
 		}},
-		{"resnet50", func(t *testing.T, p *Partition) {
+		{"resnet50", func(t *testing.T, p *Plan) {
 			checkConvNet(t, p, "Relu", true)
 			// 53 convolutions, the max pool, the global pool and the
 			// classifier: 56 groups; the 16 residual Adds are fused.
@@ -140,7 +140,7 @@ func TestModelTasks(t *testing.T) {
 				t.Errorf("%.3f GFLOP per inference, want about 8.2", gf)
 			}
 		}},
-		{"mobilenetv2", func(t *testing.T, p *Partition) {
+		{"mobilenetv2", func(t *testing.T, p *Plan) {
 			checkConvNet(t, p, "Clip", false)
 			adds := 0
 			for _, grp := range p.Groups {
@@ -150,8 +150,8 @@ func TestModelTasks(t *testing.T) {
 				t.Errorf("%d residual Adds in convolution groups, want 10", adds)
 			}
 		}},
-		{"bert_layer", func(t *testing.T, p *Partition) { checkBERT(t, p, "Div+Erf+Add+Mul×2") }},
-		{"bert_layer_gelu", func(t *testing.T, p *Partition) { checkBERT(t, p, "Gelu") }},
+		{"bert_layer", func(t *testing.T, p *Plan) { checkBERT(t, p, "Div+Erf+Add+Mul×2") }},
+		{"bert_layer_gelu", func(t *testing.T, p *Plan) { checkBERT(t, p, "Gelu") }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if m, _ := modelgen.Lookup(c.name); m.Large && testing.Short() {
@@ -178,7 +178,7 @@ func TestModelTasks(t *testing.T) {
 // projections are one task, the reshapes to and from the heads are the
 // prologues of the attention MatMuls, the residual Adds are epilogues, and
 // the two LayerNormalizations are one task.
-func checkBERT(t *testing.T, p *Partition, gelu string) {
+func checkBERT(t *testing.T, p *Plan, gelu string) {
 	t.Helper()
 	want := []string{
 		"MatMul+Add×3",

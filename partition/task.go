@@ -37,15 +37,15 @@ type Task struct {
 // Ops returns the op list of the task's first group (see Group.Ops).
 func (t *Task) Ops() string { return t.Groups[0].Ops() }
 
-// Partition is a graph cut into fused groups and the tasks they run.
-type Partition struct {
+// Plan is a graph cut into fused groups, and the tasks they run.
+type Plan struct {
 	Groups []*Group // in execution order
 	Tasks  []*Task  // in order of first occurrence
 }
 
 // TotalFLOPs returns the FLOPs of one inference: the sum over tasks of
 // weight × FLOPs.
-func (p *Partition) TotalFLOPs() float64 {
+func (p *Plan) TotalFLOPs() float64 {
 	total := 0.0
 	for _, t := range p.Tasks {
 		total += float64(t.Weight) * t.FLOPs
@@ -56,12 +56,12 @@ func (p *Partition) TotalFLOPs() float64 {
 // Extract fuses g (shapes inferred, passes run; see graph.RunPasses),
 // lowers every group to a DAG and merges the groups of equal workload key
 // into tasks. It fails on a node that cannot be lowered, naming the group.
-func Extract(g *graph.Graph, opts Options) (*Partition, error) {
+func Extract(g *graph.Graph, opts Options) (*Plan, error) {
 	groups, err := Fuse(g, opts)
 	if err != nil {
 		return nil, err
 	}
-	p := &Partition{Groups: groups}
+	p := &Plan{Groups: groups}
 	byKey := map[string]*Task{}
 	for _, grp := range groups {
 		dag, err := LowerGroup(g, grp)
@@ -174,7 +174,7 @@ func shortKey(key string) string {
 // WriteTasks prints the task table: key prefix, ops, output shape, GFLOP
 // of one occurrence (MFLOP for models under 0.1 GFLOP), weight and share
 // of the total FLOPs, then the totals.
-func WriteTasks(w io.Writer, g *graph.Graph, p *Partition) error {
+func WriteTasks(w io.Writer, g *graph.Graph, p *Plan) error {
 	total := p.TotalFLOPs()
 	unit, scale := "GFLOP", 1e9
 	if total < 1e8 {

@@ -78,7 +78,7 @@ func TestKeysGolden(t *testing.T) {
 	}
 }
 
-func opsOf(p *Partition) string {
+func opsOf(p *Plan) string {
 	var ops []string
 	for _, grp := range p.Groups {
 		ops = append(ops, grp.Ops())
