@@ -168,16 +168,8 @@ func Train(data *Dataset, params Params) (*Model, error) {
 	groups := data.TaskIDs()
 
 	// Validation split, by program.
-	rng := rand.New(rand.NewPCG(p.Seed, 0x7e55e7a))
-	isValid := make([]bool, nprog)
-	hasValid := p.ValidFraction > 0 && nprog >= minValidPrograms
-	if hasValid {
-		perm := rng.Perm(nprog)
-		nv := int(math.Ceil(p.ValidFraction * float64(nprog)))
-		for _, i := range perm[:min(nv, nprog-1)] {
-			isValid[i] = true
-		}
-	}
+	isValid, hasValid := validationSplit(nprog, p.ValidFraction, p.Seed)
+	rng := rand.New(rand.NewPCG(p.Seed, 0x7a1e))
 	var trainProgs, validProgs []int
 	for i := range nprog {
 		if isValid[i] {
@@ -267,8 +259,8 @@ func Train(data *Dataset, params Params) (*Model, error) {
 		if p.EarlyStopping > 0 && round-bestRound >= p.EarlyStopping {
 			break
 		}
-		if len(t.feature) == 0 && round > 0 && trees[round-1] != nil && len(trees[round-1].feature) == 0 {
-			break // two rounds without a split: converged
+		if p.Objective == PackSum && len(t.feature) == 0 {
+			break // no split: the gradients will not change, converged
 		}
 	}
 	info.Rounds = len(trees)
@@ -282,6 +274,22 @@ func Train(data *Dataset, params Params) (*Model, error) {
 	info.Duration = time.Since(start)
 	model.Info = info
 	return model, model.buildEnsemble()
+}
+
+// validationSplit marks the programs held out for early stopping: a
+// seeded random fraction of them, or none when there are fewer than
+// minValidPrograms (or frac <= 0).
+func validationSplit(n int, frac float64, seed uint64) (isValid []bool, any bool) {
+	isValid = make([]bool, n)
+	if frac <= 0 || n < minValidPrograms {
+		return isValid, false
+	}
+	perm := rand.New(rand.NewPCG(seed, 0x7e55e7a)).Perm(n)
+	nv := int(math.Ceil(frac * float64(n)))
+	for _, i := range perm[:min(nv, n-1)] {
+		isValid[i] = true
+	}
+	return isValid, true
 }
 
 func constantTree(v float64) *tree {

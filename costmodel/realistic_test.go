@@ -1,0 +1,178 @@
+package costmodel_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"tessera/costmodel"
+	"tessera/measure"
+	"tessera/schedule"
+	"tessera/schedule/schedtest"
+	"tessera/te"
+	"tessera/tir"
+)
+
+// TestRealisticMatmul is the end-to-end check of the cost model on real
+// measurements: random schedules of a small matmul are compiled and timed,
+// the model trains on 80% of them and ranks the other 20%, next to XGBoost
+// trained on the same features and labels. It takes minutes (a compiler and
+// a quiet machine are needed), so it runs only with TESSERA_REALISTIC=1;
+// TESSERA_REALISTIC_N sets the number of schedules (default 300). Timings
+// are cached by program text in the temporary directory, so a rerun only
+// retrains. Kernels run on one thread: on a machine shared with other
+// work, OpenMP's spinning threads make two-thread timings far noisier than
+// the differences between schedules.
+func TestRealisticMatmul(t *testing.T) {
+	if os.Getenv("TESSERA_REALISTIC") == "" {
+		t.Skip("set TESSERA_REALISTIC=1 to measure random matmul schedules")
+	}
+	n := 300
+	if s := os.Getenv("TESSERA_REALISTIC_N"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	const size = 128
+	a := te.Placeholder("A", size, size)
+	b := te.Placeholder("B", size, size)
+	c, err := te.MatMul("C", a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dag, err := te.NewDAG(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Distinct random programs.
+	rng := rand.New(rand.NewPCG(2026, 4))
+	s0 := schedule.NewState(dag)
+	var states []*schedule.State
+	var funcs []*tir.PrimFunc
+	var keys []string
+	seen := map[string]bool{}
+	for tries := 0; len(states) < n && tries < 20*n; tries++ {
+		s, f := schedtest.RandomLowerable(rng, s0, 12)
+		sum := sha256.Sum256([]byte(f.String()))
+		key := hex.EncodeToString(sum[:8])
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		states, funcs, keys = append(states, s), append(funcs, f), append(keys, key)
+	}
+
+	cachePath := filepath.Join(os.TempDir(), fmt.Sprintf("tessera-costmodel-matmul%d-1thread.json", size))
+	cache := map[string]float64{}
+	if data, err := os.ReadFile(cachePath); err == nil {
+		json.Unmarshal(data, &cache)
+	}
+	var todo []int
+	for i, k := range keys {
+		if _, ok := cache[k]; !ok {
+			todo = append(todo, i)
+		}
+	}
+	t.Logf("%d distinct schedules, %d to measure", len(states), len(todo))
+	if len(todo) > 0 {
+		bld := &measure.Builder{CacheDir: filepath.Join(os.TempDir(), "tessera-costmodel-build")}
+		m := &measure.Measurer{Builder: bld, Runner: &measure.Runner{Builder: bld,
+			Opts: measure.RunOptions{Threads: 1, Repeat: 3, MinRepeatMs: 20, Timeout: 20 * time.Second}}}
+		defer m.Runner.Close()
+		const batch = 32
+		for lo := 0; lo < len(todo); lo += batch {
+			idx := todo[lo:min(lo+batch, len(todo))]
+			in := make([]measure.Input, len(idx))
+			for k, i := range idx {
+				in[k] = measure.Input{State: states[i]}
+			}
+			for k, r := range m.Measure(context.Background(), in) {
+				cost := math.Inf(1)
+				if r.Kind == measure.None {
+					cost = r.Median()
+				}
+				cache[keys[idx[k]]] = cost
+			}
+			if data, err := json.Marshal(cache); err == nil {
+				os.WriteFile(cachePath, data, 0o644)
+			}
+		}
+	}
+
+	// Dataset: features of every program, one task.
+	t0 := time.Now()
+	rows := costmodel.ExtractAll(funcs, 0)
+	extract := time.Since(t0)
+	d := &costmodel.Dataset{}
+	failed := 0
+	for i, f := range rows {
+		c := cache[keys[i]]
+		if math.IsInf(c, 1) || math.IsNaN(c) {
+			failed++
+			c = math.Inf(1)
+		}
+		d.Add("matmul", f, c)
+	}
+	best, worst := math.Inf(1), 0.0
+	for i := range d.Len() {
+		if c := d.Cost(i); !math.IsInf(c, 1) {
+			best, worst = min(best, c), max(worst, c)
+		}
+	}
+	t.Logf("%d programs (%d failed), %d rows; costs %.3g … %.3g ms; extraction %v (%.0f programs/s)",
+		d.Len(), failed, d.NumRows(), best*1e3, worst*1e3, extract, float64(d.Len())/extract.Seconds())
+
+	// 80/20 split, several seeds for a steadier figure.
+	var oursSum, xgbSum float64
+	xgbRuns := 0
+	const splits = 5
+	for seed := range uint64(splits) {
+		perm := rand.New(rand.NewPCG(seed, 80)).Perm(d.Len())
+		cut := d.Len() * 8 / 10
+		train, test := d.Subset(perm[:cut]), d.Subset(perm[cut:])
+		y, g := test.Labels(), test.TaskIDs()
+		line := fmt.Sprintf("split %d:", seed)
+		for _, obj := range []costmodel.Objective{costmodel.PackSum, costmodel.PairwiseRank} {
+			m, err := costmodel.Train(train, costmodel.Params{Objective: obj, Seed: seed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := m.Predict(test.Programs())
+			acc := costmodel.PairwiseAccuracy(s, y, g)
+			line += fmt.Sprintf(" ours/%v %.4f (top-5 score %.3f, %d trees, %v)", obj, acc,
+				costmodel.TopKScore(s, y, g, 5), m.NumTrees(), m.Info.Duration.Round(time.Millisecond))
+			if obj == costmodel.PackSum {
+				oursSum += acc
+			}
+		}
+		for _, obj := range []string{"reg:squarederror", "rank:pairwise"} {
+			s, info, err := costmodel.XGBoostPredict(context.Background(), train, test, costmodel.XGBoostOptions{Objective: obj, Seed: seed})
+			if errors.Is(err, costmodel.ErrNoXGBoost) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			acc := costmodel.PairwiseAccuracy(s, y, g)
+			line += fmt.Sprintf(" xgb/%s %.4f (%d trees, %v)", obj, acc, info.Trees, info.TrainTime.Round(time.Millisecond))
+			if obj == "reg:squarederror" {
+				xgbSum += acc
+				xgbRuns++
+			}
+		}
+		t.Log(line)
+	}
+	t.Logf("mean held-out pairwise accuracy: ours (pack-sum) %.4f, xgboost (reg, summed rows) %.4f", oursSum/splits, xgbSum/max(1, float64(xgbRuns)))
+	if oursSum/splits < 0.7 {
+		t.Errorf("held-out pairwise accuracy %.4f < 0.7", oursSum/splits)
+	}
+}
