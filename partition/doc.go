@@ -1,9 +1,10 @@
-// Package partition turns an operator graph into tuning tasks: it lowers
-// graph nodes to te compute definitions (lower.go), and — coming next —
-// classifies ops by pattern, fuses them along the post-dominator tree and
-// extracts one task per distinct fused subgraph.
+// Package partition turns an operator graph into tuning tasks: it
+// classifies ops by pattern (pattern.go), fuses them along the
+// post-dominator tree as TVM's FuseOps does (fuse.go), lowers each group to
+// a te compute DAG with the per-node lowering of lower.go, and merges
+// groups of equal workload key into tasks (task.go).
 //
-// The entry point today is Lower, which maps a whole *graph.Graph (shapes
-// inferred, passes run) to te tensors; LowerNode maps a single node and is
-// what fusion will call for each node of a group.
+// The entry point is Extract, for a graph whose shapes are inferred and
+// whose passes have run. Lower maps a whole graph to one DAG, the
+// reference for tests; LowerNode maps a single node.
 package partition
