@@ -45,6 +45,10 @@ func (m *GBDTModel) Retrain() error {
 	return nil
 }
 
+// Use replaces the current predictor, e.g. by a pretrained model, until
+// the next retraining.
+func (m *GBDTModel) Use(p costmodel.Predictor) { m.pred = p }
+
 // Trained returns the trained model, or nil while predictions are random.
 func (m *GBDTModel) Trained() *costmodel.Model {
 	t, _ := m.pred.(*costmodel.Model)

@@ -90,7 +90,8 @@ func TestRun(t *testing.T) {
 		{"unknown pass", []string{"inspect", tiny, "--no-pass", "nope"}, 1, nil, []string{`unknown pass "nope"`, "fold-batchnorm"}},
 		{"unknown flag", []string{"inspect", tiny, "--nope"}, 1, nil, []string{"flag provided but not defined"}},
 		{"unknown command", []string{"inspekt", tiny}, 1, nil, []string{`unknown command "inspekt"`}},
-		{"tuning", []string{tiny}, 1, nil, []string{"not implemented yet"}},
+		{"tuning with a bad budget", []string{tiny, "--trials", "-1"}, 1, nil, []string{"must be positive"}},
+		{"tuning another target", []string{tiny, "--target", "cuda"}, 1, nil, []string{`target "cuda" is not supported yet`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

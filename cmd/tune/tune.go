@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"tessera/costmodel"
+	"tessera/measure"
+	"tessera/partition"
+	"tessera/records"
+	"tessera/schedule"
+	"tessera/search"
+)
+
+// defaultTrials is the measurement budget when --trials is not given:
+// enough for every task of a small model to get several rounds.
+const defaultTrials = 1000
+
+// toolVersion is written into every record.
+const toolVersion = "tessera-dev"
+
+// runTune is the tuning command, `tune [flags] model.onnx`.
+func runTune(args []string, stdout, stderr io.Writer) error {
+	if !strings.HasPrefix(args[0], "-") && !strings.HasSuffix(args[0], ".onnx") {
+		return fmt.Errorf("unknown command %q (run 'tune -h' for the commands)", args[0])
+	}
+	fs := flag.NewFlagSet("tune", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var mf modelFlags
+	mf.register(fs)
+	trials := fs.Int("trials", defaultTrials, "measurements across all tasks")
+	target := fs.String("target", "cpu", "target to tune for (cpu)")
+	db := fs.String("db", "tuning.db", "records database `FILE`")
+	threads := fs.Int("threads", runtime.NumCPU(), "threads of every measured kernel")
+	seed := fs.Uint64("seed", 1, "random seed of the search")
+	perRound := fs.Int("per-round", 64, "measurements per round")
+	early := fs.Int("early-stopping", 0, "set a task aside after `N` of its rounds without improvement (0: never)")
+	costModel := fs.String("cost-model", "", "start from a pretrained cost model `FILE` (LightGBM text)")
+	verify := fs.Bool("verify", false, "check every candidate's output against the reference evaluator")
+	timeout := fs.Duration("timeout", 10*time.Second, "run time limit of one candidate")
+	strategy := fs.String("scheduler", "gradient", "task scheduler: gradient or round-robin")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: tune [flags] model.onnx\n\nTunes every task of the model and stores each measurement in --db.\nRunning the same command again resumes.\n\n")
+		fs.PrintDefaults()
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "tune: want exactly one model file (run 'tune -h')")
+		return errUsage
+	}
+	switch {
+	case *target != "cpu":
+		return fmt.Errorf("target %q is not supported yet (cpu is)", *target)
+	case *trials < 0 || *perRound <= 0 || *threads <= 0:
+		return errors.New("--trials, --per-round and --threads must be positive")
+	}
+	if err := search.CheckStrategy(*strategy); err != nil {
+		return err
+	}
+
+	l, err := loadModel(pos[0], mf.inputs, mf.noPass)
+	if err != nil {
+		return err
+	}
+	plan, err := partition.Extract(l.g, partition.Options{})
+	if err != nil {
+		return err
+	}
+	tasks := make([]search.Task, len(plan.Tasks))
+	for i, t := range plan.Tasks {
+		tasks[i] = search.Task{Key: t.Key, DAG: t.DAG, Weight: t.Weight}
+	}
+
+	builder := &measure.Builder{}
+	measurer := &measure.Measurer{
+		Builder: builder,
+		Runner:  &measure.Runner{Builder: builder, Opts: measure.RunOptions{Threads: *threads, Timeout: *timeout, Repeat: 2, MinRepeatMs: 40}},
+		Verify:  *verify,
+	}
+	defer measurer.Runner.Close()
+	targetKey := fmt.Sprintf("%s threads=%d | %s", *target, *threads, builder.CompilerID())
+
+	store, err := records.Open(*db)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	for _, t := range plan.Tasks {
+		if err := store.PutTask(records.TaskInfo{Key: t.Key, DAG: t.DAG.CanonicalString(), FLOPs: t.FLOPs, Weight: t.Weight}); err != nil {
+			return err
+		}
+	}
+
+	params := costmodel.DefaultParams()
+	params.Seed = *seed
+	model := search.NewGBDTModel(params)
+	prior, err := loadPrior(store, tasks, targetKey, model)
+	if err != nil {
+		return err
+	}
+	if err := model.Retrain(); err != nil {
+		return err
+	}
+	if *costModel != "" {
+		f, err := os.Open(*costModel)
+		if err != nil {
+			return err
+		}
+		m, err := costmodel.Load(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("--cost-model %s: %w", *costModel, err)
+		}
+		if model.Trained() == nil { // a model trained on this run's own records wins
+			model.Use(m)
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Fprintf(stdout, "tuning %s: %d tasks, %d trials, target %s, records in %s\n", pos[0], len(tasks), *trials, *target, *db)
+	bar := progressbar.NewOptions(*trials,
+		progressbar.OptionSetWriter(stderr),
+		progressbar.OptionSetDescription("tuning"),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionThrottle(200*time.Millisecond),
+	)
+	opts := search.TuneOptions{
+		Trials:    *trials,
+		PerRound:  *perRound,
+		Search:    search.DefaultOptions(),
+		Scheduler: search.DefaultSchedulerOptions(),
+	}
+	opts.Search.Seed = *seed
+	opts.Scheduler.Strategy = *strategy
+	opts.Scheduler.EarlyStopping = *early
+	opts.Progress = func(p search.Progress) {
+		est := "?"
+		if p.Complete {
+			est = fmt.Sprintf("%.3f ms", p.Objective*1e3)
+		}
+		bar.Describe(fmt.Sprintf("task %d/%d, est. model latency %s", p.Task+1, len(tasks), est))
+		bar.Set(p.Trials)
+	}
+	log := &storeLog{store: store, target: targetKey}
+	sum, err := search.Tune(ctx, tasks, prior, model, measurer, log, opts)
+	bar.Finish()
+	fmt.Fprintln(stderr)
+	interrupted := errors.Is(err, context.Canceled)
+	if err != nil && !interrupted {
+		return err
+	}
+	if m := model.Trained(); m != nil {
+		var buf bytes.Buffer
+		if err := m.Save(&buf); err == nil {
+			if err := store.SaveModel(targetKey, buf.Bytes()); err != nil {
+				return err
+			}
+		}
+	}
+	printSummary(stdout, sum)
+	if interrupted {
+		fmt.Fprintf(stdout, "interrupted: every measured batch is in %s; run the same command to resume\n", *db)
+	}
+	return nil
+}
+
+// loadPrior replays the records of earlier runs: the states they measured
+// (never measured again) and their features for the cost model.
+func loadPrior(store *records.Store, tasks []search.Task, target string, model *search.GBDTModel) (map[string][]search.Measured, error) {
+	prior := map[string][]search.Measured{}
+	for _, t := range tasks {
+		recs, err := store.Records(t.Key, target)
+		if err != nil {
+			return nil, err
+		}
+		s0 := schedule.NewState(t.DAG)
+		for _, r := range recs {
+			steps, err := r.DecodeSteps()
+			if err != nil {
+				continue // validated on the way in; a later format change is skipped
+			}
+			st, err := schedule.Replay(s0, steps)
+			if err != nil {
+				continue // steps that no longer apply to this DAG
+			}
+			kind, err := measure.ParseErrorKind(r.Error)
+			if err != nil {
+				continue
+			}
+			m := search.Measured{State: st, Result: measure.Result{Costs: r.Costs, Kind: kind, Msg: r.Msg}}
+			prior[t.Key] = append(prior[t.Key], m)
+			if f, err := schedule.Lower(st, "k"); err == nil {
+				cost := math.Inf(1)
+				if kind == measure.None {
+					cost = r.Cost()
+				}
+				model.Data.Add(t.Key, costmodel.Extract(f), cost)
+			}
+		}
+	}
+	return prior, nil
+}
+
+// storeLog commits measured batches to the records store.
+type storeLog struct {
+	store  *records.Store
+	target string
+}
+
+func (l *storeLog) Commit(t search.Task, batch []search.Measured) error {
+	recs := make([]records.Record, 0, len(batch))
+	for _, m := range batch {
+		r, err := records.New(t.Key, l.target, m.State.Steps, m.Result, toolVersion)
+		if err != nil {
+			return err
+		}
+		recs = append(recs, r)
+	}
+	return l.store.Add(recs)
+}
+
+func printSummary(w io.Writer, sum search.Summary) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "task\tkey\tweight\ttrials\tbest ms\tGFLOP/s\tshare\t")
+	for i, t := range sum.Tasks {
+		best, gflops, share := "-", "-", "-"
+		if !math.IsInf(t.Best, 1) {
+			best = fmt.Sprintf("%.4f", t.Best*1e3)
+			gflops = fmt.Sprintf("%.1f", t.Task.DAG.FLOPs()/t.Best/1e9)
+			if sum.Objective > 0 {
+				share = fmt.Sprintf("%.1f%%", 100*float64(t.Task.Weight)*t.Best/sum.Objective)
+			}
+		}
+		key := t.Task.Key
+		if len(key) > 11 {
+			key = key[:11]
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\t%s\t\n", i, key, t.Task.Weight, t.Trials+t.Prior, best, gflops, share)
+	}
+	tw.Flush()
+	est := "unknown (a task has no valid schedule yet)"
+	if sum.Complete {
+		est = fmt.Sprintf("%.3f ms", sum.Objective*1e3)
+	}
+	fmt.Fprintf(w, "%d trials this run, %d from earlier runs; estimated model latency %s\n", sum.Trials, sum.Prior, est)
+	for i, t := range sum.Tasks {
+		if math.IsInf(t.Best, 1) && t.LastErrors != "" {
+			fmt.Fprintf(w, "task %d has no valid schedule; last error: %s\n", i, t.LastErrors)
+		}
+	}
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tessera/records"
+)
+
+// TestTuneResume tunes the tiny model briefly, runs the same command again
+// (which must resume: nothing measured twice, the earlier trials counted),
+// and checks the records and the errors on a held or foreign database.
+func TestTuneResume(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	args := []string{tiny, "--trials", "8", "--per-round", "4", "--db", db, "--threads", "1", "--verify"}
+	var out, errs bytes.Buffer
+	if st := run(args, &out, &errs); st != 0 {
+		t.Fatalf("status %d\n%s\n%s", st, out.String(), errs.String())
+	}
+	if !strings.Contains(out.String(), "8 trials this run, 0 from earlier runs") {
+		t.Fatalf("first run:\n%s", out.String())
+	}
+	out.Reset()
+	if st := run(args, &out, &errs); st != 0 {
+		t.Fatalf("second run: status %d\n%s\n%s", st, out.String(), errs.String())
+	}
+	if !strings.Contains(out.String(), "8 trials this run, 8 from earlier runs") {
+		t.Fatalf("second run did not resume:\n%s", out.String())
+	}
+	s, err := records.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	n := 0
+	err = s.ForEach(func(r records.Record) error {
+		n++
+		k := r.WorkloadKey + string(r.Steps)
+		if seen[k] {
+			t.Errorf("a schedule of %s was measured twice", r.WorkloadKey)
+		}
+		seen[k] = true
+		return nil
+	})
+	if err != nil || n != 16 {
+		t.Fatalf("%d records (%v), want 16", n, err)
+	}
+	// While the store is open, a second tune fails at once.
+	errs.Reset()
+	if st := run(args, &out, &errs); st != 1 || !strings.Contains(errs.String(), "in use by another process") {
+		t.Errorf("held database: status %d, %s", st, errs.String())
+	}
+	s.Close()
+
+	garbage := filepath.Join(t.TempDir(), "garbage.db")
+	os.WriteFile(garbage, bytes.Repeat([]byte("x"), 10000), 0o644)
+	errs.Reset()
+	if st := run([]string{tiny, "--db", garbage}, &out, &errs); st != 1 || !strings.Contains(errs.String(), "not a tessera records database") {
+		t.Errorf("garbage database: status %d, %s", st, errs.String())
+	}
+}
