@@ -10,11 +10,14 @@
 //	   LightGBM text ──Load──▶ *Model (leaves ensemble for batched prediction)
 //	   *Model.Predict(programs) ──▶ one score per program (sum over its rows)
 //
-// Entry points: Extract (features.go, with FeatureNames parallel to the
-// vector), Train (train.go), Model.Save / Load (lightgbm.go), Model.Predict
-// and RandomModel behind the Predictor interface (predict.go),
-// PairwiseAccuracy and TopKScore (metrics.go), and XGBoostCompare
-// (xgbcompare.go) for measuring the trainer against Debian's xgboost CLI.
+// Entry points: Extract and ExtractAll (features.go, with FeatureNames
+// parallel to the vector), Dataset (dataset.go), Train with Params
+// (train.go; the trees themselves in gbdt.go), Model.Save and Load
+// (lightgbm.go), Model.Predict and RandomModel behind the Predictor
+// interface, TrainOrRandom (predict.go), PairwiseAccuracy, TopKScore,
+// TopKRecall and Evaluate (metrics.go), and XGBoostPredict /
+// XGBoostPairwise (xgbcompare.go) to measure the trainer against Debian's
+// xgboost CLI on the same data.
 //
 // A program's score is the sum of the scores of its stores, as in Ansor; a
 // higher score means a faster program (labels are best cost / cost within a

@@ -238,6 +238,9 @@ type grower struct {
 	ent      []uint16 // non-default histogram indices, row after row
 	rowStart []int32  // row r's entries are ent[rowStart[r]:rowStart[r+1]]
 	parts    [][]histBin
+
+	col   []uint8 // column-major copy of bins, for partitioning
+	nrows int
 }
 
 // Histograms are built from a sparse copy of the bins: for every row, the
@@ -248,7 +251,7 @@ type grower struct {
 // Rows are summed in fixed chunks of buildChunk into private histograms
 // that are then added in chunk order: the chunks depend only on the node's
 // rows, so a tree does not depend on the number of workers.
-const buildChunk = 8192
+const buildChunk = 4096
 
 // maxHistBytes bounds the memory of the histograms kept for subtraction.
 const maxHistBytes = 64 << 20
@@ -286,6 +289,13 @@ func (g *grower) sparsify() {
 			}
 		}
 		g.def[u] = int32(m.off[u] + best)
+	}
+	g.nrows = nrows
+	g.col = make([]uint8, nu*nrows)
+	for r := range nrows {
+		for u, b := range g.bins[r*nu : r*nu+nu] {
+			g.col[u*nrows+r] = b
+		}
 	}
 	g.rowStart = make([]int32, nrows+1)
 	g.ent = g.ent[:0]
@@ -521,12 +531,13 @@ func (g *grower) splitLeaf(t *tree, l *leafState, newLeaf int32) *leafState {
 		}
 	}
 
-	// Partition the rows, stably.
-	nu := len(g.m.used)
+	// Partition the rows, stably (a leaf's rows stay in increasing order,
+	// so the column is read forward).
+	col := g.col[u*g.nrows : (u+1)*g.nrows]
 	tmp := g.tmp[:0]
 	nl := l.begin
 	for _, r := range g.idx[l.begin:l.end] {
-		if int(g.bins[int(r)*nu+u]) <= s.bin {
+		if int(col[r]) <= s.bin {
 			g.idx[nl] = r
 			nl++
 		} else {

@@ -39,8 +39,11 @@ func (m *Model) NumTrees() int { return len(m.trees) }
 // Objective returns the objective the model was trained with.
 func (m *Model) Objective() Objective { return m.objective }
 
-// predictBatchRows bounds the rows converted to float64 at once.
-const predictBatchRows = 1 << 14
+// predictChunk is the number of rows one goroutine converts to float64 and
+// hands to leaves' PredictDense at a time.
+const predictChunk = 512
+
+var predictBufs = sync.Pool{New: func() any { return new([]float64) }}
 
 // Predict returns one score per program: the sum of the model's outputs on
 // its rows, computed by leaves' batched PredictDense on all CPUs.
@@ -73,30 +76,33 @@ func flattenPrograms(programs [][][]float32) [][]float32 {
 	return rows
 }
 
-// PredictRows returns the model's output for each row.
+// PredictRows returns the model's output for each row: chunks of rows are
+// converted to a dense float64 matrix and predicted by leaves, one chunk
+// per goroutine at a time, on GOMAXPROCS goroutines.
 func (m *Model) PredictRows(rows [][]float32) []float64 {
 	out := make([]float64, len(rows))
-	if len(rows) == 0 {
-		return out
-	}
 	nf := m.nf
-	threads := runtime.GOMAXPROCS(0)
-	vals := make([]float64, min(len(rows), predictBatchRows)*nf)
-	for lo := 0; lo < len(rows); lo += predictBatchRows {
-		hi := min(lo+predictBatchRows, len(rows))
-		v := vals[:(hi-lo)*nf]
+	nchunks := (len(rows) + predictChunk - 1) / predictChunk
+	parallelFor(nchunks, runtime.GOMAXPROCS(0), func(c int) {
+		lo, hi := c*predictChunk, min((c+1)*predictChunk, len(rows))
+		bp := predictBufs.Get().(*[]float64)
+		if cap(*bp) < (hi-lo)*nf {
+			*bp = make([]float64, predictChunk*nf)
+		}
+		v := (*bp)[:(hi-lo)*nf]
 		for k, r := range rows[lo:hi] {
 			dst := v[k*nf : (k+1)*nf]
 			for j, x := range r[:nf] {
 				dst[j] = float64(x)
 			}
 		}
-		if err := m.ens.PredictDense(v, hi-lo, nf, out[lo:hi], 0, threads); err != nil {
+		if err := m.ens.PredictDense(v, hi-lo, nf, out[lo:hi], 0, 1); err != nil {
 			// Only a row-length mismatch can fail, which the precondition
 			// excludes.
 			panic("costmodel: leaves: " + err.Error())
 		}
-	}
+		predictBufs.Put(bp)
+	})
 	return out
 }
 

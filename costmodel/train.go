@@ -54,12 +54,18 @@ const (
 // Params configures Train. A zero field takes its default (the defaults
 // follow Ansor's XGBoost settings where Ansor has one); to ask for an
 // actual zero, give a negative value where the field says so.
+//
+// One default departs from Ansor: trees stop at 31 leaves (LightGBM's
+// default) within the depth limit. Uncapped depth-10 trees reached up to
+// ~500 leaves on 20k programs, ranked held-out programs worse (validation
+// pairwise accuracy 0.86 against 0.90 for pack-sum) and made prediction
+// through leaves slower (their nodes no longer fit in cache).
 type Params struct {
 	Objective Objective
 	Metric    Metric
 
 	MaxDepth       int     // default 10
-	MaxLeaves      int     // default 2^MaxDepth (no limit beyond the depth)
+	MaxLeaves      int     // leaves per tree (grown best gain first); default 31, negative: 2^MaxDepth
 	MinDataInLeaf  int     // rows on each side of a split; default 2
 	MinChildWeight float64 // hessian on each side of a split; default 0 (also negative)
 	Lambda         float64 // L2 regularization of leaf values; default 1, negative: 0
@@ -68,7 +74,7 @@ type Params struct {
 
 	MaxRounds     int     // cap on boosting rounds; default 1000
 	EarlyStopping int     // stop after this many rounds without improvement; default 50, negative: never
-	ValidFraction float64 // programs held out for early stopping; default 0.2, negative: none (watch the training set)
+	ValidFraction float64 // programs held out for early stopping (from minValidPrograms = 500 programs); default 0.2, negative: none (watch the training set)
 	MaxBin        int     // bins per feature, 2…256; default 64
 	RankPairs     int     // partners per program per round for PairwiseRank; default 8
 
@@ -83,7 +89,10 @@ func (p Params) withDefaults() Params {
 	if p.MaxDepth <= 0 {
 		p.MaxDepth = 10
 	}
-	if p.MaxLeaves <= 0 {
+	switch {
+	case p.MaxLeaves == 0:
+		p.MaxLeaves = 31
+	case p.MaxLeaves < 0:
 		p.MaxLeaves = 1 << min(p.MaxDepth, 20)
 	}
 	if p.MinDataInLeaf <= 0 {
@@ -137,8 +146,11 @@ var (
 const maxTotalBins = 1<<16 - 1
 
 // minValidPrograms is the smallest dataset that gets a validation split;
-// smaller ones watch the training set.
-const minValidPrograms = 50
+// smaller ones watch the training set: on a few hundred measured programs a
+// held-out fifth is too small to time the stop and too costly to lose (on
+// 300 measured matmul schedules, holding it out cost 0.015 of held-out
+// pairwise accuracy).
+const minValidPrograms = 500
 
 // TrainInfo reports how a model was trained.
 type TrainInfo struct {
