@@ -3,7 +3,7 @@
 # that the Go toolchain is new enough. Sourced by setup.sh and test.sh.
 set -euo pipefail
 
-packages=(gcc libc6-dev libopenblas-dev libonnx-testdata)
+packages=(gcc libc6-dev libopenblas-dev libonnx-testdata xgboost)
 
 missing=()
 for p in "${packages[@]}"; do
