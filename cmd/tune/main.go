@@ -30,6 +30,7 @@ type command struct {
 // `tune [flags] model.onnx`.
 var commands = []command{
 	{"inspect", "print the graph before and after the passes, the fused groups and the task table", runInspect},
+	{"records", "export, import, distill (best k per task) or summarize the records of --db", runRecords},
 }
 
 // errUsage is returned by a command whose arguments are wrong after it has

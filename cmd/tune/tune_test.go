@@ -48,6 +48,39 @@ func TestTuneResume(t *testing.T) {
 	if err != nil || n != 16 {
 		t.Fatalf("%d records (%v), want 16", n, err)
 	}
+	// Export → import into a fresh database → identical stats; distill
+	// keeps the best record of each task.
+	dir := t.TempDir()
+	exported, fresh := filepath.Join(dir, "all.jsonl"), filepath.Join(dir, "fresh.db")
+	s.Close()
+	for _, a := range [][]string{
+		{"records", "export", "--db", db, "-o", exported},
+		{"records", "import", "--db", fresh, exported},
+	} {
+		if st := run(a, &out, &errs); st != 0 {
+			t.Fatalf("%v: status %d: %s", a, st, errs.String())
+		}
+	}
+	stats := func(path string) string {
+		var b bytes.Buffer
+		if st := run([]string{"records", "stats", "--db", path}, &b, &errs); st != 0 {
+			t.Fatalf("stats: %s", errs.String())
+		}
+		return b.String()
+	}
+	if a, b := stats(db), stats(fresh); a != b || !strings.Contains(a, "workload") {
+		t.Errorf("stats differ after export → import:\n%s\n%s", a, b)
+	}
+	var distilled bytes.Buffer
+	if st := run([]string{"records", "distill", "--db", db, "-k", "1"}, &distilled, &errs); st != 0 {
+		t.Fatal(errs.String())
+	}
+	if n := strings.Count(distilled.String(), "\n"); n != 4 {
+		t.Errorf("distill -k 1 kept %d records, want one per task (4)", n)
+	}
+	if s, err = records.Open(db); err != nil {
+		t.Fatal(err)
+	}
 	// While the store is open, a second tune fails at once.
 	errs.Reset()
 	if st := run(args, &out, &errs); st != 1 || !strings.Contains(errs.String(), "in use by another process") {

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"text/tabwriter"
+
+	"tessera/records"
+)
+
+// runRecords is `tune records export|import|distill|stats`.
+func runRecords(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: tune records export|import|distill|stats [--db FILE] ...")
+		return errUsage
+	}
+	verb, args := args[0], args[1:]
+	fs := flag.NewFlagSet("tune records "+verb, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	db := fs.String("db", "tuning.db", "records database `FILE`")
+	out := fs.String("o", "-", "output `FILE` (- for standard output)")
+	k := fs.Int("k", 1, "records kept per task and target (distill)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	store, err := records.Open(*db)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	switch verb {
+	case "export", "distill":
+		w, closeOut, err := create(*out, stdout)
+		if err != nil {
+			return err
+		}
+		if verb == "export" {
+			err = store.Export(w)
+		} else {
+			err = store.Distill(w, *k)
+		}
+		return errors.Join(err, closeOut())
+	case "import":
+		if len(pos) == 0 {
+			return errors.New("import: name the JSON lines files to import")
+		}
+		for _, path := range pos {
+			f, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			rep, err := store.Import(f)
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			fmt.Fprintf(stdout, "%s: %d records added, %d lines skipped\n", path, rep.Added, len(rep.Skipped))
+			for _, s := range rep.Skipped {
+				fmt.Fprintf(stdout, "  line %d: %s\n", s.Line, s.Reason)
+			}
+		}
+		return nil
+	case "stats":
+		st, err := store.Stats()
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "workload\trecords\terrors\tbest ms\ttarget")
+		for _, s := range st {
+			best := "-"
+			if !math.IsInf(s.Best, 1) {
+				best = fmt.Sprintf("%.4f", s.Best*1e3)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", s.WorkloadKey, s.Records, s.Errors, best, s.Target)
+		}
+		return tw.Flush()
+	}
+	return fmt.Errorf("unknown records command %q (export, import, distill, stats)", verb)
+}
+
+// create opens path for writing, or returns stdout for "-".
+func create(path string, stdout io.Writer) (io.Writer, func() error, error) {
+	if path == "-" {
+		return stdout, func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, f.Close, nil
+}
