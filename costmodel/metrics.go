@@ -38,38 +38,30 @@ func pairwise(scores, labels []float64, idx []int) (right, total float64) {
 	if n < 2 {
 		return 0, 0
 	}
-	// Label ranks.
-	ls := make([]float64, n)
-	for k, i := range idx {
-		ls[k] = labels[i]
-	}
-	slices.Sort(ls)
-	ls = slices.Compact(ls)
-	rank := func(i int) int { r, _ := slices.BinarySearch(ls, labels[i]); return r }
-	// Pairs with different labels.
-	counts := make([]int, len(ls))
-	for _, i := range idx {
-		counts[rank(i)]++
+	// Label ranks, dense from 0.
+	byLabel := slices.Clone(idx)
+	slices.SortFunc(byLabel, func(a, b int) int { return cmpFloat(labels[a], labels[b]) })
+	rank := make(map[int]int, n)
+	counts := make([]int, 0, n)
+	for k, i := range byLabel {
+		if k == 0 || labels[i] != labels[byLabel[k-1]] {
+			counts = append(counts, 0)
+		}
+		rank[i] = len(counts) - 1
+		counts[len(counts)-1]++
 	}
 	total = float64(n) * float64(n-1) / 2
 	for _, c := range counts {
 		total -= float64(c) * float64(c-1) / 2
 	}
 	order := slices.Clone(idx)
-	sort.SliceStable(order, func(a, b int) bool { return scores[order[a]] < scores[order[b]] })
-	fen := make([]int, len(ls)+1)
-	add := func(r int) {
-		for r++; r < len(fen); r += r & -r {
-			fen[r]++
-		}
+	slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(scores[a], scores[b]) })
+	rk := make([]int, n) // label rank of order[k]
+	for k, i := range order {
+		rk[k] = rank[i]
 	}
-	below := func(r int) int { // items seen with rank < r
-		s := 0
-		for ; r > 0; r -= r & -r {
-			s += fen[r]
-		}
-		return s
-	}
+	fen := make([]int, len(counts)+1)
+	inBlock := make([]int, len(counts))
 	for a := 0; a < n; {
 		b := a
 		for b < n && scores[order[b]] == scores[order[a]] {
@@ -77,25 +69,42 @@ func pairwise(scores, labels []float64, idx []int) (right, total float64) {
 		}
 		// Block [a, b) has equal scores: pairs with earlier items are
 		// ordered by score; pairs inside the block are ties.
-		for _, i := range order[a:b] {
-			right += float64(below(rank(i)))
-		}
-		blockCounts := map[int]int{}
-		for _, i := range order[a:b] {
-			blockCounts[rank(i)]++
-		}
 		m := b - a
 		tiePairs := float64(m) * float64(m-1) / 2
-		for _, c := range blockCounts {
-			tiePairs -= float64(c) * float64(c-1) / 2
+		for _, r := range rk[a:b] {
+			for q := r; q > 0; q -= q & -q { // earlier items with a smaller label
+				right += float64(fen[q])
+			}
+			tiePairs -= float64(inBlock[r])
+			inBlock[r]++
 		}
 		right += tiePairs / 2
-		for _, i := range order[a:b] {
-			add(rank(i))
+		for _, r := range rk[a:b] {
+			inBlock[r] = 0
+			for q := r + 1; q < len(fen); q += q & -q {
+				fen[q]++
+			}
 		}
 		a = b
 	}
 	return right, total
+}
+
+// cmpFloat orders floats, NaN first.
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	case a == b:
+		return 0
+	case a != a && b != b:
+		return 0
+	case a != a:
+		return -1
+	}
+	return 1
 }
 
 // byGroup returns the indices of each group, groups in order of first
