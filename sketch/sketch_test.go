@@ -253,3 +253,49 @@ func checkChild(t *testing.T, what string, s *schedule.State) {
 		t.Fatalf("%s: %v\n%v", what, err, s)
 	}
 }
+
+// TestSketchPrologue: fusion puts reshapes and transposes in front of an
+// attention MatMul; the sketch inlines them and tiles the MatMul.
+func TestSketchPrologue(t *testing.T) {
+	x := te.Placeholder("X", 1, 16, 32)
+	r, err := te.Reshape("reshape", x, []int{1, 16, 4, 8}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := te.Transpose("transpose", r, []int{0, 2, 1, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := te.Placeholder("K", 1, 4, 8, 16)
+	mm, err := te.MatMul("scores", tr, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := te.NewDAG(mm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sk, err := Generate(schedule.NewState(d), CPUOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sk) == 0 {
+		t.Fatal("no sketch")
+	}
+	for _, s := range sk {
+		text := s.String()
+		for _, want := range []string{"reshape: inline", "transpose: inline"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("want %q:\n%s", want, text)
+			}
+		}
+		if countSteps[*schedule.Split](s) < 4 {
+			t.Errorf("matmul not multi-level tiled:\n%s", text)
+		}
+		f, err := Sample(rand.New(rand.NewPCG(1, 1)), s, CPUOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkChild(t, "prologue", f)
+	}
+}
