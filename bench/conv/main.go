@@ -145,12 +145,6 @@ func run(threads, rounds int) error {
 	if err != nil {
 		return err
 	}
-	for _, k := range ks {
-		lo, med := benchutil.MinMedian(tm[k.Name])
-		fmt.Printf("%s GFLOP/s = %.2f (median; best %.2f)\n", k.Name, flops/med/1e9, flops/lo/1e9)
-	}
-	lo, med := benchutil.MinMedian(benchutil.Ratios(tm["naive"], tm["expert"]))
-	fmt.Printf("speed ratio per round: min %.2f median %.2f\n", lo, med)
-	fmt.Printf("tessera/naive = %.2f\n", med)
+	benchutil.Report(flops, tm, ks, "expert", "naive", "tessera/naive")
 	return nil
 }

@@ -167,12 +167,6 @@ func run(n, threads, rounds int, withNaive bool, t tiles) error {
 	if err != nil {
 		return err
 	}
-	for _, k := range timed {
-		lo, med := benchutil.MinMedian(tm[k.Name])
-		fmt.Printf("%s GFLOP/s = %.2f (median; best %.2f)\n", k.Name, flops/med/1e9, flops/lo/1e9)
-	}
-	lo, med := benchutil.MinMedian(benchutil.Ratios(tm["openblas"], tm["expert"]))
-	fmt.Printf("speed ratio per round: min %.2f median %.2f\n", lo, med)
-	fmt.Printf("tessera/openblas = %.2f\n", med)
+	benchutil.Report(flops, tm, timed, "expert", "openblas", "tessera/openblas")
 	return nil
 }

@@ -97,6 +97,19 @@ func Ratios(a, b []float64) []float64 {
 	return out
 }
 
+// Report prints each kernel's GFLOP/s (median and best over rounds), the
+// per-round speed ratio of fast over base, and last the line
+// "label = R" with the median ratio.
+func Report(flops float64, tm Timings, ks []Kernel, fast, base, label string) {
+	for _, k := range ks {
+		lo, med := MinMedian(tm[k.Name])
+		fmt.Printf("%s GFLOP/s = %.2f (median; best %.2f)\n", k.Name, flops/med/1e9, flops/lo/1e9)
+	}
+	lo, med := MinMedian(Ratios(tm[base], tm[fast]))
+	fmt.Printf("speed ratio per round: min %.2f median %.2f\n", lo, med)
+	fmt.Printf("%s = %.2f\n", label, med)
+}
+
 // OpenBLASGEMM returns a kernel source with the benchmark ABI that
 // computes args[2] = args[0] · args[1] (n×n row-major) with OpenBLAS's
 // cblas_sgemm on as many threads as OpenMP is given. Build it with
