@@ -6,16 +6,17 @@ import (
 
 // iterDomain is the derivation of a stage's iterators from its root axes,
 // evaluated for given root extents: the extent and kind of every iterator
-// that ever existed in the stage (roots, intermediate and current).
+// that ever existed in the stage (roots, intermediate and current), indexed
+// by identity.
 type iterDomain struct {
-	ext  map[int]int
-	kind map[int]IterKind
+	ext  []int
+	kind []IterKind
 }
 
 // deriveDomain computes every iterator's extent from the root extents by
 // replaying the stage's split and fuse relations.
 func (st *Stage) deriveDomain(rootExt []int) iterDomain {
-	d := iterDomain{ext: map[int]int{}, kind: map[int]IterKind{}}
+	d := iterDomain{ext: make([]int, st.nextID), kind: make([]IterKind, st.nextID)}
 	nSpatial := len(st.Tensor.Axis)
 	for i, id := range st.roots {
 		d.ext[id] = rootExt[i]
@@ -63,7 +64,7 @@ type guard struct {
 // current iterators (leaf, keyed by identity), walking the relations
 // backwards. It also returns the guards of splits that overshoot.
 func (st *Stage) rootValues(leaf map[int]tir.Expr, d iterDomain) ([]tir.Expr, []guard) {
-	val := make(map[int]tir.Expr, len(leaf))
+	val := make([]tir.Expr, st.nextID)
 	for id, e := range leaf {
 		val[id] = e
 	}

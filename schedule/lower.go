@@ -181,7 +181,10 @@ func (l *lowerer) nest(i int) (tir.Stmt, error) {
 		if k+1 == firstReduce {
 			pre = append(pre, l.initNest(i, firstReduce))
 		}
-		body := tir.SeqOf(append(pre, inner)...)
+		body := inner // a loop, store or guard: SeqOf would return it as is
+		if len(pre) > 0 {
+			body = tir.SeqOf(append(pre, inner)...)
+		}
 		for a := len(allocs) - 1; a >= 0; a-- {
 			body = &tir.Allocate{Buf: allocs[a], Body: body}
 		}

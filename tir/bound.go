@@ -33,6 +33,7 @@ func ConstBound(e Expr, dom map[*Var]Interval) Interval {
 		return Everything()
 	}
 	s := newSimplifier(dom, e)
+	defer s.release()
 	return s.boundForm(s.linear(e))
 }
 
@@ -50,17 +51,20 @@ func (s *simplifier) boundForm(f linearForm) Interval {
 // arithmetic over its structure. On a canonical form every atom occurs once,
 // so this is as tight as boundForm.
 func (s *simplifier) boundExpr(e Expr) Interval {
+	switch n := e.(type) { // leaves are cheaper to redo than to look up
+	case *IntImm:
+		return Point(n.V)
+	case *Var:
+		if d, ok := s.dom[n]; ok && n.T == Int {
+			return d
+		}
+		return Everything()
+	}
 	if iv, ok := s.bounds[e]; ok {
 		return iv
 	}
 	iv := Everything()
 	switch n := e.(type) {
-	case *IntImm:
-		iv = Point(n.V)
-	case *Var:
-		if d, ok := s.dom[n]; ok && n.T == Int {
-			iv = d
-		}
 	case *Binary:
 		a, b := s.boundExpr(n.A), s.boundExpr(n.B)
 		switch n.Op {
@@ -96,7 +100,7 @@ func (s *simplifier) boundExpr(e Expr) Interval {
 			iv = Interval{0, 1}
 		}
 	}
-	s.bounds[e] = iv
+	memoize(&s.bounds, e, iv)
 	return iv
 }
 
@@ -407,6 +411,7 @@ func EvalRange(e Expr, ranging map[*Var]Interval, fixed map[*Var]Interval) (lo, 
 		dom[v] = iv
 	}
 	r := &ranger{s: newSimplifier(dom, e), ranging: ranging, memo: map[Expr]bool{}}
+	defer r.s.release()
 	l, h := r.form(r.s.linear(e))
 	lo, hi = Const(math.MinInt64), Const(math.MaxInt64)
 	if !l.inf {
@@ -442,7 +447,7 @@ func (r *ranger) plus(a symBound, k int64, b symBound) symBound {
 	if a.inf || b.inf {
 		return unbounded
 	}
-	f, ok := axpy(a.f, k, b.f)
+	f, ok := r.s.axpy(a.f, k, b.f)
 	if !ok {
 		return unbounded
 	}
@@ -455,7 +460,7 @@ func (r *ranger) form(f linearForm) (lo, hi symBound) {
 	lo = symBound{f: constForm(f.c)}
 	hi = lo
 	for _, t := range f.terms {
-		one := symBound{f: linearForm{terms: []term{{t.atom, t.key, 1}}}}
+		one := symBound{f: linearForm{terms: []term{{t.atom, t.text, 1}}}}
 		if !r.mentionsRanging(t.atom) {
 			lo, hi = r.plus(lo, t.coef, one), r.plus(hi, t.coef, one)
 			continue
@@ -519,7 +524,7 @@ func (r *ranger) divEnd(x symBound, c int64) symBound {
 	if x.inf {
 		return unbounded
 	}
-	f, ok := r.s.floorDivPos(x.f, c)
+	f, ok := r.s.floorDivPos(x.f, c, nil)
 	if !ok {
 		return unbounded
 	}
@@ -535,16 +540,16 @@ func (r *ranger) modRange(x Expr, c int64) (lo, hi symBound, ok bool) {
 	if xl.inf || xh.inf {
 		return lo, hi, false
 	}
-	ql, ok1 := r.s.floorDivPos(xl.f, c)
-	qh, ok2 := r.s.floorDivPos(xh.f, c)
+	ql, ok1 := r.s.floorDivPos(xl.f, c, nil)
+	qh, ok2 := r.s.floorDivPos(xh.f, c, nil)
 	if !ok1 || !ok2 {
 		return lo, hi, false
 	}
-	if d, ok := axpy(qh, -1, ql); !ok || len(d.terms) != 0 || d.c != 0 {
+	if d, ok := r.s.axpy(qh, -1, ql); !ok || len(d.terms) != 0 || d.c != 0 {
 		return lo, hi, false
 	}
-	ml, ok1 := r.s.floorModPos(xl.f, c)
-	width, ok2 := axpy(xh.f, -1, xl.f)
+	ml, ok1 := r.s.floorModPos(xl.f, c, nil)
+	width, ok2 := r.s.axpy(xh.f, -1, xl.f)
 	if !ok1 || !ok2 {
 		return lo, hi, false
 	}

@@ -6,10 +6,12 @@
 package tir
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // True and False are the canonical boolean constants (0 == 0 and 0 != 0).
@@ -142,7 +144,9 @@ func Simplify(e Expr, dom map[*Var]Interval) Expr {
 	if e == nil {
 		return nil
 	}
-	return newSimplifier(dom, e).simplify(e)
+	s := newSimplifier(dom, e)
+	defer s.release()
+	return s.simplify(e)
 }
 
 // Prove reports whether cond is provably always true (value=true,
@@ -169,6 +173,7 @@ func LinearIn(e Expr, v *Var) (coef int64, rest Expr, ok bool) {
 		return 0, nil, false
 	}
 	s := newSimplifier(nil, e)
+	defer s.release()
 	f := s.linear(e)
 	r := linearForm{c: f.c}
 	memo := map[Expr]bool{}
@@ -187,47 +192,71 @@ func LinearIn(e Expr, v *Var) (coef int64, rest Expr, ok bool) {
 
 // ---- the simplifier ----
 
-// simplifier holds the state of one simplification: the domain, the
-// first-appearance ordinals that order atoms printing alike, and memo tables
+// simplifier holds the state of one simplification: the domain, memo tables
 // keyed by node (nodes are immutable, so a node's result never changes).
+//
+// SimplifyStmt uses one simplifier for a whole statement tree. The memo
+// tables depend on the domain and the substitution, so they are cleared
+// whenever those change (reset). Atoms that print alike but differ are
+// ordered by the first appearance of their variables and buffers in the
+// expression being simplified (root); a result that depended on that order
+// holds only for that root, so the memo tables are cleared after such an
+// expression too.
 type simplifier struct {
 	dom    map[*Var]Interval
 	subst  map[*Var]Expr // variables replaced while simplifying (SimplifyStmt)
-	varOrd map[*Var]int
-	bufOrd map[*Buffer]int
-	keys   map[Expr]atomKey
+	root   Expr          // the expression being simplified
+	ord    ordinals      // of root, built on the first tie (see tieBreak)
+	tied   bool          // a result depended on ord
+	scope  int           // SimplifyStmt: the scope dom and subst belong to
+	scopes int           // SimplifyStmt: scope numbers handed out
 	forms  map[Expr]linearForm
 	simple map[Expr]Expr
 	bounds map[Expr]Interval
+	chunk  []term // the chunk newTerms cuts term slices from
+	free   []term // the part of chunk not yet cut
 }
 
-func newSimplifier(dom map[*Var]Interval, roots ...Expr) *simplifier {
-	s := &simplifier{
-		dom:    dom,
-		varOrd: map[*Var]int{},
-		bufOrd: map[*Buffer]int{},
-		keys:   map[Expr]atomKey{},
-		forms:  map[Expr]linearForm{},
-		simple: map[Expr]Expr{},
-		bounds: map[Expr]Interval{},
-	}
-	seen := map[Expr]bool{} // shared subtrees are walked once
-	for _, r := range roots {
-		WalkExpr(r, func(x Expr) bool {
-			if seen[x] {
-				return false
-			}
-			seen[x] = true
-			switch x := x.(type) {
-			case *Var:
-				s.varOrdinal(x)
-			case *Load:
-				s.bufOrdinal(x.Buf)
-			}
-			return true
-		})
-	}
+// simplifiers recycles simplifiers: the memo tables keep their capacity,
+// and making and growing them is most of what a small simplification costs.
+var simplifiers = sync.Pool{New: func() any { return new(simplifier) }}
+
+// newSimplifier returns a simplifier of root under dom, which the caller
+// releases when done with it and with every form it returned.
+func newSimplifier(dom map[*Var]Interval, root Expr) *simplifier {
+	s := simplifiers.Get().(*simplifier)
+	s.dom, s.root = dom, root
 	return s
+}
+
+// release clears s and returns it to the pool. The last chunk of terms is
+// used again: nothing a simplification returns refers to a form.
+func (s *simplifier) release() {
+	clear(s.forms)
+	clear(s.simple)
+	clear(s.bounds)
+	s.ord.clear()
+	clear(s.chunk[:len(s.chunk)-len(s.free)]) // drop the atoms it refers to
+	*s = simplifier{ord: s.ord, forms: s.forms, simple: s.simple, bounds: s.bounds, chunk: s.chunk, free: s.chunk}
+	simplifiers.Put(s)
+}
+
+// memoize stores (*m)[e] = v, making the map on first use: many
+// simplifications need few of the tables.
+func memoize[V any](m *map[Expr]V, e Expr, v V) {
+	if *m == nil {
+		*m = map[Expr]V{}
+	}
+	(*m)[e] = v
+}
+
+// reset forgets every result that depends on the domain, the substitution
+// or the root's ordinals.
+func (s *simplifier) reset() {
+	clear(s.forms)
+	clear(s.simple)
+	clear(s.bounds)
+	s.tied = false
 }
 
 // mentions reports whether e mentions a variable for which pred holds,
@@ -252,28 +281,17 @@ func mentions(e Expr, pred func(*Var) bool, memo map[Expr]bool) bool {
 	return found
 }
 
-func (s *simplifier) varOrdinal(v *Var) int {
-	if i, ok := s.varOrd[v]; ok {
-		return i
-	}
-	i := len(s.varOrd)
-	s.varOrd[v] = i
-	return i
-}
-
-func (s *simplifier) bufOrdinal(b *Buffer) int {
-	if i, ok := s.bufOrd[b]; ok {
-		return i
-	}
-	i := len(s.bufOrd)
-	s.bufOrd[b] = i
-	return i
-}
-
 // simplify dispatches on the type of e.
 func (s *simplifier) simplify(e Expr) Expr {
-	if e == nil {
+	switch n := e.(type) { // leaves are cheaper to redo than to look up
+	case nil:
 		return nil
+	case *IntImm:
+		return n
+	case *Var:
+		if n.T == Int {
+			return buildForm(s.variable(n))
+		}
 	}
 	if r, ok := s.simple[e]; ok {
 		return r
@@ -281,44 +299,180 @@ func (s *simplifier) simplify(e Expr) Expr {
 	var r Expr
 	switch e.Type() {
 	case Int:
-		r = buildForm(s.linear(e))
+		if f := s.linear(e); formIs(f, e) {
+			r = e // already in canonical form
+		} else {
+			r = buildForm(f)
+		}
 	case Bool:
 		r = s.simplifyBool(e)
 	default:
 		r = s.simplifyFloat(e)
 	}
-	s.simple[e] = r
+	memoize(&s.simple, e, r)
 	return r
 }
 
-// ---- atom keys ----
+// ---- the order of atoms ----
 
-// atomKey orders atoms: by printed form, then by id, an unambiguous
-// serialization in which variables and buffers are named by their ordinals.
-// Two atoms are the same atom exactly when their ids are equal.
-type atomKey struct{ text, id string }
-
-func (a atomKey) compare(b atomKey) int {
-	if c := strings.Compare(a.text, b.text); c != 0 {
-		return c
-	}
-	return strings.Compare(a.id, b.id)
-}
-
-func (s *simplifier) key(e Expr) atomKey {
-	if k, ok := s.keys[e]; ok {
-		return k
+// atomText is the printed form of an atom (ExprString), which orders atoms.
+// Terms carry it, so it is printed once per atom.
+func atomText(e Expr) string {
+	if v, ok := e.(*Var); ok {
+		return v.Name // what ExprString prints, without the allocation
 	}
 	var b strings.Builder
-	s.writeID(&b, e)
-	k := atomKey{ExprString(e), b.String()}
-	s.keys[e] = k
-	return k
+	b.Grow(32)
+	writeExpr(&b, e)
+	return b.String()
 }
 
-func (s *simplifier) same(a, b Expr) bool { return s.key(a).id == s.key(b).id }
+// compareAtoms orders atoms a and b, printed as at and bt: by printed form;
+// atoms that print alike but are not identical (distinct variables or
+// buffers of equal names) by tieBreak; identical atoms compare equal.
+func (s *simplifier) compareAtoms(a Expr, at string, b Expr, bt string) int {
+	if c := strings.Compare(at, bt); c != 0 {
+		return c
+	}
+	if identical(a, b) {
+		return 0
+	}
+	return s.tieBreak(a, b)
+}
 
-func (s *simplifier) writeID(b *strings.Builder, e Expr) {
+// identical reports whether a and b are the same expression: equal
+// structure, the same variables and buffers (by pointer), equal constants
+// (floats by their bits).
+func identical(a, b Expr) bool {
+	if a == b {
+		return true
+	}
+	switch x := a.(type) {
+	case *IntImm:
+		y, ok := b.(*IntImm)
+		return ok && x.V == y.V
+	case *FloatImm:
+		y, ok := b.(*FloatImm)
+		return ok && math.Float64bits(x.V) == math.Float64bits(y.V)
+	case *Binary:
+		y, ok := b.(*Binary)
+		return ok && x.Op == y.Op && identical(x.A, y.A) && identical(x.B, y.B)
+	case *Compare:
+		y, ok := b.(*Compare)
+		return ok && x.Op == y.Op && identical(x.A, y.A) && identical(x.B, y.B)
+	case *And:
+		y, ok := b.(*And)
+		return ok && identical(x.A, y.A) && identical(x.B, y.B)
+	case *Or:
+		y, ok := b.(*Or)
+		return ok && identical(x.A, y.A) && identical(x.B, y.B)
+	case *Not:
+		y, ok := b.(*Not)
+		return ok && identical(x.A, y.A)
+	case *Select:
+		y, ok := b.(*Select)
+		return ok && identical(x.Cond, y.Cond) && identical(x.T, y.T) && identical(x.F, y.F)
+	case *Cast:
+		y, ok := b.(*Cast)
+		return ok && x.To == y.To && identical(x.X, y.X)
+	case *Load:
+		y, ok := b.(*Load)
+		return ok && x.Buf == y.Buf && identicalLists(x.Indices, y.Indices)
+	case *Call:
+		y, ok := b.(*Call)
+		return ok && x.Fn == y.Fn && identicalLists(x.Args, y.Args)
+	}
+	return false // distinct variables, or different types
+}
+
+func identicalLists(a, b []Expr) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !identical(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// ordinals number the variables and buffers of an expression, root, in
+// order of first appearance (pre-order).
+type ordinals struct {
+	root Expr // nil: not built
+	vars map[*Var]int
+	bufs map[*Buffer]int
+	seen map[Expr]bool // shared subtrees (not leaves) are walked once
+}
+
+func (o *ordinals) clear() {
+	o.root = nil
+	clear(o.vars)
+	clear(o.bufs)
+	clear(o.seen)
+}
+
+// build numbers the variables and buffers of root.
+func (o *ordinals) build(root Expr) {
+	o.clear()
+	if o.vars == nil {
+		o.vars, o.bufs, o.seen = map[*Var]int{}, map[*Buffer]int{}, map[Expr]bool{}
+	}
+	o.root = root
+	WalkExpr(root, func(x Expr) bool {
+		switch x := x.(type) {
+		case *Var:
+			o.varOrdinal(x)
+			return false
+		case *IntImm, *FloatImm:
+			return false
+		}
+		if o.seen[x] {
+			return false
+		}
+		o.seen[x] = true
+		if l, ok := x.(*Load); ok {
+			o.bufOrdinal(l.Buf)
+		}
+		return true
+	})
+}
+
+// tieBreak orders two atoms that print alike but are not identical by their
+// ids: unambiguous serializations in which variables and buffers are named
+// by their ordinals in the root. It marks the simplifier tied: the result
+// being computed holds for this root only.
+func (s *simplifier) tieBreak(a, b Expr) int {
+	s.tied = true
+	if s.ord.root != s.root {
+		s.ord.build(s.root)
+	}
+	var ia, ib strings.Builder
+	s.ord.writeID(&ia, a)
+	s.ord.writeID(&ib, b)
+	return strings.Compare(ia.String(), ib.String())
+}
+
+func (o *ordinals) varOrdinal(v *Var) int {
+	if i, ok := o.vars[v]; ok {
+		return i
+	}
+	i := len(o.vars)
+	o.vars[v] = i
+	return i
+}
+
+func (o *ordinals) bufOrdinal(b *Buffer) int {
+	if i, ok := o.bufs[b]; ok {
+		return i
+	}
+	i := len(o.bufs)
+	o.bufs[b] = i
+	return i
+}
+
+func (o *ordinals) writeID(b *strings.Builder, e Expr) {
 	num := func(tag byte, v int64) {
 		b.WriteByte(tag)
 		b.WriteString(strconv.FormatInt(v, 10))
@@ -327,47 +481,47 @@ func (s *simplifier) writeID(b *strings.Builder, e Expr) {
 	list := func(es []Expr) {
 		num('#', int64(len(es)))
 		for _, x := range es {
-			s.writeID(b, x)
+			o.writeID(b, x)
 		}
 	}
 	switch n := e.(type) {
 	case nil:
 		b.WriteByte('_')
 	case *Var:
-		num('v', int64(s.varOrdinal(n)))
+		num('v', int64(o.varOrdinal(n)))
 	case *IntImm:
 		num('i', n.V)
 	case *FloatImm:
 		num('f', int64(math.Float64bits(n.V)))
 	case *Binary:
 		num('b', int64(n.Op))
-		s.writeID(b, n.A)
-		s.writeID(b, n.B)
+		o.writeID(b, n.A)
+		o.writeID(b, n.B)
 	case *Compare:
 		num('c', int64(n.Op))
-		s.writeID(b, n.A)
-		s.writeID(b, n.B)
+		o.writeID(b, n.A)
+		o.writeID(b, n.B)
 	case *And:
 		b.WriteByte('&')
-		s.writeID(b, n.A)
-		s.writeID(b, n.B)
+		o.writeID(b, n.A)
+		o.writeID(b, n.B)
 	case *Or:
 		b.WriteByte('|')
-		s.writeID(b, n.A)
-		s.writeID(b, n.B)
+		o.writeID(b, n.A)
+		o.writeID(b, n.B)
 	case *Not:
 		b.WriteByte('!')
-		s.writeID(b, n.A)
+		o.writeID(b, n.A)
 	case *Select:
 		b.WriteByte('?')
-		s.writeID(b, n.Cond)
-		s.writeID(b, n.T)
-		s.writeID(b, n.F)
+		o.writeID(b, n.Cond)
+		o.writeID(b, n.T)
+		o.writeID(b, n.F)
 	case *Cast:
 		num('t', int64(n.To))
-		s.writeID(b, n.X)
+		o.writeID(b, n.X)
 	case *Load:
-		num('l', int64(s.bufOrdinal(n.Buf)))
+		num('l', int64(o.bufOrdinal(n.Buf)))
 		list(n.Indices)
 	case *Call:
 		num('k', int64(len(n.Fn)))
@@ -380,16 +534,16 @@ func (s *simplifier) writeID(b *strings.Builder, e Expr) {
 
 // ---- linear forms ----
 
-// term is coef × atom.
+// term is coef × atom; text is the atom's printed form.
 type term struct {
 	atom Expr
-	key  atomKey
+	text string
 	coef int64
 }
 
-// linearForm is Σ coef×atom + c with terms sorted by key, no two terms on the
-// same atom and no zero coefficient. Forms are values: operations build new
-// term slices and never modify their inputs.
+// linearForm is Σ coef×atom + c with terms sorted by compareAtoms, no two
+// terms on the same atom and no zero coefficient. Forms are values:
+// operations build new term slices and never modify their inputs.
 type linearForm struct {
 	terms []term
 	c     int64
@@ -399,18 +553,37 @@ func constForm(c int64) linearForm { return linearForm{c: c} }
 
 func (f linearForm) isConst() (int64, bool) { return f.c, len(f.terms) == 0 }
 
+// newTerms returns an empty term slice of capacity n. Forms are many and
+// small, so their slices are cut from larger chunks; the capacity is capped,
+// so that appending to one never writes into the next.
+func (s *simplifier) newTerms(n int) []term {
+	if n > len(s.free) {
+		s.chunk = make([]term, max(n, 256))
+		s.free = s.chunk
+	}
+	t := s.free[:0:n]
+	s.free = s.free[n:]
+	return t
+}
+
 func (s *simplifier) atomForm(atom Expr) linearForm {
-	return linearForm{terms: []term{{atom, s.key(atom), 1}}}
+	return linearForm{terms: append(s.newTerms(1), term{atom, atomText(atom), 1})}
 }
 
 // axpy returns a + k*b; ok is false on int64 overflow.
-func axpy(a linearForm, k int64, b linearForm) (linearForm, bool) {
+func (s *simplifier) axpy(a linearForm, k int64, b linearForm) (linearForm, bool) {
 	kc, ok1 := mul64(k, b.c)
 	c, ok2 := add64(a.c, kc)
 	if !ok1 || !ok2 {
 		return linearForm{}, false
 	}
-	out := make([]term, 0, len(a.terms)+len(b.terms))
+	switch { // forms never modify their terms, so they may share them
+	case len(b.terms) == 0:
+		return linearForm{a.terms, c}, true
+	case len(a.terms) == 0 && k == 1:
+		return linearForm{b.terms, c}, true
+	}
+	out := s.newTerms(len(a.terms) + len(b.terms))
 	i, j := 0, 0
 	for i < len(a.terms) || j < len(b.terms) {
 		cmp := 0
@@ -420,7 +593,7 @@ func axpy(a linearForm, k int64, b linearForm) (linearForm, bool) {
 		case i == len(a.terms):
 			cmp = 1
 		default:
-			cmp = a.terms[i].key.compare(b.terms[j].key)
+			cmp = s.compareAtoms(a.terms[i].atom, a.terms[i].text, b.terms[j].atom, b.terms[j].text)
 		}
 		if cmp < 0 {
 			out = append(out, a.terms[i])
@@ -448,8 +621,8 @@ func axpy(a linearForm, k int64, b linearForm) (linearForm, bool) {
 }
 
 // scale returns k*f; ok is false on overflow.
-func scale(f linearForm, k int64) (linearForm, bool) {
-	return axpy(constForm(0), k, f)
+func (s *simplifier) scale(f linearForm, k int64) (linearForm, bool) {
+	return s.axpy(constForm(0), k, f)
 }
 
 // buildForm turns a form into an expression: terms in key order, the first
@@ -485,17 +658,73 @@ func termExpr(atom Expr, coef int64) Expr {
 	return MulE(atom, Const(coef))
 }
 
+// formIs reports whether e is identical to buildForm(f), without building
+// it: then e can stand for the form.
+func formIs(f linearForm, e Expr) bool {
+	if len(f.terms) == 0 {
+		c, ok := IsConst(e)
+		return ok && c == f.c
+	}
+	// buildForm, undone from the outside in: the constant, then the terms.
+	switch {
+	case f.c < 0 && f.c != math.MinInt64:
+		e = leftOf(e, Sub, func(x Expr) bool { c, ok := IsConst(x); return ok && c == -f.c })
+	case f.c != 0:
+		e = leftOf(e, Add, func(x Expr) bool { c, ok := IsConst(x); return ok && c == f.c })
+	}
+	for i := len(f.terms) - 1; i > 0 && e != nil; i-- {
+		t := f.terms[i]
+		if t.coef < 0 && t.coef != math.MinInt64 {
+			e = leftOf(e, Sub, func(x Expr) bool { return termIs(x, t.atom, -t.coef) })
+		} else {
+			e = leftOf(e, Add, func(x Expr) bool { return termIs(x, t.atom, t.coef) })
+		}
+	}
+	return e != nil && termIs(e, f.terms[0].atom, f.terms[0].coef)
+}
+
+// leftOf returns the left operand of e when e is op(x, y) and right(y);
+// else nil.
+func leftOf(e Expr, op BinOp, right func(Expr) bool) Expr {
+	if b, ok := e.(*Binary); ok && b.Op == op && right(b.B) {
+		return b.A
+	}
+	return nil
+}
+
+// termIs reports whether e is identical to termExpr(atom, coef).
+func termIs(e, atom Expr, coef int64) bool {
+	if coef == 1 {
+		return identical(e, atom)
+	}
+	m, ok := e.(*Binary)
+	if !ok || m.Op != Mul {
+		return false
+	}
+	c, ok := IsConst(m.B)
+	return ok && c == coef && identical(m.A, atom)
+}
+
 // linear returns the canonical form of an integer expression.
 func (s *simplifier) linear(e Expr) linearForm {
+	// Leaves, and operations on two leaves, are cheaper to redo than to
+	// look up; every other node is memoized, so the work stays linear in
+	// the number of distinct nodes.
+	switch n := e.(type) {
+	case *IntImm:
+		return constForm(n.V)
+	case *Var:
+		return s.variable(n)
+	case *Binary:
+		if isLeaf(n.A) && isLeaf(n.B) {
+			return s.binaryInt(n)
+		}
+	}
 	if f, ok := s.forms[e]; ok {
 		return f
 	}
 	var f linearForm
 	switch n := e.(type) {
-	case *IntImm:
-		f = constForm(n.V)
-	case *Var:
-		f = s.variable(n)
 	case *Binary:
 		f = s.binaryInt(n)
 	case *Select:
@@ -507,8 +736,16 @@ func (s *simplifier) linear(e Expr) linearForm {
 	default: // not an integer node; keep it whole
 		f = s.atomForm(s.simplify(e))
 	}
-	s.forms[e] = f
+	memoize(&s.forms, e, f)
 	return f
+}
+
+func isLeaf(e Expr) bool {
+	switch e.(type) {
+	case *IntImm, *Var:
+		return true
+	}
+	return false
 }
 
 // variable is a substituted value, the constant of a point domain
@@ -525,8 +762,11 @@ func (s *simplifier) variable(v *Var) linearForm {
 
 // opaque keeps op(a, b) as an atom with simplified operands: for what no
 // rule handles and for anything that would overflow.
-func (s *simplifier) opaque(op BinOp, a, b linearForm) linearForm {
-	return s.atomForm(&Binary{op, buildForm(a), buildForm(b)})
+func (s *simplifier) opaque(n *Binary, a, b linearForm) linearForm {
+	if formIs(a, n.A) && formIs(b, n.B) {
+		return s.atomForm(n)
+	}
+	return s.atomForm(&Binary{n.Op, buildForm(a), buildForm(b)})
 }
 
 func (s *simplifier) binaryInt(n *Binary) linearForm {
@@ -537,22 +777,22 @@ func (s *simplifier) binaryInt(n *Binary) linearForm {
 	)
 	switch n.Op {
 	case Add:
-		f, ok = axpy(a, 1, b)
+		f, ok = s.axpy(a, 1, b)
 		f = s.normalize(f)
 	case Sub:
-		f, ok = axpy(a, -1, b)
+		f, ok = s.axpy(a, -1, b)
 		f = s.normalize(f)
 	case Mul:
 		f, ok = s.mul(a, b)
 	case FloorDiv:
-		f, ok = s.floorDiv(a, b)
+		f, ok = s.floorDiv(a, b, n)
 	case FloorMod:
-		f, ok = s.floorMod(a, b)
+		f, ok = s.floorMod(a, b, n)
 	case Min, Max:
 		f, ok = s.minMax(n.Op, a, b), true
 	}
 	if !ok { // Div (not an integer operator), or overflow
-		return s.opaque(n.Op, a, b)
+		return s.opaque(n, a, b)
 	}
 	return f
 }
@@ -565,10 +805,10 @@ func (s *simplifier) binaryInt(n *Binary) linearForm {
 // sums are not expanded.
 func (s *simplifier) mul(a, b linearForm) (linearForm, bool) {
 	if c, ok := b.isConst(); ok {
-		return scale(a, c)
+		return s.scale(a, c)
 	}
 	if c, ok := a.isConst(); ok {
-		return scale(b, c)
+		return s.scale(b, c)
 	}
 	ca, fa := factorOut(a)
 	cb, fb := factorOut(b)
@@ -583,7 +823,7 @@ func (s *simplifier) mul(a, b linearForm) (linearForm, bool) {
 	for _, x := range factors[1:] {
 		prod = MulE(prod, x)
 	}
-	return linearForm{terms: []term{{prod, s.key(prod), coef}}}, true
+	return linearForm{terms: append(s.newTerms(1), term{prod, atomText(prod), coef})}, true
 }
 
 // factorOut splits a non-constant form into coef × factor.
@@ -610,7 +850,14 @@ func flattenChain(op BinOp, e Expr, out []Expr) []Expr {
 }
 
 func (s *simplifier) sortByKey(es []Expr) {
-	slices.SortStableFunc(es, func(a, b Expr) int { return s.key(a).compare(s.key(b)) })
+	ts := make([]term, len(es))
+	for i, e := range es {
+		ts[i] = term{atom: e, text: atomText(e)}
+	}
+	slices.SortStableFunc(ts, func(a, b term) int { return s.compareAtoms(a.atom, a.text, b.atom, b.text) })
+	for i, t := range ts {
+		es[i] = t.atom
+	}
 }
 
 // ---- normalization: c*floordiv(x, c) + floormod(x, c) = x ----
@@ -642,14 +889,14 @@ func (s *simplifier) mergeDivMod(f linearForm) (linearForm, bool) {
 		if !ok {
 			continue
 		}
-		divKey := s.key(&Binary{FloorDiv, m.A, m.B})
 		for _, u := range f.terms {
-			if u.coef != want || u.key != divKey {
+			d, ok := u.atom.(*Binary)
+			if u.coef != want || !ok || d.Op != FloorDiv || !identical(d.A, m.A) || !identical(d.B, m.B) {
 				continue
 			}
-			g, ok1 := axpy(f, -t.coef, linearForm{terms: []term{{t.atom, t.key, 1}}})
-			g, ok2 := axpy(g, -u.coef, linearForm{terms: []term{{u.atom, u.key, 1}}})
-			g, ok3 := axpy(g, t.coef, s.linear(m.A))
+			g, ok1 := s.axpy(f, -t.coef, linearForm{terms: []term{{t.atom, t.text, 1}}})
+			g, ok2 := s.axpy(g, -u.coef, linearForm{terms: []term{{u.atom, u.text, 1}}})
+			g, ok3 := s.axpy(g, t.coef, s.linear(m.A))
 			if ok1 && ok2 && ok3 {
 				return g, true
 			}
@@ -661,8 +908,9 @@ func (s *simplifier) mergeDivMod(f linearForm) (linearForm, bool) {
 // ---- floordiv and floormod ----
 
 // floorDiv folds constants and applies the rules for positive constant
-// divisors; other divisors keep the division whole.
-func (s *simplifier) floorDiv(a, b linearForm) (linearForm, bool) {
+// divisors; other divisors keep the division whole. orig, if not nil, is
+// the expression being simplified (see divModAtom).
+func (s *simplifier) floorDiv(a, b linearForm, orig *Binary) (linearForm, bool) {
 	c, ok := b.isConst()
 	if !ok || c == 0 {
 		return linearForm{}, false
@@ -673,14 +921,14 @@ func (s *simplifier) floorDiv(a, b linearForm) (linearForm, bool) {
 	}
 	switch {
 	case c == -1:
-		return scale(a, -1)
+		return s.scale(a, -1)
 	case c < 0:
 		return linearForm{}, false
 	}
-	return s.floorDivPos(a, c)
+	return s.floorDivPos(a, c, orig)
 }
 
-func (s *simplifier) floorMod(a, b linearForm) (linearForm, bool) {
+func (s *simplifier) floorMod(a, b linearForm, orig *Binary) (linearForm, bool) {
 	c, ok := b.isConst()
 	if !ok || c == 0 {
 		return linearForm{}, false
@@ -694,18 +942,32 @@ func (s *simplifier) floorMod(a, b linearForm) (linearForm, bool) {
 	case c < 0:
 		return linearForm{}, false
 	}
-	return s.floorModPos(a, c)
+	return s.floorModPos(a, c, orig)
 }
 
 // splitMultiples writes a as c*q + r, where q takes the terms whose
 // coefficient c divides and floordiv(a.c, c), and r keeps the other terms and
 // floormod(a.c, c) ∈ [0, c). c > 0.
-func splitMultiples(a linearForm, c int64) (q, r linearForm) {
+func (s *simplifier) splitMultiples(a linearForm, c int64) (q, r linearForm) {
 	qc, _ := floorDiv64(a.c, c)
 	q.c, r.c = qc, floorMod64(a.c, c)
+	n := 0
 	for _, t := range a.terms {
 		if t.coef%c == 0 {
-			q.terms = append(q.terms, term{t.atom, t.key, t.coef / c})
+			n++
+		}
+	}
+	if n == 0 {
+		r.terms = a.terms
+		return q, r
+	}
+	q.terms = s.newTerms(n)
+	if n < len(a.terms) {
+		r.terms = s.newTerms(len(a.terms) - n)
+	}
+	for _, t := range a.terms {
+		if t.coef%c == 0 {
+			q.terms = append(q.terms, term{t.atom, t.text, t.coef / c})
 		} else {
 			r.terms = append(r.terms, t)
 		}
@@ -727,7 +989,7 @@ func (s *simplifier) samePeriod(r linearForm, c int64) (int64, bool) {
 
 // commonFactor returns gcd(c, coefficients of r's terms) and, when it is
 // g > 1, r = g*y + r0 with r0 = floormod(r.c, g).
-func commonFactor(r linearForm, c int64) (g int64, y linearForm, r0 int64) {
+func (s *simplifier) commonFactor(r linearForm, c int64) (g int64, y linearForm, r0 int64) {
 	gu := uint64(c)
 	for _, t := range r.terms {
 		gu = gcdU(gu, absU(t.coef))
@@ -738,8 +1000,9 @@ func commonFactor(r linearForm, c int64) (g int64, y linearForm, r0 int64) {
 	}
 	r0 = floorMod64(r.c, g)
 	y.c = (r.c - r0) / g
+	y.terms = s.newTerms(len(r.terms))
 	for _, t := range r.terms {
-		y.terms = append(y.terms, term{t.atom, t.key, t.coef / g})
+		y.terms = append(y.terms, term{t.atom, t.text, t.coef / g})
 	}
 	return g, y, r0
 }
@@ -767,21 +1030,21 @@ func nestedOp(r linearForm, op BinOp) (Expr, int64, bool) {
 //	floordiv(r, c)                 = k        when bound(r) ⊆ [k*c, k*c+c-1]
 //	floordiv(g*y + r0, g*c')       = floordiv(y, c')       0 ≤ r0 < g
 //	floordiv(floordiv(x, a) + r0, c) = floordiv(x + a*r0, a*c)   a > 0
-func (s *simplifier) floorDivPos(a linearForm, c int64) (linearForm, bool) {
+func (s *simplifier) floorDivPos(a linearForm, c int64, orig *Binary) (linearForm, bool) {
 	if c == 1 {
 		return a, true
 	}
-	q, r := splitMultiples(a, c)
-	d, ok := s.divRemainder(r, c)
+	q, r := s.splitMultiples(a, c)
+	d, ok := s.divRemainder(r, c, orig)
 	if !ok {
 		return linearForm{}, false
 	}
-	f, ok := axpy(q, 1, d)
+	f, ok := s.axpy(q, 1, d)
 	return s.normalize(f), ok
 }
 
 // divRemainder is floordiv(r, c) for r as left by splitMultiples.
-func (s *simplifier) divRemainder(r linearForm, c int64) (linearForm, bool) {
+func (s *simplifier) divRemainder(r linearForm, c int64, orig *Binary) (linearForm, bool) {
 	if v, ok := r.isConst(); ok {
 		q, _ := floorDiv64(v, c)
 		return constForm(q), true
@@ -789,18 +1052,18 @@ func (s *simplifier) divRemainder(r linearForm, c int64) (linearForm, bool) {
 	if k, ok := s.samePeriod(r, c); ok {
 		return constForm(k), true
 	}
-	if g, y, _ := commonFactor(r, c); g > 1 {
-		return s.floorDivPos(y, c/g)
+	if g, y, _ := s.commonFactor(r, c); g > 1 {
+		return s.floorDivPos(y, c/g, orig)
 	}
 	if x, a, ok := nestedOp(r, FloorDiv); ok {
 		ar0, ok1 := mul64(a, r.c)
 		ac, ok2 := mul64(a, c)
-		inner, ok3 := axpy(s.linear(x), 1, constForm(ar0))
+		inner, ok3 := s.axpy(s.linear(x), 1, constForm(ar0))
 		if ok1 && ok2 && ok3 {
-			return s.floorDivPos(inner, ac)
+			return s.floorDivPos(inner, ac, orig)
 		}
 	}
-	return s.atomForm(FloorDivE(buildForm(r), Const(c))), true
+	return s.atomForm(divModAtom(FloorDiv, r, c, orig)), true
 }
 
 // floorModPos simplifies floormod(a, c) for c > 0:
@@ -809,34 +1072,45 @@ func (s *simplifier) divRemainder(r linearForm, c int64) (linearForm, bool) {
 //	floormod(r, c)           = r - k*c   when bound(r) ⊆ [k*c, k*c+c-1]
 //	floormod(g*y + r0, g*c') = g*floormod(y, c') + r0     0 ≤ r0 < g
 //	floormod(floormod(x, a) + r0, c) = floormod(x + r0, c)  when c divides a
-func (s *simplifier) floorModPos(a linearForm, c int64) (linearForm, bool) {
+func (s *simplifier) floorModPos(a linearForm, c int64, orig *Binary) (linearForm, bool) {
 	if c == 1 {
 		return constForm(0), true
 	}
-	_, r := splitMultiples(a, c)
+	_, r := s.splitMultiples(a, c)
 	if v, ok := r.isConst(); ok {
 		return constForm(v), true
 	}
 	if k, ok := s.samePeriod(r, c); ok {
 		kc, ok1 := mul64(k, c)
-		f, ok2 := axpy(r, -1, constForm(kc))
+		f, ok2 := s.axpy(r, -1, constForm(kc))
 		return f, ok1 && ok2
 	}
-	if g, y, r0 := commonFactor(r, c); g > 1 {
-		m, ok := s.floorModPos(y, c/g)
+	if g, y, r0 := s.commonFactor(r, c); g > 1 {
+		m, ok := s.floorModPos(y, c/g, orig)
 		if !ok {
 			return linearForm{}, false
 		}
-		f, ok1 := scale(m, g)
-		f, ok2 := axpy(f, 1, constForm(r0))
+		f, ok1 := s.scale(m, g)
+		f, ok2 := s.axpy(f, 1, constForm(r0))
 		return f, ok1 && ok2
 	}
 	if x, a, ok := nestedOp(r, FloorMod); ok && a%c == 0 {
-		if inner, ok := axpy(s.linear(x), 1, constForm(r.c)); ok {
-			return s.floorModPos(inner, c)
+		if inner, ok := s.axpy(s.linear(x), 1, constForm(r.c)); ok {
+			return s.floorModPos(inner, c, orig)
 		}
 	}
-	return s.atomForm(FloorModE(buildForm(r), Const(c))), true
+	return s.atomForm(divModAtom(FloorMod, r, c, orig)), true
+}
+
+// divModAtom returns op(r, c) as an atom: orig itself when it is exactly
+// that expression (simplified input is kept, not rebuilt), else a new node.
+func divModAtom(op BinOp, r linearForm, c int64, orig *Binary) Expr {
+	if orig != nil && orig.Op == op {
+		if k, ok := IsConst(orig.B); ok && k == c && formIs(r, orig.A) {
+			return orig
+		}
+	}
+	return &Binary{op, buildForm(r), Const(c)}
 }
 
 // ---- min and max ----
@@ -890,11 +1164,11 @@ func (s *simplifier) minMax(op BinOp, a, b linearForm) linearForm {
 // order reports whether a ≤ b and whether a ≥ b provably hold, from the
 // bound of a - b (or of b - a when only that one fits in an int64).
 func (s *simplifier) order(a, b linearForm) (le, ge bool) {
-	if d, ok := axpy(a, -1, b); ok {
+	if d, ok := s.axpy(a, -1, b); ok {
 		iv := s.boundForm(d)
 		return iv.Hi <= 0, iv.Lo >= 0
 	}
-	if d, ok := axpy(b, -1, a); ok {
+	if d, ok := s.axpy(b, -1, a); ok {
 		iv := s.boundForm(d)
 		return iv.Lo >= 0, iv.Hi <= 0
 	}
@@ -928,8 +1202,11 @@ func (s *simplifier) selectInt(n *Select) linearForm {
 		return s.linear(n.F)
 	}
 	t, f := s.simplify(n.T), s.simplify(n.F)
-	if s.same(t, f) {
+	if identical(t, f) {
 		return s.linear(n.T)
+	}
+	if c == n.Cond && t == n.T && f == n.F {
+		return s.atomForm(n)
 	}
 	return s.atomForm(&Select{c, t, f})
 }
@@ -944,18 +1221,39 @@ func (s *simplifier) selectExpr(n *Select) Expr {
 		return s.simplify(n.F)
 	}
 	t, f := s.simplify(n.T), s.simplify(n.F)
-	if s.same(t, f) {
+	if identical(t, f) {
 		return t
+	}
+	if c == n.Cond && t == n.T && f == n.F {
+		return n
 	}
 	return &Select{c, t, f}
 }
 
 func (s *simplifier) load(n *Load) *Load {
-	idx := make([]Expr, len(n.Indices))
-	for i, x := range n.Indices {
-		idx[i] = s.simplify(x)
+	if idx, changed := s.simplifyAll(n.Indices); changed {
+		return &Load{n.Buf, idx}
 	}
-	return &Load{n.Buf, idx}
+	return n
+}
+
+// simplifyAll simplifies each of es; changed is false, and the slice es
+// itself, when every one was already simplified.
+func (s *simplifier) simplifyAll(es []Expr) (out []Expr, changed bool) {
+	for i, x := range es {
+		y := s.simplify(x)
+		if y != x && out == nil {
+			out = make([]Expr, len(es))
+			copy(out, es[:i])
+		}
+		if out != nil {
+			out[i] = y
+		}
+	}
+	if out == nil {
+		return es, false
+	}
+	return out, true
 }
 
 // castInt simplifies a cast to Int: int→int is dropped; bool and float
@@ -976,6 +1274,9 @@ func (s *simplifier) castInt(n *Cast) linearForm {
 		if t >= -(1<<63) && t < 1<<63 { // false for NaN and ±Inf
 			return constForm(int64(t))
 		}
+	}
+	if x == n.X {
+		return s.atomForm(n)
 	}
 	return s.atomForm(&Cast{Int, x})
 }
@@ -1005,6 +1306,9 @@ func (s *simplifier) castExpr(n *Cast) Expr {
 			return boolExpr(float32(f.V) != 0)
 		}
 	}
+	if x == n.X {
+		return n
+	}
 	return &Cast{n.To, x}
 }
 
@@ -1025,8 +1329,11 @@ func (s *simplifier) simplifyBool(e Expr) Expr {
 			return False
 		case IsTrue(a):
 			return b
-		case IsTrue(b), s.same(a, b):
+		case IsTrue(b), identical(a, b):
 			return a
+		}
+		if a == n.A && b == n.B {
+			return n
 		}
 		return &And{a, b}
 	case *Or:
@@ -1040,8 +1347,11 @@ func (s *simplifier) simplifyBool(e Expr) Expr {
 			return True
 		case IsFalse(a):
 			return b
-		case IsFalse(b), s.same(a, b):
+		case IsFalse(b), identical(a, b):
 			return a
+		}
+		if a == n.A && b == n.B {
+			return n
 		}
 		return &Or{a, b}
 	case *Not:
@@ -1056,6 +1366,9 @@ func (s *simplifier) simplifyBool(e Expr) Expr {
 			if a.A.Type() == Int { // exact for integers only (floats have NaN)
 				return &Compare{negateCmp(a.Op), a.A, a.B}
 			}
+		}
+		if a == n.A {
+			return n
 		}
 		return &Not{a}
 	case *Select:
@@ -1078,22 +1391,29 @@ func (s *simplifier) compare(n *Compare) Expr {
 	switch n.A.Type() {
 	case Int:
 		a, b := s.linear(n.A), s.linear(n.B)
-		if d, ok := axpy(a, -1, b); ok {
+		if d, ok := s.axpy(a, -1, b); ok {
 			if v, ok := decide(n.Op, s.boundForm(d)); ok {
 				return boolExpr(v)
 			}
-		} else if d, ok := axpy(b, -1, a); ok { // b - a op' 0, op' mirrored
+		} else if d, ok := s.axpy(b, -1, a); ok { // b - a op' 0, op' mirrored
 			if v, ok := decide(mirrorCmp(n.Op), s.boundForm(d)); ok {
 				return boolExpr(v)
 			}
 		}
-		return &Compare{n.Op, buildForm(a), buildForm(b)}
+		x, y := s.simplify(n.A), s.simplify(n.B)
+		if x == n.A && y == n.B {
+			return n
+		}
+		return &Compare{n.Op, x, y}
 	case Float32:
 		a, b := s.simplify(n.A), s.simplify(n.B)
 		x, xok := a.(*FloatImm)
 		y, yok := b.(*FloatImm)
 		if xok && yok {
 			return boolExpr(cmpFloat(n.Op, float32(x.V), float32(y.V)))
+		}
+		if a == n.A && b == n.B {
+			return n
 		}
 		return &Compare{n.Op, a, b}
 	}
@@ -1102,6 +1422,9 @@ func (s *simplifier) compare(n *Compare) Expr {
 	y, yok := boolConst(b)
 	if xok && yok && (n.Op == EQ || n.Op == NE) {
 		return boolExpr((x == y) == (n.Op == EQ))
+	}
+	if a == n.A && b == n.B {
+		return n
 	}
 	return &Compare{n.Op, a, b}
 }
@@ -1135,7 +1458,7 @@ func decide(op CmpOp, iv Interval) (value, ok bool) {
 func (s *simplifier) simplifyFloat(e Expr) Expr {
 	switch n := e.(type) {
 	case *Binary:
-		return floatBinary(n.Op, s.simplify(n.A), s.simplify(n.B))
+		return floatBinary(n, s.simplify(n.A), s.simplify(n.B))
 	case *Select:
 		return s.selectExpr(n)
 	case *Cast:
@@ -1143,11 +1466,8 @@ func (s *simplifier) simplifyFloat(e Expr) Expr {
 	case *Load:
 		return s.load(n)
 	case *Call:
-		args := make([]Expr, len(n.Args))
-		for i, a := range n.Args {
-			args[i] = s.simplify(a)
-		}
-		return foldCall(n.Fn, args)
+		args, changed := s.simplifyAll(n.Args)
+		return foldCall(n, args, changed)
 	case *Var:
 		if r, ok := s.subst[n]; ok {
 			return s.simplify(r)
@@ -1156,9 +1476,11 @@ func (s *simplifier) simplifyFloat(e Expr) Expr {
 	return e
 }
 
-// floatBinary folds two float constants when the float32 result is finite,
-// and drops the operations that are the identity for every float.
-func floatBinary(op BinOp, a, b Expr) Expr {
+// floatBinary folds n, with operands simplified to a and b: two float
+// constants when the float32 result is finite, and the operations that are
+// the identity for every float.
+func floatBinary(n *Binary, a, b Expr) Expr {
+	op := n.Op
 	x, xok := a.(*FloatImm)
 	y, yok := b.(*FloatImm)
 	if xok && yok {
@@ -1176,6 +1498,9 @@ func floatBinary(op BinOp, a, b Expr) Expr {
 		return a
 	case op == Mul && is(x, xok, one), op == Add && is(x, xok, negZero):
 		return b
+	}
+	if a == n.A && b == n.B {
+		return n
 	}
 	return &Binary{op, a, b}
 }
@@ -1210,7 +1535,9 @@ func foldFloat(op BinOp, x, y float32) (float32, bool) {
 // foldCall folds the math functions whose float32 result is exact (fabs,
 // floor, ceil) or correctly rounded in both Go and C (sqrt); the others
 // (exp, log, ...) may differ by an ulp between libraries and are kept.
-func foldCall(fn string, args []Expr) Expr {
+// args are n's arguments simplified; changed is false when they are n's.
+func foldCall(n *Call, args []Expr, changed bool) Expr {
+	fn := n.Fn
 	if len(args) == 1 {
 		if x, ok := args[0].(*FloatImm); ok {
 			v := float64(float32(x.V))
@@ -1225,7 +1552,7 @@ func foldCall(fn string, args []Expr) Expr {
 			case "sqrt":
 				r = math.Sqrt(v)
 			default:
-				return &Call{fn, args}
+				return newCall(n, args, changed)
 			}
 			r = float64(float32(r))
 			if !math.IsInf(r, 0) && !math.IsNaN(r) {
@@ -1233,7 +1560,14 @@ func foldCall(fn string, args []Expr) Expr {
 			}
 		}
 	}
-	return &Call{fn, args}
+	return newCall(n, args, changed)
+}
+
+func newCall(n *Call, args []Expr, changed bool) Expr {
+	if !changed {
+		return n
+	}
+	return &Call{n.Fn, args}
 }
 
 // ---- statements ----
@@ -1250,44 +1584,78 @@ func SimplifyStmt(s Stmt, dom map[*Var]Interval) Stmt {
 	if s == nil {
 		return nil
 	}
-	if out := (stmtEnv{dom: dom}).stmt(s); out != nil {
+	env := stmtEnv{dom: maps.Clone(dom), subst: map[*Var]Expr{}}
+	if env.dom == nil {
+		env.dom = map[*Var]Interval{}
+	}
+	env.s = newSimplifier(env.dom, nil) // in scope 0, like env
+	defer env.s.release()
+	if out := env.stmt(s); out != nil {
 		return out
 	}
 	return &Seq{}
 }
 
 // stmtEnv is what SimplifyStmt knows at a statement: variable ranges and
-// variables replaced by constants. Both maps are copied, never modified.
+// variables replaced by constants. The two maps belong to the SimplifyStmt
+// call: a statement that binds a variable adds its entry for the duration of
+// its body, in a new scope, and then restores the previous entry. The
+// simplifier is shared by the whole statement tree; it keeps its memo tables
+// from one expression to the next while they are in the same scope.
 type stmtEnv struct {
 	dom   map[*Var]Interval
 	subst map[*Var]Expr
+	scope int
+	s     *simplifier
 }
 
 func (env stmtEnv) expr(e Expr) Expr {
 	if e == nil {
 		return nil
 	}
-	s := newSimplifier(env.dom, e)
-	s.subst = env.subst
-	return s.simplify(e)
+	s := env.s
+	if s.scope != env.scope {
+		s.reset()
+		s.dom, s.subst, s.scope = env.dom, env.subst, env.scope
+	}
+	s.root = e
+	r := s.simplify(e)
+	if s.tied { // results in the memo tables may hold for e only
+		s.reset()
+	}
+	return r
 }
 
-func (env stmtEnv) withRange(v *Var, iv Interval) stmtEnv {
-	dom := make(map[*Var]Interval, len(env.dom)+1)
-	for k, x := range env.dom {
-		dom[k] = x
+// inRange simplifies body with v ranging over iv.
+func (env stmtEnv) inRange(v *Var, iv Interval, body Stmt) Stmt {
+	old, had := env.dom[v]
+	env.dom[v] = iv
+	out := env.newScope().stmt(body)
+	if had {
+		env.dom[v] = old
+	} else {
+		delete(env.dom, v)
 	}
-	dom[v] = iv
-	return stmtEnv{dom, env.subst}
+	return out
 }
 
-func (env stmtEnv) withValue(v *Var, val Expr) stmtEnv {
-	subst := make(map[*Var]Expr, len(env.subst)+1)
-	for k, x := range env.subst {
-		subst[k] = x
+// withValue simplifies body with v replaced by val.
+func (env stmtEnv) withValue(v *Var, val Expr, body Stmt) Stmt {
+	old, had := env.subst[v]
+	env.subst[v] = val
+	out := env.newScope().stmt(body)
+	if had {
+		env.subst[v] = old
+	} else {
+		delete(env.subst, v)
 	}
-	subst[v] = val
-	return stmtEnv{env.dom, subst}
+	return out
+}
+
+func (env stmtEnv) newScope() stmtEnv {
+	env.s.scopes++
+	env.scope = env.s.scopes
+	return env
 }
 
 // stmt simplifies st; nil means it does nothing.
@@ -1300,9 +1668,9 @@ func (env stmtEnv) stmt(st Stmt) Stmt {
 		case n.Extent <= 0:
 			return nil
 		case n.Extent == 1:
-			return env.withValue(n.Var, Const(0)).stmt(n.Body)
+			return env.withValue(n.Var, Const(0), n.Body)
 		}
-		body := env.withRange(n.Var, Interval{0, int64(n.Extent) - 1}).stmt(n.Body)
+		body := env.inRange(n.Var, Interval{0, int64(n.Extent) - 1}, n.Body)
 		if body == nil {
 			return nil
 		}
@@ -1349,16 +1717,17 @@ func (env stmtEnv) stmt(st Stmt) Stmt {
 		v := env.expr(n.Value)
 		switch v.(type) {
 		case *IntImm, *FloatImm:
-			return env.withValue(n.Var, v).stmt(n.Body)
+			return env.withValue(n.Var, v, n.Body)
 		}
 		if IsTrue(v) || IsFalse(v) {
-			return env.withValue(n.Var, v).stmt(n.Body)
+			return env.withValue(n.Var, v, n.Body)
 		}
-		inner := env
+		var body Stmt
 		if n.Var.T == Int && v.Type() == Int {
-			inner = env.withRange(n.Var, ConstBound(v, env.dom))
+			body = env.inRange(n.Var, ConstBound(v, env.dom), n.Body)
+		} else {
+			body = env.stmt(n.Body)
 		}
-		body := inner.stmt(n.Body)
 		if body == nil {
 			return nil
 		}
