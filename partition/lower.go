@@ -264,6 +264,23 @@ func (c *lowerCtx) scalar(v float64) *te.Tensor {
 	return te.Compute(fmt.Sprintf("%s_c%d", c.n.Outputs[0], c.consts), []int{}, func([]tir.Expr) tir.Expr { return tir.F32(v) })
 }
 
+// lowerWithInts lowers an op of one data input and one integer list that
+// is the attribute attr in older opsets and the second input in newer ones
+// (Squeeze and Unsqueeze axes from opset 13, Expand's shape always).
+func lowerWithInts(attr, what string, op func(name string, x *te.Tensor, v []int) (*te.Tensor, error)) lowerFunc {
+	return func(c *lowerCtx) ([]*te.Tensor, error) {
+		x, err := c.in(0)
+		if err != nil {
+			return nil, err
+		}
+		v, _, err := c.intsParam(1, attr, what)
+		if err != nil {
+			return nil, err
+		}
+		return one(op(c.name(0), x, v))
+	}
+}
+
 func one(t *te.Tensor, err error) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
@@ -330,9 +347,9 @@ func init() {
 		"MaxPool": lowerPool, "AveragePool": lowerPool, "GlobalAveragePool": lowerGlobalPool, "GlobalMaxPool": lowerGlobalPool,
 		"BatchNormalization": lowerBatchNorm, "LayerNormalization": lowerLayerNorm, "InstanceNormalization": lowerInstanceNorm,
 		"Softmax": lowerSoftmax, "LogSoftmax": lowerSoftmax,
-		"Reshape": lowerReshape, "Flatten": lowerFlatten, "Squeeze": lowerSqueeze, "Unsqueeze": lowerUnsqueeze,
+		"Reshape": lowerReshape, "Flatten": lowerFlatten, "Squeeze": lowerWithInts("axes", "axes", te.Squeeze), "Unsqueeze": lowerWithInts("axes", "axes", te.Unsqueeze),
 		"Transpose": lowerTranspose, "Concat": lowerConcat, "Slice": lowerSlice, "Pad": lowerPad,
-		"Expand": lowerExpand, "Tile": lowerTile, "Split": lowerSplit,
+		"Expand": lowerWithInts("", "shape", te.Expand), "Tile": lowerTile, "Split": lowerSplit,
 		"DepthToSpace": lowerDepthToSpace, "SpaceToDepth": lowerSpaceToDepth,
 	} {
 		lowerings[op] = f
@@ -1021,32 +1038,6 @@ func lowerFlatten(c *lowerCtx) ([]*te.Tensor, error) {
 	return one(te.Flatten(c.name(0), x, int(axis)))
 }
 
-// lowerSqueeze: axes are an attribute before opset 13, an input after.
-func lowerSqueeze(c *lowerCtx) ([]*te.Tensor, error) {
-	x, err := c.in(0)
-	if err != nil {
-		return nil, err
-	}
-	axes, _, err := c.intsParam(1, "axes", "axes")
-	if err != nil {
-		return nil, err
-	}
-	return one(te.Squeeze(c.name(0), x, axes))
-}
-
-// lowerUnsqueeze: axes are an attribute before opset 13, an input after.
-func lowerUnsqueeze(c *lowerCtx) ([]*te.Tensor, error) {
-	x, err := c.in(0)
-	if err != nil {
-		return nil, err
-	}
-	axes, _, err := c.intsParam(1, "axes", "axes")
-	if err != nil {
-		return nil, err
-	}
-	return one(te.Unsqueeze(c.name(0), x, axes))
-}
-
 func lowerTranspose(c *lowerCtx) ([]*te.Tensor, error) {
 	x, err := c.in(0)
 	if err != nil {
@@ -1118,18 +1109,6 @@ func lowerPad(c *lowerCtx) ([]*te.Tensor, error) {
 		return nil, err
 	}
 	return one(te.Pad(c.name(0), x, te.PadAttrs{Mode: mode, Pads: append(slices.Clone(p.Begin), p.End...), Value: v}))
-}
-
-func lowerExpand(c *lowerCtx) ([]*te.Tensor, error) {
-	x, err := c.in(0)
-	if err != nil {
-		return nil, err
-	}
-	shape, _, err := c.intsParam(1, "", "shape")
-	if err != nil {
-		return nil, err
-	}
-	return one(te.Expand(c.name(0), x, shape))
 }
 
 // lowerTile concatenates copies along each repeated axis.
