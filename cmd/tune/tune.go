@@ -42,7 +42,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var mf modelFlags
 	mf.register(fs)
-	trials := fs.Int("trials", defaultTrials, "measurements across all tasks")
+	trials := fs.Int("trials", defaultTrials, "measurements across all tasks, earlier runs of the same target included")
 	target := fs.String("target", "cpu", "target to tune for (cpu)")
 	db := fs.String("db", "tuning.db", "records database `FILE`")
 	threads := fs.Int("threads", runtime.NumCPU(), "threads of every measured kernel")
@@ -135,8 +135,16 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fmt.Fprintf(stdout, "tuning %s: %d tasks, %d trials, target %s, records in %s\n", pos[0], len(tasks), *trials, *target, *db)
-	bar := progressbar.NewOptions(*trials,
+	// --trials is the budget of the model on this target: running the same
+	// command again continues up to it.
+	done := 0
+	for _, ms := range prior {
+		done += len(ms)
+	}
+	todo := max(*trials-done, 0)
+	fmt.Fprintf(stdout, "tuning %s: %d tasks, %d trials (%d from earlier runs, %d to go), target %s, records in %s\n",
+		pos[0], len(tasks), *trials, done, todo, *target, *db)
+	bar := progressbar.NewOptions(max(todo, 1),
 		progressbar.OptionSetWriter(stderr),
 		progressbar.OptionSetDescription("tuning"),
 		progressbar.OptionShowCount(),
@@ -145,7 +153,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		progressbar.OptionThrottle(200*time.Millisecond),
 	)
 	opts := search.TuneOptions{
-		Trials:    *trials,
+		Trials:    todo,
 		PerRound:  *perRound,
 		Search:    search.DefaultOptions(),
 		Scheduler: search.DefaultSchedulerOptions(),

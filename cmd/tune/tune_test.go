@@ -10,9 +10,10 @@ import (
 	"tessera/records"
 )
 
-// TestTuneResume tunes the tiny model briefly, runs the same command again
-// (which must resume: nothing measured twice, the earlier trials counted),
-// and checks the records and the errors on a held or foreign database.
+// TestTuneResume tunes the tiny model briefly, then asks for a larger
+// budget with the same command (which must resume: nothing measured twice,
+// the earlier trials counted toward the budget), and checks the records and
+// the errors on a held or foreign database.
 func TestTuneResume(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "t.db")
 	args := []string{tiny, "--trials", "8", "--per-round", "4", "--db", db, "--threads", "1", "--verify"}
@@ -24,6 +25,11 @@ func TestTuneResume(t *testing.T) {
 		t.Fatalf("first run:\n%s", out.String())
 	}
 	out.Reset()
+	if st := run(args, &out, &errs); st != 0 || !strings.Contains(out.String(), "0 trials this run, 8 from earlier runs") {
+		t.Fatalf("the same command again should find its budget spent: status %d\n%s", st, out.String())
+	}
+	out.Reset()
+	args[2] = "16"
 	if st := run(args, &out, &errs); st != 0 {
 		t.Fatalf("second run: status %d\n%s\n%s", st, out.String(), errs.String())
 	}
