@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 
 	"tessera/costmodel"
 	"tessera/measure"
@@ -144,14 +145,19 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	todo := max(*trials-done, 0)
 	fmt.Fprintf(stdout, "tuning %s: %d tasks, %d trials (%d from earlier runs, %d to go), target %s, records in %s\n",
 		pos[0], len(tasks), *trials, done, todo, *target, *db)
-	bar := progressbar.NewOptions(max(todo, 1),
-		progressbar.OptionSetWriter(stderr),
-		progressbar.OptionSetDescription("tuning"),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionThrottle(200*time.Millisecond),
-	)
+	// A progress bar on a terminal; one line per committed round in logs.
+	var bar *progressbar.ProgressBar
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		bar = progressbar.NewOptions(max(todo, 1),
+			progressbar.OptionSetWriter(stderr),
+			progressbar.OptionSetDescription("tuning"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionThrottle(200*time.Millisecond),
+		)
+	}
+	start := time.Now()
 	opts := search.TuneOptions{
 		Trials:    todo,
 		PerRound:  *perRound,
@@ -166,13 +172,20 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		if p.Complete {
 			est = fmt.Sprintf("%.3f ms", p.Objective*1e3)
 		}
+		if bar == nil {
+			fmt.Fprintf(stderr, "committed %d/%d trials (task %d/%d), est. model latency %s, %s elapsed\n",
+				p.Trials, p.Total, p.Task+1, len(tasks), est, time.Since(start).Round(time.Second))
+			return
+		}
 		bar.Describe(fmt.Sprintf("task %d/%d, est. model latency %s", p.Task+1, len(tasks), est))
 		bar.Set(p.Trials)
 	}
 	log := &storeLog{store: store, target: targetKey}
 	sum, err := search.Tune(ctx, tasks, prior, model, measurer, log, opts)
-	bar.Finish()
-	fmt.Fprintln(stderr)
+	if bar != nil {
+		bar.Finish()
+		fmt.Fprintln(stderr)
+	}
 	interrupted := errors.Is(err, context.Canceled)
 	if err != nil && !interrupted {
 		return err
