@@ -452,15 +452,7 @@ func lowerElu(c *lowerCtx) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := te.Exp(c.sub("exp"), neg)
-	if err != nil {
-		return nil, err
-	}
-	em1, err := te.Sub(c.sub("expm1"), e, c.scalar(1))
-	if err != nil {
-		return nil, err
-	}
-	scaled, err := te.Mul(c.sub("scaled"), em1, c.scalar(float64(alpha)))
+	scaled, err := c.expm1Scaled(neg, alpha)
 	if err != nil {
 		return nil, err
 	}
@@ -478,6 +470,20 @@ func lowerElu(c *lowerCtx) ([]*te.Tensor, error) {
 	return one(te.Mul(c.name(0), sum, c.scalar(float64(gamma))))
 }
 
+// expm1Scaled returns alpha·(exp(y) − 1), the negative branch of Elu,
+// Selu and Celu.
+func (c *lowerCtx) expm1Scaled(y *te.Tensor, alpha float32) (*te.Tensor, error) {
+	e, err := te.Exp(c.sub("exp"), y)
+	if err != nil {
+		return nil, err
+	}
+	em1, err := te.Sub(c.sub("expm1"), e, c.scalar(1))
+	if err != nil {
+		return nil, err
+	}
+	return te.Mul(c.sub("scaled"), em1, c.scalar(float64(alpha)))
+}
+
 // lowerCelu: max(0, x) + min(0, alpha*(exp(x/alpha) - 1)).
 func lowerCelu(c *lowerCtx) ([]*te.Tensor, error) {
 	x, err := c.in(0)
@@ -492,15 +498,7 @@ func lowerCelu(c *lowerCtx) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := te.Exp(c.sub("exp"), xs)
-	if err != nil {
-		return nil, err
-	}
-	em1, err := te.Sub(c.sub("expm1"), e, c.scalar(1))
-	if err != nil {
-		return nil, err
-	}
-	scaled, err := te.Mul(c.sub("scaled"), em1, c.scalar(float64(alpha)))
+	scaled, err := c.expm1Scaled(xs, alpha)
 	if err != nil {
 		return nil, err
 	}
