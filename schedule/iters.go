@@ -27,20 +27,25 @@ func (st *Stage) deriveDomain(rootExt []int) iterDomain {
 	}
 	for _, r := range st.rels {
 		if r.split {
-			prod := 1
-			for _, l := range r.lengths {
-				prod *= l
-			}
-			outer := 0
-			if e := d.ext[r.parent]; e > 0 && prod > 0 {
-				outer = (e + prod - 1) / prod
-			}
-			d.ext[r.children[0]] = outer
-			d.kind[r.children[0]] = d.kind[r.parent]
-			for i, l := range r.lengths {
-				d.ext[r.children[i+1]] = l
+			// A split by lengths l1..ln is n binary splits from the inside
+			// out, each inner part a factor of what its parent covers; like
+			// TVM's bound inference, an inner part is cut to its parent's
+			// extent when the factor is larger (a tile of 8×4×16 in a region
+			// of 64 rows runs 1×4×16), so a tile bigger than the region
+			// attached at does not loop, and guard, past it.
+			rem := d.ext[r.parent]
+			for i := len(r.lengths) - 1; i >= 0; i-- {
+				l := r.lengths[i]
+				d.ext[r.children[i+1]] = min(l, rem)
 				d.kind[r.children[i+1]] = d.kind[r.parent]
+				if l > 0 {
+					rem = (rem + l - 1) / l
+				} else {
+					rem = 0
+				}
 			}
+			d.ext[r.children[0]] = rem
+			d.kind[r.children[0]] = d.kind[r.parent]
 			continue
 		}
 		ext := 1
@@ -74,11 +79,12 @@ func (st *Stage) rootValues(leaf map[int]tir.Expr, d iterDomain) ([]tir.Expr, []
 		if r.split {
 			// parent = ((c0 * l1 + c1) * l2 + c2) ...
 			e := val[r.children[0]]
-			cover := d.ext[r.children[0]]
+			last := d.ext[r.children[0]] - 1 // the largest value e takes
 			for j, l := range r.lengths {
 				e = tir.AddE(tir.MulE(e, tir.Const(int64(l))), val[r.children[j+1]])
-				cover *= l
+				last = last*l + d.ext[r.children[j+1]] - 1
 			}
+			cover := last + 1
 			val[r.parent] = e
 			if cover > d.ext[r.parent] {
 				guards = append(guards, guard{
