@@ -1,0 +1,200 @@
+// bench.mjs times an ONNX model with onnxruntime-node's CPU execution
+// provider, the other side of bench/onnxruntime.sh:
+//
+//	node bench/ort/bench.mjs MODEL [--input NAME=FILE ...] [--shape NAME=D0,D1,...]
+//	    [--threads N] [--warmup W] [--repeat R] [--output [NAME=]FILE]
+//
+// Inputs are raw little-endian float32 files, the format `tune run` reads;
+// an input's shape comes from the model's input metadata unless --shape
+// gives it (needed for dynamic dimensions). The session runs sequentially
+// (interOpNumThreads = 1) with intraOpNumThreads = N and onnxruntime's full
+// graph optimization level, the defaults a user would get otherwise. After W
+// warm-up runs it times R runs one by one and prints, like `tune bench`,
+//
+//	min ms = <x>
+//	median ms = <y>
+//
+// --output writes the model's output (the first one, or the one named) as
+// raw float32 so that the script can compare it with Tessera's. A line on
+// stderr says what ran and how many threads were busy (on a CPU for at least
+// a quarter of the timed wall time): that is the check that N took effect.
+// Node itself keeps about ten idle threads; onnxruntime adds N − 1.
+import fs from 'node:fs';
+import process from 'node:process';
+import ort from 'onnxruntime-node';
+
+function usage(msg) {
+	if (msg) process.stderr.write(`bench.mjs: ${msg}\n`);
+	process.stderr.write('usage: node bench.mjs MODEL [--input NAME=FILE ...] [--shape NAME=D0,D1,...] ' +
+		'[--threads N] [--warmup W] [--repeat R] [--output [NAME=]FILE]\n');
+	process.exit(2);
+}
+
+// parseArgs reads the command line; every flag takes a value.
+function parseArgs(argv) {
+	const o = { model: '', inputs: new Map(), shapes: new Map(), threads: 1, warmup: 10, repeat: 50, output: '', outputName: '' };
+	const nonNegInt = (flag, v, min) => {
+		if (!/^[0-9]+$/.test(v) || Number(v) < min) usage(`${flag} wants an integer ≥ ${min}, got "${v}"`);
+		return Number(v);
+	};
+	const pair = (flag, v) => {
+		const i = v.indexOf('=');
+		if (i <= 0) usage(`${flag} wants NAME=VALUE, got "${v}"`);
+		return [v.slice(0, i), v.slice(i + 1)];
+	};
+	for (let i = 0; i < argv.length; i++) {
+		let a = argv[i];
+		if (!a.startsWith('-')) {
+			if (o.model) usage(`more than one model: ${o.model}, ${a}`);
+			o.model = a;
+			continue;
+		}
+		let v;
+		const eq = a.indexOf('=');
+		if (a.startsWith('--') && eq > 0) {
+			v = a.slice(eq + 1);
+			a = a.slice(0, eq);
+		} else {
+			if (i + 1 >= argv.length) usage(`${a} needs a value`);
+			v = argv[++i];
+		}
+		switch (a) {
+		case '--model': o.model = v; break;
+		case '--input': { const [n, f] = pair(a, v); o.inputs.set(n, f); break; }
+		case '--shape': {
+			const [n, s] = pair(a, v);
+			const dims = s.split(',').map((d) => nonNegInt(a, d.trim(), 0));
+			o.shapes.set(n, dims);
+			break;
+		}
+		case '--threads': o.threads = nonNegInt(a, v, 1); break;
+		case '--warmup': o.warmup = nonNegInt(a, v, 0); break;
+		case '--repeat': o.repeat = nonNegInt(a, v, 1); break;
+		case '--output': {
+			const i = v.indexOf('=');
+			if (i > 0) { o.outputName = v.slice(0, i); o.output = v.slice(i + 1); } else o.output = v;
+			break;
+		}
+		case '-h': case '--help': usage(); break;
+		default: usage(`unknown flag ${a}`);
+		}
+	}
+	if (!o.model) usage('no model given');
+	return o;
+}
+
+// feedsFor builds one float32 tensor per model input from its file.
+function feedsFor(session, o) {
+	const feeds = {};
+	for (const name of o.inputs.keys()) {
+		if (!session.inputNames.includes(name)) {
+			throw new Error(`--input ${name}: the model's inputs are ${session.inputNames.join(', ')}`);
+		}
+	}
+	session.inputMetadata.forEach((m, i) => {
+		const name = session.inputNames[i];
+		const file = o.inputs.get(name);
+		if (!file) throw new Error(`input ${name} has no --input ${name}=FILE`);
+		if (m.isTensor && m.type !== 'float32') throw new Error(`input ${name} is ${m.type}; only float32 inputs are read`);
+		let shape = o.shapes.get(name);
+		if (!shape) {
+			if (!m.isTensor || m.shape.some((d) => typeof d !== 'number' || d < 0)) {
+				throw new Error(`input ${name} has shape [${m.isTensor ? m.shape.join(',') : '?'}]; give --shape ${name}=D0,D1,...`);
+			}
+			shape = m.shape.slice();
+		}
+		const buf = fs.readFileSync(file);
+		const n = shape.reduce((a, b) => a * b, 1);
+		if (buf.length !== 4 * n) {
+			throw new Error(`${file}: ${buf.length} bytes, input ${name} [${shape.join(',')}] wants ${4 * n}`);
+		}
+		const data = new Float32Array(n);
+		for (let j = 0; j < n; j++) data[j] = buf.readFloatLE(4 * j);
+		feeds[name] = new ort.Tensor('float32', data, shape);
+	});
+	return feeds;
+}
+
+function writeOutput(session, out, o) {
+	const name = o.outputName || session.outputNames[0];
+	const t = out[name];
+	if (!t) throw new Error(`--output ${name}: the model's outputs are ${session.outputNames.join(', ')}`);
+	if (t.type !== 'float32') throw new Error(`output ${name} is ${t.type}, not float32`);
+	const buf = Buffer.alloc(4 * t.data.length);
+	for (let j = 0; j < t.data.length; j++) buf.writeFloatLE(t.data[j], 4 * j);
+	fs.writeFileSync(o.output, buf);
+}
+
+// threadTicks returns each thread's CPU time (user + system, in clock
+// ticks) by thread id, or an empty map where /proc is missing.
+function threadTicks() {
+	const m = new Map();
+	let tids = [];
+	try {
+		tids = fs.readdirSync('/proc/self/task');
+	} catch {
+		return m;
+	}
+	for (const tid of tids) {
+		try {
+			const st = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+			const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+			m.set(tid, Number(f[11]) + Number(f[12])); // utime, stime (fields 14, 15)
+		} catch {
+			// the thread ended
+		}
+	}
+	return m;
+}
+
+// busyThreads counts the threads that were on a CPU for at least a quarter
+// of the wall time between two threadTicks: the threads doing the work.
+function busyThreads(before, after, wallMs) {
+	const ticks = wallMs / 10; // USER_HZ is 100 on Linux
+	let n = 0;
+	for (const [tid, t] of after) if (t - (before.get(tid) ?? 0) >= ticks / 4) n++;
+	return n;
+}
+
+async function main() {
+	const o = parseArgs(process.argv.slice(2));
+	const session = await ort.InferenceSession.create(o.model, {
+		executionProviders: ['cpu'],
+		intraOpNumThreads: o.threads,
+		interOpNumThreads: 1,
+		executionMode: 'sequential',
+		graphOptimizationLevel: 'all',
+	});
+	const feeds = feedsFor(session, o);
+
+	// The first run builds onnxruntime's thread pool state and memory arena;
+	// it counts as a warm-up run.
+	let out = await session.run(feeds);
+	if (o.output) writeOutput(session, out, o);
+	for (let i = 1; i < o.warmup; i++) out = await session.run(feeds);
+
+	const ms = new Array(o.repeat);
+	const ticks0 = threadTicks();
+	const wall0 = process.hrtime.bigint();
+	for (let i = 0; i < o.repeat; i++) {
+		const t0 = process.hrtime.bigint();
+		await session.run(feeds);
+		ms[i] = Number(process.hrtime.bigint() - t0) / 1e6;
+	}
+	const wallMs = Number(process.hrtime.bigint() - wall0) / 1e6;
+	const ticks1 = threadTicks();
+	ms.sort((a, b) => a - b);
+	const mid = ms.length >> 1;
+	const median = ms.length % 2 ? ms[mid] : (ms[mid - 1] + ms[mid]) / 2;
+	process.stderr.write(`onnxruntime-node ${ort.env.versions.node}: cpu, intraOpNumThreads ${o.threads}, ` +
+		`interOpNumThreads 1, sequential, graph optimization all; ${Math.max(o.warmup, 1)} warm-up, ` +
+		`${o.repeat} timed runs; ${ticks1.size} threads in the process, ` +
+		`${busyThreads(ticks0, ticks1, wallMs)} of them busy while timed\n`);
+	process.stdout.write(`min ms = ${ms[0].toFixed(3)}\nmedian ms = ${median.toFixed(3)}\n`);
+	await session.release();
+}
+
+main().catch((e) => {
+	process.stderr.write(`bench.mjs: ${e.message}\n`);
+	process.exit(1);
+});
