@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# Races a Tessera build of an ONNX model against onnxruntime on the same
+# file and the same input:
+#
+#	bench/onnxruntime.sh [--model models/resnet18.onnx] [--db tuning.db] [--rounds K]
+#	                     [--warmup W] [--repeat R]
+#
+# It installs onnxruntime-node (pinned in bench/ort/package-lock.json, CPU
+# library only: ONNXRUNTIME_NODE_INSTALL=skip) into bench/ort/node_modules
+# if it is missing, generates the model if it is missing, writes one random
+# input (fixed seed), builds the model with `tune build` from the records in
+# the db, checks that both sides compute the same output on that input, then
+# for 1 and 2 threads alternates `tune bench` and bench/ort/bench.mjs, each
+# in its own process, for K rounds (who goes first swaps every round). Each
+# process does W warm-up and R timed runs and reports its min and median;
+# the script reports the min of the mins and the median of the medians.
+# It prints "name = value" lines; the last one is
+#
+#	tessera/onnxruntime = <onnxruntime median / tessera median, 1 thread>
+#
+# so above 1 means Tessera is faster.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+model=models/resnet18.onnx
+db=tuning.db
+rounds=5
+warmup=10
+repeat=50
+usage() {
+	echo "usage: bench/onnxruntime.sh [--model FILE] [--db FILE] [--rounds K] [--warmup W] [--repeat R]" >&2
+	exit 2
+}
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--model | --db | --rounds | --warmup | --repeat)
+		[ $# -ge 2 ] || usage
+		case "$1" in
+		--model) model=$2 ;;
+		--db) db=$2 ;;
+		--rounds) rounds=$2 ;;
+		--warmup) warmup=$2 ;;
+		--repeat) repeat=$2 ;;
+		esac
+		shift 2
+		;;
+	--model=* | --db=* | --rounds=* | --warmup=* | --repeat=*)
+		set -- "${1%%=*}" "${1#*=}" "${@:2}"
+		;;
+	-h | --help) usage ;;
+	*)
+		echo "onnxruntime.sh: unknown argument $1" >&2
+		usage
+		;;
+	esac
+done
+for v in "$rounds" "$repeat"; do
+	[[ $v =~ ^[1-9][0-9]*$ ]] || { echo "onnxruntime.sh: --rounds and --repeat want a positive integer" >&2; exit 2; }
+done
+[[ $warmup =~ ^[0-9]+$ ]] || { echo "onnxruntime.sh: --warmup wants an integer" >&2; exit 2; }
+
+# Tolerance of the output check: |tessera - onnxruntime| <= atol + rtol·|onnxruntime|
+# with atol relative to the largest |onnxruntime| output. Both sides reorder
+# float sums (tiling, Winograd-free direct convolutions vs MLAS's im2col and
+# NCHWc kernels), so the outputs agree to a few ulps of float32 per layer.
+rtol=1e-3
+atol_rel=1e-4
+
+note() { echo "onnxruntime.sh: $*" >&2; }
+die() {
+	note "$*"
+	exit 1
+}
+
+# --- tools -----------------------------------------------------------------
+for d in /usr/local/go/bin "$HOME/go/bin"; do
+	case ":$PATH:" in *":$d:"*) ;; *) [ -d "$d" ] && PATH="$d:$PATH" ;; esac
+done
+command -v go >/dev/null || die "Go is not installed (scripts/setup.sh says what Tessera needs)"
+command -v "${CC:-cc}" >/dev/null || die "no C compiler (${CC:-cc}): run scripts/deps.sh"
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+	die "node and npm are needed for onnxruntime-node (Debian: apt-get install nodejs npm)"
+fi
+
+ort_dir=bench/ort
+ort_want=$(sed -n 's/.*"onnxruntime-node": "\([^"]*\)".*/\1/p' "$ort_dir/package.json")
+ort_have=$(sed -n 's/^  "version": "\([^"]*\)".*/\1/p' "$ort_dir/node_modules/onnxruntime-node/package.json" 2>/dev/null || true)
+if [ "$ort_have" != "$ort_want" ]; then
+	note "installing onnxruntime-node $ort_want into $ort_dir/node_modules (CPU library only)"
+	(cd "$ort_dir" && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error >&2)
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/tessera-ort.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+go build -o "$work/tune" ./cmd/tune
+tune=$work/tune
+
+# --- model, input, build ---------------------------------------------------
+if [ ! -f "$model" ]; then
+	name=$(basename "$model" .onnx)
+	note "$model is missing: generating it (go run ./cmd/genmodels -o $(dirname "$model") $name)"
+	go run ./cmd/genmodels -o "$(dirname "$model")" "$name" >&2
+	[ -f "$model" ] || die "genmodels did not write $model"
+fi
+
+mapfile -t inputs < <(node "$ort_dir/input.mjs" "$model" "$work/in" 1)
+[ ${#inputs[@]} -gt 0 ] || die "no inputs written for $model"
+input_flags=()
+for i in "${inputs[@]}"; do input_flags+=(--input "$i"); done
+
+# Records: warn loudly when the db holds nothing for the model's tasks, since
+# the build then uses default schedules and the race says nothing about
+# tuning.
+mapfile -t keys < <("$tune" inspect "$model" | awk '/^tasks:/ { t = 1; next } t && $1 ~ /^[0-9]+$/ { print $2 }')
+tuned=0
+if [ -f "$db" ]; then
+	stats=$("$tune" records stats --db "$db")
+	for k in "${keys[@]}"; do
+		# columns: workload records errors best-ms target; a valid record has a best.
+		if awk -v k="$k" 'index($1, k) == 1 && $4 != "-" { f = 1 } END { exit !f }' <<<"$stats"; then
+			tuned=$((tuned + 1))
+		fi
+	done
+	records=$(awk 'NR > 1 { n += $2 } END { print n + 0 }' <<<"$stats")
+else
+	records=0
+fi
+if [ "$tuned" -eq 0 ]; then
+	cat >&2 <<EOF
+onnxruntime.sh: ************************************************************
+onnxruntime.sh: WARNING: $db has no measured schedule for any task of $model
+onnxruntime.sh: ($records records in all): Tessera builds DEFAULT schedules, so
+onnxruntime.sh: this race measures untuned kernels. Tune first, e.g.
+onnxruntime.sh:   go run ./cmd/tune --trials 2000 --db $db $model
+onnxruntime.sh: ************************************************************
+EOF
+elif [ "$tuned" -lt ${#keys[@]} ]; then
+	note "warning: only $tuned of ${#keys[@]} tasks of $model have a measured schedule in $db"
+fi
+
+out=$work/build
+"$tune" build "$model" --db "$db" -o "$out" >&2
+
+# --- same output on the same input -----------------------------------------
+"$tune" run "$out" "${input_flags[@]}" --output "$work/tessera.out" >&2
+node "$ort_dir/bench.mjs" "$model" "${input_flags[@]}" --threads 1 --warmup 0 --repeat 1 \
+	--output "$work/ort.out" >/dev/null 2>"$work/err" || { cat "$work/err" >&2; die "onnxruntime failed"; }
+node "$ort_dir/compare.mjs" "$work/tessera.out" "$work/ort.out" "$rtol" "$atol_rel" >&2 ||
+	die "Tessera's and onnxruntime's outputs differ: no race"
+
+# --- the race --------------------------------------------------------------
+# field NAME < output: the value of the line "NAME = value".
+field() { sed -n "s/^$1 = \([0-9.eE+-]*\).*/\1/p" | head -1; }
+# stats: "min median" of the numbers on stdin.
+stats() { sort -g | awk '{ x[NR] = $1 } END { m = NR % 2 ? x[(NR + 1) / 2] : (x[NR / 2] + x[NR / 2 + 1]) / 2; printf "%.3f %.3f\n", x[1], m }'; }
+
+run_tessera() {
+	"$tune" bench "$out" --threads "$1" --warmup "$warmup" --repeat "$repeat"
+}
+run_ort() {
+	node "$ort_dir/bench.mjs" "$model" "${input_flags[@]}" --threads "$1" --warmup "$warmup" --repeat "$repeat"
+}
+# one NAME THREADS: runs a contender once, appends its min and median to
+# $work/NAME-THREADS.{min,median}.
+one() {
+	local r
+	if ! r=$("run_$1" "$2" 2>"$work/err"); then
+		cat "$work/err" >&2
+		die "$1 with $2 thread(s) failed"
+	fi
+	local mn md
+	mn=$(field "min ms" <<<"$r")
+	md=$(field "median ms" <<<"$r")
+	if [ -z "$mn" ] || [ -z "$md" ]; then
+		die "$1 printed no 'min ms = ' and 'median ms = ' lines: $r"
+	fi
+	echo "$mn" >>"$work/$1-$2.min"
+	echo "$md" >>"$work/$1-$2.median"
+}
+
+echo "$(basename "$model"), $rounds alternating rounds per thread count, $warmup warm-up + $repeat timed runs per process, $tuned of ${#keys[@]} tasks tuned in $db"
+for t in 1 2; do
+	for ((k = 0; k < rounds; k++)); do
+		if ((k % 2 == 0)); then
+			one tessera "$t"
+			one ort "$t"
+		else
+			one ort "$t"
+			one tessera "$t"
+		fi
+	done
+	read -r tmin _ < <(stats <"$work/tessera-$t.min")
+	read -r _ tmed < <(stats <"$work/tessera-$t.median")
+	read -r omin _ < <(stats <"$work/ort-$t.min")
+	read -r _ omed < <(stats <"$work/ort-$t.median")
+	echo "threads=$t tessera min ms = $tmin"
+	echo "threads=$t tessera median ms = $tmed"
+	echo "threads=$t onnxruntime min ms = $omin"
+	echo "threads=$t onnxruntime median ms = $omed"
+	ratio[t]=$(awk -v o="$omed" -v s="$tmed" 'BEGIN { printf "%.2f", o / s }')
+	if [ "$t" -eq 2 ]; then
+		echo "threads=2 tessera/onnxruntime = ${ratio[2]}"
+	fi
+done
+echo "tessera/onnxruntime = ${ratio[1]}"
