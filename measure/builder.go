@@ -125,6 +125,16 @@ func (b *Builder) CompilerID() string {
 	return b.compilerVersion() + " | " + strings.Join(b.flags(), " ")
 }
 
+// TargetKey is the target of every record measured with this builder at
+// the given thread count: the target name, the threads and CompilerID. The
+// tuner writes records under it and the model builder looks records up by
+// it, so both must call this one function: a record measured with other
+// threads, another compiler, other flags or on another CPU model is never
+// taken as measured here.
+func (b *Builder) TargetKey(target string, threads int) string {
+	return fmt.Sprintf("%s threads=%d | %s", target, threads, b.CompilerID())
+}
+
 // compilerVersion returns the flag-independent part of CompilerID, running
 // `CC --version` once per compiler command.
 func (b *Builder) compilerVersion() string {
@@ -274,6 +284,28 @@ func (b *Builder) compile(ctx context.Context, timeout time.Duration, dst, srcNa
 	}
 	return Built{Path: dst, Time: time.Since(start)}
 }
+
+// BuildProgram compiles a stand-alone C program (a harness or runner that
+// a Go process drives as a child) into the build cache, once per compiler,
+// flags and source, and returns the executable's path. name prefixes the
+// cached file; flags are the complete compiler flags before "-o", and libs
+// come after the source ("-ldl").
+func (b *Builder) BuildProgram(ctx context.Context, name, src string, flags, libs []string) (string, error) {
+	dir, err := b.cacheDir()
+	if err != nil {
+		return "", err
+	}
+	key := cacheKey(name, b.compilerVersion(), strings.Join(flags, " "), strings.Join(libs, " "), src)
+	args := append(append(slices.Clone(flags), "-o", "out", name+".c"), libs...)
+	built := b.compile(ctx, programTimeout, filepath.Join(dir, name+"-"+key), name+".c", src, args)
+	if built.Kind != None {
+		return "", fmt.Errorf("measure: build %s: %s: %s", name, built.Kind, built.Msg)
+	}
+	return built.Path, nil
+}
+
+// programTimeout bounds the compilation of a program by BuildProgram.
+const programTimeout = 60 * time.Second
 
 // Assembly returns the assembly the compiler emits for src with the same
 // flags as Build (less -shared), for inspecting what the code generator got.

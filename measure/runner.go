@@ -115,8 +115,6 @@ type Runner struct {
 	seq     int               // names the per-job files in dataDir
 }
 
-const harnessTimeout = 60 * time.Second
-
 // Run times jobs one after another, never overlapping, and returns one Result
 // per job, in order. Each job runs in its own child process with
 // OMP_NUM_THREADS=Opts.Threads: a crash, a non-zero return or a failed load
@@ -171,18 +169,11 @@ func (r *Runner) setup(ctx context.Context) error {
 			b = &Builder{}
 			r.Builder = b
 		}
-		dir, err := b.cacheDir()
+		path, err := b.BuildProgram(ctx, "harness", harnessSrc, []string{"-O2", "-std=gnu11"}, []string{"-ldl"})
 		if err != nil {
 			return err
 		}
-		flags := []string{"-O2", "-std=gnu11"}
-		key := cacheKey("harness", b.compilerVersion(), strings.Join(flags, " "), harnessSrc)
-		args := append(flags, "-o", "out", "harness.c", "-ldl")
-		built := b.compile(ctx, harnessTimeout, filepath.Join(dir, "harness-"+key), "harness.c", harnessSrc, args)
-		if built.Kind != None {
-			return fmt.Errorf("measure: build harness: %s: %s", built.Kind, built.Msg)
-		}
-		r.harness = built.Path
+		r.harness = path
 	}
 	if r.dataDir == "" {
 		dir, err := os.MkdirTemp("", "tessera-run-")

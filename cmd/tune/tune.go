@@ -96,7 +96,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		Verify:  *verify,
 	}
 	defer measurer.Runner.Close()
-	targetKey := fmt.Sprintf("%s threads=%d | %s", *target, *threads, builder.CompilerID())
+	targetKey := builder.TargetKey(*target, *threads)
 
 	store, err := records.Open(*db)
 	if err != nil {
