@@ -277,14 +277,60 @@ func (p *Policy) initPopulation() []Candidate {
 			pop = append(pop, c)
 		}
 	}
-	for tries := 0; len(pop) < size && tries < 4*size; tries++ {
-		c, ok := p.sample()
-		if ok && !seen[c.Key] {
-			seen[c.Key] = true
-			pop = append(pop, c)
+	for tries := 0; len(pop) < size && tries < 4*size; {
+		batch := size - len(pop)
+		tries += batch
+		for _, c := range p.samples(batch) {
+			if c.State != nil && !seen[c.Key] && len(pop) < size {
+				seen[c.Key] = true
+				pop = append(pop, c)
+			}
 		}
 	}
 	return pop
+}
+
+// samples draws n random states in parallel; a failed draw is a Candidate
+// with a nil State. Each draw has its own generator seeded from p.rng in
+// order, so the result does not depend on how the work is scheduled.
+func (p *Policy) samples(n int) []Candidate {
+	seeds := p.seeds(n)
+	out := make([]Candidate, n)
+	parallel(n, func(i int) {
+		rng := rand.New(rand.NewPCG(seeds[i], uint64(i)))
+		sk := p.sketches[rng.IntN(len(p.sketches))]
+		if s, err := sketch.Sample(rng, sk, p.Opts.Sketch); err == nil {
+			out[i] = Candidate{State: s, Key: sketch.Key(s)}
+		}
+	})
+	return out
+}
+
+// seeds draws n seeds from p.rng, one per parallel job.
+func (p *Policy) seeds(n int) []uint64 {
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = p.rng.Uint64()
+	}
+	return out
+}
+
+// parallel runs f(0) … f(n-1) on every CPU.
+func parallel(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for range min(n, runtime.NumCPU()) {
+		wg.Go(func() {
+			for i := range work {
+				f(i)
+			}
+		})
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
 }
 
 // sample draws a random complete state from a random sketch.
@@ -321,32 +367,54 @@ func (p *Policy) evolve(pop []Candidate) []Candidate {
 		}
 		return pop[len(pop)-1]
 	}
+	// Parents and the kind of each child are drawn in order from p.rng;
+	// the children are then made in parallel, each with a generator of its
+	// own, and kept in order: the result does not depend on scheduling.
+	type job struct {
+		parent, other Candidate
+		op            float64
+		seed          uint64
+	}
 	next := make([]Candidate, 0, len(pop))
 	seen := map[string]bool{}
-	for tries := 0; len(next) < len(pop) && tries < 3*len(pop); tries++ {
-		parent := pick()
-		var child *schedule.State
-		var err error
-		switch r := p.rng.Float64(); {
-		case r < p.Opts.CrossoverProb:
-			child, err = sketch.Crossover(p.rng, parent.State, pick().State)
-		case r < p.Opts.CrossoverProb+p.Opts.MutationProb:
-			child, err = sketch.Mutate(p.rng, parent.State, p.Opts.Mutations, p.Opts.Sketch)
-		default:
-			child = parent.State
+	for tries := 0; len(next) < len(pop) && tries < 3*len(pop); {
+		jobs := make([]job, len(pop)-len(next))
+		tries += len(jobs)
+		for i := range jobs {
+			jobs[i] = job{parent: pick(), op: p.rng.Float64(), seed: p.rng.Uint64()}
+			if jobs[i].op < p.Opts.CrossoverProb {
+				jobs[i].other = pick()
+			}
 		}
-		if err != nil || child == nil {
-			continue
+		children := make([]Candidate, len(jobs))
+		parallel(len(jobs), func(i int) {
+			j := jobs[i]
+			rng := rand.New(rand.NewPCG(j.seed, uint64(i)))
+			var child *schedule.State
+			var err error
+			switch {
+			case j.op < p.Opts.CrossoverProb:
+				child, err = sketch.Crossover(rng, j.parent.State, j.other.State)
+			case j.op < p.Opts.CrossoverProb+p.Opts.MutationProb:
+				child, err = sketch.Mutate(rng, j.parent.State, p.Opts.Mutations, p.Opts.Sketch)
+			default:
+				child = j.parent.State
+			}
+			if err != nil || child == nil {
+				return
+			}
+			children[i] = Candidate{State: child, Key: sketch.Key(child)}
+			if children[i].Key == j.parent.Key {
+				children[i] = j.parent
+			}
+		})
+		for _, c := range children {
+			if c.State == nil || seen[c.Key] {
+				continue
+			}
+			seen[c.Key] = true
+			next = append(next, c)
 		}
-		c := Candidate{State: child, Key: sketch.Key(child)}
-		if c.Key == parent.Key {
-			c = parent
-		}
-		if seen[c.Key] {
-			continue
-		}
-		seen[c.Key] = true
-		next = append(next, c)
 	}
 	return next
 }
@@ -355,27 +423,19 @@ func (p *Policy) evolve(pop []Candidate) []Candidate {
 // new ones in parallel. Candidates that fail to lower get -Inf.
 func (p *Policy) score(pop []Candidate) {
 	feats := make([][][]float32, len(pop))
-	var wg sync.WaitGroup
-	work := make(chan int)
-	for w := 0; w < runtime.NumCPU(); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				feats[i] = lowerFeatures(pop[i].State)
-			}
-		}()
-	}
-	fresh := map[string][][]float32{}
+	var todo []int
 	for i := range pop {
 		if f, ok := p.feats[pop[i].Key]; ok {
 			feats[i] = f
-			continue
+		} else {
+			todo = append(todo, i)
 		}
-		work <- i
 	}
-	close(work)
-	wg.Wait()
+	parallel(len(todo), func(k int) {
+		i := todo[k]
+		feats[i] = lowerFeatures(pop[i].State)
+	})
+	fresh := map[string][][]float32{}
 	for i := range pop {
 		pop[i].Features = feats[i]
 		fresh[pop[i].Key] = feats[i]
