@@ -15,7 +15,8 @@
 // (train.go; the trees themselves in gbdt.go), Model.Save and Load
 // (lightgbm.go), Model.Predict and RandomModel behind the Predictor
 // interface, TrainOrRandom (predict.go), PairwiseAccuracy, TopKScore,
-// TopKRecall and Evaluate (metrics.go), and XGBoostPredict /
+// TopKRecall and Evaluate, and TenSet's per-task figures PeakScore,
+// TaskPairwiseAccuracy and EvaluateTenSet (metrics.go), and XGBoostPredict /
 // XGBoostPairwise (xgbcompare.go) to measure the trainer against Debian's
 // xgboost CLI on the same data.
 //

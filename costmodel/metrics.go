@@ -124,11 +124,13 @@ func byGroup(groups []int) [][]int {
 	return out
 }
 
-// TopKScore is TenSet's top-k score: for each group, the best label among
-// the k highest-scored items divided by the best label of the group (1 when
-// the true best is among them), averaged over the groups whose best label is
-// positive. With labels y = best cost / cost it is the best cost of the group
-// over the best cost among the top-k predicted. NaN when no group counts.
+// TopKScore is the best-of-top-k score: for each group, the best label
+// among the k highest-scored items divided by the best label of the group
+// (1 when the true best is among them), averaged over the groups whose best
+// label is positive. With labels y = best cost / cost it is the best cost of
+// the group over the best cost among the top-k predicted. NaN when no group
+// counts. It is the last point of the curve that TenSet's peak score
+// averages (PeakScore); at k = 1 the two agree per group.
 func TopKScore(scores, labels []float64, groups []int, k int) float64 {
 	sum, n := 0.0, 0
 	for _, idx := range byGroup(groups) {
@@ -189,17 +191,7 @@ func topK(values []float64, idx []int, k int) []int {
 // measurements (label 0) are left out: features cannot predict a compile
 // error, and a search never ranks by them.
 func Evaluate(d *Dataset, scores []float64, k int) Metrics {
-	y := d.Labels()
-	g := d.TaskIDs()
-	var s, l []float64
-	var gs []int
-	for i := range y {
-		if y[i] > 0 {
-			s = append(s, scores[i])
-			l = append(l, y[i])
-			gs = append(gs, g[i])
-		}
-	}
+	s, l, gs := validOnly(d, scores)
 	return Metrics{
 		Pairwise:   PairwiseAccuracy(s, l, gs),
 		TopKScore:  TopKScore(s, l, gs, k),
@@ -209,6 +201,21 @@ func Evaluate(d *Dataset, scores []float64, k int) Metrics {
 	}
 }
 
+// validOnly returns the scores, labels and task ids of the programs whose
+// measurement succeeded (label > 0).
+func validOnly(d *Dataset, scores []float64) (s, l []float64, g []int) {
+	y := d.Labels()
+	ids := d.TaskIDs()
+	for i := range y {
+		if y[i] > 0 {
+			s = append(s, scores[i])
+			l = append(l, y[i])
+			g = append(g, ids[i])
+		}
+	}
+	return s, l, g
+}
+
 // Metrics are the quality figures of a model on a dataset.
 type Metrics struct {
 	Pairwise   float64 // PairwiseAccuracy
@@ -216,4 +223,100 @@ type Metrics struct {
 	TopKRecall float64 // TopKRecall at K
 	K          int
 	Programs   int // programs evaluated (failed measurements excluded)
+}
+
+// TenSet's figures. TenSet (Zheng et al., NeurIPS 2021; tlc-pack/tenset,
+// scripts/train_model.py evaluate_model and auto_scheduler/cost_model/
+// metric.py) computes each metric per task — a (workload, target) — and
+// averages the tasks weighted by their number of test programs.
+
+// PeakScore is TenSet's "average peak score@k" (metric_peak_score): take a
+// group's k highest-scored items in order (all of them when the group is
+// smaller); after the j-th, the best label so far over the group's best
+// label; the group's score is the mean of these k ratios. Groups are
+// averaged weighted by their size; groups whose best label is not positive
+// are left out. NaN when no group counts.
+func PeakScore(scores, labels []float64, groups []int, k int) float64 {
+	sum, weight := 0.0, 0.0
+	for _, idx := range byGroup(groups) {
+		if s, ok := peakScore(scores, labels, idx, k); ok {
+			sum += float64(len(idx)) * s
+			weight += float64(len(idx))
+		}
+	}
+	if weight == 0 {
+		return math.NaN()
+	}
+	return sum / weight
+}
+
+// peakScore is PeakScore of one group; ok is false when its best label is
+// not positive.
+func peakScore(scores, labels []float64, idx []int, k int) (score float64, ok bool) {
+	best := math.Inf(-1)
+	for _, i := range idx {
+		best = max(best, labels[i])
+	}
+	if !(best > 0) {
+		return 0, false
+	}
+	top := topK(scores, idx, k)
+	run, sum := math.Inf(-1), 0.0
+	for _, i := range top {
+		run = max(run, labels[i])
+		sum += max(run, 0) / best
+	}
+	return sum / float64(len(top)), true
+}
+
+// TaskPairwiseAccuracy is TenSet's pairwise comparison accuracy: the
+// pairwise accuracy of each group (as PairwiseAccuracy counts it; 0.5 for a
+// group without a pair of different labels, as TenSet scores a one-program
+// task), averaged weighted by group size. NaN when there is no group.
+//
+// TenSet compares every pair of a task, so a pair of equal labels counts
+// as right when the scores happen to order it one way (by index) and wrong
+// otherwise; here such pairs are left out and equal scores count one half,
+// which only differs on ties.
+func TaskPairwiseAccuracy(scores, labels []float64, groups []int) float64 {
+	sum, weight := 0.0, 0.0
+	for _, idx := range byGroup(groups) {
+		acc := 0.5
+		if right, total := pairwise(scores, labels, idx); total > 0 {
+			acc = right / total
+		}
+		sum += float64(len(idx)) * acc
+		weight += float64(len(idx))
+	}
+	if weight == 0 {
+		return math.NaN()
+	}
+	return sum / weight
+}
+
+// TenSetMetrics are the ranking figures TenSet reports for a cost model.
+type TenSetMetrics struct {
+	Pairwise   float64 // TaskPairwiseAccuracy
+	Top1, Top5 float64 // PeakScore at k = 1 and k = 5
+	Tasks      int     // groups with at least one program evaluated
+	Programs   int     // programs evaluated (failed measurements excluded)
+}
+
+// EvaluateTenSet computes TenSet's figures of scores on a dataset's
+// programs, grouped by the dataset's tasks. As Evaluate, it leaves failed
+// measurements (label 0) out; TenSet keeps them with a throughput of about
+// 0, which adds pairs that are easy to get right.
+func EvaluateTenSet(d *Dataset, scores []float64) TenSetMetrics {
+	s, l, g := validOnly(d, scores)
+	tasks := map[int]bool{}
+	for _, t := range g {
+		tasks[t] = true
+	}
+	return TenSetMetrics{
+		Pairwise: TaskPairwiseAccuracy(s, l, g),
+		Top1:     PeakScore(s, l, g, 1),
+		Top5:     PeakScore(s, l, g, 5),
+		Tasks:    len(tasks),
+		Programs: len(s),
+	}
 }
