@@ -37,8 +37,17 @@ type RunOptions struct {
 	Number      int           // calls per repetition to start from; default 3
 	Repeat      int           // repetitions; default 3
 	MinRepeatMs int           // grow Number until one repetition lasts this long; default 100, negative: never grow
+	BudgetMs    int           // start no repetition after the timed calls ran this long (at least one runs); 0: no limit
 	Threads     int           // OMP_NUM_THREADS of the child; default runtime.NumCPU()
 	Check       bool          // return the outputs of the first call in Result.Outputs
+}
+
+// SearchRunOptions is the timing protocol of tuning: a repetition lasts
+// 25 ms, three of them, but none starts after 100 ms of timed calls, so a
+// candidate far slower than the good ones (common among random schedules)
+// costs one or two calls instead of nine.
+func SearchRunOptions(threads int) RunOptions {
+	return RunOptions{Threads: threads, Repeat: 3, MinRepeatMs: 25, BudgetMs: 100}
 }
 
 func (o RunOptions) withDefaults() RunOptions {
@@ -124,7 +133,7 @@ type Runner struct {
 // with "canceled".
 //
 // The harness is called as
-// `harness LIB ENTRY NUMBER REPEAT MIN_REPEAT_MS IN_FILE OUT_FILE {i|o}SIZE...`
+// `harness LIB ENTRY NUMBER REPEAT MIN_REPEAT_MS BUDGET_MS IN_FILE OUT_FILE {i|o}SIZE...`
 // and prints "tessera number N", one "tessera cost S" per repetition and
 // "tessera done" (see harness/harness.c).
 func (r *Runner) Run(ctx context.Context, jobs []Job) []Result {
@@ -204,7 +213,7 @@ func (r *Runner) run(ctx context.Context, opts RunOptions, job Job) Result {
 		defer os.Remove(outPath)
 	}
 	argv := []string{lib, job.Entry, strconv.Itoa(opts.Number), strconv.Itoa(opts.Repeat),
-		strconv.Itoa(opts.MinRepeatMs), inPath, outPath}
+		strconv.Itoa(opts.MinRepeatMs), strconv.Itoa(max(opts.BudgetMs, 0)), inPath, outPath}
 	for _, a := range job.Args {
 		io := "i"
 		if a.Output {
@@ -333,7 +342,7 @@ func parseHarness(out string, repeat int) (costs []float64, number int, err erro
 			done = true
 		}
 	}
-	if !done || number == 0 || len(costs) != repeat {
+	if !done || number == 0 || len(costs) == 0 || len(costs) > repeat {
 		return nil, 0, fmt.Errorf("harness output: incomplete (%d of %d costs)", len(costs), repeat)
 	}
 	return costs, number, nil

@@ -182,9 +182,14 @@ func TestTimingProtocol(t *testing.T) {
 		opts        RunOptions
 		minNumber   int
 		exactNumber int
+		costs       int // 0: Repeat
 	}{
-		{"grows to min_repeat_ms", RunOptions{Number: 1, Repeat: 3, MinRepeatMs: 20}, 2, 0},
-		{"no growth", RunOptions{Number: 4, Repeat: 2, MinRepeatMs: -1}, 0, 4},
+		{"grows to min_repeat_ms", RunOptions{Number: 1, Repeat: 3, MinRepeatMs: 20}, 2, 0, 0},
+		{"no growth", RunOptions{Number: 4, Repeat: 2, MinRepeatMs: -1}, 0, 4, 0},
+		// The 1 ms warm-up call already lasts min_repeat_ms: one call a repetition.
+		{"slow kernel", RunOptions{Number: 3, Repeat: 2, MinRepeatMs: 1}, 0, 1, 0},
+		// Repetitions stop once the timed calls have run 2 ms.
+		{"budget", RunOptions{Number: 1, Repeat: 10, MinRepeatMs: 1, BudgetMs: 2}, 0, 1, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -193,8 +198,12 @@ func TestTimingProtocol(t *testing.T) {
 			if res.Kind != None {
 				t.Fatalf("%+v", res)
 			}
-			if len(res.Costs) != tt.opts.Repeat {
-				t.Errorf("%d costs, want %d", len(res.Costs), tt.opts.Repeat)
+			want := tt.opts.Repeat
+			if tt.costs > 0 {
+				want = tt.costs
+			}
+			if len(res.Costs) != want {
+				t.Errorf("%d costs, want %d", len(res.Costs), want)
 			}
 			for _, c := range res.Costs {
 				if c < 1*ms || c > 5*ms { // the kernel spins 1 ms
@@ -213,7 +222,11 @@ func TestTimingProtocol(t *testing.T) {
 					t.Errorf("first repetition %.3g s, shorter than %d ms", rep, tt.opts.MinRepeatMs)
 				}
 			}
-			if timed := res.Median() * float64(res.Number*tt.opts.Repeat); res.RunTime.Seconds() < timed {
+			timed := 0.0
+			for _, c := range res.Costs {
+				timed += c * float64(res.Number)
+			}
+			if res.RunTime.Seconds() < timed {
 				t.Errorf("child ran %v, less than its %.3g s of timed calls", res.RunTime, timed)
 			}
 		})
@@ -268,7 +281,9 @@ func TestParseHarness(t *testing.T) {
 		{"plain", "\ntessera number 8\ntessera cost 1e-3\ntessera cost 2e-3\ntessera done\n", []float64{1e-3, 2e-3}, 8, false},
 		{"kernel noise", "hello\ntessera cost 9\n\ntessera number 2\ntessera cost 1\ntessera cost 1\ntessera done\n", []float64{1, 1}, 2, false},
 		{"no done", "tessera number 2\ntessera cost 1\ntessera cost 1\n", nil, 0, true},
-		{"too few", "tessera number 2\ntessera cost 1\ntessera done\n", nil, 0, true},
+		{"budget spent", "tessera number 1\ntessera cost 1\ntessera done\n", []float64{1}, 1, false},
+		{"none", "tessera number 2\ntessera done\n", nil, 0, true},
+		{"too many", "tessera number 2\ntessera cost 1\ntessera cost 1\ntessera cost 1\ntessera done\n", nil, 0, true},
 		{"nan", "tessera number 2\ntessera cost NaN\ntessera cost 1\ntessera done\n", nil, 0, true},
 		{"empty", "", nil, 0, true},
 	}

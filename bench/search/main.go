@@ -117,7 +117,7 @@ func newMeasurer(threads int) *measure.Measurer {
 	b := &measure.Builder{}
 	return &measure.Measurer{
 		Builder: b,
-		Runner:  &measure.Runner{Builder: b, Opts: measure.RunOptions{Threads: threads, Repeat: 3, MinRepeatMs: 20}},
+		Runner:  &measure.Runner{Builder: b, Opts: measure.SearchRunOptions(threads)},
 		Verify:  true,
 	}
 }

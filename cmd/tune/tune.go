@@ -92,7 +92,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	builder := &measure.Builder{}
 	measurer := &measure.Measurer{
 		Builder: builder,
-		Runner:  &measure.Runner{Builder: builder, Opts: measure.RunOptions{Threads: *threads, Timeout: *timeout, Repeat: 2, MinRepeatMs: 40}},
+		Runner:  &measure.Runner{Builder: builder, Opts: runOptions(*threads, *timeout)},
 		Verify:  *verify,
 	}
 	defer measurer.Runner.Close()
@@ -289,4 +289,10 @@ func printSummary(w io.Writer, sum search.Summary) {
 			fmt.Fprintf(w, "task %d has no valid schedule; last error: %s\n", i, t.LastErrors)
 		}
 	}
+}
+
+func runOptions(threads int, timeout time.Duration) measure.RunOptions {
+	o := measure.SearchRunOptions(threads)
+	o.Timeout = timeout
+	return o
 }

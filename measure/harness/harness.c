@@ -1,15 +1,18 @@
 /* harness.c: times one kernel of a shared library for package measure.
  *
- * usage: harness LIB ENTRY NUMBER REPEAT MIN_REPEAT_MS IN_FILE OUT_FILE ARG...
+ * usage: harness LIB ENTRY NUMBER REPEAT MIN_REPEAT_MS BUDGET_MS IN_FILE OUT_FILE ARG...
  *   ARG is i<SIZE> (an input: SIZE floats read from IN_FILE, in arg order) or
  *   o<SIZE> (an output: zeroed). OUT_FILE "-" means: do not write outputs.
  *
  * The kernel is called once on zeroed outputs (the warm-up, and the call whose
  * outputs are written to OUT_FILE as raw native floats in arg order). Then
- * NUMBER grows until one repetition of NUMBER calls lasts MIN_REPEAT_MS; that
- * repetition is the first of REPEAT.
+ * NUMBER grows until one repetition of NUMBER calls lasts MIN_REPEAT_MS (it
+ * is 1 when the warm-up call alone lasted that long); that repetition is the
+ * first of REPEAT. When BUDGET_MS is not 0, no further repetition starts once
+ * the timed calls have run that long: a kernel 100 times slower than the goal
+ * is timed once, not REPEAT times, which is all a search needs to know of it.
  *
- * stdout, after the kernel's own output: "tessera number N", REPEAT lines
+ * stdout, after the kernel's own output: "tessera number N", up to REPEAT lines
  * "tessera cost SECONDS_PER_CALL", then "tessera done".
  * exit status: 0 ok; 2 setup error; 3 the kernel returned non-zero; the
  * message is on stderr.
@@ -62,25 +65,26 @@ static double rep(kernel_fn f, float *const *args, long long number) {
 }
 
 int main(int argc, char **argv) {
-	if (argc < 8)
-		die(2, "usage: harness LIB ENTRY NUMBER REPEAT MIN_REPEAT_MS IN_FILE OUT_FILE ARG...");
-	const char *lib = argv[1], *entry = argv[2], *in_path = argv[6], *out_path = argv[7];
+	if (argc < 9)
+		die(2, "usage: harness LIB ENTRY NUMBER REPEAT MIN_REPEAT_MS BUDGET_MS IN_FILE OUT_FILE ARG...");
+	const char *lib = argv[1], *entry = argv[2], *in_path = argv[7], *out_path = argv[8];
 	long long number = parse_int(argv[3], "number");
 	long long repeat = parse_int(argv[4], "repeat");
 	double min_s = (double)parse_int(argv[5], "min_repeat_ms") / 1e3;
+	double budget_s = (double)parse_int(argv[6], "budget_ms") / 1e3;
 	if (number < 1)
 		number = 1;
 	if (repeat < 1)
 		repeat = 1;
 
-	int nargs = argc - 8;
+	int nargs = argc - 9;
 	float **bufs = calloc((size_t)nargs + 1, sizeof *bufs);
 	size_t *sizes = calloc((size_t)nargs + 1, sizeof *sizes);
 	char *is_out = calloc((size_t)nargs + 1, 1);
 	if (!bufs || !sizes || !is_out)
 		die(2, "out of memory");
 	for (int i = 0; i < nargs; i++) {
-		const char *a = argv[8 + i];
+		const char *a = argv[9 + i];
 		if (a[0] != 'i' && a[0] != 'o')
 			die(2, "bad arg %s", a);
 		is_out[i] = a[0] == 'o';
@@ -111,9 +115,13 @@ int main(int argc, char **argv) {
 	if (!f)
 		die(2, "dlsym %s: %s", entry, dlerror());
 
+	double warm = now();
 	int rc = f(bufs);
+	warm = now() - warm;
 	if (rc != 0)
 		die(3, "kernel returned %d on the first call", rc);
+	if (min_s > 0 && warm >= min_s)
+		number = 1;
 	if (strcmp(out_path, "-") != 0) {
 		FILE *out = fopen(out_path, "wb");
 		if (!out)
@@ -141,8 +149,14 @@ int main(int argc, char **argv) {
 		t = rep(f, bufs, number);
 	}
 	costs[0] = t / (double)number;
-	for (long long r = 1; r < repeat; r++)
-		costs[r] = rep(f, bufs, number) / (double)number;
+	double spent = t;
+	long long done = 1;
+	for (; done < repeat && !(budget_s > 0 && spent >= budget_s); done++) {
+		double tr = rep(f, bufs, number);
+		costs[done] = tr / (double)number;
+		spent += tr;
+	}
+	repeat = done;
 
 	printf("\ntessera number %lld\n", number);
 	for (long long r = 0; r < repeat; r++)
