@@ -1,0 +1,157 @@
+package build
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"tessera/codegen"
+	"tessera/graph"
+	"tessera/measure"
+	"tessera/partition"
+)
+
+// The files of a build directory.
+const (
+	SourceFile  = "model.c"
+	HeaderFile  = "model.h"
+	LibraryFile = "libmodel.so"
+	WeightsFile = "weights.bin"
+)
+
+// Options configure a build. The zero value builds with default schedules
+// only.
+type Options struct {
+	// Records gives each task's best record; nil builds every task with
+	// the default schedule.
+	Records RecordSource
+	// Target is the records' target key (measure.Builder.TargetKey).
+	Target string
+	// Builder compiles the library with the flags the records were
+	// measured with; nil means a zero measure.Builder with a build timeout
+	// of LibraryTimeout.
+	Builder *measure.Builder
+	Codegen codegen.COptions
+	// Model names the model file in the manifest (its base name is kept).
+	Model string
+	// Warn receives one line per warning (a task without a record); nil
+	// discards them.
+	Warn io.Writer
+}
+
+// LibraryTimeout is the default time limit of compiling a model's library:
+// a whole network is one translation unit of dozens of kernels.
+const LibraryTimeout = 20 * time.Minute
+
+// Files is a build before it is written: every file's contents but the
+// library's.
+type Files struct {
+	Source   string
+	Header   string
+	Weights  []byte
+	Manifest *Manifest
+}
+
+// Generate produces the files of a build: it picks each task's schedule
+// (Schedules), places every value (the executor and the memory plan), and
+// writes the C, the header, the weights and the manifest. g's shapes must
+// be inferred and its passes run; plan is partition.Extract(g, ...).
+// The same graph, plan and records always give the same files.
+func Generate(g *graph.Graph, plan *partition.Plan, opts Options) (*Files, error) {
+	warn := func(format string, args ...any) {
+		if opts.Warn != nil {
+			fmt.Fprintf(opts.Warn, "warning: "+format+"\n", args...)
+		}
+	}
+	kernels, err := scheduleTasks(plan, opts.Records, opts.Target, warn)
+	if err != nil {
+		return nil, err
+	}
+	p, err := planProgram(g, plan)
+	if err != nil {
+		return nil, err
+	}
+	src, err := cSource(p, kernels, opts.Codegen)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manifest{
+		Format: ManifestFormat, Model: filepath.Base(opts.Model), Graph: g.Name, Target: opts.Target,
+		Library: LibraryFile, Header: HeaderFile, Source: SourceFile,
+		Weights: WeightsInfo{
+			File: WeightsFile, Bytes: int64(len(p.weights.payload)), Checksum: fmt.Sprintf("%016x", checksum(p.weights.payload)),
+			Tensors: len(p.weights.order), Layout: weightsLayout,
+		},
+		Inputs: p.inputs, Outputs: p.outputs,
+		Memory: MemoryInfo{ArenaBytes: p.mem.Peak, IntermediatesBytes: p.mem.Sum, LiveMaxBytes: p.mem.LiveMax, Intermediates: len(p.bufs)},
+	}
+	if m.Model == "." {
+		m.Model = ""
+	}
+	m.Coverage.Tasks = len(kernels)
+	for _, k := range kernels {
+		flops := float64(k.task.Weight) * k.task.FLOPs
+		m.Coverage.FLOPs += flops
+		if k.report.Schedule == FromRecord {
+			m.Coverage.TunedTasks++
+			m.Coverage.TunedFLOPs += flops
+		}
+		m.Tasks = append(m.Tasks, k.report)
+	}
+	for _, c := range p.calls {
+		m.Steps = append(m.Steps, StepReport{Group: c.group.ID, Task: c.task, Ops: c.group.Ops()})
+	}
+	return &Files{Source: src, Header: cHeader(m), Weights: p.weights.file(), Manifest: m}, nil
+}
+
+// Build generates the files of the model (Generate), writes them to dir
+// and compiles the library with opts.Builder. The manifest is written
+// last, so a directory whose build failed is never taken for a model.
+func Build(ctx context.Context, g *graph.Graph, plan *partition.Plan, dir string, opts Options) (*Manifest, error) {
+	f, err := Generate(g, plan, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Remove(filepath.Join(dir, ManifestFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	for _, w := range []struct {
+		name string
+		data []byte
+	}{{SourceFile, []byte(f.Source)}, {HeaderFile, []byte(f.Header)}, {WeightsFile, f.Weights}} {
+		if err := os.WriteFile(filepath.Join(dir, w.name), w.data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	b := opts.Builder
+	if b == nil {
+		b = &measure.Builder{Timeout: LibraryTimeout}
+	}
+	built := b.Build(ctx, []measure.Source{{Code: f.Source}})[0]
+	if built.Kind != measure.None {
+		return nil, fmt.Errorf("build: compiling %s: %s: %s", filepath.Join(dir, SourceFile), built.Kind, built.Msg)
+	}
+	lib, err := os.ReadFile(built.Path)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, LibraryFile), lib, 0o755); err != nil {
+		return nil, err
+	}
+	data, err := json.MarshalIndent(f.Manifest, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ManifestFile), append(data, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	return f.Manifest, nil
+}

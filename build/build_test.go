@@ -1,0 +1,359 @@
+package build
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"tessera/graph"
+	"tessera/graph/onnx"
+	"tessera/measure"
+	"tessera/modelgen"
+	"tessera/partition"
+	"tessera/records"
+	"tessera/schedule"
+	"tessera/sketch"
+	"tessera/te"
+)
+
+// The tests build real models (the generated architectures at small input
+// sizes, so that the reference evaluator keeps up), run them through the
+// runner, and compare every output with te.Eval of the whole graph
+// (partition.Lower), the oracle of the conformance tests.
+
+// prepared is a model after the passes, partitioned.
+type prepared struct {
+	g    *graph.Graph
+	plan *partition.Plan
+}
+
+func prepare(t testing.TB, g *graph.Graph) prepared {
+	t.Helper()
+	if err := graph.RunPasses(g, nil); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := partition.Extract(g, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prepared{g, plan}
+}
+
+// randomInputs draws every graph input uniformly from [-1, 1).
+func randomInputs(m *Manifest, seed uint64) [][]float32 {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	out := make([][]float32, len(m.Inputs))
+	for i, t := range m.Inputs {
+		out[i] = make([]float32, t.Elems())
+		for k := range out[i] {
+			out[i][k] = float32(rng.Float64()*2 - 1)
+		}
+	}
+	return out
+}
+
+// reference evaluates the whole graph with te.Eval.
+func reference(t testing.TB, g *graph.Graph, inputs [][]float32) [][]float32 {
+	t.Helper()
+	l, err := partition.Lower(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := te.NewDAG(l.Outputs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string][]float32{}
+	for i, name := range g.Inputs {
+		byName[name] = inputs[i]
+	}
+	feed, err := l.Feed(d, byName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := d.Eval(feed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// modelTolerance compares a whole model's output with the reference:
+// float32 sums in another order differ by a few ulps per layer, so the
+// tolerance is relative to the output's scale.
+func compareOutputs(got, want []float32) (bool, string) {
+	scale := 0.0
+	for _, w := range want {
+		scale = max(scale, math.Abs(float64(w)))
+	}
+	return measure.Compare(got, want, 1e-3, 1e-4*max(scale, 1e-3))
+}
+
+// buildRunCheck builds p into dir, runs it on random inputs and compares
+// the outputs with the reference.
+func buildRunCheck(t *testing.T, p prepared, dir string, opts Options) *Manifest {
+	t.Helper()
+	start := time.Now()
+	m, err := Build(context.Background(), p.g, p.plan, dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built := time.Since(start)
+	model, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := randomInputs(m, 1)
+	got, err := model.Run(context.Background(), inputs, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	want := reference(t, p.g, inputs)
+	for i, o := range m.Outputs {
+		if ok, msg := compareOutputs(got[i], want[i]); !ok {
+			t.Errorf("output %s: %s", o.Name, msg)
+		}
+	}
+	t.Logf("%d tasks, %d groups: built in %v, reference in %v; arena %d bytes, intermediates %d bytes",
+		len(p.plan.Tasks), len(p.plan.Groups), built.Round(time.Millisecond), time.Since(start).Round(time.Millisecond),
+		m.Memory.ArenaBytes, m.Memory.IntermediatesBytes)
+	return m
+}
+
+// smallModels are the generated architectures at sizes the reference
+// evaluator runs in seconds.
+var smallModels = []struct {
+	name  string
+	build func() (*graph.Graph, error)
+}{
+	{"tiny", func() (*graph.Graph, error) { return onnx.DecodeFile("../testdata/tiny.onnx") }},
+	{"resnet18@64", func() (*graph.Graph, error) {
+		c := modelgen.ResNet18Config
+		c.Input = 64
+		return modelgen.ResNet(c, modelgen.DefaultSeed)
+	}},
+	{"resnet50@32", func() (*graph.Graph, error) {
+		c := modelgen.ResNet50Config
+		c.Input, c.Classes = 32, 100
+		return modelgen.ResNet(c, modelgen.DefaultSeed)
+	}},
+	{"mobilenetv2@32", func() (*graph.Graph, error) { return modelgen.MobileNetV2At(32, modelgen.DefaultSeed) }},
+	{"bert_layer(small)", func() (*graph.Graph, error) {
+		return modelgen.BERT(modelgen.BERTConfig{Name: "bert_small", Seq: 16, Hidden: 64, Heads: 4, FFN: 256, Opset: 17}, modelgen.DefaultSeed)
+	}},
+	{"bert_layer_gelu(small)", func() (*graph.Graph, error) {
+		return modelgen.BERT(modelgen.BERTConfig{Name: "bert_small_gelu", Seq: 16, Hidden: 64, Heads: 4, FFN: 256, Opset: 20, GeluOp: true}, modelgen.DefaultSeed)
+	}},
+}
+
+// TestGeneratedModels builds every generated architecture with default
+// schedules (an empty records database: every task warns) and checks its
+// outputs.
+func TestGeneratedModels(t *testing.T) {
+	for _, c := range smallModels {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := c.build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := prepare(t, g)
+			var warn bytes.Buffer
+			m := buildRunCheck(t, p, t.TempDir(), Options{Records: emptyRecords{}, Target: "cpu test", Model: c.name, Warn: &warn})
+			if n := strings.Count(warn.String(), "using the default schedule"); n != len(p.plan.Tasks) {
+				t.Errorf("%d warnings for %d tasks without records:\n%s", n, len(p.plan.Tasks), warn.String())
+			}
+			if m.Coverage.TunedTasks != 0 || m.Coverage.Tasks != len(p.plan.Tasks) {
+				t.Errorf("coverage %+v", m.Coverage)
+			}
+			if m.Memory.ArenaBytes > m.Memory.IntermediatesBytes || m.Memory.ArenaBytes < m.Memory.LiveMaxBytes {
+				t.Errorf("memory %+v: want live max ≤ arena ≤ sum", m.Memory)
+			}
+		})
+	}
+}
+
+type emptyRecords struct{}
+
+func (emptyRecords) Best(string, string) (records.Record, bool, error) {
+	return records.Record{}, false, nil
+}
+
+// handMadeRecords fills a records database with a few sampled schedules per
+// task (seeded differently from the default schedule), each with a made-up
+// cost, and returns the best step list of each task.
+func handMadeRecords(t *testing.T, p prepared, store *records.Store, target string) map[string]string {
+	t.Helper()
+	best := map[string]string{}
+	rng := rand.New(rand.NewPCG(42, 42))
+	opts := sketch.CPUOptions()
+	for _, task := range p.plan.Tasks {
+		sks, err := sketch.Generate(schedule.NewState(task.DAG), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var recs []records.Record
+		bestCost := math.Inf(1)
+		for k := 0; len(recs) < 3 && k < 30; k++ {
+			st, err := sketch.Sample(rng, sks[k%len(sks)], opts)
+			if err != nil {
+				continue
+			}
+			if _, err := schedule.Lower(st, "k"); err != nil {
+				continue
+			}
+			cost := 1e-3 * (1 + rng.Float64())
+			r, err := records.New(task.Key, target, st.Steps, measure.Result{Costs: []float64{cost}}, "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs = append(recs, r)
+			if cost < bestCost {
+				bestCost, best[task.Key] = cost, string(r.Steps)
+			}
+		}
+		if err := store.Add(recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return best
+}
+
+// TestBuildFromRecords builds models from records: every task is tuned, the
+// kernels come from the best record of each task, and the outputs match.
+func TestBuildFromRecords(t *testing.T) {
+	for _, c := range smallModels[:2] { // tiny and ResNet-18
+		t.Run(c.name, func(t *testing.T) {
+			g, err := c.build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := prepare(t, g)
+			store, err := records.Open(filepath.Join(t.TempDir(), "t.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			const target = "cpu threads=1 | test"
+			best := handMadeRecords(t, p, store, target)
+			var warn bytes.Buffer
+			m := buildRunCheck(t, p, t.TempDir(), Options{Records: store, Target: target, Model: c.name, Warn: &warn})
+			if warn.Len() > 0 {
+				t.Errorf("warnings with every task tuned:\n%s", warn.String())
+			}
+			if m.Coverage.TunedTasks != len(p.plan.Tasks) || m.Coverage.TunedShare() != 100 {
+				t.Errorf("coverage %+v", m.Coverage)
+			}
+			for _, tr := range m.Tasks {
+				var compact bytes.Buffer
+				if tr.Record == nil || tr.Schedule != FromRecord {
+					t.Errorf("task %d: schedule %s", tr.Index, tr.Schedule)
+					continue
+				}
+				if err := json.Compact(&compact, tr.Record.Steps); err != nil || compact.String() != best[tr.Key] {
+					t.Errorf("task %d: compiled steps %s, best record %s", tr.Index, compact.String(), best[tr.Key])
+				}
+			}
+		})
+	}
+}
+
+// TestDeterministic builds the same model from the same records twice, in
+// two directories with two compiler caches: every file must be identical.
+func TestDeterministic(t *testing.T) {
+	g, err := smallModels[0].build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := prepare(t, g)
+	store, err := records.Open(filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	const target = "cpu threads=1 | test"
+	handMadeRecords(t, p, store, target)
+	// Half the tasks tuned, half default.
+	half := &partialRecords{store: store, keep: map[string]bool{}}
+	for i, task := range p.plan.Tasks {
+		half.keep[task.Key] = i%2 == 0
+	}
+	var dirs [2]string
+	for i := range dirs {
+		dirs[i] = t.TempDir()
+		opts := Options{Records: half, Target: target, Model: "tiny.onnx", Builder: &measure.Builder{CacheDir: t.TempDir()}}
+		if _, err := Build(context.Background(), p.g, p.plan, dirs[i], opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{SourceFile, HeaderFile, LibraryFile, WeightsFile, ManifestFile} {
+		a, errA := os.ReadFile(filepath.Join(dirs[0], f))
+		b, errB := os.ReadFile(filepath.Join(dirs[1], f))
+		if errA != nil || errB != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s differs between two builds (%v, %v)", f, errA, errB)
+		}
+	}
+	m, err := ReadManifest(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Coverage.TunedTasks != (len(p.plan.Tasks)+1)/2 {
+		t.Errorf("coverage %+v", m.Coverage)
+	}
+}
+
+// partialRecords hides the records of some tasks.
+type partialRecords struct {
+	store *records.Store
+	keep  map[string]bool
+}
+
+func (r *partialRecords) Best(workload, target string) (records.Record, bool, error) {
+	if !r.keep[workload] {
+		return records.Record{}, false, nil
+	}
+	return r.store.Best(workload, target)
+}
+
+// TestRecordThatDoesNotApply falls back to the default schedule, with the
+// reason in the warning and the manifest.
+func TestRecordThatDoesNotApply(t *testing.T) {
+	g, err := smallModels[0].build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := prepare(t, g)
+	bad := badRecords{key: p.plan.Tasks[0].Key}
+	var warn bytes.Buffer
+	m := buildRunCheck(t, p, t.TempDir(), Options{Records: bad, Target: "x", Warn: &warn})
+	if m.Tasks[0].Schedule != FromDefault || !strings.Contains(m.Tasks[0].Default.Why, "does not apply") ||
+		!strings.Contains(warn.String(), "task 0 (Conv+Relu") {
+		t.Errorf("task 0: %+v; warnings:\n%s", m.Tasks[0], warn.String())
+	}
+}
+
+// badRecords has one record, for key, whose steps name a stage the DAG
+// does not have.
+type badRecords struct{ key string }
+
+func (b badRecords) Best(workload, target string) (records.Record, bool, error) {
+	if workload != b.key {
+		return records.Record{}, false, nil
+	}
+	return records.Record{Version: records.FormatVersion, WorkloadKey: workload, Target: target,
+		Steps: []byte(`[["AN",99,0,"parallel"]]`), Costs: []float64{1}, Error: records.ErrorNone}, true, nil
+}
+
+func ExampleCoverage_TunedShare() {
+	c := Coverage{TunedTasks: 1, Tasks: 4, TunedFLOPs: 3e9, FLOPs: 4e9}
+	fmt.Printf("tuned tasks = %d/%d, tuned FLOPs = %.1f%%\n", c.TunedTasks, c.Tasks, c.TunedShare())
+	// Output: tuned tasks = 1/4, tuned FLOPs = 75.0%
+}

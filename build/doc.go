@@ -1,0 +1,28 @@
+// Package build compiles a whole model from tuning records and runs the
+// result. It owns the step from "the best record of every task" to a
+// shared library a C program can call:
+//
+//	graph + plan (partition.Extract)
+//	  └─ schedules  each task's best record on the target (records.Store.Best),
+//	  │             replayed and lowered; a task without one gets a deterministic
+//	  │             default schedule and a warning (schedule.go)
+//	  └─ executor   every value placed: caller's inputs and outputs, the weights
+//	  │             blob, or the arena of intermediate tensors (executor.go), whose
+//	  │             offsets the static memory planner picks so that memory is
+//	  │             reused as lifetimes end (memplan.go)
+//	  └─ C          one translation unit: every kernel, the model API and one
+//	  │             generated function calling the kernels in order (csource.go)
+//	  └─ files      model.c, model.h, libmodel.so (compiled by measure.Builder with
+//	                the flags the records were measured with), weights.bin
+//	                (weights.go) and manifest.json (manifest.go)
+//
+// Build writes a build directory; Generate makes its files in memory. The
+// same graph and records always give byte-identical files.
+//
+// Open reads a build directory back; Model.Run and Model.Bench run it in a
+// child process, the runner (runner/runner.c, compiled once into the build
+// cache), which dlopens the library: no cgo, and a crashing model cannot
+// take the caller down. ReadTensor and WriteTensor read and write the
+// tensor files `tune run` takes and writes (raw float32, .npy, ONNX
+// TensorProto .pb).
+package build

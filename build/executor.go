@@ -1,0 +1,211 @@
+package build
+
+import (
+	"fmt"
+
+	"tessera/graph"
+	"tessera/partition"
+)
+
+// The executor: groups in plan order → calls with their buffers.
+//
+//	plan.Groups ──placement of every value──▶ []call + []copyOut + weights + arena plan
+//
+// Every value a kernel reads or writes lives in one of four places: the
+// caller's input buffers (graph inputs), the caller's output buffers
+// (graph outputs, written there directly by the group that computes them),
+// the weights blob (constants) or the arena (every other value: the
+// intermediate tensors, placed by the memory planner). A graph output that
+// no group computes (an input or a constant passed through, or a value
+// listed twice among the outputs) is copied into its buffer after the last
+// call.
+
+// placeKind says which memory holds a value.
+type placeKind uint8
+
+const (
+	inInput placeKind = iota
+	inOutput
+	inWeights
+	inArena
+)
+
+// place is where the executor finds a value.
+type place struct {
+	kind   placeKind
+	index  int   // the input or output number (inInput, inOutput)
+	offset int64 // bytes into the weights payload or the arena
+	elems  int
+}
+
+// cExpr returns the value's address in the executor's C, where in and out
+// are the caller's buffer arrays and w and a the weights and the arena.
+func (p place) cExpr() string {
+	switch p.kind {
+	case inInput:
+		return fmt.Sprintf("(float *)in[%d]", p.index)
+	case inOutput:
+		return fmt.Sprintf("out[%d]", p.index)
+	case inWeights:
+		return fmt.Sprintf("w + %d", p.offset/4)
+	}
+	return fmt.Sprintf("a + %d", p.offset/4)
+}
+
+// call is one kernel call of the executor.
+type call struct {
+	group *partition.Group
+	task  int
+	args  []place // the group's inputs, then its outputs: the kernel's parameter order
+}
+
+// copyOut fills output buffer dst from src after the last call.
+type copyOut struct {
+	dst int
+	src place
+}
+
+// program is everything the executor's C is generated from.
+type program struct {
+	inputs, outputs []TensorInfo
+	calls           []call
+	copies          []copyOut
+	weights         weightsBlob
+	bufs            []Buffer // the arena's tensors
+	mem             *MemoryPlan
+}
+
+// planProgram places every value of the plan's groups and plans the arena.
+func planProgram(g *graph.Graph, plan *partition.Plan) (*program, error) {
+	p := &program{}
+	taskOf := map[*partition.Task]int{}
+	for i, t := range plan.Tasks {
+		taskOf[t] = i
+	}
+	computed := map[string]bool{}
+	for _, grp := range plan.Groups {
+		for _, o := range grp.Outputs {
+			computed[o] = true
+		}
+	}
+	places := map[string]place{}
+	for i, name := range g.Inputs {
+		ti, err := tensorInfo(g, name, "input")
+		if err != nil {
+			return nil, err
+		}
+		p.inputs = append(p.inputs, ti)
+		places[name] = place{kind: inInput, index: i, elems: ti.Elems()}
+	}
+	var passThrough []int // outputs no group writes directly
+	for j, name := range g.Outputs {
+		ti, err := tensorInfo(g, name, "output")
+		if err != nil {
+			return nil, err
+		}
+		p.outputs = append(p.outputs, ti)
+		if _, placed := places[name]; placed || !computed[name] {
+			passThrough = append(passThrough, j)
+			continue
+		}
+		places[name] = place{kind: inOutput, index: j, elems: ti.Elems()}
+	}
+
+	// A constant goes to the weights the first time it is read.
+	constant := func(name string) (place, bool) {
+		v := g.Values[name]
+		if v == nil || v.Const == nil {
+			return place{}, false
+		}
+		data := v.Const.F32
+		if v.Const.DType == graph.Int64 {
+			data = make([]float32, len(v.Const.I64))
+			for k, x := range v.Const.I64 {
+				data[k] = float32(x)
+			}
+		}
+		pl := place{kind: inWeights, offset: p.weights.add(name, data), elems: len(data)}
+		places[name] = pl
+		return pl, true
+	}
+	arena := map[string]int{} // value → index in p.bufs
+	for s, grp := range plan.Groups {
+		c := call{group: grp, task: taskOf[grp.Task]}
+		for _, name := range grp.Inputs {
+			pl, ok := places[name]
+			if !ok {
+				if pl, ok = constant(name); !ok {
+					return nil, fmt.Errorf("build: group %d (%s) reads %s, which nothing computes before it", grp.ID, grp.Ops(), name)
+				}
+			}
+			if b, ok := arena[name]; ok {
+				p.bufs[b].Last = s
+			}
+			c.args = append(c.args, pl)
+		}
+		for _, name := range grp.Outputs {
+			pl, ok := places[name]
+			if !ok {
+				n := graph.NumElems(g.Values[name].Shape)
+				arena[name] = len(p.bufs)
+				p.bufs = append(p.bufs, Buffer{Name: name, Bytes: 4 * int64(n), First: s, Last: s})
+				pl = place{kind: inArena, elems: n}
+				places[name] = pl
+			}
+			c.args = append(c.args, pl)
+		}
+		p.calls = append(p.calls, c)
+	}
+	for _, j := range passThrough {
+		name := g.Outputs[j]
+		src, ok := places[name]
+		if !ok {
+			if src, ok = constant(name); !ok {
+				return nil, fmt.Errorf("build: output %s is not computed", name)
+			}
+		}
+		p.copies = append(p.copies, copyOut{dst: j, src: src})
+	}
+
+	mem, err := PlanMemory(p.bufs)
+	if err != nil {
+		return nil, err
+	}
+	p.mem = mem
+	// Arena places were made before the plan: fill in their offsets.
+	for k := range p.calls {
+		for a, pl := range p.calls[k].args {
+			if pl.kind == inArena {
+				pl.offset = mem.Offsets[arena[p.calls[k].argName(a)]]
+				p.calls[k].args[a] = pl
+			}
+		}
+	}
+	return p, nil
+}
+
+// argName returns the graph value behind argument a of the call.
+func (c call) argName(a int) string {
+	if a < len(c.group.Inputs) {
+		return c.group.Inputs[a]
+	}
+	return c.group.Outputs[a-len(c.group.Inputs)]
+}
+
+// tensorInfo describes a graph input or output; only float32 values of
+// static shape cross the model's API.
+func tensorInfo(g *graph.Graph, name, what string) (TensorInfo, error) {
+	v := g.Values[name]
+	if v == nil || v.Shape == nil {
+		return TensorInfo{}, fmt.Errorf("build: %s %s has no shape", what, name)
+	}
+	if v.DType != graph.Float32 {
+		return TensorInfo{}, graph.Unsupportedf("build: %s %s is %s (a built model takes and returns float32 only)", what, name, v.DType)
+	}
+	for _, d := range v.Shape {
+		if d <= 0 {
+			return TensorInfo{}, graph.Unsupportedf("build: %s %s has shape %v (bind it with --input %s=d0,d1,...)", what, name, v.Shape, name)
+		}
+	}
+	return TensorInfo{Name: name, Shape: append([]int{}, v.Shape...), DType: "float32"}, nil
+}

@@ -1,0 +1,158 @@
+package build
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// The manifest: what a build directory holds, in manifest.json. It names
+// the files, the model's inputs and outputs, the memory plan, the coverage
+// and, per task, the record whose schedule was compiled (or "default").
+// It holds nothing that changes from one build of the same model and
+// records to the next (no times, no absolute paths).
+
+// ManifestFile is the manifest's name in a build directory.
+const ManifestFile = "manifest.json"
+
+// ManifestFormat is the version of the manifest's layout.
+const ManifestFormat = 1
+
+// Manifest describes a built model.
+type Manifest struct {
+	Format  int          `json:"format"`
+	Model   string       `json:"model"` // the model file's base name
+	Graph   string       `json:"graph"`
+	Target  string       `json:"target"` // the records' target key
+	Library string       `json:"library"`
+	Header  string       `json:"header"`
+	Source  string       `json:"source"`
+	Weights WeightsInfo  `json:"weights"`
+	Inputs  []TensorInfo `json:"inputs"`
+	Outputs []TensorInfo `json:"outputs"`
+
+	Memory   MemoryInfo   `json:"memory"`
+	Coverage Coverage     `json:"coverage"`
+	Tasks    []TaskReport `json:"tasks"`
+	Steps    []StepReport `json:"steps"`
+}
+
+// TensorInfo is one input or output of the model.
+type TensorInfo struct {
+	Name  string `json:"name"`
+	Shape []int  `json:"shape"`
+	DType string `json:"dtype"`
+}
+
+// Elems returns the number of elements.
+func (t TensorInfo) Elems() int {
+	n := 1
+	for _, d := range t.Shape {
+		n *= d
+	}
+	return n
+}
+
+// MemoryInfo is the memory plan's outcome.
+type MemoryInfo struct {
+	ArenaBytes         int64 `json:"arena_bytes"`         // the arena: peak of the plan
+	IntermediatesBytes int64 `json:"intermediates_bytes"` // sum of the intermediate tensors
+	LiveMaxBytes       int64 `json:"live_max_bytes"`      // most bytes live at one step
+	Intermediates      int   `json:"intermediates"`       // how many tensors the arena holds
+}
+
+// Coverage says how much of the model runs tuned schedules.
+type Coverage struct {
+	TunedTasks int     `json:"tuned_tasks"`
+	Tasks      int     `json:"tasks"`
+	TunedFLOPs float64 `json:"tuned_flops"` // per inference
+	FLOPs      float64 `json:"flops"`       // per inference
+}
+
+// TunedShare returns the share of the FLOPs of one inference that run
+// tuned schedules, in percent.
+func (c Coverage) TunedShare() float64 {
+	if c.FLOPs == 0 {
+		return 100 * float64(c.TunedTasks) / float64(max(c.Tasks, 1))
+	}
+	return 100 * c.TunedFLOPs / c.FLOPs
+}
+
+// TaskReport is one task: its kernel and where its schedule came from.
+type TaskReport struct {
+	Index    int          `json:"index"`
+	Key      string       `json:"key"`
+	Ops      string       `json:"ops"`
+	Weight   int          `json:"weight"`
+	FLOPs    float64      `json:"flops"`
+	Kernel   string       `json:"kernel"`
+	Schedule string       `json:"schedule"` // "record" or "default"
+	Record   *RecordUsed  `json:"record,omitempty"`
+	Default  *DefaultUsed `json:"default,omitempty"`
+}
+
+// RecordUsed is the record a task's kernel was compiled from.
+type RecordUsed struct {
+	Steps json.RawMessage `json:"steps"`
+	Cost  float64         `json:"cost"` // median seconds, as measured when tuning
+	At    string          `json:"at"`
+	Tool  string          `json:"tool,omitempty"`
+}
+
+// DefaultUsed says which default schedule a task got, and why.
+type DefaultUsed struct {
+	Why   string          `json:"why"`
+	Rule  string          `json:"rule"`
+	Steps json.RawMessage `json:"steps"`
+}
+
+// StepReport is one call of the executor.
+type StepReport struct {
+	Group int    `json:"group"`
+	Task  int    `json:"task"`
+	Ops   string `json:"ops"`
+}
+
+// Schedule values of TaskReport.
+const (
+	FromRecord  = "record"
+	FromDefault = "default"
+)
+
+// ErrNoManifest is returned by ReadManifest for a directory without a
+// manifest: not a build directory.
+var ErrNoManifest = errors.New("no " + ManifestFile + " (not a directory written by tune build?)")
+
+// ReadManifest reads the manifest of the build directory dir and checks
+// that the files it names exist.
+func ReadManifest(dir string) (*Manifest, error) {
+	data, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		if fi, derr := os.Stat(dir); derr != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("%s is not a directory", dir)
+		}
+		return nil, fmt.Errorf("%s: %w", dir, ErrNoManifest)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ManifestFile), err)
+	}
+	if m.Format != ManifestFormat {
+		return nil, fmt.Errorf("%s: manifest format %d, this tessera reads %d (rebuild the model)", filepath.Join(dir, ManifestFile), m.Format, ManifestFormat)
+	}
+	for _, f := range []string{m.Library, m.Weights.File} {
+		if f == "" || filepath.Base(f) != f {
+			return nil, fmt.Errorf("%s: bad file name %q", filepath.Join(dir, ManifestFile), f)
+		}
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return nil, fmt.Errorf("%s: %w", dir, err)
+		}
+	}
+	return &m, nil
+}

@@ -1,0 +1,241 @@
+package build
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"tessera/measure"
+)
+
+// Running a built model: Go → runner child → dlopen(libmodel.so).
+//
+//	inputs ──raw float32 file──▶ runner LIB WEIGHTS IN OUT WARMUP REPEAT
+//	       ◀──raw float32 file── outputs of the first run
+//	       ◀──stdout──────────── "tessera time S" per timed run, "tessera done"
+//
+// The runner (runner/runner.c) is compiled once per compiler into the
+// build cache by measure.Builder.BuildProgram, as the kernel harness is.
+
+// runnerSrc is the child program. It sits in a directory of its own because
+// the go tool refuses .c files in a package that does not use cgo.
+//
+//go:embed runner/runner.c
+var runnerSrc string
+
+// Model is a build directory opened for running.
+type Model struct {
+	Dir      string
+	Manifest *Manifest
+}
+
+// Open reads the build directory dir: its manifest, and its weights file,
+// which must match the manifest (ErrCorruptWeights otherwise).
+func Open(dir string) (*Model, error) {
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := VerifyWeights(filepath.Join(dir, m.Weights.File), m.Weights); err != nil {
+		return nil, err
+	}
+	return &Model{Dir: dir, Manifest: m}, nil
+}
+
+// RunOptions control a run of the model. Zero fields take their defaults.
+type RunOptions struct {
+	Threads int              // OMP_NUM_THREADS of the runner; default runtime.NumCPU()
+	Timeout time.Duration    // the whole runner process; default 10 minutes
+	Builder *measure.Builder // compiles the runner; nil means a zero Builder
+}
+
+// Run runs the model once on inputs (one per manifest input, in order,
+// each of the input's size) and returns the outputs.
+func (m *Model) Run(ctx context.Context, inputs [][]float32, opts RunOptions) ([][]float32, error) {
+	if err := m.checkInputs(inputs); err != nil {
+		return nil, err
+	}
+	outs, _, err := m.child(ctx, inputs, true, 0, 0, opts)
+	return outs, err
+}
+
+// Bench runs the model on random inputs (uniform in [-1, 1), fixed seed):
+// once, then warmup times untimed, then repeat times timed; it returns the
+// seconds of each timed run.
+func (m *Model) Bench(ctx context.Context, warmup, repeat int, opts RunOptions) ([]float64, error) {
+	if warmup < 0 || repeat < 1 {
+		return nil, fmt.Errorf("build: bench: %d warm-up runs and %d repetitions (want ≥ 0 and ≥ 1)", warmup, repeat)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	inputs := make([][]float32, len(m.Manifest.Inputs))
+	for i, t := range m.Manifest.Inputs {
+		inputs[i] = make([]float32, t.Elems())
+		for k := range inputs[i] {
+			inputs[i][k] = float32(rng.Float64()*2 - 1)
+		}
+	}
+	_, times, err := m.child(ctx, inputs, false, warmup, repeat, opts)
+	return times, err
+}
+
+func (m *Model) checkInputs(inputs [][]float32) error {
+	if len(inputs) != len(m.Manifest.Inputs) {
+		return fmt.Errorf("%d inputs given, the model has %d (%s)", len(inputs), len(m.Manifest.Inputs), tensorList(m.Manifest.Inputs))
+	}
+	for i, t := range m.Manifest.Inputs {
+		if len(inputs[i]) != t.Elems() {
+			return fmt.Errorf("input %s: %d values, its shape %v takes %d", t.Name, len(inputs[i]), t.Shape, t.Elems())
+		}
+	}
+	return nil
+}
+
+// tensorList prints "name[d0,d1] name2[...]".
+func tensorList(ts []TensorInfo) string {
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		parts[i] = fmt.Sprintf("%s%v", t.Name, t.Shape)
+	}
+	return strings.Join(parts, " ")
+}
+
+// child runs the runner once.
+func (m *Model) child(ctx context.Context, inputs [][]float32, wantOutputs bool, warmup, repeat int, opts RunOptions) ([][]float32, []float64, error) {
+	b := opts.Builder
+	if b == nil {
+		b = &measure.Builder{}
+	}
+	runner, err := b.BuildProgram(ctx, "runner", runnerSrc, []string{"-O2", "-std=gnu11"}, []string{"-ldl"})
+	if err != nil {
+		return nil, nil, err
+	}
+	tmp, err := os.MkdirTemp("", "tessera-model-run-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(tmp)
+	inPath, outPath := filepath.Join(tmp, "in.bin"), "-"
+	if err := os.WriteFile(inPath, floatBytes(inputs...), 0o644); err != nil {
+		return nil, nil, err
+	}
+	if wantOutputs {
+		outPath = filepath.Join(tmp, "out.bin")
+	}
+	lib, err := filepath.Abs(filepath.Join(m.Dir, m.Manifest.Library)) // dlopen searches the library path for a bare name
+	if err != nil {
+		return nil, nil, err
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	threads := opts.Threads
+	if threads <= 0 {
+		threads = runtime.NumCPU()
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, runner, lib, filepath.Join(m.Dir, m.Manifest.Weights.File), inPath, outPath,
+		strconv.Itoa(warmup), strconv.Itoa(repeat))
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "OMP_NUM_THREADS=")
+	}), "OMP_NUM_THREADS="+strconv.Itoa(threads))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	if cctx.Err() != nil && ctx.Err() == nil {
+		return nil, nil, fmt.Errorf("the model did not finish within %v", timeout)
+	}
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return nil, nil, fmt.Errorf("running %s: %s", m.Dir, msg)
+	}
+	times, err := parseTimes(stdout.String(), repeat)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !wantOutputs {
+		return nil, times, nil
+	}
+	data, err := os.ReadFile(outPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	outs := make([][]float32, len(m.Manifest.Outputs))
+	for i, t := range m.Manifest.Outputs {
+		n := 4 * t.Elems()
+		if len(data) < n {
+			return nil, nil, errors.New("the runner wrote fewer outputs than the manifest lists")
+		}
+		outs[i] = floatsOf(data[:n])
+		data = data[n:]
+	}
+	return outs, times, nil
+}
+
+// parseTimes reads the runner's result lines.
+func parseTimes(out string, repeat int) ([]float64, error) {
+	var times []float64
+	done := false
+	for line := range strings.Lines(out) {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "tessera ")
+		if !ok {
+			continue
+		}
+		field, value, _ := strings.Cut(rest, " ")
+		switch field {
+		case "time":
+			t, err := strconv.ParseFloat(value, 64)
+			if err != nil || !(t >= 0) || math.IsInf(t, 0) {
+				return nil, fmt.Errorf("runner output: bad time %q", value)
+			}
+			times = append(times, t)
+		case "done":
+			done = true
+		}
+	}
+	if !done || len(times) != repeat {
+		return nil, fmt.Errorf("runner output: incomplete (%d of %d times)", len(times), repeat)
+	}
+	return times, nil
+}
+
+// floatBytes returns bufs back to back as little-endian float32.
+func floatBytes(bufs ...[]float32) []byte {
+	n := 0
+	for _, b := range bufs {
+		n += 4 * len(b)
+	}
+	out := make([]byte, 0, n)
+	for _, b := range bufs {
+		for _, v := range b {
+			out = binary.LittleEndian.AppendUint32(out, math.Float32bits(v))
+		}
+	}
+	return out
+}
+
+// floatsOf reads little-endian float32s.
+func floatsOf(data []byte) []float32 {
+	out := make([]float32, len(data)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+	}
+	return out
+}

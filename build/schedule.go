@@ -1,0 +1,173 @@
+package build
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"tessera/partition"
+	"tessera/records"
+	"tessera/schedule"
+	"tessera/sketch"
+	"tessera/tir"
+)
+
+// Schedules: task → the kernel it runs.
+//
+//	task ──Best(key, target)──▶ record ──Replay──▶ state ──Lower──▶ kernel
+//	     └─ no record, or one that does not replay or lower ──▶ defaultSchedule
+//
+// One kernel per task, not per group: the groups of a task print alike
+// (that is what makes them one task), so the kernel lowered from the
+// task's DAG computes every group when it is given the group's buffers —
+// placeholder i of the task's DAG is the group's Inputs[i], output i its
+// Outputs[i] (partition.Group). ResNet-50 compiles 27 kernels instead of 56.
+
+// kernel is the compiled schedule of one task.
+type kernel struct {
+	task   *partition.Task
+	f      *tir.PrimFunc
+	report TaskReport
+}
+
+// RecordSource gives the best record of a workload on a target; a
+// *records.Store is one.
+type RecordSource interface {
+	Best(workload, target string) (rec records.Record, ok bool, err error)
+}
+
+// kernelName is the C name of task i's kernel.
+func kernelName(i int) string { return fmt.Sprintf("tessera_kernel%d", i) }
+
+// scheduleTasks lowers every task of plan with its best record on target,
+// or with the default schedule; warn receives one line per task without a
+// usable record.
+func scheduleTasks(plan *partition.Plan, recs RecordSource, target string, warn func(format string, args ...any)) ([]kernel, error) {
+	out := make([]kernel, len(plan.Tasks))
+	for i, t := range plan.Tasks {
+		if err := checkGroups(t); err != nil {
+			return nil, err
+		}
+		k := kernel{task: t, report: TaskReport{
+			Index: i, Key: t.Key, Ops: t.Ops(), Weight: t.Weight, FLOPs: t.FLOPs, Kernel: kernelName(i),
+		}}
+		why := "no record for this target"
+		if recs != nil {
+			rec, ok, err := recs.Best(t.Key, target)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				f, err := lowerRecord(t, rec, k.report.Kernel)
+				if err == nil {
+					k.f = f
+					k.report.Schedule = FromRecord
+					k.report.Record = &RecordUsed{Steps: rec.Steps, Cost: rec.Cost(), At: rec.At.UTC().Format(time.RFC3339Nano), Tool: rec.Tool}
+				} else {
+					why = "its best record does not apply: " + err.Error()
+				}
+			}
+		} else {
+			why = "no records database"
+		}
+		if k.f == nil {
+			st, f, rule, err := defaultSchedule(t, k.report.Kernel)
+			if err != nil {
+				return nil, fmt.Errorf("build: task %d (%s): %w", i, t.Ops(), err)
+			}
+			k.f = f
+			steps, err := schedule.MarshalSteps(st.Steps)
+			if err != nil {
+				return nil, err
+			}
+			k.report.Schedule = FromDefault
+			k.report.Default = &DefaultUsed{Why: why, Rule: rule, Steps: steps}
+			warn("task %d (%s, %s): %s; using the default schedule", i, t.Ops(), shortKey(t.Key), why)
+		}
+		out[i] = k
+	}
+	return out, nil
+}
+
+// checkGroups checks what sharing one kernel relies on: every group of the
+// task has the task's workload key and buffers of the task's sizes.
+func checkGroups(t *partition.Task) error {
+	for _, grp := range t.Groups {
+		d := grp.DAG
+		ok := grp.Key == t.Key && len(d.Inputs) == len(t.DAG.Inputs) && len(d.Outputs) == len(t.DAG.Outputs) &&
+			len(grp.Inputs) == len(d.Inputs) && len(grp.Outputs) == len(d.Outputs)
+		for i := 0; ok && i < len(d.Inputs); i++ {
+			ok = d.Inputs[i].Size() == t.DAG.Inputs[i].Size()
+		}
+		for i := 0; ok && i < len(d.Outputs); i++ {
+			ok = d.Outputs[i].Size() == t.DAG.Outputs[i].Size()
+		}
+		if !ok {
+			return fmt.Errorf("build: group %d (%s) does not match its task %s", grp.ID, grp.Ops(), shortKey(t.Key))
+		}
+	}
+	return nil
+}
+
+// lowerRecord replays a record's steps on the task's DAG and lowers them.
+func lowerRecord(t *partition.Task, rec records.Record, name string) (*tir.PrimFunc, error) {
+	steps, err := rec.DecodeSteps()
+	if err != nil {
+		return nil, err
+	}
+	st, err := schedule.Replay(schedule.NewState(t.DAG), steps)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	return schedule.Lower(st, name)
+}
+
+// Default schedules. A task without a record gets the first sketch of the
+// CPU rules (the multi-level tiling sketch where one applies) filled by
+// sketch.Sample from a fixed seed: parallel outer loops, vectorized inner
+// loops, tile sizes that divide the extents. The unroll step is pinned to
+// a moderate value, so that an untuned kernel never has the enormous
+// unrolled bodies (and compile times) some random samples get. The first
+// of defaultAttempts seeds whose state lowers wins; the naive schedule
+// (no steps, every stage at the root) is the last resort. Everything here
+// is deterministic: the same DAG gets the same schedule on the same
+// machine (the core count is a sketch option).
+const (
+	defaultSeed     = 0x7e55e7a
+	defaultAttempts = 8
+	defaultUnroll   = 16
+)
+
+// defaultSchedule returns the default state of a task, its kernel named
+// name, and a description of how it was made.
+func defaultSchedule(t *partition.Task, name string) (*schedule.State, *tir.PrimFunc, string, error) {
+	s0 := schedule.NewState(t.DAG)
+	opts := sketch.CPUOptions()
+	opts.UnrollSteps = []int{defaultUnroll}
+	sketches, err := sketch.Generate(s0, opts)
+	if err == nil && len(sketches) > 0 {
+		for a := range defaultAttempts {
+			rng := rand.New(rand.NewPCG(defaultSeed, uint64(a)))
+			st, err := sketch.Sample(rng, sketches[0], opts)
+			if err != nil {
+				continue
+			}
+			if f, err := schedule.Lower(st, name); err == nil {
+				return st, f, fmt.Sprintf("first sketch, sample %d of seed %#x", a, defaultSeed), nil
+			}
+		}
+	}
+	f, err := schedule.Lower(s0, name)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("no schedule lowers, not even the naive one: %w", err)
+	}
+	return s0, f, "naive (no sample of the first sketch lowers)", nil
+}
+
+// shortKey is the part of a workload key a message shows.
+func shortKey(key string) string {
+	if len(key) > 11 {
+		return key[:11]
+	}
+	return key
+}

@@ -1,0 +1,176 @@
+package build
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"tessera/graph"
+	"tessera/graph/onnx"
+)
+
+// Tensor files: what `tune run` reads and writes.
+//
+//	.npy        NumPy's format, float32 ('<f4'), C order, versions 1 to 3
+//	.pb         an ONNX TensorProto (the input_N.pb files of ONNX's test data)
+//	otherwise   raw little-endian float32, the shape taken from the manifest
+//
+// A file is read as .npy when it starts with NumPy's magic, whatever its
+// name. Shapes are checked: a .npy or .pb tensor must have exactly the
+// shape the model takes, a raw file exactly its number of bytes.
+
+const npyMagic = "\x93NUMPY"
+
+// ReadTensor reads the tensor at path for want, checking its shape.
+func ReadTensor(path string, want TensorInfo) ([]float32, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var shape []int
+	var vals []float32
+	switch {
+	case strings.HasPrefix(string(data), npyMagic):
+		shape, vals, err = decodeNpy(data)
+	case strings.EqualFold(filepath.Ext(path), ".pb"):
+		var t *graph.Tensor
+		if _, t, err = onnx.DecodeTensor(data); err == nil {
+			if t.DType != graph.Float32 {
+				err = fmt.Errorf("a tensor of %s, the model takes float32", t.DType)
+			}
+			shape, vals = t.Shape, t.F32
+		}
+	default:
+		if len(data) != 4*want.Elems() {
+			return nil, fmt.Errorf("%s: %d bytes of raw float32, %s%v takes %d (%d values)", path, len(data), want.Name, want.Shape, 4*want.Elems(), want.Elems())
+		}
+		return floatsOf(data), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if !slices.Equal(shape, want.Shape) {
+		return nil, fmt.Errorf("%s: shape %v, %s takes %v", path, shape, want.Name, want.Shape)
+	}
+	return vals, nil
+}
+
+// WriteTensor writes t's data to path, in the format its extension names.
+func WriteTensor(path string, t TensorInfo, data []float32) error {
+	if len(data) != t.Elems() {
+		return fmt.Errorf("%s: %d values for shape %v", t.Name, len(data), t.Shape)
+	}
+	var out []byte
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".npy":
+		out = encodeNpy(t.Shape, data)
+	case ".pb":
+		var err error
+		if out, err = onnx.EncodeTensor(t.Name, graph.Float32Tensor(t.Shape, data)); err != nil {
+			return err
+		}
+	default:
+		out = floatBytes(data)
+	}
+	return os.WriteFile(path, out, 0o644)
+}
+
+// decodeNpy reads a float32 C-order .npy file.
+func decodeNpy(data []byte) ([]int, []float32, error) {
+	if len(data) < 10 {
+		return nil, nil, fmt.Errorf("truncated .npy header")
+	}
+	var hlen, start int
+	switch data[6] {
+	case 1:
+		hlen, start = int(binary.LittleEndian.Uint16(data[8:])), 10
+	case 2, 3:
+		if len(data) < 12 {
+			return nil, nil, fmt.Errorf("truncated .npy header")
+		}
+		hlen, start = int(binary.LittleEndian.Uint32(data[8:])), 12
+	default:
+		return nil, nil, fmt.Errorf(".npy version %d.%d is not supported", data[6], data[7])
+	}
+	if start+hlen > len(data) {
+		return nil, nil, fmt.Errorf("truncated .npy header")
+	}
+	header := string(data[start : start+hlen])
+	descr, err := npyField(header, "descr")
+	if err != nil {
+		return nil, nil, err
+	}
+	if d := strings.Trim(descr, `'"`); d != "<f4" && d != "=f4" {
+		return nil, nil, fmt.Errorf(".npy of dtype %s: the model takes float32 ('<f4'; convert with x.astype(np.float32))", d)
+	}
+	if fo, err := npyField(header, "fortran_order"); err != nil || fo != "False" {
+		return nil, nil, fmt.Errorf(".npy in Fortran order: the model takes C order (np.ascontiguousarray)")
+	}
+	shapeStr, err := npyField(header, "shape")
+	if err != nil {
+		return nil, nil, err
+	}
+	shape := []int{}
+	for _, f := range strings.Split(strings.Trim(shapeStr, "()"), ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		d, err := strconv.Atoi(f)
+		if err != nil || d < 0 {
+			return nil, nil, fmt.Errorf(".npy shape %s", shapeStr)
+		}
+		shape = append(shape, d)
+	}
+	body := data[start+hlen:]
+	if len(body) != 4*graph.NumElems(shape) {
+		return nil, nil, fmt.Errorf(".npy of shape %v holds %d bytes of data, want %d", shape, len(body), 4*graph.NumElems(shape))
+	}
+	return shape, floatsOf(body), nil
+}
+
+// npyField returns the value of key in a .npy header dict: a quoted
+// string, a word, or a parenthesized tuple.
+func npyField(header, key string) (string, error) {
+	i := strings.Index(header, "'"+key+"'")
+	if i < 0 {
+		return "", fmt.Errorf(".npy header has no %q", key)
+	}
+	rest := strings.TrimSpace(header[i+len(key)+2:])
+	rest, ok := strings.CutPrefix(rest, ":")
+	if !ok {
+		return "", fmt.Errorf(".npy header: bad %q", key)
+	}
+	rest = strings.TrimSpace(rest)
+	end := strings.IndexAny(rest, ",}")
+	if strings.HasPrefix(rest, "(") {
+		end = strings.IndexByte(rest, ')') + 1
+	}
+	if end <= 0 {
+		return "", fmt.Errorf(".npy header: bad %q", key)
+	}
+	return strings.TrimSpace(rest[:end]), nil
+}
+
+// encodeNpy writes a version 1.0 .npy file of float32 in C order.
+func encodeNpy(shape []int, data []float32) []byte {
+	dims := make([]string, len(shape))
+	for i, d := range shape {
+		dims[i] = strconv.Itoa(d)
+	}
+	tuple := "(" + strings.Join(dims, ", ") + ")"
+	if len(shape) == 1 {
+		tuple = "(" + dims[0] + ",)"
+	}
+	header := fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': %s, }", tuple)
+	// Pad with spaces so that the data starts at a multiple of 64 bytes.
+	total := 10 + len(header) + 1
+	header += strings.Repeat(" ", (64-total%64)%64) + "\n"
+	out := append([]byte(npyMagic), 1, 0)
+	out = binary.LittleEndian.AppendUint16(out, uint16(len(header)))
+	out = append(out, header...)
+	return append(out, floatBytes(data)...)
+}
