@@ -18,8 +18,8 @@ func TestPlanMemory(t *testing.T) {
 		{
 			// A chain: each tensor dies as the next one's successor is
 			// written, so two slots suffice.
-			name: "chain",
-			bufs: []Buffer{{"a", 256, 0, 1}, {"b", 256, 1, 2}, {"c", 256, 2, 3}, {"d", 256, 3, 4}},
+			name:     "chain",
+			bufs:     []Buffer{{"a", 256, 0, 1}, {"b", 256, 1, 2}, {"c", 256, 2, 3}, {"d", 256, 3, 4}},
 			wantPeak: 512, wantOffset: []int64{0, 256, 0, 256},
 		},
 		{
