@@ -288,7 +288,7 @@ func cHeader(m *Manifest) string {
 	}{{"inputs", m.Inputs}, {"outputs", m.Outputs}} {
 		fmt.Fprintf(&b, " * %s (float32, dense row-major):\n", side.what)
 		for i, t := range side.ts {
-			fmt.Fprintf(&b, " *   %d  %s  %v  (%d elements)\n", i, cComment(t.Name), t.Shape, t.Elems())
+			fmt.Fprintf(&b, " *   %d  %s  (%d elements)\n", i, cComment(t.String()), t.Elems())
 		}
 	}
 	fmt.Fprintf(&b, " *\n * memory: an arena of %d bytes for %d intermediate tensors of %d bytes in all,\n * and %d bytes of weights.\n */\n",

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 )
 
 // The manifest: what a build directory holds, in manifest.json. It names
@@ -45,6 +47,15 @@ type TensorInfo struct {
 	Name  string `json:"name"`
 	Shape []int  `json:"shape"`
 	DType string `json:"dtype"`
+}
+
+// String returns "name[d0,d1,...]".
+func (t TensorInfo) String() string {
+	dims := make([]string, len(t.Shape))
+	for i, d := range t.Shape {
+		dims[i] = strconv.Itoa(d)
+	}
+	return t.Name + "[" + strings.Join(dims, ",") + "]"
 }
 
 // Elems returns the number of elements.

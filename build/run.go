@@ -93,21 +93,21 @@ func (m *Model) Bench(ctx context.Context, warmup, repeat int, opts RunOptions) 
 
 func (m *Model) checkInputs(inputs [][]float32) error {
 	if len(inputs) != len(m.Manifest.Inputs) {
-		return fmt.Errorf("%d inputs given, the model has %d (%s)", len(inputs), len(m.Manifest.Inputs), tensorList(m.Manifest.Inputs))
+		return fmt.Errorf("%d inputs given, the model has %d (%s)", len(inputs), len(m.Manifest.Inputs), TensorList(m.Manifest.Inputs))
 	}
 	for i, t := range m.Manifest.Inputs {
 		if len(inputs[i]) != t.Elems() {
-			return fmt.Errorf("input %s: %d values, its shape %v takes %d", t.Name, len(inputs[i]), t.Shape, t.Elems())
+			return fmt.Errorf("input %s: %d values, its shape takes %d", t, len(inputs[i]), t.Elems())
 		}
 	}
 	return nil
 }
 
-// tensorList prints "name[d0,d1] name2[...]".
-func tensorList(ts []TensorInfo) string {
+// TensorList prints "name[d0,d1] name2[...]".
+func TensorList(ts []TensorInfo) string {
 	parts := make([]string, len(ts))
 	for i, t := range ts {
-		parts[i] = fmt.Sprintf("%s%v", t.Name, t.Shape)
+		parts[i] = t.String()
 	}
 	return strings.Join(parts, " ")
 }

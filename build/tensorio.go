@@ -46,7 +46,7 @@ func ReadTensor(path string, want TensorInfo) ([]float32, error) {
 		}
 	default:
 		if len(data) != 4*want.Elems() {
-			return nil, fmt.Errorf("%s: %d bytes of raw float32, %s%v takes %d (%d values)", path, len(data), want.Name, want.Shape, 4*want.Elems(), want.Elems())
+			return nil, fmt.Errorf("%s: %d bytes of raw float32, %s takes %d (%d values)", path, len(data), want, 4*want.Elems(), want.Elems())
 		}
 		return floatsOf(data), nil
 	}

@@ -1,0 +1,249 @@
+package build
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"tessera/graph"
+	"tessera/graph/onnx"
+)
+
+// builtTiny builds testdata/tiny.onnx with default schedules into a fresh
+// directory.
+func builtTiny(t *testing.T) (string, *Manifest) {
+	t.Helper()
+	g, err := onnx.DecodeFile("../testdata/tiny.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := prepare(t, g)
+	dir := t.TempDir()
+	m, err := Build(context.Background(), p.g, p.plan, dir, Options{Model: "tiny.onnx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, m
+}
+
+// TestLibraryRefusesBadWeights bypasses Open's check: the library itself
+// must refuse weights that are missing, truncated, corrupt or another
+// build's, with a message naming what is wrong.
+func TestLibraryRefusesBadWeights(t *testing.T) {
+	dir, man := builtTiny(t)
+	good, err := os.ReadFile(filepath.Join(dir, WeightsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipped := slices.Clone(good)
+	flipped[weightsHeaderSize+100] ^= 1
+	other := slices.Clone(good)
+	binary.LittleEndian.PutUint64(other[16:], 12345) // another build's checksum
+	for _, c := range []struct {
+		name string
+		data []byte // nil: no file
+		want string
+	}{
+		{"missing", nil, "No such file"},
+		{"not weights", []byte("hello"), "not a tessera weights file"},
+		{"truncated", good[:len(good)-64], "truncated"},
+		{"trailing bytes", append(slices.Clone(good), 0), "bytes after"},
+		{"corrupt", flipped, "corrupt"},
+		{"another build", other, "another build"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(dir, WeightsFile)
+			os.Remove(path)
+			if c.data != nil {
+				if err := os.WriteFile(path, c.data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m := &Model{Dir: dir, Manifest: man}
+			_, err := m.Run(context.Background(), randomInputs(man, 1), RunOptions{})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want an error containing %q", err, c.want)
+			}
+			if _, err := Open(dir); err == nil {
+				t.Errorf("Open accepts the weights")
+			} else if c.data != nil && !errors.Is(err, ErrCorruptWeights) {
+				t.Errorf("Open: %v, want ErrCorruptWeights", err)
+			}
+		})
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	dir, _ := builtTiny(t)
+	if _, err := Open(t.TempDir()); !errors.Is(err, ErrNoManifest) {
+		t.Errorf("empty directory: %v", err)
+	}
+	if _, err := Open(filepath.Join(dir, "nothere")); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("missing directory: %v", err)
+	}
+	os.Remove(filepath.Join(dir, LibraryFile))
+	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), LibraryFile) {
+		t.Errorf("missing library: %v", err)
+	}
+}
+
+func TestRunChecksInputs(t *testing.T) {
+	dir, man := builtTiny(t)
+	m, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := m.Run(ctx, nil, RunOptions{}); err == nil || !strings.Contains(err.Error(), "0 inputs given, the model has 1 (input[1,3,16,16])") {
+		t.Errorf("no inputs: %v", err)
+	}
+	if _, err := m.Run(ctx, [][]float32{make([]float32, 5)}, RunOptions{}); err == nil || !strings.Contains(err.Error(), "5 values") {
+		t.Errorf("short input: %v", err)
+	}
+	if _, err := m.Bench(ctx, 0, 0, RunOptions{}); err == nil {
+		t.Errorf("bench with no repetitions: no error")
+	}
+	times, err := m.Bench(ctx, 1, 3, RunOptions{Threads: 1})
+	if err != nil || len(times) != 3 {
+		t.Errorf("bench: %v, %v", times, err)
+	}
+	// The same inputs give the same outputs, run after run.
+	in := randomInputs(man, 3)
+	a, err := m.Run(ctx, in, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := m.Run(ctx, in, RunOptions{Threads: 1})
+	if err != nil || !slices.Equal(a[0], b[0]) {
+		t.Errorf("two runs differ: %v", err)
+	}
+}
+
+// TestHeader compiles a C program against model.h, links it with the
+// library, and runs it: the header declares what the library defines.
+func TestHeader(t *testing.T) {
+	dir, man := builtTiny(t)
+	prog := `#include <stdio.h>
+#include "model.h"
+int main(void) {
+  static float in[768], out[10];
+  const float *ins[] = {in};
+  float *outs[] = {out};
+  if (tessera_create("does-not-exist.bin") != NULL || tessera_last_error()[0] == 0)
+    return 1;
+  tessera_model *m = tessera_create("weights.bin");
+  if (!m) { fprintf(stderr, "%s\n", tessera_last_error()); return 2; }
+  tessera_set_num_threads(1);
+  if (TESSERA_NUM_INPUTS != tessera_num_inputs() || tessera_input_elems(0) != 768 || tessera_output_elems(0) != 10 ||
+      tessera_input_elems(7) != 0 || tessera_input_name(1) != NULL)
+    return 3;
+  if (tessera_run(m, ins, outs) != 0) return 4;
+  if (tessera_run(m, ins, NULL) == 0) return 5;
+  tessera_destroy(m);
+  printf("%s %s %g\n", tessera_input_name(0), tessera_output_name(0), out[0]);
+  return 0;
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "main.c"), []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cc := exec.Command("cc", "-std=c11", "-Wall", "-Werror", "-o", "main", "main.c", "-L.", "-lmodel", "-Wl,-rpath,$ORIGIN")
+	cc.Dir = dir
+	if out, err := cc.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	run := exec.Command("./main")
+	run.Dir = dir
+	out, err := run.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.HasPrefix(string(out), man.Inputs[0].Name+" "+man.Outputs[0].Name+" ") {
+		t.Errorf("program printed %q", out)
+	}
+}
+
+func TestTensorFiles(t *testing.T) {
+	info := TensorInfo{Name: "x", Shape: []int{2, 3}, DType: "float32"}
+	data := []float32{1, -2, 3.5, float32(math.Inf(1)), 0, 6}
+	dir := t.TempDir()
+	for _, name := range []string{"x.npy", "x.pb", "x.bin", "x.raw"} {
+		path := filepath.Join(dir, name)
+		if err := WriteTensor(path, info, data); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadTensor(path, info)
+		if err != nil || !slices.Equal(got, data) {
+			t.Errorf("%s: %v, %v", name, got, err)
+		}
+	}
+	// What numpy.save writes for np.arange(3, dtype=np.float32): version
+	// 1.0, the data at byte 128.
+	header := "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }"
+	header += strings.Repeat(" ", 128-10-len(header)-1) + "\n"
+	npy := append([]byte("\x93NUMPY\x01\x00"), byte(len(header)), 0)
+	npy = append(append(npy, header...), floatBytes([]float32{0, 1, 2})...)
+	if !bytes.Equal(npy, encodeNpy([]int{3}, []float32{0, 1, 2})) {
+		t.Errorf("encodeNpy differs from numpy's bytes")
+	}
+	vec := TensorInfo{Name: "v", Shape: []int{3}}
+	path := filepath.Join(dir, "numpy-written.dat") // the magic decides, not the name
+	os.WriteFile(path, npy, 0o644)
+	if got, err := ReadTensor(path, vec); err != nil || !slices.Equal(got, []float32{0, 1, 2}) {
+		t.Errorf("numpy's file: %v, %v", got, err)
+	}
+	pbInt, _ := onnx.EncodeTensor("i", graph.Int64Tensor([]int{2, 3}, []int64{1, 2, 3, 4, 5, 6}))
+	f64 := strings.Replace(string(npy), "<f4", "<f8", 1)
+	fortran := strings.Replace(string(npy), "False", "True ", 1)
+	for _, c := range []struct {
+		name, data string
+		want       TensorInfo
+		err        string
+	}{
+		{"short.bin", "abcd", info, "4 bytes of raw float32, x[2,3] takes 24"},
+		{"wrong-shape.npy", string(encodeNpy([]int{3, 2}, data)), info, "shape [3 2], x takes [2 3]"},
+		{"f64.npy", f64, vec, "dtype <f8"},
+		{"fortran.npy", fortran, vec, "Fortran order"},
+		{"truncated.npy", string(npy[:132]), vec, "holds 4 bytes of data, want 12"},
+		{"int.pb", string(pbInt), info, "int64"},
+		{"garbage.pb", "\xff\xff\xff", info, "not an ONNX tensor"},
+	} {
+		path := filepath.Join(dir, c.name)
+		os.WriteFile(path, []byte(c.data), 0o644)
+		if _, err := ReadTensor(path, c.want); err == nil || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%s: %v, want an error containing %q", c.name, err, c.err)
+		}
+	}
+	if _, err := ReadTensor(filepath.Join(dir, "nothere.npy"), info); err == nil {
+		t.Errorf("a missing file reads")
+	}
+}
+
+func TestDiff(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	for _, c := range []struct {
+		got, want []float32
+		bad       int
+		maxAbs    float64
+	}{
+		{[]float32{1, 2}, []float32{1, 2}, 0, 0},
+		{[]float32{1, 2.5}, []float32{1, 2}, 1, 0.5},
+		{[]float32{nan, inf}, []float32{nan, inf}, 0, 0},
+		{[]float32{nan}, []float32{1}, 1, math.Inf(1)},
+		{[]float32{1.0005}, []float32{1}, 0, 0.0005}, // within rtol 1e-3
+	} {
+		d := Diff(c.got, c.want, 1e-3, 0)
+		if d.Bad != c.bad || math.Abs(d.MaxAbs-c.maxAbs) > 1e-6 && !math.IsInf(c.maxAbs, 1) {
+			t.Errorf("Diff(%v, %v) = %+v, want %d bad, max abs %g", c.got, c.want, d, c.bad, c.maxAbs)
+		}
+	}
+}
+
