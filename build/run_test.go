@@ -246,4 +246,3 @@ func TestDiff(t *testing.T) {
 		}
 	}
 }
-
