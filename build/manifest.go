@@ -50,12 +50,15 @@ type TensorInfo struct {
 }
 
 // String returns "name[d0,d1,...]".
-func (t TensorInfo) String() string {
+func (t TensorInfo) String() string { return t.Name + t.dims() }
+
+// dims returns "[d0,d1,...]".
+func (t TensorInfo) dims() string {
 	dims := make([]string, len(t.Shape))
 	for i, d := range t.Shape {
 		dims[i] = strconv.Itoa(d)
 	}
-	return t.Name + "[" + strings.Join(dims, ",") + "]"
+	return "[" + strings.Join(dims, ",") + "]"
 }
 
 // Elems returns the number of elements.

@@ -209,7 +209,7 @@ func TestTensorFiles(t *testing.T) {
 		err        string
 	}{
 		{"short.bin", "abcd", info, "4 bytes of raw float32, x[2,3] takes 24"},
-		{"wrong-shape.npy", string(encodeNpy([]int{3, 2}, data)), info, "shape [3 2], x takes [2 3]"},
+		{"wrong-shape.npy", string(encodeNpy([]int{3, 2}, data)), info, "shape [3,2], x takes [2,3]"},
 		{"f64.npy", f64, vec, "dtype <f8"},
 		{"fortran.npy", fortran, vec, "Fortran order"},
 		{"truncated.npy", string(npy[:132]), vec, "holds 4 bytes of data, want 12"},

@@ -54,7 +54,8 @@ func ReadTensor(path string, want TensorInfo) ([]float32, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if !slices.Equal(shape, want.Shape) {
-		return nil, fmt.Errorf("%s: shape %v, %s takes %v", path, shape, want.Name, want.Shape)
+		got := TensorInfo{Shape: shape}
+		return nil, fmt.Errorf("%s: shape %s, %s takes %s", path, got.dims(), want.Name, want.dims())
 	}
 	return vals, nil
 }

@@ -3,6 +3,8 @@
 //
 //	tune [flags] model.onnx          tune the model's tasks, recording every measurement
 //	tune inspect model.onnx [flags]  print the graph, fused groups and tasks
+//	tune build model.onnx -o DIR     compile the model from the records (package build)
+//	tune run DIR --input x=FILE      run a built model; tune bench DIR times it
 //
 // Each subcommand is an entry of the commands table; main only dispatches.
 // Every failure is a message on stderr and exit status 1.
@@ -30,6 +32,9 @@ type command struct {
 // `tune [flags] model.onnx`.
 var commands = []command{
 	{"inspect", "print the graph before and after the passes, the fused groups and the task table", runInspect},
+	{"build", "compile the model with the best record of every task into a library, header, weights and manifest", runBuild},
+	{"run", "run a built model on input files; write its outputs and compare them with references", runModel},
+	{"bench", "time a built model end to end (min and median ms)", runBench},
 	{"records", "export, import, distill (best k per task) or summarize the records of --db", runRecords},
 }
 

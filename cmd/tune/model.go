@@ -1,0 +1,323 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"tessera/build"
+	"tessera/measure"
+	"tessera/partition"
+	"tessera/records"
+)
+
+// The model commands: build a model from the records, run it, time it.
+//
+//	tune build model.onnx --db tuning.db -o out/   → out/{libmodel.so, model.h, model.c, weights.bin, manifest.json}
+//	tune run out/ --input x=FILE [--reference y=FILE] [-o DIR]
+//	tune bench out/ [--threads N] [--warmup W] [--repeat R]
+//
+// The work is package build's; these functions parse flags and print.
+
+// runBuild is `tune build model.onnx [--db FILE | --no-records] -o DIR`.
+func runBuild(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("tune build", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var mf modelFlags
+	mf.register(fs)
+	db := fs.String("db", "tuning.db", "records database `FILE` (from tune)")
+	noRecords := fs.Bool("no-records", false, "use no records: every task gets the default schedule")
+	out := fs.String("o", "", "output `DIR` (created; required)")
+	target := fs.String("target", "cpu", "target to build for (cpu)")
+	threads := fs.Int("threads", runtime.NumCPU(), "use the records measured with `N` threads (the --threads of tune)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: tune build model.onnx [--db FILE | --no-records] -o DIR [flags]\n\n"+
+			"Compiles the whole model with the best record of every task in --db (a task\n"+
+			"without one gets a default schedule and a warning) into DIR: a shared library,\n"+
+			"its C header, the weights and a manifest.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || *out == "" {
+		fmt.Fprintln(stderr, "tune build: want one model file and -o DIR (run 'tune build -h')")
+		return errUsage
+	}
+	if *target != "cpu" {
+		return fmt.Errorf("target %q is not supported yet (cpu is)", *target)
+	}
+	if *threads <= 0 {
+		return errors.New("--threads must be positive")
+	}
+	builder := &measure.Builder{Timeout: build.LibraryTimeout}
+	opts := build.Options{Target: builder.TargetKey(*target, *threads), Builder: builder, Model: pos[0], Warn: stderr}
+	if !*noRecords {
+		// records.Open would create a missing database; a missing one is
+		// a mistake here.
+		if _, err := os.Stat(*db); errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("records database %s does not exist: tune the model first (tune --db %s %s), or build with default schedules (--no-records)", *db, *db, pos[0])
+		}
+		store, err := records.Open(*db)
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		opts.Records = store
+	}
+	l, err := loadModel(pos[0], mf.inputs, mf.noPass)
+	if err != nil {
+		return err
+	}
+	plan, err := partition.Extract(l.g, partition.Options{})
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	m, err := build.Build(ctx, l.g, plan, *out, opts)
+	if err != nil {
+		return err
+	}
+	writeBuildReport(stdout, m, *out, time.Since(start))
+	return nil
+}
+
+// writeBuildReport prints the task table, the coverage and the memory plan.
+func writeBuildReport(w io.Writer, m *build.Manifest, dir string, took time.Duration) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "task\tkey\tops\tweight\tshare\tschedule")
+	for _, t := range m.Tasks {
+		sched := "default"
+		if t.Record != nil {
+			sched = fmt.Sprintf("record, %.4f ms", t.Record.Cost*1e3)
+		}
+		share := 0.0
+		if m.Coverage.FLOPs > 0 {
+			share = 100 * float64(t.Weight) * t.FLOPs / m.Coverage.FLOPs
+		}
+		key := t.Key
+		if len(key) > 11 {
+			key = key[:11]
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%.1f%%\t%s\n", t.Index, key, t.Ops, t.Weight, share, sched)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "built %s into %s in %.1fs (target %s)\n", m.Model, dir, took.Seconds(), m.Target)
+	fmt.Fprintf(w, "tuned tasks = %d/%d\n", m.Coverage.TunedTasks, m.Coverage.Tasks)
+	fmt.Fprintf(w, "tuned FLOPs = %.1f%%\n", m.Coverage.TunedShare())
+	fmt.Fprintf(w, "arena peak bytes = %d\n", m.Memory.ArenaBytes)
+	fmt.Fprintf(w, "sum of intermediates bytes = %d\n", m.Memory.IntermediatesBytes)
+	fmt.Fprintf(w, "largest live set bytes = %d (%d intermediate tensors)\n", m.Memory.LiveMaxBytes, m.Memory.Intermediates)
+	fmt.Fprintf(w, "weights bytes = %d (%d tensors)\n", m.Weights.Bytes, m.Weights.Tensors)
+}
+
+// filesFlag collects repeated `name=FILE` flags.
+type filesFlag map[string]string
+
+func (f filesFlag) String() string {
+	names := make([]string, 0, len(f))
+	for n := range f {
+		names = append(names, n+"="+f[n])
+	}
+	sort.Strings(names)
+	return strings.Join(names, " ")
+}
+
+func (f filesFlag) Set(v string) error {
+	name, file, ok := strings.Cut(v, "=")
+	if !ok {
+		name, file = "", v // a bare FILE: the model's only tensor
+	}
+	if file == "" {
+		return fmt.Errorf("want name=FILE, got %q", v)
+	}
+	if _, dup := f[name]; dup {
+		return fmt.Errorf("%q given twice", name)
+	}
+	f[name] = file
+	return nil
+}
+
+// resolve maps the flag's names to the tensors ts: a bare FILE goes to the
+// only tensor; every name must be one of ts.
+func (f filesFlag) resolve(what string, ts []build.TensorInfo) (map[string]string, error) {
+	out := map[string]string{}
+	for name, file := range f {
+		if name == "" {
+			if len(ts) != 1 {
+				return nil, fmt.Errorf("--%s %s: the model has %d %ss (%s); say which: --%s NAME=FILE", what, file, len(ts), what, build.TensorList(ts), what)
+			}
+			name = ts[0].Name
+		} else if !slices.ContainsFunc(ts, func(t build.TensorInfo) bool { return t.Name == name }) {
+			return nil, fmt.Errorf("--%s %s=%s: the model has no %s %q (its %ss: %s)", what, name, file, what, name, what, build.TensorList(ts))
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("--%s: %s given twice", what, name)
+		}
+		out[name] = file
+	}
+	return out, nil
+}
+
+// runModel is `tune run DIR --input name=FILE ... [--reference name=FILE ...] [-o DIR]`.
+func runModel(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("tune run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	inputs, refs := filesFlag{}, filesFlag{}
+	fs.Var(inputs, "input", "input `name=FILE` (raw float32, .npy or ONNX TensorProto .pb; repeatable; a bare FILE for a model of one input)")
+	fs.Var(refs, "reference", "expected output `name=FILE` to compare with (repeatable)")
+	outDir := fs.String("o", ".", "write the outputs into `DIR`")
+	format := fs.String("format", "npy", "format of the written outputs: npy, pb or raw")
+	threads := fs.Int("threads", runtime.NumCPU(), "threads of the model")
+	rtol := fs.Float64("rtol", 1e-3, "relative tolerance of the comparison with --reference")
+	atol := fs.Float64("atol", 1e-4, "absolute tolerance of the comparison with --reference")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: tune run DIR --input name=FILE ... [--reference name=FILE ...] [-o DIR]\n\n"+
+			"Runs the model built into DIR by tune build once, writes its outputs as\n"+
+			"NAME.npy (or .pb, .bin) and compares them with the references: an element\n"+
+			"differs when |got-want| > atol + rtol·|want|.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "tune run: want one build directory (run 'tune run -h')")
+		return errUsage
+	}
+	ext, ok := map[string]string{"npy": ".npy", "pb": ".pb", "raw": ".bin"}[*format]
+	if !ok {
+		return fmt.Errorf("--format %q: want npy, pb or raw", *format)
+	}
+	model, err := build.Open(pos[0])
+	if err != nil {
+		return err
+	}
+	man := model.Manifest
+	inFiles, err := inputs.resolve("input", man.Inputs)
+	if err != nil {
+		return err
+	}
+	refFiles, err := refs.resolve("reference", man.Outputs)
+	if err != nil {
+		return err
+	}
+	data := make([][]float32, len(man.Inputs))
+	var missing []string
+	for i, t := range man.Inputs {
+		file, ok := inFiles[t.Name]
+		if !ok {
+			missing = append(missing, t.String())
+			continue
+		}
+		if data[i], err = build.ReadTensor(file, t); err != nil {
+			return fmt.Errorf("input %s: %w", t.Name, err)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("no --input for %s", strings.Join(missing, ", "))
+	}
+	outs, err := model.Run(context.Background(), data, build.RunOptions{Threads: *threads})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*outDir, 0o755); err != nil {
+		return err
+	}
+	var bad []string
+	for i, t := range man.Outputs {
+		path := filepath.Join(*outDir, fileName(t.Name)+ext)
+		if err := build.WriteTensor(path, t, outs[i]); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "output %s → %s\n", t, path)
+		file, ok := refFiles[t.Name]
+		if !ok {
+			continue
+		}
+		want, err := build.ReadTensor(file, t)
+		if err != nil {
+			return fmt.Errorf("reference %s: %w", t.Name, err)
+		}
+		d := build.Diff(outs[i], want, *rtol, *atol)
+		verdict := "ok"
+		if d.Bad > 0 {
+			verdict = fmt.Sprintf("FAIL: %d of %d elements beyond atol %g + rtol %g·|want|", d.Bad, len(want), *atol, *rtol)
+			bad = append(bad, t.Name)
+		}
+		fmt.Fprintf(stdout, "  vs %s: max abs error = %.3g, max rel error = %.3g: %s\n", file, d.MaxAbs, d.MaxRel, verdict)
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("output %s differs from the reference", strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// fileName makes a tensor name usable as a file name.
+func fileName(name string) string {
+	name = strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == 0 {
+			return '_'
+		}
+		return r
+	}, name)
+	if name == "" || name == "." || name == ".." {
+		name = "_" + name
+	}
+	return name
+}
+
+// runBench is `tune bench DIR [--threads N] [--warmup W] [--repeat R]`.
+func runBench(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("tune bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	threads := fs.Int("threads", runtime.NumCPU(), "threads of the model (OMP_NUM_THREADS)")
+	warmup := fs.Int("warmup", 3, "untimed runs before the timed ones")
+	repeat := fs.Int("repeat", 20, "timed runs")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: tune bench DIR [--threads N] [--warmup W] [--repeat R]\n\n"+
+			"Times the model built into DIR end to end on random inputs, in a process of\n"+
+			"its own, and prints the fastest and the median run:\n  min ms = X\n  median ms = Y\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "tune bench: want one build directory (run 'tune bench -h')")
+		return errUsage
+	}
+	if *threads <= 0 || *warmup < 0 || *repeat <= 0 {
+		return errors.New("--threads and --repeat must be positive, --warmup not negative")
+	}
+	model, err := build.Open(pos[0])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "bench %s (%s): %d threads, %d warm-up runs, %d timed runs\n", pos[0], model.Manifest.Model, *threads, *warmup, *repeat)
+	times, err := model.Bench(context.Background(), *warmup, *repeat, build.RunOptions{Threads: *threads})
+	if err != nil {
+		return err
+	}
+	r := measure.Result{Costs: times}
+	fmt.Fprintf(stdout, "min ms = %.3f\n", r.Min()*1e3)
+	fmt.Fprintf(stdout, "median ms = %.3f\n", r.Median()*1e3)
+	return nil
+}

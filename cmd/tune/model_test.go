@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"tessera/build"
+	"tessera/graph"
+	"tessera/graph/onnx"
+	"tessera/partition"
+	"tessera/te"
+)
+
+// tinyReference evaluates testdata/tiny.onnx on x with the reference
+// evaluator.
+func tinyReference(t *testing.T, x []float32) []float32 {
+	t.Helper()
+	g, err := onnx.DecodeFile(tiny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := graph.RunPasses(g, nil); err != nil {
+		t.Fatal(err)
+	}
+	l, err := partition.Lower(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := te.NewDAG(l.Outputs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed, err := l.Feed(d, map[string][]float32{"input": x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := d.Eval(feed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out[0]
+}
+
+var (
+	inputInfo  = build.TensorInfo{Name: "input", Shape: []int{1, 3, 16, 16}}
+	outputInfo = build.TensorInfo{Name: "output", Shape: []int{1, 10}}
+)
+
+// TestBuildRunBench is the whole flow: tune the tiny model briefly, build
+// it from the records, run it on an .npy input against a .pb reference,
+// and time it.
+func TestBuildRunBench(t *testing.T) {
+	dir := t.TempDir()
+	db, out := filepath.Join(dir, "t.db"), filepath.Join(dir, "out")
+	var stdout, stderr bytes.Buffer
+	if st := run([]string{tiny, "--trials", "8", "--per-round", "8", "--db", db, "--threads", "1"}, &stdout, &stderr); st != 0 {
+		t.Fatalf("tune: status %d\n%s", st, stderr.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if st := run([]string{"build", tiny, "--db", db, "--threads", "1", "-o", out}, &stdout, &stderr); st != 0 {
+		t.Fatalf("build: status %d\n%s", st, stderr.String())
+	}
+	t.Logf("tune build:\n%s%s", stdout.String(), stderr.String())
+	m := regexp.MustCompile(`(?m)^tuned tasks = (\d+)/4$`).FindStringSubmatch(stdout.String())
+	if m == nil || m[1] == "0" {
+		t.Errorf("no tuned task after 8 trials:\n%s", stdout.String())
+	}
+	for _, line := range []string{"tuned FLOPs = ", "arena peak bytes = ", "sum of intermediates bytes = "} {
+		if !strings.Contains(stdout.String(), "\n"+line) {
+			t.Errorf("no %q line", line)
+		}
+	}
+	if n := strings.Count(stderr.String(), "warning: "); m != nil && n != 4-int(m[1][0]-'0') {
+		t.Errorf("%d warnings for %s tuned tasks of 4:\n%s", n, m[1], stderr.String())
+	}
+
+	x := make([]float32, 768)
+	for i := range x {
+		x[i] = float32(i%17)/8 - 1
+	}
+	in, ref, res := filepath.Join(dir, "x.npy"), filepath.Join(dir, "want.pb"), filepath.Join(dir, "res")
+	want := tinyReference(t, x)
+	if err := build.WriteTensor(in, inputInfo, x); err != nil {
+		t.Fatal(err)
+	}
+	if err := build.WriteTensor(ref, outputInfo, want); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	if st := run([]string{"run", out, "--input", "input=" + in, "--reference", "output=" + ref, "-o", res}, &stdout, &stderr); st != 0 {
+		t.Fatalf("run: status %d\n%s\n%s", st, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "max abs error = ") || !strings.Contains(stdout.String(), ": ok") {
+		t.Errorf("run printed:\n%s", stdout.String())
+	}
+	got, err := build.ReadTensor(filepath.Join(res, "output.npy"), outputInfo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := build.Diff(got, want, 1e-3, 1e-4); d.Bad > 0 {
+		t.Errorf("written output differs from the reference: %+v", d)
+	}
+
+	stdout.Reset()
+	stderr.Reset()
+	if st := run([]string{"bench", out, "--threads", "1", "--warmup", "1", "--repeat", "3"}, &stdout, &stderr); st != 0 {
+		t.Fatalf("bench: status %d\n%s", st, stderr.String())
+	}
+	// bench/onnxruntime.sh parses these two lines; nothing else is on stdout.
+	if !regexp.MustCompile(`^min ms = [0-9.]+\nmedian ms = [0-9.]+\n$`).MatchString(stdout.String()) {
+		t.Errorf("bench stdout:\n%s", stdout.String())
+	}
+}
+
+// TestModelCommandErrors: every mistake is one clear message and status 1.
+func TestModelCommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	var stdout, stderr bytes.Buffer
+	if st := run([]string{"build", tiny, "--no-records", "-o", out}, &stdout, &stderr); st != 0 {
+		t.Fatalf("build: status %d\n%s", st, stderr.String())
+	}
+	// A database with records of another model only.
+	other := filepath.Join(dir, "other.db")
+	if st := run([]string{bertPath(t), "--trials", "2", "--per-round", "2", "--db", other, "--threads", "1"}, &stdout, &stderr); st != 0 {
+		t.Fatalf("tune bert: status %d\n%s", st, stderr.String())
+	}
+	x, bad := filepath.Join(dir, "x.bin"), filepath.Join(dir, "bad")
+	os.WriteFile(x, make([]byte, 4*768), 0o644)
+	short := filepath.Join(dir, "short.bin")
+	os.WriteFile(short, make([]byte, 100), 0o644)
+	wrongShape := filepath.Join(dir, "wrong.npy")
+	build.WriteTensor(wrongShape, outputInfo, make([]float32, 10))
+	os.CopyFS(bad, os.DirFS(out))
+	w, _ := os.ReadFile(filepath.Join(bad, build.WeightsFile))
+	w[len(w)-1] ^= 0x40
+	os.WriteFile(filepath.Join(bad, build.WeightsFile), w, 0o644)
+	wrongRef := filepath.Join(dir, "ref.npy")
+	build.WriteTensor(wrongRef, outputInfo, []float32{1e6, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+
+	for _, c := range []struct {
+		name   string
+		args   []string
+		status int
+		want   string // in stderr (status 1) or stdout (status 0)
+	}{
+		{"build without -o", []string{"build", tiny, "--no-records"}, 1, "want one model file and -o DIR"},
+		{"missing database", []string{"build", tiny, "--db", filepath.Join(dir, "none.db"), "-o", out}, 1, "none.db does not exist: tune the model first"},
+		{"database of another model", []string{"build", tiny, "--db", other, "--threads", "1", "-o", filepath.Join(dir, "o2")}, 0, "tuned tasks = 0/4"},
+		{"not a model", []string{"build", x, "--no-records", "-o", out}, 1, "x.bin"},
+		{"missing manifest", []string{"run", dir, "--input", x}, 1, "no manifest.json"},
+		{"missing directory", []string{"bench", filepath.Join(dir, "nothere")}, 1, "is not a directory"},
+		{"no input", []string{"run", out}, 1, "no --input for input[1,3,16,16]"},
+		{"unknown input", []string{"run", out, "--input", "image=" + x}, 1, `no input "image"`},
+		{"raw input of the wrong size", []string{"run", out, "--input", short}, 1, "100 bytes of raw float32, input[1,3,16,16] takes 3072"},
+		{"npy of the wrong shape", []string{"run", out, "--input", wrongShape}, 1, "shape [1,10], input takes [1,3,16,16]"},
+		{"corrupt weights", []string{"run", bad, "--input", x}, 1, "corrupt"},
+		{"wrong reference", []string{"run", out, "--input", x, "--reference", wrongRef, "-o", dir}, 1, "output output differs from the reference"},
+		{"reference of an unknown output", []string{"run", out, "--input", x, "--reference", "y=" + wrongRef}, 1, `no reference "y"`},
+		{"bad format", []string{"run", out, "--input", x, "--format", "csv"}, 1, "--format"},
+		{"bench without repetitions", []string{"bench", out, "--repeat", "0"}, 1, "--repeat must be positive"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			st := run(c.args, &stdout, &stderr)
+			where := stderr.String()
+			if c.status == 0 {
+				where = stdout.String()
+			}
+			if st != c.status || !strings.Contains(where, c.want) {
+				t.Errorf("status %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", st, c.status, c.want, stdout.String(), stderr.String())
+			}
+			if c.status == 0 && c.name == "database of another model" && !strings.Contains(stderr.String(), "no record for this target") {
+				t.Errorf("no warning:\n%s", stderr.String())
+			}
+		})
+	}
+}
