@@ -12,13 +12,16 @@ import (
 	"tessera/records"
 )
 
-// runRecords is `tune records export|import|distill|stats`.
+// runRecords is `tune records export|import|distill|stats|plot`.
 func runRecords(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: tune records export|import|distill|stats [--db FILE] ...")
+		fmt.Fprintln(stderr, "usage: tune records export|import|distill|stats|plot [--db FILE] ...")
 		return errUsage
 	}
 	verb, args := args[0], args[1:]
+	if verb == "plot" {
+		return runPlot(args, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("tune records "+verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	db := fs.String("db", "tuning.db", "records database `FILE`")
@@ -81,7 +84,7 @@ func runRecords(args []string, stdout, stderr io.Writer) error {
 		}
 		return tw.Flush()
 	}
-	return fmt.Errorf("unknown records command %q (export, import, distill, stats)", verb)
+	return fmt.Errorf("unknown records command %q (export, import, distill, stats, plot)", verb)
 }
 
 // create opens path for writing, or returns stdout for "-".
