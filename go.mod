@@ -7,6 +7,7 @@ require (
 	github.com/schollz/progressbar/v3 v3.19.1
 	go.etcd.io/bbolt v1.4.3
 	golang.org/x/term v0.44.0
+	gonum.org/v1/plot v0.16.0
 	google.golang.org/protobuf v1.36.11
 )
 
@@ -24,5 +25,4 @@ require (
 	golang.org/x/image v0.25.0 // indirect
 	golang.org/x/sys v0.46.0 // indirect
 	golang.org/x/text v0.23.0 // indirect
-	gonum.org/v1/plot v0.16.0 // indirect
 )
