@@ -102,3 +102,13 @@ func (n namesFlag) Set(v string) error {
 	}
 	return nil
 }
+
+// listFlag collects a repeated flag's values in order (`--db a.db --db b.db`).
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, " ") }
+
+func (l *listFlag) Set(v string) error {
+	*l = append(*l, v)
+	return nil
+}

@@ -5,6 +5,8 @@
 //	tune inspect model.onnx [flags]  print the graph, fused groups and tasks
 //	tune build model.onnx -o DIR     compile the model from the records (package build)
 //	tune run DIR --input x=FILE      run a built model; tune bench DIR times it
+//	tune records VERB [flags]        export, import, distill, stats, plot
+//	tune costmodel train|eval        train a cost model on records, evaluate one
 //
 // Each subcommand is an entry of the commands table; main only dispatches.
 // Every failure is a message on stderr and exit status 1.
@@ -35,7 +37,8 @@ var commands = []command{
 	{"build", "compile the model with the best record of every task into a library, header, weights and manifest", runBuild},
 	{"run", "run a built model on input files; write its outputs and compare them with references", runModel},
 	{"bench", "time a built model end to end (min and median ms)", runBench},
-	{"records", "export, import, distill (best k per task) or summarize the records of --db", runRecords},
+	{"records", "export, import, distill (best k per task), summarize or plot the records of --db", runRecords},
+	{"costmodel", "train a cost model on the records of --db files, or evaluate one on held-out records", runCostModel},
 }
 
 // errUsage is returned by a command whose arguments are wrong after it has

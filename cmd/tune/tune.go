@@ -120,14 +120,9 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *costModel != "" {
-		f, err := os.Open(*costModel)
+		m, err := loadCostModel(*costModel)
 		if err != nil {
-			return err
-		}
-		m, err := costmodel.Load(f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("--cost-model %s: %w", *costModel, err)
+			return fmt.Errorf("--cost-model: %w", err)
 		}
 		if model.Trained() == nil { // a model trained on this run's own records wins
 			model.Use(m)
@@ -216,13 +211,9 @@ func loadPrior(store *records.Store, tasks []search.Task, target string, model *
 		}
 		s0 := schedule.NewState(t.DAG)
 		for _, r := range recs {
-			steps, err := r.DecodeSteps()
+			st, err := replayRecord(s0, r)
 			if err != nil {
-				continue // validated on the way in; a later format change is skipped
-			}
-			st, err := schedule.Replay(s0, steps)
-			if err != nil {
-				continue // steps that no longer apply to this DAG
+				continue // steps that no longer decode or apply to this DAG
 			}
 			kind, err := measure.ParseErrorKind(r.Error)
 			if err != nil {
