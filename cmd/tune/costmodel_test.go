@@ -95,12 +95,7 @@ func splitRecords(t *testing.T, src, a, b string) {
 
 func TestCostModelErrors(t *testing.T) {
 	dir := t.TempDir()
-	empty := filepath.Join(dir, "empty.db")
-	if s, err := records.Open(empty); err != nil {
-		t.Fatal(err)
-	} else {
-		s.Close()
-	}
+	empty := emptyDB(t, dir)
 	failed, some := filepath.Join(dir, "failed.db"), filepath.Join(dir, "some.db")
 	fakeRun(t, failed, fakeTarget, 0)
 	fakeRun(t, some, fakeTarget, 1) // 12 successful records, 20 failed
@@ -148,20 +143,7 @@ func TestCostModelErrors(t *testing.T) {
 		{"model of other features", []string{"costmodel", "eval", "--db", failed, "--model", tiny, narrow}, []string{"a model of 3 features; Tessera extracts 164"}},
 		{"tune with a model of other features", []string{tiny, "--db", filepath.Join(dir, "t.db"), "--cost-model", narrow}, []string{"--cost-model", "a model of 3 features"}},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			if st := run(c.args, &stdout, &stderr); st != 1 {
-				t.Errorf("status %d, want 1\n%s", st, stdout.String())
-			}
-			for _, s := range c.stderr {
-				if !strings.Contains(stderr.String(), s) {
-					t.Errorf("stderr lacks %q:\n%s", s, stderr.String())
-				}
-			}
-			if strings.Contains(stderr.String(), "goroutine") {
-				t.Errorf("panic:\n%s", stderr.String())
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { expectRun(t, c.args, 1, c.stderr...) })
 	}
 	if _, err := os.Stat(out); err == nil {
 		t.Errorf("a failed train wrote %s", out)

@@ -145,12 +145,7 @@ func checkSVG(t *testing.T, r io.Reader, want ...string) {
 
 func TestRecordsPlotErrors(t *testing.T) {
 	dir := t.TempDir()
-	empty := filepath.Join(dir, "empty.db")
-	if s, err := records.Open(empty); err != nil {
-		t.Fatal(err)
-	} else {
-		s.Close()
-	}
+	empty := emptyDB(t, dir)
 	failed := filepath.Join(dir, "failed.db")
 	fakeRun(t, failed, fakeTarget, 0)
 	two := filepath.Join(dir, "two.db")
@@ -176,16 +171,7 @@ func TestRecordsPlotErrors(t *testing.T) {
 		{"help", []string{"-h"}, 0, []string{"usage: tune records plot", "estimated model latency"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			args := append([]string{"records", "plot", "-o", svg}, c.args...)
-			if st := run(args, &stdout, &stderr); st != c.status {
-				t.Errorf("status %d, want %d: %s", st, c.status, stderr.String())
-			}
-			for _, s := range c.stderr {
-				if !strings.Contains(stderr.String(), s) {
-					t.Errorf("stderr lacks %q:\n%s", s, stderr.String())
-				}
-			}
+			expectRun(t, append([]string{"records", "plot", "-o", svg}, c.args...), c.status, c.stderr...)
 		})
 	}
 }
@@ -223,4 +209,34 @@ func TestDrawCurve(t *testing.T) {
 		t.Error("a latency panel while a task has no successful record")
 	}
 	checkSVG(t, &b, "(1 without a successful record)", "3 other tasks")
+}
+
+// emptyDB creates a records database without records in dir.
+func emptyDB(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "empty.db")
+	s, err := records.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	return path
+}
+
+// expectRun runs the command line and checks its exit status, that its
+// standard error holds each of stderr, and that it did not panic.
+func expectRun(t *testing.T, args []string, status int, stderr ...string) {
+	t.Helper()
+	var out, errs bytes.Buffer
+	if st := run(args, &out, &errs); st != status {
+		t.Errorf("status %d, want %d\nstdout:\n%s\nstderr:\n%s", st, status, out.String(), errs.String())
+	}
+	for _, s := range stderr {
+		if !strings.Contains(errs.String(), s) {
+			t.Errorf("stderr lacks %q:\n%s", s, errs.String())
+		}
+	}
+	if strings.Contains(errs.String(), "goroutine") {
+		t.Errorf("panic:\n%s", errs.String())
+	}
 }
