@@ -161,6 +161,7 @@ var smallModels = []struct {
 func TestGeneratedModels(t *testing.T) {
 	for _, c := range smallModels {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // compiling and the reference are one core each
 			g, err := c.build()
 			if err != nil {
 				t.Fatal(err)
