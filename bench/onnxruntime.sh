@@ -225,6 +225,8 @@ one() {
 	echo "$md" >>"$work/$1-$2.median"
 }
 
+load() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo "?"; }
+note "load average $(load) on $(nproc) cores before the race (above ~0.5 the figures are noisy)"
 echo "$(basename "$model"): $rounds alternating rounds per thread count, $warmup warm-up + $repeat timed runs per process;" \
 	"tasks with records in $db: ${tuned_with[1]} of ${#keys[@]} measured with 1 thread, ${tuned_with[2]} with 2"
 declare -A ratio
@@ -248,5 +250,6 @@ for t in 1 2; do
 	echo "threads=$t onnxruntime median ms = $omed"
 	ratio[$t]=$(awk -v o="$omed" -v s="$tmed" 'BEGIN { printf "%.3g", o / s }')
 done
+note "load average $(load) after the race"
 echo "threads=2 tessera/onnxruntime = ${ratio[2]}"
 echo "tessera/onnxruntime = ${ratio[1]}"
