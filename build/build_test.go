@@ -21,7 +21,6 @@ import (
 	"tessera/records"
 	"tessera/schedule"
 	"tessera/sketch"
-	"tessera/te"
 )
 
 // The tests build real models (the generated architectures at small input
@@ -60,33 +59,7 @@ func randomInputs(m *Manifest, seed uint64) [][]float32 {
 	return out
 }
 
-// reference evaluates the whole graph with te.Eval.
-func reference(t testing.TB, g *graph.Graph, inputs [][]float32) [][]float32 {
-	t.Helper()
-	l, err := partition.Lower(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := te.NewDAG(l.Outputs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byName := map[string][]float32{}
-	for i, name := range g.Inputs {
-		byName[name] = inputs[i]
-	}
-	feed, err := l.Feed(d, byName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := d.Eval(feed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// modelTolerance compares a whole model's output with the reference:
+// compareOutputs compares a whole model's output with the reference:
 // float32 sums in another order differ by a few ulps per layer, so the
 // tolerance is relative to the output's scale.
 func compareOutputs(got, want []float32) (bool, string) {
@@ -117,7 +90,10 @@ func buildRunCheck(t *testing.T, p prepared, dir string, opts Options) *Manifest
 		t.Fatal(err)
 	}
 	start = time.Now()
-	want := reference(t, p.g, inputs)
+	want, err := Reference(p.g, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, o := range m.Outputs {
 		if ok, msg := compareOutputs(got[i], want[i]); !ok {
 			t.Errorf("output %s: %s", o.Name, msg)
@@ -188,11 +164,19 @@ func (emptyRecords) Best(string, string) (records.Record, bool, error) {
 	return records.Record{}, false, nil
 }
 
-// handMadeRecords fills a records database with a few sampled schedules per
-// task (seeded differently from the default schedule), each with a made-up
-// cost, and returns the best step list of each task.
-func handMadeRecords(t *testing.T, p prepared, store *records.Store, target string) map[string]string {
+// target is the target key of the hand-made records.
+const target = "cpu threads=1 | test"
+
+// handMadeRecords fills a new records database with a few sampled
+// schedules per task (seeded differently from the default schedule), each
+// with a made-up cost, and returns it with the best step list of each task.
+func handMadeRecords(t *testing.T, p prepared) (*records.Store, map[string]string) {
 	t.Helper()
+	store, err := records.Open(filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
 	best := map[string]string{}
 	rng := rand.New(rand.NewPCG(42, 42))
 	opts := sketch.CPUOptions()
@@ -225,7 +209,7 @@ func handMadeRecords(t *testing.T, p prepared, store *records.Store, target stri
 			t.Fatal(err)
 		}
 	}
-	return best
+	return store, best
 }
 
 // TestBuildFromRecords builds models from records: every task is tuned, the
@@ -238,13 +222,7 @@ func TestBuildFromRecords(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := prepare(t, g)
-			store, err := records.Open(filepath.Join(t.TempDir(), "t.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer store.Close()
-			const target = "cpu threads=1 | test"
-			best := handMadeRecords(t, p, store, target)
+			store, best := handMadeRecords(t, p)
 			var warn bytes.Buffer
 			m := buildRunCheck(t, p, t.TempDir(), Options{Records: store, Target: target, Model: c.name, Warn: &warn})
 			if warn.Len() > 0 {
@@ -275,13 +253,7 @@ func TestDeterministic(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := prepare(t, g)
-	store, err := records.Open(filepath.Join(t.TempDir(), "t.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	const target = "cpu threads=1 | test"
-	handMadeRecords(t, p, store, target)
+	store, _ := handMadeRecords(t, p)
 	// Half the tasks tuned, half default.
 	half := &partialRecords{store: store, keep: map[string]bool{}}
 	for i, task := range p.plan.Tasks {

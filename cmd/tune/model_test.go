@@ -9,36 +9,17 @@ import (
 	"testing"
 
 	"tessera/build"
-	"tessera/graph"
-	"tessera/graph/onnx"
-	"tessera/partition"
-	"tessera/te"
 )
 
 // tinyReference evaluates testdata/tiny.onnx on x with the reference
 // evaluator.
 func tinyReference(t *testing.T, x []float32) []float32 {
 	t.Helper()
-	g, err := onnx.DecodeFile(tiny)
+	l, err := loadModel(tiny, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := graph.RunPasses(g, nil); err != nil {
-		t.Fatal(err)
-	}
-	l, err := partition.Lower(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := te.NewDAG(l.Outputs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	feed, err := l.Feed(d, map[string][]float32{"input": x})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := d.Eval(feed)
+	out, err := build.Reference(l.g, [][]float32{x})
 	if err != nil {
 		t.Fatal(err)
 	}
