@@ -111,6 +111,7 @@ func TestModelCommandErrors(t *testing.T) {
 	if st := run([]string{bertPath(t), "--trials", "2", "--per-round", "2", "--db", other, "--threads", "1"}, &stdout, &stderr); st != 0 {
 		t.Fatalf("tune bert: status %d\n%s", st, stderr.String())
 	}
+	dyn := dynamicTiny(t)
 	x, bad := filepath.Join(dir, "x.bin"), filepath.Join(dir, "bad")
 	os.WriteFile(x, make([]byte, 4*768), 0o644)
 	short := filepath.Join(dir, "short.bin")
@@ -134,6 +135,8 @@ func TestModelCommandErrors(t *testing.T) {
 		{"missing database", []string{"build", tiny, "--db", filepath.Join(dir, "none.db"), "-o", out}, 1, "none.db does not exist: tune the model first"},
 		{"database of another model", []string{"build", tiny, "--db", other, "--threads", "1", "-o", filepath.Join(dir, "o2")}, 0, "tuned tasks = 0/4"},
 		{"not a model", []string{"build", x, "--no-records", "-o", out}, 1, "x.bin"},
+		{"dynamic input unbound", []string{"build", dyn, "--no-records", "-o", filepath.Join(dir, "o3")}, 1, "batch"},
+		{"dynamic input bound", []string{"build", dyn, "--no-records", "--input", "input=2,3,16,16", "-o", filepath.Join(dir, "o3")}, 0, "tuned tasks = 0/4"},
 		{"missing manifest", []string{"run", dir, "--input", x}, 1, "no manifest.json"},
 		{"missing directory", []string{"bench", filepath.Join(dir, "nothere")}, 1, "is not a directory"},
 		{"no input", []string{"run", out}, 1, "no --input for input[1,3,16,16]"},
