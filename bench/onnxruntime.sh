@@ -20,13 +20,20 @@
 #
 # so above 1 means Tessera is faster.
 set -euo pipefail
+here=$PWD
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+# The defaults are relative to the repository, paths given relative to the
+# directory the script was started in.
 model=models/resnet18.onnx
 db=tuning.db
 rounds=5
 warmup=10
 repeat=50
+# given PATH: a path from the command line, made usable from the repository.
+given() {
+	if [[ $1 == /* ]]; then echo "$1"; else echo "$here/$1"; fi
+}
 usage() {
 	echo "usage: bench/onnxruntime.sh [--model FILE] [--db FILE] [--rounds K] [--warmup W] [--repeat R]" >&2
 	exit 2
@@ -36,8 +43,8 @@ while [ $# -gt 0 ]; do
 	--model | --db | --rounds | --warmup | --repeat)
 		[ $# -ge 2 ] || usage
 		case "$1" in
-		--model) model=$2 ;;
-		--db) db=$2 ;;
+		--model) model=$(given "$2") ;;
+		--db) db=$(given "$2") ;;
 		--rounds) rounds=$2 ;;
 		--warmup) warmup=$2 ;;
 		--repeat) repeat=$2 ;;
