@@ -193,21 +193,13 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 			"differs when |got-want| > atol + rtol·|want|.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	pos, err := parseArgs(fs, args)
+	model, err := openBuildDir(fs, args)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "tune run: want one build directory (run 'tune run -h')")
-		return errUsage
 	}
 	ext, ok := map[string]string{"npy": ".npy", "pb": ".pb", "raw": ".bin"}[*format]
 	if !ok {
 		return fmt.Errorf("--format %q: want npy, pb or raw", *format)
-	}
-	model, err := build.Open(pos[0])
-	if err != nil {
-		return err
 	}
 	man := model.Manifest
 	inFiles, err := inputs.resolve("input", man.Inputs)
@@ -269,6 +261,20 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// openBuildDir parses the flags of a command that takes one build
+// directory and opens it.
+func openBuildDir(fs *flag.FlagSet, args []string) (*build.Model, error) {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(fs.Output(), "%s: want one build directory (run '%s -h')\n", fs.Name(), fs.Name())
+		return nil, errUsage
+	}
+	return build.Open(pos[0])
+}
+
 // fileName makes a tensor name usable as a file name.
 func fileName(name string) string {
 	name = strings.Map(func(r rune) rune {
@@ -296,22 +302,14 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			"its own, and prints the fastest and the median run:\n  min ms = X\n  median ms = Y\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	pos, err := parseArgs(fs, args)
+	model, err := openBuildDir(fs, args)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "tune bench: want one build directory (run 'tune bench -h')")
-		return errUsage
 	}
 	if *threads <= 0 || *warmup < 0 || *repeat <= 0 {
 		return errors.New("--threads and --repeat must be positive, --warmup not negative")
 	}
-	model, err := build.Open(pos[0])
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "bench %s (%s): %d threads, %d warm-up runs, %d timed runs\n", pos[0], model.Manifest.Model, *threads, *warmup, *repeat)
+	fmt.Fprintf(stderr, "bench %s (%s): %d threads, %d warm-up runs, %d timed runs\n", model.Dir, model.Manifest.Model, *threads, *warmup, *repeat)
 	times, err := model.Bench(context.Background(), *warmup, *repeat, build.RunOptions{Threads: *threads})
 	if err != nil {
 		return err
