@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -94,6 +95,42 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	writeBuildReport(stdout, m, *out, time.Since(start))
+	if store, ok := opts.Records.(*records.Store); ok {
+		return hintOtherTargets(stderr, store, m)
+	}
+	return nil
+}
+
+// hintOtherTargets says which other targets have records of the tasks
+// that got default schedules: most often records measured with another
+// --threads.
+func hintOtherTargets(w io.Writer, store *records.Store, m *build.Manifest) error {
+	untuned := map[string]bool{}
+	for _, t := range m.Tasks {
+		if t.Schedule == build.FromDefault {
+			untuned[t.Key] = true
+		}
+	}
+	if len(untuned) == 0 {
+		return nil
+	}
+	stats, err := store.Stats()
+	if err != nil {
+		return err
+	}
+	tasks := map[string]map[string]bool{} // target → untuned tasks with a valid record there
+	for _, st := range stats {
+		if untuned[st.WorkloadKey] && st.Records > st.Errors && st.Target != m.Target {
+			if tasks[st.Target] == nil {
+				tasks[st.Target] = map[string]bool{}
+			}
+			tasks[st.Target][st.WorkloadKey] = true
+		}
+	}
+	targets := slices.Sorted(maps.Keys(tasks))
+	for _, t := range targets {
+		fmt.Fprintf(w, "hint: %d of the %d tasks built with default schedules have records for target %q (another --threads?)\n", len(tasks[t]), len(untuned), t)
+	}
 	return nil
 }
 

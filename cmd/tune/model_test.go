@@ -134,6 +134,7 @@ func TestModelCommandErrors(t *testing.T) {
 		{"build without -o", []string{"build", tiny, "--no-records"}, 1, "want one model file and -o DIR"},
 		{"missing database", []string{"build", tiny, "--db", filepath.Join(dir, "none.db"), "-o", out}, 1, "none.db does not exist: tune the model first"},
 		{"database of another model", []string{"build", tiny, "--db", other, "--threads", "1", "-o", filepath.Join(dir, "o2")}, 0, "tuned tasks = 0/4"},
+		{"records of another thread count", []string{"build", bertPath(t), "--db", other, "--threads", "3", "-o", filepath.Join(dir, "o4")}, 0, "tuned tasks = 0/"},
 		{"not a model", []string{"build", x, "--no-records", "-o", out}, 1, "x.bin"},
 		{"dynamic input unbound", []string{"build", dyn, "--no-records", "-o", filepath.Join(dir, "o3")}, 1, "batch"},
 		{"dynamic input bound", []string{"build", dyn, "--no-records", "--input", "input=2,3,16,16", "-o", filepath.Join(dir, "o3")}, 0, "tuned tasks = 0/4"},
@@ -159,8 +160,11 @@ func TestModelCommandErrors(t *testing.T) {
 			if st != c.status || !strings.Contains(where, c.want) {
 				t.Errorf("status %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", st, c.status, c.want, stdout.String(), stderr.String())
 			}
-			if c.status == 0 && c.name == "database of another model" && !strings.Contains(stderr.String(), "no record for this target") {
+			if c.status == 0 && !strings.Contains(stderr.String(), "using the default schedule") {
 				t.Errorf("no warning:\n%s", stderr.String())
+			}
+			if hint := strings.Contains(stderr.String(), `have records for target "cpu threads=1 |`); hint != (c.name == "records of another thread count") {
+				t.Errorf("hint %v:\n%s", hint, stderr.String())
 			}
 		})
 	}
