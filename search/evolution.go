@@ -41,8 +41,12 @@ type Options struct {
 	BestShare       float64 // share of the initial population taken from the best measured states
 	MinFresh        int     // fresh samples in every initial population, at least
 	Seed            uint64
-	Sketch          sketch.Options
-	Mutations       []sketch.Mutation
+	// MeasureDefault puts the task's default schedule (sketch.Default, what
+	// a build uses for a task without records) into its first batch, so
+	// that the best record is never slower than the build's fallback.
+	MeasureDefault bool
+	Sketch         sketch.Options
+	Mutations      []sketch.Mutation
 }
 
 // DefaultOptions returns Ansor's defaults, with crossover added.
@@ -57,6 +61,7 @@ func DefaultOptions() Options {
 		BestShare:       0.2,
 		MinFresh:        50,
 		Seed:            1,
+		MeasureDefault:  true,
 		Sketch:          sketch.CPUOptions(),
 		Mutations:       sketch.CPUMutations,
 	}
@@ -95,6 +100,7 @@ type Policy struct {
 	Measurer Measurer
 
 	sketches []*schedule.State
+	first    []Candidate // measured before anything the search proposes
 	rng      *rand.Rand
 	measured map[string]bool
 	history  []Measured
@@ -115,13 +121,19 @@ func NewPolicy(task string, s0 *schedule.State, opts Options, model CostModel, m
 	if len(sk) == 0 {
 		return nil, fmt.Errorf("search: task %s has no sketch", task)
 	}
-	return &Policy{
+	p := &Policy{
 		Task: task, Opts: opts, Model: model, Measurer: m,
 		sketches: sk,
 		rng:      rand.New(rand.NewPCG(opts.Seed, 0x5ea4c4)),
 		measured: map[string]bool{},
 		feats:    map[string][][]float32{},
-	}, nil
+	}
+	if opts.MeasureDefault {
+		if st, _, err := sketch.Default(s0, opts.Sketch); err == nil {
+			p.first = append(p.first, Candidate{State: st, Key: sketch.Key(st)})
+		}
+	}
+	return p, nil
 }
 
 // Sketches returns the task's sketches.
@@ -186,13 +198,22 @@ func (p *Policy) Propose(n int) ([]Candidate, error) {
 		}
 	}
 	nRandom := int(math.Round(p.Opts.Epsilon * float64(n)))
-	picks := top.sorted()
-	if len(picks) > n-nRandom {
-		picks = picks[:n-nRandom]
-	}
+	var picks []Candidate
 	seen := map[string]bool{}
-	for _, c := range picks {
-		seen[c.Key] = true
+	for _, c := range p.first {
+		if !p.measured[c.Key] && len(picks) < n-nRandom {
+			seen[c.Key] = true
+			picks = append(picks, c)
+		}
+	}
+	for _, c := range top.sorted() {
+		if len(picks) >= n-nRandom {
+			break
+		}
+		if !seen[c.Key] {
+			seen[c.Key] = true
+			picks = append(picks, c)
+		}
 	}
 	for tries := 0; len(picks) < n && tries < 20*n; tries++ {
 		c, ok := p.sample()

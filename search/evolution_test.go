@@ -9,6 +9,7 @@ import (
 
 	"tessera/measure"
 	"tessera/schedule"
+	"tessera/sketch"
 	"tessera/te"
 )
 
@@ -124,3 +125,41 @@ func (featureModel) Predict(ps [][][]float32) []float64 {
 }
 
 func (featureModel) Update(string, [][][]float32, []float64) error { return nil }
+
+// TestFirstRoundMeasuresDefault: the first batch of a task holds its
+// default schedule, once; a policy that knows it measured says nothing of
+// it again.
+func TestFirstRoundMeasuresDefault(t *testing.T) {
+	d := te.ExampleDAGs()["matmul_bias_relu"]
+	def, _, err := sketch.Default(schedule.NewState(d), sketch.CPUOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := DefaultOptions()
+	opts.Population, opts.Generations = 64, 1
+	p, err := NewPolicy(d.WorkloadKey(), schedule.NewState(d), opts, featureModel{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cands, err := p.Propose(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cands) == 0 || cands[0].Key != sketch.Key(def) {
+		t.Fatalf("the first batch does not start with the default schedule")
+	}
+	p.AddMeasured([]Measured{{State: def}})
+	if cands, err = p.Propose(8); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cands {
+		if c.Key == sketch.Key(def) {
+			t.Fatalf("the default schedule is proposed again after it was measured")
+		}
+	}
+	opts.MeasureDefault = false
+	q, _ := NewPolicy(d.WorkloadKey(), schedule.NewState(d), opts, featureModel{}, nil)
+	if cands, _ = q.Propose(8); len(cands) > 0 && cands[0].Key == sketch.Key(def) {
+		t.Errorf("MeasureDefault off, and the default schedule is still the first pick")
+	}
+}

@@ -135,6 +135,9 @@ func searchBoth(ctx context.Context, wl workload, trials, batch, threads int, se
 	defer m.Runner.Close()
 	opts := search.DefaultOptions()
 	opts.Seed = seed
+	// The guided search starts from nothing but the sketches, as the
+	// random one does: no rule-made default schedule in its first batch.
+	opts.MeasureDefault = false
 	res := &result{data: &costmodel.Dataset{}}
 	key := wl.dag.WorkloadKey()
 
