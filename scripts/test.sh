@@ -8,5 +8,14 @@ if [ -n "$unformatted" ]; then
 	echo "gofmt would change: $unformatted" >&2
 	exit 1
 fi
+# The onnxruntime race is a shell script and node programs: check that they
+# parse, and lint the script where shellcheck is installed (not required).
+bash -n bench/onnxruntime.sh
+if command -v node >/dev/null; then
+	for f in bench/ort/*.mjs; do node --check "$f"; done
+fi
+if command -v shellcheck >/dev/null; then
+	shellcheck bench/onnxruntime.sh
+fi
 go vet ./...
 go test -timeout 40m ./...
