@@ -1,7 +1,6 @@
 package sketch
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
@@ -15,12 +14,7 @@ import (
 // time; a matmul's gets the 16-lane register tile.
 func TestDefault(t *testing.T) {
 	dags := te.ExampleDAGs()
-	names := make([]string, 0, len(dags))
-	for name := range dags {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range sortedNames(dags) {
 		d := dags[name]
 		st, rule, err := Default(schedule.NewState(d), CPUOptions())
 		if err != nil {

@@ -156,11 +156,7 @@ func TestSketchElementwiseChain(t *testing.T) {
 // against the reference evaluator: at least 1,000 samples in all.
 func TestSamplesLowerAndMatch(t *testing.T) {
 	dags := te.ExampleDAGs()
-	names := make([]string, 0, len(dags))
-	for n := range dags {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := sortedNames(dags)
 	total, failedLower := 0, 0
 	for i, name := range names {
 		d := dags[name]
@@ -298,4 +294,14 @@ func TestSketchPrologue(t *testing.T) {
 		}
 		checkChild(t, "prologue", f)
 	}
+}
+
+// sortedNames returns the names of the example DAGs in order.
+func sortedNames(dags map[string]*te.DAG) []string {
+	names := make([]string, 0, len(dags))
+	for n := range dags {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
