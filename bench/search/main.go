@@ -17,20 +17,28 @@
 //
 //	go run ./bench/search             # 1,000 trials per search
 //	go run ./bench/search -trials 200 # a quicker look
+//	go run ./bench/search -log DIR    # also every measurement, as it is made
+//
+// With -log, each search appends its measurements to DIR/NAME-random.jsonl
+// or DIR/NAME-guided.jsonl as record lines (`tune records import` reads
+// them), so a run stopped early keeps what it measured.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"time"
 
 	"tessera/bench/internal/benchutil"
 	"tessera/costmodel"
 	"tessera/measure"
+	"tessera/records"
 	"tessera/schedule"
 	"tessera/search"
 	"tessera/te"
@@ -41,10 +49,37 @@ func main() {
 	batch := flag.Int("batch", 64, "measurements per round")
 	threads := flag.Int("threads", 1, "threads of every measured kernel")
 	seed := flag.Uint64("seed", 1, "search seed")
+	flag.StringVar(&logDir, "log", "", "directory to append every measurement to, as record lines")
 	flag.Parse()
 	if err := run(*trials, *batch, *threads, *seed); err != nil {
 		benchutil.Fatal(err)
 	}
+}
+
+// logDir is where measurements are appended (-log); empty: nowhere.
+var logDir string
+
+// logBatch appends a measured batch of one search to its file in logDir.
+func logBatch(wl workload, kind, target string, ms []search.Measured) error {
+	if logDir == "" {
+		return nil
+	}
+	f, err := os.OpenFile(filepath.Join(logDir, wl.name+"-"+kind+".jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	for _, m := range ms {
+		r, err := records.New(wl.dag.WorkloadKey(), target, m.State.Steps, m.Result, "bench/search")
+		if err == nil {
+			err = enc.Encode(r)
+		}
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("log %s: %w", wl.name, err)
+		}
+	}
+	return f.Close()
 }
 
 type workload struct {
@@ -139,6 +174,7 @@ func searchBoth(ctx context.Context, wl workload, trials, batch, threads int, se
 	// random one does: no rule-made default schedule in its first batch.
 	opts.MeasureDefault = false
 	res := &result{data: &costmodel.Dataset{}}
+	target := m.Builder.TargetKey("cpu", threads)
 	key := wl.dag.WorkloadKey()
 
 	// Random search: fresh samples, no model.
@@ -149,6 +185,9 @@ func searchBoth(ctx context.Context, wl workload, trials, batch, threads int, se
 	for len(res.random) < trials {
 		ms, err := rp.RandomRound(ctx, min(batch, trials-len(res.random)))
 		if err != nil {
+			return nil, err
+		}
+		if err := logBatch(wl, "random", target, ms); err != nil {
 			return nil, err
 		}
 		res.random = extend(res.random, ms)
@@ -166,6 +205,9 @@ func searchBoth(ctx context.Context, wl workload, trials, batch, threads int, se
 	for len(res.guided) < trials {
 		ms, err := gp.Round(ctx, min(batch, trials-len(res.guided)))
 		if err != nil {
+			return nil, err
+		}
+		if err := logBatch(wl, "guided", target, ms); err != nil {
 			return nil, err
 		}
 		res.guided = extend(res.guided, ms)
