@@ -163,13 +163,27 @@ func cases() []ccase {
 			src: []string{"tsr_select_v16f(", "(i >= 1) ? "}})
 	}
 
-	{ // non-power-of-two vectorized loop: scalar fallback with omp simd
+	{ // non-power-of-two vectorized loops: pieces of powers of two
 		A, O := gbuf("A", 3, 12), gbuf("O", 3, 12)
 		v := vars("i", "v")
 		cs = append(cs, ccase{name: "vec_nonpow2", f: fnc("vec_nonpow2", []*tir.Buffer{A, O},
 			loop(v[0], 3, tir.Serial, loop(v[1], 12, tir.Vectorized,
 				st(O, add(mul(ld(A, v[0], v[1]), fc(2)), fc(-1)), v[0], v[1])))),
-			src: []string{"#pragma omp simd", "scalar loop, extent 12 is not a power of two"}, notSrc: []string{"tsr_load_v"}})
+			src: []string{"tsr_load_v8f(&A[i * 12])", "tsr_load_v4f(&A[(i * 12) + 8])"}, notSrc: []string{"omp simd"}})
+		B, P := gbuf("B", 2, 7), gbuf("P", 2, 7)
+		w := vars("i", "v")
+		cs = append(cs, ccase{name: "vec_seven", f: fnc("vec_seven", []*tir.Buffer{B, P},
+			loop(w[0], 2, tir.Serial, loop(w[1], 7, tir.Vectorized,
+				st(P, add(ld(B, w[0], w[1]), fc(1)), w[0], w[1])))),
+			src: []string{"tsr_load_v4f(&B[i * 7])", "tsr_load_v2f(&B[(i * 7) + 4])", "P[((i * 7) + 6)] = B[((i * 7) + 6)] + 1.0f;"}, notSrc: []string{"omp simd"}})
+	}
+
+	{ // 40 lanes: full chunks unrolled, then a tail (16 + 16 + 8 or 5 × 8)
+		A, O := gbuf("A", 40), gbuf("O", 40)
+		v := vars("v")
+		cs = append(cs, ccase{name: "vec_chunks_tail", f: fnc("vec_chunks_tail", []*tir.Buffer{A, O},
+			loop(v[0], 40, tir.Vectorized, st(O, mul(ld(A, v[0]), fc(3)), v[0]))),
+			src: []string{"tsr_load_v8f(&A[32])"}, notSrc: []string{"omp simd"}})
 	}
 
 	{ // reduction across lanes: plain scalar fallback

@@ -22,28 +22,58 @@ func prepare(s tir.Stmt, lanes int) tir.Stmt {
 	return unroll(splitVectors(s, lanes), 0)
 }
 
-// splitVectors rewrites a vectorized loop of n*lanes iterations (n > 1) as
-// an outer loop over n chunks (unrolled when short) around a vectorized
-// loop of the native width.
+// splitVectors rewrites every vectorized loop into pieces the printer emits
+// as vector code: n full chunks of the native width (a loop, unrolled when
+// short) and then the remainder as descending powers of two (a 56-lane loop
+// on 16 lanes is 3×16 + 8; 7 lanes are 4 + 2 + 1), each piece a vectorized
+// loop of its own, in the original lane order. A lane count that is no power
+// of two would otherwise fall back to a scalar loop, which the compiler then
+// vectorizes itself, slowly and, under an unrolled outer loop, once per copy.
 func splitVectors(s tir.Stmt, lanes int) tir.Stmt {
 	if s == nil {
 		return nil
 	}
 	return tir.MutateStmt(s, tir.StmtFuncs{Stmt: func(st tir.Stmt) tir.Stmt {
 		f, ok := st.(*tir.For)
-		if !ok || f.Kind != tir.Vectorized || f.Var == nil || f.Extent <= lanes || f.Extent%lanes != 0 {
+		if !ok || f.Kind != tir.Vectorized || f.Var == nil || f.Extent <= 1 || f.Extent <= lanes && isPow2(f.Extent) {
 			return st
 		}
-		n := f.Extent / lanes
-		outer := &tir.Var{Name: f.Var.Name + ".c", T: tir.Int}
-		inner := &tir.Var{Name: f.Var.Name, T: tir.Int}
-		idx := tir.AddE(tir.MulE(outer, tir.Const(int64(lanes))), inner)
-		body := substStmt(f.Body, map[*tir.Var]tir.Expr{f.Var: idx})
-		kind := tir.Unrolled
-		if n > 8 {
-			kind = tir.Serial
+		// piece is the lanes [base+offset, base+offset+width) of f, base an
+		// expression of the chunk variable (nil: none).
+		piece := func(base tir.Expr, offset, width int, name string) tir.Stmt {
+			start := tir.Expr(tir.Const(int64(offset)))
+			if base != nil {
+				start = tir.AddE(base, start)
+			}
+			if width == 1 {
+				return substStmt(f.Body, map[*tir.Var]tir.Expr{f.Var: start})
+			}
+			inner := &tir.Var{Name: name, T: tir.Int}
+			body := substStmt(f.Body, map[*tir.Var]tir.Expr{f.Var: tir.AddE(start, inner)})
+			return &tir.For{Var: inner, Extent: width, Kind: tir.Vectorized, Body: body}
 		}
-		return &tir.For{Var: outer, Extent: n, Kind: kind, Body: &tir.For{Var: inner, Extent: lanes, Kind: tir.Vectorized, Body: body}}
+		var parts []tir.Stmt
+		n := f.Extent / lanes
+		switch {
+		case n == 1:
+			parts = append(parts, piece(nil, 0, lanes, f.Var.Name))
+		case n > 1:
+			outer := &tir.Var{Name: f.Var.Name + ".c", T: tir.Int}
+			kind := tir.Unrolled
+			if n > 8 {
+				kind = tir.Serial
+			}
+			chunk := piece(tir.MulE(outer, tir.Const(int64(lanes))), 0, lanes, f.Var.Name)
+			parts = append(parts, &tir.For{Var: outer, Extent: n, Kind: kind, Body: chunk})
+		}
+		offset := n * lanes
+		for w := lanes / 2; w >= 1; w /= 2 {
+			if f.Extent-offset >= w {
+				parts = append(parts, piece(nil, offset, w, f.Var.Name+".t"))
+				offset += w
+			}
+		}
+		return tir.SeqOf(parts...)
 	}})
 }
 
