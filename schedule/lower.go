@@ -208,13 +208,23 @@ func (l *lowerer) initNest(i, first int) tir.Stmt {
 	info := &l.stages[i]
 	sub := map[*tir.Var]tir.Expr{}
 	var loops []loopVar
+	var kinds []tir.ForKind
 	for k := first; k < len(st.Iters); k++ {
-		if st.Iters[k].Kind != Spatial {
+		it := st.Iters[k]
+		if it.Kind != Spatial {
 			continue
 		}
 		v := tir.NewVar(info.leaf[k].Name + ".init")
 		sub[info.leaf[k]] = v
-		loops = append(loops, loopVar{v, info.dom.ext[st.Iters[k].id]})
+		loops = append(loops, loopVar{v, info.dom.ext[it.id]})
+		// The init keeps its loop's vectorize or unroll: the same lanes
+		// are stored to, and an unrolled init of a vectorized stage would
+		// be scalar code the size of the vector loop times its extent.
+		kind := tir.Serial
+		if it.Ann == Vectorize || it.Ann == Unroll {
+			kind = forKind(it.Ann)
+		}
+		kinds = append(kinds, kind)
 	}
 	idx, _ := l.storeIndices(i)
 	for k, e := range idx {
@@ -229,7 +239,7 @@ func (l *lowerer) initNest(i, first int) tir.Stmt {
 	var s tir.Stmt = &tir.Store{Buf: info.storage, Indices: idx, Value: tir.F32(st.Tensor.Reducer.Identity())}
 	s = guardWith(s, g, true)
 	for k := len(loops) - 1; k >= 0; k-- {
-		s = &tir.For{Var: loops[k].v, Extent: loops[k].ext, Body: s}
+		s = &tir.For{Var: loops[k].v, Extent: loops[k].ext, Kind: kinds[k], Body: s}
 	}
 	return s
 }
