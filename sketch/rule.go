@@ -58,7 +58,9 @@ type Options struct {
 	FusionLevels []int
 	// MaxInnermostSplit bounds the innermost split length.
 	MaxInnermostSplit int
-	// MaxVectorLanes bounds the extent of a vectorized loop.
+	// MaxVectorLanes bounds the extent of a vectorized loop (Ansor's
+	// max_vectorize_size, 16). Wider loops over fused axes are mostly
+	// gathers, which compile slowly, run slowly and grow under unrolling.
 	MaxVectorLanes int
 	// UnrollSteps are the auto_unroll_max_step values to draw from.
 	UnrollSteps []int
@@ -71,7 +73,7 @@ func CPUOptions() Options {
 		TileStructure:     "SSRSRS",
 		FusionLevels:      []int{1, 2},
 		MaxInnermostSplit: 64,
-		MaxVectorLanes:    64,
+		MaxVectorLanes:    16,
 		UnrollSteps:       []int{0, 16, 64, 512},
 	}
 }

@@ -11,6 +11,7 @@ import (
 // cpuRules is the CPU rule list, in Ansor's order. A rule is added by
 // writing its type and putting it here; no rule knows about the others.
 var cpuRules = []Rule{
+	inlineOrKeepGuardedWindow{},
 	alwaysInline{},
 	addRfactor{},
 	addCacheWrite{},
@@ -46,6 +47,85 @@ func (alwaysInline) Apply(g *generator, s *schedule.State, i int) ([]next, error
 		return nil, err
 	}
 	return []next{{n, i - 1}}, nil
+}
+
+// inlineOrKeepGuardedWindow forks on a cheap injective stage whose value
+// is guarded (a Select: padding) and which a reduction reads through a
+// sliding window (an index mixing a spatial and a reduce variable): one
+// sketch inlines it, as always_inline would; in the other it stays a stage
+// of its own, for the annotator to place. Inlined, the guard is evaluated
+// again for every tap of the window, lane by lane where it depends on the
+// vector lane, which makes large and slow code; kept, it costs one pass
+// over the padded tensor.
+type inlineOrKeepGuardedWindow struct{}
+
+func (inlineOrKeepGuardedWindow) Name() string { return "inline_or_keep_guarded_window" }
+
+func (inlineOrKeepGuardedWindow) Condition(g *generator, s *schedule.State, i int) Cond {
+	if (alwaysInline{}).Condition(g, s, i) == Skip || !guarded(s.Stages[i].Tensor.Body) {
+		return Skip
+	}
+	for _, c := range effectiveConsumers(s, i) {
+		if windowed(s, i, c) {
+			return ApplyAndSkipRest
+		}
+	}
+	return Skip
+}
+
+func (inlineOrKeepGuardedWindow) Apply(g *generator, s *schedule.State, i int) ([]next, error) {
+	inlined, err := alwaysInline{}.Apply(g, s, i)
+	if err != nil {
+		return nil, err
+	}
+	return append(inlined, next{s, i - 1}), nil
+}
+
+// guarded reports whether e contains a Select.
+func guarded(e tir.Expr) bool {
+	found := false
+	tir.WalkExpr(e, func(x tir.Expr) bool {
+		_, found = x.(*tir.Select)
+		return !found
+	})
+	return found
+}
+
+// windowed reports whether reduction stage c reads stage i with an index
+// that mixes one of c's spatial variables and one of its reduce variables.
+func windowed(s *schedule.State, i, c int) bool {
+	ct := s.Stages[c].Tensor
+	if len(ct.ReduceAxis) == 0 {
+		return false
+	}
+	spatial, reduce := map[*tir.Var]bool{}, map[*tir.Var]bool{}
+	for _, a := range ct.Axis {
+		spatial[a.Var] = true
+	}
+	for _, a := range ct.ReduceAxis {
+		reduce[a.Var] = true
+	}
+	buf := s.Stages[i].Tensor.Buf
+	found := false
+	tir.WalkExpr(effectiveBody(s, c), func(e tir.Expr) bool {
+		l, ok := e.(*tir.Load)
+		if !ok || l.Buf != buf {
+			return !found
+		}
+		for _, ix := range l.Indices {
+			hasS, hasR := false, false
+			tir.WalkExpr(ix, func(x tir.Expr) bool {
+				if v, ok := x.(*tir.Var); ok {
+					hasS = hasS || spatial[v]
+					hasR = hasR || reduce[v]
+				}
+				return true
+			})
+			found = found || hasS && hasR
+		}
+		return !found
+	})
+	return found
 }
 
 // addRfactor factors a reduction whose output is too small to keep the

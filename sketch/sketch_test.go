@@ -70,14 +70,22 @@ func TestSketchMatmul(t *testing.T) {
 
 func TestSketchConvBiasRelu(t *testing.T) {
 	sk := sketches(t, "conv_bias_relu")
-	if len(sk) != 2 {
-		t.Fatalf("%d sketches, want 2 (fusion at two levels):\n%v", len(sk), sk)
+	// Fusion at two levels × the padding inlined or kept as a stage (the
+	// conv reads it through its 3×3 window).
+	if len(sk) != 4 {
+		t.Fatalf("%d sketches, want 4 (fusion at two levels, padding inlined or kept):\n%v", len(sk), sk)
 	}
+	kept := 0
 	for k, s := range sk {
-		for _, inl := range []string{"conv_pad: inline", "conv_bias: inline"} {
-			if !strings.Contains(s.String(), inl) {
-				t.Errorf("sketch %d: want %q:\n%v", k, inl, s)
-			}
+		if !strings.Contains(s.String(), "conv_bias: inline") {
+			t.Errorf("sketch %d: want the bias inlined:\n%v", k, s)
+		}
+		switch pad := stageLine(s, "conv_pad"); {
+		case pad == "conv_pad: inline":
+		case strings.HasPrefix(pad, "conv_pad: i0(") && !strings.Contains(pad, "@"):
+			kept++
+		default:
+			t.Errorf("sketch %d: padding neither inlined nor an untouched root stage: %q", k, pad)
 		}
 		conv := stageLine(s, "conv")
 		if !strings.Contains(conv, "@relu.") || strings.Count(conv, "(?)") != 4*4+3*2 {
@@ -85,6 +93,36 @@ func TestSketchConvBiasRelu(t *testing.T) {
 		}
 		if countSteps[*schedule.CacheWrite](s) != 0 {
 			t.Errorf("sketch %d: the relu consumer fuses; no cache write expected", k)
+		}
+	}
+	if kept != 2 {
+		t.Errorf("padding kept as a stage in %d sketches, want 2", kept)
+	}
+}
+
+// TestSketchPaddingReadOnce: a padded tensor that is only copied (read
+// once per element, no window) is always inlined.
+func TestSketchPaddingReadOnce(t *testing.T) {
+	x := te.Placeholder("X", 1, 8, 10, 10)
+	p, err := te.Pad("pad", x, te.PadAttrs{Pads: []int{0, 0, 1, 1, 0, 0, 1, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := te.Relu("relu", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := te.NewDAG(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sk, err := Generate(schedule.NewState(d), CPUOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sk {
+		if stageLine(s, "pad") != "pad: inline" {
+			t.Errorf("padding read once is not inlined:\n%v", s)
 		}
 	}
 }
