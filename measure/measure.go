@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"tessera/codegen"
 	"tessera/schedule"
@@ -13,6 +14,9 @@ import (
 // Input is one candidate: a complete schedule of a task's DAG.
 type Input struct {
 	State *schedule.State
+	// Cutoff, when positive, times a candidate whose first call lasts
+	// longer with one more call only (see Job.Cutoff).
+	Cutoff time.Duration
 }
 
 // Measurer measures candidates end to end: lower → C → build → run →
@@ -26,8 +30,25 @@ type Measurer struct {
 	// Codegen options for the C target.
 	Codegen codegen.COptions
 
-	mu  sync.Mutex
-	ref map[*te.DAG]reference
+	mu    sync.Mutex
+	ref   map[*te.DAG]reference
+	times Times
+}
+
+// Times is where a Measurer's wall time went, summed over every Measure
+// call: lowering and code generation, the compiler (wall time of each
+// batch's parallel build), and the timing runs.
+type Times struct {
+	Lower, Build, Run time.Duration
+	Candidates        int
+	Compiled          int // candidates the compiler ran for (not cached)
+}
+
+// Times returns the time spent so far.
+func (m *Measurer) Times() Times {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.times
 }
 
 type reference struct {
@@ -77,6 +98,7 @@ func (m *Measurer) reference(d *te.DAG) reference {
 // Measure lowers, builds and runs every input; one Result per input, in
 // order. Lowering and code generation failures are CompileError results.
 func (m *Measurer) Measure(ctx context.Context, inputs []Input) []Result {
+	t0 := time.Now()
 	results := make([]Result, len(inputs))
 	srcs := make([]Source, 0, len(inputs))
 	idx := make([]int, 0, len(inputs))
@@ -89,7 +111,15 @@ func (m *Measurer) Measure(ctx context.Context, inputs []Input) []Result {
 		srcs = append(srcs, Source{Code: code})
 		idx = append(idx, i)
 	}
+	t1 := time.Now()
 	built := m.Builder.Build(ctx, srcs)
+	t2 := time.Now()
+	compiled := 0
+	for _, b := range built {
+		if !b.Cached {
+			compiled++
+		}
+	}
 	var jobs []Job
 	var jobIdx []int
 	for k, b := range built {
@@ -99,7 +129,7 @@ func (m *Measurer) Measure(ctx context.Context, inputs []Input) []Result {
 			continue
 		}
 		d := inputs[i].State.DAG
-		job := Job{Lib: b.Path, Entry: kernelName, Args: Args(d)}
+		job := Job{Lib: b.Path, Entry: kernelName, Args: Args(d), Cutoff: inputs[i].Cutoff}
 		if m.Verify {
 			job.Inputs = m.reference(d).inputs
 		} else {
@@ -110,6 +140,14 @@ func (m *Measurer) Measure(ctx context.Context, inputs []Input) []Result {
 	}
 	m.Runner.Opts.Check = m.Verify // the Measurer owns its Runner
 	ran := m.Runner.Run(ctx, jobs)
+	t3 := time.Now()
+	m.mu.Lock()
+	m.times.Lower += t1.Sub(t0)
+	m.times.Build += t2.Sub(t1)
+	m.times.Run += t3.Sub(t2)
+	m.times.Candidates += len(inputs)
+	m.times.Compiled += compiled
+	m.mu.Unlock()
 	for k, r := range ran {
 		i := jobIdx[k]
 		if r.Kind == None && m.Verify {

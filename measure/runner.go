@@ -79,6 +79,9 @@ type Job struct {
 	Args   []Arg       // the buffers, in the kernel's argument order
 	Inputs [][]float32 // one per non-output arg, in arg order; nil means RandomInputs(Args, Seed)
 	Seed   uint64
+	// Cutoff, when positive: a kernel whose first call lasts longer is
+	// timed by one more call only (Result.Costs has one entry).
+	Cutoff time.Duration
 }
 
 func (j Job) validate() error {
@@ -133,7 +136,7 @@ type Runner struct {
 // with "canceled".
 //
 // The harness is called as
-// `harness LIB ENTRY NUMBER REPEAT MIN_REPEAT_MS BUDGET_MS IN_FILE OUT_FILE {i|o}SIZE...`
+// `harness LIB ENTRY NUMBER REPEAT MIN_REPEAT_MS BUDGET_MS CUTOFF_US IN_FILE OUT_FILE {i|o}SIZE...`
 // and prints "tessera number N", one "tessera cost S" per repetition and
 // "tessera done" (see harness/harness.c).
 func (r *Runner) Run(ctx context.Context, jobs []Job) []Result {
@@ -213,7 +216,8 @@ func (r *Runner) run(ctx context.Context, opts RunOptions, job Job) Result {
 		defer os.Remove(outPath)
 	}
 	argv := []string{lib, job.Entry, strconv.Itoa(opts.Number), strconv.Itoa(opts.Repeat),
-		strconv.Itoa(opts.MinRepeatMs), strconv.Itoa(max(opts.BudgetMs, 0)), inPath, outPath}
+		strconv.Itoa(opts.MinRepeatMs), strconv.Itoa(max(opts.BudgetMs, 0)),
+		strconv.FormatInt(max(job.Cutoff.Microseconds(), 0), 10), inPath, outPath}
 	for _, a := range job.Args {
 		io := "i"
 		if a.Output {

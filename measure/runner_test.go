@@ -183,18 +183,23 @@ func TestTimingProtocol(t *testing.T) {
 		minNumber   int
 		exactNumber int
 		costs       int // 0: Repeat
+		cutoff      time.Duration
 	}{
-		{"grows to min_repeat_ms", RunOptions{Number: 1, Repeat: 3, MinRepeatMs: 20}, 2, 0, 0},
-		{"no growth", RunOptions{Number: 4, Repeat: 2, MinRepeatMs: -1}, 0, 4, 0},
+		{"grows to min_repeat_ms", RunOptions{Number: 1, Repeat: 3, MinRepeatMs: 20}, 2, 0, 0, 0},
+		{"no growth", RunOptions{Number: 4, Repeat: 2, MinRepeatMs: -1}, 0, 4, 0, 0},
 		// The 1 ms warm-up call already lasts min_repeat_ms: one call a repetition.
-		{"slow kernel", RunOptions{Number: 3, Repeat: 2, MinRepeatMs: 1}, 0, 1, 0},
+		{"slow kernel", RunOptions{Number: 3, Repeat: 2, MinRepeatMs: 1}, 0, 1, 0, 0},
 		// Repetitions stop once the timed calls have run 2 ms.
-		{"budget", RunOptions{Number: 1, Repeat: 10, MinRepeatMs: 1, BudgetMs: 2}, 0, 1, 2},
+		{"budget", RunOptions{Number: 1, Repeat: 10, MinRepeatMs: 1, BudgetMs: 2}, 0, 1, 2, 0},
+		// The 1 ms first call is past the cutoff: one more call, and done.
+		{"past the cutoff", RunOptions{Number: 3, Repeat: 3, MinRepeatMs: 20}, 0, 1, 1, 100 * time.Microsecond},
+		// Under the cutoff, the whole protocol.
+		{"under the cutoff", RunOptions{Number: 1, Repeat: 3, MinRepeatMs: 20}, 2, 0, 0, time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := testRunner(t, tt.opts)
-			res := r.Run(context.Background(), []Job{{Lib: lib, Entry: "spin"}})[0]
+			res := r.Run(context.Background(), []Job{{Lib: lib, Entry: "spin", Cutoff: tt.cutoff}})[0]
 			if res.Kind != None {
 				t.Fatalf("%+v", res)
 			}

@@ -22,6 +22,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"time"
 
 	"tessera/costmodel"
 	"tessera/measure"
@@ -45,8 +46,13 @@ type Options struct {
 	// a build uses for a task without records) into its first batch, so
 	// that the best record is never slower than the build's fallback.
 	MeasureDefault bool
-	Sketch         sketch.Options
-	Mutations      []sketch.Mutation
+	// SlowCutoff, when positive, times a candidate whose first call lasts
+	// longer than SlowCutoff × the task's best cost (and at least
+	// minCutoff) with one more call instead of the full protocol: it
+	// cannot be the best, and the model only needs to learn it is slow.
+	SlowCutoff float64
+	Sketch     sketch.Options
+	Mutations  []sketch.Mutation
 }
 
 // DefaultOptions returns Ansor's defaults, with crossover added.
@@ -62,6 +68,7 @@ func DefaultOptions() Options {
 		MinFresh:        50,
 		Seed:            1,
 		MeasureDefault:  true,
+		SlowCutoff:      5,
 		Sketch:          sketch.CPUOptions(),
 		Mutations:       sketch.CPUMutations,
 	}
@@ -105,7 +112,23 @@ type Policy struct {
 	measured map[string]bool
 	history  []Measured
 	feats    map[string][][]float32 // features by state key, for the states seen lately
+	times    Times
 }
+
+// Times is where a policy's rounds spent their wall time.
+type Times struct {
+	Search  time.Duration // Propose: sampling, evolution, the model's predictions
+	Measure time.Duration // the Measurer: lower, compile, run
+	Learn   time.Duration // features of the measured states and the model's retraining
+}
+
+// Add returns the sum of t and u.
+func (t Times) Add(u Times) Times {
+	return Times{t.Search + u.Search, t.Measure + u.Measure, t.Learn + u.Learn}
+}
+
+// Times returns the time the policy's rounds spent so far.
+func (p *Policy) Times() Times { return p.times }
 
 // Measurer measures states; *measure.Measurer is one.
 type Measurer interface {
@@ -171,7 +194,9 @@ func (p *Policy) Round(ctx context.Context, n int) ([]Measured, error) {
 	if n <= 0 {
 		n = p.Opts.MeasurePerRound
 	}
+	start := time.Now()
 	picks, err := p.Propose(n)
+	p.times.Search += time.Since(start)
 	if err != nil {
 		return nil, err
 	}
@@ -248,14 +273,26 @@ func (p *Policy) RandomRound(ctx context.Context, n int) ([]Measured, error) {
 	return p.MeasureAndLearn(ctx, picks)
 }
 
+// minCutoff is the least slow-candidate cutoff: below it, first calls are
+// dominated by page faults and cold caches, and the full protocol is cheap.
+const minCutoff = time.Millisecond
+
 // MeasureAndLearn measures the candidates, records them, and updates the
 // model with the results.
 func (p *Policy) MeasureAndLearn(ctx context.Context, cands []Candidate) ([]Measured, error) {
+	var cutoff time.Duration
+	if _, best := p.Best(); p.Opts.SlowCutoff > 0 && !math.IsInf(best, 1) {
+		cutoff = max(time.Duration(p.Opts.SlowCutoff*best*float64(time.Second)), minCutoff)
+	}
 	inputs := make([]measure.Input, len(cands))
 	for i, c := range cands {
-		inputs[i] = measure.Input{State: c.State}
+		inputs[i] = measure.Input{State: c.State, Cutoff: cutoff}
 	}
+	start := time.Now()
 	results := p.Measurer.Measure(ctx, inputs)
+	learnStart := time.Now()
+	p.times.Measure += learnStart.Sub(start)
+	defer func() { p.times.Learn += time.Since(learnStart) }()
 	out := make([]Measured, len(cands))
 	programs := make([][][]float32, len(cands))
 	costs := make([]float64, len(cands))

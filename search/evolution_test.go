@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"tessera/measure"
 	"tessera/schedule"
@@ -161,5 +162,60 @@ func TestFirstRoundMeasuresDefault(t *testing.T) {
 	q, _ := NewPolicy(d.WorkloadKey(), schedule.NewState(d), opts, featureModel{}, nil)
 	if cands, _ = q.Propose(8); len(cands) > 0 && cands[0].Key == sketch.Key(def) {
 		t.Errorf("MeasureDefault off, and the default schedule is still the first pick")
+	}
+}
+
+// cutoffMeasurer gives every candidate the same cost and remembers the
+// cutoffs it was asked to use.
+type cutoffMeasurer struct {
+	cost    float64
+	cutoffs []time.Duration
+}
+
+func (m *cutoffMeasurer) Measure(_ context.Context, in []measure.Input) []measure.Result {
+	out := make([]measure.Result, len(in))
+	for i, x := range in {
+		m.cutoffs = append(m.cutoffs, x.Cutoff)
+		out[i] = measure.Result{Costs: []float64{m.cost}}
+	}
+	return out
+}
+
+func TestSlowCutoff(t *testing.T) {
+	d := te.ExampleDAGs()["matmul_bias_relu"]
+	for _, tt := range []struct {
+		name   string
+		cost   float64 // of every candidate, seconds
+		factor float64
+		want   time.Duration // cutoff of the second round
+	}{
+		{"5× best", 0.004, 5, 20 * time.Millisecond},
+		{"floor", 1e-6, 5, minCutoff},
+		{"off", 0.004, 0, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := DefaultOptions()
+			opts.Population, opts.Generations = 64, 1
+			opts.SlowCutoff = tt.factor
+			m := &cutoffMeasurer{cost: tt.cost}
+			p, err := NewPolicy(d.WorkloadKey(), schedule.NewState(d), opts, featureModel{}, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for round := 0; round < 2; round++ {
+				if _, err := p.Round(context.Background(), 4); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i, c := range m.cutoffs {
+				want := tt.want
+				if i < 4 { // nothing measured yet: no best to compare with
+					want = 0
+				}
+				if c != want {
+					t.Errorf("candidate %d: cutoff %v, want %v", i, c, want)
+				}
+			}
+		})
 	}
 }

@@ -65,6 +65,7 @@ type Summary struct {
 	Prior     int // loaded from earlier runs
 	Objective float64
 	Complete  bool
+	Times     Times // summed over the tasks' policies
 }
 
 // Tune runs the tuning loop: the task scheduler picks a task, its policy
@@ -153,6 +154,7 @@ func Tune(ctx context.Context, tasks []Task, prior map[string][]Measured, model 
 		}
 	}
 	for i, p := range policies {
+		sum.Times = sum.Times.Add(p.Times())
 		sums[i].BestState, sums[i].Best = p.Best()
 		sums[i].Dead = progress[i].Dead
 	}

@@ -194,6 +194,11 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	printSummary(stdout, sum)
+	mt := measurer.Times()
+	fmt.Fprintf(stdout, "wall time %v: search %v, measure %v (lower %v, compile %v for %d of %d candidates, run %v), learn %v\n",
+		time.Since(start).Round(time.Second), sum.Times.Search.Round(time.Second), sum.Times.Measure.Round(time.Second),
+		mt.Lower.Round(time.Second), mt.Build.Round(time.Second), mt.Compiled, mt.Candidates, mt.Run.Round(time.Second),
+		sum.Times.Learn.Round(time.Second))
 	if interrupted {
 		fmt.Fprintf(stdout, "interrupted: every measured batch is in %s; run the same command to resume\n", *db)
 	}

@@ -1,6 +1,6 @@
 /* harness.c: times one kernel of a shared library for package measure.
  *
- * usage: harness LIB ENTRY NUMBER REPEAT MIN_REPEAT_MS BUDGET_MS IN_FILE OUT_FILE ARG...
+ * usage: harness LIB ENTRY NUMBER REPEAT MIN_REPEAT_MS BUDGET_MS CUTOFF_US IN_FILE OUT_FILE ARG...
  *   ARG is i<SIZE> (an input: SIZE floats read from IN_FILE, in arg order) or
  *   o<SIZE> (an output: zeroed). OUT_FILE "-" means: do not write outputs.
  *
@@ -11,6 +11,9 @@
  * first of REPEAT. When BUDGET_MS is not 0, no further repetition starts once
  * the timed calls have run that long: a kernel 100 times slower than the goal
  * is timed once, not REPEAT times, which is all a search needs to know of it.
+ * When CUTOFF_US is not 0 and the warm-up call lasted longer than that, one
+ * more call is timed and is the only repetition: a search that passes a
+ * multiple of its best cost learns that the candidate is slow, in two calls.
  *
  * stdout, after the kernel's own output: "tessera number N", up to REPEAT lines
  * "tessera cost SECONDS_PER_CALL", then "tessera done".
@@ -65,26 +68,27 @@ static double rep(kernel_fn f, float *const *args, long long number) {
 }
 
 int main(int argc, char **argv) {
-	if (argc < 9)
-		die(2, "usage: harness LIB ENTRY NUMBER REPEAT MIN_REPEAT_MS BUDGET_MS IN_FILE OUT_FILE ARG...");
-	const char *lib = argv[1], *entry = argv[2], *in_path = argv[7], *out_path = argv[8];
+	if (argc < 10)
+		die(2, "usage: harness LIB ENTRY NUMBER REPEAT MIN_REPEAT_MS BUDGET_MS CUTOFF_US IN_FILE OUT_FILE ARG...");
+	const char *lib = argv[1], *entry = argv[2], *in_path = argv[8], *out_path = argv[9];
 	long long number = parse_int(argv[3], "number");
 	long long repeat = parse_int(argv[4], "repeat");
 	double min_s = (double)parse_int(argv[5], "min_repeat_ms") / 1e3;
 	double budget_s = (double)parse_int(argv[6], "budget_ms") / 1e3;
+	double cutoff_s = (double)parse_int(argv[7], "cutoff_us") / 1e6;
 	if (number < 1)
 		number = 1;
 	if (repeat < 1)
 		repeat = 1;
 
-	int nargs = argc - 9;
+	int nargs = argc - 10;
 	float **bufs = calloc((size_t)nargs + 1, sizeof *bufs);
 	size_t *sizes = calloc((size_t)nargs + 1, sizeof *sizes);
 	char *is_out = calloc((size_t)nargs + 1, 1);
 	if (!bufs || !sizes || !is_out)
 		die(2, "out of memory");
 	for (int i = 0; i < nargs; i++) {
-		const char *a = argv[9 + i];
+		const char *a = argv[10 + i];
 		if (a[0] != 'i' && a[0] != 'o')
 			die(2, "bad arg %s", a);
 		is_out[i] = a[0] == 'o';
@@ -120,7 +124,7 @@ int main(int argc, char **argv) {
 	warm = now() - warm;
 	if (rc != 0)
 		die(3, "kernel returned %d on the first call", rc);
-	if (min_s > 0 && warm >= min_s)
+	if ((min_s > 0 && warm >= min_s) || (cutoff_s > 0 && warm > cutoff_s))
 		number = 1;
 	if (strcmp(out_path, "-") != 0) {
 		FILE *out = fopen(out_path, "wb");
@@ -136,8 +140,11 @@ int main(int argc, char **argv) {
 	double *costs = calloc((size_t)repeat, sizeof *costs);
 	if (!costs)
 		die(2, "out of memory");
+	int slow = cutoff_s > 0 && warm > cutoff_s;
+	if (slow)
+		repeat = 1; /* this one timed call is all */
 	double t = rep(f, bufs, number);
-	while (t < min_s) {
+	while (t < min_s && !slow) {
 		/* Aim 20% past the goal from the last estimate; at least one more
 		 * call, at most 100x more, so one noisy fast call cannot explode it. */
 		long long next = number * 100;
