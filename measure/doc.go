@@ -12,7 +12,9 @@
 //	  │          → []Built: a .so path, or CompileError / BuildTimeout
 //	  └─ run     Runner.Run: one harness child per Job, one at a time, killed at its
 //	  │          deadline; first call on zeroed outputs (checked), then grow number
-//	  │          until a repetition lasts MinRepeatMs, then Repeat repetitions
+//	  │          until a repetition lasts MinRepeatMs, then Repeat repetitions (no
+//	  │          more after BudgetMs of timed calls; one timed call only when the
+//	  │          first call lasted longer than the Job's Cutoff)
 //	  │          → []Result: seconds per call of each repetition, or RuntimeError / RunTimeout
 //	  └─ check   the caller: Compare(outputs, reference) → WrongResult on a mismatch
 //
