@@ -113,19 +113,15 @@ func windowed(s *schedule.State, i, c int) bool {
 			return !found
 		}
 		for _, ix := range l.Indices {
-			hasS, hasR := false, false
-			tir.WalkExpr(ix, func(x tir.Expr) bool {
-				if v, ok := x.(*tir.Var); ok {
-					hasS = hasS || spatial[v]
-					hasR = hasR || reduce[v]
-				}
-				return true
-			})
-			found = found || hasS && hasR
+			found = found || tir.UsesVar(ix, isIn(spatial)) && tir.UsesVar(ix, isIn(reduce))
 		}
 		return !found
 	})
 	return found
+}
+
+func isIn(set map[*tir.Var]bool) func(*tir.Var) bool {
+	return func(v *tir.Var) bool { return set[v] }
 }
 
 // addRfactor factors a reduction whose output is too small to keep the

@@ -124,7 +124,8 @@ int main(int argc, char **argv) {
 	warm = now() - warm;
 	if (rc != 0)
 		die(3, "kernel returned %d on the first call", rc);
-	if ((min_s > 0 && warm >= min_s) || (cutoff_s > 0 && warm > cutoff_s))
+	int slow = cutoff_s > 0 && warm > cutoff_s;
+	if ((min_s > 0 && warm >= min_s) || slow)
 		number = 1;
 	if (strcmp(out_path, "-") != 0) {
 		FILE *out = fopen(out_path, "wb");
@@ -140,7 +141,6 @@ int main(int argc, char **argv) {
 	double *costs = calloc((size_t)repeat, sizeof *costs);
 	if (!costs)
 		die(2, "out of memory");
-	int slow = cutoff_s > 0 && warm > cutoff_s;
 	if (slow)
 		repeat = 1; /* this one timed call is all */
 	double t = rep(f, bufs, number);
