@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"tessera/codegen"
 	"tessera/graph"
 	"tessera/measure"
 	"tessera/partition"
+	"tessera/target"
 )
 
 // The files of a build directory.
@@ -24,19 +24,16 @@ const (
 	WeightsFile = "weights.bin"
 )
 
-// Options configure a build. The zero value builds with default schedules
-// only.
+// Options configure a build.
 type Options struct {
 	// Records gives each task's best record; nil builds every task with
 	// the default schedule.
 	Records RecordSource
-	// Target is the records' target key (measure.Builder.TargetKey).
-	Target string
-	// Builder compiles the library with the flags the records were
-	// measured with; nil means a zero measure.Builder with a build timeout
-	// of LibraryTimeout.
-	Builder *measure.Builder
-	Codegen codegen.COptions
+	// Target is what the model is built for: its key finds the records,
+	// its lowering and printer make the kernels, and its host compiler
+	// (Target.Host, with the flags the records were measured with) compiles
+	// the library. Required.
+	Target *target.Target
 	// Model names the model file in the manifest (its base name is kept).
 	Model string
 	// Warn receives one line per warning (a task without a record); nil
@@ -68,6 +65,9 @@ func Generate(g *graph.Graph, plan *partition.Plan, opts Options) (*Files, error
 			fmt.Fprintf(opts.Warn, "warning: "+format+"\n", args...)
 		}
 	}
+	if opts.Target == nil {
+		return nil, errors.New("build: no target")
+	}
 	kernels, err := scheduleTasks(plan, opts.Records, opts.Target, warn)
 	if err != nil {
 		return nil, err
@@ -76,12 +76,12 @@ func Generate(g *graph.Graph, plan *partition.Plan, opts Options) (*Files, error
 	if err != nil {
 		return nil, err
 	}
-	src, err := cSource(p, kernels, opts.Codegen)
+	src, err := cSource(p, kernels, opts.Target)
 	if err != nil {
 		return nil, err
 	}
 	m := &Manifest{
-		Format: ManifestFormat, Model: filepath.Base(opts.Model), Graph: g.Name, Target: opts.Target,
+		Format: ManifestFormat, Model: filepath.Base(opts.Model), Graph: g.Name, Target: opts.Target.Key(),
 		Library: LibraryFile, Header: HeaderFile, Source: SourceFile,
 		Weights: WeightsInfo{
 			File: WeightsFile, Bytes: int64(len(p.weights.payload)), Checksum: fmt.Sprintf("%016x", checksum(p.weights.payload)),
@@ -131,11 +131,7 @@ func Build(ctx context.Context, g *graph.Graph, plan *partition.Plan, dir string
 			return nil, err
 		}
 	}
-	b := opts.Builder
-	if b == nil {
-		b = &measure.Builder{Timeout: LibraryTimeout}
-	}
-	built := b.Build(ctx, []measure.Source{{Code: f.Source}})[0]
+	built := opts.Target.Host.Build(ctx, []measure.Source{{Code: f.Source}})[0]
 	if built.Kind != measure.None {
 		return nil, fmt.Errorf("build: compiling %s: %s: %s", filepath.Join(dir, SourceFile), built.Kind, built.Msg)
 	}

@@ -21,6 +21,7 @@ import (
 	"tessera/records"
 	"tessera/schedule"
 	"tessera/sketch"
+	"tessera/target"
 )
 
 // The tests build real models (the generated architectures at small input
@@ -144,7 +145,7 @@ func TestGeneratedModels(t *testing.T) {
 			}
 			p := prepare(t, g)
 			var warn bytes.Buffer
-			m := buildRunCheck(t, p, t.TempDir(), Options{Records: emptyRecords{}, Target: "cpu test", Model: c.name, Warn: &warn})
+			m := buildRunCheck(t, p, t.TempDir(), Options{Records: emptyRecords{}, Target: testTarget("cpu test", nil), Model: c.name, Warn: &warn})
 			if n := strings.Count(warn.String(), "using the default schedule"); n != len(p.plan.Tasks) {
 				t.Errorf("%d warnings for %d tasks without records:\n%s", n, len(p.plan.Tasks), warn.String())
 			}
@@ -164,8 +165,17 @@ func (emptyRecords) Best(string, string) (records.Record, bool, error) {
 	return records.Record{}, false, nil
 }
 
-// target is the target key of the hand-made records.
-const target = "cpu threads=1 | test"
+// recordsKey is the target key of the hand-made records.
+const recordsKey = "cpu threads=1 | test"
+
+// testTarget is the cpu target with the given key (the derived one when
+// empty) and builder (one with LibraryTimeout when nil).
+func testTarget(key string, b *measure.Builder) *target.Target {
+	if b == nil {
+		b = &measure.Builder{Timeout: LibraryTimeout}
+	}
+	return target.CPU(target.CPUConfig{Builder: b, Key: key})
+}
 
 // handMadeRecords fills a new records database with a few sampled
 // schedules per task (seeded differently from the default schedule), each
@@ -196,7 +206,7 @@ func handMadeRecords(t *testing.T, p prepared) (*records.Store, map[string]strin
 				continue
 			}
 			cost := 1e-3 * (1 + rng.Float64())
-			r, err := records.New(task.Key, target, st.Steps, measure.Result{Costs: []float64{cost}}, "test")
+			r, err := records.New(task.Key, recordsKey, st.Steps, measure.Result{Costs: []float64{cost}}, "test")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,7 +234,7 @@ func TestBuildFromRecords(t *testing.T) {
 			p := prepare(t, g)
 			store, best := handMadeRecords(t, p)
 			var warn bytes.Buffer
-			m := buildRunCheck(t, p, t.TempDir(), Options{Records: store, Target: target, Model: c.name, Warn: &warn})
+			m := buildRunCheck(t, p, t.TempDir(), Options{Records: store, Target: testTarget(recordsKey, nil), Model: c.name, Warn: &warn})
 			if warn.Len() > 0 {
 				t.Errorf("warnings with every task tuned:\n%s", warn.String())
 			}
@@ -262,7 +272,7 @@ func TestDeterministic(t *testing.T) {
 	var dirs [2]string
 	for i := range dirs {
 		dirs[i] = t.TempDir()
-		opts := Options{Records: half, Target: target, Model: "tiny.onnx", Builder: &measure.Builder{CacheDir: t.TempDir()}}
+		opts := Options{Records: half, Target: testTarget(recordsKey, &measure.Builder{CacheDir: t.TempDir(), Timeout: LibraryTimeout}), Model: "tiny.onnx"}
 		if _, err := Build(context.Background(), p.g, p.plan, dirs[i], opts); err != nil {
 			t.Fatal(err)
 		}
@@ -306,7 +316,7 @@ func TestRecordThatDoesNotApply(t *testing.T) {
 	p := prepare(t, g)
 	bad := badRecords{key: p.plan.Tasks[0].Key}
 	var warn bytes.Buffer
-	m := buildRunCheck(t, p, t.TempDir(), Options{Records: bad, Target: "x", Warn: &warn})
+	m := buildRunCheck(t, p, t.TempDir(), Options{Records: bad, Target: testTarget("x", nil), Warn: &warn})
 	if m.Tasks[0].Schedule != FromDefault || !strings.Contains(m.Tasks[0].Default.Why, "does not apply") ||
 		!strings.Contains(warn.String(), "task 0 (Conv+Relu") {
 		t.Errorf("task 0: %+v; warnings:\n%s", m.Tasks[0], warn.String())

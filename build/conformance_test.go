@@ -200,7 +200,7 @@ func runModelDataSet(t *testing.T, g *graph.Graph, set string, builder *measure.
 		break
 	}
 	dir := t.TempDir()
-	if _, err := Build(context.Background(), g, plan, dir, Options{Builder: builder, Model: "model.onnx"}); err != nil {
+	if _, err := Build(context.Background(), g, plan, dir, Options{Target: testTarget("", builder), Model: "model.onnx"}); err != nil {
 		return classify(err)
 	}
 	m, err := Open(dir)

@@ -27,7 +27,7 @@ func builtTiny(t *testing.T) (string, *Manifest) {
 	}
 	p := prepare(t, g)
 	dir := t.TempDir()
-	m, err := Build(context.Background(), p.g, p.plan, dir, Options{Model: "tiny.onnx"})
+	m, err := Build(context.Background(), p.g, p.plan, dir, Options{Target: testTarget("", nil), Model: "tiny.onnx"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"tessera/records"
 	"tessera/schedule"
 	"tessera/sketch"
+	"tessera/target"
 	"tessera/tir"
 )
 
@@ -41,7 +42,7 @@ func kernelName(i int) string { return fmt.Sprintf("tessera_kernel%d", i) }
 // scheduleTasks lowers every task of plan with its best record on target,
 // or with the default schedule; warn receives one line per task without a
 // usable record.
-func scheduleTasks(plan *partition.Plan, recs RecordSource, target string, warn func(format string, args ...any)) ([]kernel, error) {
+func scheduleTasks(plan *partition.Plan, recs RecordSource, tg *target.Target, warn func(format string, args ...any)) ([]kernel, error) {
 	out := make([]kernel, len(plan.Tasks))
 	for i, t := range plan.Tasks {
 		if err := checkGroups(t); err != nil {
@@ -52,12 +53,12 @@ func scheduleTasks(plan *partition.Plan, recs RecordSource, target string, warn 
 		}}
 		why := "no record for this target"
 		if recs != nil {
-			rec, ok, err := recs.Best(t.Key, target)
+			rec, ok, err := recs.Best(t.Key, tg.Key())
 			if err != nil {
 				return nil, err
 			}
 			if ok {
-				f, err := lowerRecord(t, rec, k.report.Kernel)
+				f, err := lowerRecord(tg, t, rec, k.report.Kernel)
 				if err == nil {
 					k.f = f
 					k.report.Schedule = FromRecord
@@ -70,7 +71,7 @@ func scheduleTasks(plan *partition.Plan, recs RecordSource, target string, warn 
 			why = "no records database"
 		}
 		if k.f == nil {
-			st, f, rule, err := defaultSchedule(t, k.report.Kernel)
+			st, f, rule, err := defaultSchedule(tg, t, k.report.Kernel)
 			if err != nil {
 				return nil, fmt.Errorf("build: task %d (%s): %w", i, t.Ops(), err)
 			}
@@ -108,8 +109,9 @@ func checkGroups(t *partition.Task) error {
 	return nil
 }
 
-// lowerRecord replays a record's steps on the task's DAG and lowers them.
-func lowerRecord(t *partition.Task, rec records.Record, name string) (*tir.PrimFunc, error) {
+// lowerRecord replays a record's steps on the task's DAG and lowers them
+// for the target.
+func lowerRecord(tg *target.Target, t *partition.Task, rec records.Record, name string) (*tir.PrimFunc, error) {
 	steps, err := rec.DecodeSteps()
 	if err != nil {
 		return nil, err
@@ -118,17 +120,18 @@ func lowerRecord(t *partition.Task, rec records.Record, name string) (*tir.PrimF
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
-	return schedule.Lower(st, name)
+	return tg.Lower(st, name)
 }
 
-// defaultSchedule returns the default state of a task (sketch.Default),
-// its kernel named name, and a description of how it was made.
-func defaultSchedule(t *partition.Task, name string) (*schedule.State, *tir.PrimFunc, string, error) {
-	st, rule, err := sketch.Default(schedule.NewState(t.DAG), sketch.CPUOptions())
+// defaultSchedule returns the default state of a task on the target
+// (sketch.Default), its kernel named name, and a description of how it
+// was made.
+func defaultSchedule(tg *target.Target, t *partition.Task, name string) (*schedule.State, *tir.PrimFunc, string, error) {
+	st, rule, err := sketch.Default(schedule.NewState(t.DAG), tg.Sketch)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	f, err := schedule.Lower(st, name)
+	f, err := tg.Lower(st, name)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("the default schedule does not lower: %w", err)
 	}

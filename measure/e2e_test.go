@@ -14,6 +14,7 @@ import (
 	"tessera/schedule"
 	"tessera/schedule/schedtest"
 	"tessera/sketch"
+	"tessera/target"
 	"tessera/te"
 	"tessera/tir"
 )
@@ -158,11 +159,7 @@ func TestMeasurerVerifies(t *testing.T) {
 		t.Fatal("no matmul example")
 	}
 	b := &measure.Builder{CacheDir: t.TempDir()}
-	m := &measure.Measurer{
-		Builder: b,
-		Runner:  &measure.Runner{Builder: b, Opts: measure.RunOptions{Threads: 1, Repeat: 2, MinRepeatMs: 1}},
-		Verify:  true,
-	}
+	m := target.CPU(target.CPUConfig{Threads: 1, Builder: b, Run: measure.RunOptions{Repeat: 2, MinRepeatMs: 1}}).Measurer(true)
 	defer m.Runner.Close()
 	s0 := schedule.NewState(d)
 	rng := rand.New(rand.NewPCG(9, 9))

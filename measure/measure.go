@@ -2,11 +2,11 @@ package measure
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
-	"tessera/codegen"
 	"tessera/schedule"
 	"tessera/te"
 )
@@ -19,16 +19,17 @@ type Input struct {
 	Cutoff time.Duration
 }
 
-// Measurer measures candidates end to end: lower → C → build → run →
-// (optionally) check against the reference evaluator.
+// Measurer measures candidates end to end: the target's lowering and code
+// generator (Generate) → build → run → (optionally) check against the
+// reference evaluator. A target (package target) assembles one.
 type Measurer struct {
-	Builder *Builder
-	Runner  *Runner
+	// Generate lowers and prints one candidate for the target.
+	Generate func(s *schedule.State) (Program, error)
+	Builder  Compiler
+	Runner   *Runner
 	// Verify compares every candidate's outputs with the reference
 	// evaluator on the same inputs; a mismatch is WrongResult.
 	Verify bool
-	// Codegen options for the C target.
-	Codegen codegen.COptions
 
 	mu    sync.Mutex
 	ref   map[*te.DAG]reference
@@ -101,14 +102,16 @@ func (m *Measurer) Measure(ctx context.Context, inputs []Input) []Result {
 	t0 := time.Now()
 	results := make([]Result, len(inputs))
 	srcs := make([]Source, 0, len(inputs))
+	progs := make([]Program, 0, len(inputs))
 	idx := make([]int, 0, len(inputs))
 	for i, in := range inputs {
-		code, err := m.source(in.State)
+		p, err := m.generate(in.State)
 		if err != nil {
 			results[i] = Result{Kind: CompileError, Msg: err.Error()}
 			continue
 		}
-		srcs = append(srcs, Source{Code: code})
+		srcs = append(srcs, Source{Code: p.Code})
+		progs = append(progs, p)
 		idx = append(idx, i)
 	}
 	t1 := time.Now()
@@ -129,7 +132,7 @@ func (m *Measurer) Measure(ctx context.Context, inputs []Input) []Result {
 			continue
 		}
 		d := inputs[i].State.DAG
-		job := Job{Lib: b.Path, Entry: kernelName, Args: Args(d), Cutoff: inputs[i].Cutoff}
+		job := Job{Lib: b.Path, Entry: progs[k].Entry, Launches: progs[k].Launches, Temps: progs[k].Temps, Args: Args(d), Cutoff: inputs[i].Cutoff}
 		if m.Verify {
 			job.Inputs = m.reference(d).inputs
 		} else {
@@ -158,18 +161,14 @@ func (m *Measurer) Measure(ctx context.Context, inputs []Input) []Result {
 	return results
 }
 
-const kernelName = "tessera_kernel"
+// KernelName is the name a Measurer's Generate gives a candidate's kernel.
+const KernelName = "tessera_kernel"
 
-func (m *Measurer) source(s *schedule.State) (string, error) {
-	f, err := schedule.Lower(s, kernelName)
-	if err != nil {
-		return "", err
+func (m *Measurer) generate(s *schedule.State) (Program, error) {
+	if m.Generate == nil {
+		return Program{}, errors.New("measure: Measurer.Generate is nil (a target makes the Measurer)")
 	}
-	code, err := codegen.C(f, m.Codegen)
-	if err != nil {
-		return "", fmt.Errorf("codegen: %w", err)
-	}
-	return code, nil
+	return m.Generate(s)
 }
 
 // check compares a run's outputs with the reference.

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"tessera/codegen"
 )
 
 // harnessSrc is the child program. It sits in a directory of its own because
@@ -82,6 +84,10 @@ type Job struct {
 	// Cutoff, when positive: a kernel whose first call lasts longer is
 	// timed by one more call only (Result.Costs has one entry).
 	Cutoff time.Duration
+	// Launches and Temps are a GPU program's kernels and device
+	// temporaries (Program); empty for a CPU kernel.
+	Launches []codegen.Launch
+	Temps    []int
 }
 
 func (j Job) validate() error {

@@ -28,6 +28,7 @@ import (
 	"tessera/measure"
 	"tessera/schedule"
 	"tessera/sketch"
+	"tessera/target"
 )
 
 // Options are the knobs of the evolutionary search; DefaultOptions gives
@@ -51,12 +52,13 @@ type Options struct {
 	// minCutoff) with one more call instead of the full protocol: it
 	// cannot be the best, and the model only needs to learn it is slow.
 	SlowCutoff float64
-	Sketch     sketch.Options
-	Mutations  []sketch.Mutation
+	// Target gives the sketch rules and annotation, the mutations and the
+	// lowering whose programs the cost model scores.
+	Target *target.Target
 }
 
-// DefaultOptions returns Ansor's defaults, with crossover added.
-func DefaultOptions() Options {
+// DefaultOptions returns Ansor's defaults on target t, with crossover added.
+func DefaultOptions(t *target.Target) Options {
 	return Options{
 		Population:      2048,
 		Generations:     4,
@@ -69,8 +71,7 @@ func DefaultOptions() Options {
 		Seed:            1,
 		MeasureDefault:  true,
 		SlowCutoff:      5,
-		Sketch:          sketch.CPUOptions(),
-		Mutations:       sketch.CPUMutations,
+		Target:          t,
 	}
 }
 
@@ -137,7 +138,10 @@ type Measurer interface {
 
 // NewPolicy generates the sketches of the task's DAG (its initial state s0).
 func NewPolicy(task string, s0 *schedule.State, opts Options, model CostModel, m Measurer) (*Policy, error) {
-	sk, err := sketch.Generate(s0, opts.Sketch)
+	if opts.Target == nil {
+		return nil, errors.New("search: Options.Target is nil")
+	}
+	sk, err := sketch.Generate(s0, opts.Target.Sketch)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +156,7 @@ func NewPolicy(task string, s0 *schedule.State, opts Options, model CostModel, m
 		feats:    map[string][][]float32{},
 	}
 	if opts.MeasureDefault {
-		if st, _, err := sketch.Default(s0, opts.Sketch); err == nil {
+		if st, _, err := sketch.Default(s0, opts.Target.Sketch); err == nil {
 			p.first = append(p.first, Candidate{State: st, Key: sketch.Key(st)})
 		}
 	}
@@ -261,7 +265,7 @@ func (p *Policy) RandomRound(ctx context.Context, n int) ([]Measured, error) {
 		if !ok || seen[c.Key] || p.measured[c.Key] {
 			continue
 		}
-		if c.Features = lowerFeatures(c.State); c.Features == nil {
+		if c.Features = p.lowerFeatures(c.State); c.Features == nil {
 			continue
 		}
 		seen[c.Key] = true
@@ -357,7 +361,7 @@ func (p *Policy) samples(n int) []Candidate {
 	parallel(n, func(i int) {
 		rng := rand.New(rand.NewPCG(seeds[i], uint64(i)))
 		sk := p.sketches[rng.IntN(len(p.sketches))]
-		if s, err := sketch.Sample(rng, sk, p.Opts.Sketch); err == nil {
+		if s, err := sketch.Sample(rng, sk, p.Opts.Target.Sketch); err == nil {
 			out[i] = Candidate{State: s, Key: sketch.Key(s)}
 		}
 	})
@@ -394,7 +398,7 @@ func parallel(n int, f func(i int)) {
 // sample draws a random complete state from a random sketch.
 func (p *Policy) sample() (Candidate, bool) {
 	sk := p.sketches[p.rng.IntN(len(p.sketches))]
-	s, err := sketch.Sample(p.rng, sk, p.Opts.Sketch)
+	s, err := sketch.Sample(p.rng, sk, p.Opts.Target.Sketch)
 	if err != nil {
 		return Candidate{}, false
 	}
@@ -454,7 +458,7 @@ func (p *Policy) evolve(pop []Candidate) []Candidate {
 			case j.op < p.Opts.CrossoverProb:
 				child, err = sketch.Crossover(rng, j.parent.State, j.other.State)
 			case j.op < p.Opts.CrossoverProb+p.Opts.MutationProb:
-				child, err = sketch.Mutate(rng, j.parent.State, p.Opts.Mutations, p.Opts.Sketch)
+				child, err = sketch.Mutate(rng, j.parent.State, p.Opts.Target.Mutations, p.Opts.Target.Sketch)
 			default:
 				child = j.parent.State
 			}
@@ -491,7 +495,7 @@ func (p *Policy) score(pop []Candidate) {
 	}
 	parallel(len(todo), func(k int) {
 		i := todo[k]
-		feats[i] = lowerFeatures(pop[i].State)
+		feats[i] = p.lowerFeatures(pop[i].State)
 	})
 	fresh := map[string][][]float32{}
 	for i := range pop {
@@ -512,13 +516,13 @@ func (p *Policy) features(c Candidate) [][]float32 {
 	if c.Features != nil {
 		return c.Features
 	}
-	return lowerFeatures(c.State)
+	return p.lowerFeatures(c.State)
 }
 
-// lowerFeatures lowers a state and extracts its program features; nil
-// when it does not lower.
-func lowerFeatures(s *schedule.State) [][]float32 {
-	f, err := schedule.Lower(s, "candidate")
+// lowerFeatures lowers a state for the target and extracts its program
+// features; nil when it does not lower.
+func (p *Policy) lowerFeatures(s *schedule.State) [][]float32 {
+	f, err := p.Opts.Target.Lower(s, "candidate")
 	if err != nil {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"tessera/measure"
 	"tessera/schedule"
 	"tessera/sketch"
+	"tessera/target"
 	"tessera/te"
 )
 
@@ -38,9 +39,9 @@ func (m *randomModel) Update(task string, ps [][][]float32, costs []float64) err
 func TestPolicyRounds(t *testing.T) {
 	d := te.ExampleDAGs()["matmul_bias_relu"]
 	b := &measure.Builder{CacheDir: t.TempDir()}
-	m := &measure.Measurer{Builder: b, Runner: &measure.Runner{Builder: b, Opts: measure.RunOptions{Threads: 1, Repeat: 1, MinRepeatMs: 1}}, Verify: true}
+	m := target.CPU(target.CPUConfig{Threads: 1, Builder: b, Run: measure.RunOptions{Repeat: 1, MinRepeatMs: 1}}).Measurer(true)
 	defer m.Runner.Close()
-	opts := DefaultOptions()
+	opts := DefaultOptions(testTarget())
 	opts.Population, opts.Generations = 64, 2
 	model := &randomModel{rng: rand.New(rand.NewPCG(1, 1))}
 	p, err := NewPolicy(d.WorkloadKey(), schedule.NewState(d), opts, model, m)
@@ -80,7 +81,7 @@ func TestPolicyRounds(t *testing.T) {
 func TestProposeIsDeterministic(t *testing.T) {
 	d := te.ExampleDAGs()["matmul_bias_relu"]
 	propose := func() []string {
-		opts := DefaultOptions()
+		opts := DefaultOptions(testTarget())
 		opts.Population, opts.Generations, opts.Seed = 128, 3, 7
 		// A model that scores by a hash of the features, the same every run.
 		p, err := NewPolicy(d.WorkloadKey(), schedule.NewState(d), opts, featureModel{}, nil)
@@ -132,11 +133,11 @@ func (featureModel) Update(string, [][][]float32, []float64) error { return nil 
 // it again.
 func TestFirstRoundMeasuresDefault(t *testing.T) {
 	d := te.ExampleDAGs()["matmul_bias_relu"]
-	def, _, err := sketch.Default(schedule.NewState(d), sketch.CPUOptions())
+	def, _, err := sketch.Default(schedule.NewState(d), testTarget().Sketch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := DefaultOptions()
+	opts := DefaultOptions(testTarget())
 	opts.Population, opts.Generations = 64, 1
 	p, err := NewPolicy(d.WorkloadKey(), schedule.NewState(d), opts, featureModel{}, nil)
 	if err != nil {
@@ -194,7 +195,7 @@ func TestSlowCutoff(t *testing.T) {
 		{"off", 0.004, 0, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := DefaultOptions()
+			opts := DefaultOptions(testTarget())
 			opts.Population, opts.Generations = 64, 1
 			opts.SlowCutoff = tt.factor
 			m := &cutoffMeasurer{cost: tt.cost}
@@ -219,3 +220,6 @@ func TestSlowCutoff(t *testing.T) {
 		})
 	}
 }
+
+// testTarget is the cpu target of the tests: one thread.
+func testTarget() *target.Target { return target.CPU(target.CPUConfig{Threads: 1}) }

@@ -15,7 +15,7 @@ func BenchmarkLowerFeatures(b *testing.B) {
 	bb := te.Placeholder("B", 512, 512)
 	c, _ := te.MatMul("C", a, bb)
 	d, _ := te.NewDAG(c)
-	opts := DefaultOptions()
+	opts := DefaultOptions(testTarget())
 	opts.Population = 512
 	model := &randomModel{rng: rand.New(rand.NewPCG(1, 1))}
 	p, _ := NewPolicy("k", schedule.NewState(d), opts, model, nil)
@@ -23,7 +23,7 @@ func BenchmarkLowerFeatures(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for _, c := range pop {
-			lowerFeatures(c.State)
+			p.lowerFeatures(c.State)
 		}
 	}
 }

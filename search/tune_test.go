@@ -7,6 +7,7 @@ import (
 
 	"tessera/measure"
 	"tessera/schedule"
+	"tessera/target"
 	"tessera/te"
 )
 
@@ -31,9 +32,9 @@ func TestTuneAndResume(t *testing.T) {
 		tasks = append(tasks, Task{Key: d.WorkloadKey(), DAG: d, Weight: 2})
 	}
 	b := &measure.Builder{CacheDir: t.TempDir()}
-	m := &measure.Measurer{Builder: b, Runner: &measure.Runner{Builder: b, Opts: measure.RunOptions{Threads: 1, Repeat: 1, MinRepeatMs: 1}}, Verify: true}
+	m := target.CPU(target.CPUConfig{Threads: 1, Builder: b, Run: measure.RunOptions{Repeat: 1, MinRepeatMs: 1}}).Measurer(true)
 	defer m.Runner.Close()
-	opts := TuneOptions{Trials: 20, PerRound: 5, Search: DefaultOptions(), Scheduler: DefaultSchedulerOptions()}
+	opts := TuneOptions{Trials: 20, PerRound: 5, Search: DefaultOptions(testTarget()), Scheduler: DefaultSchedulerOptions()}
 	opts.Search.Population, opts.Search.Generations = 48, 1
 	rounds := 0
 	opts.Progress = func(p Progress) { rounds++ }

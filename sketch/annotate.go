@@ -7,21 +7,35 @@ import (
 	"tessera/schedule"
 )
 
-// Sample fills a sketch at random, in Ansor's CPU order: tile sizes,
-// compute locations of the stages no rule placed, parallel outer loops,
-// auto-unroll, vectorized inner loops. The result is complete; it usually
-// lowers, and the caller drops the few that do not.
+// Annotator is one step of random annotation: it fills in a decision of a
+// sketch whose tile sizes are filled. tiled holds the stages a sketch rule
+// split (annotation does not move them).
+type Annotator struct {
+	Name  string
+	Apply func(rng *rand.Rand, s *schedule.State, tiled map[int]bool, opts Options) (*schedule.State, error)
+}
+
+// cpuAnnotators is Ansor's CPU order: compute locations of the stages no
+// rule placed, parallel outer loops, auto-unroll, vectorized inner loops.
+var cpuAnnotators = []Annotator{
+	{"change_compute_location", changeComputeLocation},
+	{"parallel", annotateParallel},
+	{"unroll", annotateUnroll},
+	{"vectorize", annotateVectorize},
+}
+
+// Sample fills a sketch at random: tile sizes, then the annotators of
+// opts in order. The result is complete; it usually lowers, and the caller
+// drops the few that do not.
 func Sample(rng *rand.Rand, sketch *schedule.State, opts Options) (*schedule.State, error) {
 	s, err := fillTileSizes(rng, sketch, opts)
 	if err != nil {
 		return nil, err
 	}
 	tiled := tiledStages(s)
-	for _, f := range []func(*rand.Rand, *schedule.State, map[int]bool, Options) (*schedule.State, error){
-		changeComputeLocation, annotateParallel, annotateUnroll, annotateVectorize,
-	} {
-		if s, err = f(rng, s, tiled, opts); err != nil {
-			return nil, err
+	for _, a := range opts.Annotators {
+		if s, err = a.Apply(rng, s, tiled, opts); err != nil {
+			return nil, fmt.Errorf("sketch: annotate %s: %w", a.Name, err)
 		}
 	}
 	return s, nil

@@ -11,7 +11,7 @@ import (
 )
 
 // Default schedules. A task without a record gets the first sketch of the
-// CPU rules (the multi-level tiling sketch where one applies) with its tile
+// target's rules (the multi-level tiling sketch where one applies) with its tile
 // sizes chosen by a rule rather than at random (fillTiles), then annotated
 // by Sample: parallel outer loops, vectorized inner loops. Random
 // tile sizes make kernels slower than the naive loop nest far too often
@@ -21,9 +21,10 @@ import (
 // remaining random choice of Sample (where a stage no rule placed is
 // computed) comes from a fixed seed; the first of defaultAttempts seeds
 // whose state lowers wins, and the naive schedule (no steps, every stage
-// at the root) is the last resort. Everything here is deterministic: the
-// same DAG gets the same schedule on the same machine (the core count is
-// a sketch option).
+// at the root) is the last resort; "lowers" means the target's lowering
+// (Options.Lower) accepts it. Everything here is deterministic: the same
+// DAG gets the same schedule on the same machine (the core count is a
+// sketch option).
 const (
 	defaultSeed     = 0x7e55e7a
 	defaultAttempts = 8
@@ -45,12 +46,12 @@ func Default(s0 *schedule.State, opts Options) (*schedule.State, string, error) 
 			if err != nil {
 				continue
 			}
-			if _, err := schedule.Lower(st, "default"); err == nil {
+			if _, err := opts.lower(st, "default"); err == nil {
 				return st, fmt.Sprintf("first sketch, rule tiles, sample %d of seed %#x", a, defaultSeed), nil
 			}
 		}
 	}
-	if _, err := schedule.Lower(s0, "default"); err != nil {
+	if _, err := opts.lower(s0, "default"); err != nil {
 		return nil, "", fmt.Errorf("no schedule lowers, not even the naive one: %w", err)
 	}
 	return s0, "naive (the first sketch does not lower)", nil

@@ -16,11 +16,13 @@
 package sketch
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
 
 	"tessera/schedule"
+	"tessera/tir"
 )
 
 // Cond is a rule's answer for a stage.
@@ -46,8 +48,16 @@ type Rule interface {
 	Apply(g *generator, s *schedule.State, stage int) ([]next, error)
 }
 
-// Options parameterize sketch generation and annotation for a target.
+// Options parameterize sketch generation and annotation for a target. A
+// target (package target) makes them; CPUOptions gives the CPU's.
 type Options struct {
+	// Rules are the sketch rules, in the order Generate asks them.
+	Rules []Rule
+	// Annotators fill a sketch, in order, after its tile sizes (Sample).
+	Annotators []Annotator
+	// Lower is the target's lowering: Default keeps the first state it
+	// accepts.
+	Lower func(s *schedule.State, name string) (*tir.PrimFunc, error)
 	// Cores is the number of cores parallel loops should feed.
 	Cores int
 	// TileStructure is the multi-level tiling structure: S a level of
@@ -66,9 +76,12 @@ type Options struct {
 	UnrollSteps []int
 }
 
-// CPUOptions returns Ansor's CPU defaults for this machine.
+// CPUOptions returns Ansor's CPU rules and defaults for this machine.
 func CPUOptions() Options {
 	return Options{
+		Rules:             cpuRules,
+		Annotators:        cpuAnnotators,
+		Lower:             schedule.Lower,
 		Cores:             runtime.NumCPU(),
 		TileStructure:     "SSRSRS",
 		FusionLevels:      []int{1, 2},
@@ -84,15 +97,15 @@ type generator struct {
 }
 
 // Generate returns the sketches of the DAG of s0 (its initial state),
-// in a deterministic order, using the CPU rule list.
+// in a deterministic order, using the rule list of opts.
 func Generate(s0 *schedule.State, opts Options) ([]*schedule.State, error) {
-	return generate(s0, opts, cpuRules)
-}
-
-func generate(s0 *schedule.State, opts Options, rules []Rule) ([]*schedule.State, error) {
+	if len(opts.Rules) == 0 {
+		return nil, errNoRules
+	}
 	if err := checkStructure(opts.TileStructure); err != nil {
 		return nil, err
 	}
+	rules := opts.Rules
 	g := &generator{opts: opts}
 	work := []next{{s0, len(s0.Stages) - 1}}
 	var out []*schedule.State
@@ -129,6 +142,18 @@ func generate(s0 *schedule.State, opts Options, rules []Rule) ([]*schedule.State
 		}
 	}
 	return out, nil
+}
+
+// errNoRules is returned by Generate when the options name no rule: the
+// options were not made by a target.
+var errNoRules = errors.New("sketch: Options.Rules is empty (options must come from a target, e.g. CPUOptions)")
+
+// lower is opts.Lower, or an error when the options name no lowering.
+func (opts Options) lower(s *schedule.State, name string) (*tir.PrimFunc, error) {
+	if opts.Lower == nil {
+		return nil, errors.New("sketch: Options.Lower is nil (options must come from a target, e.g. CPUOptions)")
+	}
+	return opts.Lower(s, name)
 }
 
 func checkStructure(s string) error {

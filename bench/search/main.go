@@ -42,6 +42,7 @@ import (
 	"tessera/records"
 	"tessera/schedule"
 	"tessera/search"
+	"tessera/target"
 	"tessera/te"
 )
 
@@ -149,14 +150,8 @@ func extend(c curve, ms []search.Measured) curve {
 	return c
 }
 
-func newMeasurer(threads int) *measure.Measurer {
-	b := &measure.Builder{}
-	return &measure.Measurer{
-		Builder: b,
-		Runner:  &measure.Runner{Builder: b, Opts: measure.SearchRunOptions(threads)},
-		Verify:  true,
-	}
-}
+// cpuTarget is the cpu target with threads per kernel.
+func cpuTarget(threads int) *target.Target { return target.CPU(target.CPUConfig{Threads: threads}) }
 
 // result of both searches on one workload.
 type result struct {
@@ -167,15 +162,16 @@ type result struct {
 }
 
 func searchBoth(ctx context.Context, wl workload, trials, batch, threads int, seed uint64) (*result, error) {
-	m := newMeasurer(threads)
-	defer m.Runner.Close()
-	opts := search.DefaultOptions()
+	tg := cpuTarget(threads)
+	defer tg.Close()
+	m := tg.Measurer(true)
+	opts := search.DefaultOptions(tg)
 	opts.Seed = seed
 	// The guided search starts from nothing but the sketches, as the
 	// random one does: no rule-made default schedule in its first batch.
 	opts.MeasureDefault = false
 	res := &result{data: &costmodel.Dataset{}}
-	target := m.Builder.TargetKey("cpu", threads)
+	targetKey := tg.Key()
 	key := wl.dag.WorkloadKey()
 
 	// Random search: fresh samples, no model.
@@ -188,7 +184,7 @@ func searchBoth(ctx context.Context, wl workload, trials, batch, threads int, se
 		if err != nil {
 			return nil, err
 		}
-		if err := logBatch(wl, "random", target, ms); err != nil {
+		if err := logBatch(wl, "random", targetKey, ms); err != nil {
 			return nil, err
 		}
 		res.random = extend(res.random, ms)
@@ -208,7 +204,7 @@ func searchBoth(ctx context.Context, wl workload, trials, batch, threads int, se
 		if err != nil {
 			return nil, err
 		}
-		if err := logBatch(wl, "guided", target, ms); err != nil {
+		if err := logBatch(wl, "guided", targetKey, ms); err != nil {
 			return nil, err
 		}
 		res.guided = extend(res.guided, ms)
@@ -217,7 +213,7 @@ func searchBoth(ctx context.Context, wl workload, trials, batch, threads int, se
 	res.guidedPolicy = gp
 	for _, p := range []*search.Policy{rp, gp} {
 		for _, h := range p.History() {
-			f, err := schedule.Lower(h.State, "k")
+			f, err := tg.Lower(h.State, "k")
 			if err != nil {
 				continue
 			}
@@ -339,7 +335,7 @@ func pairwise(data *costmodel.Dataset, seed uint64) (ours, xgb float64, err erro
 // roundSeconds returns the median wall time of three search rounds
 // (Propose: population × generations, features and predictions).
 func roundSeconds(d *te.DAG, model *search.GBDTModel, seed uint64) (float64, error) {
-	opts := search.DefaultOptions()
+	opts := search.DefaultOptions(cpuTarget(0))
 	opts.Seed = seed + 1
 	p, err := search.NewPolicy(d.WorkloadKey(), schedule.NewState(d), opts, model, nil)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"tessera/costmodel"
 	"tessera/records"
 	"tessera/schedule"
+	"tessera/target"
 	"tessera/te"
 )
 
@@ -278,9 +279,10 @@ func (d *datasetFlags) load() (*costmodel.Dataset, datasetReport, error) {
 	return data, rep, nil
 }
 
-// extractRecords replays each record on its task's DAG, lowers it and
-// extracts its features, on all CPUs; a record whose steps no longer apply
-// or lower gets nil.
+// extractRecords replays each record on its task's DAG, lowers it for the
+// target it was measured on and extracts its features, on all CPUs; a
+// record whose steps no longer apply or lower, or of an unknown target,
+// gets nil.
 func extractRecords(recs []records.Record, dags map[string]*te.DAG) [][][]float32 {
 	initial := map[string]*schedule.State{}
 	for key, dag := range dags {
@@ -296,7 +298,11 @@ func extractRecords(recs []records.Record, dags map[string]*te.DAG) [][][]float3
 				if err != nil {
 					continue
 				}
-				if f, err := schedule.Lower(st, "k"); err == nil {
+				lower, err := target.LowerOf(recs[i].Target)
+				if err != nil {
+					continue
+				}
+				if f, err := lower(st, "k"); err == nil {
 					out[i] = costmodel.Extract(f)
 					if out[i] == nil {
 						out[i] = [][]float32{} // a program without stores still counts

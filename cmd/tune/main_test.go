@@ -91,7 +91,7 @@ func TestRun(t *testing.T) {
 		{"unknown flag", []string{"inspect", tiny, "--nope"}, 1, nil, []string{"flag provided but not defined"}},
 		{"unknown command", []string{"inspekt", tiny}, 1, nil, []string{`unknown command "inspekt"`}},
 		{"tuning with a bad budget", []string{tiny, "--trials", "-1"}, 1, nil, []string{"must be positive"}},
-		{"tuning another target", []string{tiny, "--target", "cuda"}, 1, nil, []string{`target "cuda" is not supported yet`}},
+		{"tuning another target", []string{tiny, "--target", "cuda"}, 1, nil, []string{`--target "cuda": unknown target`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

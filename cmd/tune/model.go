@@ -22,6 +22,7 @@ import (
 	"tessera/measure"
 	"tessera/partition"
 	"tessera/records"
+	"tessera/target"
 )
 
 // The model commands: build a model from the records, run it, time it.
@@ -41,7 +42,7 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	db := fs.String("db", "tuning.db", "records database `FILE` (from tune)")
 	noRecords := fs.Bool("no-records", false, "use no records: every task gets the default schedule")
 	out := fs.String("o", "", "output `DIR` (created; required)")
-	target := fs.String("target", "cpu", "target to build for (cpu)")
+	targetName := fs.String("target", "cpu", "target to build for: "+strings.Join(target.Names, ", "))
 	threads := fs.Int("threads", runtime.NumCPU(), "use the records measured with `N` threads (the --threads of tune)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: tune build model.onnx [--db FILE | --no-records] -o DIR [flags]\n\n"+
@@ -58,14 +59,15 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "tune build: want one model file and -o DIR (run 'tune build -h')")
 		return errUsage
 	}
-	if *target != "cpu" {
-		return fmt.Errorf("target %q is not supported yet (cpu is)", *target)
-	}
 	if *threads <= 0 {
 		return errors.New("--threads must be positive")
 	}
-	builder := &measure.Builder{Timeout: build.LibraryTimeout}
-	opts := build.Options{Target: builder.TargetKey(*target, *threads), Builder: builder, Model: pos[0], Warn: stderr}
+	tg, err := newTarget(*targetName, *threads, measure.RunOptions{}, &measure.Builder{Timeout: build.LibraryTimeout})
+	if err != nil {
+		return err
+	}
+	defer tg.Close()
+	opts := build.Options{Target: tg, Model: pos[0], Warn: stderr}
 	if !*noRecords {
 		// records.Open would create a missing database; a missing one is
 		// a mistake here.

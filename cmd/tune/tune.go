@@ -25,6 +25,7 @@ import (
 	"tessera/records"
 	"tessera/schedule"
 	"tessera/search"
+	"tessera/target"
 )
 
 // defaultTrials is the measurement budget when --trials is not given:
@@ -44,7 +45,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	var mf modelFlags
 	mf.register(fs)
 	trials := fs.Int("trials", defaultTrials, "measurements across all tasks, earlier runs of the same target included")
-	target := fs.String("target", "cpu", "target to tune for (cpu)")
+	targetName := fs.String("target", "cpu", "target to tune for: "+strings.Join(target.Names, ", "))
 	db := fs.String("db", "tuning.db", "records database `FILE`")
 	threads := fs.Int("threads", runtime.NumCPU(), "threads of every measured kernel")
 	seed := fs.Uint64("seed", 1, "random seed of the search")
@@ -66,10 +67,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "tune: want exactly one model file (run 'tune -h')")
 		return errUsage
 	}
-	switch {
-	case *target != "cpu":
-		return fmt.Errorf("target %q is not supported yet (cpu is)", *target)
-	case *trials < 0 || *perRound <= 0 || *threads <= 0:
+	if *trials < 0 || *perRound <= 0 || *threads <= 0 {
 		return errors.New("--trials, --per-round and --threads must be positive")
 	}
 	if err := search.CheckStrategy(*strategy); err != nil {
@@ -89,14 +87,13 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		tasks[i] = search.Task{Key: t.Key, DAG: t.DAG, Weight: t.Weight}
 	}
 
-	builder := &measure.Builder{}
-	measurer := &measure.Measurer{
-		Builder: builder,
-		Runner:  &measure.Runner{Builder: builder, Opts: runOptions(*threads, *timeout)},
-		Verify:  *verify,
+	tg, err := newTarget(*targetName, *threads, runOptions(*threads, *timeout), &measure.Builder{})
+	if err != nil {
+		return err
 	}
-	defer measurer.Runner.Close()
-	targetKey := builder.TargetKey(*target, *threads)
+	defer tg.Close()
+	measurer := tg.Measurer(*verify)
+	targetKey := tg.Key()
 
 	store, err := records.Open(*db)
 	if err != nil {
@@ -112,7 +109,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	params := costmodel.DefaultParams()
 	params.Seed = *seed
 	model := search.NewGBDTModel(params)
-	prior, err := loadPrior(store, tasks, targetKey, model)
+	prior, err := loadPrior(store, tasks, tg, model)
 	if err != nil {
 		return err
 	}
@@ -139,7 +136,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	}
 	todo := max(*trials-done, 0)
 	fmt.Fprintf(stdout, "tuning %s: %d tasks, %d trials (%d from earlier runs, %d to go), target %s, records in %s\n",
-		pos[0], len(tasks), *trials, done, todo, *target, *db)
+		pos[0], len(tasks), *trials, done, todo, tg.Name, *db)
 	// A progress bar on a terminal; one line per committed round in logs.
 	var bar *progressbar.ProgressBar
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
@@ -156,7 +153,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	opts := search.TuneOptions{
 		Trials:    todo,
 		PerRound:  *perRound,
-		Search:    search.DefaultOptions(),
+		Search:    search.DefaultOptions(tg),
 		Scheduler: search.DefaultSchedulerOptions(),
 	}
 	opts.Search.Seed = *seed
@@ -205,12 +202,13 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// loadPrior replays the records of earlier runs: the states they measured
-// (never measured again) and their features for the cost model.
-func loadPrior(store *records.Store, tasks []search.Task, target string, model *search.GBDTModel) (map[string][]search.Measured, error) {
+// loadPrior replays the records of earlier runs on the target: the states
+// they measured (never measured again) and their features for the cost
+// model.
+func loadPrior(store *records.Store, tasks []search.Task, tg *target.Target, model *search.GBDTModel) (map[string][]search.Measured, error) {
 	prior := map[string][]search.Measured{}
 	for _, t := range tasks {
-		recs, err := store.Records(t.Key, target)
+		recs, err := store.Records(t.Key, tg.Key())
 		if err != nil {
 			return nil, err
 		}
@@ -226,7 +224,7 @@ func loadPrior(store *records.Store, tasks []search.Task, target string, model *
 			}
 			m := search.Measured{State: st, Result: measure.Result{Costs: r.Costs, Kind: kind, Msg: r.Msg}}
 			prior[t.Key] = append(prior[t.Key], m)
-			if f, err := schedule.Lower(st, "k"); err == nil {
+			if f, err := tg.Lower(st, "k"); err == nil {
 				cost := math.Inf(1)
 				if kind == measure.None {
 					cost = r.Cost()

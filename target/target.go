@@ -1,0 +1,121 @@
+// Package target says what differs between the machines Tessera tunes and
+// builds for. A *Target bundles all of it: the sketch rules, the annotation
+// order and the device's limits (Sketch), the mutations and their weights,
+// the lowering, the code printer, the builder and runner that measure a
+// candidate, the host compiler of built models, and the key under which
+// records are stored. search, build and cmd/tune are given a *Target and
+// never pick a target by themselves; CPU makes the one for this machine's
+// processor.
+//
+// The package sits between measure and search: it assembles sketch,
+// schedule, codegen and measure into one value, and everything above takes
+// that value.
+package target
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"tessera/measure"
+	"tessera/schedule"
+	"tessera/sketch"
+	"tessera/tir"
+)
+
+// Target is one target: what sketch, lowering, code generation, measurement
+// and records need to know of it. Construct it with CPU; the fields must
+// not change once it is in use. Close releases the runner's files.
+type Target struct {
+	// Name is the target's name on the command line: "cpu".
+	Name string
+	// Sketch are the sketch rules, the annotators and the limits.
+	Sketch sketch.Options
+	// Mutations are the search's mutations with their weights.
+	Mutations []sketch.Mutation
+	// Builder compiles candidates.
+	Builder measure.Compiler
+	// Runner times candidates.
+	Runner *measure.Runner
+	// Host is the C compiler of host programs and built model libraries
+	// (for the cpu target, the candidates' compiler too).
+	Host *measure.Builder
+
+	lower  func(s *schedule.State, name string) (*tir.PrimFunc, error)
+	module func(fs []*tir.PrimFunc) (measure.Program, error)
+	key    func() string
+}
+
+// Key is the target key of the records measured on this target: records
+// are stored under it and looked up by it, so a record measured on another
+// machine, device, driver, compiler or thread count is never taken as
+// measured here.
+func (t *Target) Key() string { return t.key() }
+
+// Lower turns a complete state into the kernel function name: the target's
+// lowering, with its checks (a state the target cannot run is an error).
+func (t *Target) Lower(s *schedule.State, name string) (*tir.PrimFunc, error) {
+	return t.lower(s, name)
+}
+
+// Module prints lowered kernels as one translation unit, with what is
+// needed to call each (for a GPU, its launches).
+func (t *Target) Module(fs []*tir.PrimFunc) (measure.Program, error) {
+	return t.module(fs)
+}
+
+// Generate lowers and prints one candidate as measure.KernelName; it is the
+// Measurer's Generate.
+func (t *Target) Generate(s *schedule.State) (measure.Program, error) {
+	f, err := t.lower(s, measure.KernelName)
+	if err != nil {
+		return measure.Program{}, err
+	}
+	p, err := t.module([]*tir.PrimFunc{f})
+	if err != nil {
+		return measure.Program{}, fmt.Errorf("codegen: %w", err)
+	}
+	if p.Entry == "" && len(p.Launches) == 0 {
+		p.Entry = measure.KernelName
+	}
+	return p, nil
+}
+
+// Measurer returns a Measurer of this target's builder and runner; with
+// verify, every candidate's outputs are checked against the reference
+// evaluator.
+func (t *Target) Measurer(verify bool) *measure.Measurer {
+	return &measure.Measurer{Generate: t.Generate, Builder: t.Builder, Runner: t.Runner, Verify: verify}
+}
+
+// Close removes the runner's data files.
+func (t *Target) Close() error {
+	if t.Runner == nil {
+		return nil
+	}
+	return t.Runner.Close()
+}
+
+// ErrUnknown is returned by New for a target name it does not know.
+var ErrUnknown = errors.New("unknown target")
+
+// Names are the target names New knows.
+var Names = []string{"cpu"}
+
+// NameOf returns the target name a target key starts with ("cpu" of
+// "cpu threads=2 | cc ...").
+func NameOf(key string) string {
+	name, _, _ := strings.Cut(strings.TrimSpace(key), " ")
+	return name
+}
+
+// LowerOf returns the lowering of the target a records key names, for
+// reading records back (features of measured states) without the device
+// they were measured on.
+func LowerOf(key string) (func(s *schedule.State, name string) (*tir.PrimFunc, error), error) {
+	switch NameOf(key) {
+	case "cpu":
+		return schedule.Lower, nil
+	}
+	return nil, fmt.Errorf("target key %q: %w", key, ErrUnknown)
+}

@@ -1,0 +1,44 @@
+package target_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"tessera/measure"
+	"tessera/schedule"
+	"tessera/target"
+	"tessera/te"
+)
+
+// TestCPU checks the cpu target's pieces fit: its key names the threads
+// and the compiler, its sketches lower with its lowering, and its Measurer
+// builds, runs and verifies the default schedule.
+func TestCPU(t *testing.T) {
+	b := &measure.Builder{CacheDir: t.TempDir()}
+	tg := target.CPU(target.CPUConfig{Threads: 1, Builder: b, Run: measure.RunOptions{Repeat: 1, MinRepeatMs: 1}})
+	defer tg.Close()
+	if k := tg.Key(); !strings.HasPrefix(k, "cpu threads=1 | ") || target.NameOf(k) != "cpu" {
+		t.Errorf("key %q", k)
+	}
+	if _, err := target.LowerOf(tg.Key()); err != nil {
+		t.Error(err)
+	}
+	if _, err := target.LowerOf("tpu v9"); err == nil {
+		t.Error("LowerOf an unknown target: no error")
+	}
+	d := te.ExampleDAGs()["matmul_bias_relu"]
+	s0 := schedule.NewState(d)
+	sk, err := tg.Sketch.Lower(s0, "k")
+	if err != nil || sk == nil {
+		t.Fatal(err)
+	}
+	p, err := tg.Generate(s0)
+	if err != nil || p.Entry != measure.KernelName || !strings.Contains(p.Code, measure.KernelName) {
+		t.Fatalf("generate: %v, entry %q", err, p.Entry)
+	}
+	res := tg.Measurer(true).Measure(context.Background(), []measure.Input{{State: s0}})
+	if res[0].Kind != measure.None {
+		t.Errorf("naive schedule: %v: %s", res[0].Kind, res[0].Msg)
+	}
+}
