@@ -9,6 +9,7 @@ import (
 	"tessera/codegen"
 	"tessera/schedule"
 	"tessera/te"
+	"tessera/tir"
 )
 
 // Input is one candidate: a complete schedule of a task's DAG.
@@ -73,6 +74,18 @@ func Args(d *te.DAG) []Arg {
 	return args
 }
 
+// FuncArgs returns the kernel arguments of a lowered function: its
+// parameters in order, the last outputs of them written by the kernel.
+// A parameter that holds a repacked constant (tir.Buffer.Packed) has its
+// packed size.
+func FuncArgs(f *tir.PrimFunc, outputs int) []Arg {
+	args := make([]Arg, len(f.Params))
+	for i, p := range f.Params {
+		args[i] = Arg{Name: p.Name, Size: p.Size(), Output: i >= len(f.Params)-outputs}
+	}
+	return args
+}
+
 // Tolerance returns the tolerance for comparing a DAG's outputs with the
 // reference evaluator's (see te.DAG.Tolerance).
 func Tolerance(d *te.DAG) float64 { return d.Tolerance() }
@@ -102,12 +115,14 @@ func (m *Measurer) Measure(ctx context.Context, inputs []Input) []Result {
 	results := make([]Result, len(inputs))
 	srcs := make([]Source, 0, len(inputs))
 	idx := make([]int, 0, len(inputs))
+	funcs := make([]*tir.PrimFunc, len(inputs))
 	for i, in := range inputs {
-		code, err := m.source(in.State)
+		code, f, err := m.source(in.State)
 		if err != nil {
 			results[i] = Result{Kind: CompileError, Msg: err.Error()}
 			continue
 		}
+		funcs[i] = f
 		srcs = append(srcs, Source{Code: code})
 		idx = append(idx, i)
 	}
@@ -128,10 +143,10 @@ func (m *Measurer) Measure(ctx context.Context, inputs []Input) []Result {
 			results[i] = Result{Kind: b.Kind, Msg: b.Msg}
 			continue
 		}
-		d := inputs[i].State.DAG
-		job := Job{Lib: b.Path, Entry: kernelName, Args: Args(d), Cutoff: inputs[i].Cutoff}
+		d, f := inputs[i].State.DAG, funcs[i]
+		job := Job{Lib: b.Path, Entry: kernelName, Args: FuncArgs(f, len(d.Outputs)), Cutoff: inputs[i].Cutoff}
 		if m.Verify {
-			job.Inputs = m.reference(d).inputs
+			job.Inputs = tir.PackArgs(f.Params, m.reference(d).inputs)
 		} else {
 			job.Seed = inputSeed
 		}
@@ -160,16 +175,16 @@ func (m *Measurer) Measure(ctx context.Context, inputs []Input) []Result {
 
 const kernelName = "tessera_kernel"
 
-func (m *Measurer) source(s *schedule.State) (string, error) {
+func (m *Measurer) source(s *schedule.State) (string, *tir.PrimFunc, error) {
 	f, err := schedule.Lower(s, kernelName)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	code, err := codegen.C(f, m.Codegen)
 	if err != nil {
-		return "", fmt.Errorf("codegen: %w", err)
+		return "", nil, fmt.Errorf("codegen: %w", err)
 	}
-	return code, nil
+	return code, f, nil
 }
 
 // check compares a run's outputs with the reference.

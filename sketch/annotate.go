@@ -5,12 +5,15 @@ import (
 	"math/rand/v2"
 
 	"tessera/schedule"
+	"tessera/te"
 )
 
 // Sample fills a sketch at random, in Ansor's CPU order: tile sizes,
 // compute locations of the stages no rule placed, parallel outer loops,
-// auto-unroll, vectorized inner loops. The result is complete; it usually
-// lowers, and the caller drops the few that do not.
+// auto-unroll, vectorized inner loops; then the weights that a tiled stage
+// reads are repacked in the order its loops read them (Ansor's layout
+// rewrite). The result is complete; it usually lowers, and the caller
+// drops the few that do not.
 func Sample(rng *rand.Rand, sketch *schedule.State, opts Options) (*schedule.State, error) {
 	s, err := fillTileSizes(rng, sketch, opts)
 	if err != nil {
@@ -18,7 +21,7 @@ func Sample(rng *rand.Rand, sketch *schedule.State, opts Options) (*schedule.Sta
 	}
 	tiled := tiledStages(s)
 	for _, f := range []func(*rand.Rand, *schedule.State, map[int]bool, Options) (*schedule.State, error){
-		changeComputeLocation, annotateParallel, annotateUnroll, annotateVectorize,
+		changeComputeLocation, annotateParallel, annotateUnroll, annotateVectorize, rewriteLayouts,
 	} {
 		if s, err = f(rng, s, tiled, opts); err != nil {
 			return nil, err
@@ -249,6 +252,29 @@ func annotateVectorize(rng *rand.Rand, s *schedule.State, tiled map[int]bool, op
 		if s, err = s.Apply(&schedule.Annotate{Stage: i, Iter: first, Ann: schedule.Vectorize}); err != nil {
 			return nil, err
 		}
+	}
+	return s, nil
+}
+
+// rewriteLayouts repacks every constant input (a weight) whose one reader
+// is a stage with data reuse (a tiled matmul or convolution, or its local
+// accumulation stage): the packed layout follows that stage's loops, so
+// the register tile's weight operand is one contiguous vector load and the
+// reduction walks the weights in order.
+func rewriteLayouts(rng *rand.Rand, s *schedule.State, tiled map[int]bool, opts Options) (*schedule.State, error) {
+	for j, st := range s.Stages {
+		if !st.IsPlaceholder() || !st.Tensor.Const || st.Packed {
+			continue
+		}
+		cons := effectiveConsumers(s, j)
+		if len(cons) != 1 || !te.NeedsMultiLevelTiling(s.Stages[cons[0]].Tensor) {
+			continue
+		}
+		n, err := s.Apply(&schedule.RewriteLayout{Stage: j})
+		if err != nil {
+			return nil, err
+		}
+		s = n
 	}
 	return s, nil
 }
