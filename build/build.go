@@ -72,7 +72,7 @@ func Generate(g *graph.Graph, plan *partition.Plan, opts Options) (*Files, error
 	if err != nil {
 		return nil, err
 	}
-	p, err := planProgram(g, plan)
+	p, err := planProgram(g, plan, kernels)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 
 	"tessera/graph"
 	"tessera/partition"
+	"tessera/tir"
 )
 
 // The executor: groups in plan order → calls with their buffers.
@@ -76,7 +77,10 @@ type program struct {
 }
 
 // planProgram places every value of the plan's groups and plans the arena.
-func planProgram(g *graph.Graph, plan *partition.Plan) (*program, error) {
+// kernels are the tasks' kernels: a constant that a kernel takes repacked
+// (tir.Buffer.Packed) is stored in the weights in that layout, once per
+// layout it is read in.
+func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel) (*program, error) {
 	p := &program{}
 	taskOf := map[*partition.Task]int{}
 	for i, t := range plan.Tasks {
@@ -111,8 +115,9 @@ func planProgram(g *graph.Graph, plan *partition.Plan) (*program, error) {
 		places[name] = place{kind: inOutput, index: j, elems: ti.Elems()}
 	}
 
-	// A constant goes to the weights the first time it is read.
-	constant := func(name string) (place, bool) {
+	// A constant goes to the weights the first time it is read in a
+	// layout: as it is, or packed for the kernel that reads it.
+	constant := func(name string, packing *tir.Packing) (place, bool) {
 		v := g.Values[name]
 		if v == nil || v.Const == nil {
 			return place{}, false
@@ -124,17 +129,21 @@ func planProgram(g *graph.Graph, plan *partition.Plan) (*program, error) {
 				data[k] = float32(x)
 			}
 		}
-		pl := place{kind: inWeights, offset: p.weights.add(name, data), elems: len(data)}
-		places[name] = pl
-		return pl, true
+		key := name
+		if packing != nil {
+			data = packing.Pack(data)
+			key = name + " packed " + packing.String()
+		}
+		return place{kind: inWeights, offset: p.weights.add(key, data), elems: len(data)}, true
 	}
 	arena := map[string]int{} // value → index in p.bufs
 	for s, grp := range plan.Groups {
 		c := call{group: grp, task: taskOf[grp.Task]}
-		for _, name := range grp.Inputs {
+		params := kernels[c.task].f.Params
+		for a, name := range grp.Inputs {
 			pl, ok := places[name]
 			if !ok {
-				if pl, ok = constant(name); !ok {
+				if pl, ok = constant(name, params[a].Packed); !ok {
 					return nil, fmt.Errorf("build: group %d (%s) reads %s, which nothing computes before it", grp.ID, grp.Ops(), name)
 				}
 			}
@@ -160,7 +169,7 @@ func planProgram(g *graph.Graph, plan *partition.Plan) (*program, error) {
 		name := g.Outputs[j]
 		src, ok := places[name]
 		if !ok {
-			if src, ok = constant(name); !ok {
+			if src, ok = constant(name, nil); !ok {
 				return nil, fmt.Errorf("build: output %s is not computed", name)
 			}
 		}

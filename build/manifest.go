@@ -106,6 +106,9 @@ type TaskReport struct {
 	Schedule string       `json:"schedule"` // "record" or "default"
 	Record   *RecordUsed  `json:"record,omitempty"`
 	Default  *DefaultUsed `json:"default,omitempty"`
+	// Packed lists the kernel's parameters that take a constant repacked
+	// (schedule.RewriteLayout), as "input k: packing".
+	Packed []string `json:"packed,omitempty"`
 }
 
 // RecordUsed is the record a task's kernel was compiled from.

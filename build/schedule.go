@@ -84,6 +84,11 @@ func scheduleTasks(plan *partition.Plan, recs RecordSource, tg *target.Target, w
 			k.report.Default = &DefaultUsed{Why: why, Rule: rule, Steps: steps}
 			warn("task %d (%s, %s): %s; using the default schedule", i, t.Ops(), shortKey(t.Key), why)
 		}
+		for a, p := range k.f.Params {
+			if p.Packed != nil {
+				k.report.Packed = append(k.report.Packed, fmt.Sprintf("input %d: %v", a, p.Packed))
+			}
+		}
 		out[i] = k
 	}
 	return out, nil

@@ -18,10 +18,13 @@ import (
 //	    64     …  payload: the tensors back to back, each at a multiple of Align
 //
 // The tensors are the graph's constants after the passes (BatchNorm folded
-// into the convolutions, shape arithmetic folded away), stored row-major
-// exactly as the kernels read them: no schedule step changes a tensor's
-// layout, so nothing is pre-packed. int64 constants a kernel reads as data
-// are stored converted to float32, as the reference evaluator sees them.
+// into the convolutions, shape arithmetic folded away), stored exactly as
+// the kernels read them: row-major, or packed in the order of the loop nest
+// that reads them when the kernel's schedule rewrote the layout
+// (schedule.RewriteLayout; the kernel's parameter carries the tir.Packing).
+// A constant read in two layouts is stored twice. int64 constants a kernel
+// reads as data are stored converted to float32, as the reference evaluator
+// sees them.
 // The library carries the payload size and checksum it was built with and
 // refuses any other file.
 
@@ -90,8 +93,8 @@ type WeightsInfo struct {
 	Layout   string `json:"layout"`
 }
 
-const weightsLayout = "float32 little-endian, row-major as the folded ONNX initializers, " +
-	"each tensor 64-byte aligned after a 64-byte header; no schedule step changes a layout, so nothing is pre-packed"
+const weightsLayout = "float32 little-endian, each tensor 64-byte aligned after a 64-byte header; " +
+	"row-major as the folded ONNX initializers, or packed for the kernel that reads it (the task's packed list)"
 
 // VerifyWeights checks a weights file against its manifest entry: the
 // header, the size and the checksum.

@@ -85,17 +85,17 @@ func checkCompiled(t *testing.T, gen func(i int, d *te.DAG) []*schedule.State) {
 		name   string
 		dag    *te.DAG
 		states []*schedule.State
+		funcs  []*tir.PrimFunc
 	}
 	mods := make([]module, len(names))
 	srcs := make([]measure.Source, len(names))
 	for i, name := range names {
 		d := dags[name]
 		m := module{name: name, dag: d, states: gen(i, d)}
-		var fs []*tir.PrimFunc
 		for k, s := range m.states {
-			fs = append(fs, mustLower(t, s, fmt.Sprintf("k%d", k)))
+			m.funcs = append(m.funcs, mustLower(t, s, fmt.Sprintf("k%d", k)))
 		}
-		src, err := codegen.CModule(fs, codegen.COptions{})
+		src, err := codegen.CModule(m.funcs, codegen.COptions{})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -116,8 +116,10 @@ func checkCompiled(t *testing.T, gen func(i int, d *te.DAG) []*schedule.State) {
 			t.Fatalf("%s: eval: %v", m.name, err)
 		}
 		jobs := make([]measure.Job, len(m.states))
-		for k := range jobs {
-			jobs[k] = measure.Job{Lib: built[i].Path, Entry: fmt.Sprintf("k%d", k), Args: args, Inputs: inputs}
+		for k, f := range m.funcs {
+			// A kernel that repacks a constant takes it packed.
+			jobs[k] = measure.Job{Lib: built[i].Path, Entry: fmt.Sprintf("k%d", k),
+				Args: measure.FuncArgs(f, len(m.dag.Outputs)), Inputs: tir.PackArgs(f.Params, inputs)}
 		}
 		tol := measure.Tolerance(m.dag)
 		for k, res := range r.Run(context.Background(), jobs) {

@@ -9,6 +9,7 @@ import (
 
 	"tessera/schedule"
 	"tessera/te"
+	"tessera/tir"
 )
 
 // Input is one candidate: a complete schedule of a task's DAG.
@@ -74,6 +75,18 @@ func Args(d *te.DAG) []Arg {
 	return args
 }
 
+// FuncArgs returns the kernel arguments of a lowered function: its
+// parameters in order, the last outputs of them written by the kernel.
+// A parameter that holds a repacked constant (tir.Buffer.Packed) has its
+// packed size.
+func FuncArgs(f *tir.PrimFunc, outputs int) []Arg {
+	args := make([]Arg, len(f.Params))
+	for i, p := range f.Params {
+		args[i] = Arg{Name: p.Name, Size: p.Size(), Output: i >= len(f.Params)-outputs}
+	}
+	return args
+}
+
 // Tolerance returns the tolerance for comparing a DAG's outputs with the
 // reference evaluator's (see te.DAG.Tolerance).
 func Tolerance(d *te.DAG) float64 { return d.Tolerance() }
@@ -131,10 +144,10 @@ func (m *Measurer) Measure(ctx context.Context, inputs []Input) []Result {
 			results[i] = Result{Kind: b.Kind, Msg: b.Msg}
 			continue
 		}
-		d := inputs[i].State.DAG
-		job := Job{Lib: b.Path, Entry: progs[k].Entry, Launches: progs[k].Launches, Temps: progs[k].Temps, Args: Args(d), Cutoff: inputs[i].Cutoff}
+		d, p := inputs[i].State.DAG, progs[k]
+		job := Job{Lib: b.Path, Entry: p.Entry, Launches: p.Launches, Temps: p.Temps, Args: p.args(d), Cutoff: inputs[i].Cutoff}
 		if m.Verify {
-			job.Inputs = m.reference(d).inputs
+			job.Inputs = tir.PackArgs(p.Params, m.reference(d).inputs)
 		} else {
 			job.Seed = inputSeed
 		}

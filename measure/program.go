@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"tessera/codegen"
+	"tessera/te"
+	"tessera/tir"
 )
 
 // Program is one candidate as a target's code generator printed it: the
@@ -18,6 +20,23 @@ type Program struct {
 	// Temps are the sizes in elements of the device buffers the launches
 	// use between them (stages computed at the root in global memory).
 	Temps []int
+	// Params are the lowered kernel's parameters (the DAG's inputs, then
+	// its outputs); a repacked constant has its packed shape and
+	// tir.Buffer.Packed. nil: the DAG's own shapes.
+	Params []*tir.Buffer
+}
+
+// args returns the arguments of the program's kernel for DAG d: sized by
+// its parameters, or by d when the generator gave none.
+func (p Program) args(d *te.DAG) []Arg {
+	if p.Params == nil {
+		return Args(d)
+	}
+	args := make([]Arg, len(p.Params))
+	for i, b := range p.Params {
+		args[i] = Arg{Name: b.Name, Size: b.Size(), Output: i >= len(p.Params)-len(d.Outputs)}
+	}
+	return args
 }
 
 // Compiler builds sources, several at a time; one Built per source, in

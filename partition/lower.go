@@ -91,6 +91,7 @@ func (l *Lowered) tensor(name string) (*te.Tensor, error) {
 		return nil, err
 	}
 	t := te.Placeholder(name, v.Shape...)
+	t.Const = v.Const != nil
 	l.Values[name] = t
 	l.Sources[t] = name
 	return t, nil

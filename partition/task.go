@@ -117,6 +117,7 @@ func LowerGroup(g *graph.Graph, grp *Group) (*te.DAG, error) {
 				return nil, graph.Unsupportedf("value %s is %s computed at run time (only float32 data reaches the kernels)", name, v.DType)
 			}
 			t = te.Placeholder(name, v.Shape...)
+			t.Const = v.Const != nil
 			source[t] = name
 		}
 		vals[name] = t

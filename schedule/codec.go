@@ -24,6 +24,7 @@ import (
 //	RF  rfactor        stage, iter
 //	AN  annotate       stage, iter, annotation
 //	PR  pragma         stage, iter, key, value
+//	RL  rewrite_layout stage
 
 // EncodeStep returns the JSON array form of a step.
 func EncodeStep(st Step) []any {
@@ -52,6 +53,8 @@ func EncodeStep(st Step) []any {
 		return []any{"AN", st.Stage, st.Iter, st.Ann.String()}
 	case *Pragma:
 		return []any{"PR", st.Stage, st.Iter, st.Key, st.Value}
+	case *RewriteLayout:
+		return []any{"RL", st.Stage}
 	}
 	panic(fmt.Sprintf("schedule: step %T has no encoding", st))
 }
@@ -117,6 +120,9 @@ func DecodeStep(data []byte) (Step, error) {
 	case "CI":
 		d.arity(2)
 		st = &ComputeInline{Stage: d.int(1)}
+	case "RL":
+		d.arity(2)
+		st = &RewriteLayout{Stage: d.int(1)}
 	case "CR":
 		d.arity(2)
 		st = &ComputeRoot{Stage: d.int(1)}

@@ -13,6 +13,8 @@ import (
 //	inline    fold inlined stages into their consumers' bodies
 //	bound     give every stage its loop variables and, for attached stages,
 //	          the region its consumers need (bound.go)
+//	pack      lay out every rewritten constant in the order its reader's
+//	          loops walk it (layout.go)
 //	nest      build each stage's loop nest, nesting attached stages
 //	simplify  simplify every expression with the loop ranges in scope
 func Lower(s *State, name string) (*tir.PrimFunc, error) {
@@ -26,12 +28,19 @@ func Lower(s *State, name string) (*tir.PrimFunc, error) {
 	if err := l.bound(); err != nil {
 		return nil, fmt.Errorf("lower: %w", err)
 	}
+	if err := l.packLayouts(); err != nil {
+		return nil, fmt.Errorf("lower: %w", err)
+	}
 	body, err := l.nests()
 	if err != nil {
 		return nil, fmt.Errorf("lower: %w", err)
 	}
 	f := &tir.PrimFunc{Name: name, Body: tir.SimplifyStmt(body, nil)}
 	for _, t := range s.DAG.Inputs {
+		if p, ok := l.packed[t.Buf]; ok {
+			f.Params = append(f.Params, p)
+			continue
+		}
 		f.Params = append(f.Params, t.Buf)
 	}
 	for _, t := range s.DAG.Outputs {
@@ -45,6 +54,7 @@ type lowerer struct {
 	s      *State
 	byBuf  map[*tir.Buffer]int
 	stages []stageInfo
+	packed map[*tir.Buffer]*tir.Buffer // rewritten constants: their packed parameter
 }
 
 type loopVar struct {

@@ -28,7 +28,7 @@ func runAndCompare(d *te.DAG, f *tir.PrimFunc, seed uint64) error { return sched
 
 func matmulRelu(n, m, k int) *te.DAG {
 	a := te.Placeholder("A", n, k)
-	b := te.Placeholder("B", k, m)
+	b := te.Constant("B", k, m)
 	c := te.Reduce("C", []int{n, m}, te.Sum, []int{k}, func(i, r []tir.Expr) tir.Expr {
 		return tir.MulE(a.At(i[0], r[0]), b.At(r[0], i[1]))
 	})
@@ -45,7 +45,7 @@ func matmulRelu(n, m, k int) *te.DAG {
 // conv3x3 is a padded 3×3 convolution with an explicit pad stage.
 func conv3x3(c, h, w, f int) *te.DAG {
 	x := te.Placeholder("X", 1, c, h, w)
-	k := te.Placeholder("K", f, c, 3, 3)
+	k := te.Constant("K", f, c, 3, 3)
 	pad := te.Compute("pad", []int{1, c, h + 2, w + 2}, func(i []tir.Expr) tir.Expr {
 		in := tir.AndE(tir.AndE(tir.Cmp(tir.GE, i[2], tir.Const(1)), tir.Cmp(tir.LT, i[2], tir.Const(int64(h+1)))),
 			tir.AndE(tir.Cmp(tir.GE, i[3], tir.Const(1)), tir.Cmp(tir.LT, i[3], tir.Const(int64(w+1)))))

@@ -100,6 +100,9 @@ type Stage struct {
 	Scope      tir.Scope
 	// Output is true for stages whose tensor is an output of the DAG.
 	Output bool
+	// Packed is true for a constant input whose layout is rewritten for
+	// the stage that reads it (RewriteLayout).
+	Packed bool
 
 	roots  []int // iterator identities of the root axes: spatial then reduce
 	rels   []rel // how the current iterators derive from the roots, in order
@@ -301,6 +304,9 @@ func (s *State) String() string {
 	var b strings.Builder
 	for i, st := range s.Stages {
 		if st.IsPlaceholder() {
+			if st.Packed {
+				fmt.Fprintf(&b, "%s: packed for its reader\n", st.Tensor.Name)
+			}
 			continue
 		}
 		fmt.Fprintf(&b, "%s:", st.Tensor.Name)

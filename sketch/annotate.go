@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 
 	"tessera/schedule"
+	"tessera/te"
 )
 
 // Annotator is one step of random annotation: it fills in a decision of a
@@ -16,12 +17,15 @@ type Annotator struct {
 }
 
 // cpuAnnotators is Ansor's CPU order: compute locations of the stages no
-// rule placed, parallel outer loops, auto-unroll, vectorized inner loops.
+// rule placed, parallel outer loops, auto-unroll, vectorized inner loops;
+// then the weights that a tiled stage reads are repacked in the order its
+// loops read them (Ansor's layout rewrite).
 var cpuAnnotators = []Annotator{
 	{"change_compute_location", changeComputeLocation},
 	{"parallel", annotateParallel},
 	{"unroll", annotateUnroll},
 	{"vectorize", annotateVectorize},
+	{"rewrite_layout", rewriteLayouts},
 }
 
 // Sample fills a sketch at random: tile sizes, then the annotators of
@@ -263,6 +267,29 @@ func annotateVectorize(rng *rand.Rand, s *schedule.State, tiled map[int]bool, op
 		if s, err = s.Apply(&schedule.Annotate{Stage: i, Iter: first, Ann: schedule.Vectorize}); err != nil {
 			return nil, err
 		}
+	}
+	return s, nil
+}
+
+// rewriteLayouts repacks every constant input (a weight) whose one reader
+// is a stage with data reuse (a tiled matmul or convolution, or its local
+// accumulation stage): the packed layout follows that stage's loops, so
+// the register tile's weight operand is one contiguous vector load and the
+// reduction walks the weights in order.
+func rewriteLayouts(rng *rand.Rand, s *schedule.State, tiled map[int]bool, opts Options) (*schedule.State, error) {
+	for j, st := range s.Stages {
+		if !st.IsPlaceholder() || !st.Tensor.Const || st.Packed {
+			continue
+		}
+		cons := effectiveConsumers(s, j)
+		if len(cons) != 1 || !te.NeedsMultiLevelTiling(s.Stages[cons[0]].Tensor) {
+			continue
+		}
+		n, err := s.Apply(&schedule.RewriteLayout{Stage: j})
+		if err != nil {
+			return nil, err
+		}
+		s = n
 	}
 	return s, nil
 }

@@ -78,6 +78,7 @@ func (t *Target) Generate(s *schedule.State) (measure.Program, error) {
 	if p.Entry == "" && len(p.Launches) == 0 {
 		p.Entry = measure.KernelName
 	}
+	p.Params = f.Params
 	return p, nil
 }
 

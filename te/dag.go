@@ -336,7 +336,11 @@ func (d *DAG) CanonicalString() string {
 	for i, t := range d.Tensors {
 		fmt.Fprintf(&b, "T%d%v", i, t.Shape)
 		if t.IsPlaceholder() {
-			b.WriteString(" = input\n")
+			if t.Const {
+				b.WriteString(" = const\n")
+			} else {
+				b.WriteString(" = input\n")
+			}
 			continue
 		}
 		vars := map[*tir.Var]tir.Expr{}
@@ -370,7 +374,9 @@ func (d *DAG) CanonicalString() string {
 
 // workloadKeyVersion changes when the canonical print changes on purpose;
 // records keyed by an older version are then not matched silently.
-const workloadKeyVersion = "v1"
+// v2: constant placeholders (weights) print as const, because a schedule
+// may repack them (schedule.RewriteLayout).
+const workloadKeyVersion = "v2"
 
 // WorkloadKey is a hash of the canonical print: equal subgraphs from
 // different models share it.
@@ -384,7 +390,11 @@ func (d *DAG) String() string {
 	var b strings.Builder
 	for _, t := range d.Tensors {
 		if t.IsPlaceholder() {
-			fmt.Fprintf(&b, "%s = placeholder%v\n", t.Name, t.Shape)
+			kind := "placeholder"
+			if t.Const {
+				kind = "constant"
+			}
+			fmt.Fprintf(&b, "%s = %s%v\n", t.Name, kind, t.Shape)
 			continue
 		}
 		idx := make([]string, len(t.Axis))

@@ -57,22 +57,23 @@ func ptrF32(v float32) *float32 { return &v }
 
 func (b *exampleBuilder) build() {
 	P := Placeholder
+	K := Constant // weights: a schedule may repack them
 
 	// nn: matmul, gemm, conv, pooling, normalization, softmax
-	b.add("matmul")(MatMul("matmul", P("A", 17, 13), P("B", 13, 19)))
+	b.add("matmul")(MatMul("matmul", P("A", 17, 13), K("B", 13, 19)))
 	b.add("batch_matmul")(MatMul("batch_matmul", P("A", 3, 9, 7), P("B", 3, 7, 11)))
 	b.add("matvec")(MatMul("matvec", P("A", 9, 13), P("v", 13)))
-	b.add("gemm")(Gemm("gemm", P("A", 13, 9), P("B", 11, 13), P("C", 11),
+	b.add("gemm")(Gemm("gemm", P("A", 13, 9), K("B", 11, 13), K("C", 11),
 		GemmAttrs{Alpha: 0.5, Beta: 2, TransA: true, TransB: true}))
-	b.add("conv")(Conv("conv", P("X", 1, 3, 7, 9), P("W", 4, 3, 3, 3), nil,
+	b.add("conv")(Conv("conv", P("X", 1, 3, 7, 9), K("W", 4, 3, 3, 3), nil,
 		ConvAttrs{Pads: []int{1, 1, 1, 1}}))
-	b.add("conv_strided")(Conv("conv_strided", P("X", 1, 3, 9, 11), P("W", 5, 3, 3, 3), nil,
+	b.add("conv_strided")(Conv("conv_strided", P("X", 1, 3, 9, 11), K("W", 5, 3, 3, 3), nil,
 		ConvAttrs{Pads: []int{1, 0, 1, 2}, Strides: []int{2, 2}}))
-	b.add("conv_dilated_grouped")(Conv("conv_dilated_grouped", P("X", 1, 4, 9, 9), P("W", 6, 2, 3, 3), P("bias", 6),
+	b.add("conv_dilated_grouped")(Conv("conv_dilated_grouped", P("X", 1, 4, 9, 9), K("W", 6, 2, 3, 3), K("bias", 6),
 		ConvAttrs{Pads: []int{2, 2, 2, 2}, Dilations: []int{2, 2}, Group: 2}))
-	b.add("conv_depthwise")(Conv("conv_depthwise", P("X", 1, 6, 9, 7), P("W", 6, 1, 3, 3), nil,
+	b.add("conv_depthwise")(Conv("conv_depthwise", P("X", 1, 6, 9, 7), K("W", 6, 1, 3, 3), nil,
 		ConvAttrs{AutoPad: "SAME_UPPER", Strides: []int{2, 2}, Group: 6}))
-	b.add("conv1d")(Conv("conv1d", P("X", 2, 3, 17), P("W", 5, 3, 3), P("bias", 5),
+	b.add("conv1d")(Conv("conv1d", P("X", 2, 3, 17), K("W", 5, 3, 3), K("bias", 5),
 		ConvAttrs{Pads: []int{1, 1}, Strides: []int{2}}))
 	b.add("max_pool")(MaxPool("max_pool", P("X", 1, 3, 9, 11),
 		PoolAttrs{KernelShape: []int{3, 3}, Strides: []int{2, 2}, Pads: []int{1, 1, 1, 1}}))
@@ -137,19 +138,19 @@ func (b *exampleBuilder) build() {
 
 	// fused subgraphs
 	{
-		x, w, bias := P("X", 1, 3, 7, 9), P("W", 4, 3, 3, 3), P("bias", 4)
+		x, w, bias := P("X", 1, 3, 7, 9), K("W", 4, 3, 3, 3), K("bias", 4)
 		c := mustExample(Conv("conv", x, w, bias, ConvAttrs{Pads: []int{1, 1, 1, 1}}))
 		b.add("conv_bias_relu")(Relu("relu", c))
 	}
 	{
-		g := mustExample(Gemm("gemm", P("A", 17, 13), P("B", 13, 19), P("C", 19), DefaultGemmAttrs()))
+		g := mustExample(Gemm("gemm", P("A", 17, 13), K("B", 13, 19), K("C", 19), DefaultGemmAttrs()))
 		b.add("matmul_bias_relu")(Relu("relu", g))
 	}
 	{
-		x, w := P("X", 1, 4, 7, 9), P("W", 4, 4, 3, 3)
+		x, w := P("X", 1, 4, 7, 9), K("W", 4, 4, 3, 3)
 		c := mustExample(Conv("conv", x, w, nil, ConvAttrs{Pads: []int{1, 1, 1, 1}}))
-		scaled := mustExample(Mul("bn_scale", c, P("scale", 4, 1, 1)))
-		shifted := mustExample(Add("bn_shift", scaled, P("shift", 4, 1, 1)))
+		scaled := mustExample(Mul("bn_scale", c, K("scale", 4, 1, 1)))
+		shifted := mustExample(Add("bn_shift", scaled, K("shift", 4, 1, 1)))
 		res := mustExample(Add("residual", shifted, P("R", 1, 4, 7, 9)))
 		b.add("conv_bn_add_relu")(Relu("relu", res))
 	}

@@ -72,6 +72,11 @@ type Tensor struct {
 	Reducer    Reducer
 	Body       tir.Expr
 	Buf        *tir.Buffer // the buffer loads of this tensor read
+	// Const marks a placeholder whose data is known when the model is
+	// built (a weight), not when it runs. A schedule may store a constant
+	// in another layout than its shape's row-major order
+	// (schedule.RewriteLayout): the build packs it once.
+	Const bool
 }
 
 // IsPlaceholder reports whether t is an input rather than a computation.
@@ -95,6 +100,14 @@ func Placeholder(name string, shape ...int) *Tensor {
 	shape = append([]int(nil), shape...)
 	t := &Tensor{Name: name, Shape: shape}
 	t.Buf = &tir.Buffer{Name: name, DType: tir.Float32, Shape: shape, Owner: t}
+	return t
+}
+
+// Constant declares an input tensor whose data is fixed when the model is
+// built: a weight (see Tensor.Const).
+func Constant(name string, shape ...int) *Tensor {
+	t := Placeholder(name, shape...)
+	t.Const = true
 	return t
 }
 

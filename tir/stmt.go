@@ -30,6 +30,9 @@ type Buffer struct {
 	DType DType
 	Shape []int
 	Scope Scope
+	// Packed is set on a kernel parameter that holds its tensor in
+	// another layout (see Packing); Shape is then the packed shape.
+	Packed *Packing
 	// Owner is set by the package that created the buffer for its own
 	// bookkeeping (te points it at the Tensor the buffer holds); tir
 	// never reads it.

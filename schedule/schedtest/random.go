@@ -53,6 +53,17 @@ func RandomLowerable(rng *rand.Rand, s0 *schedule.State, n int) (*schedule.State
 
 // randomStep proposes one step; it may not apply.
 func randomStep(rng *rand.Rand, s *schedule.State) schedule.Step {
+	if rng.IntN(16) == 0 {
+		var consts []int
+		for i, st := range s.Stages {
+			if st.IsPlaceholder() && st.Tensor.Const {
+				consts = append(consts, i)
+			}
+		}
+		if len(consts) > 0 {
+			return &schedule.RewriteLayout{Stage: consts[rng.IntN(len(consts))]}
+		}
+	}
 	var live []int
 	for i, st := range s.Stages {
 		if !st.IsPlaceholder() && st.Attach != schedule.Inlined {
@@ -153,7 +164,7 @@ func Check(d *te.DAG, f *tir.PrimFunc, seed uint64) error {
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	args := append([][]float32(nil), in...)
+	args := tir.PackArgs(f.Params, in)
 	for _, o := range d.Outputs {
 		args = append(args, make([]float32, o.Size()))
 	}
