@@ -72,7 +72,7 @@ func TestRun(t *testing.T) {
 		{"flags before the model", []string{"inspect", "--input", "input=1,3,16,16", tiny}, 0, []string{"input[1,3,16,16]"}, nil},
 		{"bind a dynamic batch", []string{"inspect", dyn, "--input", "input=4,3,16,16"}, 0, []string{"input[4,3,16,16]", "[4,8,16,16]", "output[4,10]"}, nil},
 		{"unbound batch", []string{"inspect", dyn}, 1, nil, []string{"tune inspect: ", "input[0] (batch)", "--input"}},
-		{"dag", []string{"inspect", tiny, "--dag", "3"}, 0, []string{"task 3 (Flatten+Gemm, key v1-", "= placeholder[1 16 1 1]", "sum("}, nil},
+		{"dag", []string{"inspect", tiny, "--dag", "3"}, 0, []string{"task 3 (Flatten+Gemm, key v2-", "= placeholder[1 16 1 1]", "sum("}, nil},
 		{"dag out of range", []string{"inspect", tiny, "--dag", "4"}, 1, nil, []string{"--dag 4: the model has 4 tasks"}},
 		{"shape arithmetic left", []string{"inspect", bertPath(t), "--no-pass", "fold-constants"}, 1, nil,
 			[]string{"unsupported op Shape", "fold-constants pass disabled"}},

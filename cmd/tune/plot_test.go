@@ -73,7 +73,7 @@ func TestRecordsPlot(t *testing.T) {
 		task string // a task's name in the legend
 	}{
 		{"with the model", []string{tiny}, "task 1 Conv+Relu ×1"},
-		{"stored tasks", nil, "task v1-"},
+		{"stored tasks", nil, "task v2-"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, ext := range []string{"svg", "png"} {
