@@ -77,6 +77,9 @@ type Tensor struct {
 	// in another layout than its shape's row-major order
 	// (schedule.RewriteLayout): the build packs it once.
 	Const bool
+	// Matrix holds the entries of a constant matrix made by ConstMatrix
+	// (a compute tensor that reads nothing); nil for every other tensor.
+	Matrix [][]float64
 }
 
 // IsPlaceholder reports whether t is an input rather than a computation.

@@ -1,0 +1,243 @@
+package te
+
+import (
+	"fmt"
+	"math"
+
+	"tessera/tir"
+)
+
+// Winograd convolution F(m×m, 3×3) (Lavin and Gray, "Fast Algorithms for
+// Convolutional Neural Networks"), the second compute definition of a 3×3
+// stride-1 convolution. With α = m+2, every m×m output tile comes from an
+// α×α input tile d:
+//
+//	Y = Aᵀ [ (G g Gᵀ) ⊙ (Bᵀ d B) ] A
+//
+// U = G g Gᵀ depends on the weights only: it is computed once when the model
+// is built (WinogradWeights), and the kernel reads it as a constant
+// [α, α, C, K]. The kernel's stages are
+//
+//	name_pad        the input padded to whole tiles (when needed)
+//	name_data_pack  V[a,b,c,p] = Σ_{i,j} Bᵀ[a,i] d_{c,p}[i,j] B[j,b]
+//	name_bgemm      M[a,b,k,p] = Σ_c U[a,b,c,k] V[a,b,c,p]   (α² GEMMs)
+//	name_inverse    Y[k,p,u,v] = Σ_{i,j} Aᵀ[u,i] M[i,j,k,p] A[j,v]
+//	name            out[n,k,h,w] = Y[k, tile(n,h,w), h mod m, w mod m]
+//
+// where p numbers the tiles. The transform matrices are constant tensors
+// (ConstMatrix): the sketch rule for computation with constant tensors
+// unrolls the small reductions over them, and the generated code keeps only
+// the terms whose coefficient is not zero.
+
+// winogradMatrices are Aᵀ (m×α), G (α×3) and Bᵀ (α×α) for F(m, 3), from the
+// interpolation points 0, ±1 (m=2) and 0, ±1, ±2 (m=4), with the point at
+// infinity.
+var winogradMatrices = map[int]struct{ AT, G, BT [][]float64 }{
+	2: {
+		AT: [][]float64{{1, 1, 1, 0}, {0, 1, -1, -1}},
+		G:  [][]float64{{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}},
+		BT: [][]float64{{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}},
+	},
+	4: {
+		AT: [][]float64{
+			{1, 1, 1, 1, 1, 0},
+			{0, 1, -1, 2, -2, 0},
+			{0, 1, 1, 4, 4, 0},
+			{0, 1, -1, 8, -8, 1},
+		},
+		G: [][]float64{
+			{1.0 / 4, 0, 0},
+			{-1.0 / 6, -1.0 / 6, -1.0 / 6},
+			{-1.0 / 6, 1.0 / 6, -1.0 / 6},
+			{1.0 / 24, 1.0 / 12, 1.0 / 6},
+			{1.0 / 24, -1.0 / 12, 1.0 / 6},
+			{0, 0, 1},
+		},
+		BT: [][]float64{
+			{4, 0, -5, 0, 1, 0},
+			{0, -4, -4, 1, 1, 0},
+			{0, 4, -4, -1, 1, 0},
+			{0, -2, -1, 2, 1, 0},
+			{0, 2, -1, -2, 1, 0},
+			{0, 4, 0, -5, 0, 1},
+		},
+	},
+}
+
+// WinogradTileSizes lists the m of the F(m×m, 3×3) variants there are.
+func WinogradTileSizes() []int { return []int{2, 4} }
+
+// WinogradTolerance is the relative error (against the largest output
+// magnitude) a Winograd F(m×m, 3×3) kernel is allowed against the direct
+// convolution with c input channels, both in float32. The transforms scale
+// values by up to the largest row sums of the matrices (‖Bᵀ‖∞ = 10, ‖Aᵀ‖∞
+// = 19 for m=4; 2 and 3 for m=2), and the float32 roundings of the
+// transformed terms do not cancel as they would in exact arithmetic. The
+// bound is the product of the three matrices' row-sum norms times the
+// float32 ulp (2⁻²³) and the square root of the direct reduction length
+// 9c (rounding errors add like a random walk): m=2 gives 9·2⁻²³·√(9c), m=4
+// 95·2⁻²³·√(9c). The errors measured in float32 (winograd_test.go, c from
+// 16 to 256) are 50 to 100 times smaller.
+func WinogradTolerance(m, c int) float64 {
+	w, ok := winogradMatrices[m]
+	if !ok {
+		return 0
+	}
+	rowSum := func(mat [][]float64) float64 {
+		best := 0.0
+		for _, row := range mat {
+			s := 0.0
+			for _, v := range row {
+				s += math.Abs(v)
+			}
+			best = max(best, s)
+		}
+		return best
+	}
+	growth := rowSum(w.AT) * rowSum(w.BT) * rowSum(w.G)
+	return growth * 0x1p-23 * math.Sqrt(float64(9*c))
+}
+
+// ConstMatrix defines a small constant matrix as a compute tensor: its body
+// chooses the entry by comparing the indices with constants, so once the
+// loops that index it are unrolled the entry is a literal. The tensor keeps
+// the values in Matrix for the rules that look for constant tensors.
+func ConstMatrix(name string, m [][]float64) *Tensor {
+	rows, cols := len(m), len(m[0])
+	t := Compute(name, []int{rows, cols}, func(i []tir.Expr) tir.Expr {
+		var e tir.Expr = tir.F32(0)
+		for r := rows - 1; r >= 0; r-- {
+			var row tir.Expr = tir.F32(0)
+			for c := cols - 1; c >= 0; c-- {
+				if m[r][c] != 0 {
+					row = tir.SelectE(tir.Cmp(tir.EQ, i[1], Idx(c)), tir.F32(m[r][c]), row)
+				}
+			}
+			e = tir.SelectE(tir.Cmp(tir.EQ, i[0], Idx(r)), row, e)
+		}
+		return e
+	})
+	t.Matrix = m
+	return t
+}
+
+// ScaleByConst returns x·c where a zero coefficient drops the term whatever
+// x is: select(c ≠ 0, x·c, 0). Reductions over constant matrices use it so
+// that the straight-line code, which leaves zero terms out, computes exactly
+// what the reference evaluator does.
+func ScaleByConst(x, c tir.Expr) tir.Expr {
+	return tir.SelectE(tir.Cmp(tir.NE, c, tir.F32(0)), tir.MulE(x, c), tir.F32(0))
+}
+
+// WinogradWeights transforms 3×3 convolution weights w [K, C, 3, 3]
+// (row-major) into U [α, α, C, K] for F(m×m, 3×3): U[a,b,c,k] = Σ_{i,j}
+// G[a,i] w[k,c,i,j] G[b,j], computed in float64 and rounded once.
+func WinogradWeights(w []float32, K, C, m int) ([]float32, error) {
+	mats, ok := winogradMatrices[m]
+	if !ok {
+		return nil, fmt.Errorf("winograd: no F(%d, 3) (tile sizes: %v)", m, WinogradTileSizes())
+	}
+	if len(w) != K*C*9 {
+		return nil, fmt.Errorf("winograd: weights hold %d values, want %d×%d×3×3", len(w), K, C)
+	}
+	a := m + 2
+	g := mats.G
+	u := make([]float32, a*a*C*K)
+	var tmp [6][3]float64
+	for k := range K {
+		for c := range C {
+			wk := w[(k*C+c)*9:]
+			for x := range a { // tmp = G g
+				for j := range 3 {
+					s := 0.0
+					for i := range 3 {
+						s += g[x][i] * float64(wk[i*3+j])
+					}
+					tmp[x][j] = s
+				}
+			}
+			for x := range a { // U = tmp Gᵀ
+				for y := range a {
+					s := 0.0
+					for j := range 3 {
+						s += tmp[x][j] * g[y][j]
+					}
+					u[((x*a+y)*C+c)*K+k] = float32(s)
+				}
+			}
+		}
+	}
+	return u, nil
+}
+
+// WinogradConv2D is the F(m×m, 3×3) convolution of x [N, C, H, W] with the
+// transformed weights u [α, α, C, K] (WinogradWeights), unit strides and
+// dilations, pads [top, left, bottom, right]; the output is [N, K, OH, OW]
+// as Conv's. See the stage list above.
+func WinogradConv2D(name string, x, u *Tensor, m int, pads []int) (*Tensor, error) {
+	mats, ok := winogradMatrices[m]
+	if !ok {
+		return nil, opError("WinogradConv2D", name, "no F(%d, 3) (tile sizes: %v)", m, WinogradTileSizes())
+	}
+	a := m + 2
+	if len(x.Shape) != 4 || len(u.Shape) != 4 || u.Shape[0] != a || u.Shape[1] != a || u.Shape[2] != x.Shape[1] {
+		return nil, opError("WinogradConv2D", name, "input %v and transformed weights %v do not fit F(%d, 3)", x.Shape, u.Shape, m)
+	}
+	if len(pads) != 4 {
+		return nil, opError("WinogradConv2D", name, "pads %v, want [top, left, bottom, right]", pads)
+	}
+	N, C, H, W, K := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3], u.Shape[3]
+	OH, OW := H+pads[0]+pads[2]-2, W+pads[1]+pads[3]-2
+	if OH <= 0 || OW <= 0 {
+		return nil, opError("WinogradConv2D", name, "input %v with pads %v is smaller than the kernel", x.Shape, pads)
+	}
+	nH, nW := (OH+m-1)/m, (OW+m-1)/m
+	P := N * nH * nW
+	// The input padded to whole tiles: rows [-top, nH·m+2-top).
+	pad := x
+	PH, PW := nH*m+2, nW*m+2
+	if pads[0] > 0 || pads[1] > 0 || PH != H || PW != W {
+		pad = Compute(name+"_pad", []int{N, C, PH, PW}, func(i []tir.Expr) tir.Expr {
+			var inside tir.Expr
+			if pads[0] > 0 {
+				inside = andCond(inside, tir.Cmp(tir.GE, i[2], Idx(pads[0])))
+			}
+			if PH > pads[0]+H {
+				inside = andCond(inside, tir.Cmp(tir.LT, i[2], Idx(pads[0]+H)))
+			}
+			if pads[1] > 0 {
+				inside = andCond(inside, tir.Cmp(tir.GE, i[3], Idx(pads[1])))
+			}
+			if PW > pads[1]+W {
+				inside = andCond(inside, tir.Cmp(tir.LT, i[3], Idx(pads[1]+W)))
+			}
+			v := x.At(i[0], i[1], iaddc(i[2], -pads[0]), iaddc(i[3], -pads[1]))
+			if inside == nil {
+				return v
+			}
+			return tir.SelectE(inside, v, tir.F32(0))
+		})
+	}
+	bt := ConstMatrix(name+"_BT", mats.BT)
+	at := ConstMatrix(name+"_AT", mats.AT)
+	// tile p = (n·nH + ty)·nW + tx.
+	tileN := func(p tir.Expr) tir.Expr { return idivc(p, nH*nW) }
+	tileY := func(p tir.Expr) tir.Expr { return imodc(idivc(p, nW), nH) }
+	tileX := func(p tir.Expr) tir.Expr { return imodc(p, nW) }
+	dataPack := Reduce(name+"_data_pack", []int{a, a, C, P}, Sum, []int{a, a}, func(i, r []tir.Expr) tir.Expr {
+		p := i[3]
+		d := pad.At(tileN(p), i[2], iadd(imulc(tileY(p), m), r[0]), iadd(imulc(tileX(p), m), r[1]))
+		return ScaleByConst(d, tir.MulE(bt.At(i[0], r[0]), bt.At(i[1], r[1])))
+	})
+	bgemm := Reduce(name+"_bgemm", []int{a, a, K, P}, Sum, []int{C}, func(i, r []tir.Expr) tir.Expr {
+		return tir.MulE(u.At(i[0], i[1], r[0], i[2]), dataPack.At(i[0], i[1], r[0], i[3]))
+	})
+	inverse := Reduce(name+"_inverse", []int{K, P, m, m}, Sum, []int{a, a}, func(i, r []tir.Expr) tir.Expr {
+		return ScaleByConst(bgemm.At(r[0], r[1], i[0], i[1]), tir.MulE(at.At(i[2], r[0]), at.At(i[3], r[1])))
+	})
+	out := Compute(name, []int{N, K, OH, OW}, func(i []tir.Expr) tir.Expr {
+		p := iadd(imulc(iadd(imulc(i[0], nH), idivc(i[2], m)), nW), idivc(i[3], m))
+		return inverse.At(i[1], p, imodc(i[2], m), imodc(i[3], m))
+	})
+	return out, nil
+}

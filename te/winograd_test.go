@@ -1,0 +1,198 @@
+package te
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestWinogradMatchesDirect evaluates F(2,3) and F(4,3) convolutions with
+// the reference evaluator against the direct convolution (both float32) on
+// shapes with partial tiles and every padding, and checks the error against
+// WinogradTolerance.
+func TestWinogradMatchesDirect(t *testing.T) {
+	cases := []struct {
+		n, c, h, w, k int
+		pads        []int
+	}{
+		{1, 3, 8, 8, 4, []int{1, 1, 1, 1}},
+		{1, 5, 7, 7, 3, []int{1, 1, 1, 1}},   // partial tiles
+		{2, 4, 9, 6, 2, []int{0, 0, 0, 0}},   // no padding, batch
+		{1, 16, 14, 14, 8, []int{1, 0, 2, 1}}, // uneven padding
+		{1, 64, 6, 6, 4, []int{1, 1, 1, 1}},
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, m := range WinogradTileSizes() {
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("F%d/%v", m, tc), func(t *testing.T) {
+				xv := randomData(rng, tc.n*tc.c*tc.h*tc.w)
+				wv := randomData(rng, tc.k*tc.c*9)
+				x := Placeholder("x", tc.n, tc.c, tc.h, tc.w)
+				w := Constant("w", tc.k, tc.c, 3, 3)
+				direct, err := Conv("direct", x, w, nil, ConvAttrs{Pads: tc.pads})
+				if err != nil {
+					t.Fatal(err)
+				}
+				dd, err := NewDAG(direct)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := dd.Eval([][]float32{xv, wv})
+				if err != nil {
+					t.Fatal(err)
+				}
+				uv, err := WinogradWeights(wv, tc.k, tc.c, m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				u := Constant("u", m+2, m+2, tc.c, tc.k)
+				wino, err := WinogradConv2D("wino", x, u, m, tc.pads)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fmt.Sprint(wino.Shape) != fmt.Sprint(direct.Shape) {
+					t.Fatalf("shape %v, direct %v", wino.Shape, direct.Shape)
+				}
+				wd, err := NewDAG(wino)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ins := make([][]float32, len(wd.Inputs))
+				for i, in := range wd.Inputs {
+					ins[i] = map[string][]float32{"x": xv, "u": uv}[in.Name]
+				}
+				got, err := wd.Eval(ins)
+				if err != nil {
+					t.Fatal(err)
+				}
+				scale, worst := 0.0, 0.0
+				for i := range want[0] {
+					scale = max(scale, math.Abs(float64(want[0][i])))
+					worst = max(worst, math.Abs(float64(got[0][i]-want[0][i])))
+				}
+				tol := WinogradTolerance(m, tc.c)
+				t.Logf("max error %.3g of %.3g (relative %.3g, tolerance %.3g)", worst, scale, worst/scale, tol)
+				if !(worst <= tol*scale) {
+					t.Errorf("max error %.3g exceeds %.3g × %.3g", worst, tol, scale)
+				}
+			})
+		}
+	}
+}
+
+func randomData(rng *rand.Rand, n int) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = float32(rng.Float64()*2 - 1)
+	}
+	return out
+}
+
+func TestWinogradErrors(t *testing.T) {
+	x := Placeholder("x", 1, 4, 8, 8)
+	if _, err := WinogradConv2D("bad", x, Constant("u", 4, 4, 4, 2), 3, []int{1, 1, 1, 1}); err == nil {
+		t.Error("F(3,3) accepted")
+	}
+	if _, err := WinogradConv2D("bad", x, Constant("u", 4, 4, 5, 2), 2, []int{1, 1, 1, 1}); err == nil {
+		t.Error("channel mismatch accepted")
+	}
+	if _, err := WinogradWeights(make([]float32, 10), 2, 2, 2); err == nil {
+		t.Error("short weights accepted")
+	}
+}
+
+// winogradF32 computes the F(m×m, 3×3) convolution of one image (no
+// padding) entirely in float32, in the order a kernel does: data pack,
+// products summed over channels, inverse transform.
+func winogradF32(x []float32, C, H, W int, u []float32, K, m int) []float32 {
+	mats := winogradMatrices[m]
+	a := m + 2
+	f := func(mat [][]float64, i, j int) float32 { return float32(mat[i][j]) }
+	OH, OW := H-2, W-2
+	out := make([]float32, K*OH*OW)
+	for ty := 0; ty+a <= H; ty += m {
+		for tx := 0; tx+a <= W; tx += m {
+			v := make([]float32, a*a*C)
+			for c := range C {
+				for i := range a {
+					for j := range a {
+						var s float32
+						for r := range a {
+							for q := range a {
+								s += f(mats.BT, i, r) * x[(c*H+ty+r)*W+tx+q] * f(mats.BT, j, q)
+							}
+						}
+						v[(i*a+j)*C+c] = s
+					}
+				}
+			}
+			for k := range K {
+				mm := make([]float32, a*a)
+				for e := range a * a {
+					var s float32
+					for c := range C {
+						s += u[(e*C+c)*K+k] * v[e*C+c]
+					}
+					mm[e] = s
+				}
+				for y := range m {
+					for z := range m {
+						var s float32
+						for r := range a {
+							for q := range a {
+								s += f(mats.AT, y, r) * mm[r*a+q] * f(mats.AT, z, q)
+							}
+						}
+						if ty+y < OH && tx+z < OW {
+							out[(k*OH+ty+y)*OW+tx+z] = s
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestWinogradFloat32Error measures the float32 Winograd error against the
+// direct convolution in float64, for channel counts of ResNet's layers, and
+// checks it against WinogradTolerance.
+func TestWinogradFloat32Error(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, m := range WinogradTileSizes() {
+		for _, C := range []int{16, 64, 256} {
+			H, W, K := 2*m+2, 2*m+2, 4
+			x := randomData(rng, C*H*W)
+			w := randomData(rng, K*C*9)
+			u, err := WinogradWeights(w, K, C, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := winogradF32(x, C, H, W, u, K, m)
+			OH, OW := H-2, W-2
+			scale, worst := 0.0, 0.0
+			for k := range K {
+				for y := range OH {
+					for z := range OW {
+						s := 0.0
+						for c := range C {
+							for i := range 3 {
+								for j := range 3 {
+									s += float64(x[(c*H+y+i)*W+z+j]) * float64(w[((k*C+c)*3+i)*3+j])
+								}
+							}
+						}
+						scale = max(scale, math.Abs(s))
+						worst = max(worst, math.Abs(float64(got[(k*OH+y)*OW+z])-s))
+					}
+				}
+			}
+			tol := WinogradTolerance(m, C)
+			t.Logf("F(%d,3) C=%d: relative error %.3g, tolerance %.3g", m, C, worst/scale, tol)
+			if !(worst <= tol*scale) {
+				t.Errorf("F(%d,3) C=%d: relative error %.3g exceeds tolerance %.3g", m, C, worst/scale, tol)
+			}
+		}
+	}
+}
