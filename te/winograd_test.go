@@ -14,11 +14,11 @@ import (
 func TestWinogradMatchesDirect(t *testing.T) {
 	cases := []struct {
 		n, c, h, w, k int
-		pads        []int
+		pads          []int
 	}{
 		{1, 3, 8, 8, 4, []int{1, 1, 1, 1}},
-		{1, 5, 7, 7, 3, []int{1, 1, 1, 1}},   // partial tiles
-		{2, 4, 9, 6, 2, []int{0, 0, 0, 0}},   // no padding, batch
+		{1, 5, 7, 7, 3, []int{1, 1, 1, 1}},    // partial tiles
+		{2, 4, 9, 6, 2, []int{0, 0, 0, 0}},    // no padding, batch
 		{1, 16, 14, 14, 8, []int{1, 0, 2, 1}}, // uneven padding
 		{1, 64, 6, 6, 4, []int{1, 1, 1, 1}},
 	}
