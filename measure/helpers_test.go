@@ -45,6 +45,9 @@ func mustBuild(t *testing.T, code string) string {
 	return got.Path
 }
 
+// callsEnv names the file spinSrc counts its calls in.
+const callsEnv = "TESSERA_TEST_CALLS"
+
 // Hand-written kernels with the generated code's ABI.
 const (
 	addSrc = `
@@ -97,10 +100,25 @@ int accumulate(float *const *args) {
 	return 0;
 }
 `
-	// spinSrc busy-waits 1 ms per call.
+	// spinSrc busy-waits at least 1 ms per call and, when the environment
+	// names a file in callsEnv, appends one byte to it per call, so a test
+	// counts the calls the harness made (file size) whatever the load.
 	spinSrc = `
+#include <fcntl.h>
+#include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 int spin(float *const *args) {
+	const char *path = getenv("` + callsEnv + `");
+	if (path) {
+		int fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0644);
+		if (fd < 0)
+			return 1;
+		int ok = write(fd, "x", 1) == 1;
+		close(fd);
+		if (!ok)
+			return 2;
+	}
 	struct timespec t0, t;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do

@@ -2,6 +2,8 @@ package measure
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -174,65 +176,104 @@ func TestRandomInputs(t *testing.T) {
 	}
 }
 
+// TestTimingProtocol checks the harness's protocol (warm-up, growth of
+// number to min_repeat_ms, repetitions, budget, cutoff) by counting the
+// kernel's calls and reading the times the harness reports. No assertion
+// depends on how fast the machine is: the kernel spins at least 1 ms, which
+// bounds times from below only, and every case holds whatever the load.
 func TestTimingProtocol(t *testing.T) {
 	lib := mustBuild(t, spinSrc)
 	const ms = 1e-3
 	tests := []struct {
-		name        string
-		opts        RunOptions
-		minNumber   int
-		exactNumber int
-		costs       int // 0: Repeat
-		cutoff      time.Duration
+		name   string
+		opts   RunOptions
+		cutoff time.Duration
+		slow   bool // the 1 ms warm-up is past the cutoff
+		number int  // exact calls per repetition; 0: grown, checked by the protocol
+		costs  int  // exact repetitions; 0: Repeat, or as the budget allows
+		grows  bool // number may grow: calls beyond warm-up and repetitions are growth
 	}{
-		{"grows to min_repeat_ms", RunOptions{Number: 1, Repeat: 3, MinRepeatMs: 20}, 2, 0, 0, 0},
-		{"no growth", RunOptions{Number: 4, Repeat: 2, MinRepeatMs: -1}, 0, 4, 0, 0},
-		// The 1 ms warm-up call already lasts min_repeat_ms: one call a repetition.
-		{"slow kernel", RunOptions{Number: 3, Repeat: 2, MinRepeatMs: 1}, 0, 1, 0, 0},
-		// Repetitions stop once the timed calls have run 2 ms.
-		{"budget", RunOptions{Number: 1, Repeat: 10, MinRepeatMs: 1, BudgetMs: 2}, 0, 1, 2, 0},
-		// The 1 ms first call is past the cutoff: one more call, and done.
-		{"past the cutoff", RunOptions{Number: 3, Repeat: 3, MinRepeatMs: 20}, 0, 1, 1, 100 * time.Microsecond},
-		// Under the cutoff, the whole protocol.
-		{"under the cutoff", RunOptions{Number: 1, Repeat: 3, MinRepeatMs: 20}, 2, 0, 0, time.Second},
+		{"grows to min_repeat_ms", RunOptions{Number: 1, Repeat: 3, MinRepeatMs: 20}, 0, false, 0, 0, true},
+		{"no growth", RunOptions{Number: 4, Repeat: 2, MinRepeatMs: -1}, 0, false, 4, 2, false},
+		// The warm-up call already lasts min_repeat_ms: one call a repetition.
+		{"slow kernel", RunOptions{Number: 3, Repeat: 2, MinRepeatMs: 1}, 0, false, 1, 2, false},
+		// Repetitions stop once the timed calls have run 2 (5) ms: at most 2 (5).
+		{"budget", RunOptions{Number: 1, Repeat: 10, MinRepeatMs: 1, BudgetMs: 2}, 0, false, 1, 0, false},
+		{"budget 5", RunOptions{Number: 1, Repeat: 10, MinRepeatMs: 1, BudgetMs: 5}, 0, false, 1, 0, false},
+		// The first call is past the cutoff: one more call, and done.
+		{"past the cutoff", RunOptions{Number: 3, Repeat: 3, MinRepeatMs: 20}, 100 * time.Microsecond, true, 1, 1, false},
+		// Under the cutoff, the whole protocol. A warm-up longer than the
+		// cutoff would be past the timeout too, so this case cannot go slow.
+		{"under the cutoff", RunOptions{Number: 1, Repeat: 3, MinRepeatMs: 20, Timeout: 10 * time.Second},
+			10 * time.Second, false, 0, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			calls := filepath.Join(t.TempDir(), "calls")
+			t.Setenv(callsEnv, calls)
 			r := testRunner(t, tt.opts)
 			res := r.Run(context.Background(), []Job{{Lib: lib, Entry: "spin", Cutoff: tt.cutoff}})[0]
 			if res.Kind != None {
 				t.Fatalf("%+v", res)
 			}
-			want := tt.opts.Repeat
-			if tt.costs > 0 {
-				want = tt.costs
+			opts := r.Opts.withDefaults()
+			n, reps := res.Number, len(res.Costs)
+			if n < 1 || reps < 1 {
+				t.Fatalf("number %d, %d costs", n, reps)
 			}
-			if len(res.Costs) != want {
-				t.Errorf("%d costs, want %d", len(res.Costs), want)
+			if tt.number > 0 && n != tt.number {
+				t.Errorf("number %d, want %d", n, tt.number)
+			}
+			if tt.costs > 0 && reps != tt.costs {
+				t.Errorf("%d costs, want %d", reps, tt.costs)
+			}
+			if reps > opts.Repeat {
+				t.Errorf("%d costs, more than Repeat %d", reps, opts.Repeat)
 			}
 			for _, c := range res.Costs {
-				if c < 1*ms || c > 5*ms { // the kernel spins 1 ms
-					t.Errorf("cost %.3g s for a 1 ms kernel", c)
+				if c < 1*ms { // the kernel spins at least 1 ms
+					t.Errorf("cost %.3g s for a kernel of at least 1 ms", c)
 				}
 			}
-			if tt.exactNumber > 0 && res.Number != tt.exactNumber {
-				t.Errorf("number %d, want %d", res.Number, tt.exactNumber)
+
+			// Every call: one warm-up, the growth repetitions, then reps × n.
+			st, err := os.Stat(calls)
+			if err != nil {
+				t.Fatalf("the kernel counted no call: %v", err)
 			}
-			if tt.minNumber > 0 {
-				if res.Number < tt.minNumber {
-					t.Errorf("number %d did not grow", res.Number)
+			growth := int(st.Size()) - 1 - reps*n
+			switch {
+			case growth < 0:
+				t.Errorf("%d calls, fewer than a warm-up and %d repetitions of %d", st.Size(), reps, n)
+			case !tt.grows && growth != 0:
+				t.Errorf("%d calls, want a warm-up and %d repetitions of %d", st.Size(), reps, n)
+			case growth > 0 && n == 1:
+				t.Errorf("%d growth calls, yet number is 1", growth)
+			case n > opts.Number && growth == 0:
+				t.Errorf("number grew from %d to %d without a growth repetition", opts.Number, n)
+			}
+
+			// The first repetition is the one that reached min_repeat_ms.
+			if !tt.slow && opts.MinRepeatMs > 0 {
+				if first := res.Costs[0] * float64(n); first < float64(opts.MinRepeatMs)*ms {
+					t.Errorf("first repetition %.3g s, shorter than %d ms", first, opts.MinRepeatMs)
 				}
-				// The first repetition is the one that reached MinRepeatMs.
-				if rep := res.Costs[0] * float64(res.Number); rep < float64(tt.opts.MinRepeatMs)*ms {
-					t.Errorf("first repetition %.3g s, shorter than %d ms", rep, tt.opts.MinRepeatMs)
+			}
+			// No repetition starts once the budget is spent, and the only
+			// reason to stop short of Repeat is the budget (or the cutoff).
+			budget := float64(opts.BudgetMs) * ms
+			spent := 0.0
+			for i, c := range res.Costs {
+				if i > 0 && budget > 0 && spent >= budget*(1+1e-6) {
+					t.Errorf("repetition %d started after %.4g s of timed calls, budget %d ms", i, spent, opts.BudgetMs)
 				}
+				spent += c * float64(n)
 			}
-			timed := 0.0
-			for _, c := range res.Costs {
-				timed += c * float64(res.Number)
+			if !tt.slow && reps < opts.Repeat && !(budget > 0 && spent >= budget*(1-1e-6)) {
+				t.Errorf("%d of %d repetitions after %.4g s of timed calls, budget %d ms", reps, opts.Repeat, spent, opts.BudgetMs)
 			}
-			if res.RunTime.Seconds() < timed {
-				t.Errorf("child ran %v, less than its %.3g s of timed calls", res.RunTime, timed)
+			if res.RunTime.Seconds() < spent {
+				t.Errorf("child ran %v, less than its %.3g s of timed calls", res.RunTime, spent)
 			}
 		})
 	}
