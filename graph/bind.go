@@ -90,7 +90,7 @@ func (g *Graph) Freeze(name string, t *Tensor) error {
 			}
 		}
 	}
-	if err := t.check(); err != nil {
+	if err := t.Check(); err != nil {
 		return fmt.Errorf("graph %s: cannot freeze %s: %v", g.Name, name, err)
 	}
 	g.Inputs = slices.Delete(g.Inputs, i, i+1)
@@ -98,8 +98,8 @@ func (g *Graph) Freeze(name string, t *Tensor) error {
 	return nil
 }
 
-// check verifies the tensor invariant.
-func (t *Tensor) check() error {
+// Check verifies the tensor invariant.
+func (t *Tensor) Check() error {
 	for _, d := range t.Shape {
 		if d < 0 {
 			return fmt.Errorf("negative dimension in shape %v", t.Shape)

@@ -1,7 +1,9 @@
-package graph
+package graph_test
 
 import (
 	"strings"
+	. "tessera/graph"
+	_ "tessera/ops"
 	"testing"
 )
 

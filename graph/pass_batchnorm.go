@@ -170,7 +170,7 @@ func foldIntoGemm(g *Graph, gemm *Node, s, shift []float64) (bool, error) {
 		if len(cs) > 2 {
 			return false, nil
 		}
-		cval = func(m, c int) float64 { return cv[broadcastSrc(cs, []int{m, c}[2-len(cs):])] * float64(beta) }
+		cval = func(m, c int) float64 { return cv[BroadcastSrc(cs, []int{m, c}[2-len(cs):])] * float64(beta) }
 	}
 	nc := Float32Tensor(cshape, make([]float32, NumElems(cshape)))
 	rows := 1

@@ -1,7 +1,9 @@
-package graph
+package graph_test
 
 import (
 	"math"
+	. "tessera/graph"
+	_ "tessera/ops"
 	"testing"
 )
 

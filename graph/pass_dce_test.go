@@ -1,7 +1,9 @@
-package graph
+package graph_test
 
 import (
 	"slices"
+	. "tessera/graph"
+	_ "tessera/ops"
 	"testing"
 )
 

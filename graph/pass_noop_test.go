@@ -1,4 +1,9 @@
-package graph
+package graph_test
+
+import (
+	. "tessera/graph"
+	_ "tessera/ops"
+)
 
 import "testing"
 

@@ -21,7 +21,7 @@ const MaxElems = 1 << 40
 // InferShapes gives every value its dtype and static shape, op by op in
 // topological order, and works out the contents of values computed from
 // constants and shapes when the op has an evaluator (Shape, Gather,
-// Concat, arithmetic, ... — see opTable), recording them in Value.Known.
+// Concat, arithmetic, ... — see RegisterOp), recording them in Value.Known.
 // Every graph input must be bound first (see Bind). It fails on an op it
 // does not know (an *UnsupportedOpError), on inconsistent shapes, and when
 // an op needs the contents of a run-time value (a *NotConstantError).
@@ -48,28 +48,44 @@ func (g *Graph) InferShapes() error {
 	return nil
 }
 
-// inferCtx is what an op's infer and eval functions see.
-type inferCtx struct {
-	g     *Graph
-	n     *Node
-	opset int
-	in    []*Value // nil for an omitted optional input
-	out   []*Value // nil for an omitted optional output
+// InferCtx is what an op's infer and eval functions see.
+type InferCtx struct {
+	G     *Graph
+	N     *Node
+	Opset int
+	In    []*Value // nil for an omitted optional input
+	Out   []*Value // nil for an omitted optional output
 }
 
-// opInfo is what the graph knows of an op: how to infer its outputs'
+// OpRule is what the graph knows of an op: how to infer its outputs'
 // shapes and dtypes, and optionally how to evaluate it on constant inputs.
-type opInfo struct {
-	infer func(c *inferCtx) error
-	eval  func(c *inferCtx, in []*Tensor) ([]*Tensor, error)
-	// minIn and maxIn bound the number of inputs (maxIn < 0: unbounded).
-	minIn, maxIn int
+// Package ops defines every op and registers its rule with RegisterOp.
+type OpRule struct {
+	Infer func(c *InferCtx) error
+	Eval  func(c *InferCtx, in []*Tensor) ([]*Tensor, error)
+	// MinIn and MaxIn bound the number of inputs (MaxIn < 0: unbounded).
+	MinIn, MaxIn int
+}
+
+// rules holds the registered op rules by op type (default domain).
+var rules = map[string]OpRule{}
+
+// RegisterOp makes op type op known to shape inference. It is called from
+// package ops' initialization; registering an op twice panics.
+func RegisterOp(op string, r OpRule) {
+	if _, dup := rules[op]; dup {
+		panic("graph: op " + op + " registered twice")
+	}
+	if r.Infer == nil {
+		panic("graph: op " + op + " registered without Infer")
+	}
+	rules[op] = r
 }
 
 // KnownOp reports whether the graph can infer shapes for op type op of
 // the default domain.
 func KnownOp(op string) bool {
-	_, ok := opTable[op]
+	_, ok := rules[op]
 	return ok
 }
 
@@ -77,7 +93,7 @@ func KnownOp(op string) bool {
 // evaluation may still produce.
 func (g *Graph) inferNode(n *Node, budget *int) error {
 	opset := g.OpsetOf(n)
-	info, ok := opTable[n.OpType]
+	info, ok := rules[n.OpType]
 	if !ok || (n.Domain != "" && n.Domain != "ai.onnx") {
 		return &UnsupportedOpError{Op: n.OpType, Domain: n.Domain, Opset: opset, Node: n.Name}
 	}
@@ -85,10 +101,10 @@ func (g *Graph) inferNode(n *Node, budget *int) error {
 	for nin > 0 && n.Inputs[nin-1] == "" {
 		nin--
 	}
-	if nin < info.minIn || (info.maxIn >= 0 && nin > info.maxIn) {
-		return n.Errorf("%d inputs (want %d to %d)", nin, info.minIn, info.maxIn)
+	if nin < info.MinIn || (info.MaxIn >= 0 && nin > info.MaxIn) {
+		return n.Errorf("%d inputs (want %d to %d)", nin, info.MinIn, info.MaxIn)
 	}
-	c := &inferCtx{g: g, n: n, opset: opset, in: make([]*Value, nin), out: make([]*Value, len(n.Outputs))}
+	c := &InferCtx{G: g, N: n, Opset: opset, In: make([]*Value, nin), Out: make([]*Value, len(n.Outputs))}
 	for i := range nin {
 		name := n.Inputs[i]
 		if name == "" {
@@ -98,20 +114,20 @@ func (g *Graph) inferNode(n *Node, budget *int) error {
 		if v == nil || v.DType == Undefined || v.Shape == nil {
 			return n.Errorf("input %d (%s) has no type or shape", i, name)
 		}
-		c.in[i] = v
+		c.In[i] = v
 	}
 	if len(n.Outputs) == 0 {
 		return n.Errorf("no outputs")
 	}
 	for i, o := range n.Outputs {
 		if o != "" {
-			c.out[i] = g.Value(o)
+			c.Out[i] = g.Value(o)
 		}
 	}
-	if err := info.infer(c); err != nil {
+	if err := info.Infer(c); err != nil {
 		return err
 	}
-	for i, v := range c.out {
+	for i, v := range c.Out {
 		if v == nil {
 			continue
 		}
@@ -122,11 +138,11 @@ func (g *Graph) inferNode(n *Node, budget *int) error {
 			return n.Errorf("output %s: %v", v.Name, err)
 		}
 	}
-	if info.eval == nil {
+	if info.Eval == nil {
 		return nil
 	}
-	ins := make([]*Tensor, len(c.in))
-	for i, v := range c.in {
+	ins := make([]*Tensor, len(c.In))
+	for i, v := range c.In {
 		if v == nil {
 			continue
 		}
@@ -135,7 +151,7 @@ func (g *Graph) inferNode(n *Node, budget *int) error {
 		}
 	}
 	size := 0
-	for _, v := range c.out {
+	for _, v := range c.Out {
 		if v != nil {
 			size += NumElems(v.Shape)
 		}
@@ -147,18 +163,18 @@ func (g *Graph) inferNode(n *Node, budget *int) error {
 		return nil
 	}
 	*budget -= size
-	res, err := info.eval(c, ins)
+	res, err := info.Eval(c, ins)
 	if err != nil {
 		return err
 	}
 	for i, t := range res {
-		if i >= len(c.out) || c.out[i] == nil || t == nil {
+		if i >= len(c.Out) || c.Out[i] == nil || t == nil {
 			continue
 		}
-		if v := c.out[i]; t.DType != v.DType || !slices.Equal(t.Shape, v.Shape) {
+		if v := c.Out[i]; t.DType != v.DType || !slices.Equal(t.Shape, v.Shape) {
 			return n.Errorf("internal error: output %s evaluates to %s%v but is inferred as %s%v", v.Name, t.DType, t.Shape, v.DType, v.Shape)
 		}
-		c.out[i].Known = t
+		c.Out[i].Known = t
 	}
 	return nil
 }
@@ -179,41 +195,41 @@ func checkElems(shape []int) error {
 
 // Helpers for the infer functions.
 
-func (c *inferCtx) errorf(format string, args ...any) error { return c.n.Errorf(format, args...) }
+func (c *InferCtx) Errorf(format string, args ...any) error { return c.N.Errorf(format, args...) }
 
 // set gives output i its dtype and shape (a nil output is skipped).
-func (c *inferCtx) set(i int, dt DType, shape []int) {
-	if i < len(c.out) && c.out[i] != nil {
-		c.out[i].DType = dt
-		c.out[i].Shape = slices.Clone(shape)
-		if c.out[i].Shape == nil {
-			c.out[i].Shape = []int{}
+func (c *InferCtx) Set(i int, dt DType, shape []int) {
+	if i < len(c.Out) && c.Out[i] != nil {
+		c.Out[i].DType = dt
+		c.Out[i].Shape = slices.Clone(shape)
+		if c.Out[i].Shape == nil {
+			c.Out[i].Shape = []int{}
 		}
 	}
 }
 
 // has reports whether input i is given.
-func (c *inferCtx) has(i int) bool { return i < len(c.in) && c.in[i] != nil }
+func (c *InferCtx) Has(i int) bool { return i < len(c.In) && c.In[i] != nil }
 
 // shape returns input i's shape.
-func (c *inferCtx) shape(i int) []int { return c.in[i].Shape }
+func (c *InferCtx) Shape(i int) []int { return c.In[i].Shape }
 
 // dtype returns input i's dtype.
-func (c *inferCtx) dtype(i int) DType { return c.in[i].DType }
+func (c *InferCtx) DType(i int) DType { return c.In[i].DType }
 
 // needFloat checks that input i is float32.
-func (c *inferCtx) needFloat(i int) error {
-	if c.has(i) && c.in[i].DType != Float32 {
-		return c.errorf("input %d (%s) is %s, want float32", i, c.in[i].Name, c.in[i].DType)
+func (c *InferCtx) NeedFloat(i int) error {
+	if c.Has(i) && c.In[i].DType != Float32 {
+		return c.Errorf("input %d (%s) is %s, want float32", i, c.In[i].Name, c.In[i].DType)
 	}
 	return nil
 }
 
 // constant returns the contents of input i, or a *NotConstantError.
-func (c *inferCtx) constant(i int, what string) (*Tensor, error) {
-	t := c.g.ConstOf(c.in[i].Name)
+func (c *InferCtx) Constant(i int, what string) (*Tensor, error) {
+	t := c.G.ConstOf(c.In[i].Name)
 	if t == nil {
-		return nil, &NotConstantError{Value: c.in[i].Name, Node: c.n.Name, Op: c.n.OpType, What: what}
+		return nil, &NotConstantError{Value: c.In[i].Name, Node: c.N.Name, Op: c.N.OpType, What: what}
 	}
 	return t, nil
 }
@@ -221,8 +237,8 @@ func (c *inferCtx) constant(i int, what string) (*Tensor, error) {
 // intsParam returns an integer list given either as input i (opsets where
 // it is an input) or as attribute attr (opsets where it is an attribute).
 // ok is false when neither is given.
-func (c *inferCtx) intsParam(i int, attr, what string) (vals []int64, ok bool, err error) {
-	return IntsParam(c.g, c.n, i, attr, what)
+func (c *InferCtx) IntsParam(i int, attr, what string) (vals []int64, ok bool, err error) {
+	return IntsParam(c.G, c.N, i, attr, what)
 }
 
 // IntsParam returns an integer list operand of node n given either as input
@@ -269,9 +285,9 @@ func FloatParam(g *Graph, n *Node, i int, attr, what string) (v float32, ok bool
 }
 
 // normAxis maps axis in [-rank, rank) to [0, rank).
-func (c *inferCtx) normAxis(axis int64, rank int) (int, error) {
+func (c *InferCtx) NormAxis(axis int64, rank int) (int, error) {
 	if axis < -int64(rank) || axis >= int64(rank) {
-		return 0, c.errorf("axis %d out of range for rank %d", axis, rank)
+		return 0, c.Errorf("axis %d out of range for rank %d", axis, rank)
 	}
 	if axis < 0 {
 		axis += int64(rank)
@@ -280,16 +296,16 @@ func (c *inferCtx) normAxis(axis int64, rank int) (int, error) {
 }
 
 // normAxes normalizes axes, rejecting duplicates.
-func (c *inferCtx) normAxes(axes []int64, rank int) ([]int, error) {
+func (c *InferCtx) NormAxes(axes []int64, rank int) ([]int, error) {
 	out := make([]int, len(axes))
 	seen := map[int]bool{}
 	for i, a := range axes {
-		n, err := c.normAxis(a, rank)
+		n, err := c.NormAxis(a, rank)
 		if err != nil {
 			return nil, err
 		}
 		if seen[n] {
-			return nil, c.errorf("axis %d repeated in %v", a, axes)
+			return nil, c.Errorf("axis %d repeated in %v", a, axes)
 		}
 		seen[n] = true
 		out[i] = n
@@ -297,35 +313,12 @@ func (c *inferCtx) normAxes(axes []int64, rank int) ([]int, error) {
 	return out, nil
 }
 
-// broadcast returns the multidirectional broadcast of shapes.
-func broadcast(shapes ...[]int) ([]int, bool) {
-	rank := 0
-	for _, s := range shapes {
-		rank = max(rank, len(s))
-	}
-	out := make([]int, rank)
-	for i := range out {
-		out[i] = 1
-	}
-	for _, s := range shapes {
-		off := rank - len(s)
-		for i, d := range s {
-			switch o := out[off+i]; {
-			case d == o || d == 1:
-			case o == 1:
-				out[off+i] = d
-			default:
-				return nil, false
-			}
+// OnlyOutputs rejects the optional outputs past the first n that are used.
+func (c *InferCtx) OnlyOutputs(n int, what string) error {
+	for i := n; i < len(c.Out); i++ {
+		if c.Out[i] != nil {
+			return Unsupportedf("%s at node %s: output %d (%s)", c.N.OpType, c.N.Name, i, what)
 		}
 	}
-	return out, true
-}
-
-func toInts(v []int64) []int {
-	out := make([]int, len(v))
-	for i, x := range v {
-		out[i] = int(x)
-	}
-	return out
+	return nil
 }

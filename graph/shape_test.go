@@ -1,9 +1,11 @@
-package graph
+package graph_test
 
 import (
 	"errors"
 	"slices"
 	"strings"
+	. "tessera/graph"
+	_ "tessera/ops"
 	"testing"
 )
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"tessera/graph"
+	_ "tessera/ops" // the op rules shape inference needs
 )
 
 // builder appends nodes and parameters to a graph the way an exporter

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"tessera/graph"
+	"tessera/ops"
 	"tessera/te"
 	"tessera/tir"
 )
@@ -558,7 +559,7 @@ func lowerPRelu(c *lowerCtx) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ss := graph.PReLUSlopeShape(c.opset, x.Shape, slope.Shape); !slices.Equal(ss, slope.Shape) {
+	if ss := ops.PReLUSlopeShape(c.opset, x.Shape, slope.Shape); !slices.Equal(ss, slope.Shape) {
 		if slope, err = te.Reshape(c.sub("slope"), slope, ss, false); err != nil {
 			return nil, err
 		}
@@ -1071,7 +1072,7 @@ func lowerSlice(c *lowerCtx) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp, err := graph.ResolveSlice(c.g, c.n, x.Shape)
+	sp, err := ops.ResolveSlice(c.g, c.n, x.Shape)
 	if err != nil {
 		return nil, err
 	}
@@ -1095,7 +1096,7 @@ func lowerPad(c *lowerCtx) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := graph.ResolvePads(c.g, c.n, len(x.Shape))
+	p, err := ops.ResolvePads(c.g, c.n, len(x.Shape))
 	if err != nil {
 		return nil, err
 	}
@@ -1156,7 +1157,7 @@ func lowerSplit(c *lowerCtx) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	axis, sizes, err := graph.SplitSizes(c.g, c.n, x.Shape)
+	axis, sizes, err := ops.SplitSizes(c.g, c.n, x.Shape)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"tessera/graph"
 	"tessera/graph/onnx/onnxpb"
+	_ "tessera/ops"
 )
 
 // sample is a small model exercising every attribute kind Encode writes.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"tessera/graph"
+	_ "tessera/ops"
 )
 
 // FuzzDecode feeds arbitrary bytes through decoding, binding, shape

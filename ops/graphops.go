@@ -1,8 +1,9 @@
-package graph
+package ops
 
 import (
 	"math"
 	"slices"
+	"tessera/graph"
 )
 
 // opTable lists every op the graph understands: its shape inference and,
@@ -11,7 +12,19 @@ import (
 // covers a subset of these: Shape and friends must be folded away first).
 var opTable = map[string]opInfo{}
 
+// inferCtx is graph.InferCtx with the ops' own helper methods.
+type inferCtx struct{ *graph.InferCtx }
+
+// opInfo is an op's shape inference and optional constant evaluator.
+type opInfo struct {
+	infer func(c *inferCtx) error
+	eval  func(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error)
+	// minIn and maxIn bound the number of inputs (maxIn < 0: unbounded).
+	minIn, maxIn int
+}
+
 func init() {
+	defer registerAll()
 	unary := opInfo{infer: inferUnary, minIn: 1, maxIn: 1}
 	for _, op := range []string{"Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Erf", "Neg", "Abs", "Reciprocal",
 		"Elu", "Selu", "Celu", "Softplus", "Softsign", "HardSigmoid", "HardSwish", "LeakyRelu", "Gelu", "Floor", "Ceil"} {
@@ -71,52 +84,44 @@ func init() {
 	opTable["Range"] = opInfo{infer: inferRange, eval: evalRange, minIn: 3, maxIn: 3}
 }
 
-// onlyOutputs rejects the optional outputs past the first n that are used.
-func (c *inferCtx) onlyOutputs(n int, what string) error {
-	for i := n; i < len(c.out); i++ {
-		if c.out[i] != nil {
-			return Unsupportedf("%s at node %s: output %d (%s)", c.n.OpType, c.n.Name, i, what)
-		}
-	}
-	return nil
-}
-
 func inferUnary(c *inferCtx) error {
-	if err := c.onlyOutputs(1, "extra output"); err != nil {
+	if err := c.OnlyOutputs(1, "extra output"); err != nil {
 		return err
 	}
-	c.set(0, c.dtype(0), c.shape(0))
+	c.Set(0, c.DType(0), c.Shape(0))
 	return nil
 }
 
-func evalUnary(c *inferCtx, in []*Tensor) ([]*Tensor, error) {
+func evalUnary(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	t := in[0]
-	if t.DType == Int64 {
-		f, ok := intUnary[c.n.OpType]
+	if t.DType == graph.Int64 {
+		f, ok := intUnary[c.N.OpType]
 		if !ok {
 			return nil, nil
 		}
-		return []*Tensor{mapN(t.Shape, in, func(v []int64) int64 { return f(v[0]) }, nil)}, nil
+		return []*graph.Tensor{mapN(t.Shape, in, func(v []int64) int64 { return f(v[0]) }, nil)}, nil
 	}
-	return []*Tensor{mapN(t.Shape, in, nil, unaryF(floatUnary[c.n.OpType]))}, nil
+	return []*graph.Tensor{mapN(t.Shape, in, nil, unaryF(floatUnary[c.N.OpType]))}, nil
 }
 
-func evalIdentity(c *inferCtx, in []*Tensor) ([]*Tensor, error) { return []*Tensor{in[0]}, nil }
+func evalIdentity(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	return []*graph.Tensor{in[0]}, nil
+}
 
 func inferDropout(c *inferCtx) error {
-	if err := c.onlyOutputs(1, "the mask"); err != nil {
+	if err := c.OnlyOutputs(1, "the mask"); err != nil {
 		return err
 	}
-	if c.has(2) {
-		t, err := c.constant(2, "training_mode")
+	if c.Has(2) {
+		t, err := c.Constant(2, "training_mode")
 		if err != nil {
 			return err
 		}
 		if t.Len() == 1 && t.Int64s()[0] != 0 {
-			return Unsupportedf("Dropout at node %s: training mode", c.n.Name)
+			return graph.Unsupportedf("Dropout at node %s: training mode", c.N.Name)
 		}
 	}
-	c.set(0, c.dtype(0), c.shape(0))
+	c.Set(0, c.DType(0), c.Shape(0))
 	return nil
 }
 
@@ -136,46 +141,46 @@ func PReLUSlopeShape(opset int, x, slope []int) []int {
 }
 
 func inferPRelu(c *inferCtx) error {
-	out, ok := broadcast(c.shape(0), PReLUSlopeShape(c.opset, c.shape(0), c.shape(1)))
-	if !ok || !slices.Equal(out, c.shape(0)) {
-		return c.errorf("slope %v does not broadcast to %v", c.shape(1), c.shape(0))
+	out, ok := broadcast(c.Shape(0), PReLUSlopeShape(c.Opset, c.Shape(0), c.Shape(1)))
+	if !ok || !slices.Equal(out, c.Shape(0)) {
+		return c.Errorf("slope %v does not broadcast to %v", c.Shape(1), c.Shape(0))
 	}
-	c.set(0, c.dtype(0), c.shape(0))
+	c.Set(0, c.DType(0), c.Shape(0))
 	return nil
 }
 
 func inferBroadcast(c *inferCtx) error {
 	shapes := [][]int{}
-	dt := Undefined
-	for i, v := range c.in {
+	dt := graph.Undefined
+	for i, v := range c.In {
 		if v == nil {
-			return c.errorf("input %d is omitted", i)
+			return c.Errorf("input %d is omitted", i)
 		}
-		if dt == Undefined {
+		if dt == graph.Undefined {
 			dt = v.DType
-		} else if v.DType != dt && c.n.OpType != "Pow" {
-			return c.errorf("inputs have dtypes %s and %s", dt, v.DType)
+		} else if v.DType != dt && c.N.OpType != "Pow" {
+			return c.Errorf("inputs have dtypes %s and %s", dt, v.DType)
 		}
 		shapes = append(shapes, v.Shape)
 	}
 	out, ok := broadcast(shapes...)
 	if !ok {
-		return c.errorf("shapes %v do not broadcast", shapes)
+		return c.Errorf("shapes %v do not broadcast", shapes)
 	}
-	c.set(0, dt, out)
+	c.Set(0, dt, out)
 	return nil
 }
 
-func evalBinary(c *inferCtx, in []*Tensor) ([]*Tensor, error) {
-	op := binaryOps[c.n.OpType]
+func evalBinary(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	op := binaryOps[c.N.OpType]
 	fi, ff := foldN(op.i, op.f)
-	return []*Tensor{mapN(c.out[0].Shape, in, fi, ff)}, nil
+	return []*graph.Tensor{mapN(c.Out[0].Shape, in, fi, ff)}, nil
 }
 
 func inferMatMul(c *inferCtx) error {
-	a, b := c.shape(0), c.shape(1)
+	a, b := c.Shape(0), c.Shape(1)
 	if len(a) == 0 || len(b) == 0 {
-		return c.errorf("scalar operand (%v, %v)", a, b)
+		return c.Errorf("scalar operand (%v, %v)", a, b)
 	}
 	var ab, bb []int
 	var ka, kb int
@@ -193,26 +198,26 @@ func inferMatMul(c *inferCtx) error {
 		mn = append(mn, b[len(b)-1])
 	}
 	if ka != kb {
-		return c.errorf("inner dimensions differ: %v · %v", a, b)
+		return c.Errorf("inner dimensions differ: %v · %v", a, b)
 	}
 	batch, ok := broadcast(ab, bb)
 	if !ok {
-		return c.errorf("batch dimensions of %v and %v do not broadcast", a, b)
+		return c.Errorf("batch dimensions of %v and %v do not broadcast", a, b)
 	}
-	c.set(0, Float32, append(batch, mn...))
-	return c.needFloat(0)
+	c.Set(0, graph.Float32, append(batch, mn...))
+	return c.NeedFloat(0)
 }
 
 func inferGemm(c *inferCtx) error {
-	a, b := c.shape(0), c.shape(1)
+	a, b := c.Shape(0), c.Shape(1)
 	if len(a) != 2 || len(b) != 2 {
-		return c.errorf("A %v and B %v must be 2-D", a, b)
+		return c.Errorf("A %v and B %v must be 2-D", a, b)
 	}
-	ta, err := c.n.Int("transA", 0)
+	ta, err := c.N.Int("transA", 0)
 	if err != nil {
 		return err
 	}
-	tb, err := c.n.Int("transB", 0)
+	tb, err := c.N.Int("transB", 0)
 	if err != nil {
 		return err
 	}
@@ -225,25 +230,25 @@ func inferGemm(c *inferCtx) error {
 		kb, n = n, kb
 	}
 	if k != kb {
-		return c.errorf("inner dimensions differ: A %v, B %v", a, b)
+		return c.Errorf("inner dimensions differ: A %v, B %v", a, b)
 	}
-	if c.has(2) {
-		if out, ok := broadcast(c.shape(2), []int{m, n}); !ok || !slices.Equal(out, []int{m, n}) {
-			return c.errorf("C %v does not broadcast to [%d %d]", c.shape(2), m, n)
+	if c.Has(2) {
+		if out, ok := broadcast(c.Shape(2), []int{m, n}); !ok || !slices.Equal(out, []int{m, n}) {
+			return c.Errorf("C %v does not broadcast to [%d %d]", c.Shape(2), m, n)
 		}
 	}
-	c.set(0, Float32, []int{m, n})
+	c.Set(0, graph.Float32, []int{m, n})
 	return nil
 }
 
-// Window is the geometry of one spatial axis of a sliding-window op.
+// window is the geometry of one spatial axis of a sliding-window op.
 type window struct{ in, k, s, d, pb, pe, out int }
 
 // windows resolves the output extents of Conv and the pools.
 func (c *inferCtx) windows(in, kernel []int, ceil bool) ([]window, error) {
 	n := len(in)
 	get := func(name string, def int64) ([]int64, error) {
-		v, err := c.n.Ints(name)
+		v, err := c.N.Ints(name)
 		if err != nil {
 			return nil, err
 		}
@@ -254,7 +259,7 @@ func (c *inferCtx) windows(in, kernel []int, ceil bool) ([]window, error) {
 			}
 		}
 		if len(v) != n {
-			return nil, c.errorf("%s %v for %d spatial axes", name, v, n)
+			return nil, c.Errorf("%s %v for %d spatial axes", name, v, n)
 		}
 		return v, nil
 	}
@@ -266,7 +271,7 @@ func (c *inferCtx) windows(in, kernel []int, ceil bool) ([]window, error) {
 	if err != nil {
 		return nil, err
 	}
-	pads, err := c.n.Ints("pads")
+	pads, err := c.N.Ints("pads")
 	if err != nil {
 		return nil, err
 	}
@@ -274,9 +279,9 @@ func (c *inferCtx) windows(in, kernel []int, ceil bool) ([]window, error) {
 		pads = make([]int64, 2*n)
 	}
 	if len(pads) != 2*n {
-		return nil, c.errorf("pads %v for %d spatial axes", pads, n)
+		return nil, c.Errorf("pads %v for %d spatial axes", pads, n)
 	}
-	autoPad, err := c.n.Str("auto_pad", "NOTSET")
+	autoPad, err := c.N.Str("auto_pad", "NOTSET")
 	if err != nil {
 		return nil, err
 	}
@@ -284,13 +289,13 @@ func (c *inferCtx) windows(in, kernel []int, ceil bool) ([]window, error) {
 	for i := range ws {
 		w := window{in: in[i], k: kernel[i], s: int(strides[i]), d: int(dil[i]), pb: int(pads[i]), pe: int(pads[i+n])}
 		if w.k <= 0 || w.s <= 0 || w.d <= 0 || w.k > 1<<20 || w.s > 1<<20 || w.d > 1<<20 {
-			return nil, c.errorf("axis %d: kernel %d, stride %d, dilation %d must be positive", i, w.k, w.s, w.d)
+			return nil, c.Errorf("axis %d: kernel %d, stride %d, dilation %d must be positive", i, w.k, w.s, w.d)
 		}
 		span := (w.k-1)*w.d + 1
 		switch autoPad {
 		case "NOTSET", "":
 			if w.pb < 0 || w.pe < 0 || w.pb > 1<<20 || w.pe > 1<<20 {
-				return nil, c.errorf("pads %v out of range", pads)
+				return nil, c.Errorf("pads %v out of range", pads)
 			}
 		case "VALID":
 			w.pb, w.pe = 0, 0
@@ -305,11 +310,11 @@ func (c *inferCtx) windows(in, kernel []int, ceil bool) ([]window, error) {
 			ws[i] = w
 			continue
 		default:
-			return nil, c.errorf("unknown auto_pad %q", autoPad)
+			return nil, c.Errorf("unknown auto_pad %q", autoPad)
 		}
 		room := w.in + w.pb + w.pe - span
 		if room < 0 {
-			return nil, c.errorf("axis %d: window %d larger than the padded input %d", i, span, w.in+w.pb+w.pe)
+			return nil, c.Errorf("axis %d: window %d larger than the padded input %d", i, span, w.in+w.pb+w.pe)
 		}
 		if ceil {
 			w.out = (room+w.s-1)/w.s + 1
@@ -325,26 +330,26 @@ func (c *inferCtx) windows(in, kernel []int, ceil bool) ([]window, error) {
 }
 
 func inferConv(c *inferCtx) error {
-	x, w := c.shape(0), c.shape(1)
+	x, w := c.Shape(0), c.Shape(1)
 	if len(x) < 3 || len(w) != len(x) {
-		return c.errorf("input %v and weights %v must have the same rank >= 3", x, w)
+		return c.Errorf("input %v and weights %v must have the same rank >= 3", x, w)
 	}
-	g, err := c.n.Int("group", 1)
+	g, err := c.N.Int("group", 1)
 	if err != nil {
 		return err
 	}
 	if g <= 0 || int64(x[1])%g != 0 || int64(w[0])%g != 0 || int64(w[1]) != int64(x[1])/g {
-		return c.errorf("group %d does not fit input %v and weights %v", g, x, w)
+		return c.Errorf("group %d does not fit input %v and weights %v", g, x, w)
 	}
-	if c.has(2) && !slices.Equal(c.shape(2), []int{w[0]}) {
-		return c.errorf("bias %v, want [%d]", c.shape(2), w[0])
+	if c.Has(2) && !slices.Equal(c.Shape(2), []int{w[0]}) {
+		return c.Errorf("bias %v, want [%d]", c.Shape(2), w[0])
 	}
-	ks, err := c.n.Ints("kernel_shape")
+	ks, err := c.N.Ints("kernel_shape")
 	if err != nil {
 		return err
 	}
 	if ks != nil && !slices.Equal(toInts(ks), w[2:]) {
-		return c.errorf("kernel_shape %v but weights %v", ks, w)
+		return c.Errorf("kernel_shape %v but weights %v", ks, w)
 	}
 	ws, err := c.windows(x[2:], w[2:], false)
 	if err != nil {
@@ -354,31 +359,31 @@ func inferConv(c *inferCtx) error {
 	for _, w := range ws {
 		out = append(out, w.out)
 	}
-	c.set(0, Float32, out)
-	return c.needFloat(0)
+	c.Set(0, graph.Float32, out)
+	return c.NeedFloat(0)
 }
 
 func inferPool(c *inferCtx) error {
-	if err := c.onlyOutputs(1, "Indices"); err != nil {
+	if err := c.OnlyOutputs(1, "Indices"); err != nil {
 		return err
 	}
-	x := c.shape(0)
+	x := c.Shape(0)
 	if len(x) < 3 {
-		return c.errorf("input %v must be [N, C, D...]", x)
+		return c.Errorf("input %v must be [N, C, D...]", x)
 	}
-	ks, err := c.n.Ints("kernel_shape")
+	ks, err := c.N.Ints("kernel_shape")
 	if err != nil {
 		return err
 	}
 	if len(ks) != len(x)-2 {
-		return c.errorf("kernel_shape %v for input %v", ks, x)
+		return c.Errorf("kernel_shape %v for input %v", ks, x)
 	}
-	ceil, err := c.n.Int("ceil_mode", 0)
+	ceil, err := c.N.Int("ceil_mode", 0)
 	if err != nil {
 		return err
 	}
-	if so, _ := c.n.Int("storage_order", 0); so != 0 {
-		return Unsupportedf("MaxPool at node %s: storage_order 1", c.n.Name)
+	if so, _ := c.N.Int("storage_order", 0); so != 0 {
+		return graph.Unsupportedf("MaxPool at node %s: storage_order 1", c.N.Name)
 	}
 	ws, err := c.windows(x[2:], toInts(ks), ceil != 0)
 	if err != nil {
@@ -388,77 +393,77 @@ func inferPool(c *inferCtx) error {
 	for _, w := range ws {
 		out = append(out, w.out)
 	}
-	c.set(0, Float32, out)
-	return c.needFloat(0)
+	c.Set(0, graph.Float32, out)
+	return c.NeedFloat(0)
 }
 
 func inferGlobalPool(c *inferCtx) error {
-	x := c.shape(0)
+	x := c.Shape(0)
 	if len(x) < 3 {
-		return c.errorf("input %v must be [N, C, D...]", x)
+		return c.Errorf("input %v must be [N, C, D...]", x)
 	}
 	out := []int{x[0], x[1]}
 	for range x[2:] {
 		out = append(out, 1)
 	}
-	c.set(0, Float32, out)
-	return c.needFloat(0)
+	c.Set(0, graph.Float32, out)
+	return c.NeedFloat(0)
 }
 
 func inferBatchNorm(c *inferCtx) error {
-	if err := c.onlyOutputs(1, "training-mode statistics"); err != nil {
+	if err := c.OnlyOutputs(1, "training-mode statistics"); err != nil {
 		return err
 	}
-	if tm, _ := c.n.Int("training_mode", 0); tm != 0 {
-		return Unsupportedf("BatchNormalization at node %s: training mode", c.n.Name)
+	if tm, _ := c.N.Int("training_mode", 0); tm != 0 {
+		return graph.Unsupportedf("BatchNormalization at node %s: training mode", c.N.Name)
 	}
-	x := c.shape(0)
+	x := c.Shape(0)
 	if len(x) < 2 {
-		return c.errorf("input %v must be [N, C, ...]", x)
+		return c.Errorf("input %v must be [N, C, ...]", x)
 	}
 	for i := 1; i < 5; i++ {
-		if !slices.Equal(c.shape(i), []int{x[1]}) {
-			return c.errorf("input %d has shape %v, want [%d]", i, c.shape(i), x[1])
+		if !slices.Equal(c.Shape(i), []int{x[1]}) {
+			return c.Errorf("input %d has shape %v, want [%d]", i, c.Shape(i), x[1])
 		}
 	}
-	c.set(0, Float32, x)
-	return c.needFloat(0)
+	c.Set(0, graph.Float32, x)
+	return c.NeedFloat(0)
 }
 
 func inferLayerNorm(c *inferCtx) error {
-	x := c.shape(0)
-	axis, err := c.n.Int("axis", -1)
+	x := c.Shape(0)
+	axis, err := c.N.Int("axis", -1)
 	if err != nil {
 		return err
 	}
-	ax, err := c.normAxis(axis, len(x))
+	ax, err := c.NormAxis(axis, len(x))
 	if err != nil {
 		return err
 	}
-	c.set(0, Float32, x)
+	c.Set(0, graph.Float32, x)
 	stat := slices.Clone(x)
 	for i := ax; i < len(stat); i++ {
 		stat[i] = 1
 	}
-	c.set(1, Float32, stat)
-	c.set(2, Float32, stat)
-	return c.needFloat(0)
+	c.Set(1, graph.Float32, stat)
+	c.Set(2, graph.Float32, stat)
+	return c.NeedFloat(0)
 }
 
 // reduceAxes resolves the axes of a Reduce* op: the "axes" input (ReduceSum
 // from opset 13, the others from 18) or attribute. nil with noop true means
 // the op is the identity.
 func (c *inferCtx) reduceAxes() (axes []int, keep, noop bool, err error) {
-	rank := len(c.shape(0))
-	v, ok, err := c.intsParam(1, "axes", "axes")
+	rank := len(c.Shape(0))
+	v, ok, err := c.IntsParam(1, "axes", "axes")
 	if err != nil {
 		return nil, false, false, err
 	}
-	k, err := c.n.Int("keepdims", 1)
+	k, err := c.N.Int("keepdims", 1)
 	if err != nil {
 		return nil, false, false, err
 	}
-	ne, err := c.n.Int("noop_with_empty_axes", 0)
+	ne, err := c.N.Int("noop_with_empty_axes", 0)
 	if err != nil {
 		return nil, false, false, err
 	}
@@ -471,7 +476,7 @@ func (c *inferCtx) reduceAxes() (axes []int, keep, noop bool, err error) {
 			v[i] = int64(i)
 		}
 	}
-	axes, err = c.normAxes(v, rank)
+	axes, err = c.NormAxes(v, rank)
 	return axes, k != 0, false, err
 }
 
@@ -480,9 +485,9 @@ func inferReduce(c *inferCtx) error {
 	if err != nil {
 		return err
 	}
-	x := c.shape(0)
+	x := c.Shape(0)
 	if noop {
-		c.set(0, c.dtype(0), x)
+		c.Set(0, c.DType(0), x)
 		return nil
 	}
 	out := []int{}
@@ -494,8 +499,8 @@ func inferReduce(c *inferCtx) error {
 			out = append(out, 1)
 		}
 	}
-	c.set(0, c.dtype(0), out)
-	return c.needFloat(0)
+	c.Set(0, c.DType(0), out)
+	return c.NeedFloat(0)
 }
 
 // ReshapeShape resolves ONNX Reshape's target shape for input shape in:
@@ -504,7 +509,7 @@ func ReshapeShape(in []int, shape []int64, allowZero bool) ([]int, bool) {
 	out := make([]int, len(shape))
 	infer := -1
 	known := 1
-	n := NumElems(in)
+	n := graph.NumElems(in)
 	for i, d := range shape {
 		switch {
 		case d == 0 && !allowZero:
@@ -518,12 +523,12 @@ func ReshapeShape(in []int, shape []int64, allowZero bool) ([]int, bool) {
 			}
 			infer = i
 			continue
-		case d < 0 || d > MaxElems:
+		case d < 0 || d > graph.MaxElems:
 			return nil, false
 		default:
 			out[i] = int(d)
 		}
-		if out[i] > 0 && known > MaxElems/out[i] {
+		if out[i] > 0 && known > graph.MaxElems/out[i] {
 			return nil, false
 		}
 		known *= out[i]
@@ -540,52 +545,52 @@ func ReshapeShape(in []int, shape []int64, allowZero bool) ([]int, bool) {
 }
 
 func inferReshape(c *inferCtx) error {
-	shape, ok, err := c.intsParam(1, "shape", "shape")
+	shape, ok, err := c.IntsParam(1, "shape", "shape")
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return c.errorf("no shape")
+		return c.Errorf("no shape")
 	}
-	az, err := c.n.Int("allowzero", 0)
+	az, err := c.N.Int("allowzero", 0)
 	if err != nil {
 		return err
 	}
-	out, ok := ReshapeShape(c.shape(0), shape, az != 0)
+	out, ok := ReshapeShape(c.Shape(0), shape, az != 0)
 	if !ok {
-		return c.errorf("cannot reshape %v to %v", c.shape(0), shape)
+		return c.Errorf("cannot reshape %v to %v", c.Shape(0), shape)
 	}
-	c.set(0, c.dtype(0), out)
+	c.Set(0, c.DType(0), out)
 	return nil
 }
 
-func evalReshape(c *inferCtx, in []*Tensor) ([]*Tensor, error) {
-	return []*Tensor{reshaped(in[0], c.out[0].Shape)}, nil
+func evalReshape(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	return []*graph.Tensor{reshaped(in[0], c.Out[0].Shape)}, nil
 }
 
 func inferFlatten(c *inferCtx) error {
-	x := c.shape(0)
-	axis, err := c.n.Int("axis", 1)
+	x := c.Shape(0)
+	axis, err := c.N.Int("axis", 1)
 	if err != nil {
 		return err
 	}
 	if axis < -int64(len(x)) || axis > int64(len(x)) {
-		return c.errorf("axis %d out of range for rank %d", axis, len(x))
+		return c.Errorf("axis %d out of range for rank %d", axis, len(x))
 	}
 	if axis < 0 {
 		axis += int64(len(x))
 	}
-	c.set(0, c.dtype(0), []int{NumElems(x[:axis]), NumElems(x[axis:])})
+	c.Set(0, c.DType(0), []int{graph.NumElems(x[:axis]), graph.NumElems(x[axis:])})
 	return nil
 }
 
 func inferSqueeze(c *inferCtx) error {
-	x := c.shape(0)
-	v, _, err := c.intsParam(1, "axes", "axes")
+	x := c.Shape(0)
+	v, _, err := c.IntsParam(1, "axes", "axes")
 	if err != nil {
 		return err
 	}
-	axes, err := c.normAxes(v, len(x))
+	axes, err := c.NormAxes(v, len(x))
 	if err != nil {
 		return err
 	}
@@ -595,27 +600,27 @@ func inferSqueeze(c *inferCtx) error {
 		case len(axes) == 0 && d == 1:
 		case slices.Contains(axes, i):
 			if d != 1 {
-				return c.errorf("axis %d of %v is not 1", i, x)
+				return c.Errorf("axis %d of %v is not 1", i, x)
 			}
 		default:
 			out = append(out, d)
 		}
 	}
-	c.set(0, c.dtype(0), out)
+	c.Set(0, c.DType(0), out)
 	return nil
 }
 
 func inferUnsqueeze(c *inferCtx) error {
-	x := c.shape(0)
-	v, ok, err := c.intsParam(1, "axes", "axes")
+	x := c.Shape(0)
+	v, ok, err := c.IntsParam(1, "axes", "axes")
 	if err != nil {
 		return err
 	}
 	if !ok || len(v) == 0 {
-		return c.errorf("no axes")
+		return c.Errorf("no axes")
 	}
 	rank := len(x) + len(v)
-	axes, err := c.normAxes(v, rank)
+	axes, err := c.NormAxes(v, rank)
 	if err != nil {
 		return err
 	}
@@ -629,14 +634,14 @@ func inferUnsqueeze(c *inferCtx) error {
 			k++
 		}
 	}
-	c.set(0, c.dtype(0), out)
+	c.Set(0, c.DType(0), out)
 	return nil
 }
 
 // perm returns Transpose's permutation (default: reversed axes).
 func (c *inferCtx) perm() ([]int, error) {
-	rank := len(c.shape(0))
-	p, err := c.n.Ints("perm")
+	rank := len(c.Shape(0))
+	p, err := c.N.Ints("perm")
 	if err != nil {
 		return nil, err
 	}
@@ -648,9 +653,9 @@ func (c *inferCtx) perm() ([]int, error) {
 		return out, nil
 	}
 	if len(p) != rank {
-		return nil, c.errorf("perm %v for rank %d", p, rank)
+		return nil, c.Errorf("perm %v for rank %d", p, rank)
 	}
-	return c.normAxes(p, rank)
+	return c.NormAxes(p, rank)
 }
 
 func inferTranspose(c *inferCtx) error {
@@ -658,19 +663,19 @@ func inferTranspose(c *inferCtx) error {
 	if err != nil {
 		return err
 	}
-	x := c.shape(0)
+	x := c.Shape(0)
 	out := make([]int, len(p))
 	for i, a := range p {
 		out[i] = x[a]
 	}
-	c.set(0, c.dtype(0), out)
+	c.Set(0, c.DType(0), out)
 	return nil
 }
 
-func evalTranspose(c *inferCtx, in []*Tensor) ([]*Tensor, error) {
+func evalTranspose(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	p, _ := c.perm()
-	st := strides(in[0].Shape)
-	return []*Tensor{remap(in[0], c.out[0].Shape, func(idx []int) int {
+	st := graph.Strides(in[0].Shape)
+	return []*graph.Tensor{remap(in[0], c.Out[0].Shape, func(idx []int) int {
 		s := 0
 		for i, a := range p {
 			s += idx[i] * st[a]
@@ -680,14 +685,14 @@ func evalTranspose(c *inferCtx, in []*Tensor) ([]*Tensor, error) {
 }
 
 func (c *inferCtx) concatAxis() (int, error) {
-	if !c.n.HasAttr("axis") {
-		return 0, c.errorf("no axis")
+	if !c.N.HasAttr("axis") {
+		return 0, c.Errorf("no axis")
 	}
-	a, err := c.n.Int("axis", 0)
+	a, err := c.N.Int("axis", 0)
 	if err != nil {
 		return 0, err
 	}
-	return c.normAxis(a, len(c.shape(0)))
+	return c.NormAxis(a, len(c.Shape(0)))
 }
 
 func inferConcat(c *inferCtx) error {
@@ -695,44 +700,44 @@ func inferConcat(c *inferCtx) error {
 	if err != nil {
 		return err
 	}
-	out := slices.Clone(c.shape(0))
+	out := slices.Clone(c.Shape(0))
 	out[axis] = 0
-	for i, v := range c.in {
-		if v == nil || len(v.Shape) != len(out) || v.DType != c.dtype(0) {
-			return c.errorf("input %d does not match input 0", i)
+	for i, v := range c.In {
+		if v == nil || len(v.Shape) != len(out) || v.DType != c.DType(0) {
+			return c.Errorf("input %d does not match input 0", i)
 		}
 		for k, d := range v.Shape {
 			if k != axis && d != out[k] {
-				return c.errorf("input %d has shape %v, input 0 %v", i, v.Shape, c.shape(0))
+				return c.Errorf("input %d has shape %v, input 0 %v", i, v.Shape, c.Shape(0))
 			}
 		}
 		out[axis] += v.Shape[axis]
 	}
-	c.set(0, c.dtype(0), out)
+	c.Set(0, c.DType(0), out)
 	return nil
 }
 
-func evalConcat(c *inferCtx, in []*Tensor) ([]*Tensor, error) {
+func evalConcat(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	axis, _ := c.concatAxis()
-	out := &Tensor{DType: in[0].DType, Shape: slices.Clone(c.out[0].Shape)}
-	outer := NumElems(out.Shape[:axis])
+	out := &graph.Tensor{DType: in[0].DType, Shape: slices.Clone(c.Out[0].Shape)}
+	outer := graph.NumElems(out.Shape[:axis])
 	for o := range outer {
 		for _, t := range in {
-			inner := NumElems(t.Shape[axis:])
-			if t.DType == Int64 {
+			inner := graph.NumElems(t.Shape[axis:])
+			if t.DType == graph.Int64 {
 				out.I64 = append(out.I64, t.I64[o*inner:(o+1)*inner]...)
 			} else {
 				out.F32 = append(out.F32, t.F32[o*inner:(o+1)*inner]...)
 			}
 		}
 	}
-	if out.DType == Int64 && out.I64 == nil {
+	if out.DType == graph.Int64 && out.I64 == nil {
 		out.I64 = []int64{}
 	}
-	if out.DType == Float32 && out.F32 == nil {
+	if out.DType == graph.Float32 && out.F32 == nil {
 		out.F32 = []float32{}
 	}
-	return []*Tensor{out}, nil
+	return []*graph.Tensor{out}, nil
 }
 
 // SliceSpec is a resolved Slice: per input axis, the first index, the step
@@ -742,19 +747,19 @@ type SliceSpec struct{ Start, Step, Count []int }
 // ResolveSlice resolves ONNX Slice's starts, ends, axes and steps (given as
 // inputs from opset 10, as attributes before) for an input of shape x,
 // clamping as ONNX defines.
-func ResolveSlice(g *Graph, n *Node, x []int) (*SliceSpec, error) {
-	starts, ok1, err := IntsParam(g, n, 1, "starts", "starts")
+func ResolveSlice(g *graph.Graph, n *graph.Node, x []int) (*SliceSpec, error) {
+	starts, ok1, err := graph.IntsParam(g, n, 1, "starts", "starts")
 	if err != nil {
 		return nil, err
 	}
-	ends, ok2, err := IntsParam(g, n, 2, "ends", "ends")
+	ends, ok2, err := graph.IntsParam(g, n, 2, "ends", "ends")
 	if err != nil {
 		return nil, err
 	}
 	if !ok1 || !ok2 || len(starts) != len(ends) {
 		return nil, n.Errorf("starts %v and ends %v", starts, ends)
 	}
-	axes, ok, err := IntsParam(g, n, 3, "axes", "axes")
+	axes, ok, err := graph.IntsParam(g, n, 3, "axes", "axes")
 	if err != nil {
 		return nil, err
 	}
@@ -764,7 +769,7 @@ func ResolveSlice(g *Graph, n *Node, x []int) (*SliceSpec, error) {
 			axes[i] = int64(i)
 		}
 	}
-	steps, ok, err := IntsParam(g, n, 4, "", "steps")
+	steps, ok, err := graph.IntsParam(g, n, 4, "", "steps")
 	if err != nil {
 		return nil, err
 	}
@@ -828,21 +833,21 @@ func ResolveSlice(g *Graph, n *Node, x []int) (*SliceSpec, error) {
 }
 
 func inferSlice(c *inferCtx) error {
-	sp, err := ResolveSlice(c.g, c.n, c.shape(0))
+	sp, err := ResolveSlice(c.G, c.N, c.Shape(0))
 	if err != nil {
 		return err
 	}
-	c.set(0, c.dtype(0), sp.Count)
+	c.Set(0, c.DType(0), sp.Count)
 	return nil
 }
 
-func evalSlice(c *inferCtx, in []*Tensor) ([]*Tensor, error) {
-	sp, err := ResolveSlice(c.g, c.n, in[0].Shape)
+func evalSlice(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	sp, err := ResolveSlice(c.G, c.N, in[0].Shape)
 	if err != nil {
 		return nil, err
 	}
-	st := strides(in[0].Shape)
-	return []*Tensor{remap(in[0], sp.Count, func(idx []int) int {
+	st := graph.Strides(in[0].Shape)
+	return []*graph.Tensor{remap(in[0], sp.Count, func(idx []int) int {
 		s := 0
 		for i, x := range idx {
 			s += (sp.Start[i] + x*sp.Step[i]) * st[i]
@@ -857,19 +862,19 @@ type PadSpec struct{ Begin, End []int }
 // ResolvePads resolves ONNX Pad's pads ("paddings" attribute in opset 1,
 // "pads" attribute until 10, input from 11) and axes (input from 18) for an
 // input of rank rank.
-func ResolvePads(g *Graph, n *Node, rank int) (*PadSpec, error) {
+func ResolvePads(g *graph.Graph, n *graph.Node, rank int) (*PadSpec, error) {
 	attr := "pads"
 	if n.HasAttr("paddings") {
 		attr = "paddings"
 	}
-	pads, ok, err := IntsParam(g, n, 1, attr, "pads")
+	pads, ok, err := graph.IntsParam(g, n, 1, attr, "pads")
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return nil, n.Errorf("no pads")
 	}
-	axes, ok, err := IntsParam(g, n, 3, "", "axes")
+	axes, ok, err := graph.IntsParam(g, n, 3, "", "axes")
 	if err != nil {
 		return nil, err
 	}
@@ -891,7 +896,7 @@ func ResolvePads(g *Graph, n *Node, rank int) (*PadSpec, error) {
 			a += int64(rank)
 		}
 		b, e := pads[k], pads[k+len(axes)]
-		if b < -MaxElems || b > MaxElems || e < -MaxElems || e > MaxElems {
+		if b < -graph.MaxElems || b > graph.MaxElems || e < -graph.MaxElems || e > graph.MaxElems {
 			return nil, n.Errorf("pads %v out of range", pads)
 		}
 		p.Begin[a], p.End[a] = int(b), int(e)
@@ -900,8 +905,8 @@ func ResolvePads(g *Graph, n *Node, rank int) (*PadSpec, error) {
 }
 
 func inferPad(c *inferCtx) error {
-	x := c.shape(0)
-	p, err := ResolvePads(c.g, c.n, len(x))
+	x := c.Shape(0)
+	p, err := ResolvePads(c.G, c.N, len(x))
 	if err != nil {
 		return err
 	}
@@ -909,59 +914,59 @@ func inferPad(c *inferCtx) error {
 	for i, d := range x {
 		out[i] = d + p.Begin[i] + p.End[i]
 		if out[i] < 0 {
-			return c.errorf("pads %v %v leave axis %d of %v negative", p.Begin, p.End, i, x)
+			return c.Errorf("pads %v %v leave axis %d of %v negative", p.Begin, p.End, i, x)
 		}
 	}
-	c.set(0, c.dtype(0), out)
+	c.Set(0, c.DType(0), out)
 	return nil
 }
 
 func inferExpand(c *inferCtx) error {
-	shape, _, err := c.intsParam(1, "", "shape")
+	shape, _, err := c.IntsParam(1, "", "shape")
 	if err != nil {
 		return err
 	}
 	for _, d := range shape {
-		if d < 0 || d > MaxElems {
-			return c.errorf("shape %v", shape)
+		if d < 0 || d > graph.MaxElems {
+			return c.Errorf("shape %v", shape)
 		}
 	}
-	out, ok := broadcast(c.shape(0), toInts(shape))
+	out, ok := broadcast(c.Shape(0), toInts(shape))
 	if !ok {
-		return c.errorf("%v does not broadcast with %v", c.shape(0), shape)
+		return c.Errorf("%v does not broadcast with %v", c.Shape(0), shape)
 	}
-	c.set(0, c.dtype(0), out)
+	c.Set(0, c.DType(0), out)
 	return nil
 }
 
-func evalExpand(c *inferCtx, in []*Tensor) ([]*Tensor, error) {
-	return []*Tensor{remap(in[0], c.out[0].Shape, func(idx []int) int { return broadcastSrc(in[0].Shape, idx) })}, nil
+func evalExpand(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	return []*graph.Tensor{remap(in[0], c.Out[0].Shape, func(idx []int) int { return graph.BroadcastSrc(in[0].Shape, idx) })}, nil
 }
 
 func inferTile(c *inferCtx) error {
-	reps, _, err := c.intsParam(1, "", "repeats")
+	reps, _, err := c.IntsParam(1, "", "repeats")
 	if err != nil {
 		return err
 	}
-	x := c.shape(0)
+	x := c.Shape(0)
 	if len(reps) != len(x) {
-		return c.errorf("%d repeats for rank %d", len(reps), len(x))
+		return c.Errorf("%d repeats for rank %d", len(reps), len(x))
 	}
 	out := make([]int, len(x))
 	for i, r := range reps {
-		if r < 0 || r > MaxElems {
-			return c.errorf("repeats %v", reps)
+		if r < 0 || r > graph.MaxElems {
+			return c.Errorf("repeats %v", reps)
 		}
 		out[i] = x[i] * int(r)
 	}
-	c.set(0, c.dtype(0), out)
+	c.Set(0, c.DType(0), out)
 	return nil
 }
 
-func evalTile(c *inferCtx, in []*Tensor) ([]*Tensor, error) {
+func evalTile(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	x := in[0].Shape
-	st := strides(x)
-	return []*Tensor{remap(in[0], c.out[0].Shape, func(idx []int) int {
+	st := graph.Strides(x)
+	return []*graph.Tensor{remap(in[0], c.Out[0].Shape, func(idx []int) int {
 		s := 0
 		for i, v := range idx {
 			s += (v % x[i]) * st[i]
@@ -973,7 +978,7 @@ func evalTile(c *inferCtx, in []*Tensor) ([]*Tensor, error) {
 // SplitSizes resolves Split's output extents along axis: the "split" input
 // (opset 13) or attribute, else equal parts (the last one smaller, as
 // opset 18 allows).
-func SplitSizes(g *Graph, n *Node, x []int) (axis int, sizes []int, err error) {
+func SplitSizes(g *graph.Graph, n *graph.Node, x []int) (axis int, sizes []int, err error) {
 	a, err := n.Int("axis", 0)
 	if err != nil {
 		return 0, nil, err
@@ -985,7 +990,7 @@ func SplitSizes(g *Graph, n *Node, x []int) (axis int, sizes []int, err error) {
 		a += int64(len(x))
 	}
 	axis = int(a)
-	split, ok, err := IntsParam(g, n, 1, "split", "split")
+	split, ok, err := graph.IntsParam(g, n, 1, "split", "split")
 	if err != nil {
 		return 0, nil, err
 	}
@@ -996,7 +1001,7 @@ func SplitSizes(g *Graph, n *Node, x []int) (axis int, sizes []int, err error) {
 		}
 		total := 0
 		for _, s := range split {
-			if s < 0 || s > MaxElems {
+			if s < 0 || s > graph.MaxElems {
 				return 0, nil, n.Errorf("split %v", split)
 			}
 			total += int(s)
@@ -1017,73 +1022,73 @@ func SplitSizes(g *Graph, n *Node, x []int) (axis int, sizes []int, err error) {
 }
 
 func inferSplit(c *inferCtx) error {
-	axis, sizes, err := SplitSizes(c.g, c.n, c.shape(0))
+	axis, sizes, err := SplitSizes(c.G, c.N, c.Shape(0))
 	if err != nil {
 		return err
 	}
 	for i, s := range sizes {
-		out := slices.Clone(c.shape(0))
+		out := slices.Clone(c.Shape(0))
 		out[axis] = s
-		c.set(i, c.dtype(0), out)
+		c.Set(i, c.DType(0), out)
 	}
 	return nil
 }
 
 func inferDepthToSpace(c *inferCtx) error {
-	x := c.shape(0)
-	b, err := c.n.Int("blocksize", 0)
+	x := c.Shape(0)
+	b, err := c.N.Int("blocksize", 0)
 	if err != nil {
 		return err
 	}
 	if len(x) != 4 || b <= 0 || b > 1<<16 || int64(x[1])%(b*b) != 0 {
-		return c.errorf("blocksize %d for input %v", b, x)
+		return c.Errorf("blocksize %d for input %v", b, x)
 	}
 	bs := int(b)
-	c.set(0, c.dtype(0), []int{x[0], x[1] / (bs * bs), x[2] * bs, x[3] * bs})
+	c.Set(0, c.DType(0), []int{x[0], x[1] / (bs * bs), x[2] * bs, x[3] * bs})
 	return nil
 }
 
 func inferSpaceToDepth(c *inferCtx) error {
-	x := c.shape(0)
-	b, err := c.n.Int("blocksize", 0)
+	x := c.Shape(0)
+	b, err := c.N.Int("blocksize", 0)
 	if err != nil {
 		return err
 	}
 	if len(x) != 4 || b <= 0 || b > 1<<16 || int64(x[2])%b != 0 || int64(x[3])%b != 0 {
-		return c.errorf("blocksize %d for input %v", b, x)
+		return c.Errorf("blocksize %d for input %v", b, x)
 	}
 	bs := int(b)
-	c.set(0, c.dtype(0), []int{x[0], x[1] * bs * bs, x[2] / bs, x[3] / bs})
+	c.Set(0, c.DType(0), []int{x[0], x[1] * bs * bs, x[2] / bs, x[3] / bs})
 	return nil
 }
 
 func inferGather(c *inferCtx) error {
-	x := c.shape(0)
-	a, err := c.n.Int("axis", 0)
+	x := c.Shape(0)
+	a, err := c.N.Int("axis", 0)
 	if err != nil {
 		return err
 	}
-	axis, err := c.normAxis(a, len(x))
+	axis, err := c.NormAxis(a, len(x))
 	if err != nil {
 		return err
 	}
-	if c.dtype(1) != Int64 {
-		return c.errorf("indices are %s", c.dtype(1))
+	if c.DType(1) != graph.Int64 {
+		return c.Errorf("indices are %s", c.DType(1))
 	}
-	out := append(append(slices.Clone(x[:axis]), c.shape(1)...), x[axis+1:]...)
-	c.set(0, c.dtype(0), out)
+	out := append(append(slices.Clone(x[:axis]), c.Shape(1)...), x[axis+1:]...)
+	c.Set(0, c.DType(0), out)
 	return nil
 }
 
-func evalGather(c *inferCtx, in []*Tensor) ([]*Tensor, error) {
+func evalGather(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	x := in[0].Shape
-	a, _ := c.n.Int("axis", 0)
-	axis, _ := c.normAxis(a, len(x))
+	a, _ := c.N.Int("axis", 0)
+	axis, _ := c.NormAxis(a, len(x))
 	ir := len(in[1].Shape)
-	st := strides(x)
-	ist := strides(in[1].Shape)
+	st := graph.Strides(x)
+	ist := graph.Strides(in[1].Shape)
 	var bad error
-	t := remap(in[0], c.out[0].Shape, func(idx []int) int {
+	t := remap(in[0], c.Out[0].Shape, func(idx []int) int {
 		s := 0
 		for i := range axis {
 			s += idx[i] * st[i]
@@ -1097,7 +1102,7 @@ func evalGather(c *inferCtx, in []*Tensor) ([]*Tensor, error) {
 			j += int64(x[axis])
 		}
 		if j < 0 || j >= int64(x[axis]) {
-			bad = c.errorf("index %d out of range [0, %d)", in[1].I64[k], x[axis])
+			bad = c.Errorf("index %d out of range [0, %d)", in[1].I64[k], x[axis])
 			j = 0
 		}
 		s += int(j) * st[axis]
@@ -1106,17 +1111,17 @@ func evalGather(c *inferCtx, in []*Tensor) ([]*Tensor, error) {
 		}
 		return s
 	})
-	return []*Tensor{t}, bad
+	return []*graph.Tensor{t}, bad
 }
 
 // shapeRange returns Shape's [start, end) (attributes from opset 15).
 func (c *inferCtx) shapeRange() (int, int, error) {
-	rank := int64(len(c.shape(0)))
-	s, err := c.n.Int("start", 0)
+	rank := int64(len(c.Shape(0)))
+	s, err := c.N.Int("start", 0)
 	if err != nil {
 		return 0, 0, err
 	}
-	e, err := c.n.Int("end", rank)
+	e, err := c.N.Int("end", rank)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -1135,89 +1140,89 @@ func inferShape(c *inferCtx) error {
 	if err != nil {
 		return err
 	}
-	c.set(0, Int64, []int{e - s})
+	c.Set(0, graph.Int64, []int{e - s})
 	return nil
 }
 
-func evalShape(c *inferCtx, _ []*Tensor) ([]*Tensor, error) {
+func evalShape(c *inferCtx, _ []*graph.Tensor) ([]*graph.Tensor, error) {
 	s, e, _ := c.shapeRange()
 	v := make([]int64, 0, e-s)
-	for _, d := range c.shape(0)[s:e] {
+	for _, d := range c.Shape(0)[s:e] {
 		v = append(v, int64(d))
 	}
-	return []*Tensor{Int64Tensor([]int{e - s}, v)}, nil
+	return []*graph.Tensor{graph.Int64Tensor([]int{e - s}, v)}, nil
 }
 
 func inferSize(c *inferCtx) error {
-	c.set(0, Int64, []int{})
+	c.Set(0, graph.Int64, []int{})
 	return nil
 }
 
-func evalSize(c *inferCtx, _ []*Tensor) ([]*Tensor, error) {
-	return []*Tensor{Int64Tensor([]int{}, []int64{int64(NumElems(c.shape(0)))})}, nil
+func evalSize(c *inferCtx, _ []*graph.Tensor) ([]*graph.Tensor, error) {
+	return []*graph.Tensor{graph.Int64Tensor([]int{}, []int64{int64(graph.NumElems(c.Shape(0)))})}, nil
 }
 
 // constantOfShapeValue returns ConstantOfShape's fill value (default
 // float32 0).
-func (c *inferCtx) constantOfShapeValue() (*Tensor, error) {
-	a, ok := c.n.Attrs["value"]
+func (c *inferCtx) constantOfShapeValue() (*graph.Tensor, error) {
+	a, ok := c.N.Attrs["value"]
 	if !ok {
-		return Float32Tensor([]int{1}, []float32{0}), nil
+		return graph.Float32Tensor([]int{1}, []float32{0}), nil
 	}
-	if a.Kind != AttrTensor || a.T == nil || a.T.Len() != 1 {
-		return nil, c.errorf("value must be a one-element tensor")
+	if a.Kind != graph.AttrTensor || a.T == nil || a.T.Len() != 1 {
+		return nil, c.Errorf("value must be a one-element tensor")
 	}
 	return a.T, nil
 }
 
 func inferConstantOfShape(c *inferCtx) error {
-	t, err := c.constant(0, "shape")
+	t, err := c.Constant(0, "shape")
 	if err != nil {
 		return err
 	}
-	if t.DType != Int64 || len(t.Shape) != 1 {
-		return c.errorf("shape must be a 1-D int64 tensor")
+	if t.DType != graph.Int64 || len(t.Shape) != 1 {
+		return c.Errorf("shape must be a 1-D int64 tensor")
 	}
 	for _, d := range t.I64 {
-		if d < 0 || d > MaxElems {
-			return c.errorf("shape %v", t.I64)
+		if d < 0 || d > graph.MaxElems {
+			return c.Errorf("shape %v", t.I64)
 		}
 	}
 	v, err := c.constantOfShapeValue()
 	if err != nil {
 		return err
 	}
-	c.set(0, v.DType, toInts(t.I64))
+	c.Set(0, v.DType, toInts(t.I64))
 	return nil
 }
 
-func evalConstantOfShape(c *inferCtx, in []*Tensor) ([]*Tensor, error) {
+func evalConstantOfShape(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	v, _ := c.constantOfShapeValue()
-	return []*Tensor{remap(v, c.out[0].Shape, func([]int) int { return 0 })}, nil
+	return []*graph.Tensor{remap(v, c.Out[0].Shape, func([]int) int { return 0 })}, nil
 }
 
 // constantValue returns a Constant node's value.
-func (c *inferCtx) constantValue() (*Tensor, error) {
-	for name, a := range c.n.Attrs {
+func (c *inferCtx) constantValue() (*graph.Tensor, error) {
+	for name, a := range c.N.Attrs {
 		switch name {
 		case "value":
-			if a.Kind != AttrTensor || a.T == nil {
-				return nil, c.errorf("value is not a tensor")
+			if a.Kind != graph.AttrTensor || a.T == nil {
+				return nil, c.Errorf("value is not a tensor")
 			}
 			return a.T, nil
 		case "value_float":
-			return Float32Tensor([]int{}, []float32{a.F}), nil
+			return graph.Float32Tensor([]int{}, []float32{a.F}), nil
 		case "value_floats":
-			return Float32Tensor([]int{len(a.Floats)}, a.Floats), nil
+			return graph.Float32Tensor([]int{len(a.Floats)}, a.Floats), nil
 		case "value_int":
-			return Int64Tensor([]int{}, []int64{a.I}), nil
+			return graph.Int64Tensor([]int{}, []int64{a.I}), nil
 		case "value_ints":
-			return Int64Tensor([]int{len(a.Ints)}, a.Ints), nil
+			return graph.Int64Tensor([]int{len(a.Ints)}, a.Ints), nil
 		case "value_string", "value_strings", "sparse_value":
-			return nil, Unsupportedf("Constant at node %s: %s", c.n.Name, name)
+			return nil, graph.Unsupportedf("Constant at node %s: %s", c.N.Name, name)
 		}
 	}
-	return nil, c.errorf("no value")
+	return nil, c.Errorf("no value")
 }
 
 func inferConstant(c *inferCtx) error {
@@ -1225,16 +1230,16 @@ func inferConstant(c *inferCtx) error {
 	if err != nil {
 		return err
 	}
-	if err := t.check(); err != nil {
-		return c.errorf("%v", err)
+	if err := t.Check(); err != nil {
+		return c.Errorf("%v", err)
 	}
-	c.set(0, t.DType, t.Shape)
+	c.Set(0, t.DType, t.Shape)
 	return nil
 }
 
-func evalConstant(c *inferCtx, _ []*Tensor) ([]*Tensor, error) {
+func evalConstant(c *inferCtx, _ []*graph.Tensor) ([]*graph.Tensor, error) {
 	t, err := c.constantValue()
-	return []*Tensor{t}, err
+	return []*graph.Tensor{t}, err
 }
 
 // ONNX data type numbers of the two dtypes the graph holds.
@@ -1244,28 +1249,28 @@ const (
 )
 
 func inferCast(c *inferCtx) error {
-	to, err := c.n.Int("to", 0)
+	to, err := c.N.Int("to", 0)
 	if err != nil {
 		return err
 	}
 	switch to {
 	case onnxFloat:
-		c.set(0, Float32, c.shape(0))
+		c.Set(0, graph.Float32, c.Shape(0))
 	case onnxInt64:
-		c.set(0, Int64, c.shape(0))
+		c.Set(0, graph.Int64, c.Shape(0))
 	default:
-		return Unsupportedf("Cast at node %s: to data type %d", c.n.Name, to)
+		return graph.Unsupportedf("Cast at node %s: to data type %d", c.N.Name, to)
 	}
 	return nil
 }
 
-func evalCast(c *inferCtx, in []*Tensor) ([]*Tensor, error) {
+func evalCast(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	t := in[0]
-	out := &Tensor{DType: c.out[0].DType, Shape: slices.Clone(t.Shape)}
+	out := &graph.Tensor{DType: c.Out[0].DType, Shape: slices.Clone(t.Shape)}
 	if out.DType == t.DType {
-		return []*Tensor{t}, nil
+		return []*graph.Tensor{t}, nil
 	}
-	if out.DType == Int64 {
+	if out.DType == graph.Int64 {
 		out.I64 = make([]int64, len(t.F32))
 		for i, v := range t.F32 {
 			out.I64[i] = int64(v)
@@ -1276,26 +1281,26 @@ func evalCast(c *inferCtx, in []*Tensor) ([]*Tensor, error) {
 			out.F32[i] = float32(v)
 		}
 	}
-	return []*Tensor{out}, nil
+	return []*graph.Tensor{out}, nil
 }
 
 // rangeParams returns Range's start, limit and delta and the element count.
 func (c *inferCtx) rangeParams() (s, l, d float64, n int, err error) {
 	var v [3]float64
 	for i, what := range []string{"start", "limit", "delta"} {
-		t, err := c.constant(i, what)
+		t, err := c.Constant(i, what)
 		if err != nil {
 			return 0, 0, 0, 0, err
 		}
 		if t.Len() != 1 {
-			return 0, 0, 0, 0, c.errorf("%s must be a scalar", what)
+			return 0, 0, 0, 0, c.Errorf("%s must be a scalar", what)
 		}
 		v[i] = t.Float64s()[0]
 	}
 	s, l, d = v[0], v[1], v[2]
 	cnt := math.Ceil((l - s) / d)
-	if math.IsNaN(cnt) || cnt > MaxElems {
-		return 0, 0, 0, 0, c.errorf("range(%v, %v, %v) is too long", s, l, d)
+	if math.IsNaN(cnt) || cnt > graph.MaxElems {
+		return 0, 0, 0, 0, c.Errorf("range(%v, %v, %v) is too long", s, l, d)
 	}
 	return s, l, d, int(max(cnt, 0)), nil
 }
@@ -1305,26 +1310,73 @@ func inferRange(c *inferCtx) error {
 	if err != nil {
 		return err
 	}
-	c.set(0, c.dtype(0), []int{n})
+	c.Set(0, c.DType(0), []int{n})
 	return nil
 }
 
-func evalRange(c *inferCtx, in []*Tensor) ([]*Tensor, error) {
+func evalRange(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	s, _, d, n, _ := c.rangeParams()
-	out := &Tensor{DType: in[0].DType, Shape: []int{n}}
+	out := &graph.Tensor{DType: in[0].DType, Shape: []int{n}}
 	for i := range n {
 		v := s + float64(i)*d
-		if out.DType == Int64 {
+		if out.DType == graph.Int64 {
 			out.I64 = append(out.I64, int64(v))
 		} else {
 			out.F32 = append(out.F32, float32(v))
 		}
 	}
-	if out.DType == Int64 && out.I64 == nil {
+	if out.DType == graph.Int64 && out.I64 == nil {
 		out.I64 = []int64{}
 	}
-	if out.DType == Float32 && out.F32 == nil {
+	if out.DType == graph.Float32 && out.F32 == nil {
 		out.F32 = []float32{}
 	}
-	return []*Tensor{out}, nil
+	return []*graph.Tensor{out}, nil
+}
+
+// registerAll gives every op's rule to package graph.
+func registerAll() {
+	for name, info := range opTable {
+		r := graph.OpRule{MinIn: info.minIn, MaxIn: info.maxIn}
+		r.Infer = func(c *graph.InferCtx) error { return info.infer(&inferCtx{c}) }
+		if info.eval != nil {
+			r.Eval = func(c *graph.InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+				return info.eval(&inferCtx{c}, in)
+			}
+		}
+		graph.RegisterOp(name, r)
+	}
+}
+
+// broadcast returns the multidirectional broadcast of shapes.
+func broadcast(shapes ...[]int) ([]int, bool) {
+	rank := 0
+	for _, s := range shapes {
+		rank = max(rank, len(s))
+	}
+	out := make([]int, rank)
+	for i := range out {
+		out[i] = 1
+	}
+	for _, s := range shapes {
+		off := rank - len(s)
+		for i, d := range s {
+			switch o := out[off+i]; {
+			case d == o || d == 1:
+			case o == 1:
+				out[off+i] = d
+			default:
+				return nil, false
+			}
+		}
+	}
+	return out, true
+}
+
+func toInts(v []int64) []int {
+	out := make([]int, len(v))
+	for i, x := range v {
+		out[i] = int(x)
+	}
+	return out
 }
