@@ -1,8 +1,9 @@
 // Package te describes tensor computations: placeholders and compute
 // definitions (tensor.go), the compute DAG of a fused subgraph with its access
 // analysis (dag.go), the op library with one compute definition per ONNX op
-// (ops_*.go), and the reference evaluator that is the oracle for every
-// schedule (eval.go).
+// (ops_*.go), the reference evaluator that is the oracle for every
+// schedule (eval.go), and the DAG's JSON codec, which round-trips exactly
+// so that a process without the model can rebuild a task (codec.go).
 //
 // A compute definition gives one output element as a tir expression of its
 // axis variables; reads of other tensors are tir.Loads of their buffers. A
