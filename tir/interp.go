@@ -35,18 +35,20 @@ func Run(f *PrimFunc, args [][]float32) (err error) {
 	if in.err != nil {
 		return fmt.Errorf("tir: run %s: %w", f.Name, in.err)
 	}
-	exec(&frame{vars: make([]int64, len(in.slots)), mem: in.mem, steps: maxInterpSteps})
+	steps := int64(maxInterpSteps)
+	exec(&frame{vars: make([]int64, len(in.slots)), mem: in.mem, steps: &steps})
 	return nil
 }
 
 type runFault string
 
 // frame is the interpreter's run-time state: variable values and buffer
-// storage by slot.
+// storage by slot. RunGPU gives every thread a frame of its own.
 type frame struct {
 	vars  []int64
 	mem   [][]float32
-	steps int64 // loop iterations left before the run is declared too long
+	steps *int64     // loop iterations left before the run is declared too long (shared by the threads of a run)
+	th    *gpuThread // the GPU thread running this frame; nil in Run
 }
 
 // maxInterpSteps bounds the loop iterations of one Run.
@@ -57,6 +59,7 @@ type interp struct {
 	bufs  map[*Buffer]int
 	mem   [][]float32
 	err   error
+	gpu   *gpuCompile // set while RunGPU compiles a kernel body
 }
 
 func (in *interp) fail(format string, a ...any) {
@@ -94,9 +97,12 @@ func (in *interp) stmt(s Stmt) func(*frame) {
 		slot := in.slot(s.Var)
 		body := in.stmt(s.Body)
 		ext := int64(s.Extent)
+		if in.gpu != nil && s.Kind == ThreadBound {
+			in.fail("loop %s bound to %s inside a kernel body (thread loops belong at the top of a kernel)", s.Var.Name, s.Thread)
+		}
 		return func(fr *frame) {
-			fr.steps -= ext
-			if fr.steps < 0 {
+			*fr.steps -= ext
+			if *fr.steps < 0 {
 				panic(runFault("more than the interpreter's budget of loop iterations"))
 			}
 			for i := int64(0); i < ext; i++ {
@@ -115,6 +121,13 @@ func (in *interp) stmt(s Stmt) func(*frame) {
 		}
 	case *Pragma:
 		return in.stmt(s.Body)
+	case *Barrier:
+		if in.gpu == nil {
+			return func(*frame) {} // serial execution needs no barrier
+		}
+		id := in.gpu.barriers
+		in.gpu.barriers++
+		return func(fr *frame) { fr.th.barrier(id) }
 	case *IfThenElse:
 		cond := in.bool(s.Cond)
 		then, els := in.stmt(s.Then), in.stmt(s.Else)
@@ -136,17 +149,10 @@ func (in *interp) stmt(s Stmt) func(*frame) {
 		slot := len(in.mem)
 		in.bufs[s.Buf] = slot
 		in.mem = append(in.mem, nil)
-		body := in.stmt(s.Body)
-		return func(fr *frame) {
-			data := make([]float32, n)
-			for i := range data {
-				data[i] = float32(math.NaN()) // uninitialized reads show up as NaN
-			}
-			old := fr.mem[slot]
-			fr.mem[slot] = data
-			body(fr)
-			fr.mem[slot] = old
+		if in.gpu != nil {
+			return in.gpuAllocate(s, slot)
 		}
+		return in.localAllocate(s, slot) // uninitialized reads show up as NaN
 	case *Store:
 		off := in.offset(s.Buf, s.Indices)
 		slot, ok := in.bufs[s.Buf]
@@ -154,6 +160,14 @@ func (in *interp) stmt(s Stmt) func(*frame) {
 			in.fail("store to undeclared buffer %s", s.Buf.Name)
 		}
 		val := in.float(s.Value)
+		if in.checked(s.Buf) {
+			return func(fr *frame) {
+				o := off(fr)
+				v := float32(val(fr))
+				fr.th.access(slot, o, true)
+				fr.mem[slot][o] = v
+			}
+		}
 		return func(fr *frame) {
 			o := off(fr)
 			fr.mem[slot][o] = float32(val(fr))
@@ -200,6 +214,13 @@ func (in *interp) float(x Expr) func(*frame) float64 {
 		slot, ok := in.bufs[x.Buf]
 		if !ok {
 			in.fail("load from undeclared buffer %s", x.Buf.Name)
+		}
+		if in.checked(x.Buf) {
+			return func(fr *frame) float64 {
+				o := off(fr)
+				fr.th.access(slot, o, false)
+				return float64(fr.mem[slot][o])
+			}
 		}
 		return func(fr *frame) float64 { return float64(fr.mem[slot][off(fr)]) }
 	case *Cast:

@@ -180,6 +180,8 @@ func writeStmt(b *strings.Builder, s Stmt, depth int) {
 	case *Pragma:
 		fmt.Fprintf(b, "%spragma %s=%d\n", ind, s.Key, s.Value)
 		writeStmt(b, s.Body, depth)
+	case *Barrier:
+		b.WriteString(ind + "barrier\n")
 	default:
 		fmt.Fprintf(b, "%s<%T>\n", ind, s)
 	}

@@ -1738,6 +1738,8 @@ func (env stmtEnv) stmt(st Stmt) Stmt {
 			return nil
 		}
 		return &Pragma{Key: n.Key, Value: n.Value, Body: body}
+	case *Barrier:
+		return n
 	}
 	return st
 }

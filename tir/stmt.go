@@ -124,7 +124,16 @@ type Pragma struct {
 	Body  Stmt
 }
 
+// Barrier makes every thread of a GPU block wait until all of them have
+// reached it; shared memory written before it by one thread is then visible
+// to the others (__syncthreads in CUDA, barrier in OpenCL). Every thread of
+// the block must reach the same barriers in the same order, so a barrier
+// never sits under control flow that depends on the thread index. Run, which
+// runs loops serially, treats it as a no-op; RunGPU switches threads there.
+type Barrier struct{}
+
 func (*For) isStmt()        {}
+func (*Barrier) isStmt()    {}
 func (*Store) isStmt()      {}
 func (*Allocate) isStmt()   {}
 func (*IfThenElse) isStmt() {}

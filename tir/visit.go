@@ -175,6 +175,8 @@ func MutateStmt(s Stmt, fs StmtFuncs) Stmt {
 		out = &Let{Var: s.Var, Value: ex(s.Value), Body: MutateStmt(s.Body, fs)}
 	case *Pragma:
 		out = &Pragma{Key: s.Key, Value: s.Value, Body: MutateStmt(s.Body, fs)}
+	case *Barrier:
+		out = &Barrier{}
 	default:
 		panic("tir: unknown statement")
 	}
