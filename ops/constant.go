@@ -1,0 +1,295 @@
+package ops
+
+import (
+	"math"
+	"slices"
+	"tessera/graph"
+)
+
+// Ops of shape arithmetic and constants: they never reach a kernel (no
+// Lower); constant folding evaluates them, and Pattern Opaque keeps one
+// that is left over from hiding inside a kernel.
+
+func init() {
+	define(
+		&Op{Name: "Gather", MinIn: 2, MaxIn: 2, Pattern: Opaque, Infer: inferGather, Eval: evalGather},
+		&Op{Name: "Shape", MinIn: 1, MaxIn: 1, Pattern: Opaque, Infer: inferShape, Eval: evalShape},
+		&Op{Name: "Size", MinIn: 1, MaxIn: 1, Pattern: Opaque, Infer: inferSize, Eval: evalSize},
+		&Op{Name: "ConstantOfShape", MinIn: 1, MaxIn: 1, Pattern: Opaque, Infer: inferConstantOfShape, Eval: evalConstantOfShape},
+		&Op{Name: "Constant", MinIn: 0, MaxIn: 0, Pattern: Opaque, Infer: inferConstant, Eval: evalConstant},
+		&Op{Name: "Cast", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Infer: inferCast, Eval: evalCast},
+		&Op{Name: "Range", MinIn: 3, MaxIn: 3, Pattern: Opaque, Infer: inferRange, Eval: evalRange},
+	)
+}
+
+func inferGather(c *inferCtx) error {
+	x := c.Shape(0)
+	a, err := c.N.Int("axis", 0)
+	if err != nil {
+		return err
+	}
+	axis, err := c.NormAxis(a, len(x))
+	if err != nil {
+		return err
+	}
+	if c.DType(1) != graph.Int64 {
+		return c.Errorf("indices are %s", c.DType(1))
+	}
+	out := append(append(slices.Clone(x[:axis]), c.Shape(1)...), x[axis+1:]...)
+	c.Set(0, c.DType(0), out)
+	return nil
+}
+
+func evalGather(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	x := in[0].Shape
+	a, _ := c.N.Int("axis", 0)
+	axis, _ := c.NormAxis(a, len(x))
+	ir := len(in[1].Shape)
+	st := graph.Strides(x)
+	ist := graph.Strides(in[1].Shape)
+	var bad error
+	t := remap(in[0], c.Out[0].Shape, func(idx []int) int {
+		s := 0
+		for i := range axis {
+			s += idx[i] * st[i]
+		}
+		k := 0
+		for i := range ir {
+			k += idx[axis+i] * ist[i]
+		}
+		j := in[1].I64[k]
+		if j < 0 {
+			j += int64(x[axis])
+		}
+		if j < 0 || j >= int64(x[axis]) {
+			bad = c.Errorf("index %d out of range [0, %d)", in[1].I64[k], x[axis])
+			j = 0
+		}
+		s += int(j) * st[axis]
+		for i := axis + 1; i < len(x); i++ {
+			s += idx[ir+i-1] * st[i]
+		}
+		return s
+	})
+	return []*graph.Tensor{t}, bad
+}
+
+// shapeRange returns Shape's [start, end) (attributes from opset 15).
+func (c *inferCtx) shapeRange() (int, int, error) {
+	rank := int64(len(c.Shape(0)))
+	s, err := c.N.Int("start", 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	e, err := c.N.Int("end", rank)
+	if err != nil {
+		return 0, 0, err
+	}
+	clamp := func(v int64) int64 {
+		if v < 0 {
+			v += rank
+		}
+		return min(max(v, 0), rank)
+	}
+	s, e = clamp(s), clamp(e)
+	return int(s), int(max(s, e)), nil
+}
+
+func inferShape(c *inferCtx) error {
+	s, e, err := c.shapeRange()
+	if err != nil {
+		return err
+	}
+	c.Set(0, graph.Int64, []int{e - s})
+	return nil
+}
+
+func evalShape(c *inferCtx, _ []*graph.Tensor) ([]*graph.Tensor, error) {
+	s, e, _ := c.shapeRange()
+	v := make([]int64, 0, e-s)
+	for _, d := range c.Shape(0)[s:e] {
+		v = append(v, int64(d))
+	}
+	return []*graph.Tensor{graph.Int64Tensor([]int{e - s}, v)}, nil
+}
+
+func inferSize(c *inferCtx) error {
+	c.Set(0, graph.Int64, []int{})
+	return nil
+}
+
+func evalSize(c *inferCtx, _ []*graph.Tensor) ([]*graph.Tensor, error) {
+	return []*graph.Tensor{graph.Int64Tensor([]int{}, []int64{int64(graph.NumElems(c.Shape(0)))})}, nil
+}
+
+// constantOfShapeValue returns ConstantOfShape's fill value (default
+// float32 0).
+func (c *inferCtx) constantOfShapeValue() (*graph.Tensor, error) {
+	a, ok := c.N.Attrs["value"]
+	if !ok {
+		return graph.Float32Tensor([]int{1}, []float32{0}), nil
+	}
+	if a.Kind != graph.AttrTensor || a.T == nil || a.T.Len() != 1 {
+		return nil, c.Errorf("value must be a one-element tensor")
+	}
+	return a.T, nil
+}
+
+func inferConstantOfShape(c *inferCtx) error {
+	t, err := c.Constant(0, "shape")
+	if err != nil {
+		return err
+	}
+	if t.DType != graph.Int64 || len(t.Shape) != 1 {
+		return c.Errorf("shape must be a 1-D int64 tensor")
+	}
+	for _, d := range t.I64 {
+		if d < 0 || d > graph.MaxElems {
+			return c.Errorf("shape %v", t.I64)
+		}
+	}
+	v, err := c.constantOfShapeValue()
+	if err != nil {
+		return err
+	}
+	c.Set(0, v.DType, toInts(t.I64))
+	return nil
+}
+
+func evalConstantOfShape(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	v, _ := c.constantOfShapeValue()
+	return []*graph.Tensor{remap(v, c.Out[0].Shape, func([]int) int { return 0 })}, nil
+}
+
+// constantValue returns a Constant node's value.
+func (c *inferCtx) constantValue() (*graph.Tensor, error) {
+	for name, a := range c.N.Attrs {
+		switch name {
+		case "value":
+			if a.Kind != graph.AttrTensor || a.T == nil {
+				return nil, c.Errorf("value is not a tensor")
+			}
+			return a.T, nil
+		case "value_float":
+			return graph.Float32Tensor([]int{}, []float32{a.F}), nil
+		case "value_floats":
+			return graph.Float32Tensor([]int{len(a.Floats)}, a.Floats), nil
+		case "value_int":
+			return graph.Int64Tensor([]int{}, []int64{a.I}), nil
+		case "value_ints":
+			return graph.Int64Tensor([]int{len(a.Ints)}, a.Ints), nil
+		case "value_string", "value_strings", "sparse_value":
+			return nil, graph.Unsupportedf("Constant at node %s: %s", c.N.Name, name)
+		}
+	}
+	return nil, c.Errorf("no value")
+}
+
+func inferConstant(c *inferCtx) error {
+	t, err := c.constantValue()
+	if err != nil {
+		return err
+	}
+	if err := t.Check(); err != nil {
+		return c.Errorf("%v", err)
+	}
+	c.Set(0, t.DType, t.Shape)
+	return nil
+}
+
+func evalConstant(c *inferCtx, _ []*graph.Tensor) ([]*graph.Tensor, error) {
+	t, err := c.constantValue()
+	return []*graph.Tensor{t}, err
+}
+
+// ONNX data type numbers of the two dtypes the graph holds.
+const (
+	onnxFloat = 1
+	onnxInt64 = 7
+)
+
+func inferCast(c *inferCtx) error {
+	to, err := c.N.Int("to", 0)
+	if err != nil {
+		return err
+	}
+	switch to {
+	case onnxFloat:
+		c.Set(0, graph.Float32, c.Shape(0))
+	case onnxInt64:
+		c.Set(0, graph.Int64, c.Shape(0))
+	default:
+		return graph.Unsupportedf("Cast at node %s: to data type %d", c.N.Name, to)
+	}
+	return nil
+}
+
+func evalCast(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	t := in[0]
+	out := &graph.Tensor{DType: c.Out[0].DType, Shape: slices.Clone(t.Shape)}
+	if out.DType == t.DType {
+		return []*graph.Tensor{t}, nil
+	}
+	if out.DType == graph.Int64 {
+		out.I64 = make([]int64, len(t.F32))
+		for i, v := range t.F32 {
+			out.I64[i] = int64(v)
+		}
+	} else {
+		out.F32 = make([]float32, len(t.I64))
+		for i, v := range t.I64 {
+			out.F32[i] = float32(v)
+		}
+	}
+	return []*graph.Tensor{out}, nil
+}
+
+// rangeParams returns Range's start, limit and delta and the element count.
+func (c *inferCtx) rangeParams() (s, l, d float64, n int, err error) {
+	var v [3]float64
+	for i, what := range []string{"start", "limit", "delta"} {
+		t, err := c.Constant(i, what)
+		if err != nil {
+			return 0, 0, 0, 0, err
+		}
+		if t.Len() != 1 {
+			return 0, 0, 0, 0, c.Errorf("%s must be a scalar", what)
+		}
+		v[i] = t.Float64s()[0]
+	}
+	s, l, d = v[0], v[1], v[2]
+	cnt := math.Ceil((l - s) / d)
+	if math.IsNaN(cnt) || cnt > graph.MaxElems {
+		return 0, 0, 0, 0, c.Errorf("range(%v, %v, %v) is too long", s, l, d)
+	}
+	return s, l, d, int(max(cnt, 0)), nil
+}
+
+func inferRange(c *inferCtx) error {
+	_, _, _, n, err := c.rangeParams()
+	if err != nil {
+		return err
+	}
+	c.Set(0, c.DType(0), []int{n})
+	return nil
+}
+
+func evalRange(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	s, _, d, n, _ := c.rangeParams()
+	out := &graph.Tensor{DType: in[0].DType, Shape: []int{n}}
+	for i := range n {
+		v := s + float64(i)*d
+		if out.DType == graph.Int64 {
+			out.I64 = append(out.I64, int64(v))
+		} else {
+			out.F32 = append(out.F32, float32(v))
+		}
+	}
+	if out.DType == graph.Int64 && out.I64 == nil {
+		out.I64 = []int64{}
+	}
+	if out.DType == graph.Float32 && out.F32 == nil {
+		out.F32 = []float32{}
+	}
+	return []*graph.Tensor{out}, nil
+}

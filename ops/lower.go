@@ -1,0 +1,163 @@
+package ops
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"tessera/graph"
+	"tessera/te"
+	"tessera/tir"
+)
+
+// TensorSource returns the te tensor for a graph value read by a node: an
+// already lowered value, or a new placeholder for a graph input or a
+// constant.
+type TensorSource func(name string) (*te.Tensor, error)
+
+// LowerNode maps node n of g to te tensors, one per output of n (nil for
+// an omitted output); src supplies the tensors of the values n reads as
+// data. Operands that parametrize the op (Reshape's shape, Clip's bounds,
+// axes, ...) must be constants and become attributes of the compute.
+// Unsupported ops fail with "unsupported op X (opset N) at node NAME";
+// errors name the node.
+func LowerNode(g *graph.Graph, n *graph.Node, src TensorSource) ([]*te.Tensor, error) {
+	opset := g.OpsetOf(n)
+	op := table[n.OpType]
+	if op == nil || op.Lower == nil || !defaultDomain(n) {
+		return nil, &graph.UnsupportedOpError{Op: n.OpType, Domain: n.Domain, Opset: opset, Node: n.Name}
+	}
+	for _, o := range n.Outputs {
+		if v := g.Values[o]; o != "" && v != nil {
+			if v.DType != graph.Float32 {
+				return nil, graph.Unsupportedf("%s at node %s: output %s is %s computed at run time", n.OpType, n.Name, o, v.DType)
+			}
+			if err := CheckShape(o, v.Shape); err != nil {
+				return nil, fmt.Errorf("%s at node %s: %w", n.OpType, n.Name, err)
+			}
+		}
+	}
+	outs, err := op.Lower(&lowerCtx{g: g, n: n, opset: opset, src: src})
+	if err != nil {
+		return nil, lowerError(n, err)
+	}
+	for i, t := range outs {
+		if i < len(n.Outputs) && t != nil {
+			if v := g.Values[n.Outputs[i]]; v != nil && !slices.Equal(v.Shape, t.Shape) {
+				return nil, n.Errorf("lowered output %s has shape %v, shape inference says %v", n.Outputs[i], t.Shape, v.Shape)
+			}
+		}
+	}
+	return outs, nil
+}
+
+// lowerError names the node in a lowering error, unless the error already
+// says what is unsupported or which operand must be constant.
+func lowerError(n *graph.Node, err error) error {
+	var uo *graph.UnsupportedOpError
+	var nc *graph.NotConstantError
+	if errors.As(err, &uo) || errors.As(err, &nc) || errors.Is(err, graph.ErrUnsupported) {
+		return err
+	}
+	return n.Errorf("%v", err)
+}
+
+// CheckShape rejects empty values, which te cannot hold.
+func CheckShape(name string, shape []int) error {
+	for _, d := range shape {
+		if d == 0 {
+			return graph.Unsupportedf("value %s is empty (shape %v)", name, shape)
+		}
+	}
+	return nil
+}
+
+// lowerCtx is what a lowering function sees.
+type lowerCtx struct {
+	g      *graph.Graph
+	n      *graph.Node
+	opset  int
+	src    TensorSource
+	consts int // scalar constants made so far
+}
+
+// name is the te name of output i (intermediates add a suffix).
+func (c *lowerCtx) name(i int) string { return c.n.Outputs[i] }
+
+func (c *lowerCtx) sub(suffix string) string { return c.n.Outputs[0] + "_" + suffix }
+
+// in returns data input i.
+func (c *lowerCtx) in(i int) (*te.Tensor, error) {
+	name := c.n.Input(i)
+	if name == "" {
+		return nil, fmt.Errorf("input %d is missing", i)
+	}
+	return c.src(name)
+}
+
+// opt returns optional data input i, or nil.
+func (c *lowerCtx) opt(i int) (*te.Tensor, error) {
+	if c.n.Input(i) == "" {
+		return nil, nil
+	}
+	return c.in(i)
+}
+
+// ins returns every data input.
+func (c *lowerCtx) ins() ([]*te.Tensor, error) {
+	out := make([]*te.Tensor, len(c.n.Inputs))
+	for i := range c.n.Inputs {
+		t, err := c.in(i)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = t
+	}
+	return out, nil
+}
+
+func (c *lowerCtx) ints(attr string) ([]int, error) {
+	v, err := c.n.Ints(attr)
+	if err != nil || v == nil {
+		return nil, err
+	}
+	return toInts(v), nil
+}
+
+// intsParam is graph.IntsParam for this node, converted to int.
+func (c *lowerCtx) intsParam(i int, attr, what string) ([]int, bool, error) {
+	v, ok, err := graph.IntsParam(c.g, c.n, i, attr, what)
+	return toInts(v), ok, err
+}
+
+// scalar returns a constant rank-0 tensor (inlined into its readers).
+func (c *lowerCtx) scalar(v float64) *te.Tensor {
+	c.consts++
+	return te.Compute(fmt.Sprintf("%s_c%d", c.n.Outputs[0], c.consts), []int{}, func([]tir.Expr) tir.Expr { return tir.F32(v) })
+}
+
+// lowerWithInts lowers an op of one data input and one integer list that
+// is the attribute attr in older opsets and the second input in newer ones
+// (Squeeze and Unsqueeze axes from opset 13, Expand's shape always).
+func lowerWithInts(attr, what string, op func(name string, x *te.Tensor, v []int) (*te.Tensor, error)) func(c *lowerCtx) ([]*te.Tensor, error) {
+	return func(c *lowerCtx) ([]*te.Tensor, error) {
+		x, err := c.in(0)
+		if err != nil {
+			return nil, err
+		}
+		v, _, err := c.intsParam(1, attr, what)
+		if err != nil {
+			return nil, err
+		}
+		return one(op(c.name(0), x, v))
+	}
+}
+
+func one(t *te.Tensor, err error) ([]*te.Tensor, error) {
+	if err != nil {
+		return nil, err
+	}
+	return []*te.Tensor{t}, nil
+}
+
+// outShape returns the inferred shape of output i.
+func (c *lowerCtx) outShape(i int) []int { return c.g.Values[c.n.Outputs[i]].Shape }

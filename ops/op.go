@@ -1,0 +1,149 @@
+// Package ops is Tessera's ONNX op set. Each op of the default domain is
+// one Op value, defined in one place (a file per op family: unary.go,
+// binary.go, window.go, ...): its arity, its fusion pattern, its shape
+// rule, its evaluator for constant inputs, and its lowering to te compute.
+//
+//	graph.Node ──Lookup(op)──▶ *Op ─┬─ Infer / derived from Lower ─▶ shapes (package graph)
+//	                                ├─ Eval ─▶ folded constants       (package graph)
+//	                                ├─ Pattern ─▶ fusion              (package partition)
+//	                                └─ Lower ─▶ te tensors            (package partition)
+//
+// The shape rule of an op that has a lowering is derived from it: shape
+// inference lowers the node onto placeholders of its inputs' shapes and
+// reads the shapes of the te tensors it gets, so the two cannot disagree.
+// Only ops that never reach a kernel (Shape, Constant, Range, ...) or whose
+// lowering needs the inferred shape (Reshape) write an Infer of their own.
+//
+// Adding an op: write its definition in the file of its family (or a new
+// file), with a Lower built from te's library or te.Compute/te.Reduce; give
+// an Infer only when there is no Lower; give an Eval when the op appears in
+// shape arithmetic that constant folding must evaluate; add a conformance or
+// unit test. The package registers every op with package graph at init.
+package ops
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"tessera/graph"
+	"tessera/te"
+)
+
+// Op is everything Tessera knows of one ONNX op.
+type Op struct {
+	Name string
+	// MinIn and MaxIn bound the number of inputs (MaxIn < 0: unbounded).
+	MinIn, MaxIn int
+	// Pattern is what fusion may do with the op.
+	Pattern Pattern
+	// Infer gives the outputs their dtypes and shapes. When nil, they are
+	// derived from Lower.
+	Infer func(c *inferCtx) error
+	// Eval computes the outputs from constant inputs (nil: the op is never
+	// folded). Shape and Size evaluate from shapes alone.
+	Eval func(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error)
+	// Lower maps the node to te tensors, one per output (nil for an
+	// omitted output). nil: the op never reaches a kernel (it must be
+	// folded away first).
+	Lower func(c *lowerCtx) ([]*te.Tensor, error)
+}
+
+// table holds every op by name.
+var table = map[string]*Op{}
+
+// define adds ops to the table and registers their shape rules with
+// package graph. It is called from the init functions of the family files.
+func define(ops ...*Op) {
+	for _, op := range ops {
+		if _, dup := table[op.Name]; dup {
+			panic("ops: " + op.Name + " defined twice")
+		}
+		if op.Infer == nil && op.Lower == nil {
+			panic("ops: " + op.Name + " has neither Infer nor Lower")
+		}
+		table[op.Name] = op
+		r := graph.OpRule{MinIn: op.MinIn, MaxIn: op.MaxIn, Infer: op.infer}
+		if op.Eval != nil {
+			r.Eval = func(c *graph.InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+				return op.Eval(&inferCtx{c}, in)
+			}
+		}
+		graph.RegisterOp(op.Name, r)
+	}
+}
+
+// Lookup returns the definition of op type name of the default domain, or
+// nil.
+func Lookup(name string) *Op { return table[name] }
+
+// LoweredNames lists the ops that have a lowering, sorted.
+func LoweredNames() []string {
+	var out []string
+	for name, op := range table {
+		if op.Lower != nil {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// defaultDomain reports whether n belongs to the default ONNX domain.
+func defaultDomain(n *graph.Node) bool { return n.Domain == "" || n.Domain == "ai.onnx" }
+
+// PatternOf returns the pattern of node n's op: Opaque for an op of another
+// domain or one that is not defined.
+func PatternOf(n *graph.Node) Pattern {
+	if op := table[n.OpType]; op != nil && defaultDomain(n) {
+		return op.Pattern
+	}
+	return Opaque
+}
+
+// infer is the op's shape rule as package graph calls it.
+func (op *Op) infer(gc *graph.InferCtx) error {
+	c := &inferCtx{gc}
+	if op.Infer != nil {
+		return op.Infer(c)
+	}
+	return op.deriveShapes(c)
+}
+
+// deriveShapes infers the outputs by lowering the node onto placeholders of
+// its inputs' shapes. The outputs take the dtype of the first input. An
+// empty computed input is unsupported (te holds no empty tensors); empty
+// constants may be parameters (ReduceSum's axes).
+func (op *Op) deriveShapes(c *inferCtx) error {
+	for i, v := range c.In {
+		if v != nil && c.G.ConstOf(v.Name) == nil {
+			if err := CheckShape(v.Name, v.Shape); err != nil {
+				return fmt.Errorf("%s at node %s: input %d: %w", c.N.OpType, c.N.Name, i, err)
+			}
+		}
+	}
+	lc := &lowerCtx{g: c.G, n: c.N, opset: c.Opset, src: func(name string) (*te.Tensor, error) {
+		v := c.G.Values[name]
+		if v == nil || v.Shape == nil {
+			return nil, fmt.Errorf("value %s has no shape", name)
+		}
+		return te.Placeholder(name, v.Shape...), nil
+	}}
+	outs, err := op.Lower(lc)
+	if err != nil {
+		return lowerError(c.N, err)
+	}
+	dt := graph.Float32
+	for i := range c.In {
+		if c.Has(i) {
+			dt = c.DType(i)
+			break
+		}
+	}
+	for i, t := range outs {
+		if t != nil {
+			c.Set(i, dt, slices.Clone(t.Shape))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,98 @@
+package ops
+
+import (
+	"tessera/graph"
+	"tessera/te"
+)
+
+// Sliding-window ops: convolution and pooling. Their window geometry
+// (strides, dilations, pads, auto_pad, ceil mode) is te's alone.
+
+func init() {
+	define(
+		&Op{Name: "Conv", MinIn: 2, MaxIn: 3, Pattern: OutEWiseFusable, Lower: lowerConv},
+		&Op{Name: "MaxPool", MinIn: 1, MaxIn: 1, Pattern: OutEWiseFusable, Lower: lowerPool},
+		&Op{Name: "AveragePool", MinIn: 1, MaxIn: 1, Pattern: OutEWiseFusable, Lower: lowerPool},
+		&Op{Name: "GlobalAveragePool", MinIn: 1, MaxIn: 1, Pattern: OutEWiseFusable, Lower: lowerGlobalPool},
+		&Op{Name: "GlobalMaxPool", MinIn: 1, MaxIn: 1, Pattern: OutEWiseFusable, Lower: lowerGlobalPool},
+	)
+}
+
+func lowerConv(c *lowerCtx) ([]*te.Tensor, error) {
+	x, err := c.in(0)
+	if err != nil {
+		return nil, err
+	}
+	w, err := c.in(1)
+	if err != nil {
+		return nil, err
+	}
+	b, err := c.opt(2)
+	if err != nil {
+		return nil, err
+	}
+	var a te.ConvAttrs
+	if a.AutoPad, err = c.n.Str("auto_pad", "NOTSET"); err != nil {
+		return nil, err
+	}
+	g, err := c.n.Int("group", 1)
+	if err != nil {
+		return nil, err
+	}
+	a.Group = int(g)
+	for attr, dst := range map[string]*[]int{"dilations": &a.Dilations, "kernel_shape": &a.KernelShape, "pads": &a.Pads, "strides": &a.Strides} {
+		if *dst, err = c.ints(attr); err != nil {
+			return nil, err
+		}
+	}
+	return one(te.Conv(c.name(0), x, w, b, a))
+}
+
+// lowerPool lowers MaxPool and AveragePool (output Y only: shape inference
+// rejects a used Indices output). Dilations exist for MaxPool from opset
+// 10 and AveragePool from 19; ceil_mode from 10.
+func lowerPool(c *lowerCtx) ([]*te.Tensor, error) {
+	if c.n.Output(1) != "" {
+		return nil, graph.Unsupportedf("%s at node %s: output 1 (Indices)", c.n.OpType, c.n.Name)
+	}
+	if so, _ := c.n.Int("storage_order", 0); so != 0 {
+		return nil, graph.Unsupportedf("%s at node %s: storage_order 1", c.n.OpType, c.n.Name)
+	}
+	x, err := c.in(0)
+	if err != nil {
+		return nil, err
+	}
+	var a te.PoolAttrs
+	if a.AutoPad, err = c.n.Str("auto_pad", "NOTSET"); err != nil {
+		return nil, err
+	}
+	ceil, err := c.n.Int("ceil_mode", 0)
+	if err != nil {
+		return nil, err
+	}
+	cip, err := c.n.Int("count_include_pad", 0)
+	if err != nil {
+		return nil, err
+	}
+	a.CeilMode, a.CountIncludePad = ceil != 0, cip != 0
+	for attr, dst := range map[string]*[]int{"dilations": &a.Dilations, "kernel_shape": &a.KernelShape, "pads": &a.Pads, "strides": &a.Strides} {
+		if *dst, err = c.ints(attr); err != nil {
+			return nil, err
+		}
+	}
+	if c.n.OpType == "MaxPool" {
+		return one(te.MaxPool(c.name(0), x, a))
+	}
+	return one(te.AveragePool(c.name(0), x, a))
+}
+
+func lowerGlobalPool(c *lowerCtx) ([]*te.Tensor, error) {
+	x, err := c.in(0)
+	if err != nil {
+		return nil, err
+	}
+	if c.n.OpType == "GlobalMaxPool" {
+		return one(te.GlobalMaxPool(c.name(0), x))
+	}
+	return one(te.GlobalAveragePool(c.name(0), x))
+}
