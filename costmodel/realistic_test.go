@@ -19,6 +19,7 @@ import (
 	"tessera/measure"
 	"tessera/schedule"
 	"tessera/schedule/schedtest"
+	"tessera/target"
 	"tessera/te"
 	"tessera/tir"
 )
@@ -183,8 +184,8 @@ func realisticMatmulFuncs(t *testing.T) (*costmodel.Dataset, []*tir.PrimFunc) {
 	t.Logf("%d distinct schedules, %d to measure", len(states), len(todo))
 	if len(todo) > 0 {
 		bld := &measure.Builder{CacheDir: filepath.Join(os.TempDir(), "tessera-costmodel-build")}
-		m := &measure.Measurer{Builder: bld, Runner: &measure.Runner{Builder: bld,
-			Opts: measure.RunOptions{Threads: 1, Repeat: 3, MinRepeatMs: 20, Timeout: 20 * time.Second}}}
+		m := target.CPU(target.CPUConfig{Threads: 1, Builder: bld,
+			Run: measure.RunOptions{Repeat: 3, MinRepeatMs: 20, Timeout: 20 * time.Second}}).Measurer(false)
 		defer m.Runner.Close()
 		const batch = 32
 		for lo := 0; lo < len(todo); lo += batch {
@@ -193,7 +194,11 @@ func realisticMatmulFuncs(t *testing.T) (*costmodel.Dataset, []*tir.PrimFunc) {
 			for k, i := range idx {
 				in[k] = measure.Input{State: states[i]}
 			}
-			for k, r := range m.Measure(context.Background(), in) {
+			res, err := m.Measure(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, r := range res {
 				cost := -1.0 // failed (JSON has no +Inf)
 				if r.Kind == measure.None {
 					cost = r.Median()
@@ -235,15 +240,19 @@ func realisticMatmulFuncs(t *testing.T) (*costmodel.Dataset, []*tir.PrimFunc) {
 func measurementNoise(t *testing.T, states []*schedule.State, keys []string, cache map[string]float64) {
 	n := min(64, len(states))
 	bld := &measure.Builder{CacheDir: filepath.Join(os.TempDir(), "tessera-costmodel-build")}
-	m := &measure.Measurer{Builder: bld, Runner: &measure.Runner{Builder: bld,
-		Opts: measure.RunOptions{Threads: 1, Repeat: 3, MinRepeatMs: 20, Timeout: 20 * time.Second}}}
+	m := target.CPU(target.CPUConfig{Threads: 1, Builder: bld,
+		Run: measure.RunOptions{Repeat: 3, MinRepeatMs: 20, Timeout: 20 * time.Second}}).Measurer(false)
 	defer m.Runner.Close()
 	in := make([]measure.Input, n)
 	for i := range in {
 		in[i] = measure.Input{State: states[i]}
 	}
 	var first, second []float64
-	for i, r := range m.Measure(context.Background(), in) {
+	res, err := m.Measure(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
 		c := cache[keys[i]]
 		if r.Kind != measure.None || !(c > 0) {
 			continue

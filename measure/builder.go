@@ -194,7 +194,7 @@ func (b *Builder) Build(ctx context.Context, srcs []Source) []Built {
 	dir, err := b.cacheDir()
 	if err != nil {
 		for i := range out {
-			out[i] = Built{Kind: CompileError, Msg: err.Error()}
+			out[i] = Built{Kind: CompileError, Msg: err.Error(), Infra: true}
 		}
 		return out
 	}
@@ -246,7 +246,7 @@ func (b *Builder) compile(ctx context.Context, timeout time.Duration, dst, srcNa
 		return Built{Path: dst, Cached: true, Time: time.Since(start)}
 	}
 	fail := func(err error) Built {
-		return Built{Kind: CompileError, Msg: err.Error(), Time: time.Since(start)}
+		return Built{Kind: CompileError, Msg: err.Error(), Time: time.Since(start), Infra: true}
 	}
 	scratch, err := os.MkdirTemp(filepath.Dir(dst), "tmp-")
 	if err != nil {
@@ -274,10 +274,11 @@ func (b *Builder) compile(ctx context.Context, timeout time.Duration, dst, srcNa
 	if err != nil {
 		msg := stderr.String()
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || msg == "" {
+		exited := errors.As(err, &ee)
+		if !exited || msg == "" {
 			msg = strings.TrimSpace(fmt.Sprintf("%s: %v\n%s", argv[0], err, msg))
 		}
-		return Built{Kind: CompileError, Msg: msg, Time: elapsed}
+		return Built{Kind: CompileError, Msg: msg, Time: elapsed, Infra: !exited}
 	}
 	if err := os.Rename(filepath.Join(scratch, "out"), dst); err != nil {
 		return fail(fmt.Errorf("measure: store build: %w", err))

@@ -18,10 +18,16 @@
 //	  │          → []Result: seconds per call of each repetition, or RuntimeError / RunTimeout
 //	  └─ check   the caller: Compare(outputs, reference) → WrongResult on a mismatch
 //
-// Nothing here fails as a whole: Build and Run return one value per input, in
-// input order, and every failure of a candidate (a compiler error, a crash, a
-// hang) becomes an ErrorKind with a message; the calling process survives all
-// of them.
+// Build and Run return one value per input, in input order, and every
+// failure of a candidate (a compiler error, a crash, a hang) becomes an
+// ErrorKind with a message; the calling process survives all of them.
+// Measurer.Measure adds the other kind of failure: a batch that cannot be
+// measured for a reason that is the machine's (no compiler, no harness, no
+// build cache, the context ended) is its error, and never any candidate's.
+//
+// An Input has a JSON form (input.go) that carries the task's DAG and the
+// schedule's steps, so that another process can measure it without the
+// model (measure/remote).
 //
 // The kernel ABI is
 //

@@ -166,7 +166,10 @@ func TestMeasurerVerifies(t *testing.T) {
 	s0 := schedule.NewState(d)
 	rng := rand.New(rand.NewPCG(9, 9))
 	s1, _ := schedtest.RandomLowerable(rng, s0, 10)
-	res := m.Measure(context.Background(), []measure.Input{{State: s0}, {State: s1}})
+	res, err := m.Measure(context.Background(), []measure.Input{{State: s0}, {State: s1}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, r := range res {
 		if r.Kind != measure.None || len(r.Costs) != 2 || r.Median() <= 0 {
 			t.Errorf("input %d: %+v", i, r)
@@ -178,11 +181,14 @@ func TestMeasurerVerifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res = m.Measure(context.Background(), []measure.Input{{State: bad}, {State: s0}})
+	res, err = m.Measure(context.Background(), []measure.Input{{State: bad}, {State: s0}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if res[0].Kind != measure.CompileError || !strings.Contains(res[0].Msg, "unfilled") {
 		t.Errorf("unfilled state: %+v", res[0])
 	}
-	if res[1].Kind != measure.None {
+	if res[1].Kind != measure.None || res[1].BuildTime <= 0 {
 		t.Errorf("good state after a bad one: %+v", res[1])
 	}
 }

@@ -28,6 +28,9 @@ type Measurer struct {
 	Generate func(s *schedule.State) (Program, error)
 	Builder  Compiler
 	Runner   *Runner
+	// Run, when set, is the timing protocol of this Measurer's candidates
+	// instead of Runner.Opts (Measurers that share a Runner).
+	Run *RunOptions
 	// Verify compares every candidate's outputs with the reference
 	// evaluator on the same inputs; a mismatch is WrongResult.
 	Verify bool
@@ -110,15 +113,28 @@ func (m *Measurer) reference(d *te.DAG) reference {
 }
 
 // Measure lowers, builds and runs every input; one Result per input, in
-// order. Lowering and code generation failures are CompileError results.
-func (m *Measurer) Measure(ctx context.Context, inputs []Input) []Result {
+// order. Every failure of a candidate is its Result: lowering and code
+// generation failures are CompileError results.
+//
+// The error is for a batch that could not be measured for a reason that is
+// none of its candidates': ctx ended, the runner's harness or the build
+// cache could not be set up, the compiler could not be started. Then no
+// results come back; callers must never record such an error as a
+// candidate's (it would mark a good schedule as failed forever).
+func (m *Measurer) Measure(ctx context.Context, inputs []Input) ([]Result, error) {
+	if m.Generate == nil {
+		return nil, errors.New("measure: Measurer.Generate is nil (a target makes the Measurer)")
+	}
+	if err := m.Runner.Ready(ctx); err != nil {
+		return nil, fmt.Errorf("measure: the runner is not ready: %w", err)
+	}
 	t0 := time.Now()
 	results := make([]Result, len(inputs))
 	srcs := make([]Source, 0, len(inputs))
 	progs := make([]Program, 0, len(inputs))
 	idx := make([]int, 0, len(inputs))
 	for i, in := range inputs {
-		p, err := m.generate(in.State)
+		p, err := m.Generate(in.State)
 		if err != nil {
 			results[i] = Result{Kind: CompileError, Msg: err.Error()}
 			continue
@@ -130,18 +146,24 @@ func (m *Measurer) Measure(ctx context.Context, inputs []Input) []Result {
 	t1 := time.Now()
 	built := m.Builder.Build(ctx, srcs)
 	t2 := time.Now()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	compiled := 0
 	for _, b := range built {
+		if b.Infra {
+			return nil, fmt.Errorf("measure: build: %s", b.Msg)
+		}
 		if !b.Cached {
 			compiled++
 		}
 	}
 	var jobs []Job
-	var jobIdx []int
+	var jobIdx, jobBuilt []int // the input and the build of each job
 	for k, b := range built {
 		i := idx[k]
 		if b.Kind != None {
-			results[i] = Result{Kind: b.Kind, Msg: b.Msg}
+			results[i] = Result{Kind: b.Kind, Msg: b.Msg, BuildTime: b.Time}
 			continue
 		}
 		d, p := inputs[i].State.DAG, progs[k]
@@ -153,10 +175,18 @@ func (m *Measurer) Measure(ctx context.Context, inputs []Input) []Result {
 		}
 		jobs = append(jobs, job)
 		jobIdx = append(jobIdx, i)
+		jobBuilt = append(jobBuilt, k)
 	}
-	m.Runner.Opts.Check = m.Verify // the Measurer owns its Runner
-	ran := m.Runner.Run(ctx, jobs)
+	opts := m.Runner.Opts
+	if m.Run != nil {
+		opts = *m.Run
+	}
+	opts.Check = m.Verify
+	ran := m.Runner.RunWith(ctx, opts, jobs)
 	t3 := time.Now()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	m.times.Lower += t1.Sub(t0)
 	m.times.Build += t2.Sub(t1)
@@ -169,20 +199,14 @@ func (m *Measurer) Measure(ctx context.Context, inputs []Input) []Result {
 		if r.Kind == None && m.Verify {
 			r = m.check(inputs[i].State.DAG, r)
 		}
+		r.BuildTime = built[jobBuilt[k]].Time
 		results[i] = r
 	}
-	return results
+	return results, nil
 }
 
 // KernelName is the name a Measurer's Generate gives a candidate's kernel.
 const KernelName = "tessera_kernel"
-
-func (m *Measurer) generate(s *schedule.State) (Program, error) {
-	if m.Generate == nil {
-		return Program{}, errors.New("measure: Measurer.Generate is nil (a target makes the Measurer)")
-	}
-	return m.Generate(s)
-}
 
 // check compares a run's outputs with the reference.
 func (m *Measurer) check(d *te.DAG, r Result) Result {

@@ -88,6 +88,11 @@ type Built struct {
 	Msg    string        // compiler diagnostics or the reason of the failure
 	Time   time.Duration // wall time of the compile (or of the cache lookup)
 	Cached bool          // the library came from the cache, no compiler ran
+	// Infra is set when the failure is the machine's, not the source's:
+	// the build cache or a scratch file could not be made, or the
+	// compiler could not be started. Measurer.Measure turns it into an
+	// error of the batch, never a candidate's CompileError.
+	Infra bool
 }
 
 // Result is the outcome of running one Job.
@@ -98,6 +103,9 @@ type Result struct {
 	Outputs [][]float32   // with RunOptions.Check: one per output arg, from the first call
 	Number  int           // calls per repetition after growing to MinRepeatMs
 	RunTime time.Duration // wall time of the child process
+	// BuildTime is the wall time of the candidate's compile (or of the
+	// cache lookup), set by Measurer.Measure.
+	BuildTime time.Duration
 }
 
 // Median returns the median of r.Costs, or +Inf when there are none, so that a

@@ -146,10 +146,17 @@ type Runner struct {
 // and prints "tessera number N", one "tessera cost S" per repetition and
 // "tessera done" (see harness/harness.c).
 func (r *Runner) Run(ctx context.Context, jobs []Job) []Result {
+	return r.RunWith(ctx, r.Opts, jobs)
+}
+
+// RunWith is Run with the timing protocol opts instead of r.Opts, for
+// callers that share one Runner (so that runs never overlap) but time
+// with protocols of their own.
+func (r *Runner) RunWith(ctx context.Context, opts RunOptions, jobs []Job) []Result {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]Result, len(jobs))
-	opts := r.Opts.withDefaults()
+	opts = opts.withDefaults()
 	setupErr := r.setup(ctx)
 	for i, job := range jobs {
 		switch {
@@ -162,6 +169,15 @@ func (r *Runner) Run(ctx context.Context, jobs []Job) []Result {
 		}
 	}
 	return out
+}
+
+// Ready builds the harness and makes the data directory if that was not
+// done yet. An error is the machine's (no compiler, no temporary
+// directory), not any job's.
+func (r *Runner) Ready(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.setup(ctx)
 }
 
 // Close removes the Runner's data files. The Runner stays usable.

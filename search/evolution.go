@@ -131,10 +131,18 @@ func (t Times) Add(u Times) Times {
 // Times returns the time the policy's rounds spent so far.
 func (p *Policy) Times() Times { return p.times }
 
-// Measurer measures states; *measure.Measurer is one.
+// Measurer measures states; *measure.Measurer is one, the remote
+// measurer of measure/remote another. Every failure of a candidate is its
+// Result; the error is for a batch that could not be measured at all (no
+// worker, a lost connection, ctx ended), which is never recorded as any
+// candidate's failure.
 type Measurer interface {
-	Measure(ctx context.Context, inputs []measure.Input) []measure.Result
+	Measure(ctx context.Context, inputs []measure.Input) ([]measure.Result, error)
 }
+
+// ErrMeasure wraps the error of a batch the Measurer could not measure:
+// Tune stops with it, and nothing of the batch is recorded.
+var ErrMeasure = errors.New("search: the batch could not be measured")
 
 // NewPolicy generates the sketches of the task's DAG (its initial state s0).
 func NewPolicy(task string, s0 *schedule.State, opts Options, model CostModel, m Measurer) (*Policy, error) {
@@ -293,9 +301,18 @@ func (p *Policy) MeasureAndLearn(ctx context.Context, cands []Candidate) ([]Meas
 		inputs[i] = measure.Input{State: c.State, Cutoff: cutoff}
 	}
 	start := time.Now()
-	results := p.Measurer.Measure(ctx, inputs)
+	results, err := p.Measurer.Measure(ctx, inputs)
 	learnStart := time.Now()
 	p.times.Measure += learnStart.Sub(start)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMeasure, err)
+	}
+	if len(results) != len(inputs) {
+		return nil, fmt.Errorf("%w: %d results for %d candidates", ErrMeasure, len(results), len(inputs))
+	}
 	defer func() { p.times.Learn += time.Since(learnStart) }()
 	out := make([]Measured, len(cands))
 	programs := make([][][]float32, len(cands))

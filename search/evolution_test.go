@@ -173,13 +173,13 @@ type cutoffMeasurer struct {
 	cutoffs []time.Duration
 }
 
-func (m *cutoffMeasurer) Measure(_ context.Context, in []measure.Input) []measure.Result {
+func (m *cutoffMeasurer) Measure(_ context.Context, in []measure.Input) ([]measure.Result, error) {
 	out := make([]measure.Result, len(in))
 	for i, x := range in {
 		m.cutoffs = append(m.cutoffs, x.Cutoff)
 		out[i] = measure.Result{Costs: []float64{m.cost}}
 	}
-	return out
+	return out, nil
 }
 
 func TestSlowCutoff(t *testing.T) {

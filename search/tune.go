@@ -119,6 +119,11 @@ func Tune(ctx context.Context, tasks []Task, prior map[string][]Measured, model 
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 			break // the batch in flight is dropped; everything before is committed
 		}
+		if errors.Is(err, ErrMeasure) {
+			// The machine failed, not the task's candidates: stop, with
+			// everything before committed, rather than mark the task dead.
+			return finish(sum, sums, policies, progress), fmt.Errorf("task %s: %w", tasks[i].Key, err)
+		}
 		if err != nil && len(ms) == 0 {
 			// No valid state could even be proposed: set the task aside.
 			progress[i].Dead = true
@@ -153,6 +158,11 @@ func Tune(ctx context.Context, tasks []Task, prior map[string][]Measured, model 
 			opts.Progress(Progress{Trials: sum.Trials, Total: opts.Trials, Task: i, Objective: obj, Complete: complete, Tasks: progress})
 		}
 	}
+	return finish(sum, sums, policies, progress), ctx.Err()
+}
+
+// finish completes the summary of a run from its policies.
+func finish(sum Summary, sums []TaskSummary, policies []*Policy, progress []*TaskProgress) Summary {
 	for i, p := range policies {
 		sum.Times = sum.Times.Add(p.Times())
 		sums[i].BestState, sums[i].Best = p.Best()
@@ -160,5 +170,5 @@ func Tune(ctx context.Context, tasks []Task, prior map[string][]Measured, model 
 	}
 	sum.Tasks = sums
 	sum.Objective, sum.Complete = Objective(progress)
-	return sum, ctx.Err()
+	return sum
 }

@@ -2,7 +2,9 @@ package search
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"tessera/measure"
@@ -79,5 +81,46 @@ func TestTuneAndResume(t *testing.T) {
 	}
 	if log.n != before {
 		t.Errorf("canceled run committed %d records", log.n-before)
+	}
+}
+
+// failingMeasurer measures its first batch and then fails as a machine
+// does (no worker, no compiler).
+type failingMeasurer struct{ batches int }
+
+func (m *failingMeasurer) Measure(_ context.Context, in []measure.Input) ([]measure.Result, error) {
+	m.batches++
+	if m.batches > 1 {
+		return nil, errors.New("no worker answers")
+	}
+	out := make([]measure.Result, len(in))
+	for i := range out {
+		out[i] = measure.Result{Costs: []float64{1e-3}}
+	}
+	return out, nil
+}
+
+// An infrastructure error stops the run with the error: the batch is not
+// committed as failures, and the task is not set aside.
+func TestTuneStopsOnInfrastructureError(t *testing.T) {
+	d := te.ExampleDAGs()["matmul_bias_relu"]
+	tasks := []Task{{Key: d.WorkloadKey(), DAG: d, Weight: 1}}
+	opts := TuneOptions{Trials: 20, PerRound: 5, Search: DefaultOptions(testTarget()), Scheduler: DefaultSchedulerOptions()}
+	opts.Search.Population, opts.Search.Generations = 48, 1
+	log := &memLog{}
+	sum, err := Tune(context.Background(), tasks, nil, &randomModel{rng: rand.New(rand.NewPCG(2, 2))}, &failingMeasurer{}, log, opts)
+	if !errors.Is(err, ErrMeasure) || !strings.Contains(err.Error(), "no worker answers") {
+		t.Fatalf("error %v, want ErrMeasure with the cause", err)
+	}
+	if log.n != 5 || sum.Trials != 5 {
+		t.Errorf("committed %d, trials %d; want the first batch only (5)", log.n, sum.Trials)
+	}
+	for _, m := range log.batches[d.WorkloadKey()] {
+		if m.Result.Kind != measure.None {
+			t.Errorf("a failure was recorded: %v %s", m.Result.Kind, m.Result.Msg)
+		}
+	}
+	if sum.Tasks[0].Dead {
+		t.Error("the task was set aside for the machine's failure")
 	}
 }

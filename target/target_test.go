@@ -37,7 +37,10 @@ func TestCPU(t *testing.T) {
 	if err != nil || p.Entry != measure.KernelName || !strings.Contains(p.Code, measure.KernelName) {
 		t.Fatalf("generate: %v, entry %q", err, p.Entry)
 	}
-	res := tg.Measurer(true).Measure(context.Background(), []measure.Input{{State: s0}})
+	res, err := tg.Measurer(true).Measure(context.Background(), []measure.Input{{State: s0}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if res[0].Kind != measure.None {
 		t.Errorf("naive schedule: %v: %s", res[0].Kind, res[0].Msg)
 	}
