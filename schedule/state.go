@@ -15,6 +15,7 @@ package schedule
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"tessera/te"
 	"tessera/tir"
@@ -124,6 +125,76 @@ type State struct {
 	DAG    *te.DAG
 	Stages []*Stage
 	Steps  []Step
+
+	// idx caches who reads whom. It is shared by the states derived from
+	// this one until a step changes a stage's tensor or the stage list;
+	// see index.
+	idx atomic.Pointer[index]
+}
+
+// index is the dataflow between the stages of a state: for every stage,
+// the stages it reads and the stages that read it, each in stage order (of
+// first read, for producers). It depends only on the stages' tensors, so
+// it stays valid for every state whose stages hold the same tensors in
+// the same order: tensors identifies them.
+//
+// Without it, Consumers walked every stage's body, and the long chains of
+// inlined elementwise ops a model can fuse (hundreds of stages, one
+// ComputeInline step each) took quadratic time to replay.
+type index struct {
+	tensors   []*te.Tensor
+	producers [][]int
+	consumers [][]int
+}
+
+// valid reports whether x was built for the stages of s.
+func (x *index) valid(s *State) bool {
+	if x == nil || len(x.tensors) != len(s.Stages) {
+		return false
+	}
+	for i, st := range s.Stages {
+		if x.tensors[i] != st.Tensor {
+			return false
+		}
+	}
+	return true
+}
+
+// index returns the dataflow index of s, building it when the cached one
+// belongs to other stages. Safe for concurrent use: states are shared.
+func (s *State) index() *index {
+	if x := s.idx.Load(); x.valid(s) {
+		return x
+	}
+	x := &index{
+		tensors:   make([]*te.Tensor, len(s.Stages)),
+		producers: make([][]int, len(s.Stages)),
+		consumers: make([][]int, len(s.Stages)),
+	}
+	byBuf := s.stageByBuf()
+	for j, st := range s.Stages {
+		x.tensors[j] = st.Tensor
+		if st.IsPlaceholder() {
+			continue
+		}
+		seen := map[int]bool{}
+		tir.WalkExpr(st.Tensor.Body, func(e tir.Expr) bool {
+			if l, ok := e.(*tir.Load); ok {
+				if i, ok := byBuf[l.Buf]; ok && !seen[i] {
+					seen[i] = true
+					x.producers[j] = append(x.producers[j], i)
+				}
+			}
+			return true
+		})
+	}
+	for j, ps := range x.producers {
+		for _, i := range ps {
+			x.consumers[i] = append(x.consumers[i], j)
+		}
+	}
+	s.idx.Store(x)
+	return x
 }
 
 // NewState returns the initial state of d: one root stage per tensor, each
@@ -204,9 +275,12 @@ func (s *State) Complete() bool {
 }
 
 // copyState copies the state shallowly; stages are copied on write by the
-// steps that change them (mutStage).
+// steps that change them (mutStage). The copy shares the index while it
+// stays valid.
 func (s *State) copyState() *State {
-	return &State{DAG: s.DAG, Stages: append([]*Stage(nil), s.Stages...), Steps: append([]Step(nil), s.Steps...)}
+	c := &State{DAG: s.DAG, Stages: append([]*Stage(nil), s.Stages...), Steps: append([]Step(nil), s.Steps...)}
+	c.idx.Store(s.idx.Load())
+	return c
 }
 
 // mutStage returns a private copy of stage i for a step to change.
@@ -249,41 +323,13 @@ func (s *State) stageByBuf() map[*tir.Buffer]int {
 	return m
 }
 
-// Consumers returns the indices of the stages whose bodies read stage i.
-func (s *State) Consumers(i int) []int {
-	buf := s.Stages[i].Tensor.Buf
-	var out []int
-	for j, st := range s.Stages {
-		if st.IsPlaceholder() {
-			continue
-		}
-		if readsBuf(st.Tensor.Body, buf) {
-			out = append(out, j)
-		}
-	}
-	return out
-}
+// Consumers returns the indices of the stages whose bodies read stage i,
+// in stage order. The caller must not change the slice.
+func (s *State) Consumers(i int) []int { return s.index().consumers[i] }
 
-// Producers returns the indices of the stages stage i reads.
-func (s *State) Producers(i int) []int {
-	st := s.Stages[i]
-	if st.IsPlaceholder() {
-		return nil
-	}
-	byBuf := s.stageByBuf()
-	seen := map[int]bool{}
-	var out []int
-	tir.WalkExpr(st.Tensor.Body, func(e tir.Expr) bool {
-		if l, ok := e.(*tir.Load); ok {
-			if j, ok := byBuf[l.Buf]; ok && !seen[j] {
-				seen[j] = true
-				out = append(out, j)
-			}
-		}
-		return true
-	})
-	return out
-}
+// Producers returns the indices of the stages stage i reads, in the order
+// its body first reads them. The caller must not change the slice.
+func (s *State) Producers(i int) []int { return s.index().producers[i] }
 
 func readsBuf(e tir.Expr, b *tir.Buffer) bool {
 	found := false

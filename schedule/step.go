@@ -35,14 +35,31 @@ func (s *State) Apply(step Step) (*State, error) {
 	return n, nil
 }
 
-// Replay applies steps in order to the initial state of d.
+// Replay applies steps in order to s0 (usually a DAG's initial state).
+// s0 is not changed.
 func Replay(s0 *State, steps []Step) (*State, error) {
-	s := s0
-	for _, st := range steps {
-		var err error
-		if s, err = s.Apply(st); err != nil {
-			return nil, err
+	return ReplayEdit(s0, steps, nil)
+}
+
+// ReplayEdit is Replay where edit, when not nil, may replace each step
+// before it is applied: it gets the state the step will apply to (which it
+// must neither change nor keep) and the step's index in steps.
+//
+// Replaying works on one private copy of s0, so it takes time linear in
+// the number of steps, where applying them one by one with Apply copies
+// the stage and step lists at every step.
+func ReplayEdit(s0 *State, steps []Step, edit func(cur *State, k int, step Step) Step) (*State, error) {
+	s := s0.copyState()
+	s.Steps = make([]Step, len(s0.Steps), len(s0.Steps)+len(steps))
+	copy(s.Steps, s0.Steps)
+	for k, st := range steps {
+		if edit != nil {
+			st = edit(s, k, st)
 		}
+		if err := st.apply(s); err != nil {
+			return nil, fmt.Errorf("step %d %v: %w", len(s.Steps), st, err)
+		}
+		s.Steps = append(s.Steps, st)
 	}
 	return s, nil
 }

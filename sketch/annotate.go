@@ -48,16 +48,17 @@ func Sample(rng *rand.Rand, sketch *schedule.State, opts Options) (*schedule.Sta
 // fillTileSizes replays the sketch's steps, replacing every unfilled split
 // by a random factorization of the extent it splits.
 func fillTileSizes(rng *rand.Rand, sketch *schedule.State, opts Options) (*schedule.State, error) {
-	s := schedule.NewState(sketch.DAG)
-	for k, st := range sketch.Steps {
-		if sp, ok := st.(*schedule.Split); ok && unfilled(sp.Lengths) {
-			ext := s.Stages[sp.Stage].Iters[sp.Iter].Extent
-			st = &schedule.Split{Stage: sp.Stage, Iter: sp.Iter, Lengths: randomFactors(rng, ext, len(sp.Lengths), opts.MaxInnermostSplit)}
+	s, err := schedule.ReplayEdit(schedule.NewState(sketch.DAG), sketch.Steps, func(cur *schedule.State, _ int, st schedule.Step) schedule.Step {
+		sp, ok := st.(*schedule.Split)
+		if !ok || !unfilled(sp.Lengths) || sp.Stage < 0 || sp.Stage >= len(cur.Stages) ||
+			sp.Iter < 0 || sp.Iter >= len(cur.Stages[sp.Stage].Iters) {
+			return st // applying it reports what is wrong
 		}
-		var err error
-		if s, err = s.Apply(st); err != nil {
-			return nil, fmt.Errorf("sketch: fill step %d: %w", k, err)
-		}
+		ext := cur.Stages[sp.Stage].Iters[sp.Iter].Extent
+		return &schedule.Split{Stage: sp.Stage, Iter: sp.Iter, Lengths: randomFactors(rng, ext, len(sp.Lengths), opts.MaxInnermostSplit)}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sketch: fill: %w", err)
 	}
 	return s, nil
 }
