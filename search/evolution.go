@@ -215,9 +215,30 @@ func (p *Policy) Round(ctx context.Context, n int) ([]Measured, error) {
 	return p.MeasureAndLearn(ctx, picks)
 }
 
+// ErrExhausted is returned by Propose (and Round) when the search finds no
+// state it has not measured yet: a small task whose sketches give fewer
+// distinct schedules than the budget, all of them measured.
+var ErrExhausted = errors.New("search: every distinct schedule found has been measured")
+
+// proposeAttempts is how many times Propose searches afresh before it
+// reports ErrExhausted: evolution from a handful of states can miss the
+// few neighbours left by chance.
+const proposeAttempts = 3
+
 // Propose returns up to n never-measured states to measure: the best by
-// the model after evolution, and an ε share of fresh random samples.
+// the model after evolution, and an ε share of fresh random samples. It
+// returns ErrExhausted when proposeAttempts searches in a row find none.
 func (p *Policy) Propose(n int) ([]Candidate, error) {
+	for range proposeAttempts {
+		picks, err := p.propose(n)
+		if err != nil || len(picks) > 0 {
+			return picks, err
+		}
+	}
+	return nil, fmt.Errorf("%w (%d measured)", ErrExhausted, len(p.measured))
+}
+
+func (p *Policy) propose(n int) ([]Candidate, error) {
 	pop := p.initPopulation()
 	if len(pop) == 0 {
 		return nil, errors.New("search: no valid state could be sampled")
@@ -356,14 +377,21 @@ func (p *Policy) initPopulation() []Candidate {
 			pop = append(pop, c)
 		}
 	}
+	// A batch that brings no new state means the sketches give few
+	// distinct states: drawing more would find the same ones again.
 	for tries := 0; len(pop) < size && tries < 4*size; {
 		batch := size - len(pop)
 		tries += batch
+		fresh := 0
 		for _, c := range p.samples(batch) {
 			if c.State != nil && !seen[c.Key] && len(pop) < size {
 				seen[c.Key] = true
 				pop = append(pop, c)
+				fresh++
 			}
+		}
+		if fresh == 0 {
+			break
 		}
 	}
 	return pop
@@ -454,10 +482,14 @@ func (p *Policy) evolve(pop []Candidate) []Candidate {
 		op            float64
 		seed          uint64
 	}
-	next := make([]Candidate, 0, len(pop))
+	// A population smaller than Opts.Population (a task with few distinct
+	// states) grows back to it, so that its neighbourhood is explored; a
+	// batch of children that brings no new state ends the growing.
+	size := max(len(pop), p.Opts.Population)
+	next := make([]Candidate, 0, size)
 	seen := map[string]bool{}
-	for tries := 0; len(next) < len(pop) && tries < 3*len(pop); {
-		jobs := make([]job, len(pop)-len(next))
+	for tries := 0; len(next) < size && tries < 3*size; {
+		jobs := make([]job, size-len(next))
 		tries += len(jobs)
 		for i := range jobs {
 			jobs[i] = job{parent: pick(), op: p.rng.Float64(), seed: p.rng.Uint64()}
@@ -487,12 +519,17 @@ func (p *Policy) evolve(pop []Candidate) []Candidate {
 				children[i] = j.parent
 			}
 		})
+		fresh := 0
 		for _, c := range children {
 			if c.State == nil || seen[c.Key] {
 				continue
 			}
 			seen[c.Key] = true
 			next = append(next, c)
+			fresh++
+		}
+		if fresh == 0 {
+			break
 		}
 	}
 	return next

@@ -49,12 +49,15 @@ type Progress struct {
 
 // TaskSummary is the outcome of one task.
 type TaskSummary struct {
-	Task       Task
-	Trials     int // measured in this run
-	Prior      int // measured in earlier runs
-	Best       float64
-	BestState  *schedule.State
-	Dead       bool
+	Task      Task
+	Trials    int // measured in this run
+	Prior     int // measured in earlier runs
+	Best      float64
+	BestState *schedule.State
+	Dead      bool
+	// Exhausted is true when the search found no schedule of the task left
+	// to measure: every distinct one it can reach was measured.
+	Exhausted  bool
 	LastErrors string
 }
 
@@ -66,6 +69,10 @@ type Summary struct {
 	Objective float64
 	Complete  bool
 	Times     Times // summed over the tasks' policies
+	// Exhausted counts the tasks set aside because every schedule the
+	// search can reach was measured; when every task is exhausted or dead
+	// the run ends before its budget.
+	Exhausted int
 }
 
 // Tune runs the tuning loop: the task scheduler picks a task, its policy
@@ -123,6 +130,15 @@ func Tune(ctx context.Context, tasks []Task, prior map[string][]Measured, model 
 			// The machine failed, not the task's candidates: stop, with
 			// everything before committed, rather than mark the task dead.
 			return finish(sum, sums, policies, progress), fmt.Errorf("task %s: %w", tasks[i].Key, err)
+		}
+		if errors.Is(err, ErrExhausted) {
+			// Nothing new to measure: set the task aside for good, so that
+			// the scheduler never picks it again and the run can end.
+			progress[i].Dead = true
+			sums[i].Exhausted = true
+			sum.Exhausted++
+			progress[i].History = append(progress[i].History, progress[i].Best())
+			continue
 		}
 		if err != nil && len(ms) == 0 {
 			// No valid state could even be proposed: set the task aside.

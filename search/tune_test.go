@@ -6,9 +6,11 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"tessera/measure"
 	"tessera/schedule"
+	"tessera/sketch"
 	"tessera/target"
 	"tessera/te"
 )
@@ -122,5 +124,62 @@ func TestTuneStopsOnInfrastructureError(t *testing.T) {
 	}
 	if sum.Tasks[0].Dead {
 		t.Error("the task was set aside for the machine's failure")
+	}
+}
+
+// fakeMeasurer "measures" every state at a made-up cost, instantly.
+type fakeMeasurer struct{ n int }
+
+func (f *fakeMeasurer) Measure(ctx context.Context, in []measure.Input) ([]measure.Result, error) {
+	out := make([]measure.Result, len(in))
+	for i := range out {
+		f.n++
+		out[i] = measure.Result{Costs: []float64{1e-3 / float64(f.n)}}
+	}
+	return out, nil
+}
+
+// TestTuneExhaustedTask: a task whose sketches give fewer distinct states
+// than the budget is set aside once they are all measured (it looped
+// forever), and the run ends, saying so; the other tasks get the rest of
+// the budget.
+func TestTuneExhaustedTask(t *testing.T) {
+	relu := te.ExampleDAGs()["relu"]
+	mm := te.ExampleDAGs()["matmul_bias_relu"]
+	opts := TuneOptions{Trials: 40, PerRound: 8, Search: DefaultOptions(testTarget()), Scheduler: DefaultSchedulerOptions()}
+	opts.Search.Population, opts.Search.Generations = 64, 2
+	for _, c := range []struct {
+		name   string
+		tasks  []Task
+		trials func(int) bool
+	}{
+		{"alone", []Task{{Key: relu.WorkloadKey(), DAG: relu, Weight: 1}}, func(n int) bool { return n > 0 && n < 40 }},
+		{"beside another", []Task{{Key: relu.WorkloadKey(), DAG: relu, Weight: 1}, {Key: mm.WorkloadKey(), DAG: mm, Weight: 1}}, func(n int) bool { return n == 40 }},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		log := &memLog{}
+		sum, err := Tune(ctx, c.tasks, nil, &randomModel{rng: rand.New(rand.NewPCG(3, 3))}, &fakeMeasurer{}, log, opts)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: %v (a deadline here is the endless loop)", c.name, err)
+		}
+		if sum.Exhausted != 1 || !sum.Tasks[0].Exhausted || !c.trials(sum.Trials) || log.n != sum.Trials {
+			t.Errorf("%s: %d trials (%d logged), %d exhausted, task 0 exhausted %v", c.name, sum.Trials, log.n, sum.Exhausted, sum.Tasks[0].Exhausted)
+		}
+		seen := map[string]bool{}
+		for _, m := range log.batches[relu.WorkloadKey()] {
+			k := sketch.Key(m.State)
+			if seen[k] {
+				t.Errorf("%s: a state of the exhausted task was measured twice", c.name)
+			}
+			seen[k] = true
+		}
+		// Resuming an exhausted task ends at once, measuring nothing.
+		ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+		sum2, err := Tune(ctx, c.tasks[:1], log.batches, &randomModel{rng: rand.New(rand.NewPCG(4, 4))}, &fakeMeasurer{}, log, opts)
+		cancel()
+		if err != nil || sum2.Trials != 0 || sum2.Exhausted != 1 {
+			t.Errorf("%s: resume measured %d, exhausted %d, err %v", c.name, sum2.Trials, sum2.Exhausted, err)
+		}
 	}
 }

@@ -191,6 +191,9 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	printSummary(stdout, sum)
+	if !interrupted && sum.Trials < todo {
+		fmt.Fprintf(stdout, "stopped at %d of %d trials: no task has a schedule left to measure\n", sum.Trials, todo)
+	}
 	mt := measurer.Times()
 	fmt.Fprintf(stdout, "wall time %v: search %v, measure %v (lower %v, compile %v for %d of %d candidates, run %v), learn %v\n",
 		time.Since(start).Round(time.Second), sum.Times.Search.Round(time.Second), sum.Times.Measure.Round(time.Second),
@@ -279,6 +282,9 @@ func printSummary(w io.Writer, sum search.Summary) {
 	}
 	fmt.Fprintf(w, "%d trials this run, %d from earlier runs; estimated model latency %s\n", sum.Trials, sum.Prior, est)
 	for i, t := range sum.Tasks {
+		if t.Exhausted {
+			fmt.Fprintf(w, "task %d is exhausted: all %d distinct schedules the search reaches were measured\n", i, t.Trials+t.Prior)
+		}
 		if math.IsInf(t.Best, 1) && t.LastErrors != "" {
 			fmt.Fprintf(w, "task %d has no valid schedule; last error: %s\n", i, t.LastErrors)
 		}
