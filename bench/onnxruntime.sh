@@ -1,58 +1,81 @@
 #!/usr/bin/env bash
-# Races a Tessera build of an ONNX model against onnxruntime on the same
-# file and the same input:
+# Races Tessera builds of ONNX models against onnxruntime on the same files
+# and the same inputs:
 #
-#	bench/onnxruntime.sh [--model models/resnet18.onnx] [--db tuning.db] [--rounds K]
-#	                     [--warmup W] [--repeat R]
+#	bench/onnxruntime.sh [--model FILE]... [--db FILE | --no-records] [--rounds K]
+#	                     [--seconds S] [--warmup W] [--repeat R]
 #
-# It installs onnxruntime-node (pinned in bench/ort/package-lock.json, CPU
-# library only: ONNXRUNTIME_NODE_INSTALL=skip) into bench/ort/node_modules
-# if it is missing, generates the model if it is missing, writes one random
-# input (fixed seed), builds the model with `tune build` from the records in
-# the db, checks that both sides compute the same output on that input, then
-# for 1 and 2 threads alternates `tune bench` and bench/ort/bench.mjs, each
-# in its own process, for K rounds (who goes first swaps every round). Each
-# process does W warm-up and R timed runs and reports its min and median;
-# the script reports the min of the mins and the median of the medians.
-# It prints "name = value" lines; the last one is
+# With no --model it races models/resnet18.onnx, resnet50, mobilenetv2 and
+# bert_layer (cmd/genmodels), generating those that are missing. It installs
+# onnxruntime-node (pinned in bench/ort/package-lock.json, CPU library only:
+# ONNXRUNTIME_NODE_INSTALL=skip) into bench/ort/node_modules if it is
+# missing. For each model it writes random inputs (fixed seed), builds the
+# model with `tune build` from the records in the db (--no-records, a
+# missing db or a db without the model's records: default schedules),
+# checks that both sides compute the same output on those inputs, then for 1
+# and 2 threads alternates `tune bench` and bench/ort/bench.mjs, each in its
+# own process, for K rounds (who goes first swaps every round). It reports
+# the min of the per-process minimums and the median of their medians.
 #
-#	tessera/onnxruntime = <onnxruntime median / tessera median, 1 thread>
+# Repeats adapt to the model, so that the whole race stays within minutes on
+# 2 cores: a probe process of each side at 1 thread (one warm-up, the
+# median of three runs) gives the time of one inference; every process of that model then does R = S seconds (default
+# 1.5) over the slower side's time timed runs, at least 3 and at most 200,
+# after W = R/5 warm-up runs, at least 1 and at most 10. --repeat and
+# --warmup fix R and W for every model instead.
 #
-# so above 1 means Tessera is faster.
+# It prints "name = value" lines: per model and thread count the times, and
+# once every race is run, one line per model and thread count
+#
+#	MODEL threads=T tessera/onnxruntime = <onnxruntime median / tessera median>
+#
+# (above 1 means Tessera is faster); the last line is
+#
+#	tessera/onnxruntime = <the same ratio for the first model at 1 thread>
+#
+# ResNet-18 unless --model says otherwise.
 set -euo pipefail
 here=$PWD
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # The defaults are relative to the repository, paths given relative to the
 # directory the script was started in.
-model=models/resnet18.onnx
+models=()
+default_models=(models/resnet18.onnx models/resnet50.onnx models/mobilenetv2.onnx models/bert_layer.onnx)
 db=tuning.db
+no_records=0
 rounds=5
-warmup=10
-repeat=50
+seconds=1.5
+warmup=""
+repeat=""
 # given PATH: a path from the command line, made usable from the repository.
 given() {
 	if [[ $1 == /* ]]; then echo "$1"; else echo "$here/$1"; fi
 }
 usage() {
-	echo "usage: bench/onnxruntime.sh [--model FILE] [--db FILE] [--rounds K] [--warmup W] [--repeat R]" >&2
+	echo "usage: bench/onnxruntime.sh [--model FILE]... [--db FILE | --no-records] [--rounds K] [--seconds S] [--warmup W] [--repeat R]" >&2
 	exit 2
 }
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--model | --db | --rounds | --warmup | --repeat)
+	--model | --db | --rounds | --seconds | --warmup | --repeat)
 		[ $# -ge 2 ] || usage
 		case "$1" in
-		--model) model=$(given "$2") ;;
+		--model) models+=("$(given "$2")") ;;
 		--db) db=$(given "$2") ;;
 		--rounds) rounds=$2 ;;
+		--seconds) seconds=$2 ;;
 		--warmup) warmup=$2 ;;
 		--repeat) repeat=$2 ;;
 		esac
 		shift 2
 		;;
-	--model=* | --db=* | --rounds=* | --warmup=* | --repeat=*)
+	--model=* | --db=* | --rounds=* | --seconds=* | --warmup=* | --repeat=*)
 		set -- "${1%%=*}" "${1#*=}" "${@:2}"
+		;;
+	--no-records)
+		no_records=1
+		shift
 		;;
 	-h | --help) usage ;;
 	*)
@@ -61,10 +84,14 @@ while [ $# -gt 0 ]; do
 		;;
 	esac
 done
-for v in "$rounds" "$repeat"; do
-	[[ $v =~ ^[1-9][0-9]*$ ]] || { echo "onnxruntime.sh: --rounds and --repeat want a positive integer" >&2; exit 2; }
-done
-[[ $warmup =~ ^[0-9]+$ ]] || { echo "onnxruntime.sh: --warmup wants an integer" >&2; exit 2; }
+[ ${#models[@]} -gt 0 ] || models=("${default_models[@]}")
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "onnxruntime.sh: --rounds wants a positive integer" >&2; exit 2; }
+[ -z "$repeat" ] || [[ $repeat =~ ^[1-9][0-9]*$ ]] || { echo "onnxruntime.sh: --repeat wants a positive integer" >&2; exit 2; }
+[ -z "$warmup" ] || [[ $warmup =~ ^[0-9]+$ ]] || { echo "onnxruntime.sh: --warmup wants an integer" >&2; exit 2; }
+if ! [[ $seconds =~ ^[0-9]*\.?[0-9]+$ ]] || ! awk -v s="$seconds" 'BEGIN { exit !(s > 0) }'; then
+	echo "onnxruntime.sh: --seconds wants a positive number" >&2
+	exit 2
+fi
 
 # Tolerance of the output check: every value within
 # atol_rel·max|onnxruntime| + rtol·|onnxruntime|. The two sides sum the
@@ -101,33 +128,122 @@ trap 'rm -rf "$work"' EXIT
 go build -o "$work/tune" ./cmd/tune
 tune=$work/tune
 
-# --- model and input -------------------------------------------------------
-if [ ! -f "$model" ]; then
-	name=$(basename "$model" .onnx)
-	note "$model is missing: generating it (go run ./cmd/genmodels -o $(dirname "$model") $name)"
-	go run ./cmd/genmodels -o "$(dirname "$model")" "$name" >&2
-	[ -f "$model" ] || die "genmodels did not write $model"
-fi
-
-written=$(node "$ort_dir/input.mjs" "$model" "$work/in" 1) || die "could not write inputs for $model"
-mapfile -t inputs <<<"$written"
-input_flags=()
-for i in "${inputs[@]}"; do input_flags+=(--input "$i"); done
-
-# --- records and builds ----------------------------------------------------
-# Records are kept per target, and the target names the thread count the
-# kernels were measured with (tune --threads). For each thread count of the
-# race the build takes the records measured with that many threads, or else
-# those of the other count (a schedule tuned for 2 threads still runs on 1).
-# With no record for the model's tasks at all Tessera builds default
-# schedules: say so loudly, the race then says nothing about tuning.
-listed=$("$tune" inspect "$model") || die "tune inspect $model failed"
-mapfile -t keys < <(awk '/^tasks:/ { t = 1; next } t && $1 ~ /^[0-9]+$/ && $2 ~ /^v[0-9]+-/ { print $2 }' <<<"$listed")
-[ ${#keys[@]} -gt 0 ] || die "tune inspect $model lists no tasks"
 stats=""
-if [ -f "$db" ]; then
+if [ "$no_records" -eq 0 ] && [ -f "$db" ]; then
 	stats=$("$tune" records stats --db "$db") || die "tune records stats --db $db failed"
 fi
+records=$(awk 'NR > 1 { n += $2 } END { print n + 0 }' <<<"$stats")
+
+# field NAME < output: the value of the line "NAME = value".
+field() { sed -n "s/^$1 = \([0-9.eE+-]*\).*/\1/p" | head -1; }
+# minmed: "min median" of the numbers on stdin.
+minmed() { sort -g | awk '{ x[NR] = $1 } END { m = NR % 2 ? x[(NR + 1) / 2] : (x[NR / 2] + x[NR / 2 + 1]) / 2; printf "%.3f %.3f\n", x[1], m }'; }
+load() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo "?"; }
+
+# --- one model: build, check, race -----------------------------------------
+# These are set by prepare for the model being raced.
+model="" name="" input_flags=() keys=()
+declare -A tuned_with build_threads out
+
+# prepare MODEL: generates the model if it is missing, writes its inputs,
+# builds it for 1 and 2 threads and checks both builds' outputs against
+# onnxruntime's.
+prepare() {
+	model=$1
+	name=$(basename "$model" .onnx)
+	if [ ! -f "$model" ]; then
+		note "$model is missing: generating it (go run ./cmd/genmodels -o $(dirname "$model") $name)"
+		go run ./cmd/genmodels -o "$(dirname "$model")" "$name" >&2
+		[ -f "$model" ] || die "genmodels did not write $model"
+	fi
+	local dir=$work/$name written
+	mkdir -p "$dir"
+	written=$(node "$ort_dir/input.mjs" "$model" "$dir/in" 1) || die "could not write inputs for $model"
+	local inputs=()
+	mapfile -t inputs <<<"$written"
+	input_flags=()
+	local i
+	for i in "${inputs[@]}"; do input_flags+=(--input "$i"); done
+
+	# Records are kept per target, and the target names the thread count
+	# the kernels were measured with (tune --threads). For each thread count
+	# of the race the build takes the records measured with that many
+	# threads, or else those of the other count (a schedule tuned for 2
+	# threads still runs on 1). With no record for the model's tasks at all
+	# Tessera builds default schedules: say so loudly, the race then says
+	# nothing about tuning.
+	local listed
+	listed=$("$tune" inspect "$model") || die "tune inspect $model failed"
+	mapfile -t keys < <(awk '/^tasks:/ { t = 1; next } t && $1 ~ /^[0-9]+$/ && $2 ~ /^v[0-9]+-/ { print $2 }' <<<"$listed")
+	[ ${#keys[@]} -gt 0 ] || die "tune inspect $model lists no tasks"
+	tuned_with[1]=$(tuned 1)
+	tuned_with[2]=$(tuned 2)
+	if [ "$no_records" -eq 0 ] && [ "${tuned_with[1]}" -eq 0 ] && [ "${tuned_with[2]}" -eq 0 ]; then
+		cat >&2 <<WARN
+onnxruntime.sh: ************************************************************
+onnxruntime.sh: WARNING: $db has no measured schedule for any task of
+onnxruntime.sh: $model ($records records in all): Tessera builds DEFAULT
+onnxruntime.sh: schedules, so this race measures untuned kernels. Tune first:
+onnxruntime.sh:   go run ./cmd/tune --trials 2000 --threads 1 --db $db $model
+onnxruntime.sh: ************************************************************
+WARN
+	fi
+	local t o bt n
+	for t in 1 2; do
+		o=$((3 - t))
+		bt=$t
+		if [ "${tuned_with[$t]}" -eq 0 ] && [ "${tuned_with[$o]}" -gt 0 ]; then
+			bt=$o
+			note "$name: no records measured with $t thread(s) in $db: the $t-thread race uses those measured with $o"
+		fi
+		build_threads[$t]=$bt
+		out[$t]=$dir/build-$bt
+		if [ "${tuned_with[$bt]}" -eq 0 ]; then
+			out[$t]=$dir/build-default # the same for every thread count
+		fi
+		n=${tuned_with[$bt]}
+		if [ "$n" -gt 0 ] && [ "$n" -lt ${#keys[@]} ]; then
+			note "warning: only $n of ${#keys[@]} tasks of $model have a schedule measured with $bt thread(s) in $db"
+		fi
+		[ -d "${out[$t]}" ] && continue
+		if [ "$no_records" -eq 0 ] && [ -f "$db" ]; then
+			"$tune" build "$model" --db "$db" --threads "$bt" -o "${out[$t]}" >"$dir/build.log" 2>&1 ||
+				{ cat "$dir/build.log" >&2; die "tune build $model failed"; }
+		else
+			# no empty db left behind
+			"$tune" build "$model" --no-records -o "${out[$t]}" >"$dir/build.log" 2>&1 ||
+				{ cat "$dir/build.log" >&2; die "tune build $model failed"; }
+		fi
+		grep -E '^(built|tuned tasks|tuned FLOPs) ' "$dir/build.log" | sed "s/^/onnxruntime.sh: $name: /" >&2 || true
+	done
+
+	# Both sides run the input files; the model's first output is compared,
+	# for every build the race uses.
+	for t in 1 2; do
+		[ "$t" -eq 1 ] || [ "${out[2]}" != "${out[1]}" ] || continue
+		local ran first oname tfile what
+		ran=$("$tune" run "${out[$t]}" "${input_flags[@]}" --threads "$t" -o "$dir/tessera-out-$t" --format raw) ||
+			die "tune run ${out[$t]} failed"
+		# "output NAME[d0,d1,...] → FILE"
+		first=$(sed -n 's/^output \(.*\)\[[0-9, ]*\] → \(.*\)$/\1\t\2/p' <<<"$ran" | head -1)
+		[ -n "$first" ] || die "tune run printed no output line: $ran"
+		oname=${first%%$'\t'*}
+		tfile=${first#*$'\t'}
+		if [ ! -f "$dir/ort.out" ]; then
+			node "$ort_dir/bench.mjs" "$model" "${input_flags[@]}" --threads 1 --warmup 0 --repeat 1 \
+				--output "$oname=$dir/ort.out" >/dev/null 2>"$work/err" || {
+				cat "$work/err" >&2
+				die "onnxruntime failed on $model"
+			}
+		fi
+		what="records measured with ${build_threads[$t]} thread(s)"
+		[ "${tuned_with[${build_threads[$t]}]}" -gt 0 ] || what="default schedules"
+		printf 'onnxruntime.sh: %s: build from %s, output %s: ' "$name" "$what" "$oname" >&2
+		node "$ort_dir/compare.mjs" "$tfile" "$dir/ort.out" "$rtol" "$atol_rel" >&2 ||
+			die "$name: Tessera's and onnxruntime's outputs differ: no race"
+	done
+}
+
 # tuned T: how many of the model's tasks have a valid record measured with T
 # threads (stats columns: workload records errors best-ms target...).
 tuned() {
@@ -139,124 +255,93 @@ tuned() {
 	done
 	echo "$n"
 }
-declare -A tuned_with build_threads out
-tuned_with[1]=$(tuned 1)
-tuned_with[2]=$(tuned 2)
-records=$(awk 'NR > 1 { n += $2 } END { print n + 0 }' <<<"$stats")
-if [ "${tuned_with[1]}" -eq 0 ] && [ "${tuned_with[2]}" -eq 0 ]; then
-	cat >&2 <<WARN
-onnxruntime.sh: ************************************************************
-onnxruntime.sh: WARNING: $db has no measured schedule for any task of
-onnxruntime.sh: $model ($records records in all): Tessera builds DEFAULT
-onnxruntime.sh: schedules, so this race measures untuned kernels. Tune first:
-onnxruntime.sh:   go run ./cmd/tune --trials 2000 --threads 1 --db $db $model
-onnxruntime.sh: ************************************************************
-WARN
-fi
-for t in 1 2; do
-	o=$((3 - t))
-	bt=$t
-	if [ "${tuned_with[$t]}" -eq 0 ] && [ "${tuned_with[$o]}" -gt 0 ]; then
-		bt=$o
-		note "no records measured with $t thread(s) in $db: the $t-thread race uses those measured with $o"
-	fi
-	build_threads[$t]=$bt
-	out[$t]=$work/build-$bt
-	if [ "${tuned_with[$bt]}" -eq 0 ]; then
-		out[$t]=$work/build-default # the same for every thread count
-	fi
-	n=${tuned_with[$bt]}
-	if [ "$n" -gt 0 ] && [ "$n" -lt ${#keys[@]} ]; then
-		note "warning: only $n of ${#keys[@]} tasks of $model have a schedule measured with $bt thread(s) in $db"
-	fi
-	[ -d "${out[$t]}" ] && continue
-	if [ -f "$db" ]; then
-		"$tune" build "$model" --db "$db" --threads "$bt" -o "${out[$t]}" >&2
-	else
-		"$tune" build "$model" --no-records -o "${out[$t]}" >&2 # no empty db left behind
-	fi
-done
 
-# --- same output on the same input -----------------------------------------
-# Both sides run the input files; the model's first output is compared, for
-# every build the race uses.
-for t in 1 2; do
-	[ "$t" -eq 1 ] || [ "${out[2]}" != "${out[1]}" ] || continue
-	ran=$("$tune" run "${out[$t]}" "${input_flags[@]}" --threads "$t" -o "$work/tessera-out-$t" --format raw) ||
-		die "tune run ${out[$t]} failed"
-	# "output NAME[d0,d1,...] → FILE"
-	first=$(sed -n 's/^output \(.*\)\[[0-9, ]*\] → \(.*\)$/\1\t\2/p' <<<"$ran" | head -1)
-	[ -n "$first" ] || die "tune run printed no output line: $ran"
-	oname=${first%%$'\t'*}
-	tfile=${first#*$'\t'}
-	if [ ! -f "$work/ort.out" ]; then
-		node "$ort_dir/bench.mjs" "$model" "${input_flags[@]}" --threads 1 --warmup 0 --repeat 1 \
-			--output "$oname=$work/ort.out" >/dev/null 2>"$work/err" || {
-			cat "$work/err" >&2
-			die "onnxruntime failed"
-		}
-	fi
-	what="records measured with ${build_threads[$t]} thread(s)"
-	[ "${tuned_with[${build_threads[$t]}]}" -gt 0 ] || what="default schedules"
-	printf 'onnxruntime.sh: build from %s, output %s: ' "$what" "$oname" >&2
-	node "$ort_dir/compare.mjs" "$tfile" "$work/ort.out" "$rtol" "$atol_rel" >&2 ||
-		die "Tessera's and onnxruntime's outputs differ: no race"
-done
-
-# --- the race --------------------------------------------------------------
-# field NAME < output: the value of the line "NAME = value".
-field() { sed -n "s/^$1 = \([0-9.eE+-]*\).*/\1/p" | head -1; }
-# stats: "min median" of the numbers on stdin.
-stats() { sort -g | awk '{ x[NR] = $1 } END { m = NR % 2 ? x[(NR + 1) / 2] : (x[NR / 2] + x[NR / 2 + 1]) / 2; printf "%.3f %.3f\n", x[1], m }'; }
-
-run_tessera() {
-	"$tune" bench "${out[$1]}" --threads "$1" --warmup "$warmup" --repeat "$repeat"
+run_tessera() { # THREADS WARMUP REPEAT
+	"$tune" bench "${out[$1]}" --threads "$1" --warmup "$2" --repeat "$3"
 }
-run_ort() {
-	node "$ort_dir/bench.mjs" "$model" "${input_flags[@]}" --threads "$1" --warmup "$warmup" --repeat "$repeat"
+run_ort() { # THREADS WARMUP REPEAT
+	node "$ort_dir/bench.mjs" "$model" "${input_flags[@]}" --threads "$1" --warmup "$2" --repeat "$3"
 }
-# one NAME THREADS: runs a contender once in its own process and appends its
-# min and median to $work/NAME-THREADS.{min,median}.
+# one NAME THREADS WARMUP REPEAT: runs a contender once in its own process,
+# appends its min and median to $work/NAME-MODEL-THREADS.{min,median} and
+# prints the median.
 one() {
 	local r mn md
-	if ! r=$("run_$1" "$2" 2>"$work/err"); then
+	if ! r=$("run_$1" "$2" "$3" "$4" 2>"$work/err"); then
 		cat "$work/err" >&2
-		die "$1 with $2 thread(s) failed"
+		die "$name: $1 with $2 thread(s) failed"
 	fi
 	mn=$(field "min ms" <<<"$r")
 	md=$(field "median ms" <<<"$r")
 	if [ -z "$mn" ] || [ -z "$md" ]; then
 		die "$1 printed no 'min ms = ' and 'median ms = ' lines: $r"
 	fi
-	echo "$mn" >>"$work/$1-$2.min"
-	echo "$md" >>"$work/$1-$2.median"
+	echo "$mn" >>"$work/$1-$name-$2.min"
+	echo "$md" >>"$work/$1-$name-$2.median"
+	echo "$md"
 }
 
-load() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo "?"; }
-note "load average $(load) on $(nproc) cores before the race (above ~0.5 the figures are noisy)"
-echo "$(basename "$model"): $rounds alternating rounds per thread count, $warmup warm-up + $repeat timed runs per process;" \
-	"tasks with records in $db: ${tuned_with[1]} of ${#keys[@]} measured with 1 thread, ${tuned_with[2]} with 2"
+# race: the alternating rounds of the prepared model at 1 and 2 threads;
+# records each ratio in ratio[MODEL-T].
 declare -A ratio
-for t in 1 2; do
-	for ((k = 0; k < rounds; k++)); do
-		if ((k % 2 == 0)); then
-			one tessera "$t"
-			one ort "$t"
-		else
-			one ort "$t"
-			one tessera "$t"
-		fi
+summary=()
+race() {
+	local w=$warmup r=$repeat
+	if [ -z "$r" ]; then
+		# The probe: one warm-up and three timed runs of each side at 1
+		# thread (their median).
+		local pt po slow
+		pt=$(one tessera 1 1 3) || exit 1
+		po=$(one ort 1 1 3) || exit 1
+		rm -f "$work"/*-"$name"-1.min "$work"/*-"$name"-1.median
+		slow=$(awk -v a="$pt" -v b="$po" 'BEGIN { print (a > b ? a : b) }')
+		r=$(awk -v s="$seconds" -v t="$slow" 'BEGIN { r = int(s * 1000 / t + 0.999); print (r < 3 ? 3 : (r > 200 ? 200 : r)) }')
+		note "$name: one run takes $pt ms (Tessera) and $po ms (onnxruntime) at 1 thread: $r timed runs per process"
+	fi
+	if [ -z "$w" ]; then
+		w=$((r / 5))
+		((w >= 1)) || w=1
+		((w <= 10)) || w=10
+	fi
+	echo "$name: $rounds alternating rounds per thread count, $w warm-up + $r timed runs per process;" \
+		"tasks with records: ${tuned_with[1]} of ${#keys[@]} measured with 1 thread, ${tuned_with[2]} with 2"
+	local t k tmin tmed omin omed
+	for t in 1 2; do
+		for ((k = 0; k < rounds; k++)); do
+			if ((k % 2 == 0)); then
+				one tessera "$t" "$w" "$r" >/dev/null
+				one ort "$t" "$w" "$r" >/dev/null
+			else
+				one ort "$t" "$w" "$r" >/dev/null
+				one tessera "$t" "$w" "$r" >/dev/null
+			fi
+		done
+		read -r tmin _ < <(minmed <"$work/tessera-$name-$t.min")
+		read -r _ tmed < <(minmed <"$work/tessera-$name-$t.median")
+		read -r omin _ < <(minmed <"$work/ort-$name-$t.min")
+		read -r _ omed < <(minmed <"$work/ort-$name-$t.median")
+		echo "$name threads=$t tessera min ms = $tmin"
+		echo "$name threads=$t tessera median ms = $tmed"
+		echo "$name threads=$t onnxruntime min ms = $omin"
+		echo "$name threads=$t onnxruntime median ms = $omed"
+		ratio[$name-$t]=$(awk -v o="$omed" -v s="$tmed" 'BEGIN { printf "%.3g", o / s }')
+		summary+=("$name threads=$t tessera/onnxruntime = ${ratio[$name-$t]}")
 	done
-	read -r tmin _ < <(stats <"$work/tessera-$t.min")
-	read -r _ tmed < <(stats <"$work/tessera-$t.median")
-	read -r omin _ < <(stats <"$work/ort-$t.min")
-	read -r _ omed < <(stats <"$work/ort-$t.median")
-	echo "threads=$t tessera min ms = $tmin"
-	echo "threads=$t tessera median ms = $tmed"
-	echo "threads=$t onnxruntime min ms = $omin"
-	echo "threads=$t onnxruntime median ms = $omed"
-	ratio[$t]=$(awk -v o="$omed" -v s="$tmed" 'BEGIN { printf "%.3g", o / s }')
+}
+
+if [ "$no_records" -eq 1 ]; then
+	note "--no-records: every model is built with default schedules (the untuned build)"
+elif [ ! -f "$db" ]; then
+	note "$db does not exist: every model is built with default schedules (the untuned build)"
+fi
+start=$SECONDS
+note "load average $(load) on $(nproc) cores before the race (above ~0.5 the figures are noisy)"
+first=""
+for m in "${models[@]}"; do
+	prepare "$m"
+	race
+	[ -n "$first" ] || first=$name
 done
-note "load average $(load) after the race"
-echo "threads=2 tessera/onnxruntime = ${ratio[2]}"
-echo "tessera/onnxruntime = ${ratio[1]}"
+note "load average $(load) after the race; $((SECONDS - start)) s in all"
+printf '%s\n' "${summary[@]}"
+echo "tessera/onnxruntime = ${ratio[$first-1]}"
