@@ -3,7 +3,8 @@
 # that the Go toolchain is new enough. Sourced by setup.sh and test.sh.
 set -euo pipefail
 
-packages=(gcc libc6-dev libopenblas-dev libonnx-testdata xgboost)
+# libdnnl-dev: oneDNN, a contender of go run ./bench/conv (no test needs it).
+packages=(gcc libc6-dev libopenblas-dev libdnnl-dev libonnx-testdata xgboost)
 
 missing=()
 for p in "${packages[@]}"; do

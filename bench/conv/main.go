@@ -1,41 +1,107 @@
-// Command conv measures, side by side in one run, the GFLOP/s of a 3×3
-// convolution (1×64×56×56 → 64 channels, pad 1, stride 1, NCHW, float32)
-// computed by the naive schedule and by an expert schedule written only as
-// schedule steps, each kernel in its own process, in turn, round after
-// round. The last line is "tessera/naive = R", the median over rounds of
-// the expert schedule's speed divided by the naive schedule's.
+// Command conv races, side by side in one run, kernels of one convolution:
+// the 3×3 convolution of ResNet-18's first stage (1×64×56×56 → 64
+// channels, pad 1, stride 1, float32), or with -fused that convolution
+// with its bias and ReLU, ResNet-18's Conv+Relu task (the same DAG and
+// workload key, so the records of a ResNet-18 tuning run apply). The
+// contenders, each in its own process, in turn, round after round, on the
+// same thread count:
+//
+//	naive    the DAG's initial schedule (-naive=false leaves it out)
+//	default  sketch.Default, what a build without records runs
+//	expert   a schedule written only as schedule steps
+//	record   the best record of the workload in -db FILE, when there is one:
+//	         any schedule the search can express (weight layout rewrites
+//	         included; the kernel then reads its weights packed)
+//	onednn   oneDNN's convolution with format_tag::any, so that it picks its
+//	         best layouts and implementation (onednn/onednn.c)
+//
+// Every contender's output is first checked against the reference
+// evaluator. It prints each contender's GFLOP/s, then speed ratios per
+// round (median over rounds); the last line is
+//
+//	tessera/onednn = R
+//
+// for the fastest Tessera schedule of default, expert and record (by median
+// over rounds; the line before names it): above 1, Tessera is faster.
 //
 //	go run ./bench/conv
-//	go run ./bench/conv -threads 2
+//	go run ./bench/conv -threads 2 -fused -db tuning.db
 package main
 
 import (
 	"context"
+	_ "embed"
+	"errors"
 	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
 
 	"tessera/bench/internal/benchutil"
 	"tessera/measure"
+	"tessera/records"
 	"tessera/schedule"
+	"tessera/sketch"
+	"tessera/target"
 	"tessera/te"
 	"tessera/tir"
 )
 
+//go:embed onednn/onednn.c
+var onednnSrc string
+
 func main() {
-	threads := flag.Int("threads", 1, "threads for both schedules")
+	threads := flag.Int("threads", 1, "threads for every contender")
 	rounds := flag.Int("rounds", 5, "alternating rounds")
+	db := flag.String("db", "", "records `FILE`: race the workload's best record too, when it has one")
+	fused := flag.Bool("fused", false, "the conv with its bias and ReLU (ResNet-18's Conv+Relu task)")
+	naive := flag.Bool("naive", true, "also time the naive schedule")
 	flag.Parse()
-	if err := run(*threads, *rounds); err != nil {
+	if flag.NArg() > 0 || *threads < 1 || *rounds < 1 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	if err := run(options{threads: *threads, rounds: *rounds, db: *db, fused: *fused, naive: *naive}); err != nil {
 		benchutil.Fatal(err)
 	}
 }
 
-func convDAG() (*te.DAG, error) {
-	x := te.Placeholder("X", 1, 64, 56, 56)
-	w := te.Placeholder("W", 64, 64, 3, 3)
-	c, err := te.Conv("conv", x, w, nil, te.ConvAttrs{Pads: []int{1, 1, 1, 1}})
+type options struct {
+	threads, rounds int
+	db              string
+	fused, naive    bool
+}
+
+// conv is the problem: input 1×64×56×56, 64 filters of 3×3, pad 1, stride
+// 1, in the layouts the ONNX model gives (NCHW, OIHW).
+var conv = struct {
+	n, c, h, w, k, r, s, pad, stride int
+}{1, 64, 56, 56, 64, 3, 3, 1, 1}
+
+// convDAG builds the benchmark's DAG, with the weights (and the bias) as
+// constants as partition makes them; fused adds the bias and the ReLU, as
+// in ResNet-18 after BatchNormalization is folded. Every contender and the
+// record lookup take the DAG from here: a different layout or algorithm of
+// the same convolution is a change to this function.
+func convDAG(fused bool) (*te.DAG, error) {
+	x := te.Placeholder("X", conv.n, conv.c, conv.h, conv.w)
+	w := te.Constant("W", conv.k, conv.c, conv.r, conv.s)
+	var bias *te.Tensor
+	if fused {
+		bias = te.Constant("bias", conv.k)
+	}
+	p := conv.pad
+	c, err := te.Conv("conv", x, w, bias, te.ConvAttrs{Pads: []int{p, p, p, p}, Strides: []int{conv.stride, conv.stride}})
 	if err != nil {
 		return nil, err
+	}
+	if fused {
+		if c, err = te.Relu("relu", c); err != nil {
+			return nil, err
+		}
 	}
 	return te.NewDAG(c)
 }
@@ -52,18 +118,28 @@ func stage(s *schedule.State, name string) (int, error) {
 // expert is a conv schedule in steps: the padded input computed once at the
 // root; the conv accumulates into a local tile of 16 output channels × 8
 // pixels of a row (16 vector registers of 8 lanes), tiled SSRSRS over
-// (n, f, h, w | rc, rh, rw); the output copy follows the tile, its outer
-// loops fused and parallel, the pixel lanes vectorized.
+// (n, f, h, w | rc, rh, rw); the output stage (the cache-write copy, or
+// with the bias and ReLU the ReLU with the bias inlined) follows the tile,
+// its outer loops fused and parallel, the pixel lanes vectorized.
 func expert(d *te.DAG) (*schedule.State, error) {
 	s := schedule.NewState(d)
 	c, err := stage(s, "conv")
 	if err != nil {
 		return nil, err
 	}
-	cl, out := c, c+1 // after cache_write
+	// Step 0 makes the output stage: a cache write (conv.local takes
+	// conv's index, conv moves one down), or the bias inlined into the ReLU.
+	first := schedule.Step(&schedule.CacheWrite{Stage: c, Scope: tir.Local})
+	cl, out := c, c+1
+	if bias, err := stage(s, "conv_bias"); err == nil {
+		if out, err = stage(s, "relu"); err != nil {
+			return nil, err
+		}
+		first = &schedule.ComputeInline{Stage: bias}
+	}
 	steps := []schedule.Step{
-		&schedule.CacheWrite{Stage: c, Scope: tir.Local},
-		// conv.local: n f h w rc rh rw
+		first,
+		// conv: n f h w rc rh rw
 		&schedule.Split{Stage: cl, Iter: 1, Lengths: []int{1, 16}}, // step 1: f.0 f.1 f.2
 		&schedule.Split{Stage: cl, Iter: 4, Lengths: []int{1, 1}},  // h.0 h.1 h.2
 		&schedule.Split{Stage: cl, Iter: 7, Lengths: []int{1, 8}},  // step 3: w.0 w.1 w.2
@@ -74,7 +150,7 @@ func expert(d *te.DAG) (*schedule.State, error) {
 		&schedule.Reorder{Stage: cl, Order: []int{0, 1, 4, 7, 10, 12, 14, 2, 5, 8, 11, 13, 15, 3, 6, 9}},
 		&schedule.Annotate{Stage: cl, Iter: 15, Ann: schedule.Vectorize},
 		&schedule.Pragma{Stage: cl, Iter: 0, Key: schedule.PragmaAutoUnroll, Value: 512},
-		// conv: n f h w → n f.0 h w.0 f.1 w.1
+		// output: n f h w → n f.0 h w.0 f.1 w.1
 		&schedule.FollowSplit{Stage: out, Iter: 1, SrcStep: 1, NParts: 2},
 		&schedule.FollowSplit{Stage: out, Iter: 4, SrcStep: 3, NParts: 2},
 		&schedule.Reorder{Stage: out, Order: []int{0, 1, 3, 4, 2, 5}},
@@ -93,58 +169,241 @@ func expert(d *te.DAG) (*schedule.State, error) {
 	return schedule.Replay(s, steps)
 }
 
-func run(threads, rounds int) error {
+// tuned returns the best record of the workload in the records database at
+// path measured on this machine with threads threads, else the best one
+// measured with another thread count (a schedule tuned for 2 threads still
+// runs on 1), and the target key it was measured on; ok is false when the
+// database has none.
+func tuned(path, key string, threads int, b *measure.Builder) (rec records.Record, on string, ok bool, err error) {
+	if _, err := os.Stat(path); err != nil {
+		return rec, "", false, fmt.Errorf("-db: %w", err)
+	}
+	st, err := records.Open(path)
+	if err != nil {
+		return rec, "", false, fmt.Errorf("-db: %w", err)
+	}
+	defer st.Close()
+	counts := []int{threads}
+	for t := 1; t <= max(runtime.NumCPU(), threads); t++ {
+		if t != threads {
+			counts = append(counts, t)
+		}
+	}
+	for _, t := range counts {
+		on = target.CPU(target.CPUConfig{Threads: t, Builder: b}).Key()
+		rec, ok, err = st.Best(key, on)
+		if err != nil || ok {
+			return rec, on, ok, err
+		}
+	}
+	return rec, "", false, nil
+}
+
+// buildTimeout is the compiler's limit per kernel: unrolled register tiles
+// take gcc seconds, more on a loaded machine, and a benchmark waits for them.
+const buildTimeout = 5 * time.Minute
+
+// contender is one Tessera schedule to race.
+type contender struct {
+	name  string
+	state *schedule.State
+}
+
+func run(o options) error {
 	ctx := context.Background()
-	d, err := convDAG()
+	d, err := convDAG(o.fused)
 	if err != nil {
 		return err
+	}
+	b := &measure.Builder{Timeout: buildTimeout}
+	tg := target.CPU(target.CPUConfig{Threads: o.threads, Builder: b})
+	defer tg.Close()
+
+	var cs []contender
+	if o.naive {
+		cs = append(cs, contender{"naive", schedule.NewState(d)})
+	}
+	def, _, err := sketch.Default(schedule.NewState(d), tg.Sketch)
+	if err != nil {
+		return fmt.Errorf("default schedule: %w", err)
 	}
 	ex, err := expert(d)
 	if err != nil {
 		return fmt.Errorf("expert schedule: %w", err)
 	}
-	names := []string{"expert", "naive"}
-	var srcs []string
-	for _, s := range []*schedule.State{ex, schedule.NewState(d)} {
-		src, err := benchutil.Lower(s)
-		if err != nil {
+	cs = append(cs, contender{"default", def}, contender{"expert", ex})
+	key := d.WorkloadKey()
+	if o.db != "" {
+		rec, on, ok, err := tuned(o.db, key, o.threads, b)
+		switch {
+		case err != nil:
 			return err
+		case !ok:
+			fmt.Fprintf(os.Stderr, "conv: %s has no record of workload %s on this machine: no record races\n", o.db, key)
+		default:
+			steps, err := rec.DecodeSteps()
+			if err == nil {
+				var st *schedule.State
+				if st, err = schedule.Replay(schedule.NewState(d), steps); err == nil {
+					cs = append(cs, contender{"record", st})
+					fmt.Fprintf(os.Stderr, "conv: record of %s from %s (%s, measured %.4f ms)\n", key, o.db, on, rec.Cost()*1e3)
+				}
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "conv: the best record of %s in %s does not replay (%v): no record races\n", key, o.db, err)
+			}
 		}
-		srcs = append(srcs, src)
 	}
-	args := measure.Args(d)
-	ks, err := benchutil.Build(ctx, &measure.Builder{}, names, srcs, args)
+
+	// Lower every Tessera contender; a parameter the schedule packs (a
+	// weight layout rewrite) gets its packed size and packed inputs.
+	names := make([]string, len(cs))
+	srcs := make([]string, len(cs))
+	params := make([][]*tir.Buffer, len(cs))
+	var packed []string // the weight layouts the schedules chose
+	for i, c := range cs {
+		p, err := tg.Generate(c.state)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		names[i], srcs[i], params[i] = c.name, p.Code, p.Params
+		for _, b := range p.Params {
+			if b.Packed != nil {
+				packed = append(packed, fmt.Sprintf("%s: %s packed %v", c.name, b.Name, b.Packed))
+			}
+		}
+	}
+	ks, err := benchutil.Build(ctx, b, names, srcs, nil)
 	if err != nil {
 		return err
 	}
+	for i := range ks {
+		ks[i].Args = argsOf(params[i], len(d.Outputs))
+	}
+	one, err := onednn(ctx, d)
+	if err != nil {
+		return err
+	}
+	ks = append(ks, one)
+	params = append(params, nil)
 
-	// Both schedules must compute what the reference evaluator computes.
-	inputs := measure.RandomInputs(args, 1)[:len(d.Inputs)]
+	// Every contender must compute what the reference evaluator computes.
+	inputs := measure.RandomInputs(measure.Args(d), 1)[:len(d.Inputs)]
 	want, err := d.Eval(inputs)
 	if err != nil {
 		return err
 	}
-	checker := &measure.Runner{Opts: measure.RunOptions{Threads: threads, Number: 1, Repeat: 1, MinRepeatMs: -1, Check: true}}
+	infoFile := filepath.Join(os.TempDir(), fmt.Sprintf("tessera-onednn-%d.txt", os.Getpid()))
+	defer os.Remove(infoFile)
+	if err := os.Setenv("TESSERA_ONEDNN_INFO", infoFile); err != nil {
+		return err
+	}
+	checker := &measure.Runner{Builder: b, Opts: measure.RunOptions{Threads: o.threads, Number: 1, Repeat: 1, MinRepeatMs: -1, Check: true, Timeout: 120e9}}
 	defer checker.Close()
-	for _, k := range ks {
-		res := checker.Run(ctx, []measure.Job{{Lib: k.Lib, Entry: benchutil.KernelName, Args: args, Inputs: inputs}})[0]
+	tol := measure.Tolerance(d)
+	for i, k := range ks {
+		job := measure.Job{Lib: k.Lib, Entry: benchutil.KernelName, Args: k.Args, Inputs: tir.PackArgs(params[i], inputs)}
+		res := checker.Run(ctx, []measure.Job{job})[0]
 		if res.Kind != measure.None {
 			return fmt.Errorf("%s: %v: %s", k.Name, res.Kind, res.Msg)
 		}
-		tol := measure.Tolerance(d)
 		if ok, msg := measure.Compare(res.Outputs[0], want[0], tol, tol); !ok {
 			return fmt.Errorf("%s: wrong result: %s", k.Name, msg)
 		}
 	}
+	os.Unsetenv("TESSERA_ONEDNN_INFO")
 
-	flops := d.FLOPs()
-	fmt.Printf("conv 3×3 1×64×56×56 → 64, pad 1, float32, %d thread(s), %d alternating rounds, each kernel in its own process\n", threads, rounds)
-	r := &measure.Runner{Opts: measure.RunOptions{Threads: threads, Repeat: 3, MinRepeatMs: 200}}
+	what := "conv 3×3"
+	if o.fused {
+		what = "conv 3×3 + bias + relu"
+	}
+	fmt.Printf("%s 1×64×56×56 → 64, pad 1, float32, workload %s, %d thread(s), %d alternating rounds, each kernel in its own process\n",
+		what, key, o.threads, o.rounds)
+	if info, err := os.ReadFile(infoFile); err == nil {
+		fmt.Printf("onednn: %s\n", strings.TrimSpace(string(info)))
+	}
+	for _, p := range packed {
+		fmt.Println(p)
+	}
+	r := &measure.Runner{Builder: b, Opts: measure.RunOptions{Threads: o.threads, Repeat: 3, MinRepeatMs: 200, Timeout: 600e9}}
 	defer r.Close()
-	tm, err := benchutil.Alternate(ctx, r, ks, rounds)
+	tm, err := benchutil.Alternate(ctx, r, ks, o.rounds)
 	if err != nil {
 		return err
 	}
-	benchutil.Report(flops, tm, ks, "expert", "naive", "tessera/naive")
+	report(d.FLOPs(), tm, ks)
 	return nil
+}
+
+// report prints every contender's GFLOP/s, the per-round speed ratios, and
+// last the line "tessera/onednn = R" for the fastest of default, expert and
+// record.
+func report(flops float64, tm benchutil.Timings, ks []benchutil.Kernel) {
+	for _, k := range ks {
+		lo, med := benchutil.MinMedian(tm[k.Name])
+		fmt.Printf("%s GFLOP/s = %.2f (median; best %.2f)\n", k.Name, flops/med/1e9, flops/lo/1e9)
+	}
+	ratio := func(fast, base string) float64 {
+		_, med := benchutil.MinMedian(benchutil.Ratios(tm[base], tm[fast]))
+		return med
+	}
+	if _, ok := tm["naive"]; ok {
+		fmt.Printf("tessera/naive = %.2f\n", ratio("expert", "naive"))
+	}
+	best, bestMed := "", 0.0
+	for _, name := range []string{"default", "expert", "record"} {
+		if _, ok := tm[name]; !ok {
+			continue
+		}
+		fmt.Printf("%s/onednn = %.3f\n", name, ratio(name, "onednn"))
+		if _, med := benchutil.MinMedian(tm[name]); best == "" || med < bestMed {
+			best, bestMed = name, med
+		}
+	}
+	fmt.Printf("tessera = %s\n", best)
+	fmt.Printf("tessera/onednn = %.3f\n", ratio(best, "onednn"))
+}
+
+// argsOf returns the kernel arguments of lowered parameters: the last
+// outputs of them are written; a packed constant has its packed size.
+func argsOf(params []*tir.Buffer, outputs int) []measure.Arg {
+	args := make([]measure.Arg, len(params))
+	for i, p := range params {
+		args[i] = measure.Arg{Name: p.Name, Size: p.Size(), Output: i >= len(params)-outputs}
+	}
+	return args
+}
+
+// onednn builds the oneDNN contender for d's convolution (see
+// onednn/onednn.c), its arguments those of d.
+func onednn(ctx context.Context, d *te.DAG) (benchutil.Kernel, error) {
+	pos := map[string]int{"X": -1, "W": -1, "bias": -1}
+	for i, t := range d.Inputs {
+		pos[t.Name] = i
+	}
+	if pos["X"] < 0 || pos["W"] < 0 || len(d.Outputs) != 1 {
+		return benchutil.Kernel{}, errors.New("onednn: the DAG's inputs are not X, W (and bias)")
+	}
+	fused, argB := 0, 0
+	if pos["bias"] >= 0 {
+		fused, argB = 1, pos["bias"]
+	}
+	p := conv.pad
+	var defs strings.Builder
+	for _, m := range []struct {
+		name  string
+		value int
+	}{
+		{"N", conv.n}, {"IC", conv.c}, {"IH", conv.h}, {"IW", conv.w}, {"OC", conv.k}, {"KH", conv.r}, {"KW", conv.s},
+		{"PAD_T", p}, {"PAD_L", p}, {"PAD_B", p}, {"PAD_R", p}, {"STRIDE_H", conv.stride}, {"STRIDE_W", conv.stride},
+		{"FUSED", fused}, {"ARG_X", pos["X"]}, {"ARG_W", pos["W"]}, {"ARG_B", argB}, {"ARG_Y", len(d.Inputs)},
+	} {
+		fmt.Fprintf(&defs, "#define CONV_%s %d\n", m.name, m.value)
+	}
+	b := &measure.Builder{Flags: append(measure.DefaultFlags(), "-Wl,--no-as-needed", "-ldnnl"), Timeout: buildTimeout}
+	ks, err := benchutil.Build(ctx, b, []string{"onednn"}, []string{defs.String() + onednnSrc}, measure.Args(d))
+	if err != nil {
+		return benchutil.Kernel{}, fmt.Errorf("%w (is libdnnl-dev installed? scripts/deps.sh installs it)", err)
+	}
+	return ks[0], nil
 }

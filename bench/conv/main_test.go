@@ -1,0 +1,65 @@
+package main
+
+import (
+	"testing"
+
+	"tessera/graph"
+	"tessera/modelgen"
+	"tessera/partition"
+	"tessera/schedule"
+)
+
+// The -fused DAG must be ResNet-18's Conv+Relu task of the 56×56 stage
+// (same workload key), or the records of a ResNet-18 tuning run would not
+// apply to it; the plain conv is a different workload.
+func TestFusedIsResNet18Task(t *testing.T) {
+	g, err := modelgen.Build("resnet18", modelgen.DefaultSeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := graph.RunPasses(g, nil); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := partition.Extract(g, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fused, err := convDAG(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := convDAG(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, task := range plan.Tasks {
+		switch task.Key {
+		case fused.WorkloadKey():
+			found = task.Ops() == "Conv+Relu"
+		case plain.WorkloadKey():
+			t.Errorf("the plain conv has the key of ResNet-18's task %s", task.Ops())
+		}
+	}
+	if !found {
+		t.Errorf("no Conv+Relu task of ResNet-18 has the -fused workload key %s", fused.WorkloadKey())
+	}
+}
+
+// The expert schedule replays and lowers on both DAGs (its results are
+// checked against the reference evaluator by every run of the benchmark).
+func TestExpertReplays(t *testing.T) {
+	for _, fused := range []bool{false, true} {
+		d, err := convDAG(fused)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := expert(d)
+		if err != nil {
+			t.Fatalf("fused=%v: %v", fused, err)
+		}
+		if _, err := schedule.Lower(st, "k"); err != nil {
+			t.Errorf("fused=%v: %v", fused, err)
+		}
+	}
+}
