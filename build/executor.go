@@ -117,24 +117,21 @@ func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel) (*progr
 
 	// A constant goes to the weights the first time it is read in a
 	// layout: as it is, or packed for the kernel that reads it.
-	constant := func(name string, packing *tir.Packing) (place, bool) {
+	constant := func(name string, packing *tir.Packing) (place, bool, error) {
 		v := g.Values[name]
 		if v == nil || v.Const == nil {
-			return place{}, false
+			return place{}, false, nil
 		}
-		data := v.Const.F32
-		if v.Const.DType == graph.Int64 {
-			data = make([]float32, len(v.Const.I64))
-			for k, x := range v.Const.I64 {
-				data[k] = float32(x)
-			}
+		data, err := v.Const.KernelData()
+		if err != nil {
+			return place{}, false, fmt.Errorf("build: constant %s: %w", name, err)
 		}
 		key := name
 		if packing != nil {
 			data = packing.Pack(data)
 			key = name + " packed " + packing.String()
 		}
-		return place{kind: inWeights, offset: p.weights.add(key, data), elems: len(data)}, true
+		return place{kind: inWeights, offset: p.weights.add(key, data), elems: len(data)}, true, nil
 	}
 	arena := map[string]int{} // value → index in p.bufs
 	for s, grp := range plan.Groups {
@@ -143,7 +140,10 @@ func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel) (*progr
 		for a, name := range grp.Inputs {
 			pl, ok := places[name]
 			if !ok {
-				if pl, ok = constant(name, params[a].Packed); !ok {
+				var err error
+				if pl, ok, err = constant(name, params[a].Packed); err != nil {
+					return nil, err
+				} else if !ok {
 					return nil, fmt.Errorf("build: group %d (%s) reads %s, which nothing computes before it", grp.ID, grp.Ops(), name)
 				}
 			}
@@ -169,7 +169,10 @@ func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel) (*progr
 		name := g.Outputs[j]
 		src, ok := places[name]
 		if !ok {
-			if src, ok = constant(name, nil); !ok {
+			var err error
+			if src, ok, err = constant(name, nil); err != nil {
+				return nil, err
+			} else if !ok {
 				return nil, fmt.Errorf("build: output %s is not computed", name)
 			}
 		}

@@ -3,6 +3,7 @@ package codegen
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -490,11 +491,6 @@ func letBound(val tir.Expr, dom domain) tir.Interval {
 
 // ---- expressions ----
 
-var callNames = map[string]string{
-	"exp": "expf", "log": "logf", "sqrt": "sqrtf", "tanh": "tanhf", "erf": "erff",
-	"fabs": "fabsf", "pow": "powf", "floor": "floorf", "ceil": "ceilf", "sigmoid": "tsr_sigmoidf",
-}
-
 func intLit(v int64) string {
 	switch {
 	case v == math.MinInt64:
@@ -651,13 +647,13 @@ func (k *kernel) expr(e tir.Expr) (string, error) {
 }
 
 func checkCall(e *tir.Call) (string, error) {
-	n, ok := tir.MathFuncs[e.Fn]
-	name, ok2 := callNames[e.Fn]
-	if !ok || !ok2 {
+	mf, ok := tir.MathFuncs[e.Fn]
+	if !ok {
 		return "", fmt.Errorf("unknown function %q", e.Fn)
 	}
-	if n != len(e.Args) {
-		return "", fmt.Errorf("call of %s with %d arguments, want %d", e.Fn, len(e.Args), n)
+	name := mf.C
+	if mf.Arity != len(e.Args) {
+		return "", fmt.Errorf("call of %s with %d arguments, want %d", e.Fn, len(e.Args), mf.Arity)
 	}
 	for _, a := range e.Args {
 		if a == nil || a.Type() != tir.Float32 {
@@ -778,19 +774,12 @@ func (m *module) prelude() string {
 
 /* Declared here rather than through <math.h> and <stdlib.h>, so that the
    kernels' exported names can only clash with these. */
-float expf(float);
-float logf(float);
-float sqrtf(float);
-float tanhf(float);
-float erff(float);
-float fabsf(float);
-float powf(float, float);
-float floorf(float);
-float ceilf(float);
 void *aligned_alloc(size_t, size_t);
 void free(void *);
 void abort(void);
-#ifndef INFINITY
+`)
+	b.WriteString(mathDecls())
+	b.WriteString(`#ifndef INFINITY
 #define INFINITY (__builtin_inff())
 #endif
 #ifndef NAN
@@ -826,4 +815,19 @@ static inline void tsr_free(void *p) { free(p); }
 	}
 	// Unused helpers must not warn.
 	return strings.ReplaceAll(b.String(), "static inline ", "static inline __attribute__((unused)) ")
+}
+
+// mathDecls declares the C functions of tir.MathFuncs (tsr_ helpers are
+// defined below them), sorted by name.
+func mathDecls() string {
+	var decls []string
+	for _, mf := range tir.MathFuncs {
+		if strings.HasPrefix(mf.C, "tsr_") {
+			continue
+		}
+		args := strings.TrimSuffix(strings.Repeat("float, ", mf.Arity), ", ")
+		decls = append(decls, fmt.Sprintf("float %s(%s);\n", mf.C, args))
+	}
+	sort.Strings(decls)
+	return strings.Join(decls, "")
 }

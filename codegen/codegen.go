@@ -140,8 +140,11 @@ var reservedC = func() map[string]bool {
 		_Static_assert _Thread_local bool true false asm typeof main args
 		int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t size_t
 		intptr_t uintptr_t ptrdiff_t NULL INFINITY NAN INT64_MIN INT64_MAX INT32_MIN INT32_MAX
-		expf logf sqrtf tanhf erff fabsf powf floorf ceilf abort free aligned_alloc`) {
+		abort free aligned_alloc`) {
 		m[w] = true
+	}
+	for _, mf := range tir.MathFuncs {
+		m[mf.C] = true
 	}
 	return m
 }()

@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"tessera/tir"
@@ -912,11 +913,22 @@ func vectorHelpers(L int) string {
 	w("static inline %s tsr_max_v%df(%s a, %s b) { return tsr_select_v%df(a > b, a, b); }", f, L, f, f, L)
 	w("static inline %s tsr_b2f_v%df(%s m) { return __builtin_convertvector(-m, %s); }", f, L, m, f)
 	w("static inline %s tsr_fabs_v%df(%s x) { return (%s)((%s)x & tsr_splat_v%di(0x7fffffff)); }", f, L, f, f, m, L)
-	for _, fn := range []string{"exp", "log", "sqrt", "tanh", "erf", "floor", "ceil", "sigmoid"} {
-		w("static inline %s tsr_%s_v%df(%s x) { %s r; for (int l = 0; l < %d; ++l) r[l] = %s(x[l]); return r; }",
-			f, fn, L, f, f, L, callNames[fn])
+	fns := make([]string, 0, len(tir.MathFuncs))
+	for fn := range tir.MathFuncs {
+		fns = append(fns, fn)
 	}
-	w("static inline %s tsr_pow_v%df(%s x, %s y) { %s r; for (int l = 0; l < %d; ++l) r[l] = powf(x[l], y[l]); return r; }",
-		f, L, f, f, f, L)
+	sort.Strings(fns)
+	for _, fn := range fns {
+		switch mf := tir.MathFuncs[fn]; {
+		case fn == "fabs":
+			// a bit mask, above
+		case mf.Arity == 1:
+			w("static inline %s tsr_%s_v%df(%s x) { %s r; for (int l = 0; l < %d; ++l) r[l] = %s(x[l]); return r; }",
+				f, fn, L, f, f, L, mf.C)
+		case mf.Arity == 2:
+			w("static inline %s tsr_%s_v%df(%s x, %s y) { %s r; for (int l = 0; l < %d; ++l) r[l] = %s(x[l], y[l]); return r; }",
+				f, fn, L, f, f, f, L, mf.C)
+		}
+	}
 	return b.String()
 }

@@ -20,24 +20,94 @@ import (
 	"sort"
 )
 
-// DType is the element type of a value. Only float32 and int64 values exist
-// in a graph: the decoder rejects other types by name.
+// DType is the element type of a value. float32 is the only floating-point
+// type; the integer types and bool hold their values in Tensor.I64 (bool as
+// 0 and 1). The decoder rejects other types (float16, float64, strings) by
+// name.
 type DType uint8
 
 const (
 	Undefined DType = iota
 	Float32
 	Int64
+	Int32
+	Int16
+	Int8
+	Uint8
+	Uint16
+	Uint32
+	Bool
 )
 
+// dtypeInfo gives each dtype its name and ONNX TensorProto data type number.
+var dtypeInfo = [...]struct {
+	name string
+	onnx int32
+}{
+	Undefined: {"undefined", 0},
+	Float32:   {"float32", 1},
+	Int64:     {"int64", 7},
+	Int32:     {"int32", 6},
+	Int16:     {"int16", 5},
+	Int8:      {"int8", 3},
+	Uint8:     {"uint8", 2},
+	Uint16:    {"uint16", 4},
+	Uint32:    {"uint32", 12},
+	Bool:      {"bool", 9},
+}
+
 func (d DType) String() string {
-	switch d {
-	case Float32:
-		return "float32"
-	case Int64:
-		return "int64"
+	if int(d) < len(dtypeInfo) {
+		return dtypeInfo[d].name
 	}
 	return "undefined"
+}
+
+// ONNX returns d's ONNX TensorProto data type number (0 for Undefined).
+func (d DType) ONNX() int32 {
+	if int(d) < len(dtypeInfo) {
+		return dtypeInfo[d].onnx
+	}
+	return 0
+}
+
+// DTypeFromONNX returns the dtype of ONNX data type number t; ok is false
+// for a type the graph does not hold.
+func DTypeFromONNX(t int32) (d DType, ok bool) {
+	for i, info := range dtypeInfo {
+		if i != int(Undefined) && info.onnx == t {
+			return DType(i), true
+		}
+	}
+	return Undefined, false
+}
+
+// IsInt reports whether d is an integer type or bool (held in Tensor.I64).
+func (d DType) IsInt() bool { return d >= Int64 && d <= Bool }
+
+// Wrap converts v to d's range as a C cast does: integers wrap modulo
+// their width, bool is v != 0. Int64 and non-integer dtypes keep v.
+func (d DType) Wrap(v int64) int64 {
+	switch d {
+	case Int32:
+		return int64(int32(v))
+	case Int16:
+		return int64(int16(v))
+	case Int8:
+		return int64(int8(v))
+	case Uint8:
+		return int64(uint8(v))
+	case Uint16:
+		return int64(uint16(v))
+	case Uint32:
+		return int64(uint32(v))
+	case Bool:
+		if v != 0 {
+			return 1
+		}
+		return 0
+	}
+	return v
 }
 
 // Graph is an operator graph.
@@ -88,8 +158,8 @@ type Value struct {
 
 // Tensor is a constant tensor: a shape and the row-major data of one dtype.
 //
-// Invariant: len(F32) (for Float32) or len(I64) (for Int64) equals the
-// product of Shape.
+// Invariant: len(F32) (for Float32) or len(I64) (for the integer types and
+// bool) equals the product of Shape.
 type Tensor struct {
 	DType DType
 	Shape []int
@@ -118,7 +188,7 @@ func (t *Tensor) Clone() *Tensor {
 func (t *Tensor) Float64s() []float64 {
 	out := make([]float64, t.Len())
 	for i := range out {
-		if t.DType == Int64 {
+		if t.DType.IsInt() {
 			out[i] = float64(t.I64[i])
 		} else {
 			out[i] = float64(t.F32[i])
@@ -129,7 +199,7 @@ func (t *Tensor) Float64s() []float64 {
 
 // Int64s returns the elements converted to int64 (float32 truncated).
 func (t *Tensor) Int64s() []int64 {
-	if t.DType == Int64 {
+	if t.DType.IsInt() {
 		return t.I64
 	}
 	out := make([]int64, len(t.F32))
@@ -139,11 +209,33 @@ func (t *Tensor) Int64s() []int64 {
 	return out
 }
 
+// MaxExactInt is the largest integer magnitude up to which every integer is
+// a float32. Kernels carry integer and bool tensors as float32 values, so
+// an integer tensor that reaches a kernel must stay within it.
+const MaxExactInt = 1 << 24
+
+// KernelData returns t's elements as the float32 values a kernel reads:
+// float32 data itself, integers and bools converted. It fails when an
+// integer is beyond MaxExactInt, where float32 would change it.
+func (t *Tensor) KernelData() ([]float32, error) {
+	if !t.DType.IsInt() {
+		return t.F32, nil
+	}
+	out := make([]float32, len(t.I64))
+	for i, v := range t.I64 {
+		if v > MaxExactInt || v < -MaxExactInt {
+			return nil, Unsupportedf("%s element %d is %d: integers reach kernels as float32, exact only within ±%d", t.DType, i, v, MaxExactInt)
+		}
+		out[i] = float32(v)
+	}
+	return out, nil
+}
+
 func (t *Tensor) String() string {
 	if t.Len() > 8 {
 		return fmt.Sprintf("%s%v", t.DType, t.Shape)
 	}
-	if t.DType == Int64 {
+	if t.DType.IsInt() {
 		return fmt.Sprintf("%s%v%v", t.DType, t.Shape, t.I64)
 	}
 	return fmt.Sprintf("%s%v%v", t.DType, t.Shape, t.F32)

@@ -252,7 +252,7 @@ func IntsParam(g *Graph, n *Node, i int, attr, what string) (vals []int64, ok bo
 		if t == nil {
 			return nil, false, &NotConstantError{Value: name, Node: n.Name, Op: n.OpType, What: what}
 		}
-		if t.DType != Int64 {
+		if t.DType != Int64 && t.DType != Int32 {
 			return nil, false, n.Errorf("%s input %s is %s, want int64", what, name, t.DType)
 		}
 		return t.I64, true, nil

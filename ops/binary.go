@@ -2,17 +2,19 @@ package ops
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"tessera/graph"
 	"tessera/te"
+	"tessera/tir"
 )
 
 // Elementwise ops of several inputs with numpy broadcasting.
 
 func init() {
 	binary := map[string]func(string, *te.Tensor, *te.Tensor) (*te.Tensor, error){
-		"Add": te.Add, "Sub": te.Sub, "Mul": te.Mul, "Div": te.Div, "Pow": te.Pow,
+		"Add": te.Add, "Sub": te.Sub, "Mul": te.Mul, "Pow": te.Pow,
 	}
 	for name, f := range binary {
 		define(&Op{Name: name, MinIn: 2, MaxIn: 2, Pattern: Broadcast, Eval: evalBinary, Lower: lowerBinary(f)})
@@ -21,6 +23,14 @@ func init() {
 		define(&Op{Name: name, MinIn: 1, MaxIn: -1, Pattern: Broadcast, Eval: evalBinary, Lower: lowerVariadic(f)})
 	}
 	define(
+		// Integer division truncates toward zero.
+		&Op{Name: "Div", MinIn: 2, MaxIn: 2, Pattern: Broadcast, Eval: evalBinary, Lower: elementwise(func(c *lowerCtx, v []tir.Expr) tir.Expr {
+			if c.dtype(0).IsInt() {
+				return truncE(tir.DivE(v[0], v[1]))
+			}
+			return tir.DivE(v[0], v[1])
+		})},
+		&Op{Name: "Mod", MinIn: 2, MaxIn: 2, Pattern: Broadcast, Eval: evalMod, Lower: elementwise(lowerMod)},
 		&Op{Name: "Sum", MinIn: 1, MaxIn: -1, Pattern: Broadcast, Lower: lowerSum},
 		&Op{Name: "Mean", MinIn: 1, MaxIn: -1, Pattern: Broadcast, Lower: lowerSum},
 		&Op{Name: "PRelu", MinIn: 2, MaxIn: 2, Pattern: Broadcast, Lower: lowerPRelu},
@@ -131,4 +141,28 @@ func lowerSum(c *lowerCtx) ([]*te.Tensor, error) {
 		return []*te.Tensor{acc}, nil
 	}
 	return one(te.Div(c.name(0), acc, c.scalar(float64(len(xs)))))
+}
+
+// lowerMod: fmod=1 is C's fmod (the sign of the dividend); fmod=0, for
+// integers only, takes the sign of the divisor as Python's %.
+func lowerMod(c *lowerCtx, v []tir.Expr) tir.Expr {
+	r := tir.CallE("fmod", v[0], v[1])
+	if f, _ := c.n.Int("fmod", 0); f != 0 {
+		return r
+	}
+	opposite := tir.OrE(
+		tir.AndE(tir.Cmp(tir.LT, r, tir.F32(0)), tir.Cmp(tir.GT, v[1], tir.F32(0))),
+		tir.AndE(tir.Cmp(tir.GT, r, tir.F32(0)), tir.Cmp(tir.LT, v[1], tir.F32(0))))
+	return tir.SelectE(opposite, tir.AddE(r, v[1]), r)
+}
+
+func evalMod(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	f, _ := c.N.Int("fmod", 0)
+	return []*graph.Tensor{mapTo(c.Out[0].DType, c.Out[0].Shape, in, func(v []float64) float64 {
+		r := math.Mod(v[0], v[1])
+		if f == 0 && r != 0 && (r < 0) != (v[1] < 0) {
+			r += v[1]
+		}
+		return r
+	})}, nil
 }

@@ -17,7 +17,6 @@ func init() {
 		&Op{Name: "Size", MinIn: 1, MaxIn: 1, Pattern: Opaque, Infer: inferSize, Eval: evalSize},
 		&Op{Name: "ConstantOfShape", MinIn: 1, MaxIn: 1, Pattern: Opaque, Infer: inferConstantOfShape, Eval: evalConstantOfShape},
 		&Op{Name: "Constant", MinIn: 0, MaxIn: 0, Pattern: Opaque, Infer: inferConstant, Eval: evalConstant},
-		&Op{Name: "Cast", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Infer: inferCast, Eval: evalCast},
 		&Op{Name: "Range", MinIn: 3, MaxIn: 3, Pattern: Opaque, Infer: inferRange, Eval: evalRange},
 	)
 }
@@ -202,48 +201,6 @@ func evalConstant(c *inferCtx, _ []*graph.Tensor) ([]*graph.Tensor, error) {
 	return []*graph.Tensor{t}, err
 }
 
-// ONNX data type numbers of the two dtypes the graph holds.
-const (
-	onnxFloat = 1
-	onnxInt64 = 7
-)
-
-func inferCast(c *inferCtx) error {
-	to, err := c.N.Int("to", 0)
-	if err != nil {
-		return err
-	}
-	switch to {
-	case onnxFloat:
-		c.Set(0, graph.Float32, c.Shape(0))
-	case onnxInt64:
-		c.Set(0, graph.Int64, c.Shape(0))
-	default:
-		return graph.Unsupportedf("Cast at node %s: to data type %d", c.N.Name, to)
-	}
-	return nil
-}
-
-func evalCast(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	t := in[0]
-	out := &graph.Tensor{DType: c.Out[0].DType, Shape: slices.Clone(t.Shape)}
-	if out.DType == t.DType {
-		return []*graph.Tensor{t}, nil
-	}
-	if out.DType == graph.Int64 {
-		out.I64 = make([]int64, len(t.F32))
-		for i, v := range t.F32 {
-			out.I64[i] = int64(v)
-		}
-	} else {
-		out.F32 = make([]float32, len(t.I64))
-		for i, v := range t.I64 {
-			out.F32[i] = float32(v)
-		}
-	}
-	return []*graph.Tensor{out}, nil
-}
-
 // rangeParams returns Range's start, limit and delta and the element count.
 func (c *inferCtx) rangeParams() (s, l, d float64, n int, err error) {
 	var v [3]float64
@@ -279,7 +236,7 @@ func evalRange(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	out := &graph.Tensor{DType: in[0].DType, Shape: []int{n}}
 	for i := range n {
 		v := s + float64(i)*d
-		if out.DType == graph.Int64 {
+		if out.DType.IsInt() {
 			out.I64 = append(out.I64, int64(v))
 		} else {
 			out.F32 = append(out.F32, float32(v))

@@ -41,20 +41,20 @@ func forEachIndex(shape []int, f func(idx []int)) {
 func remap(t *graph.Tensor, shape []int, src func(idx []int) int) *graph.Tensor {
 	out := &graph.Tensor{DType: t.DType, Shape: slices.Clone(shape)}
 	n := graph.NumElems(shape)
-	if t.DType == graph.Int64 {
+	if t.DType.IsInt() {
 		out.I64 = make([]int64, 0, n)
 	} else {
 		out.F32 = make([]float32, 0, n)
 	}
 	forEachIndex(shape, func(idx []int) {
 		s := src(idx)
-		if t.DType == graph.Int64 {
+		if t.DType.IsInt() {
 			out.I64 = append(out.I64, t.I64[s])
 		} else {
 			out.F32 = append(out.F32, t.F32[s])
 		}
 	})
-	if out.I64 == nil && out.DType == graph.Int64 {
+	if out.I64 == nil && out.DType.IsInt() {
 		out.I64 = []int64{}
 	}
 	if out.F32 == nil && out.DType == graph.Float32 {
@@ -81,7 +81,7 @@ func mapN(shape []int, ins []*graph.Tensor, fi func(v []int64) int64, ff func(v 
 	vi := make([]int64, len(ins))
 	vf := make([]float64, len(ins))
 	n := graph.NumElems(shape)
-	if dt == graph.Int64 {
+	if dt.IsInt() {
 		out.I64 = make([]int64, 0, n)
 	} else {
 		out.F32 = make([]float32, 0, n)
@@ -95,13 +95,13 @@ func mapN(shape []int, ins []*graph.Tensor, fi func(v []int64) int64, ff func(v 
 					s += idx[off+i] * sts[k][i]
 				}
 			}
-			if t.DType == graph.Int64 {
+			if t.DType.IsInt() {
 				vi[k], vf[k] = t.I64[s], float64(t.I64[s])
 			} else {
 				vi[k], vf[k] = int64(t.F32[s]), float64(t.F32[s])
 			}
 		}
-		if dt == graph.Int64 {
+		if dt.IsInt() {
 			out.I64 = append(out.I64, fi(vi))
 		} else {
 			out.F32 = append(out.F32, float32(ff(vf)))
@@ -128,12 +128,23 @@ var floatUnary = map[string]func(x float64) float64{
 	"Erf":        math.Erf,
 	"Floor":      math.Floor,
 	"Ceil":       math.Ceil,
+	"Round":      math.RoundToEven,
+	"Sign": func(x float64) float64 {
+		switch {
+		case x > 0:
+			return 1
+		case x < 0:
+			return -1
+		}
+		return x
+	},
 }
 
 // intUnary are the int64 elementwise ops the evaluator folds.
 var intUnary = map[string]func(x int64) int64{
-	"Abs": func(x int64) int64 { return max(x, -x) },
-	"Neg": func(x int64) int64 { return -x },
+	"Abs":  func(x int64) int64 { return max(x, -x) },
+	"Neg":  func(x int64) int64 { return -x },
+	"Sign": func(x int64) int64 { return int64(max(min(x, 1), -1)) },
 }
 
 // binaryOps are the binary elementwise ops the evaluator folds.
@@ -169,4 +180,35 @@ func foldN(fi func(a, b int64) int64, ff func(a, b float64) float64) (func(v []i
 			}
 			return acc
 		}
+}
+
+// mapTo evaluates an n-ary elementwise op with broadcasting into a tensor
+// of dtype dt: f sees every input element as a float64 (exact for the
+// int64 values of shape arithmetic) and its result is stored as float32,
+// or converted to dt's integer range as a C cast does.
+func mapTo(dt graph.DType, shape []int, ins []*graph.Tensor, f func(v []float64) float64) *graph.Tensor {
+	out := &graph.Tensor{DType: dt, Shape: slices.Clone(shape)}
+	n := graph.NumElems(shape)
+	if dt.IsInt() {
+		out.I64 = make([]int64, 0, n)
+	} else {
+		out.F32 = make([]float32, 0, n)
+	}
+	vals := make([][]float64, len(ins))
+	for k, t := range ins {
+		vals[k] = t.Float64s()
+	}
+	v := make([]float64, len(ins))
+	forEachIndex(shape, func(idx []int) {
+		for k, t := range ins {
+			v[k] = vals[k][graph.BroadcastSrc(t.Shape, idx)]
+		}
+		r := f(v)
+		if dt.IsInt() {
+			out.I64 = append(out.I64, dt.Wrap(int64(r)))
+		} else {
+			out.F32 = append(out.F32, float32(r))
+		}
+	})
+	return out
 }

@@ -28,9 +28,6 @@ func LowerNode(g *graph.Graph, n *graph.Node, src TensorSource) ([]*te.Tensor, e
 	}
 	for _, o := range n.Outputs {
 		if v := g.Values[o]; o != "" && v != nil {
-			if v.DType != graph.Float32 {
-				return nil, graph.Unsupportedf("%s at node %s: output %s is %s computed at run time", n.OpType, n.Name, o, v.DType)
-			}
 			if err := CheckShape(o, v.Shape); err != nil {
 				return nil, fmt.Errorf("%s at node %s: %w", n.OpType, n.Name, err)
 			}
@@ -161,3 +158,31 @@ func one(t *te.Tensor, err error) ([]*te.Tensor, error) {
 
 // outShape returns the inferred shape of output i.
 func (c *lowerCtx) outShape(i int) []int { return c.g.Values[c.n.Outputs[i]].Shape }
+
+// dtype returns the graph dtype of input i (Undefined when omitted).
+func (c *lowerCtx) dtype(i int) graph.DType {
+	if v := c.g.Values[c.n.Input(i)]; v != nil {
+		return v.DType
+	}
+	return graph.Undefined
+}
+
+// elementwise lowers the op to one broadcasting stage over its inputs.
+func elementwise(f func(c *lowerCtx, v []tir.Expr) tir.Expr) func(c *lowerCtx) ([]*te.Tensor, error) {
+	return func(c *lowerCtx) ([]*te.Tensor, error) {
+		xs, err := c.ins()
+		if err != nil {
+			return nil, err
+		}
+		return one(te.Elementwise(c.name(0), xs, func(v []tir.Expr) tir.Expr { return f(c, v) }))
+	}
+}
+
+// boolE is a tir condition as a float32 0 or 1.
+func boolE(cond tir.Expr) tir.Expr { return tir.SelectE(cond, tir.F32(1), tir.F32(0)) }
+
+// truthE is a float32 value as a tir condition (nonzero).
+func truthE(v tir.Expr) tir.Expr { return tir.Cmp(tir.NE, v, tir.F32(0)) }
+
+// truncE rounds toward zero, as a C cast to an integer does.
+func truncE(v tir.Expr) tir.Expr { return tir.CallE("trunc", v) }

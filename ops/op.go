@@ -19,6 +19,11 @@
 // an Infer only when there is no Lower; give an Eval when the op appears in
 // shape arithmetic that constant folding must evaluate; add a conformance or
 // unit test. The package registers every op with package graph at init.
+//
+// Data types: integer and bool tensors reach kernels as float32 values
+// (bool as 0 and 1), exact within ±2^24 (graph.MaxExactInt); a lowering
+// whose arithmetic differs for integers (Div truncates, Cast to an integer
+// truncates) asks for its inputs' dtypes (lowerCtx.dtype).
 package ops
 
 import (
@@ -38,8 +43,10 @@ type Op struct {
 	// Pattern is what fusion may do with the op.
 	Pattern Pattern
 	// Infer gives the outputs their dtypes and shapes. When nil, they are
-	// derived from Lower.
+	// derived from Lower, with the dtype OutType gives.
 	Infer func(c *inferCtx) error
+	// OutType is the dtype of a derived output (nil: the first input's).
+	OutType func(c *inferCtx) graph.DType
 	// Eval computes the outputs from constant inputs (nil: the op is never
 	// folded). Shape and Size evaluate from shapes alone.
 	Eval func(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error)
@@ -111,33 +118,37 @@ func (op *Op) infer(gc *graph.InferCtx) error {
 }
 
 // deriveShapes infers the outputs by lowering the node onto placeholders of
-// its inputs' shapes. The outputs take the dtype of the first input. An
-// empty computed input is unsupported (te holds no empty tensors); empty
-// constants may be parameters (ReduceSum's axes).
+// its inputs' shapes. The outputs take the dtype OutType gives, else the
+// first input's. An empty input read as data is unsupported (te holds no
+// empty tensors); an empty parameter is fine (ReduceSum's axes).
 func (op *Op) deriveShapes(c *inferCtx) error {
-	for i, v := range c.In {
-		if v != nil && c.G.ConstOf(v.Name) == nil {
-			if err := CheckShape(v.Name, v.Shape); err != nil {
-				return fmt.Errorf("%s at node %s: input %d: %w", c.N.OpType, c.N.Name, i, err)
-			}
-		}
-	}
+	var data []string // the inputs read as data
 	lc := &lowerCtx{g: c.G, n: c.N, opset: c.Opset, src: func(name string) (*te.Tensor, error) {
 		v := c.G.Values[name]
 		if v == nil || v.Shape == nil {
 			return nil, fmt.Errorf("value %s has no shape", name)
 		}
+		data = append(data, name)
 		return te.Placeholder(name, v.Shape...), nil
 	}}
 	outs, err := op.Lower(lc)
 	if err != nil {
 		return lowerError(c.N, err)
 	}
+	for _, name := range data {
+		if err := CheckShape(name, c.G.Values[name].Shape); err != nil {
+			return fmt.Errorf("%s at node %s: %w", c.N.OpType, c.N.Name, err)
+		}
+	}
 	dt := graph.Float32
-	for i := range c.In {
-		if c.Has(i) {
-			dt = c.DType(i)
-			break
+	if op.OutType != nil {
+		dt = op.OutType(c)
+	} else {
+		for i := range c.In {
+			if c.Has(i) {
+				dt = c.DType(i)
+				break
+			}
 		}
 	}
 	for i, t := range outs {
@@ -146,4 +157,14 @@ func (op *Op) deriveShapes(c *inferCtx) error {
 		}
 	}
 	return nil
+}
+
+// sameAs returns an OutType rule: the dtype of input i.
+func sameAs(i int) func(c *inferCtx) graph.DType {
+	return func(c *inferCtx) graph.DType { return c.DType(i) }
+}
+
+// fixed returns an OutType rule: always d.
+func fixed(d graph.DType) func(c *inferCtx) graph.DType {
+	return func(*inferCtx) graph.DType { return d }
 }

@@ -289,14 +289,14 @@ func evalConcat(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	for o := range outer {
 		for _, t := range in {
 			inner := graph.NumElems(t.Shape[axis:])
-			if t.DType == graph.Int64 {
+			if t.DType.IsInt() {
 				out.I64 = append(out.I64, t.I64[o*inner:(o+1)*inner]...)
 			} else {
 				out.F32 = append(out.F32, t.F32[o*inner:(o+1)*inner]...)
 			}
 		}
 	}
-	if out.DType == graph.Int64 && out.I64 == nil {
+	if out.DType.IsInt() && out.I64 == nil {
 		out.I64 = []int64{}
 	}
 	if out.DType == graph.Float32 && out.F32 == nil {

@@ -3,6 +3,7 @@ package ops
 import (
 	"tessera/graph"
 	"tessera/te"
+	"tessera/tir"
 )
 
 // Elementwise ops of one input: activations, Clip, Identity, Dropout.
@@ -20,6 +21,19 @@ func init() {
 		}
 		define(op)
 	}
+	// Math functions of one float input, by ONNX name and tir.MathFuncs name.
+	for name, fn := range map[string]string{
+		"Floor": "floor", "Ceil": "ceil", "Round": "rint", "Sin": "sin", "Cos": "cos", "Tan": "tan",
+		"Asin": "asin", "Acos": "acos", "Atan": "atan", "Sinh": "sinh", "Cosh": "cosh",
+		"Asinh": "asinh", "Acosh": "acosh", "Atanh": "atanh",
+	} {
+		op := &Op{Name: name, MinIn: 1, MaxIn: 1, Pattern: ElemWise,
+			Lower: elementwise(func(_ *lowerCtx, v []tir.Expr) tir.Expr { return tir.CallE(fn, v[0]) })}
+		if _, ok := floatUnary[name]; ok {
+			op.Eval = evalUnary
+		}
+		define(op)
+	}
 	define(
 		&Op{Name: "LeakyRelu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Lower: lowerLeakyRelu},
 		&Op{Name: "HardSigmoid", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Lower: lowerHardSigmoid},
@@ -31,11 +45,12 @@ func init() {
 		&Op{Name: "Softsign", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Lower: lowerSoftsign},
 		// Clip's bounds are attributes before opset 11, optional inputs after.
 		&Op{Name: "Clip", MinIn: 1, MaxIn: 3, Pattern: ElemWise, Lower: lowerClip},
-		// Floor and Ceil are folded in shape arithmetic; they have no kernel yet.
-		&Op{Name: "Floor", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Infer: inferUnary, Eval: evalUnary},
-		&Op{Name: "Ceil", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Infer: inferUnary, Eval: evalUnary},
+		&Op{Name: "Sign", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Eval: evalUnary, Lower: elementwise(func(_ *lowerCtx, v []tir.Expr) tir.Expr {
+			return tir.SelectE(tir.Cmp(tir.GT, v[0], tir.F32(0)), tir.F32(1),
+				tir.SelectE(tir.Cmp(tir.LT, v[0], tir.F32(0)), tir.F32(-1), tir.F32(0)))
+		})},
 		&Op{Name: "Identity", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Infer: inferUnary, Eval: evalIdentity, Lower: lowerCopy},
-		&Op{Name: "Dropout", MinIn: 1, MaxIn: 3, Pattern: ElemWise, Infer: inferDropout, Eval: evalIdentity, Lower: lowerCopy},
+		&Op{Name: "Dropout", MinIn: 1, MaxIn: 3, Pattern: ElemWise, Infer: inferDropout, Eval: evalDropout, Lower: lowerDropout},
 	)
 }
 
@@ -60,7 +75,7 @@ func inferUnary(c *inferCtx) error {
 
 func evalUnary(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	t := in[0]
-	if t.DType == graph.Int64 {
+	if t.DType.IsInt() {
 		f, ok := intUnary[c.N.OpType]
 		if !ok {
 			return nil, nil
@@ -74,10 +89,8 @@ func evalIdentity(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	return []*graph.Tensor{in[0]}, nil
 }
 
+// inferDropout: inference mode only; the optional mask output is all true.
 func inferDropout(c *inferCtx) error {
-	if err := c.OnlyOutputs(1, "the mask"); err != nil {
-		return err
-	}
 	if c.Has(2) {
 		t, err := c.Constant(2, "training_mode")
 		if err != nil {
@@ -88,7 +101,25 @@ func inferDropout(c *inferCtx) error {
 		}
 	}
 	c.Set(0, c.DType(0), c.Shape(0))
+	c.Set(1, graph.Bool, c.Shape(0))
 	return nil
+}
+
+func evalDropout(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	mask := &graph.Tensor{DType: graph.Bool, Shape: in[0].Shape, I64: make([]int64, in[0].Len())}
+	for i := range mask.I64 {
+		mask.I64[i] = 1
+	}
+	return []*graph.Tensor{in[0], mask}, nil
+}
+
+func lowerDropout(c *lowerCtx) ([]*te.Tensor, error) {
+	outs, err := lowerCopy(c)
+	if err != nil || c.n.Output(1) == "" {
+		return outs, err
+	}
+	mask := te.Compute(c.n.Output(1), outs[0].Shape, func([]tir.Expr) tir.Expr { return tir.F32(1) })
+	return append(outs, mask), nil
 }
 
 // lowerCopy lowers Identity and inference-mode Dropout (left when the

@@ -24,10 +24,11 @@ import (
 // one. Tests using an op, a data type or a feature Tessera does not handle
 // are counted as unsupported, with the reason.
 //
-// Two liberties, both what a user of the compiler does: inputs that carry
-// int64 data (shapes, axes, indices) are frozen to the test's values, and
-// so are float inputs that an op needs as constants (Clip's bounds, Pad's
-// value), since kernels are compiled for static shapes and parameters.
+// One liberty, what a user of the compiler does (tune --input name=value):
+// an input whose contents an op needs as a constant (Reshape's shape,
+// Clip's bounds, Pad's value, axes) is frozen to the test's value, since
+// kernels are compiled for static shapes and parameters. Other inputs, of
+// any dtype, are run-time data.
 
 const testdataRoot = "/usr/share/libonnx-testdata/data"
 
@@ -43,6 +44,20 @@ const (
 	failed
 	unsupported
 )
+
+// badExpected lists the tests whose stored outputs disagree with their own
+// model: Tessera's results there equal onnxruntime 1.30's (checked with
+// bench/ort's onnxruntime-node), e.g. the window functions' 0.5 - 0.5 cos(2π 8/10)
+// = 0.3454915 where ONNX 1.12's data says 0.3455620. Their mismatch is
+// reported as such, neither a pass nor a failure.
+var badExpected = map[string]bool{
+	"node/test_blackmanwindow_expanded":           true,
+	"node/test_blackmanwindow_symmetric_expanded": true,
+	"node/test_hammingwindow_expanded":            true,
+	"node/test_hammingwindow_symmetric_expanded":  true,
+	"node/test_hannwindow_expanded":               true,
+	"node/test_hannwindow_symmetric_expanded":     true,
+}
 
 type caseResult struct {
 	suite, name string
@@ -142,6 +157,9 @@ func runConformance(t *testing.T, disabled map[string]bool) []caseResult {
 			for i := range next {
 				j := jobs[i]
 				o, reason := runConformanceCase(j.dir, disabled)
+				if o == failed && badExpected[j.suite+"/"+j.name] {
+					o, reason = unsupported, "stored output disagrees with the model (onnxruntime agrees with Tessera)"
+				}
 				results[i] = caseResult{j.suite, j.name, o, reason}
 			}
 		}()
@@ -229,21 +247,11 @@ func runDataSet(g *graph.Graph, set string, disabled map[string]bool) (outcome, 
 		if err != nil {
 			return classify(fmt.Errorf("output %s: %w", g.Outputs[i], err))
 		}
-		if t.DType != graph.Float32 {
-			return unsupported, fmt.Sprintf("output is %s", t.DType)
-		}
 		want = append(want, t)
 	}
 	dims := map[string][]int{}
-	for _, name := range append([]string(nil), g.Inputs...) {
-		t := inputs[name]
-		if t.DType == graph.Int64 {
-			if err := g.Freeze(name, t); err != nil {
-				return failed, err.Error()
-			}
-			continue
-		}
-		dims[name] = t.Shape
+	for _, name := range g.Inputs {
+		dims[name] = inputs[name].Shape
 	}
 	if err := g.Bind(dims); err != nil {
 		return failed, err.Error()
@@ -256,13 +264,20 @@ func runDataSet(g *graph.Graph, set string, disabled map[string]bool) (outcome, 
 			l, err = Lower(g)
 		}
 		var nc *graph.NotConstantError
-		if errors.As(err, &nc) && base.IsInput(nc.Value) && attempt < 8 {
-			// The op needs this input's contents: freeze it and start over.
+		if errors.As(err, &nc) && attempt < 8 {
+			// The op needs this value's contents: freeze the inputs it is
+			// computed from and start over.
 			g = base
-			if err := g.Freeze(nc.Value, inputs[nc.Value]); err != nil {
-				return failed, err.Error()
+			frozen := 0
+			for _, name := range inputsBehind(base, nc.Value) {
+				if err := g.Freeze(name, inputs[name]); err != nil {
+					return failed, err.Error()
+				}
+				frozen++
 			}
-			continue
+			if frozen > 0 {
+				continue
+			}
 		}
 		if err != nil {
 			return classify(err)
@@ -275,7 +290,9 @@ func runDataSet(g *graph.Graph, set string, disabled map[string]bool) (outcome, 
 	}
 	data := map[string][]float32{}
 	for name, t := range inputs {
-		data[name] = t.F32
+		if data[name], err = t.KernelData(); err != nil {
+			return classify(fmt.Errorf("input %s: %w", name, err))
+		}
 	}
 	feed, err := l.Feed(d, data)
 	if err != nil {
@@ -293,6 +310,31 @@ func runDataSet(g *graph.Graph, set string, disabled map[string]bool) (outcome, 
 	return passed, ""
 }
 
+// inputsBehind lists the graph inputs value is computed from.
+func inputsBehind(g *graph.Graph, value string) []string {
+	prod := g.Producers()
+	seen := map[string]bool{}
+	var out []string
+	var walk func(string)
+	walk = func(v string) {
+		if v == "" || seen[v] {
+			return
+		}
+		seen[v] = true
+		if g.IsInput(v) {
+			out = append(out, v)
+			return
+		}
+		if n := prod[v]; n != nil {
+			for _, in := range n.Inputs {
+				walk(in)
+			}
+		}
+	}
+	walk(value)
+	return out
+}
+
 // compare checks got against want at rtol 1e-4, atol 1e-5.
 func compare(got []float32, shape []int, want *graph.Tensor) string {
 	if graph.NumElems(shape) != want.Len() || len(shape) != len(want.Shape) {
@@ -304,9 +346,9 @@ func compare(got []float32, shape []int, want *graph.Tensor) string {
 		}
 	}
 	bad, first := 0, -1
-	for i, w := range want.F32 {
+	for i, w := range want.Float64s() {
 		g := got[i]
-		if !near(float64(g), float64(w)) {
+		if !near(float64(g), w) {
 			if first < 0 {
 				first = i
 			}
@@ -314,7 +356,7 @@ func compare(got []float32, shape []int, want *graph.Tensor) string {
 		}
 	}
 	if bad > 0 {
-		return fmt.Sprintf("%d of %d elements differ; first at %d: got %g, want %g", bad, len(got), first, got[first], want.F32[first])
+		return fmt.Sprintf("%d of %d elements differ; first at %d: got %g, want %g", bad, len(got), first, got[first], want.Float64s()[first])
 	}
 	return ""
 }

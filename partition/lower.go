@@ -72,9 +72,6 @@ func (l *Lowered) tensor(name string) (*te.Tensor, error) {
 	if v.Const == nil && !l.g.IsInput(name) {
 		return nil, fmt.Errorf("value %s is read before it is computed", name)
 	}
-	if v.DType != graph.Float32 && v.Const == nil {
-		return nil, graph.Unsupportedf("graph input %s is %s (only float32 data reaches the kernels)", name, v.DType)
-	}
 	if err := ops.CheckShape(name, v.Shape); err != nil {
 		return nil, err
 	}
@@ -87,7 +84,9 @@ func (l *Lowered) tensor(name string) (*te.Tensor, error) {
 
 // Feed returns the input data of d (a DAG over tensors of l) in the order
 // of d.Inputs: graph inputs from inputs (by name), constants from the
-// graph (int64 constants converted to float32).
+// graph (integer and bool constants converted to float32, see
+// graph.Tensor.KernelData). Inputs of integer or bool type are given as
+// float32 values too.
 func (l *Lowered) Feed(d *te.DAG, inputs map[string][]float32) ([][]float32, error) {
 	out := make([][]float32, len(d.Inputs))
 	for i, t := range d.Inputs {
@@ -96,15 +95,11 @@ func (l *Lowered) Feed(d *te.DAG, inputs map[string][]float32) ([][]float32, err
 			return nil, fmt.Errorf("placeholder %s does not come from the graph", t.Name)
 		}
 		if c := l.g.Values[name].Const; c != nil {
-			if c.DType == graph.Int64 {
-				f := make([]float32, len(c.I64))
-				for k, v := range c.I64 {
-					f[k] = float32(v)
-				}
-				out[i] = f
-			} else {
-				out[i] = c.F32
+			data, err := c.KernelData()
+			if err != nil {
+				return nil, fmt.Errorf("constant %s: %w", name, err)
 			}
+			out[i] = data
 			continue
 		}
 		data, ok := inputs[name]

@@ -473,11 +473,11 @@ func (dec *dagDecoder) expr(j *exprJSON) (tir.Expr, error) {
 		}
 		return &tir.Load{Buf: src.Buf, Indices: args}, nil
 	case "call":
-		n, ok := tir.MathFuncs[j.Fn]
+		mf, ok := tir.MathFuncs[j.Fn]
 		if !ok {
 			return nil, fmt.Errorf("call of unknown function %q", j.Fn)
 		}
-		if err := arity(n); err != nil {
+		if err := arity(mf.Arity); err != nil {
 			return nil, err
 		}
 		for _, a := range args {

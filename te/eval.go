@@ -217,33 +217,21 @@ func (c *compiler) float(x tir.Expr) func(*env) float64 {
 		for i, a := range x.Args {
 			args[i] = c.float(a)
 		}
-		if n, ok := tir.MathFuncs[x.Fn]; !ok || n != len(args) {
+		mf, ok := tir.MathFuncs[x.Fn]
+		if !ok || mf.Arity != len(args) {
 			c.fail("call of %s with %d arguments", x.Fn, len(args))
 			return func(*env) float64 { return 0 }
 		}
-		a := args[0]
-		switch x.Fn {
-		case "exp":
-			return func(e *env) float64 { return math.Exp(a(e)) }
-		case "log":
-			return func(e *env) float64 { return math.Log(a(e)) }
-		case "sqrt":
-			return func(e *env) float64 { return math.Sqrt(a(e)) }
-		case "tanh":
-			return func(e *env) float64 { return math.Tanh(a(e)) }
-		case "erf":
-			return func(e *env) float64 { return math.Erf(a(e)) }
-		case "fabs":
-			return func(e *env) float64 { return math.Abs(a(e)) }
-		case "floor":
-			return func(e *env) float64 { return math.Floor(a(e)) }
-		case "ceil":
-			return func(e *env) float64 { return math.Ceil(a(e)) }
-		case "sigmoid":
-			return func(e *env) float64 { return 1 / (1 + math.Exp(-a(e))) }
-		case "pow":
-			b := args[1]
-			return func(e *env) float64 { return math.Pow(a(e), b(e)) }
+		if len(args) == 1 {
+			a := args[0]
+			return func(e *env) float64 { return mf.Eval(a(e)) }
+		}
+		return func(e *env) float64 {
+			v := make([]float64, len(args))
+			for i, a := range args {
+				v[i] = a(e)
+			}
+			return mf.Eval(v...)
 		}
 	}
 	c.fail("unsupported float expression %s", tir.ExprString(x))

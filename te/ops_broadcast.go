@@ -110,3 +110,10 @@ func broadcastN(op, name string, xs []*Tensor, f func(v []tir.Expr) tir.Expr) (*
 		return f(v)
 	}), nil
 }
+
+// Elementwise defines out[i] = f(x0[...], x1[...], ...) over one or more
+// inputs with multidirectional broadcasting: the one stage of an
+// elementwise op written outside the library (package ops).
+func Elementwise(name string, xs []*Tensor, f func(v []tir.Expr) tir.Expr) (*Tensor, error) {
+	return broadcastN("Elementwise", orDefault(name, "elementwise"), xs, f)
+}

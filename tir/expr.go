@@ -7,7 +7,10 @@
 // builds a new one (see Mutate and Substitute in visit.go).
 package tir
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // DType is the scalar type of an expression or buffer element.
 type DType uint8
@@ -124,11 +127,46 @@ type Call struct {
 	Args []Expr
 }
 
-// MathFuncs lists the functions a Call may name, with their arity. All take
-// and return float32.
-var MathFuncs = map[string]int{
-	"exp": 1, "log": 1, "sqrt": 1, "tanh": 1, "erf": 1, "fabs": 1,
-	"pow": 2, "sigmoid": 1, "floor": 1, "ceil": 1,
+// MathFunc is a pure float32 function a Call may name: its arity, its C
+// spelling, and its value in float64 for the interpreters (te.Eval and
+// this package's), which round the result to float32 as the C code does.
+type MathFunc struct {
+	Arity int
+	C     string
+	Eval  func(args ...float64) float64
+}
+
+// MathFuncs lists the functions a Call may name, by name: the one table of
+// math functions for the evaluators, code generation and features.
+var MathFuncs = map[string]MathFunc{
+	"exp":     unaryMath("expf", math.Exp),
+	"log":     unaryMath("logf", math.Log),
+	"sqrt":    unaryMath("sqrtf", math.Sqrt),
+	"tanh":    unaryMath("tanhf", math.Tanh),
+	"erf":     unaryMath("erff", math.Erf),
+	"fabs":    unaryMath("fabsf", math.Abs),
+	"floor":   unaryMath("floorf", math.Floor),
+	"ceil":    unaryMath("ceilf", math.Ceil),
+	"trunc":   unaryMath("truncf", math.Trunc),
+	"rint":    unaryMath("rintf", math.RoundToEven), // round half to even
+	"sigmoid": unaryMath("tsr_sigmoidf", func(v float64) float64 { return 1 / (1 + math.Exp(-v)) }),
+	"sin":     unaryMath("sinf", math.Sin),
+	"cos":     unaryMath("cosf", math.Cos),
+	"tan":     unaryMath("tanf", math.Tan),
+	"asin":    unaryMath("asinf", math.Asin),
+	"acos":    unaryMath("acosf", math.Acos),
+	"atan":    unaryMath("atanf", math.Atan),
+	"sinh":    unaryMath("sinhf", math.Sinh),
+	"cosh":    unaryMath("coshf", math.Cosh),
+	"asinh":   unaryMath("asinhf", math.Asinh),
+	"acosh":   unaryMath("acoshf", math.Acosh),
+	"atanh":   unaryMath("atanhf", math.Atanh),
+	"pow":     {2, "powf", func(a ...float64) float64 { return math.Pow(a[0], a[1]) }},
+	"fmod":    {2, "fmodf", func(a ...float64) float64 { return math.Mod(a[0], a[1]) }},
+}
+
+func unaryMath(c string, f func(float64) float64) MathFunc {
+	return MathFunc{1, c, func(a ...float64) float64 { return f(a[0]) }}
 }
 
 func (v *Var) Type() DType       { return v.T }

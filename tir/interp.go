@@ -270,36 +270,26 @@ func (in *interp) float(x Expr) func(*frame) float64 {
 			return f(fr)
 		}
 	case *Call:
-		if n, ok := MathFuncs[x.Fn]; !ok || n != len(x.Args) {
+		mf, ok := MathFuncs[x.Fn]
+		if !ok || mf.Arity != len(x.Args) {
 			in.fail("call of %s with %d arguments", x.Fn, len(x.Args))
 			return func(*frame) float64 { return 0 }
 		}
-		a := in.float(x.Args[0])
-		var f func(float64) float64
-		switch x.Fn {
-		case "exp":
-			f = math.Exp
-		case "log":
-			f = math.Log
-		case "sqrt":
-			f = math.Sqrt
-		case "tanh":
-			f = math.Tanh
-		case "erf":
-			f = math.Erf
-		case "fabs":
-			f = math.Abs
-		case "floor":
-			f = math.Floor
-		case "ceil":
-			f = math.Ceil
-		case "sigmoid":
-			f = func(v float64) float64 { return 1 / (1 + math.Exp(-v)) }
-		case "pow":
-			b := in.float(x.Args[1])
-			return func(fr *frame) float64 { return float64(float32(math.Pow(a(fr), b(fr)))) }
+		args := make([]func(*frame) float64, len(x.Args))
+		for i, a := range x.Args {
+			args[i] = in.float(a)
 		}
-		return func(fr *frame) float64 { return float64(float32(f(a(fr)))) }
+		if len(args) == 1 {
+			a := args[0]
+			return func(fr *frame) float64 { return float64(float32(mf.Eval(a(fr)))) }
+		}
+		return func(fr *frame) float64 {
+			v := make([]float64, len(args))
+			for i, a := range args {
+				v[i] = a(fr)
+			}
+			return float64(float32(mf.Eval(v...)))
+		}
 	}
 	in.fail("unsupported float expression %s", ExprString(x))
 	return func(*frame) float64 { return 0 }

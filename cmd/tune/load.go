@@ -48,7 +48,7 @@ func statsOf(g *graph.Graph) graphStats {
 		}
 		c := g.Values[name].Const
 		s.consts++
-		if c.DType == graph.Int64 {
+		if c.DType.IsInt() {
 			s.constBytes += int64(8 * c.Len())
 		} else {
 			s.constBytes += int64(4 * c.Len())

@@ -2,9 +2,9 @@
 // ModelProto into a *graph.Graph, Encode does the reverse. The protobuf
 // messages are in package onnxpb.
 //
-// Tessera handles float32 models whose shape computations are int64: a
-// tensor of another data type, a tensor stored outside the file and a value
-// of a non-tensor type are rejected with an error that names it and wraps
+// Tensors are float32, integer (int8 to int64, uint8 to uint32) or bool; a
+// tensor of another data type (float16, float64, string), a tensor stored
+// outside the file and a value of a non-tensor type are rejected with an error that names it and wraps
 // graph.ErrUnsupported. Malformed input is an error, never a panic, and no
 // tensor is allocated before its size is checked against the bytes that
 // hold it.
@@ -187,17 +187,46 @@ func valueType(vi *onnxpb.ValueInfoProto, what string) (graph.DType, []int, []st
 
 // dtype maps an ONNX data type number to a graph dtype.
 func dtype(t int32) (graph.DType, error) {
-	switch t {
-	case int32(onnxpb.TensorProto_FLOAT):
-		return graph.Float32, nil
-	case int32(onnxpb.TensorProto_INT64):
-		return graph.Int64, nil
+	if d, ok := graph.DTypeFromONNX(t); ok {
+		return d, nil
 	}
 	name, ok := onnxpb.TensorProto_DataType_name[t]
 	if !ok {
 		name = fmt.Sprint(t)
 	}
 	return 0, graph.Unsupportedf("data type %s", name)
+}
+
+// intWidth is the size in bytes of an integer dtype's raw elements.
+func intWidth(d graph.DType) int {
+	switch d {
+	case graph.Int64:
+		return 8
+	case graph.Int32, graph.Uint32:
+		return 4
+	case graph.Int16, graph.Uint16:
+		return 2
+	}
+	return 1
+}
+
+// rawInt decodes one little-endian raw element of integer dtype d.
+func rawInt(d graph.DType, b []byte) int64 {
+	switch d {
+	case graph.Int64:
+		return int64(binary.LittleEndian.Uint64(b))
+	case graph.Int32:
+		return int64(int32(binary.LittleEndian.Uint32(b)))
+	case graph.Uint32:
+		return int64(binary.LittleEndian.Uint32(b))
+	case graph.Int16:
+		return int64(int16(binary.LittleEndian.Uint16(b)))
+	case graph.Uint16:
+		return int64(binary.LittleEndian.Uint16(b))
+	case graph.Int8:
+		return int64(int8(b[0]))
+	}
+	return d.Wrap(int64(b[0])) // uint8, bool
 }
 
 func nodeFromProto(np *onnxpb.NodeProto, i int) (*graph.Node, error) {
@@ -285,9 +314,9 @@ func attrFromProto(ap *onnxpb.AttributeProto) (graph.Attr, error) {
 	return graph.Attr{}, graph.Unsupportedf("attribute type %s", typ)
 }
 
-// TensorFromProto decodes a TensorProto holding float32 or int64 data, raw
-// or typed. Other data types and external data are unsupported; a size
-// that does not match the data is an error.
+// TensorFromProto decodes a TensorProto holding float32, integer or bool
+// data, raw or typed. Other data types and external data are unsupported;
+// a size that does not match the data is an error.
 func TensorFromProto(tp *onnxpb.TensorProto) (*graph.Tensor, error) {
 	name := tp.GetName()
 	if name == "" {
@@ -330,20 +359,31 @@ func TensorFromProto(tp *onnxpb.TensorProto) (*graph.Tensor, error) {
 		default:
 			return nil, fmt.Errorf("tensor %s: %d floats for shape %v", name, len(tp.GetFloatData()), shape)
 		}
-	case graph.Int64:
+	default:
+		w := intWidth(dt)
 		switch {
 		case raw != nil:
-			if int64(len(raw)) != 8*n {
+			if int64(len(raw)) != int64(w)*n {
 				return nil, fmt.Errorf("tensor %s: %d bytes of raw data for shape %v", name, len(raw), shape)
 			}
 			t.I64 = make([]int64, n)
 			for i := range t.I64 {
-				t.I64[i] = int64(binary.LittleEndian.Uint64(raw[8*i:]))
+				t.I64[i] = rawInt(dt, raw[w*i:])
 			}
-		case int64(len(tp.GetInt64Data())) == n:
+		case dt == graph.Int64 && int64(len(tp.GetInt64Data())) == n:
 			t.I64 = append([]int64{}, tp.GetInt64Data()...)
+		case dt == graph.Uint32 && int64(len(tp.GetUint64Data())) == n:
+			t.I64 = make([]int64, n)
+			for i, v := range tp.GetUint64Data() {
+				t.I64[i] = dt.Wrap(int64(v))
+			}
+		case dt != graph.Int64 && dt != graph.Uint32 && int64(len(tp.GetInt32Data())) == n:
+			t.I64 = make([]int64, n)
+			for i, v := range tp.GetInt32Data() {
+				t.I64[i] = dt.Wrap(int64(v))
+			}
 		default:
-			return nil, fmt.Errorf("tensor %s: %d int64s for shape %v", name, len(tp.GetInt64Data()), shape)
+			return nil, fmt.Errorf("tensor %s: no %s data for shape %v", name, dt, shape)
 		}
 	}
 	return t, nil

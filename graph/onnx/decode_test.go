@@ -125,13 +125,13 @@ func TestDecodeErrors(t *testing.T) {
 			w := init(m, "w")
 			w.RawData, w.DataLocation = nil, onnxpb.TensorProto_EXTERNAL
 		}), "tensor w: external data", true},
-		{"int32 initializer", model(func(m *onnxpb.ModelProto) { init(m, "shape").DataType = int32(onnxpb.TensorProto_INT32) }), "tensor shape: data type INT32", true},
+		{"double initializer", model(func(m *onnxpb.ModelProto) { init(m, "shape").DataType = int32(onnxpb.TensorProto_DOUBLE) }), "tensor shape: data type DOUBLE", true},
 		{"raw data too short", model(func(m *onnxpb.ModelProto) { init(m, "w").RawData = make([]byte, 8) }), "tensor w: 8 bytes of raw data for shape [2 3 1 1]", false},
 		{"huge dims, little data", model(func(m *onnxpb.ModelProto) { init(m, "w").Dims = []int64{1 << 20, 1 << 18} }), "tensor w: 24 bytes of raw data for shape [1048576 262144]", false},
 		{"dims past the element cap", model(func(m *onnxpb.ModelProto) { init(m, "w").Dims = []int64{1 << 30, 1 << 30} }), "tensor w: dims", false},
-		{"bool input", model(func(m *onnxpb.ModelProto) {
-			m.Graph.Input[0].Type.GetTensorType().ElemType = int32(onnxpb.TensorProto_BOOL)
-		}), "input x: data type BOOL", true},
+		{"float16 input", model(func(m *onnxpb.ModelProto) {
+			m.Graph.Input[0].Type.GetTensorType().ElemType = int32(onnxpb.TensorProto_FLOAT16)
+		}), "input x: data type FLOAT16", true},
 		{"sequence input", model(func(m *onnxpb.ModelProto) {
 			m.Graph.Input[0].Type = &onnxpb.TypeProto{Value: &onnxpb.TypeProto_SequenceType{SequenceType: &onnxpb.TypeProto_Sequence{}}}
 		}), "input x has a sequence type", true},

@@ -117,15 +117,7 @@ func valueInfo(v *graph.Value) *onnxpb.ValueInfoProto {
 	return &onnxpb.ValueInfoProto{Name: v.Name, Type: &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: tt}}}
 }
 
-func onnxType(d graph.DType) int32 {
-	switch d {
-	case graph.Float32:
-		return int32(onnxpb.TensorProto_FLOAT)
-	case graph.Int64:
-		return int32(onnxpb.TensorProto_INT64)
-	}
-	return int32(onnxpb.TensorProto_UNDEFINED)
-}
+func onnxType(d graph.DType) int32 { return d.ONNX() }
 
 // TensorToProto encodes t with raw little-endian data.
 func TensorToProto(name string, t *graph.Tensor) *onnxpb.TensorProto {
@@ -139,10 +131,21 @@ func TensorToProto(name string, t *graph.Tensor) *onnxpb.TensorProto {
 		for i, v := range t.F32 {
 			binary.LittleEndian.PutUint32(tp.RawData[4*i:], math.Float32bits(v))
 		}
-	case graph.Int64:
-		tp.RawData = make([]byte, 8*len(t.I64))
+	default:
+		w := intWidth(t.DType)
+		tp.RawData = make([]byte, w*len(t.I64))
 		for i, v := range t.I64 {
-			binary.LittleEndian.PutUint64(tp.RawData[8*i:], uint64(v))
+			b := tp.RawData[w*i:]
+			switch w {
+			case 8:
+				binary.LittleEndian.PutUint64(b, uint64(v))
+			case 4:
+				binary.LittleEndian.PutUint32(b, uint32(v))
+			case 2:
+				binary.LittleEndian.PutUint16(b, uint16(v))
+			default:
+				b[0] = byte(v)
+			}
 		}
 	}
 	return tp
