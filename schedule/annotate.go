@@ -36,7 +36,10 @@ func (st *Annotate) apply(s *State) error {
 	if int(st.Ann) >= len(annNames) {
 		return fmt.Errorf("unknown annotation %d", st.Ann)
 	}
-	if it.Kind == Reduce && (st.Ann == Parallel || st.Ann == Vectorize || st.Ann >= VThread) {
+	if it.Kind == Reduce && (st.Ann == Parallel || st.Ann == Vectorize || st.Ann >= VThread && st.Ann < ThreadX) {
+		// A reduce iterator bound to a thread index is a cross-thread
+		// reduction (LowerGPU); a block or virtual thread cannot share
+		// partial results.
 		return fmt.Errorf("reduce iterator %s cannot be %v", it.Name, st.Ann)
 	}
 	s.mutStage(st.Stage).Iters[st.Iter].Ann = st.Ann

@@ -96,7 +96,7 @@ func (l *lowerer) loops(i int) []loopVar {
 	info := &l.stages[i]
 	out := make([]loopVar, len(st.Iters))
 	for k, it := range st.Iters {
-		out[k] = loopVar{info.leaf[k], info.dom.ext[it.id]}
+		out[k] = loopVar{info.leaf[k], info.dom.ext[it.id], it.Ann}
 	}
 	return out
 }
@@ -117,6 +117,18 @@ func (l *lowerer) inferRegion(i int) error {
 	info := &l.stages[i]
 	scope := info.outer
 	fixed := varDom(scope)
+	var relaxed []loopVar
+	if l.gpu != nil && st.Scope == tir.Shared {
+		// Shared memory serves the whole block: the region is what all
+		// of its threads need, so the thread loops around the attach
+		// point range instead of staying fixed.
+		for _, lv := range scope {
+			if lv.ann >= ThreadX && lv.ann <= ThreadZ {
+				delete(fixed, lv.v)
+				relaxed = append(relaxed, lv)
+			}
+		}
+	}
 	n := len(t.Axis)
 	lo := make([]tir.Expr, n)
 	hi := make([]tir.Expr, n)
@@ -135,7 +147,7 @@ func (l *lowerer) inferRegion(i int) error {
 				t.Name, l.s.Stages[st.AttachStage].Tensor.Name, l.s.Stages[st.AttachStage].Iters[l.s.AttachIter(i)].Name,
 				l.s.Stages[j].Tensor.Name)
 		}
-		ranging := varDom(all[len(scope):])
+		ranging := varDom(append(append([]loopVar(nil), relaxed...), all[len(scope):]...))
 		sub := l.rootSub(j)
 		tir.WalkExpr(l.stages[j].body, func(e tir.Expr) bool {
 			ld, ok := e.(*tir.Load)

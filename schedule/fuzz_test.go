@@ -32,8 +32,10 @@ func (b *byteSource) Uint64() uint64 {
 }
 
 // FuzzSteps: any sequence of steps the generator derives from the input
-// either fails to apply or lower with an error, or computes exactly what
-// the reference evaluator computes. It never panics.
+// (GPU steps included) either fails to apply or lower with an error, or
+// computes exactly what the reference evaluator computes, on the CPU and
+// (through the thread-emulating interpreter, without a race) on a GPU. It
+// never panics.
 func FuzzSteps(f *testing.F) {
 	f.Add([]byte("split and fuse"))
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20})
@@ -46,13 +48,16 @@ func FuzzSteps(f *testing.F) {
 			return
 		}
 		s0 := dags[int(data[0])%len(dags)]
-		s := schedtest.RandomState(rand.New(&byteSource{data: data[1:]}), s0, 12)
-		fn, err := schedule.Lower(s, "kernel")
-		if err != nil {
-			return
+		s := schedtest.RandomGPUState(rand.New(&byteSource{data: data[1:]}), s0, 12)
+		if fn, err := schedule.Lower(s, "kernel"); err == nil {
+			if err := runAndCompare(s.DAG, fn, 1); err != nil {
+				t.Fatalf("%v\nsteps: %v\nlowered:\n%v", err, s.Steps, fn)
+			}
 		}
-		if err := runAndCompare(s.DAG, fn, 1); err != nil {
-			t.Fatalf("%v\nsteps: %v\nlowered:\n%v", err, s.Steps, fn)
+		if fn, err := schedule.LowerGPU(s, "kernel"); err == nil {
+			if err := schedtest.CheckGPU(s.DAG, fn, 1); err != nil {
+				t.Fatalf("gpu: %v\nsteps: %v\nlowered:\n%v", err, s.Steps, fn)
+			}
 		}
 	})
 }

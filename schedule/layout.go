@@ -153,7 +153,8 @@ func samePacking(a, b *tir.Packing) bool {
 // or floormod of one.
 type atom struct {
 	e     tir.Expr
-	key   string
+	key   string // the printed atom, for messages
+	id    string // the atom with its variable's identity: two loops may share a name
 	coef  int64
 	axis  int
 	ext   int
@@ -178,10 +179,10 @@ func packingOf(shape []int, idx []tir.Expr, dom map[*tir.Var]tir.Interval, depth
 			if tm.coef <= 0 {
 				return nil, nil, fmt.Errorf("index %d (%s) steps backwards along %s", k, tir.ExprString(ix), tm.key)
 			}
-			if seen[tm.key] {
+			if seen[tm.id] {
 				return nil, nil, fmt.Errorf("%s moves two indices", tm.key)
 			}
-			seen[tm.key] = true
+			seen[tm.id] = true
 			v, scale, ok := atomVar(tm.e)
 			if !ok {
 				return nil, nil, fmt.Errorf("index %d: term %s is not a loop variable or a part of one", k, tm.key)
@@ -252,12 +253,16 @@ func affineTerms(e tir.Expr) (terms []atom, c0 int64, ok bool) {
 			return false
 		}
 		key := tir.ExprString(e)
-		if k, found := byKey[key]; found {
+		id := key
+		if v, _, isAtom := atomVar(e); isAtom {
+			id = fmt.Sprintf("%s#%p", key, v)
+		}
+		if k, found := byKey[id]; found {
 			terms[k].coef += scale
 			return true
 		}
-		byKey[key] = len(terms)
-		terms = append(terms, atom{e: e, key: key, coef: scale})
+		byKey[id] = len(terms)
+		terms = append(terms, atom{e: e, key: key, id: id, coef: scale})
 		return true
 	}
 	if !walk(e, 1) {

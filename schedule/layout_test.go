@@ -124,3 +124,33 @@ func TestRewriteLayoutRandom(t *testing.T) {
 		})
 	}
 }
+
+// TestRewriteLayoutSameLoopNames: the reader of a repacked weight is
+// computed inside a consumer whose loops have the same names as its own
+// (i1.0 of both); the packing must tell them apart (it merged them once,
+// found by FuzzSteps).
+func TestRewriteLayoutSameLoopNames(t *testing.T) {
+	d := matmulRelu(5, 6, 4)
+	steps := []schedule.Step{
+		&schedule.RewriteLayout{Stage: 1},
+		&schedule.CacheRead{Stage: 2, Scope: tir.Local, Readers: []int{3}},
+		&schedule.Split{Stage: 3, Iter: 0, Lengths: []int{5}},
+		&schedule.Split{Stage: 3, Iter: 2, Lengths: []int{3}},
+		&schedule.Split{Stage: 4, Iter: 1, Lengths: []int{1}},
+		&schedule.Fuse{Stage: 3, Iters: []int{0, 1}},
+		&schedule.Split{Stage: 3, Iter: 2, Lengths: []int{1, 3}},
+		&schedule.Split{Stage: 2, Iter: 1, Lengths: []int{2}},
+		&schedule.ComputeAt{Stage: 2, TargetStage: 3, TargetIter: 2},
+	}
+	s, err := schedule.Replay(schedule.NewState(d), steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := schedule.Lower(s, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runAndCompare(d, f, 1); err != nil {
+		t.Fatalf("%v\n%v", err, f)
+	}
+}

@@ -55,11 +55,13 @@ type lowerer struct {
 	byBuf  map[*tir.Buffer]int
 	stages []stageInfo
 	packed map[*tir.Buffer]*tir.Buffer // rewritten constants: their packed parameter
+	gpu    *gpuLowering                // set by LowerGPU
 }
 
 type loopVar struct {
 	v   *tir.Var
 	ext int
+	ann Annotation // the iterator's annotation
 }
 
 type stageInfo struct {
@@ -147,14 +149,12 @@ func (l *lowerer) nests() (tir.Stmt, error) {
 // nest builds the loops of stage i, with the stages attached at each of its
 // iterators nested right inside that iterator's loop.
 func (l *lowerer) nest(i int) (tir.Stmt, error) {
+	if l.gpu != nil && l.crossThreadIter(i) >= 0 {
+		return l.crossThreadNest(i)
+	}
 	st := l.s.Stages[i]
 	info := &l.stages[i]
-	attached := map[int][]int{} // iterator identity → attached stages
-	for j, o := range l.s.Stages {
-		if o.Attach == At && o.AttachStage == i && l.live(j) {
-			attached[o.attachIter] = append(attached[o.attachIter], j)
-		}
-	}
+	attached := l.attachedAt(i)
 	firstReduce := -1
 	for k, it := range st.Iters {
 		if it.Kind == Reduce {
@@ -174,9 +174,48 @@ func (l *lowerer) nest(i int) (tir.Stmt, error) {
 		value = st.Tensor.Reducer.Combine(acc, value)
 	}
 	var inner tir.Stmt = &tir.Store{Buf: info.storage, Indices: spatialIdx, Value: value}
-	inner = guardWith(inner, info.guards, false)
+	inner = guardWith(inner, append(l.predicates(i, NoAnn), info.guards...), false)
 
-	for k := len(st.Iters) - 1; k >= 0; k-- {
+	inner, err = l.wrapLoops(i, 0, len(st.Iters), inner, attached, true)
+	if err != nil {
+		return nil, err
+	}
+	if firstReduce == 0 {
+		inner = tir.SeqOf(l.initNest(i, 0), inner)
+	}
+	return inner, nil
+}
+
+// attachedAt maps the identity of each iterator of stage i to the live
+// stages attached at it.
+func (l *lowerer) attachedAt(i int) map[int][]int {
+	attached := map[int][]int{}
+	for j, o := range l.s.Stages {
+		if o.Attach == At && o.AttachStage == i && l.live(j) {
+			attached[o.attachIter] = append(attached[o.attachIter], j)
+		}
+	}
+	return attached
+}
+
+// wrapLoops wraps inner in the loops of stage i's iterators at positions
+// [from, to), innermost first, with the stages attached at each iterator
+// nested right inside its loop and, when init, the reduction's init nest
+// right outside the first reduce loop (position firstReduce).
+func (l *lowerer) wrapLoops(i, from, to int, inner tir.Stmt, attached map[int][]int, init bool) (tir.Stmt, error) {
+	st := l.s.Stages[i]
+	info := &l.stages[i]
+	firstReduce := -1
+	for k, it := range st.Iters {
+		if it.Kind == Reduce {
+			firstReduce = k
+			break
+		}
+	}
+	if from < 0 {
+		from = 0
+	}
+	for k := to - 1; k >= from; k-- {
 		it := st.Iters[k]
 		var pre []tir.Stmt
 		var allocs []*tir.Buffer
@@ -188,7 +227,7 @@ func (l *lowerer) nest(i int) (tir.Stmt, error) {
 			pre = append(pre, n)
 			allocs = append(allocs, l.stages[j].storage)
 		}
-		if k+1 == firstReduce {
+		if init && k+1 == firstReduce {
 			pre = append(pre, l.initNest(i, firstReduce))
 		}
 		body := inner // a loop, store or guard: SeqOf would return it as is
@@ -198,14 +237,11 @@ func (l *lowerer) nest(i int) (tir.Stmt, error) {
 		for a := len(allocs) - 1; a >= 0; a-- {
 			body = &tir.Allocate{Buf: allocs[a], Body: body}
 		}
-		var loop tir.Stmt = &tir.For{Var: info.leaf[k], Extent: info.dom.ext[it.id], Kind: forKind(it.Ann), Thread: threadName(it.Ann), Body: body}
+		var loop tir.Stmt = &tir.For{Var: info.leaf[k], Extent: info.dom.ext[it.id], Kind: l.forKind(it.Ann), Thread: threadName(it.Ann), Body: body}
 		if st.AutoUnroll > 0 && st.unrollIter == it.id {
 			loop = &tir.Pragma{Key: PragmaAutoUnroll, Value: st.AutoUnroll, Body: loop}
 		}
 		inner = loop
-	}
-	if firstReduce == 0 {
-		inner = tir.SeqOf(l.initNest(i, 0), inner)
 	}
 	return inner, nil
 }
@@ -219,6 +255,7 @@ func (l *lowerer) initNest(i, first int) tir.Stmt {
 	sub := map[*tir.Var]tir.Expr{}
 	var loops []loopVar
 	var kinds []tir.ForKind
+	var threads []string
 	for k := first; k < len(st.Iters); k++ {
 		it := st.Iters[k]
 		if it.Kind != Spatial {
@@ -226,7 +263,7 @@ func (l *lowerer) initNest(i, first int) tir.Stmt {
 		}
 		v := tir.NewVar(info.leaf[k].Name + ".init")
 		sub[info.leaf[k]] = v
-		loops = append(loops, loopVar{v, info.dom.ext[it.id]})
+		loops = append(loops, loopVar{v, info.dom.ext[it.id], it.Ann})
 		// The init keeps its loop's vectorize or unroll: the same lanes
 		// are stored to, and an unrolled init of a vectorized stage would
 		// be scalar code the size of the vector loop times its extent.
@@ -234,7 +271,14 @@ func (l *lowerer) initNest(i, first int) tir.Stmt {
 		if it.Ann == Vectorize || it.Ann == Unroll {
 			kind = forKind(it.Ann)
 		}
+		thread := ""
+		if l.gpu != nil && isThreadTag(it.Ann) {
+			// On a GPU the init runs on the threads its loop is bound
+			// to, each on its own elements.
+			kind, thread = tir.ThreadBound, it.Ann.String()
+		}
 		kinds = append(kinds, kind)
+		threads = append(threads, thread)
 	}
 	idx, _ := l.storeIndices(i)
 	for k, e := range idx {
@@ -247,9 +291,9 @@ func (l *lowerer) initNest(i, first int) tir.Stmt {
 		}
 	}
 	var s tir.Stmt = &tir.Store{Buf: info.storage, Indices: idx, Value: tir.F32(st.Tensor.Reducer.Identity())}
-	s = guardWith(s, g, true)
+	s = guardWith(s, append(l.predicates(i, NoAnn), g...), true)
 	for k := len(loops) - 1; k >= 0; k-- {
-		s = &tir.For{Var: loops[k].v, Extent: loops[k].ext, Kind: kinds[k], Body: s}
+		s = &tir.For{Var: loops[k].v, Extent: loops[k].ext, Kind: kinds[k], Thread: threads[k], Body: s}
 	}
 	return s
 }
@@ -325,6 +369,15 @@ func (l *lowerer) rewriteLoads(e tir.Expr) tir.Expr {
 	})
 }
 
+// forKind is the kind of the loop of an iterator annotated a. On a GPU a
+// parallel loop runs serially in its thread.
+func (l *lowerer) forKind(a Annotation) tir.ForKind {
+	if l.gpu != nil && a == Parallel {
+		return tir.Serial
+	}
+	return forKind(a)
+}
+
 func forKind(a Annotation) tir.ForKind {
 	switch a {
 	case Parallel:
@@ -345,3 +398,6 @@ func threadName(a Annotation) string {
 	}
 	return ""
 }
+
+// isThreadTag reports whether a binds a loop to a block or thread index.
+func isThreadTag(a Annotation) bool { return a >= BlockX && a <= ThreadZ }

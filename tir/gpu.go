@@ -16,7 +16,9 @@ import (
 // at most once, in any order); their variables are the block and thread
 // indices, their extents the grid and block sizes, and the rest is the body
 // every thread of every block runs. A kernel without the chain runs on one
-// thread of one block. Inside a body no loop is thread-bound, Shared
+// thread of one block. Inside a body no loop is bound to a block or thread
+// index; a loop bound to "vthread" (a virtual thread) is a loop every
+// thread runs, its iterations interleaved by the code generator. Shared
 // buffers are allocated once per block and Local ones once per thread, and
 // Barriers synchronize the threads of a block.
 
@@ -103,7 +105,7 @@ func kernelOf(s Stmt) (Kernel, error) {
 			continue
 		}
 		f, ok := s.(*For)
-		if !ok || f.Kind != ThreadBound {
+		if !ok || f.Kind != ThreadBound || f.Thread == "vthread" {
 			break
 		}
 		block, dim, ok := ThreadTag(f.Thread)

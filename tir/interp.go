@@ -97,7 +97,7 @@ func (in *interp) stmt(s Stmt) func(*frame) {
 		slot := in.slot(s.Var)
 		body := in.stmt(s.Body)
 		ext := int64(s.Extent)
-		if in.gpu != nil && s.Kind == ThreadBound {
+		if in.gpu != nil && s.Kind == ThreadBound && s.Thread != "vthread" {
 			in.fail("loop %s bound to %s inside a kernel body (thread loops belong at the top of a kernel)", s.Var.Name, s.Thread)
 		}
 		return func(fr *frame) {

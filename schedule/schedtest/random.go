@@ -3,6 +3,9 @@
 // what the reference evaluator computes. The sketch rules come later and
 // explore a narrower space; this generator deliberately reaches corners they
 // never do (odd splits, reorders across reductions, attachments anywhere).
+// The GPU variants add what only a GPU schedule has (block, thread and
+// virtual thread bindings, shared-memory caches) and check the lowered
+// function with the thread-emulating interpreter (tir.RunGPU).
 package schedtest
 
 import (
@@ -20,8 +23,22 @@ import (
 // filled) but may not lower: callers that need a lowerable state use
 // RandomLowerable.
 func RandomState(rng *rand.Rand, s *schedule.State, n int) *schedule.State {
+	return randomState(rng, s, n, false)
+}
+
+// RandomGPUState is RandomState with GPU steps among the proposals.
+func RandomGPUState(rng *rand.Rand, s *schedule.State, n int) *schedule.State {
+	return randomState(rng, s, n, true)
+}
+
+func randomState(rng *rand.Rand, s *schedule.State, n int, gpu bool) *schedule.State {
 	for tries := 0; tries < 4*n && len(s.Steps) < n; tries++ {
-		st := randomStep(rng, s)
+		var st schedule.Step
+		if gpu && rng.IntN(3) == 0 {
+			st = randomGPUStep(rng, s)
+		} else {
+			st = randomStep(rng, s)
+		}
 		if st == nil {
 			continue
 		}
@@ -36,19 +53,66 @@ func RandomState(rng *rand.Rand, s *schedule.State, n int) *schedule.State {
 // the lowered function; it falls back to fewer steps when it cannot find
 // one, down to the initial state.
 func RandomLowerable(rng *rand.Rand, s0 *schedule.State, n int) (*schedule.State, *tir.PrimFunc) {
+	return randomLowerable(rng, s0, n, RandomState, schedule.Lower)
+}
+
+// RandomGPULowerable is RandomLowerable for the GPU: random states with
+// GPU steps, lowered by schedule.LowerGPU.
+func RandomGPULowerable(rng *rand.Rand, s0 *schedule.State, n int) (*schedule.State, *tir.PrimFunc) {
+	return randomLowerable(rng, s0, n, RandomGPUState, schedule.LowerGPU)
+}
+
+func randomLowerable(rng *rand.Rand, s0 *schedule.State, n int,
+	random func(*rand.Rand, *schedule.State, int) *schedule.State,
+	lower func(*schedule.State, string) (*tir.PrimFunc, error)) (*schedule.State, *tir.PrimFunc) {
 	for size := n; size >= 0; size-- {
 		for try := 0; try < 8; try++ {
-			s := RandomState(rng, s0, size)
-			if f, err := schedule.Lower(s, "kernel"); err == nil {
+			s := random(rng, s0, size)
+			if f, err := lower(s, "kernel"); err == nil {
 				return s, f
 			}
 		}
 	}
-	f, err := schedule.Lower(s0, "kernel")
+	f, err := lower(s0, "kernel")
 	if err != nil {
 		panic("schedtest: initial state does not lower: " + err.Error())
 	}
 	return s0, f
+}
+
+// randomGPUStep proposes a step only GPU schedules take: a block, thread
+// or virtual thread binding, or a shared-memory cache of a producer
+// computed inside the reader.
+func randomGPUStep(rng *rand.Rand, s *schedule.State) schedule.Step {
+	var live []int
+	for i, st := range s.Stages {
+		if !st.IsPlaceholder() && st.Attach != schedule.Inlined {
+			live = append(live, i)
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	i := live[rng.IntN(len(live))]
+	st := s.Stages[i]
+	it := rng.IntN(len(st.Iters))
+	switch rng.IntN(4) {
+	case 0:
+		prods := s.Producers(i)
+		if len(prods) == 0 {
+			return nil
+		}
+		return &schedule.CacheRead{Stage: prods[rng.IntN(len(prods))], Scope: tir.Shared, Readers: []int{i}}
+	case 1:
+		// Fuse the iterators of a stage and bind the result to threads:
+		// the shape of a cooperative fetch, or of a kernel's outer loop.
+		if len(st.Iters) < 2 {
+			return nil
+		}
+		return &schedule.Fuse{Stage: i, Iters: []int{0, 1}}
+	}
+	anns := []schedule.Annotation{schedule.BlockX, schedule.BlockY, schedule.ThreadX, schedule.ThreadY, schedule.VThread}
+	return &schedule.Annotate{Stage: i, Iter: it, Ann: anns[rng.IntN(len(anns))]}
 }
 
 // randomStep proposes one step; it may not apply.
@@ -159,6 +223,16 @@ func Inputs(d *te.DAG, seed uint64) [][]float32 {
 // Check interprets f (lowered from a schedule of d) on random inputs and
 // compares every output with the reference evaluator.
 func Check(d *te.DAG, f *tir.PrimFunc, seed uint64) error {
+	return check(d, f, seed, tir.Run)
+}
+
+// CheckGPU is Check for a function lowered for a GPU: it runs through the
+// thread-emulating interpreter, so a race comes back as a *tir.RaceError.
+func CheckGPU(d *te.DAG, f *tir.PrimFunc, seed uint64) error {
+	return check(d, f, seed, tir.RunGPU)
+}
+
+func check(d *te.DAG, f *tir.PrimFunc, seed uint64, run func(*tir.PrimFunc, [][]float32) error) error {
 	in := Inputs(d, seed)
 	want, err := d.Eval(in)
 	if err != nil {
@@ -168,7 +242,7 @@ func Check(d *te.DAG, f *tir.PrimFunc, seed uint64) error {
 	for _, o := range d.Outputs {
 		args = append(args, make([]float32, o.Size()))
 	}
-	if err := tir.Run(f, args); err != nil {
+	if err := run(f, args); err != nil {
 		return err
 	}
 	tol := d.Tolerance()
