@@ -19,7 +19,7 @@ const maxUnrollSteps = 1024
 // prepare rewrites a kernel body into the form the printer emits: long
 // vectorized loops split into native-width chunks, then loops unrolled.
 func prepare(s tir.Stmt, lanes int) tir.Stmt {
-	return unroll(splitVectors(s, lanes), 0)
+	return dropNoopUpdates(foldFloats(unroll(splitVectors(s, lanes), 0)))
 }
 
 // splitVectors rewrites every vectorized loop into pieces the printer emits
@@ -93,7 +93,10 @@ func unroll(s tir.Stmt, auto int) tir.Stmt {
 		limit := int64(-1)
 		switch s.Kind {
 		case tir.Unrolled:
-			limit = maxUnrollSteps
+			// An explicit unroll (a schedule's, such as the rule for
+			// constant tensors) may be larger than an automatic one:
+			// the folding that follows removes most of such bodies.
+			limit = 4 * maxUnrollSteps
 		case tir.Serial:
 			if auto > 0 {
 				limit = min(int64(auto), 4*maxUnrollSteps)

@@ -13,6 +13,7 @@ import (
 var cpuRules = []Rule{
 	inlineOrKeepGuardedWindow{},
 	alwaysInline{},
+	simplifyConstTensor{},
 	addRfactor{},
 	addCacheWrite{},
 	tilingWithFusion{},

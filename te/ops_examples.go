@@ -142,6 +142,14 @@ func (b *exampleBuilder) build() {
 		c := mustExample(Conv("conv", x, w, bias, ConvAttrs{Pads: []int{1, 1, 1, 1}}))
 		b.add("conv_bias_relu")(Relu("relu", c))
 	}
+	for _, m := range WinogradTileSizes() {
+		// Winograd F(m×m, 3×3) with a bias and a ReLU, as a 3×3 conv group's
+		// alternative; 7×9 leaves partial tiles for both m.
+		x, u, bias := P("X", 1, 3, 7, 9), K("U", m+2, m+2, 3, 4), K("bias", 4, 1, 1)
+		c := mustExample(WinogradConv2D("conv", x, u, m, []int{1, 1, 1, 1}))
+		biased := mustExample(Add("bias_add", c, bias))
+		b.add(fmt.Sprintf("winograd%d_bias_relu", m))(Relu("relu", biased))
+	}
 	{
 		g := mustExample(Gemm("gemm", P("A", 17, 13), K("B", 13, 19), K("C", 19), DefaultGemmAttrs()))
 		b.add("matmul_bias_relu")(Relu("relu", g))
