@@ -68,6 +68,10 @@ func Generate(g *graph.Graph, plan *partition.Plan, opts Options) (*Files, error
 	if opts.Target == nil {
 		return nil, errors.New("build: no target")
 	}
+	plan, err := chooseAlgorithms(plan, opts.Records, opts.Target)
+	if err != nil {
+		return nil, err
+	}
 	kernels, err := scheduleTasks(plan, opts.Records, opts.Target, warn)
 	if err != nil {
 		return nil, err

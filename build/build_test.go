@@ -238,7 +238,7 @@ func TestBuildFromRecords(t *testing.T) {
 			if warn.Len() > 0 {
 				t.Errorf("warnings with every task tuned:\n%s", warn.String())
 			}
-			if m.Coverage.TunedTasks != len(p.plan.Tasks) || m.Coverage.TunedShare() != 100 {
+			if m.Coverage.TunedTasks != len(m.Tasks) || m.Coverage.TunedShare() != 100 {
 				t.Errorf("coverage %+v", m.Coverage)
 			}
 			for _, tr := range m.Tasks {
@@ -291,6 +291,65 @@ func TestDeterministic(t *testing.T) {
 	if m.Coverage.TunedTasks != (len(p.plan.Tasks)+1)/2 {
 		t.Errorf("coverage %+v", m.Coverage)
 	}
+}
+
+// TestBuildChoosesAlgorithm builds ResNet-18 (at 64×64) from records in
+// which the Winograd alternatives measured faster than the direct
+// convolutions: the build runs the Winograd kernels (their weights
+// transformed when the plan was made) and its outputs still match the
+// reference; with the costs the other way round, it runs none.
+func TestBuildChoosesAlgorithm(t *testing.T) {
+	g, err := smallModels[1].build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := prepare(t, g)
+	alts := 0
+	for _, grp := range p.plan.Groups {
+		alts += len(grp.Alternatives)
+	}
+	if alts == 0 {
+		t.Fatal("no group of ResNet-18 has a Winograd alternative")
+	}
+	store, _ := handMadeRecords(t, p)
+	for _, winogradFaster := range []bool{true, false} {
+		recs := scaledRecords{store: store, plan: p.plan, winogradFaster: winogradFaster}
+		m := buildRunCheck(t, p, t.TempDir(), Options{Records: recs, Target: testTarget(recordsKey, nil)})
+		n := 0
+		for _, tr := range m.Tasks {
+			if strings.Contains(tr.Ops, "winograd") {
+				n++
+			}
+		}
+		if winogradFaster && n == 0 || !winogradFaster && n != 0 {
+			t.Errorf("winograd faster %v: %d Winograd tasks built of %d", winogradFaster, n, len(m.Tasks))
+		}
+	}
+}
+
+// scaledRecords makes the records of the Winograd tasks 100 times faster
+// (or slower) than the store says.
+type scaledRecords struct {
+	store          *records.Store
+	plan           *partition.Plan
+	winogradFaster bool
+}
+
+func (r scaledRecords) Best(workload, target string) (records.Record, bool, error) {
+	rec, ok, err := r.store.Best(workload, target)
+	if !ok || err != nil {
+		return rec, ok, err
+	}
+	for _, t := range r.plan.Tasks {
+		if t.Key == workload && t.Groups[0].Algorithm != "" {
+			f := 100.0
+			if r.winogradFaster {
+				f = 0.01
+			}
+			rec.Costs = []float64{rec.Cost() * f}
+		}
+	}
+	return rec, true, nil
 }
 
 // partialRecords hides the records of some tasks.

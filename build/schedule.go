@@ -2,6 +2,7 @@ package build
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"tessera/partition"
@@ -34,6 +35,31 @@ type kernel struct {
 // *records.Store is one.
 type RecordSource interface {
 	Best(workload, target string) (rec records.Record, ok bool, err error)
+}
+
+// chooseAlgorithms keeps, for every group with alternative algorithms
+// (partition.Group.Alternatives), the one whose task has the fastest
+// record on the target; without records, the direct definition.
+func chooseAlgorithms(plan *partition.Plan, recs RecordSource, tg *target.Target) (*partition.Plan, error) {
+	var firstErr error
+	chosen := plan.Choose(func(t *partition.Task) (float64, bool) {
+		if recs == nil || firstErr != nil {
+			return 0, false
+		}
+		rec, ok, err := recs.Best(t.Key, tg.Key())
+		if err != nil {
+			firstErr = err
+			return 0, false
+		}
+		if !ok || math.IsInf(rec.Cost(), 1) {
+			return 0, false
+		}
+		return rec.Cost(), true
+	})
+	if firstErr != nil {
+		return nil, fmt.Errorf("build: choosing algorithms: %w", firstErr)
+	}
+	return chosen, nil
 }
 
 // kernelName is the C name of task i's kernel.

@@ -145,6 +145,9 @@ func dropNoopUpdates(s tir.Stmt) tir.Stmt {
 		if isNoopUpdate(st) {
 			return nil
 		}
+		if f, ok := st.(*tir.For); ok && isEmpty(f.Body) {
+			return nil // a loop left with nothing to run
+		}
 		return st
 	}})
 }
@@ -172,4 +175,20 @@ func isNoopUpdate(st tir.Stmt) bool {
 		}
 	}
 	return true
+}
+
+// isEmpty reports whether s runs nothing.
+func isEmpty(s tir.Stmt) bool {
+	switch s := s.(type) {
+	case nil:
+		return true
+	case *tir.Seq:
+		for _, c := range s.Stmts {
+			if !isEmpty(c) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

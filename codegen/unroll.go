@@ -93,21 +93,30 @@ func unroll(s tir.Stmt, auto int) tir.Stmt {
 		limit := int64(-1)
 		switch s.Kind {
 		case tir.Unrolled:
-			// An explicit unroll (a schedule's, such as the rule for
-			// constant tensors) may be larger than an automatic one:
-			// the folding that follows removes most of such bodies.
-			limit = 4 * maxUnrollSteps
+			limit = maxUnrollSteps
 		case tir.Serial:
 			if auto > 0 {
 				limit = min(int64(auto), 4*maxUnrollSteps)
 			}
 		}
-		if steps <= limit {
-			copies := make([]tir.Stmt, s.Extent)
-			for i := range copies {
-				copies[i] = substStmt(body, map[*tir.Var]tir.Expr{s.Var: tir.Const(int64(i))})
+		copies := func() tir.Stmt {
+			out := make([]tir.Stmt, s.Extent)
+			for i := range out {
+				out[i] = substStmt(body, map[*tir.Var]tir.Expr{s.Var: tir.Const(int64(i))})
 			}
-			return tir.SeqOf(copies...)
+			return tir.SeqOf(out...)
+		}
+		if steps <= limit {
+			return copies()
+		}
+		// An explicit unroll a little over the limit is taken when the
+		// copies fold down to it: a reduction over a constant matrix
+		// (the rule for constant tensors) drops most of its terms once
+		// the matrix entries are literals.
+		if s.Kind == tir.Unrolled && steps <= 4*maxUnrollSteps {
+			if folded := dropNoopUpdates(foldFloats(copies())); stepCount(folded) <= 2*limit {
+				return folded
+			}
 		}
 		return &tir.For{Var: s.Var, Extent: s.Extent, Kind: s.Kind, Thread: s.Thread, Body: body}
 	case *tir.Pragma:

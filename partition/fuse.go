@@ -56,6 +56,9 @@ type Options struct {
 	// MaxFuseDepth is the most ops a group may hold; 0 means
 	// DefaultMaxFuseDepth, 1 disables fusion.
 	MaxFuseDepth int
+	// DirectOnly leaves out the alternative algorithms (algorithm.go):
+	// every group is lowered by the op library's definitions only.
+	DirectOnly bool
 }
 
 func (o Options) maxDepth() int {
@@ -90,6 +93,13 @@ type Group struct {
 	Inputs []string
 	Key    string // the workload key of the group's DAG
 	Task   *Task  // the task the group is an occurrence of
+
+	// Algorithm names the compute definition of an alternative ("" for
+	// the op library's own); Alternatives are the group's other
+	// definitions, each an alternative group with the same ID, nodes and
+	// outputs (see algorithm.go). Plan.Groups holds the direct ones.
+	Algorithm    string
+	Alternatives []*Group
 }
 
 // Root returns the group's last node, which writes its outputs.

@@ -481,6 +481,22 @@ func checkComputes(t *testing.T, g *graph.Graph, opts Options) {
 			}
 			vals[o] = out[i]
 		}
+		// An alternative algorithm computes the same outputs.
+		for _, alt := range grp.Alternatives {
+			ain := make([][]float32, len(alt.Inputs))
+			for i, name := range alt.Inputs {
+				ain[i] = value(name)
+			}
+			aout, err := alt.DAG.Eval(ain)
+			if err != nil {
+				t.Fatalf("group %d, %s: %v", grp.ID, alt.Algorithm, err)
+			}
+			for i, o := range grp.Outputs {
+				if d := maxDiff(aout[i], out[i]); d > 1e-4 {
+					t.Errorf("group %d: output %s of %s differs from the direct one by %g", grp.ID, o, alt.Algorithm, d)
+				}
+			}
+		}
 	}
 	for i, o := range g.Outputs {
 		if d := maxDiff(vals[o], want[i]); d > 1e-5 {

@@ -35,7 +35,14 @@ type Task struct {
 }
 
 // Ops returns the op list of the task's first group (see Group.Ops).
-func (t *Task) Ops() string { return t.Groups[0].Ops() }
+// A task of an alternative algorithm names it: "Conv+Relu [winograd
+// F(4×4,3×3)]".
+func (t *Task) Ops() string {
+	if a := t.Groups[0].Algorithm; a != "" {
+		return t.Groups[0].Ops() + " [" + a + "]"
+	}
+	return t.Groups[0].Ops()
+}
 
 // Plan is a graph cut into fused groups, and the tasks they run.
 type Plan struct {
@@ -43,12 +50,12 @@ type Plan struct {
 	Tasks  []*Task  // in order of first occurrence
 }
 
-// TotalFLOPs returns the FLOPs of one inference: the sum over tasks of
-// weight × FLOPs.
+// TotalFLOPs returns the FLOPs of one inference by the direct
+// definitions: the sum over groups of their task's FLOPs.
 func (p *Plan) TotalFLOPs() float64 {
 	total := 0.0
-	for _, t := range p.Tasks {
-		total += float64(t.Weight) * t.FLOPs
+	for _, grp := range p.Groups {
+		total += grp.Task.FLOPs
 	}
 	return total
 }
@@ -72,17 +79,33 @@ func Extract(g *graph.Graph, opts Options) (*Plan, error) {
 			}
 			return nil, fmt.Errorf("partition: group %d (%s): %w", grp.ID, grp.Ops(), err)
 		}
-		t := byKey[grp.Key]
-		if t == nil {
-			t = &Task{Key: grp.Key, DAG: dag, FLOPs: dag.FLOPs()}
-			byKey[grp.Key] = t
-			p.Tasks = append(p.Tasks, t)
+		p.addToTask(byKey, grp, dag)
+		if opts.DirectOnly {
+			continue
 		}
-		t.Groups = append(t.Groups, grp)
-		t.Weight++
-		grp.Task = t
+		alt, err := winogradAlternative(g, grp)
+		if err != nil {
+			return nil, fmt.Errorf("partition: group %d (%s): %w", grp.ID, grp.Ops(), err)
+		}
+		if alt != nil {
+			grp.Alternatives = append(grp.Alternatives, alt)
+			p.addToTask(byKey, alt, alt.DAG)
+		}
 	}
 	return p, nil
+}
+
+// addToTask makes grp an occurrence of the task of its key, new or not.
+func (p *Plan) addToTask(byKey map[string]*Task, grp *Group, dag *te.DAG) {
+	t := byKey[grp.Key]
+	if t == nil {
+		t = &Task{Key: grp.Key, DAG: dag, FLOPs: dag.FLOPs()}
+		byKey[grp.Key] = t
+		p.Tasks = append(p.Tasks, t)
+	}
+	t.Groups = append(t.Groups, grp)
+	t.Weight++
+	grp.Task = t
 }
 
 // shapeOps compute shapes and indices: the graph passes fold them into
@@ -93,6 +116,16 @@ var shapeOps = map[string]bool{"Shape": true, "Size": true, "Gather": true, "Con
 // grp.Inputs (the graph values behind the DAG's placeholders) and grp.Key.
 // The DAG's outputs are grp.Outputs, in order.
 func LowerGroup(g *graph.Graph, grp *Group) (*te.DAG, error) {
+	return lowerGroup(g, grp, nil)
+}
+
+// nodeLowering lowers one node of a group by another compute definition
+// than the library's; handled is false for the nodes it leaves alone.
+type nodeLowering func(n *graph.Node, src TensorSource) (outs []*te.Tensor, handled bool, err error)
+
+// lowerGroup is LowerGroup with the nodes that override handles lowered by
+// it (nil: none).
+func lowerGroup(g *graph.Graph, grp *Group, override nodeLowering) (*te.DAG, error) {
 	vals := map[string]*te.Tensor{}
 	source := map[*te.Tensor]string{}
 	src := func(name string) (*te.Tensor, error) {
@@ -124,7 +157,15 @@ func LowerGroup(g *graph.Graph, grp *Group) (*te.DAG, error) {
 		return t, nil
 	}
 	for _, n := range grp.Nodes {
-		outs, err := LowerNode(g, n, src)
+		var outs []*te.Tensor
+		handled := false
+		var err error
+		if override != nil {
+			outs, handled, err = override(n, src)
+		}
+		if !handled && err == nil {
+			outs, err = LowerNode(g, n, src)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -192,6 +233,15 @@ func WriteTasks(w io.Writer, g *graph.Graph, p *Plan) error {
 	}
 	if err := t.write(w); err != nil {
 		return err
+	}
+	alts := 0
+	for _, grp := range p.Groups {
+		alts += len(grp.Alternatives)
+	}
+	if alts > 0 {
+		if _, err := fmt.Fprintf(w, "%d groups have an alternative algorithm (its own task; the build runs the faster measured)\n", alts); err != nil {
+			return err
+		}
 	}
 	_, err := fmt.Fprintf(w, "%d tasks, %d groups, %.3f %s per inference\n", len(p.Tasks), len(p.Groups), total/scale, unit)
 	return err

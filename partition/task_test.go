@@ -145,3 +145,69 @@ func TestTasksDedupe(t *testing.T) {
 		t.Errorf("inputs of y+x: %s", got)
 	}
 }
+
+// TestWinogradAlternative: a 3×3 stride-1 convolution of 16 channels gets a
+// Winograd alternative task (m=4 on a 12×12 output, m=2 on 6×6), the two
+// are rivals, Choose keeps the faster, and the alternative computes what
+// the direct group does (checkComputes); a strided or narrow convolution,
+// or DirectOnly, gets none.
+func TestWinogradAlternative(t *testing.T) {
+	cases := []struct {
+		name   string
+		cin, h int
+		stride int64
+		want   string // the alternative's algorithm, "" for none
+		opts   Options
+	}{
+		{"12x12", 16, 12, 1, Winograd(4), Options{}},
+		{"6x6", 16, 6, 1, Winograd(2), Options{}},
+		{"strided", 16, 12, 2, "", Options{}},
+		{"narrow", 8, 12, 1, "", Options{}},
+		{"direct only", 16, 12, 1, "", Options{DirectOnly: true}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := newTG(5)
+			x := b.input("x", 1, c.cin, c.h, c.h)
+			y := b.op("conv", "Conv", []string{x, b.weight("conv.w", 16, c.cin, 3, 3), b.weight("conv.b", 16)},
+				"pads", []int64{1, 1, 1, 1}, "strides", []int64{c.stride, c.stride})
+			g := b.done(t, nil, b.op("relu", "Relu", []string{y}))
+			p, err := Extract(g, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			alts := p.Groups[0].Alternatives
+			if c.want == "" {
+				if len(alts) != 0 || len(p.Tasks) != 1 {
+					t.Fatalf("%d alternatives, %d tasks", len(alts), len(p.Tasks))
+				}
+				return
+			}
+			if len(alts) != 1 || alts[0].Algorithm != c.want || len(p.Tasks) != 2 {
+				t.Fatalf("alternatives %v, %d tasks", alts, len(p.Tasks))
+			}
+			if r := p.Rivals(); fmt.Sprint(r) != "[[1] [0]]" {
+				t.Errorf("rivals %v", r)
+			}
+			if !strings.Contains(p.Tasks[1].Ops(), c.want) {
+				t.Errorf("task 1 ops %q", p.Tasks[1].Ops())
+			}
+			checkComputes(t, g, c.opts)
+			for _, winogradFaster := range []bool{true, false} {
+				chosen := p.Choose(func(task *Task) (float64, bool) {
+					if (task.Groups[0].Algorithm != "") == winogradFaster {
+						return 1, true
+					}
+					return 2, true
+				})
+				if len(chosen.Tasks) != 1 || len(chosen.Groups) != 1 || chosen.Groups[0].Task != chosen.Tasks[0] ||
+					(chosen.Groups[0].Algorithm != "") != winogradFaster || chosen.Tasks[0].Weight != 1 {
+					t.Errorf("winograd faster %v: chose %+v", winogradFaster, chosen.Groups[0])
+				}
+			}
+			if none := p.Choose(func(*Task) (float64, bool) { return 0, false }); none.Groups[0].Algorithm != "" {
+				t.Errorf("without costs, chose %s", none.Groups[0].Algorithm)
+			}
+		})
+	}
+}

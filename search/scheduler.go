@@ -42,6 +42,10 @@ type TaskProgress struct {
 	FLOPs   float64
 	History []float64 // best latency (seconds) after each of its rounds; +Inf while none is valid
 	Dead    bool      // no valid schedule, or stopped early: never picked
+	// Rivals are the indices of the tasks that compute the same groups by
+	// another algorithm (partition.Plan.Rivals): the model runs whichever
+	// is fastest, so only the fastest counts in the objective.
+	Rivals []int
 }
 
 // Rounds returns the number of rounds the task had.
@@ -56,10 +60,11 @@ func (t *TaskProgress) Best() float64 {
 }
 
 // Objective returns Σ weight × best latency over the tasks that have a
-// valid schedule, and whether every live task has one.
+// valid schedule, a task with rivals counting only when it is the fastest
+// of them (the first such on a tie), and whether every live task has one.
 func Objective(tasks []*TaskProgress) (float64, bool) {
 	sum, complete := 0.0, true
-	for _, t := range tasks {
+	for i, t := range tasks {
 		b := t.Best()
 		if math.IsInf(b, 1) {
 			if !t.Dead {
@@ -67,9 +72,24 @@ func Objective(tasks []*TaskProgress) (float64, bool) {
 			}
 			continue
 		}
+		if beaten(tasks, i) {
+			continue
+		}
 		sum += t.Weight * b
 	}
 	return sum, complete
+}
+
+// beaten reports whether a rival of task i is faster (or as fast and
+// listed first).
+func beaten(tasks []*TaskProgress, i int) bool {
+	b := tasks[i].Best()
+	for _, r := range tasks[i].Rivals {
+		if rb := tasks[r].Best(); rb < b || rb == b && r < i {
+			return true
+		}
+	}
+	return false
 }
 
 // NextTask returns the index of the task the next round goes to, or -1
@@ -102,7 +122,7 @@ func NextTask(tasks []*TaskProgress, opts SchedulerOptions, rr *int) int {
 		if t.Dead {
 			continue
 		}
-		g := gradient(t, opts, vmax)
+		g := gradient(tasks, t, opts, vmax)
 		if g < bestGrad || best < 0 {
 			best, bestGrad = i, g
 		}
@@ -112,7 +132,7 @@ func NextTask(tasks []*TaskProgress, opts SchedulerOptions, rr *int) int {
 
 // gradient estimates ∂objective/∂rounds for a task (negative: it helps).
 // A task with no valid schedule yet gets -Inf: finding one matters most.
-func gradient(t *TaskProgress, opts SchedulerOptions, vmax float64) float64 {
+func gradient(tasks []*TaskProgress, t *TaskProgress, opts SchedulerOptions, vmax float64) float64 {
 	g := t.Best()
 	if math.IsInf(g, 1) {
 		return math.Inf(-1)
@@ -130,7 +150,22 @@ func gradient(t *TaskProgress, opts SchedulerOptions, vmax float64) float64 {
 	if vmax > 0 && t.FLOPs > 0 {
 		forward = math.Min(forward, opts.Beta*t.FLOPs/vmax-g)
 	}
+	// A task a rival beats lowers the objective only by what it gains
+	// beyond the rival's latency.
+	if rb := rivalBest(tasks, t); rb < g {
+		backward = 0
+		forward = math.Min(0, g+forward-rb)
+	}
 	return t.Weight * (opts.Alpha*backward + (1-opts.Alpha)*forward)
+}
+
+// rivalBest returns the best latency among t's rivals (+Inf: none).
+func rivalBest(tasks []*TaskProgress, t *TaskProgress) float64 {
+	best := math.Inf(1)
+	for _, r := range t.Rivals {
+		best = math.Min(best, tasks[r].Best())
+	}
+	return best
 }
 
 // ApplyEarlyStopping marks tasks dead that had opts.EarlyStopping rounds

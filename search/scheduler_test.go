@@ -62,3 +62,30 @@ func TestEarlyStoppingAndObjective(t *testing.T) {
 		t.Error("strategy names")
 	}
 }
+
+// TestRivals: of two tasks that compute the same groups by two algorithms,
+// only the faster counts in the objective, and the scheduler leaves a
+// beaten task alone while its likely gain does not reach its rival.
+func TestRivals(t *testing.T) {
+	tasks := []*TaskProgress{
+		{Weight: 2, FLOPs: 1e9, History: []float64{0.004, 0.003, 0.003, 0.003}, Rivals: []int{1}}, // direct
+		{Weight: 2, FLOPs: 1e9, History: []float64{0.020, 0.019, 0.018, 0.017}, Rivals: []int{0}}, // a slow alternative
+		{Weight: 1, FLOPs: 1e9, History: []float64{0.010, 0.009, 0.009, 0.009}},
+	}
+	if f, _ := Objective(tasks); math.Abs(f-(2*0.003+0.009)) > 1e-12 {
+		t.Errorf("objective %v, want %v (the slow alternative does not count)", f, 2*0.003+0.009)
+	}
+	opts := DefaultSchedulerOptions()
+	rr := 0
+	if got := NextTask(tasks, opts, &rr); got == 1 {
+		t.Errorf("picked the alternative that cannot catch up with its rival")
+	}
+	tasks[1].History = append(tasks[1].History, 0.002) // it overtook
+	if f, _ := Objective(tasks); math.Abs(f-(2*0.002+0.009)) > 1e-12 {
+		t.Errorf("objective %v after the alternative overtook", f)
+	}
+	tasks[0].History = append(tasks[0].History, 0.002) // a tie: the first listed counts once
+	if f, _ := Objective(tasks); math.Abs(f-(2*0.002+0.009)) > 1e-12 {
+		t.Errorf("objective %v on a tie", f)
+	}
+}

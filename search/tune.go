@@ -16,6 +16,9 @@ type Task struct {
 	Key    string // workload key
 	DAG    *te.DAG
 	Weight int
+	// Rivals are the indices of the tasks that compute the same groups
+	// by another algorithm (see TaskProgress.Rivals).
+	Rivals []int
 }
 
 // Log keeps every measured batch; the tuning loop commits each batch
@@ -105,7 +108,7 @@ func Tune(ctx context.Context, tasks []Task, prior map[string][]Measured, model 
 			return Summary{}, fmt.Errorf("task %s: %w", t.Key, err)
 		}
 		policies[i] = p
-		progress[i] = &TaskProgress{Weight: float64(t.Weight), FLOPs: t.DAG.FLOPs()}
+		progress[i] = &TaskProgress{Weight: float64(t.Weight), FLOPs: t.DAG.FLOPs(), Rivals: t.Rivals}
 		sums[i] = TaskSummary{Task: t, Best: math.Inf(1)}
 		if pr := prior[t.Key]; len(pr) > 0 {
 			p.AddMeasured(pr)

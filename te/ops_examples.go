@@ -144,8 +144,9 @@ func (b *exampleBuilder) build() {
 	}
 	for _, m := range WinogradTileSizes() {
 		// Winograd F(m×m, 3×3) with a bias and a ReLU, as a 3×3 conv group's
-		// alternative; 7×9 leaves partial tiles for both m.
-		x, u, bias := P("X", 1, 3, 7, 9), K("U", m+2, m+2, 3, 4), K("bias", 4, 1, 1)
+		// alternative; 7×7 leaves partial tiles for both m, and the tile
+		// counts (16 and 4) are whole vectors.
+		x, u, bias := P("X", 1, 3, 7, 7), K("U", m+2, m+2, 3, 4), K("bias", 4, 1, 1)
 		c := mustExample(WinogradConv2D("conv", x, u, m, []int{1, 1, 1, 1}))
 		biased := mustExample(Add("bias_add", c, bias))
 		b.add(fmt.Sprintf("winograd%d_bias_relu", m))(Relu("relu", biased))

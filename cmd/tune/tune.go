@@ -83,8 +83,9 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	tasks := make([]search.Task, len(plan.Tasks))
+	rivals := plan.Rivals()
 	for i, t := range plan.Tasks {
-		tasks[i] = search.Task{Key: t.Key, DAG: t.DAG, Weight: t.Weight}
+		tasks[i] = search.Task{Key: t.Key, DAG: t.DAG, Weight: t.Weight, Rivals: rivals[i]}
 	}
 
 	tg, err := newTarget(*targetName, *threads, runOptions(*threads, *timeout), &measure.Builder{})
