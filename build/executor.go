@@ -204,20 +204,18 @@ func (c call) argName(a int) string {
 	return c.group.Outputs[a-len(c.group.Inputs)]
 }
 
-// tensorInfo describes a graph input or output; only float32 values of
-// static shape cross the model's API.
+// tensorInfo describes a graph input or output of static shape. Values of
+// integer or bool type cross the model's API as float32 values, exact
+// within ±2^24 (graph.MaxExactInt); the manifest names their dtype.
 func tensorInfo(g *graph.Graph, name, what string) (TensorInfo, error) {
 	v := g.Values[name]
 	if v == nil || v.Shape == nil {
 		return TensorInfo{}, fmt.Errorf("build: %s %s has no shape", what, name)
-	}
-	if v.DType != graph.Float32 {
-		return TensorInfo{}, graph.Unsupportedf("build: %s %s is %s (a built model takes and returns float32 only)", what, name, v.DType)
 	}
 	for _, d := range v.Shape {
 		if d <= 0 {
 			return TensorInfo{}, graph.Unsupportedf("build: %s %s has shape %v (bind it with --input %s=d0,d1,...)", what, name, v.Shape, name)
 		}
 	}
-	return TensorInfo{Name: name, Shape: append([]int{}, v.Shape...), DType: "float32"}, nil
+	return TensorInfo{Name: name, Shape: append([]int{}, v.Shape...), DType: v.DType.String()}, nil
 }

@@ -39,10 +39,12 @@ func ReadTensor(path string, want TensorInfo) ([]float32, error) {
 	case strings.EqualFold(filepath.Ext(path), ".pb"):
 		var t *graph.Tensor
 		if _, t, err = onnx.DecodeTensor(data); err == nil {
-			if t.DType != graph.Float32 {
-				err = fmt.Errorf("a tensor of %s, the model takes float32", t.DType)
+			if t.DType.String() != want.DType && want.DType != "" {
+				err = fmt.Errorf("a tensor of %s, the model takes %s", t.DType, want.DType)
+			} else {
+				shape = t.Shape
+				vals, err = t.KernelData()
 			}
-			shape, vals = t.Shape, t.F32
 		}
 	default:
 		if len(data) != 4*want.Elems() {
@@ -80,7 +82,8 @@ func WriteTensor(path string, t TensorInfo, data []float32) error {
 	return os.WriteFile(path, out, 0o644)
 }
 
-// decodeNpy reads a float32 C-order .npy file.
+// decodeNpy reads a float32 (or int64, int32, uint8, bool) C-order .npy
+// file.
 func decodeNpy(data []byte) ([]int, []float32, error) {
 	if len(data) < 10 {
 		return nil, nil, fmt.Errorf("truncated .npy header")
@@ -105,8 +108,10 @@ func decodeNpy(data []byte) ([]int, []float32, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if d := strings.Trim(descr, `'"`); d != "<f4" && d != "=f4" {
-		return nil, nil, fmt.Errorf(".npy of dtype %s: the model takes float32 ('<f4'; convert with x.astype(np.float32))", d)
+	d := strings.Trim(descr, `'"`)
+	size, ok := npyInts[d]
+	if d != "<f4" && d != "=f4" && !ok {
+		return nil, nil, fmt.Errorf(".npy of dtype %s: the model takes float32 ('<f4'; convert with x.astype(np.float32)), or integers and bools for inputs of those types", d)
 	}
 	if fo, err := npyField(header, "fortran_order"); err != nil || fo != "False" {
 		return nil, nil, fmt.Errorf(".npy in Fortran order: the model takes C order (np.ascontiguousarray)")
@@ -127,11 +132,35 @@ func decodeNpy(data []byte) ([]int, []float32, error) {
 		shape = append(shape, d)
 	}
 	body := data[start+hlen:]
-	if len(body) != 4*graph.NumElems(shape) {
-		return nil, nil, fmt.Errorf(".npy of shape %v holds %d bytes of data, want %d", shape, len(body), 4*graph.NumElems(shape))
+	if !ok {
+		size = 4
 	}
-	return shape, floatsOf(body), nil
+	if len(body) != size*graph.NumElems(shape) {
+		return nil, nil, fmt.Errorf(".npy of shape %v holds %d bytes of data, want %d", shape, len(body), size*graph.NumElems(shape))
+	}
+	if !ok {
+		return shape, floatsOf(body), nil
+	}
+	t := &graph.Tensor{DType: graph.Int64, Shape: shape, I64: make([]int64, graph.NumElems(shape))}
+	for i := range t.I64 {
+		b := body[size*i:]
+		switch size {
+		case 8:
+			t.I64[i] = int64(binary.LittleEndian.Uint64(b))
+		case 4:
+			t.I64[i] = int64(int32(binary.LittleEndian.Uint32(b)))
+		default:
+			t.I64[i] = int64(b[0])
+		}
+	}
+	vals, err := t.KernelData()
+	return shape, vals, err
 }
+
+// npyInts are the integer and bool .npy dtypes an input of integer or
+// bool type may be read from, with their sizes; the values reach the
+// model as float32 (exact within ±2^24).
+var npyInts = map[string]int{"<i8": 8, "<i4": 4, "|u1": 1, "|b1": 1}
 
 // npyField returns the value of key in a .npy header dict: a quoted
 // string, a word, or a parenthesized tuple.

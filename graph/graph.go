@@ -578,3 +578,30 @@ func (n *Node) Output(i int) string {
 	}
 	return ""
 }
+
+// InputsBehind lists the graph inputs that value is computed from (value
+// itself when it is one): the inputs to freeze when an op needs value's
+// contents as a constant (a *NotConstantError).
+func (g *Graph) InputsBehind(value string) []string {
+	prod := g.Producers()
+	seen := map[string]bool{}
+	var out []string
+	var walk func(string)
+	walk = func(v string) {
+		if v == "" || seen[v] {
+			return
+		}
+		seen[v] = true
+		if g.IsInput(v) {
+			out = append(out, v)
+			return
+		}
+		if n := prod[v]; n != nil {
+			for _, in := range n.Inputs {
+				walk(in)
+			}
+		}
+	}
+	walk(value)
+	return out
+}

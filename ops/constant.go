@@ -2,7 +2,6 @@ package ops
 
 import (
 	"math"
-	"slices"
 	"tessera/graph"
 )
 
@@ -12,65 +11,12 @@ import (
 
 func init() {
 	define(
-		&Op{Name: "Gather", MinIn: 2, MaxIn: 2, Pattern: Opaque, Infer: inferGather, Eval: evalGather},
 		&Op{Name: "Shape", MinIn: 1, MaxIn: 1, Pattern: Opaque, Infer: inferShape, Eval: evalShape},
 		&Op{Name: "Size", MinIn: 1, MaxIn: 1, Pattern: Opaque, Infer: inferSize, Eval: evalSize},
 		&Op{Name: "ConstantOfShape", MinIn: 1, MaxIn: 1, Pattern: Opaque, Infer: inferConstantOfShape, Eval: evalConstantOfShape},
 		&Op{Name: "Constant", MinIn: 0, MaxIn: 0, Pattern: Opaque, Infer: inferConstant, Eval: evalConstant},
 		&Op{Name: "Range", MinIn: 3, MaxIn: 3, Pattern: Opaque, Infer: inferRange, Eval: evalRange},
 	)
-}
-
-func inferGather(c *inferCtx) error {
-	x := c.Shape(0)
-	a, err := c.N.Int("axis", 0)
-	if err != nil {
-		return err
-	}
-	axis, err := c.NormAxis(a, len(x))
-	if err != nil {
-		return err
-	}
-	if c.DType(1) != graph.Int64 {
-		return c.Errorf("indices are %s", c.DType(1))
-	}
-	out := append(append(slices.Clone(x[:axis]), c.Shape(1)...), x[axis+1:]...)
-	c.Set(0, c.DType(0), out)
-	return nil
-}
-
-func evalGather(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	x := in[0].Shape
-	a, _ := c.N.Int("axis", 0)
-	axis, _ := c.NormAxis(a, len(x))
-	ir := len(in[1].Shape)
-	st := graph.Strides(x)
-	ist := graph.Strides(in[1].Shape)
-	var bad error
-	t := remap(in[0], c.Out[0].Shape, func(idx []int) int {
-		s := 0
-		for i := range axis {
-			s += idx[i] * st[i]
-		}
-		k := 0
-		for i := range ir {
-			k += idx[axis+i] * ist[i]
-		}
-		j := in[1].I64[k]
-		if j < 0 {
-			j += int64(x[axis])
-		}
-		if j < 0 || j >= int64(x[axis]) {
-			bad = c.Errorf("index %d out of range [0, %d)", in[1].I64[k], x[axis])
-			j = 0
-		}
-		s += int(j) * st[axis]
-		for i := axis + 1; i < len(x); i++ {
-			s += idx[ir+i-1] * st[i]
-		}
-		return s
-	})
-	return []*graph.Tensor{t}, bad
 }
 
 // shapeRange returns Shape's [start, end) (attributes from opset 15).

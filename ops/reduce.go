@@ -1,16 +1,26 @@
 package ops
 
 import (
+	"fmt"
+	"slices"
+
+	"tessera/graph"
 	"tessera/te"
+	"tessera/tir"
 )
 
 // Reductions over axes.
 
 func init() {
 	for _, name := range []string{"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceL1", "ReduceL2",
-		"ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"} {
+		"ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ReduceProd"} {
 		define(&Op{Name: name, MinIn: 1, MaxIn: 2, Pattern: CommReduce, Lower: lowerReduce})
 	}
+	define(
+		&Op{Name: "ArgMax", MinIn: 1, MaxIn: 1, Pattern: CommReduce, OutType: fixed(graph.Int64), Lower: lowerArg},
+		&Op{Name: "ArgMin", MinIn: 1, MaxIn: 1, Pattern: CommReduce, OutType: fixed(graph.Int64), Lower: lowerArg},
+		&Op{Name: "Hardmax", MinIn: 1, MaxIn: 1, Pattern: CommReduce, Lower: lowerHardmax},
+	)
 }
 
 // lowerReduce lowers the Reduce ops. Axes are an attribute, or an input
@@ -44,6 +54,8 @@ func lowerReduce(c *lowerCtx) ([]*te.Tensor, error) {
 		return one(te.ReduceMax(out, x, a))
 	case "ReduceMin":
 		return one(te.ReduceMin(out, x, a))
+	case "ReduceProd":
+		return one(te.ReduceAxes(out, x, a, te.ProdReduce))
 	case "ReduceL1":
 		ab, err := te.Abs(c.sub("abs"), x)
 		if err != nil {
@@ -98,4 +110,123 @@ func lowerReduce(c *lowerCtx) ([]*te.Tensor, error) {
 		return nil, err
 	}
 	return one(te.Add(out, l, mr))
+}
+
+// argIndex is the index along axis of x's first (or, with last, final)
+// extreme element, kept as an extent-1 axis when keep: the extreme by a
+// max (or min) reduction, then the least (greatest) index holding it.
+func (c *lowerCtx) argIndex(name string, x *te.Tensor, axis int, keep, last, isMax bool) (*te.Tensor, error) {
+	rank := len(x.Shape)
+	axis, err := normAxisInt(axis, rank)
+	if err != nil {
+		return nil, err
+	}
+	red := te.MaxReduce
+	if !isMax {
+		red = te.MinReduce
+	}
+	m, err := te.ReduceAxes(c.sub("extreme"), x, te.ReduceAttrs{Axes: []int{axis}, KeepDims: true}, red)
+	if err != nil {
+		return nil, err
+	}
+	n := x.Shape[axis]
+	out := slices.Clone(x.Shape)
+	if keep {
+		out[axis] = 1
+	} else {
+		out = slices.Delete(out, axis, axis+1)
+	}
+	pick, miss := te.MinReduce, tir.F32(float64(n))
+	if last {
+		pick, miss = te.MaxReduce, tir.F32(-1)
+	}
+	return te.Reduce(name, out, pick, []int{n}, func(i, r []tir.Expr) tir.Expr {
+		xi := slices.Clone(i)
+		if keep {
+			xi[axis] = r[0]
+		} else {
+			xi = slices.Insert(xi, axis, r[0])
+		}
+		mi := slices.Clone(xi)
+		mi[axis] = tir.Const(0)
+		hit := tir.Cmp(tir.EQ, x.At(xi...), m.At(mi...))
+		return tir.SelectE(hit, &tir.Cast{To: tir.Float32, X: r[0]}, miss)
+	}), nil
+}
+
+// lowerArg lowers ArgMax and ArgMin (int64 indices).
+func lowerArg(c *lowerCtx) ([]*te.Tensor, error) {
+	x, err := c.in(0)
+	if err != nil {
+		return nil, err
+	}
+	axis, err := c.n.Int("axis", 0)
+	if err != nil {
+		return nil, err
+	}
+	keep, err := c.n.Int("keepdims", 1)
+	if err != nil {
+		return nil, err
+	}
+	last, err := c.n.Int("select_last_index", 0)
+	if err != nil {
+		return nil, err
+	}
+	return one(c.argIndex(c.name(0), x, int(axis), keep != 0, last != 0, c.n.OpType == "ArgMax"))
+}
+
+// lowerHardmax: 1 at the first maximum along axis, 0 elsewhere. Before
+// opset 13 the input is coerced to 2-D at axis (default 1), as Softmax.
+func lowerHardmax(c *lowerCtx) ([]*te.Tensor, error) {
+	x, err := c.in(0)
+	if err != nil {
+		return nil, err
+	}
+	def := int64(-1)
+	if c.opset < 13 {
+		def = 1
+	}
+	a, err := c.n.Int("axis", def)
+	if err != nil {
+		return nil, err
+	}
+	axis, err := normAxisInt(int(a), len(x.Shape))
+	if err != nil {
+		return nil, err
+	}
+	src := x
+	if c.opset < 13 {
+		if src, err = te.Flatten(c.sub("flat"), x, axis); err != nil {
+			return nil, err
+		}
+		axis = 1
+	}
+	am, err := c.argIndex(c.sub("argmax"), src, axis, true, false, true)
+	if err != nil {
+		return nil, err
+	}
+	name := c.name(0)
+	if c.opset < 13 {
+		name = c.sub("2d")
+	}
+	h := te.Compute(name, src.Shape, func(i []tir.Expr) tir.Expr {
+		ai := slices.Clone(i)
+		ai[axis] = tir.Const(0)
+		return boolE(tir.Cmp(tir.EQ, &tir.Cast{To: tir.Float32, X: i[axis]}, am.At(ai...)))
+	})
+	if c.opset < 13 {
+		return one(te.Reshape(c.name(0), h, x.Shape, false))
+	}
+	return []*te.Tensor{h}, nil
+}
+
+// normAxisInt maps axis in [-rank, rank) to [0, rank).
+func normAxisInt(axis, rank int) (int, error) {
+	if axis < -rank || axis >= rank {
+		return 0, fmt.Errorf("axis %d out of range for rank %d", axis, rank)
+	}
+	if axis < 0 {
+		axis += rank
+	}
+	return axis, nil
 }

@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"math"
+
 	"tessera/graph"
 	"tessera/te"
 	"tessera/tir"
@@ -35,6 +37,33 @@ func init() {
 		define(op)
 	}
 	define(
+		&Op{Name: "IsNaN", MinIn: 1, MaxIn: 1, Pattern: ElemWise, OutType: fixed(graph.Bool),
+			Lower: elementwise(func(_ *lowerCtx, v []tir.Expr) tir.Expr { return boolE(tir.Cmp(tir.NE, v[0], v[0])) })},
+		&Op{Name: "IsInf", MinIn: 1, MaxIn: 1, Pattern: ElemWise, OutType: fixed(graph.Bool),
+			Lower: elementwise(func(c *lowerCtx, v []tir.Expr) tir.Expr {
+				pos, _ := c.n.Int("detect_positive", 1)
+				neg, _ := c.n.Int("detect_negative", 1)
+				var hit tir.Expr = tir.Cmp(tir.NE, tir.F32(0), tir.F32(0))
+				if pos != 0 {
+					hit = tir.OrE(hit, tir.Cmp(tir.EQ, v[0], tir.F32(math.Inf(1))))
+				}
+				if neg != 0 {
+					hit = tir.OrE(hit, tir.Cmp(tir.EQ, v[0], tir.F32(math.Inf(-1))))
+				}
+				return boolE(hit)
+			})},
+		// Shrink: x+bias below -lambd, x-bias above lambd, 0 between.
+		&Op{Name: "Shrink", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Lower: elementwise(func(c *lowerCtx, v []tir.Expr) tir.Expr {
+			l, _ := c.n.Float("lambd", 0.5)
+			b, _ := c.n.Float("bias", 0)
+			x := v[0]
+			return tir.SelectE(tir.Cmp(tir.LT, x, tir.F32(-float64(l))), tir.AddE(x, tir.F32(float64(b))),
+				tir.SelectE(tir.Cmp(tir.GT, x, tir.F32(float64(l))), tir.SubE(x, tir.F32(float64(b))), tir.F32(0)))
+		})},
+		&Op{Name: "ThresholdedRelu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Lower: elementwise(func(c *lowerCtx, v []tir.Expr) tir.Expr {
+			a, _ := c.n.Float("alpha", 1)
+			return tir.SelectE(tir.Cmp(tir.GT, v[0], tir.F32(float64(a))), v[0], tir.F32(0))
+		})},
 		&Op{Name: "LeakyRelu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Lower: lowerLeakyRelu},
 		&Op{Name: "HardSigmoid", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Lower: lowerHardSigmoid},
 		&Op{Name: "Gelu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Lower: lowerGelu},

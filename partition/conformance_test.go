@@ -269,7 +269,7 @@ func runDataSet(g *graph.Graph, set string, disabled map[string]bool) (outcome, 
 			// computed from and start over.
 			g = base
 			frozen := 0
-			for _, name := range inputsBehind(base, nc.Value) {
+			for _, name := range base.InputsBehind(nc.Value) {
 				if err := g.Freeze(name, inputs[name]); err != nil {
 					return failed, err.Error()
 				}
@@ -308,31 +308,6 @@ func runDataSet(g *graph.Graph, set string, disabled map[string]bool) (outcome, 
 		}
 	}
 	return passed, ""
-}
-
-// inputsBehind lists the graph inputs value is computed from.
-func inputsBehind(g *graph.Graph, value string) []string {
-	prod := g.Producers()
-	seen := map[string]bool{}
-	var out []string
-	var walk func(string)
-	walk = func(v string) {
-		if v == "" || seen[v] {
-			return
-		}
-		seen[v] = true
-		if g.IsInput(v) {
-			out = append(out, v)
-			return
-		}
-		if n := prod[v]; n != nil {
-			for _, in := range n.Inputs {
-				walk(in)
-			}
-		}
-	}
-	walk(value)
-	return out
 }
 
 // compare checks got against want at rtol 1e-4, atol 1e-5.

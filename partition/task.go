@@ -146,9 +146,6 @@ func lowerGroup(g *graph.Graph, grp *Group, override nodeLowering) (*te.DAG, err
 			lit := tir.F32(c.Float64s()[0])
 			t = te.Compute(name, v.Shape, func([]tir.Expr) tir.Expr { return lit })
 		} else {
-			if v.Const == nil && v.DType != graph.Float32 {
-				return nil, graph.Unsupportedf("value %s is %s computed at run time (only float32 data reaches the kernels)", name, v.DType)
-			}
 			t = te.Placeholder(name, v.Shape...)
 			t.Const = v.Const != nil
 			source[t] = name

@@ -81,7 +81,7 @@ var (
 	binOps     = []string{"+", "-", "*", "/", "floordiv", "floormod", "min", "max"}
 	cmpOps     = []string{"==", "!=", "<", "<=", ">", ">="}
 	dtypeNames = []string{tir.Float32: "float32", tir.Int: "int", tir.Bool: "bool"}
-	reducers   = []string{NoReduce: "", Sum: "sum", MaxReduce: "max", MinReduce: "min"}
+	reducers   = []string{NoReduce: "", Sum: "sum", MaxReduce: "max", MinReduce: "min", ProdReduce: "prod"}
 )
 
 // MarshalJSON encodes the DAG in the codec's JSON form. It fails for a

@@ -137,6 +137,8 @@ func reduceLoop(e *env, base int, axes []IterVar, r Reducer, body func(*env) flo
 			if v < *acc || math.IsNaN(v) {
 				*acc = v
 			}
+		case ProdReduce:
+			*acc *= v
 		}
 		return
 	}

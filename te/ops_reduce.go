@@ -128,3 +128,9 @@ func ReduceMax(name string, x *Tensor, a ReduceAttrs) (*Tensor, error) {
 func ReduceMin(name string, x *Tensor, a ReduceAttrs) (*Tensor, error) {
 	return reduceOp("ReduceMin", "reduce_min", name, x, a, MinReduce, false)
 }
+
+// ReduceAxes combines x over the axes with any reducer (ReduceProd's
+// ProdReduce, or the reducers of the library's own Reduce ops).
+func ReduceAxes(name string, x *Tensor, a ReduceAttrs, red Reducer) (*Tensor, error) {
+	return reduceOp("Reduce", "reduce", name, x, a, red, false)
+}

@@ -32,10 +32,11 @@ const (
 	Sum
 	MaxReduce
 	MinReduce
+	ProdReduce
 )
 
 func (r Reducer) String() string {
-	return [...]string{"none", "sum", "max", "min"}[r]
+	return [...]string{"none", "sum", "max", "min", "prod"}[r]
 }
 
 // Identity returns the reducer's neutral element.
@@ -45,6 +46,8 @@ func (r Reducer) Identity() float64 {
 		return math.Inf(-1)
 	case MinReduce:
 		return math.Inf(1)
+	case ProdReduce:
+		return 1
 	}
 	return 0
 }
@@ -56,6 +59,8 @@ func (r Reducer) Combine(acc, v tir.Expr) tir.Expr {
 		return tir.MaxE(acc, v)
 	case MinReduce:
 		return tir.MinE(acc, v)
+	case ProdReduce:
+		return tir.MulE(acc, v)
 	}
 	return tir.AddE(acc, v)
 }

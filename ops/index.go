@@ -1,0 +1,223 @@
+package ops
+
+import (
+	"fmt"
+	"slices"
+
+	"tessera/graph"
+	"tessera/te"
+	"tessera/tir"
+)
+
+// Ops that read their data at run-time indices: Gather, GatherElements,
+// OneHot, and Trilu (a mask of its indices). An index read from a tensor
+// is clamped to its axis after the negative wrap, so that every load stays
+// in bounds whatever the data says (ONNX leaves out-of-range indices
+// undefined).
+
+func init() {
+	define(
+		&Op{Name: "Gather", MinIn: 2, MaxIn: 2, Pattern: Injective, Infer: inferGather, Eval: evalGather, Lower: lowerGather},
+		&Op{Name: "GatherElements", MinIn: 2, MaxIn: 2, Pattern: Injective, Lower: lowerGatherElements},
+		&Op{Name: "OneHot", MinIn: 3, MaxIn: 3, Pattern: Injective, OutType: sameAs(2), Lower: lowerOneHot},
+		&Op{Name: "Trilu", MinIn: 1, MaxIn: 2, Pattern: Injective, Lower: lowerTrilu},
+	)
+}
+
+// indexAt is the index along an axis of extent n that value v (a float32
+// holding an integer) names: negative counts from the end, clamped to
+// [0, n).
+func indexAt(v tir.Expr, n int) tir.Expr {
+	i := &tir.Cast{To: tir.Int, X: v}
+	wrapped := tir.SelectE(tir.Cmp(tir.LT, i, tir.Const(0)), tir.AddE(i, tir.Const(int64(n))), i)
+	return tir.MinE(tir.MaxE(wrapped, tir.Const(0)), tir.Const(int64(n-1)))
+}
+
+func lowerGather(c *lowerCtx) ([]*te.Tensor, error) {
+	x, err := c.in(0)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := c.in(1)
+	if err != nil {
+		return nil, err
+	}
+	a, err := c.n.Int("axis", 0)
+	if err != nil {
+		return nil, err
+	}
+	axis, err := normAxisInt(int(a), len(x.Shape))
+	if err != nil {
+		return nil, err
+	}
+	ir := len(idx.Shape)
+	out := append(append(slices.Clone(x.Shape[:axis]), idx.Shape...), x.Shape[axis+1:]...)
+	return []*te.Tensor{te.Compute(c.name(0), out, func(i []tir.Expr) tir.Expr {
+		xi := slices.Clone(i[:axis])
+		xi = append(xi, indexAt(idx.At(i[axis:axis+ir]...), x.Shape[axis]))
+		return x.At(append(xi, i[axis+ir:]...)...)
+	})}, nil
+}
+
+func lowerGatherElements(c *lowerCtx) ([]*te.Tensor, error) {
+	x, err := c.in(0)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := c.in(1)
+	if err != nil {
+		return nil, err
+	}
+	a, err := c.n.Int("axis", 0)
+	if err != nil {
+		return nil, err
+	}
+	axis, err := normAxisInt(int(a), len(x.Shape))
+	if err != nil {
+		return nil, err
+	}
+	if len(idx.Shape) != len(x.Shape) {
+		return nil, fmt.Errorf("indices %v and data %v differ in rank", idx.Shape, x.Shape)
+	}
+	for k, d := range idx.Shape {
+		if k != axis && d > x.Shape[k] {
+			return nil, fmt.Errorf("indices %v exceed data %v on axis %d", idx.Shape, x.Shape, k)
+		}
+	}
+	return []*te.Tensor{te.Compute(c.name(0), idx.Shape, func(i []tir.Expr) tir.Expr {
+		xi := slices.Clone(i)
+		xi[axis] = indexAt(idx.At(i...), x.Shape[axis])
+		return x.At(xi...)
+	})}, nil
+}
+
+// lowerOneHot: out[..., k, ...] = values[1] where k is the index's
+// (wrapped) value, values[0] elsewhere; depth must be a constant.
+func lowerOneHot(c *lowerCtx) ([]*te.Tensor, error) {
+	idx, err := c.in(0)
+	if err != nil {
+		return nil, err
+	}
+	dt := c.g.ConstOf(c.n.Input(1))
+	if dt == nil {
+		return nil, &graph.NotConstantError{Value: c.n.Input(1), Node: c.n.Name, Op: c.n.OpType, What: "depth"}
+	}
+	if dt.Len() != 1 {
+		return nil, fmt.Errorf("depth has shape %v, want one element", dt.Shape)
+	}
+	depth := int(dt.Float64s()[0])
+	if depth <= 0 {
+		return nil, fmt.Errorf("depth %d", depth)
+	}
+	vals, err := c.in(2)
+	if err != nil {
+		return nil, err
+	}
+	if len(vals.Shape) != 1 || vals.Shape[0] != 2 {
+		return nil, fmt.Errorf("values %v, want [2]", vals.Shape)
+	}
+	a, err := c.n.Int("axis", -1)
+	if err != nil {
+		return nil, err
+	}
+	axis, err := normAxisInt(int(a), len(idx.Shape)+1)
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Insert(slices.Clone(idx.Shape), axis, depth)
+	return []*te.Tensor{te.Compute(c.name(0), out, func(i []tir.Expr) tir.Expr {
+		ii := slices.Delete(slices.Clone(i), axis, axis+1)
+		v := idx.At(ii...)
+		k := tir.SelectE(tir.Cmp(tir.LT, v, tir.F32(0)), tir.AddE(v, tir.F32(float64(depth))), v)
+		hit := tir.Cmp(tir.EQ, k, &tir.Cast{To: tir.Float32, X: i[axis]})
+		return tir.SelectE(hit, vals.At(tir.Const(1)), vals.At(tir.Const(0)))
+	})}, nil
+}
+
+// lowerTrilu keeps the upper (or lower) triangle of the last two axes
+// from diagonal k (a constant input, default 0) and zeroes the rest.
+func lowerTrilu(c *lowerCtx) ([]*te.Tensor, error) {
+	x, err := c.in(0)
+	if err != nil {
+		return nil, err
+	}
+	if len(x.Shape) < 2 {
+		return nil, fmt.Errorf("input %v has rank < 2", x.Shape)
+	}
+	k := int64(0)
+	if name := c.n.Input(1); name != "" {
+		t := c.g.ConstOf(name)
+		if t == nil {
+			return nil, &graph.NotConstantError{Value: name, Node: c.n.Name, Op: c.n.OpType, What: "k"}
+		}
+		if t.Len() != 1 {
+			return nil, fmt.Errorf("k has shape %v, want one element", t.Shape)
+		}
+		k = t.Int64s()[0]
+	}
+	upper, err := c.n.Int("upper", 1)
+	if err != nil {
+		return nil, err
+	}
+	r := len(x.Shape)
+	return []*te.Tensor{te.Compute(c.name(0), x.Shape, func(i []tir.Expr) tir.Expr {
+		d := tir.SubE(i[r-1], i[r-2]) // column - row
+		keep := tir.Cmp(tir.GE, d, tir.Const(k))
+		if upper == 0 {
+			keep = tir.Cmp(tir.LE, d, tir.Const(k))
+		}
+		return tir.SelectE(keep, x.At(i...), tir.F32(0))
+	})}, nil
+}
+
+func inferGather(c *inferCtx) error {
+	x := c.Shape(0)
+	a, err := c.N.Int("axis", 0)
+	if err != nil {
+		return err
+	}
+	axis, err := c.NormAxis(a, len(x))
+	if err != nil {
+		return err
+	}
+	if c.DType(1) != graph.Int64 {
+		return c.Errorf("indices are %s", c.DType(1))
+	}
+	out := append(append(slices.Clone(x[:axis]), c.Shape(1)...), x[axis+1:]...)
+	c.Set(0, c.DType(0), out)
+	return nil
+}
+
+func evalGather(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	x := in[0].Shape
+	a, _ := c.N.Int("axis", 0)
+	axis, _ := c.NormAxis(a, len(x))
+	ir := len(in[1].Shape)
+	st := graph.Strides(x)
+	ist := graph.Strides(in[1].Shape)
+	var bad error
+	t := remap(in[0], c.Out[0].Shape, func(idx []int) int {
+		s := 0
+		for i := range axis {
+			s += idx[i] * st[i]
+		}
+		k := 0
+		for i := range ir {
+			k += idx[axis+i] * ist[i]
+		}
+		j := in[1].I64[k]
+		if j < 0 {
+			j += int64(x[axis])
+		}
+		if j < 0 || j >= int64(x[axis]) {
+			bad = c.Errorf("index %d out of range [0, %d)", in[1].I64[k], x[axis])
+			j = 0
+		}
+		s += int(j) * st[axis]
+		for i := axis + 1; i < len(x); i++ {
+			s += idx[ir+i-1] * st[i]
+		}
+		return s
+	})
+	return []*graph.Tensor{t}, bad
+}
