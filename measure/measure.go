@@ -34,6 +34,10 @@ type Measurer struct {
 	// Verify compares every candidate's outputs with the reference
 	// evaluator on the same inputs; a mismatch is WrongResult.
 	Verify bool
+	// MaxMemory is the most bytes measuring one task may take (see
+	// Footprint); 0 means DefaultMaxMemory. A batch of a larger task is
+	// not measured: Measure returns an error wrapping ErrTooLarge.
+	MaxMemory int64
 
 	mu    sync.Mutex
 	ref   map[*te.DAG]reference
@@ -124,6 +128,11 @@ func (m *Measurer) reference(d *te.DAG) reference {
 func (m *Measurer) Measure(ctx context.Context, inputs []Input) ([]Result, error) {
 	if m.Generate == nil {
 		return nil, errors.New("measure: Measurer.Generate is nil (a target makes the Measurer)")
+	}
+	for _, in := range inputs {
+		if err := CheckFootprint(in.State.DAG, m.MaxMemory); err != nil {
+			return nil, fmt.Errorf("measure: %w", err)
+		}
 	}
 	if err := m.Runner.Ready(ctx); err != nil {
 		return nil, fmt.Errorf("measure: the runner is not ready: %w", err)

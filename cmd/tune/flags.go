@@ -3,9 +3,12 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
+
+	"tessera/measure"
 )
 
 // parseArgs parses fs's flags wherever they appear among the positional
@@ -110,5 +113,28 @@ func (l *listFlag) String() string { return strings.Join(*l, " ") }
 
 func (l *listFlag) Set(v string) error {
 	*l = append(*l, v)
+	return nil
+}
+
+// bytesFlag is a byte count given with an optional binary unit: 8GiB,
+// 512MiB, 8G (= 8GiB), 1048576.
+type bytesFlag int64
+
+func (b *bytesFlag) String() string { return measure.Bytes(int64(*b)) }
+
+func (b *bytesFlag) Set(v string) error {
+	s := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(v), "B"), "i")
+	shift := 0
+	if n := len(s); n > 0 {
+		if k := strings.IndexByte("KMGT", s[n-1]); k >= 0 {
+			shift = 10 * (k + 1)
+			s = s[:n-1]
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt64>>shift {
+		return fmt.Errorf("want a positive size such as 8GiB, 512MiB or 1048576, got %q", v)
+	}
+	*b = bytesFlag(n << shift)
 	return nil
 }

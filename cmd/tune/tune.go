@@ -55,6 +55,8 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	verify := fs.Bool("verify", false, "check every candidate's output against the reference evaluator")
 	timeout := fs.Duration("timeout", 10*time.Second, "run time limit of one candidate")
 	strategy := fs.String("scheduler", "gradient", "task scheduler: gradient or round-robin")
+	maxMemory := bytesFlag(measure.DefaultMaxMemory)
+	fs.Var(&maxMemory, "max-memory", "the most memory measuring one task may take (its tensors at once), e.g. 8GiB or 512MiB")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: tune [flags] model.onnx\n\nTunes every task of the model and stores each measurement in --db.\nRunning the same command again resumes.\n\n")
 		fs.PrintDefaults()
@@ -85,6 +87,9 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	tasks := make([]search.Task, len(plan.Tasks))
 	rivals := plan.Rivals()
 	for i, t := range plan.Tasks {
+		if err := measure.CheckFootprint(t.DAG, int64(maxMemory)); err != nil {
+			return fmt.Errorf("task %d (%s) cannot be tuned: %w (--max-memory)", i, t.Ops(), err)
+		}
 		tasks[i] = search.Task{Key: t.Key, DAG: t.DAG, Weight: t.Weight, Rivals: rivals[i]}
 	}
 
@@ -94,6 +99,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	}
 	defer tg.Close()
 	measurer := tg.Measurer(*verify)
+	measurer.MaxMemory = int64(maxMemory)
 	targetKey := tg.Key()
 
 	store, err := records.Open(*db)
