@@ -163,10 +163,17 @@ func (m *Model) importances() []importance {
 // Load reads a model in LightGBM's text format, as written by Save (or by
 // LightGBM for numerical, single-output models): prediction goes through
 // leaves, and the trees are kept for Save and the Go walker.
+//
+// The file is checked before it is used: at most MaxModelBytes, the sizes
+// in its header and trees consistent with the values given, and every
+// tree a tree (no cycle, every node and leaf reached once).
 func Load(r io.Reader) (*Model, error) {
-	text, err := io.ReadAll(r)
+	text, err := io.ReadAll(io.LimitReader(r, MaxModelBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("costmodel: load: %w", err)
+	}
+	if len(text) > MaxModelBytes {
+		return nil, fmt.Errorf("costmodel: load: larger than %d MiB: not a cost model", MaxModelBytes>>20)
 	}
 	m, err := parseModel(text)
 	if err != nil {
@@ -220,6 +227,9 @@ func parseModel(text []byte) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("max_feature_idx: %v", err)
 	}
+	if mfi < 0 || mfi >= maxFeatures {
+		return nil, fmt.Errorf("max_feature_idx=%d: want 0 to %d", mfi, maxFeatures-1)
+	}
 	m.nf = mfi + 1
 	m.names = strings.Fields(header["feature_names"])
 	if len(m.names) != m.nf {
@@ -260,8 +270,20 @@ func parseModel(text []byte) (*Model, error) {
 	if len(m.trees) == 0 {
 		return nil, fmt.Errorf("no trees")
 	}
+	// leaves reads as many trees as tree_sizes lists.
+	if n := len(strings.Fields(header["tree_sizes"])); n != len(m.trees) {
+		return nil, fmt.Errorf("tree_sizes lists %d trees, the file has %d", n, len(m.trees))
+	}
 	return m, nil
 }
+
+// MaxModelBytes bounds the size of a model file Load reads (Tessera's
+// models take a few MB).
+const MaxModelBytes = 256 << 20
+
+// maxFeatures bounds max_feature_idx, so that a crafted header cannot make
+// the loader allocate names for billions of features.
+const maxFeatures = 1 << 16
 
 func parseTree(f map[string]string, nf int) (*tree, error) {
 	nl, err := strconv.Atoi(f["num_leaves"])
@@ -273,19 +295,22 @@ func parseTree(f map[string]string, nf int) (*tree, error) {
 	}
 	t := &tree{shrinkage: 1}
 	var perr error
+	// A field's values are counted before anything of num_leaves' size is
+	// allocated: num_leaves=999999999 allocated 24 GB. A field with the
+	// wrong count gives nil (and perr).
 	floats := func(key string, n int) []float64 {
 		fs := strings.Fields(f[key])
 		if len(fs) != n {
 			if perr == nil {
-				perr = fmt.Errorf("%s: %d values, want %d", key, len(fs), n)
+				perr = fmt.Errorf("%s: %d values, num_leaves=%d wants %d", key, len(fs), nl, n)
 			}
-			return make([]float64, n)
+			return nil
 		}
 		out := make([]float64, n)
 		for k, s := range fs {
 			v, err := strconv.ParseFloat(s, 64)
-			if err != nil && perr == nil {
-				perr = fmt.Errorf("%s: %v", key, err)
+			if (err != nil || math.IsNaN(v)) && perr == nil {
+				perr = fmt.Errorf("%s: value %d is %q", key, k, s)
 			}
 			out[k] = v
 		}
@@ -293,13 +318,30 @@ func parseTree(f map[string]string, nf int) (*tree, error) {
 	}
 	ints := func(key string, n int) []int64 {
 		fs := floats(key, n)
+		if fs == nil {
+			return nil
+		}
 		out := make([]int64, n)
 		for k, v := range fs {
+			if v != math.Trunc(v) || math.Abs(v) > math.MaxInt32 {
+				if perr == nil {
+					perr = fmt.Errorf("%s: value %d is %v, not an index", key, k, v)
+				}
+				return nil
+			}
 			out[k] = int64(v)
 		}
 		return out
 	}
 	t.leafValue = floats("leaf_value", nl)
+	if perr != nil {
+		return nil, perr
+	}
+	for k, v := range t.leafValue {
+		if math.IsInf(v, 0) {
+			return nil, fmt.Errorf("leaf_value: leaf %d is %v", k, v)
+		}
+	}
 	if s, ok := f["shrinkage"]; ok {
 		t.shrinkage, _ = strconv.ParseFloat(s, 64)
 	}
@@ -309,14 +351,19 @@ func parseTree(f map[string]string, nf int) (*tree, error) {
 		return t, perr
 	}
 	ni := nl - 1
-	for _, v := range ints("split_feature", ni) {
+	features, decisions := ints("split_feature", ni), ints("decision_type", ni)
+	lefts, rights := ints("left_child", ni), ints("right_child", ni)
+	t.threshold = floats("threshold", ni)
+	if perr != nil {
+		return nil, perr
+	}
+	for _, v := range features {
 		if v < 0 || int(v) >= nf {
 			return nil, fmt.Errorf("split feature %d out of range", v)
 		}
 		t.feature = append(t.feature, int32(v))
 	}
-	t.threshold = floats("threshold", ni)
-	for k, v := range ints("decision_type", ni) {
+	for k, v := range decisions {
 		if v&1 != 0 {
 			return nil, fmt.Errorf("node %d: categorical decision", k)
 		}
@@ -324,18 +371,12 @@ func parseTree(f map[string]string, nf int) (*tree, error) {
 			return nil, fmt.Errorf("node %d: NaN missing type is not supported", k)
 		}
 	}
-	for _, v := range ints("left_child", ni) {
-		t.left = append(t.left, int32(v))
-	}
-	for _, v := range ints("right_child", ni) {
-		t.right = append(t.right, int32(v))
-	}
 	for k := range ni {
-		for _, c := range []int32{t.left[k], t.right[k]} {
-			if (c >= 0 && int(c) >= ni) || (c < 0 && int(^c) >= nl) {
-				return nil, fmt.Errorf("node %d: child %d out of range", k, c)
-			}
-		}
+		t.left = append(t.left, int32(lefts[k]))
+		t.right = append(t.right, int32(rights[k]))
+	}
+	if err := t.check(); err != nil {
+		return nil, err
 	}
 	t.gain = optFloats(f, "split_gain", ni)
 	t.leafWeight = optFloats(f, "leaf_weight", nl)
@@ -344,6 +385,47 @@ func parseTree(f map[string]string, nf int) (*tree, error) {
 	t.internalWeight = optFloats(f, "internal_weight", ni)
 	t.internalCount = optInts(f, "internal_count", ni)
 	return t, perr
+}
+
+// check reports whether the tree is one: every child in range, and every
+// node and leaf reached exactly once from the root. A node that points at
+// itself or at an ancestor made prediction loop forever.
+func (t *tree) check() error {
+	ni, nl := len(t.left), len(t.leafValue)
+	node := make([]bool, ni)
+	leaf := make([]bool, nl)
+	node[0] = true
+	stack := []int32{0}
+	for len(stack) > 0 {
+		k := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, c := range []int32{t.left[k], t.right[k]} {
+			switch {
+			case c >= 0 && int(c) >= ni, c < 0 && int(^c) >= nl:
+				return fmt.Errorf("node %d: child %d out of range (%d nodes, %d leaves)", k, c, ni, nl)
+			case c >= 0 && node[c]:
+				return fmt.Errorf("node %d: child %d is reached twice (a cycle)", k, c)
+			case c < 0 && leaf[^c]:
+				return fmt.Errorf("node %d: leaf %d is reached twice", k, ^c)
+			case c >= 0:
+				node[c] = true
+				stack = append(stack, c)
+			default:
+				leaf[^c] = true
+			}
+		}
+	}
+	for k, ok := range node {
+		if !ok {
+			return fmt.Errorf("node %d is not reached from the root", k)
+		}
+	}
+	for k, ok := range leaf {
+		if !ok {
+			return fmt.Errorf("leaf %d is not reached from the root", k)
+		}
+	}
+	return nil
 }
 
 // optFloats parses an informational field, zeros when absent or malformed.
