@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"tessera/graph"
 )
 
 // The manifest: what a build directory holds, in manifest.json. It names
@@ -59,6 +61,36 @@ func (t TensorInfo) dims() string {
 		dims[i] = strconv.Itoa(d)
 	}
 	return "[" + strings.Join(dims, ",") + "]"
+}
+
+// checkSizes checks the numbers a run allocates by before it does: every
+// dimension positive, at most graph.MaxElems elements per tensor, byte
+// counts that are not negative and at most 2^50.
+func (m *Manifest) checkSizes() error {
+	for _, c := range []struct {
+		what string
+		ts   []TensorInfo
+	}{{"input", m.Inputs}, {"output", m.Outputs}} {
+		for i, t := range c.ts {
+			n := 1
+			for _, d := range t.Shape {
+				if d <= 0 || n > graph.MaxElems/d {
+					return fmt.Errorf("%s %d (%q) has shape %s: want positive dimensions and at most %d elements", c.what, i, t.Name, t.dims(), graph.MaxElems)
+				}
+				n *= d
+			}
+		}
+	}
+	const maxBytes = 1 << 50
+	for _, c := range []struct {
+		what string
+		n    int64
+	}{{"weights.bytes", m.Weights.Bytes}, {"memory.arena_bytes", m.Memory.ArenaBytes}} {
+		if c.n < 0 || c.n > maxBytes {
+			return fmt.Errorf("%s is %d: want 0 to %d", c.what, c.n, int64(maxBytes))
+		}
+	}
+	return nil
 }
 
 // Elems returns the number of elements.
@@ -162,6 +194,9 @@ func ReadManifest(dir string) (*Manifest, error) {
 	}
 	if m.Format != ManifestFormat {
 		return nil, fmt.Errorf("%s: manifest format %d, this tessera reads %d (rebuild the model)", filepath.Join(dir, ManifestFile), m.Format, ManifestFormat)
+	}
+	if err := m.checkSizes(); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ManifestFile), err)
 	}
 	for _, f := range []string{m.Library, m.Weights.File} {
 		if f == "" || filepath.Base(f) != f {

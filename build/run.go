@@ -5,7 +5,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/binary"
-	"errors"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -40,6 +40,8 @@ var runnerSrc string
 type Model struct {
 	Dir      string
 	Manifest *Manifest
+
+	checked bool // the manifest was found to agree with the library
 }
 
 // Open reads the build directory dir: its manifest, and its weights file,
@@ -60,6 +62,9 @@ type RunOptions struct {
 	Threads int              // OMP_NUM_THREADS of the runner; default runtime.NumCPU()
 	Timeout time.Duration    // the whole runner process; default 10 minutes
 	Builder *measure.Builder // compiles the runner; nil means a zero Builder
+	// MaxMemory is the most bytes a run may take (Model.Footprint);
+	// 0 means measure.DefaultMaxMemory.
+	MaxMemory int64
 }
 
 // Run runs the model once on inputs (one per manifest input, in order,
@@ -68,7 +73,11 @@ func (m *Model) Run(ctx context.Context, inputs [][]float32, opts RunOptions) ([
 	if err := m.checkInputs(inputs); err != nil {
 		return nil, err
 	}
-	outs, _, err := m.child(ctx, inputs, true, 0, 0, opts)
+	runner, err := m.prepare(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	outs, _, err := m.child(ctx, runner, inputs, true, 0, 0, opts)
 	return outs, err
 }
 
@@ -79,6 +88,10 @@ func (m *Model) Bench(ctx context.Context, warmup, repeat int, opts RunOptions) 
 	if warmup < 0 || repeat < 1 {
 		return nil, fmt.Errorf("build: bench: %d warm-up runs and %d repetitions (want ≥ 0 and ≥ 1)", warmup, repeat)
 	}
+	runner, err := m.prepare(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	inputs := make([][]float32, len(m.Manifest.Inputs))
 	for i, t := range m.Manifest.Inputs {
@@ -87,8 +100,123 @@ func (m *Model) Bench(ctx context.Context, warmup, repeat int, opts RunOptions) 
 			inputs[i][k] = float32(rng.Float64()*2 - 1)
 		}
 	}
-	_, times, err := m.child(ctx, inputs, false, warmup, repeat, opts)
+	_, times, err := m.child(ctx, runner, inputs, false, warmup, repeat, opts)
 	return times, err
+}
+
+// Footprint returns the bytes a run of the model takes at least: its
+// inputs and outputs (held by this process and by the runner), its
+// weights and the arena of its intermediate tensors.
+func (m *Model) Footprint() int64 {
+	var io int64
+	for _, ts := range [][]TensorInfo{m.Manifest.Inputs, m.Manifest.Outputs} {
+		for _, t := range ts {
+			io += 4 * int64(t.Elems())
+		}
+	}
+	return 2*io + m.Manifest.Weights.Bytes + m.Manifest.Memory.ArenaBytes
+}
+
+// prepare checks that a run fits in opts.MaxMemory, compiles the runner,
+// and checks the manifest against the library (once per Model); it
+// returns the runner's path. Nothing sized by the model is allocated
+// before these checks.
+func (m *Model) prepare(ctx context.Context, opts RunOptions) (string, error) {
+	limit := opts.MaxMemory
+	if limit <= 0 {
+		limit = measure.DefaultMaxMemory
+	}
+	if need := m.Footprint(); need > limit {
+		return "", fmt.Errorf("%s: a run takes %s (inputs, outputs, weights and the arena), more than the %s allowed (--max-memory)",
+			m.Dir, measure.Bytes(need), measure.Bytes(limit))
+	}
+	b := opts.Builder
+	if b == nil {
+		b = &measure.Builder{}
+	}
+	runner, err := b.BuildProgram(ctx, "runner", runnerSrc, []string{"-O2", "-std=gnu11"}, []string{"-ldl"})
+	if err != nil {
+		return "", err
+	}
+	if !m.checked {
+		if err := m.checkLibrary(ctx, runner); err != nil {
+			return "", err
+		}
+		m.checked = true
+	}
+	return runner, nil
+}
+
+// checkLibrary compares the inputs and outputs the manifest lists (names,
+// element counts) with those the library was compiled with: the library
+// is the truth, and a manifest that disagrees was edited or belongs to
+// another build.
+func (m *Model) checkLibrary(ctx context.Context, runner string) error {
+	lib, err := filepath.Abs(filepath.Join(m.Dir, m.Manifest.Library))
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(cctx, runner, "--describe", lib)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return fmt.Errorf("%s: reading the library %s: %s", m.Dir, m.Manifest.Library, msg)
+	}
+	lists := map[string][]TensorInfo{}
+	sizes := map[string][]int{}
+	done := false
+	for line := range strings.Lines(stdout.String()) {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[0] == "tessera" && f[1] == "done" {
+			done = true
+			continue
+		}
+		if len(f) != 4 || f[0] != "tessera" || (f[1] != "input" && f[1] != "output") {
+			return fmt.Errorf("%s: the runner's description of %s: bad line %q", m.Dir, m.Manifest.Library, strings.TrimSpace(line))
+		}
+		n, err := strconv.Atoi(f[2])
+		name, herr := hex.DecodeString(strings.TrimPrefix(f[3], "-"))
+		if err != nil || herr != nil {
+			return fmt.Errorf("%s: the runner's description of %s: bad line %q", m.Dir, m.Manifest.Library, strings.TrimSpace(line))
+		}
+		lists[f[1]] = append(lists[f[1]], TensorInfo{Name: string(name)})
+		sizes[f[1]] = append(sizes[f[1]], n)
+	}
+	if !done {
+		return fmt.Errorf("%s: the runner's description of %s is incomplete", m.Dir, m.Manifest.Library)
+	}
+	for _, c := range []struct {
+		what string
+		man  []TensorInfo
+	}{{"input", m.Manifest.Inputs}, {"output", m.Manifest.Outputs}} {
+		lib, n := lists[c.what], sizes[c.what]
+		if len(lib) != len(c.man) {
+			return fmt.Errorf("%s: %s lists %d %ss, the library %s has %d (%s): the manifest does not belong to this library",
+				m.Dir, ManifestFile, len(c.man), c.what, m.Manifest.Library, len(lib), quotedNames(lib))
+		}
+		for i, t := range c.man {
+			if t.Name != lib[i].Name || t.Elems() != n[i] {
+				return fmt.Errorf("%s: %s says %s %d is %q%s (%d elements), the library %s has %q with %d elements: the manifest does not belong to this library",
+					m.Dir, ManifestFile, c.what, i, t.Name, t.dims(), t.Elems(), m.Manifest.Library, lib[i].Name, n[i])
+			}
+		}
+	}
+	return nil
+}
+
+// quotedNames lists the tensors' names, quoted.
+func quotedNames(ts []TensorInfo) string {
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		parts[i] = strconv.Quote(t.Name)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (m *Model) checkInputs(inputs [][]float32) error {
@@ -112,16 +240,8 @@ func TensorList(ts []TensorInfo) string {
 	return strings.Join(parts, " ")
 }
 
-// child runs the runner once.
-func (m *Model) child(ctx context.Context, inputs [][]float32, wantOutputs bool, warmup, repeat int, opts RunOptions) ([][]float32, []float64, error) {
-	b := opts.Builder
-	if b == nil {
-		b = &measure.Builder{}
-	}
-	runner, err := b.BuildProgram(ctx, "runner", runnerSrc, []string{"-O2", "-std=gnu11"}, []string{"-ldl"})
-	if err != nil {
-		return nil, nil, err
-	}
+// child runs the runner (built by prepare) once.
+func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, wantOutputs bool, warmup, repeat int, opts RunOptions) ([][]float32, []float64, error) {
 	tmp, err := os.MkdirTemp("", "tessera-model-run-")
 	if err != nil {
 		return nil, nil, err
@@ -177,12 +297,16 @@ func (m *Model) child(ctx context.Context, inputs [][]float32, wantOutputs bool,
 	if err != nil {
 		return nil, nil, err
 	}
+	want := 0
+	for _, t := range m.Manifest.Outputs {
+		want += 4 * t.Elems()
+	}
+	if len(data) != want {
+		return nil, nil, fmt.Errorf("the runner wrote %d bytes of outputs, the manifest's outputs take %d", len(data), want)
+	}
 	outs := make([][]float32, len(m.Manifest.Outputs))
 	for i, t := range m.Manifest.Outputs {
 		n := 4 * t.Elems()
-		if len(data) < n {
-			return nil, nil, errors.New("the runner wrote fewer outputs than the manifest lists")
-		}
 		outs[i] = floatsOf(data[:n])
 		data = data[n:]
 	}

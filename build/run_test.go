@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -243,6 +244,67 @@ func TestDiff(t *testing.T) {
 		d := Diff(c.got, c.want, 1e-3, 0)
 		if d.Bad != c.bad || math.Abs(d.MaxAbs-c.maxAbs) > 1e-6 && !math.IsInf(c.maxAbs, 1) {
 			t.Errorf("Diff(%v, %v) = %+v, want %d bad, max abs %g", c.got, c.want, d, c.bad, c.maxAbs)
+		}
+	}
+}
+
+// TestManifestMustMatchLibrary: a manifest edited after the build (or
+// another build's) is an error naming the difference, never a run that
+// writes the wrong number of values with success; sizes that cannot be
+// allocated are refused before anything is.
+func TestManifestMustMatchLibrary(t *testing.T) {
+	dir, _ := builtTiny(t)
+	data, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(edit func(m *Manifest)) {
+		var m Manifest
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		edit(&m)
+		out, err := json.Marshal(&m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, ManifestFile), out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		edit func(m *Manifest)
+		open string // the error of Open, or "" when Open succeeds
+		run  string // then the error of Run and Bench
+		max  int64
+	}{
+		{"output shape", func(m *Manifest) { m.Outputs[0].Shape = []int{1, 2} }, "", "has \"output\" with 10 elements", 0},
+		{"no outputs", func(m *Manifest) { m.Outputs = nil }, "", "lists 0 outputs, the library libmodel.so has 1", 0},
+		{"renamed output", func(m *Manifest) { m.Outputs[0].Name = "other" }, "", "the library libmodel.so has \"output\"", 0},
+		{"input shape", func(m *Manifest) { m.Inputs[0].Shape = []int{1, 3, 16, 8} }, "", "input 0", 0},
+		{"huge input", func(m *Manifest) { m.Inputs[0].Shape = []int{1, 3, 1 << 31, 1 << 31} }, "at most 1099511627776 elements", "", 0},
+		{"zero dimension", func(m *Manifest) { m.Inputs[0].Shape = []int{1, 0} }, "positive dimensions", "", 0},
+		{"negative arena", func(m *Manifest) { m.Memory.ArenaBytes = -1 }, "memory.arena_bytes", "", 0},
+		{"over the memory limit", func(m *Manifest) {}, "", "more than the 1.0 KiB allowed", 1024},
+	} {
+		write(c.edit)
+		m, err := Open(dir)
+		if c.open != "" {
+			if err == nil || !strings.Contains(err.Error(), c.open) {
+				t.Errorf("%s: Open: %v, want an error containing %q", c.name, err, c.open)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: Open: %v", c.name, err)
+		}
+		if _, err := m.Run(ctx, randomInputs(m.Manifest, 1), RunOptions{MaxMemory: c.max}); err == nil || !strings.Contains(err.Error(), c.run) {
+			t.Errorf("%s: Run: %v, want an error containing %q", c.name, err, c.run)
+		}
+		if _, err := m.Bench(ctx, 0, 1, RunOptions{MaxMemory: c.max}); err == nil || !strings.Contains(err.Error(), c.run) {
+			t.Errorf("%s: Bench: %v, want an error containing %q", c.name, err, c.run)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 /* runner.c: runs a model built by tessera's `tune build`, for package build.
  *
  * usage: runner LIB WEIGHTS IN_FILE OUT_FILE WARMUP REPEAT
+ *        runner --describe LIB
  *   LIB      the model's shared library (libmodel.so)
  *   WEIGHTS  its weights file
  *   IN_FILE  every input, back to back in input order, as raw native float32
@@ -11,6 +12,11 @@
  * times untimed, then REPEAT times, each timed on its own.
  *
  * stdout: one "tessera time SECONDS" per timed run, then "tessera done".
+ *
+ * --describe prints what the library says of its inputs and outputs, one
+ * "tessera input ELEMS HEXNAME" or "tessera output ELEMS HEXNAME" line
+ * each, in order (HEXNAME: the name's bytes in hex, "-" for an empty
+ * name), then "tessera done"; the model is not created.
  * exit status: 0 ok; 2 a setup error (library, weights, input file);
  * 3 tessera_run failed. The message is on stderr.
  */
@@ -62,7 +68,34 @@ static float *alloc_floats(size_t n) {
 	return p;
 }
 
+static void describe(const char *what, int n, const char *(*name)(int), size_t (*elems)(int)) {
+	for (int i = 0; i < n; i++) {
+		const unsigned char *s = (const unsigned char *)name(i);
+		printf("tessera %s %zu ", what, elems(i));
+		if (!s || !*s)
+			putchar('-');
+		for (; s && *s; s++)
+			printf("%02x", *s);
+		putchar('\n');
+	}
+}
+
 int main(int argc, char **argv) {
+	if (argc == 3 && strcmp(argv[1], "--describe") == 0) {
+		void *lib = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
+		if (!lib)
+			die(2, "%s", dlerror());
+		int (*num_inputs)(void) = sym(lib, "tessera_num_inputs");
+		int (*num_outputs)(void) = sym(lib, "tessera_num_outputs");
+		const char *(*input_name)(int) = sym(lib, "tessera_input_name");
+		const char *(*output_name)(int) = sym(lib, "tessera_output_name");
+		size_t (*input_elems)(int) = sym(lib, "tessera_input_elems");
+		size_t (*output_elems)(int) = sym(lib, "tessera_output_elems");
+		describe("input", num_inputs(), input_name, input_elems);
+		describe("output", num_outputs(), output_name, output_elems);
+		printf("tessera done\n");
+		return 0;
+	}
 	if (argc != 7)
 		die(2, "usage: runner LIB WEIGHTS IN_FILE OUT_FILE WARMUP REPEAT");
 	const char *lib_path = argv[1], *weights = argv[2], *in_path = argv[3], *out_path = argv[4];

@@ -225,6 +225,8 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 	threads := fs.Int("threads", runtime.NumCPU(), "threads of the model")
 	rtol := fs.Float64("rtol", 1e-3, "relative tolerance of the comparison with --reference")
 	atol := fs.Float64("atol", 1e-4, "absolute tolerance of the comparison with --reference")
+	maxMemory := bytesFlag(measure.DefaultMaxMemory)
+	fs.Var(&maxMemory, "max-memory", "the most memory a run may take (inputs, outputs, weights, arena), e.g. 8GiB")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: tune run DIR --input name=FILE ... [--reference name=FILE ...] [-o DIR]\n\n"+
 			"Runs the model built into DIR by tune build once, writes its outputs as\n"+
@@ -264,7 +266,7 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("no --input for %s", strings.Join(missing, ", "))
 	}
-	outs, err := model.Run(context.Background(), data, build.RunOptions{Threads: *threads})
+	outs, err := model.Run(context.Background(), data, build.RunOptions{Threads: *threads, MaxMemory: int64(maxMemory)})
 	if err != nil {
 		return err
 	}
@@ -335,6 +337,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	threads := fs.Int("threads", runtime.NumCPU(), "threads of the model (OMP_NUM_THREADS)")
 	warmup := fs.Int("warmup", 3, "untimed runs before the timed ones")
 	repeat := fs.Int("repeat", 20, "timed runs")
+	maxMemory := bytesFlag(measure.DefaultMaxMemory)
+	fs.Var(&maxMemory, "max-memory", "the most memory a run may take (inputs, outputs, weights, arena), e.g. 8GiB")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: tune bench DIR [--threads N] [--warmup W] [--repeat R]\n\n"+
 			"Times the model built into DIR end to end on random inputs, in a process of\n"+
@@ -349,7 +353,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return errors.New("--threads and --repeat must be positive, --warmup not negative")
 	}
 	fmt.Fprintf(stderr, "bench %s (%s): %d threads, %d warm-up runs, %d timed runs\n", model.Dir, model.Manifest.Model, *threads, *warmup, *repeat)
-	times, err := model.Bench(context.Background(), *warmup, *repeat, build.RunOptions{Threads: *threads})
+	times, err := model.Bench(context.Background(), *warmup, *repeat, build.RunOptions{Threads: *threads, MaxMemory: int64(maxMemory)})
 	if err != nil {
 		return err
 	}
