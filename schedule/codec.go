@@ -12,19 +12,20 @@ import (
 // logs: ["SP", stage, iter, [lengths...]]. The form is part of the record
 // format: change it only with a new records version.
 //
-//	SP  split          stage, iter, [lengths]
-//	FSP follow_split   stage, iter, src_step, n_parts
-//	FU  fuse           stage, [iters]
-//	RE  reorder        stage, [order]
-//	CA  compute_at     stage, target_stage, target_iter
-//	CI  compute_inline stage
-//	CR  compute_root   stage
-//	CW  cache_write    stage, scope
-//	CHR cache_read     stage, scope, [readers]
-//	RF  rfactor        stage, iter
-//	AN  annotate       stage, iter, annotation
-//	PR  pragma         stage, iter, key, value
-//	RL  rewrite_layout stage
+//	SP   split              stage, iter, [lengths]
+//	FSP  follow_split       stage, iter, src_step, n_parts
+//	FFSP follow_fused_split stage, iter, [src_steps], level
+//	FU   fuse               stage, [iters]
+//	RE   reorder            stage, [order]
+//	CA   compute_at         stage, target_stage, target_iter
+//	CI   compute_inline     stage
+//	CR   compute_root       stage
+//	CW   cache_write        stage, scope
+//	CHR  cache_read         stage, scope, [readers]
+//	RF   rfactor            stage, iter
+//	AN   annotate           stage, iter, annotation
+//	PR   pragma             stage, iter, key, value
+//	RL   rewrite_layout     stage
 
 // EncodeStep returns the JSON array form of a step.
 func EncodeStep(st Step) []any {
@@ -33,6 +34,8 @@ func EncodeStep(st Step) []any {
 		return []any{"SP", st.Stage, st.Iter, st.Lengths}
 	case *FollowSplit:
 		return []any{"FSP", st.Stage, st.Iter, st.SrcStep, st.NParts}
+	case *FollowFusedSplit:
+		return []any{"FFSP", st.Stage, st.Iter, st.SrcSteps, st.Level}
 	case *Fuse:
 		return []any{"FU", st.Stage, st.Iters}
 	case *Reorder:
@@ -108,6 +111,9 @@ func DecodeStep(data []byte) (Step, error) {
 	case "FSP":
 		d.arity(5)
 		st = &FollowSplit{Stage: d.int(1), Iter: d.int(2), SrcStep: d.int(3), NParts: d.int(4)}
+	case "FFSP":
+		d.arity(5)
+		st = &FollowFusedSplit{Stage: d.int(1), Iter: d.int(2), SrcSteps: d.ints(3), Level: d.int(4)}
 	case "FU":
 		d.arity(3)
 		st = &Fuse{Stage: d.int(1), Iters: d.ints(2)}

@@ -63,12 +63,14 @@ func FuzzSteps(f *testing.F) {
 }
 
 // FuzzDecodeSteps: decoding arbitrary bytes as a step list and replaying it
-// gives an error or a state that lowers correctly; never a panic.
+// gives an error or a state that lowers correctly, for the CPU and for a
+// GPU; never a panic.
 func FuzzDecodeSteps(f *testing.F) {
 	seed, _ := schedule.MarshalSteps(gemmSteps(2, 2, 2, 4, 2))
 	f.Add(seed)
 	f.Add([]byte(`[["SP",2,0,[2]],["CA",2,3,0]]`))
 	f.Add([]byte(`[["RF",2,0]]`))
+	f.Add([]byte(`[["SP",2,0,[2]],["SP",2,2,[4]],["CHR",0,"shared",[2]],["FU",1,[0,1]],["FFSP",1,0,[0,1],0],["AN",1,1,"threadIdx.x"]]`))
 	a := matmulRelu(4, 8, 4)
 	s0 := schedule.NewState(a)
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -80,12 +82,15 @@ func FuzzDecodeSteps(f *testing.F) {
 		if err != nil {
 			return
 		}
-		fn, err := schedule.Lower(s, "kernel")
-		if err != nil {
-			return
+		if fn, err := schedule.Lower(s, "kernel"); err == nil {
+			if err := runAndCompare(a, fn, 1); err != nil {
+				t.Fatalf("%v\nsteps: %v\nlowered:\n%v", err, s.Steps, fn)
+			}
 		}
-		if err := runAndCompare(a, fn, 1); err != nil {
-			t.Fatalf("%v\nsteps: %v\nlowered:\n%v", err, s.Steps, fn)
+		if fn, err := schedule.LowerGPU(s, "kernel"); err == nil {
+			if err := schedtest.CheckGPU(a, fn, 1); err != nil {
+				t.Fatalf("gpu: %v\nsteps: %v\nlowered:\n%v", err, s.Steps, fn)
+			}
 		}
 	})
 }

@@ -25,6 +25,21 @@ type FollowSplit struct {
 	NParts      int
 }
 
+// FollowFusedSplit splits Iter of Stage in two, the inner part of length
+// the product of the lengths at position Level of the Split steps SrcSteps
+// (the parts of a fused loop: one split per axis of another stage). A
+// cooperative fetch splits a shared stage's fused loop this way, so that it
+// runs on as many threads as the tiles of the stage that reads it (whose
+// thread loop is the fusion of those parts), whatever tile sizes the
+// search gives them. An unfilled source length leaves the split unfilled.
+// (Ansor's step can also take the product as the outer part; this one
+// always splits by it as a factor.)
+type FollowFusedSplit struct {
+	Stage, Iter int
+	SrcSteps    []int
+	Level       int
+}
+
 // Fuse merges the consecutive iterators Iters (positions, outer to inner)
 // of Stage into one.
 type Fuse struct {
@@ -47,6 +62,10 @@ func (st *FollowSplit) String() string {
 	return fmt.Sprintf("follow_split(%s, %d, step %d, %d parts)", stageName(st.Stage), st.Iter, st.SrcStep, st.NParts)
 }
 
+func (st *FollowFusedSplit) String() string {
+	return fmt.Sprintf("follow_fused_split(%s, %d, steps %v, level %d)", stageName(st.Stage), st.Iter, st.SrcSteps, st.Level)
+}
+
 func (st *Fuse) String() string {
 	return fmt.Sprintf("fuse(%s, %v)", stageName(st.Stage), st.Iters)
 }
@@ -65,6 +84,27 @@ func (st *FollowSplit) apply(s *State) error {
 		return err
 	}
 	return splitIter(s, st.Stage, st.Iter, lengths)
+}
+
+func (st *FollowFusedSplit) apply(s *State) error {
+	if len(st.SrcSteps) == 0 {
+		return fmt.Errorf("no source steps")
+	}
+	length := 1
+	for _, src := range st.SrcSteps {
+		if src < 0 || src >= len(s.Steps) {
+			return fmt.Errorf("source step %d out of range [0, %d)", src, len(s.Steps))
+		}
+		sp, ok := s.Steps[src].(*Split)
+		if !ok {
+			return fmt.Errorf("source step %d is %v, not a split", src, s.Steps[src])
+		}
+		if st.Level < 0 || st.Level >= len(sp.Lengths) {
+			return fmt.Errorf("level %d: source split %d has %d lengths", st.Level, src, len(sp.Lengths))
+		}
+		length *= sp.Lengths[st.Level] // an unfilled (0) length stays unfilled
+	}
+	return splitIter(s, st.Stage, st.Iter, []int{length})
 }
 
 // followLengths derives a FollowSplit's lengths from its source step.

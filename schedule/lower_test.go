@@ -276,7 +276,21 @@ func TestCodecRoundTrip(t *testing.T) {
 			t.Errorf("step %d: %v became %v", i, steps[i], back[i])
 		}
 	}
-	for _, bad := range []string{`[["SP",1]]`, `[["XX",1]]`, `[[]]`, `[["SP",1,0,[1.5]]]`, `{}`, `[["AN",1,0,"fast"]]`, `[["CW",1,"disk"]]`} {
+	ffsp := []schedule.Step{
+		&schedule.Split{Stage: 2, Iter: 0, Lengths: []int{2, 3}},
+		&schedule.Split{Stage: 2, Iter: 3, Lengths: []int{2, 5}},
+		&schedule.CacheRead{Stage: 0, Scope: tir.Shared, Readers: []int{2}},
+		&schedule.Fuse{Stage: 1, Iters: []int{0, 1}},
+		&schedule.FollowFusedSplit{Stage: 1, Iter: 0, SrcSteps: []int{0, 1}, Level: 1},
+	}
+	data, _ = schedule.MarshalSteps(ffsp)
+	if back, err := schedule.UnmarshalSteps(data); err != nil || back[4].String() != ffsp[4].String() {
+		t.Errorf("%s: %v, %v", data, back, err)
+	}
+	if s, err := schedule.Replay(schedule.NewState(matmulRelu(6, 10, 7)), ffsp); err != nil || s.Stages[1].Iters[1].Extent != 15 {
+		t.Errorf("follow_fused_split by 3×5: %v\n%v", err, s)
+	}
+	for _, bad := range []string{`[["FFSP",1,0,3,1]]`, `[["SP",1]]`, `[["XX",1]]`, `[[]]`, `[["SP",1,0,[1.5]]]`, `{}`, `[["AN",1,0,"fast"]]`, `[["CW",1,"disk"]]`} {
 		if _, err := schedule.UnmarshalSteps([]byte(bad)); err == nil {
 			t.Errorf("%s decoded without error", bad)
 		}

@@ -3,6 +3,7 @@ package sketch
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"tessera/schedule"
 	"tessera/te"
@@ -103,15 +104,44 @@ func divisors(n, limit int) []int {
 }
 
 // tiledStages lists the stages a sketch rule split (tiled stages and the
-// consumers that follow them); annotation does not move them.
+// consumers that follow them), by their index in s; annotation does not
+// move them. A step names a stage by its index at the time, and steps that
+// insert a stage (cache reads, cache writes, rfactor) shift the later
+// ones, so the stages are followed through them. An rfactor passes the
+// split of its stage's reduction to the partial reduction it creates.
 func tiledStages(s *schedule.State) map[int]bool {
-	out := map[int]bool{}
+	ids := make([]int, len(s.DAG.Tensors)) // stage index → identity
+	for i := range ids {
+		ids[i] = i
+	}
+	next := len(ids)
+	insert := func(p int) {
+		ids = slices.Insert(ids, p, next)
+		next++
+	}
+	tiled := map[int]bool{} // by identity
 	for _, st := range s.Steps {
 		switch st := st.(type) {
+		case *schedule.CacheRead:
+			insert(st.Stage + 1)
+		case *schedule.CacheWrite:
+			insert(st.Stage)
+		case *schedule.Rfactor:
+			insert(st.Stage)
+			if orig := ids[st.Stage+1]; tiled[orig] {
+				delete(tiled, orig)
+				tiled[ids[st.Stage]] = true
+			}
 		case *schedule.Split:
-			out[st.Stage] = true
+			tiled[ids[st.Stage]] = true
 		case *schedule.FollowSplit:
-			out[st.Stage] = true
+			tiled[ids[st.Stage]] = true
+		}
+	}
+	out := map[int]bool{}
+	for pos, id := range ids {
+		if tiled[id] {
+			out[pos] = true
 		}
 	}
 	return out

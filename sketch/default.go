@@ -39,7 +39,11 @@ func Default(s0 *schedule.State, opts Options) (*schedule.State, string, error) 
 	opts.UnrollSteps = []int{defaultUnroll}
 	sketches, err := Generate(s0, opts)
 	if err == nil && len(sketches) > 0 {
-		filled, err := fillTiles(sketches[0])
+		fill := opts.DefaultTiles
+		if fill == nil {
+			fill = fillTiles
+		}
+		filled, err := fill(sketches[0])
 		for a := 0; err == nil && a < defaultAttempts; a++ {
 			rng := rand.New(rand.NewPCG(defaultSeed, uint64(a)))
 			st, err := Sample(rng, filled, opts)

@@ -29,6 +29,13 @@ var CPUMutations = []Mutation{
 	{"parallel", 0.01, mutateParallel},
 }
 
+// GPUMutations are Ansor's GPU mutations and weights: tile sizes (thread
+// and block shapes with them) and auto-unroll.
+var GPUMutations = []Mutation{
+	{"tile_size", 0.90, mutateTileSize},
+	{"auto_unroll", 0.10, mutateAutoUnroll},
+}
+
 // Mutate applies one mutation drawn by weight from ms. The state is not
 // changed; a new one is returned.
 func Mutate(rng *rand.Rand, s *schedule.State, ms []Mutation, opts Options) (*schedule.State, error) {
@@ -291,7 +298,7 @@ func shiftIters(st schedule.Step, stage, delta int) (out schedule.Step, err erro
 		if st.Stage == stage {
 			return st, nil
 		}
-	case *schedule.Split, *schedule.FollowSplit, *schedule.Reorder, *schedule.Rfactor:
+	case *schedule.Split, *schedule.FollowSplit, *schedule.FollowFusedSplit, *schedule.Reorder, *schedule.Rfactor:
 		if stageOf(st) == stage {
 			return nil, fmt.Errorf("%v after the parallel fuse: %w", st, ErrNotApplicable)
 		}
@@ -304,6 +311,8 @@ func stageOf(st schedule.Step) int {
 	case *schedule.Split:
 		return st.Stage
 	case *schedule.FollowSplit:
+		return st.Stage
+	case *schedule.FollowFusedSplit:
 		return st.Stage
 	case *schedule.Reorder:
 		return st.Stage

@@ -74,6 +74,13 @@ type Options struct {
 	MaxVectorLanes int
 	// UnrollSteps are the auto_unroll_max_step values to draw from.
 	UnrollSteps []int
+	// GPU are the device's limits on a GPU target (zero on the CPU): the
+	// thread binding annotator tiles for its warp and keeps within its
+	// threads and virtual threads.
+	GPU schedule.GPULimits
+	// DefaultTiles fills the tile sizes of the default schedule (Default);
+	// nil means the CPU's register-tile rule.
+	DefaultTiles func(sketch *schedule.State) (*schedule.State, error)
 }
 
 // CPUOptions returns Ansor's CPU rules and defaults for this machine.
@@ -88,6 +95,26 @@ func CPUOptions() Options {
 		MaxInnermostSplit: 64,
 		MaxVectorLanes:    16,
 		UnrollSteps:       []int{0, 16, 64, 512},
+	}
+}
+
+// GPUOptions returns Ansor's GPU rules and defaults for a device with the
+// given limits: SSSRRSRS tiling, the consumer fused at the third spatial
+// level, threads bound by annotation, auto-unroll up to 1024, and the
+// target's lowering (LowerGPU within the limits).
+func GPUOptions(lim schedule.GPULimits) Options {
+	return Options{
+		Rules:             gpuRules,
+		Annotators:        gpuAnnotators,
+		Lower:             lim.Lower,
+		Cores:             1,
+		TileStructure:     "SSSRRSRS",
+		FusionLevels:      []int{3},
+		MaxInnermostSplit: 64,
+		MaxVectorLanes:    4,
+		UnrollSteps:       []int{0, 16, 64, 512, 1024},
+		GPU:               lim,
+		DefaultTiles:      func(sk *schedule.State) (*schedule.State, error) { return fillTilesGPU(sk, lim) },
 	}
 }
 

@@ -96,7 +96,28 @@ func randomGPUStep(rng *rand.Rand, s *schedule.State) schedule.Step {
 	i := live[rng.IntN(len(live))]
 	st := s.Stages[i]
 	it := rng.IntN(len(st.Iters))
-	switch rng.IntN(4) {
+	switch rng.IntN(5) {
+	case 2:
+		// Split by the product of one level of earlier splits (a
+		// cooperative fetch following its reader's threads).
+		var splits []int
+		minLen := 0
+		for k, step := range s.Steps {
+			if sp, ok := step.(*schedule.Split); ok && (len(splits) < 2 || rng.IntN(2) == 0) {
+				if len(splits) == 2 {
+					splits = splits[1:]
+				}
+				splits = append(splits, k)
+				minLen = len(sp.Lengths)
+			}
+		}
+		if len(splits) == 0 {
+			return nil
+		}
+		for _, k := range splits {
+			minLen = min(minLen, len(s.Steps[k].(*schedule.Split).Lengths))
+		}
+		return &schedule.FollowFusedSplit{Stage: i, Iter: it, SrcSteps: splits, Level: rng.IntN(minLen)}
 	case 0:
 		prods := s.Producers(i)
 		if len(prods) == 0 {
