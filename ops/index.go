@@ -33,20 +33,25 @@ func indexAt(v tir.Expr, n int) tir.Expr {
 	return tir.MinE(tir.MaxE(wrapped, tir.Const(0)), tir.Const(int64(n-1)))
 }
 
-func lowerGather(c *lowerCtx) ([]*te.Tensor, error) {
-	x, err := c.in(0)
-	if err != nil {
-		return nil, err
+// gatherOperands returns the data, the indices and the normalized axis of
+// Gather and GatherElements.
+func (c *lowerCtx) gatherOperands() (x, idx *te.Tensor, axis int, err error) {
+	if x, err = c.in(0); err != nil {
+		return nil, nil, 0, err
 	}
-	idx, err := c.in(1)
-	if err != nil {
-		return nil, err
+	if idx, err = c.in(1); err != nil {
+		return nil, nil, 0, err
 	}
 	a, err := c.n.Int("axis", 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, 0, err
 	}
-	axis, err := normAxisInt(int(a), len(x.Shape))
+	axis, err = normAxisInt(int(a), len(x.Shape))
+	return x, idx, axis, err
+}
+
+func lowerGather(c *lowerCtx) ([]*te.Tensor, error) {
+	x, idx, axis, err := c.gatherOperands()
 	if err != nil {
 		return nil, err
 	}
@@ -60,19 +65,7 @@ func lowerGather(c *lowerCtx) ([]*te.Tensor, error) {
 }
 
 func lowerGatherElements(c *lowerCtx) ([]*te.Tensor, error) {
-	x, err := c.in(0)
-	if err != nil {
-		return nil, err
-	}
-	idx, err := c.in(1)
-	if err != nil {
-		return nil, err
-	}
-	a, err := c.n.Int("axis", 0)
-	if err != nil {
-		return nil, err
-	}
-	axis, err := normAxisInt(int(a), len(x.Shape))
+	x, idx, axis, err := c.gatherOperands()
 	if err != nil {
 		return nil, err
 	}

@@ -540,8 +540,8 @@ func inferExpand(c *inferCtx) error {
 			return c.Errorf("shape %v", shape)
 		}
 	}
-	out, ok := broadcast(c.Shape(0), toInts(shape))
-	if !ok {
+	out, err := te.BroadcastShapes(c.Shape(0), toInts(shape))
+	if err != nil {
 		return c.Errorf("%v does not broadcast with %v", c.Shape(0), shape)
 	}
 	c.Set(0, c.DType(0), out)

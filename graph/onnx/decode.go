@@ -252,10 +252,17 @@ func nodeFromProto(np *onnxpb.NodeProto, i int) (*graph.Node, error) {
 		if err != nil {
 			return nil, fmt.Errorf("node %s (%s): attribute %s: %w", n.Name, n.OpType, ap.GetName(), err)
 		}
+		if a.Kind == graph.AttrGraph && !subgraphOps[n.OpType] {
+			return nil, fmt.Errorf("node %s (%s): attribute %s is a graph, which only control-flow ops take", n.Name, n.OpType, ap.GetName())
+		}
 		n.Attrs[ap.GetName()] = a
 	}
 	return n, nil
 }
+
+// subgraphOps are the ops of the default domain whose attributes may be
+// graphs (their bodies and branches).
+var subgraphOps = map[string]bool{"If": true, "Loop": true, "Scan": true}
 
 func attrFromProto(ap *onnxpb.AttributeProto) (graph.Attr, error) {
 	typ := ap.GetType()
