@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"tessera/schedule"
 	"tessera/te"
@@ -47,21 +48,85 @@ func Sample(rng *rand.Rand, sketch *schedule.State, opts Options) (*schedule.Sta
 }
 
 // fillTileSizes replays the sketch's steps, replacing every unfilled split
-// by a random factorization of the extent it splits.
+// by a random factorization of the extent it splits. On a GPU the splits
+// that tile one stage's spatial axes are drawn together, again until the
+// thread level makes a block of at least a warp (or of every output, when
+// fewer) within the device's threads and virtual threads: the thread
+// binding would reject the state otherwise, and with several tiled stages
+// (a Winograd convolution has three) a state whose every stage passes
+// would be rare. Drawing per stage keeps the distribution of the states
+// that pass.
 func fillTileSizes(rng *rand.Rand, sketch *schedule.State, opts Options) (*schedule.State, error) {
-	s, err := schedule.ReplayEdit(schedule.NewState(sketch.DAG), sketch.Steps, func(cur *schedule.State, _ int, st schedule.Step) schedule.Step {
-		sp, ok := st.(*schedule.Split)
-		if !ok || !unfilled(sp.Lengths) || sp.Stage < 0 || sp.Stage >= len(cur.Stages) ||
-			sp.Iter < 0 || sp.Iter >= len(cur.Stages[sp.Stage].Iters) {
-			return st // applying it reports what is wrong
+	s := schedule.NewState(sketch.DAG)
+	drawn := map[int][]int{} // step index → lengths drawn with its group
+	for k, st := range sketch.Steps {
+		if sp, ok := st.(*schedule.Split); ok && unfilled(sp.Lengths) {
+			lengths, ok := drawn[k]
+			if !ok {
+				if group := tileGroup(sketch, k, opts); len(group) > 0 {
+					drawGPUTiles(rng, s, sketch, group, opts, drawn)
+					lengths = drawn[k]
+				} else {
+					ext := s.Stages[sp.Stage].Iters[sp.Iter].Extent
+					lengths = randomFactors(rng, ext, len(sp.Lengths), opts.MaxInnermostSplit)
+				}
+			}
+			st = &schedule.Split{Stage: sp.Stage, Iter: sp.Iter, Lengths: lengths}
 		}
-		ext := cur.Stages[sp.Stage].Iters[sp.Iter].Extent
-		return &schedule.Split{Stage: sp.Stage, Iter: sp.Iter, Lengths: randomFactors(rng, ext, len(sp.Lengths), opts.MaxInnermostSplit)}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("sketch: fill: %w", err)
+		var err error
+		if s, err = s.Apply(st); err != nil {
+			return nil, fmt.Errorf("sketch: fill step %d: %w", k, err)
+		}
 	}
 	return s, nil
+}
+
+// tileGroup returns, on a GPU, the indices of the consecutive unfilled
+// splits from step k on that tile one stage's spatial axes (as many
+// lengths as the structure has S levels after the first); nil otherwise.
+func tileGroup(sketch *schedule.State, k int, opts Options) []int {
+	nS := strings.Count(opts.TileStructure, "S")
+	if opts.GPU.WarpSize <= 0 || nS < 3 {
+		return nil
+	}
+	first := sketch.Steps[k].(*schedule.Split)
+	var group []int
+	for j := k; j < len(sketch.Steps); j++ {
+		sp, ok := sketch.Steps[j].(*schedule.Split)
+		if !ok || sp.Stage != first.Stage || len(sp.Lengths) != nS-1 || !unfilled(sp.Lengths) {
+			break
+		}
+		group = append(group, j)
+	}
+	return group
+}
+
+// drawGPUTiles draws the lengths of a group of tile splits (tileGroup) on
+// state s (the state before the group) into drawn.
+func drawGPUTiles(rng *rand.Rand, s *schedule.State, sketch *schedule.State, group []int, opts Options, drawn map[int][]int) {
+	const tries = 100
+	lim := opts.GPU
+	exts := make([]int, len(group))
+	total := 1
+	for g, k := range group {
+		sp := sketch.Steps[k].(*schedule.Split)
+		exts[g] = s.Stages[sp.Stage].Iters[sp.Iter].Extent
+		total *= max(exts[g], 1)
+	}
+	for try := 0; try < tries; try++ {
+		threads, vthreads := 1, 1
+		for g, k := range group {
+			l := randomFactors(rng, exts[g], len(sketch.Steps[k].(*schedule.Split).Lengths), opts.MaxInnermostSplit)
+			drawn[k] = l
+			vthreads *= l[0]
+			threads *= l[1]
+		}
+		if threads >= min(lim.WarpSize, total) &&
+			(lim.MaxThreadsPerBlock <= 0 || threads <= lim.MaxThreadsPerBlock) &&
+			(lim.MaxVThread <= 0 || vthreads <= lim.MaxVThread) {
+			return
+		}
+	}
 }
 
 func unfilled(lengths []int) bool {
