@@ -172,7 +172,7 @@ func (m *Measurer) Measure(ctx context.Context, inputs []Input) ([]Result, error
 	for k, b := range built {
 		i := idx[k]
 		if b.Kind != None {
-			results[i] = Result{Kind: b.Kind, Msg: b.Msg, BuildTime: b.Time}
+			results[i] = Result{Kind: b.Kind, Msg: b.Msg, BuildTime: b.Time, Cached: b.Cached}
 			continue
 		}
 		d, p := inputs[i].State.DAG, progs[k]
@@ -208,7 +208,7 @@ func (m *Measurer) Measure(ctx context.Context, inputs []Input) ([]Result, error
 		if r.Kind == None && m.Verify {
 			r = m.check(inputs[i].State.DAG, r)
 		}
-		r.BuildTime = built[jobBuilt[k]].Time
+		r.BuildTime, r.Cached = built[jobBuilt[k]].Time, built[jobBuilt[k]].Cached
 		results[i] = r
 	}
 	return results, nil

@@ -104,8 +104,10 @@ type Result struct {
 	Number  int           // calls per repetition after growing to MinRepeatMs
 	RunTime time.Duration // wall time of the child process
 	// BuildTime is the wall time of the candidate's compile (or of the
-	// cache lookup), set by Measurer.Measure.
+	// cache lookup), and Cached whether its library came from the build
+	// cache; both set by Measurer.Measure.
 	BuildTime time.Duration
+	Cached    bool
 }
 
 // Median returns the median of r.Costs, or +Inf when there are none, so that a
