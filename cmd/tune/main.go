@@ -7,6 +7,7 @@
 //	tune run DIR --input x=FILE      run a built model; tune bench DIR times it
 //	tune records VERB [flags]        export, import, distill, stats, plot
 //	tune costmodel train|eval        train a cost model on records, evaluate one
+//	tune worker --nats URL           measure jobs sent by `tune --nats` (package measure/remote)
 //
 // Each subcommand is an entry of the commands table; main only dispatches.
 // Every failure is a message on stderr and exit status 1.
@@ -39,6 +40,7 @@ var commands = []command{
 	{"bench", "time a built model end to end (min and median ms)", runBench},
 	{"records", "export, import, distill (best k per task), summarize or plot the records of --db", runRecords},
 	{"costmodel", "train a cost model on the records of --db files, or evaluate one on held-out records", runCostModel},
+	{"worker", "measure the jobs of this machine's target key that tuners send through NATS JetStream (--nats URL)", runWorker},
 }
 
 // errUsage is returned by a command whose arguments are wrong after it has

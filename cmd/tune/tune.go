@@ -7,20 +7,25 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
 	"tessera/costmodel"
 	"tessera/measure"
+	"tessera/measure/remote"
 	"tessera/partition"
 	"tessera/records"
 	"tessera/schedule"
@@ -55,6 +60,12 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	verify := fs.Bool("verify", false, "check every candidate's output against the reference evaluator")
 	timeout := fs.Duration("timeout", 10*time.Second, "run time limit of one candidate")
 	strategy := fs.String("scheduler", "gradient", "task scheduler: gradient or round-robin")
+	var nf natsFlags
+	nf.register(fs, "measure on the workers (tune worker) of this NATS server `URL` instead of on this machine")
+	workerKey := fs.String("worker-key", "", "with --nats, when workers of several target keys are up: the `key`, or a part of it that names one")
+	ackWait := fs.Duration("ack-wait", 30*time.Second, "with --nats: a job without a worker's heartbeat for this long goes to another worker")
+	maxDeliver := fs.Int("max-deliver", 3, "with --nats: deliveries of a job before it is recorded as a failure of its candidate")
+	workerWait := fs.Duration("worker-wait", time.Minute, "with --nats: how long to wait while no worker of the target is up")
 	maxMemory := bytesFlag(measure.DefaultMaxMemory)
 	fs.Var(&maxMemory, "max-memory", "the most memory measuring one task may take (its tensors at once), e.g. 8GiB or 512MiB")
 	fs.Usage = func() {
@@ -98,9 +109,35 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer tg.Close()
-	measurer := tg.Measurer(*verify)
-	measurer.MaxMemory = int64(maxMemory)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	local := tg.Measurer(*verify)
+	local.MaxMemory = int64(maxMemory)
+	var measurer interface {
+		search.Measurer
+		Times() measure.Times
+	} = local
 	targetKey := tg.Key()
+	var rm *remote.Measurer
+	if nf.url != "" {
+		nc, err := nf.connect("tessera tuner")
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		key, err := workerTarget(ctx, nc, tg.Name, *workerKey, *workerWait, nf.url)
+		if err != nil {
+			return err
+		}
+		rm, err = remote.NewMeasurer(ctx, nc, remote.Options{Target: key, Verify: *verify, Timing: runOptions(*threads, *timeout),
+			AckWait: *ackWait, MaxDeliver: *maxDeliver, NoWorker: *workerWait})
+		if err != nil {
+			return err
+		}
+		defer rm.Close()
+		measurer, targetKey = rm, key
+		fmt.Fprintf(stdout, "measuring on the workers of target key %s through %s (run %s)\n", key, nf.url, rm.Run())
+	}
 
 	store, err := records.Open(*db)
 	if err != nil {
@@ -116,7 +153,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	params := costmodel.DefaultParams()
 	params.Seed = *seed
 	model := search.NewGBDTModel(params)
-	prior, err := loadPrior(store, tasks, tg, model)
+	prior, err := loadPrior(store, tasks, targetKey, tg, model)
 	if err != nil {
 		return err
 	}
@@ -133,8 +170,6 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	// --trials is the budget of the model on this target: running the same
 	// command again continues up to it.
 	done := 0
@@ -181,6 +216,9 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	}
 	log := &storeLog{store: store, target: targetKey}
 	sum, err := search.Tune(ctx, tasks, prior, model, measurer, log, opts)
+	if errors.Is(err, search.ErrMeasure) {
+		return fmt.Errorf("%w\nevery batch measured before is in %s; run the same command to resume", err, *db)
+	}
 	if bar != nil {
 		bar.Finish()
 		fmt.Fprintln(stderr)
@@ -206,6 +244,11 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		time.Since(start).Round(time.Second), sum.Times.Search.Round(time.Second), sum.Times.Measure.Round(time.Second),
 		mt.Lower.Round(time.Second), mt.Build.Round(time.Second), mt.Compiled, mt.Candidates, mt.Run.Round(time.Second),
 		sum.Times.Learn.Round(time.Second))
+	if rm != nil {
+		st := rm.Stats()
+		fmt.Fprintf(stdout, "remote: %d jobs, %d results of a redelivered job, %d duplicate results dropped, %d jobs abandoned after %d deliveries\n",
+			st.Jobs, st.Redelivered, st.Duplicates, st.Abandoned, *maxDeliver)
+	}
 	if interrupted {
 		fmt.Fprintf(stdout, "interrupted: every measured batch is in %s; run the same command to resume\n", *db)
 	}
@@ -215,10 +258,10 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 // loadPrior replays the records of earlier runs on the target: the states
 // they measured (never measured again) and their features for the cost
 // model.
-func loadPrior(store *records.Store, tasks []search.Task, tg *target.Target, model *search.GBDTModel) (map[string][]search.Measured, error) {
+func loadPrior(store *records.Store, tasks []search.Task, key string, tg *target.Target, model *search.GBDTModel) (map[string][]search.Measured, error) {
 	prior := map[string][]search.Measured{}
 	for _, t := range tasks {
-		recs, err := store.Records(t.Key, tg.Key())
+		recs, err := store.Records(t.Key, key)
 		if err != nil {
 			return nil, err
 		}
@@ -302,4 +345,59 @@ func runOptions(threads int, timeout time.Duration) measure.RunOptions {
 	o := measure.SearchRunOptions(threads)
 	o.Timeout = timeout
 	return o
+}
+
+// workerTarget returns the target key of the workers of target name that
+// are up on the NATS server: the only one, or the one that is want or
+// contains it. It waits up to wait for such a worker to announce itself.
+func workerTarget(ctx context.Context, nc *nats.Conn, name, want string, wait time.Duration, url string) (string, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return "", err
+	}
+	if err := remote.Setup(ctx, js); err != nil {
+		return "", err
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		ps, err := remote.Workers(ctx, js)
+		if err != nil {
+			return "", err
+		}
+		keys, hits := map[string]bool{}, map[string]bool{}
+		for _, p := range ps {
+			if target.NameOf(p.Target) != name {
+				continue
+			}
+			keys[p.Target] = true
+			if want == "" || p.Target == want || strings.Contains(p.Target, want) {
+				hits[p.Target] = true
+			}
+		}
+		if hits[want] {
+			return want, nil
+		}
+		sorted := slices.Sorted(maps.Keys(hits))
+		switch {
+		case len(hits) == 1:
+			return sorted[0], nil
+		case len(hits) > 1:
+			return "", fmt.Errorf("workers of %d %s target keys are up on %s; name one with --worker-key:\n  %s", len(hits), name, url, strings.Join(sorted, "\n  "))
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			what := "target " + name
+			if want != "" {
+				what = fmt.Sprintf("a %s target key containing %q", name, want)
+			}
+			up := "none"
+			if len(keys) > 0 {
+				up = strings.Join(slices.Sorted(maps.Keys(keys)), "; ")
+			}
+			return "", fmt.Errorf("no worker of %s announced itself on %s within %v (workers up: %s); start `tune worker --nats URL` on a host of that target, whose jobs go to stream %s", what, url, wait, up, remote.JobsStream)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
 }

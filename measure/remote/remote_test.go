@@ -67,7 +67,7 @@ func startWorker(t *testing.T, srv *natstest.Server, auth remote.Auth, tg *targe
 	done := make(chan error, 1)
 	go func() {
 		done <- remote.RunWorker(ctx, nc, remote.WorkerConfig{
-			Target: testKey, Measurer: remote.Measurers(gen, tg.Builder, tg.Runner, 1),
+			Target: testKey, Measurer: remote.Measurers(gen, tg.Builder, tg.Runner, 1, 0),
 			Concurrency: concurrency, Name: "w" + t.Name(), Log: log,
 		})
 	}()

@@ -284,7 +284,7 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg, ackWait time.Dur
 	results, err := measureOne(ctx, m, in)
 	close(stop)
 	wg.Wait()
-	if errors.Is(err, errPanic) {
+	if errors.Is(err, errPanic) || errors.Is(err, measure.ErrTooLarge) {
 		return refuse(err.Error())
 	}
 	if err != nil {
@@ -340,9 +340,10 @@ func (w *worker) publish(ctx context.Context, job Job, res Result) error {
 
 // Measurers returns a WorkerConfig.Measurer that keeps one Measurer per
 // distinct job options, all with the builder b and the runner r (so runs
-// never overlap) and the worker's thread count. gen returns the code
+// never overlap), the worker's thread count and its memory limit
+// (measure.Measurer.MaxMemory). gen returns the code
 // generator of a job's codegen options (a target's Generate).
-func Measurers(gen func(codegen.COptions) (func(*schedule.State) (measure.Program, error), error), b measure.Compiler, r *measure.Runner, threads int) func(bool, measure.RunOptions, codegen.COptions) (*measure.Measurer, error) {
+func Measurers(gen func(codegen.COptions) (func(*schedule.State) (measure.Program, error), error), b measure.Compiler, r *measure.Runner, threads int, maxMemory int64) func(bool, measure.RunOptions, codegen.COptions) (*measure.Measurer, error) {
 	type key struct {
 		verify bool
 		timing measure.RunOptions
@@ -365,7 +366,7 @@ func Measurers(gen func(codegen.COptions) (func(*schedule.State) (measure.Progra
 		if len(cache) >= 16 {
 			clear(cache)
 		}
-		m := &measure.Measurer{Generate: g, Builder: b, Runner: r, Verify: verify, Run: &timing}
+		m := &measure.Measurer{Generate: g, Builder: b, Runner: r, Verify: verify, Run: &timing, MaxMemory: maxMemory}
 		cache[k] = m
 		return m, nil
 	}
