@@ -25,6 +25,7 @@ type kernel struct {
 	bufs       map[*tir.Buffer]*bufBind
 	dom        domain
 	inParallel bool
+	gpu        *gpuDialect // set when printing a GPU kernel (gpu.go)
 }
 
 // bufBind is how a buffer is reached in the C code: an array or pointer
@@ -105,6 +106,30 @@ func (m *module) kernel(f *tir.PrimFunc) (out string, err error) {
 	return b.String(), nil
 }
 
+// elemType is the C type of a buffer element; on a GPU integers are 32-bit.
+func (k *kernel) elemType(t tir.DType) (string, error) {
+	if k.gpu != nil && t == tir.Int {
+		return "int", nil
+	}
+	return elemType(t)
+}
+
+// scalarType is the C type of a scalar variable.
+func (k *kernel) scalarType(t tir.DType) (string, error) {
+	if k.gpu != nil && t == tir.Int {
+		return "int", nil
+	}
+	return scalarType(t)
+}
+
+// intType is the C type of loop variables and index arithmetic.
+func (k *kernel) intType() string {
+	if k.gpu != nil {
+		return "int"
+	}
+	return "int64_t"
+}
+
 func elemType(t tir.DType) (string, error) {
 	switch t {
 	case tir.Float32:
@@ -143,7 +168,7 @@ func (k *kernel) openScope()  { k.scopes = append(k.scopes, map[string]bool{}) }
 func (k *kernel) closeScope() { k.scopes = k.scopes[:len(k.scopes)-1] }
 
 func (k *kernel) taken(name string) bool {
-	if reservedC[name] || strings.HasPrefix(name, "tsr_") {
+	if reservedC[name] || strings.HasPrefix(name, "tsr_") || k.gpu != nil && (reservedGPU[name] || strings.HasPrefix(name, "TSR_")) {
 		return true
 	}
 	for _, s := range k.scopes {
@@ -267,6 +292,12 @@ func (k *kernel) stmt(s tir.Stmt) error {
 	case *tir.Pragma:
 		k.line("/* pragma %s = %d */", comment(s.Key), s.Value)
 		return k.stmt(s.Body)
+	case *tir.Barrier:
+		if k.gpu == nil {
+			return fmt.Errorf("a barrier in a CPU kernel")
+		}
+		k.line("TSR_SYNC();")
+		return nil
 	}
 	return fmt.Errorf("unsupported statement %T", s)
 }
@@ -281,6 +312,9 @@ func (k *kernel) forLoop(f *tir.For) error {
 	}
 	if f.Extent == 1 {
 		return k.stmt(substStmt(f.Body, map[*tir.Var]tir.Expr{f.Var: tir.Const(0)}))
+	}
+	if k.gpu != nil {
+		return k.gpuLoop(f)
 	}
 	switch f.Kind {
 	case tir.Vectorized:
@@ -313,7 +347,7 @@ func (k *kernel) serialLoop(f *tir.For) error {
 	name := k.declare(f.Var.Name)
 	defer k.bindVar(f.Var, name)()
 	defer k.setDom(f.Var, tir.Interval{Lo: 0, Hi: int64(f.Extent) - 1})()
-	k.line("for (int64_t %s = 0; %s < %d; ++%s) {", name, name, f.Extent, name)
+	k.line("for (%s %s = 0; %s < %d; ++%s) {", k.intType(), name, name, f.Extent, name)
 	k.indent++
 	err := k.stmt(f.Body)
 	k.indent--
@@ -369,7 +403,10 @@ func (k *kernel) allocate(a *tir.Allocate) error {
 	if buf == nil {
 		return fmt.Errorf("allocation of a nil buffer")
 	}
-	t, err := elemType(buf.DType)
+	if k.gpu != nil && buf.Scope != tir.Local {
+		return k.gpuAllocate(a)
+	}
+	t, err := k.elemType(buf.DType)
 	if err != nil {
 		return fmt.Errorf("buffer %s: %w", buf.Name, err)
 	}
@@ -397,6 +434,9 @@ func (k *kernel) allocate(a *tir.Allocate) error {
 		}
 		k.line("%s %s[%d] __attribute__((aligned(64)));", t, name, size)
 		return k.stmt(a.Body)
+	}
+	if k.gpu != nil {
+		return fmt.Errorf("local buffer %s of %d bytes is too large for a GPU thread", buf.Name, bytes)
 	}
 	k.line("%s *restrict %s = (%s *)tsr_alloc(%d);", t, name, t, bytes)
 	if err := k.stmt(a.Body); err != nil {
@@ -464,7 +504,7 @@ func (k *kernel) let(s *tir.Let) error {
 	if s.Var.T != s.Value.Type() {
 		return fmt.Errorf("let %s of type %v bound to a %v value", s.Var.Name, s.Var.T, s.Value.Type())
 	}
-	t, err := scalarType(s.Var.T)
+	t, err := k.scalarType(s.Var.T)
 	if err != nil {
 		return err
 	}
@@ -634,6 +674,9 @@ func (k *kernel) expr(e tir.Expr) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		if k.gpu != nil {
+			name = k.gpu.calls[e.Fn]
+		}
 		args := make([]string, len(e.Args))
 		for i, a := range e.Args {
 			if args[i], err = k.expr(a); err != nil {
@@ -699,7 +742,7 @@ func (k *kernel) binary(e *tir.Binary) (string, error) {
 		_, ca := e.A.(*tir.IntImm)
 		_, cb := e.B.(*tir.IntImm)
 		if ca && cb {
-			a = "(int64_t)" + a
+			a = "(" + k.intType() + ")" + a
 		}
 	}
 	switch e.Op {
@@ -754,7 +797,7 @@ func (k *kernel) cast(e *tir.Cast) (string, error) {
 	case tir.Float32:
 		return "((float)" + x + ")", nil
 	case tir.Int:
-		return "((int64_t)" + x + ")", nil
+		return "((" + k.intType() + ")" + x + ")", nil
 	case tir.Bool:
 		if from == tir.Float32 {
 			return "(" + x + " != 0.0f)", nil

@@ -97,7 +97,7 @@ func (k *kernel) planScalarize(a *tir.Allocate) *scalarPlan {
 
 // declareScalarized names and declares the variables of a plan.
 func (k *kernel) declareScalarized(buf *tir.Buffer, p *scalarPlan) error {
-	t, err := scalarType(buf.DType)
+	t, err := k.scalarType(buf.DType)
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,15 @@ func (s *scalarScan) stmt(st tir.Stmt, dom domain, vp *vplan) {
 			s.stmt(substStmt(st.Body, map[*tir.Var]tir.Expr{st.Var: tir.Const(0)}), dom, vp)
 			return
 		}
-		if st.Kind == tir.Vectorized && vp == nil {
+		if st.Kind == tir.Vectorized && vp == nil && s.k.gpu != nil && st.Extent <= 4 {
+			// GPU vector code reads and writes local buffers lane by
+			// lane (gpu.go).
+			for l := range st.Extent {
+				s.stmt(substStmt(st.Body, map[*tir.Var]tir.Expr{st.Var: tir.Const(int64(l))}), dom, nil)
+			}
+			return
+		}
+		if st.Kind == tir.Vectorized && vp == nil && s.k.gpu == nil {
 			if plan, _, _ := s.k.planVector(st, dom); plan != nil {
 				s.items(plan.items, plan)
 				return
@@ -211,6 +219,7 @@ func (s *scalarScan) stmt(st tir.Stmt, dom domain, vp *vplan) {
 		s.stmt(st.Body, d, vp)
 	case *tir.Pragma:
 		s.stmt(st.Body, dom, vp)
+	case *tir.Barrier:
 	default:
 		s.fail()
 	}

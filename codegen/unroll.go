@@ -143,7 +143,7 @@ func unroll(s tir.Stmt, auto int) tir.Stmt {
 // stepCount is the number of steps s runs (saturating).
 func stepCount(s tir.Stmt) int64 {
 	switch s := s.(type) {
-	case *tir.Store:
+	case *tir.Store, *tir.Barrier:
 		return 1
 	case *tir.For:
 		if s.Extent <= 0 {

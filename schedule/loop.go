@@ -33,7 +33,7 @@ type FollowSplit struct {
 // thread loop is the fusion of those parts), whatever tile sizes the
 // search gives them. An unfilled source length leaves the split unfilled.
 // (Ansor's step can also take the product as the outer part; this one
-// always splits by it as a factor.)
+// always splits by it as a factor, cut to the extent when larger.)
 type FollowFusedSplit struct {
 	Stage, Iter int
 	SrcSteps    []int
@@ -103,6 +103,14 @@ func (st *FollowFusedSplit) apply(s *State) error {
 			return fmt.Errorf("level %d: source split %d has %d lengths", st.Level, src, len(sp.Lengths))
 		}
 		length *= sp.Lengths[st.Level] // an unfilled (0) length stays unfilled
+	}
+	// More threads than the loop has iterations is no error: the inner
+	// part is cut to the extent, and the spare threads idle.
+	if _, err := s.iter(st.Stage, st.Iter); err != nil {
+		return err
+	}
+	if e := s.Stages[st.Stage].Iters[st.Iter].Extent; e > 0 && length > e {
+		length = e
 	}
 	return splitIter(s, st.Stage, st.Iter, []int{length})
 }

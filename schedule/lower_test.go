@@ -290,6 +290,11 @@ func TestCodecRoundTrip(t *testing.T) {
 	if s, err := schedule.Replay(schedule.NewState(matmulRelu(6, 10, 7)), ffsp); err != nil || s.Stages[1].Iters[1].Extent != 15 {
 		t.Errorf("follow_fused_split by 3×5: %v\n%v", err, s)
 	}
+	ffsp[0] = &schedule.Split{Stage: 2, Iter: 0, Lengths: []int{1, 2}}
+	ffsp[1] = &schedule.Split{Stage: 2, Iter: 3, Lengths: []int{5, 10}}
+	if s, err := schedule.Replay(schedule.NewState(matmulRelu(2, 100, 7)), ffsp); err != nil || s.Stages[1].Iters[1].Extent != 14 {
+		t.Errorf("follow_fused_split by 2×10 of 2×7 elements: %v\n%v", err, s)
+	}
 	for _, bad := range []string{`[["FFSP",1,0,3,1]]`, `[["SP",1]]`, `[["XX",1]]`, `[[]]`, `[["SP",1,0,[1.5]]]`, `{}`, `[["AN",1,0,"fast"]]`, `[["CW",1,"disk"]]`} {
 		if _, err := schedule.UnmarshalSteps([]byte(bad)); err == nil {
 			t.Errorf("%s decoded without error", bad)

@@ -18,4 +18,6 @@ if command -v shellcheck >/dev/null; then
 	shellcheck bench/onnxruntime.sh
 fi
 go vet ./...
+# deps.sh installed clang-16 and PoCL: the GPU tests must run, not skip.
+export TESSERA_REQUIRE_GPU_TOOLS=1
 go test -timeout 40m ./...

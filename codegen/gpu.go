@@ -1,0 +1,598 @@
+package codegen
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"tessera/tir"
+)
+
+// GPU kernels.
+//
+// GPU prints functions lowered by schedule.LowerGPU as CUDA C or OpenCL C,
+// with the C printer's statements and expressions (integers are 32-bit: no
+// buffer of a GPU kernel reaches 2^31 elements), its unrolling and its
+// scalarized local buffers. Each launch of a function (tir.Kernels) is one
+// kernel NAME_kI whose parameters are the global buffers it touches; its
+// launch chain becomes the block and thread indices, its shared buffers are
+// declared at the top of the kernel (OpenCL wants them there), a vthread
+// loop is unrolled like an unrolled loop, and a barrier is __syncthreads()
+// or barrier(CLK_LOCAL_MEM_FENCE). A vectorized loop of 2 or 4 lanes loads
+// and stores float2/float4 where the access is contiguous and provably
+// aligned to the vector, and computes lane by lane in between (GPUs are
+// scalar per thread; the vector memory access is the gain).
+//
+// The source has no #include: the CUDA dialect compiles with NVRTC, which
+// knows the CUDA built-ins, and with clang in CUDA mode without the CUDA
+// headers (-nocudainc), where the prelude spells them with clang's NVPTX
+// built-ins and declares libdevice's math functions.
+
+// Dialect is the language GPU kernels are printed in.
+type Dialect uint8
+
+const (
+	CUDA Dialect = iota
+	OpenCL
+)
+
+func (d Dialect) String() string {
+	if d == OpenCL {
+		return "opencl"
+	}
+	return "cuda"
+}
+
+// GPUSource is a module of GPU kernels.
+type GPUSource struct {
+	Code  string
+	Funcs []GPUFunc // one per function, in order
+}
+
+// GPUFunc says how to run one lowered function: its kernels, launched in
+// order, and the device temporaries between them.
+type GPUFunc struct {
+	Name     string
+	Launches []Launch // Args index the function's parameters, then Temps
+	Temps    []int    // sizes in elements
+}
+
+// gpuDialect is what a GPU kernel's printing needs to know of its dialect.
+type gpuDialect struct {
+	d     Dialect
+	calls map[string]string
+}
+
+// maxGPUInt bounds the integers of a GPU kernel (they are 32-bit).
+const maxGPUInt = 1<<31 - 1
+
+// GPU prints the kernels of fs (each lowered by schedule.LowerGPU; their
+// names distinct C identifiers) as one source in dialect d.
+func GPU(fs []*tir.PrimFunc, d Dialect) (*GPUSource, error) {
+	g := &gpuDialect{d: d, calls: map[string]string{}}
+	for fn, mf := range tir.MathFuncs {
+		g.calls[fn] = mf.C
+		if d == OpenCL && !strings.HasPrefix(mf.C, "tsr_") {
+			g.calls[fn] = fn // OpenCL's math built-ins are overloaded
+		}
+	}
+	m := &module{lanes: 4, used: map[int]bool{}}
+	out := &GPUSource{}
+	var b strings.Builder
+	b.WriteString(gpuPrelude(d))
+	seen := map[string]bool{}
+	for _, f := range fs {
+		if f == nil {
+			return nil, fmt.Errorf("codegen: nil PrimFunc")
+		}
+		if err := checkKernelName(f.Name); err != nil {
+			return nil, err
+		}
+		if seen[f.Name] {
+			return nil, fmt.Errorf("codegen: two functions named %q in one module", f.Name)
+		}
+		seen[f.Name] = true
+		gf, code, err := m.gpuFunc(f, g)
+		if err != nil {
+			return nil, fmt.Errorf("codegen: %s: %w", f.Name, err)
+		}
+		out.Funcs = append(out.Funcs, gf)
+		b.WriteString(code)
+	}
+	out.Code = b.String()
+	return out, nil
+}
+
+// gpuFunc prints the kernels of one function.
+func (m *module) gpuFunc(f *tir.PrimFunc, g *gpuDialect) (GPUFunc, string, error) {
+	gf := GPUFunc{Name: f.Name}
+	ks, temps, err := tir.Kernels(f)
+	if err != nil {
+		return gf, "", err
+	}
+	bufs := append(append([]*tir.Buffer(nil), f.Params...), temps...)
+	index := map[*tir.Buffer]int{}
+	for i, p := range bufs {
+		if p == nil || p.Scope != tir.Global {
+			return gf, "", fmt.Errorf("buffer %d is not a global buffer", i)
+		}
+		if p.Size() > maxGPUInt {
+			return gf, "", fmt.Errorf("buffer %s has %d elements, more than a 32-bit index reaches", p.Name, p.Size())
+		}
+		index[p] = i
+	}
+	for _, t := range temps {
+		gf.Temps = append(gf.Temps, t.Size())
+	}
+	var b strings.Builder
+	for i, k := range ks {
+		name := fmt.Sprintf("%s_k%d", f.Name, i)
+		used := usedGlobals(k.Body, index)
+		var params []*tir.Buffer
+		var args []int
+		for _, p := range bufs {
+			if used[p] {
+				params = append(params, p)
+				args = append(args, index[p])
+			}
+		}
+		code, err := m.gpuKernel(name, k, params, g)
+		if err != nil {
+			return gf, "", fmt.Errorf("kernel %d: %w", i, err)
+		}
+		b.WriteString("\n")
+		b.WriteString(code)
+		gf.Launches = append(gf.Launches, Launch{Name: name, Grid: k.Grid, Block: k.Block, Args: args})
+	}
+	return gf, b.String(), nil
+}
+
+// usedGlobals returns the global buffers of index that s reads or writes.
+func usedGlobals(s tir.Stmt, index map[*tir.Buffer]int) map[*tir.Buffer]bool {
+	used := map[*tir.Buffer]bool{}
+	tir.WalkStmt(s, func(s tir.Stmt) bool {
+		if st, ok := s.(*tir.Store); ok {
+			if _, ok := index[st.Buf]; ok {
+				used[st.Buf] = true
+			}
+		}
+		return true
+	})
+	tir.WalkStmtExprs(s, func(e tir.Expr) {
+		tir.WalkExpr(e, func(x tir.Expr) bool {
+			if l, ok := x.(*tir.Load); ok {
+				if _, ok := index[l.Buf]; ok {
+					used[l.Buf] = true
+				}
+			}
+			return true
+		})
+	})
+	return used
+}
+
+// gpuKernel prints one launch as a kernel named name taking params.
+func (m *module) gpuKernel(name string, kern tir.Kernel, params []*tir.Buffer, g *gpuDialect) (out string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error: %v", r)
+		}
+	}()
+	if err := checkGPUInts(kern.Body); err != nil {
+		return "", err
+	}
+	k := &kernel{m: m, vars: map[*tir.Var]string{}, bufs: map[*tir.Buffer]*bufBind{}, dom: domain{}, gpu: g}
+	k.openScope()
+	written := map[*tir.Buffer]bool{}
+	tir.WalkStmt(kern.Body, func(s tir.Stmt) bool {
+		if st, ok := s.(*tir.Store); ok {
+			written[st.Buf] = true
+		}
+		return true
+	})
+	var decls []string
+	for _, p := range params {
+		if p.DType != tir.Float32 {
+			return "", fmt.Errorf("param %s is %v: GPU kernels take float32 buffers", p.Name, p.DType)
+		}
+		pn := k.declare(p.Name)
+		k.bufs[p] = &bufBind{buf: p, name: pn}
+		cnst := "const "
+		if written[p] {
+			cnst = ""
+		}
+		if g.d == OpenCL {
+			decls = append(decls, fmt.Sprintf("__global %sfloat *restrict %s", cnst, pn))
+		} else {
+			decls = append(decls, fmt.Sprintf("%sfloat *__restrict__ %s", cnst, pn))
+		}
+	}
+	if len(decls) == 0 {
+		decls = []string{"void"}
+	}
+	k.indent = 1
+	for d, v := range kern.BlockVars {
+		if v != nil {
+			k.bindIndex(v, fmt.Sprintf("TSR_BLOCK_%c", 'X'+d), kern.Grid[d])
+		}
+	}
+	for d, v := range kern.ThreadVars {
+		if v != nil {
+			k.bindIndex(v, fmt.Sprintf("TSR_THREAD_%c", 'X'+d), kern.Block[d])
+		}
+	}
+	// Shared buffers live for the whole kernel: declared first.
+	var shared []*tir.Buffer
+	tir.WalkStmt(kern.Body, func(s tir.Stmt) bool {
+		if a, ok := s.(*tir.Allocate); ok && a.Buf.Scope == tir.Shared {
+			shared = append(shared, a.Buf)
+		}
+		return true
+	})
+	for _, sb := range shared {
+		if k.bufs[sb] != nil {
+			return "", fmt.Errorf("shared buffer %s is allocated twice", sb.Name)
+		}
+		if sb.DType != tir.Float32 {
+			return "", fmt.Errorf("shared buffer %s is %v", sb.Name, sb.DType)
+		}
+		sn := k.declare(sb.Name)
+		k.bufs[sb] = &bufBind{buf: sb, name: sn}
+		k.line("TSR_SHARED float %s[%d] __attribute__((aligned(16)));", sn, max(sb.Size(), 1))
+	}
+	if err := k.stmt(prepareGPU(kern.Body)); err != nil {
+		return "", err
+	}
+	threads := kern.Block[0] * kern.Block[1] * kern.Block[2]
+	var b strings.Builder
+	if g.d == OpenCL {
+		fmt.Fprintf(&b, "__kernel __attribute__((reqd_work_group_size(%d, %d, %d))) void %s(%s) {\n",
+			kern.Block[0], kern.Block[1], kern.Block[2], name, strings.Join(decls, ", "))
+	} else {
+		fmt.Fprintf(&b, "TSR_KERNEL TSR_LAUNCH_BOUNDS(%d) void %s(%s) {\n", threads, name, strings.Join(decls, ", "))
+	}
+	b.WriteString(k.b.String())
+	b.WriteString("}\n")
+	return b.String(), nil
+}
+
+// bindIndex declares the variable of a block or thread index.
+func (k *kernel) bindIndex(v *tir.Var, macro string, ext int) {
+	n := k.declare(v.Name)
+	k.line("const int %s = %s;", n, macro)
+	k.vars[v] = n
+	k.dom[v] = tir.Interval{Lo: 0, Hi: int64(ext) - 1}
+}
+
+// checkGPUInts rejects integer constants a 32-bit index cannot hold.
+func checkGPUInts(s tir.Stmt) error {
+	var bad error
+	tir.WalkStmtExprs(s, func(e tir.Expr) {
+		tir.WalkExpr(e, func(x tir.Expr) bool {
+			if c, ok := x.(*tir.IntImm); ok && (c.V > maxGPUInt || c.V < -maxGPUInt) && bad == nil {
+				bad = fmt.Errorf("integer %d does not fit a 32-bit index", c.V)
+			}
+			return bad == nil
+		})
+	})
+	return bad
+}
+
+// prepareGPU is prepare for a kernel body: a vthread loop unrolls like an
+// unrolled loop (TVM's virtual thread injection interleaves its
+// iterations the same way), long vector loops are cut into float4 pieces.
+func prepareGPU(s tir.Stmt) tir.Stmt {
+	s = tir.MutateStmt(s, tir.StmtFuncs{Stmt: func(st tir.Stmt) tir.Stmt {
+		if f, ok := st.(*tir.For); ok && f.Kind == tir.ThreadBound && f.Thread == "vthread" {
+			return &tir.For{Var: f.Var, Extent: f.Extent, Kind: tir.Unrolled, Body: f.Body}
+		}
+		return st
+	}})
+	return prepare(s, 4)
+}
+
+// gpuLoop prints a loop of a GPU kernel.
+func (k *kernel) gpuLoop(f *tir.For) error {
+	switch f.Kind {
+	case tir.Vectorized:
+		return k.gpuVectorLoop(f)
+	case tir.Unrolled:
+		// Left by prepare only when too large to unroll in the source.
+		if k.gpu.d == CUDA {
+			k.line("#pragma unroll")
+		}
+	case tir.ThreadBound:
+		return fmt.Errorf("loop %s bound to %s inside a kernel body", f.Var.Name, f.Thread)
+	case tir.Serial, tir.Parallel:
+	default:
+		return fmt.Errorf("unknown loop kind %v", f.Kind)
+	}
+	return k.serialLoop(f)
+}
+
+// gpuAllocate handles a non-local allocation inside a kernel: shared
+// buffers were declared at its top.
+func (k *kernel) gpuAllocate(a *tir.Allocate) error {
+	if a.Buf.Scope == tir.Shared && k.bufs[a.Buf] != nil {
+		return k.stmt(a.Body)
+	}
+	return fmt.Errorf("%v buffer %s allocated inside a kernel", a.Buf.Scope, a.Buf.Name)
+}
+
+// gpuVectorLoop prints a vectorized loop: the vector plan of the C
+// printer (straight-line stores whose lanes are independent), each store
+// computed lane by lane, its contiguous aligned loads and its store made
+// as one float2/float4 access. Anything else is a scalar loop.
+func (k *kernel) gpuVectorLoop(f *tir.For) error {
+	plan, why, _ := k.planVector(f, k.dom)
+	if plan == nil || plan.L != 2 && plan.L != 4 {
+		if plan != nil {
+			why = fmt.Sprintf("%d lanes", plan.L)
+		}
+		k.line("/* %s: scalar loop, %s */", sanitize(f.Var.Name), comment(why))
+		return k.serialLoop(f)
+	}
+	saved := k.dom
+	k.dom = plan.dom
+	defer func() { k.dom = saved }()
+	return k.gpuVItems(plan, plan.items)
+}
+
+func (k *kernel) gpuVItems(p *vplan, items []vitem) error {
+	for _, it := range items {
+		if it.st != nil {
+			if err := k.gpuVStore(p, it.st); err != nil {
+				return err
+			}
+			continue
+		}
+		c, err := k.expr(it.cond)
+		if err != nil {
+			return err
+		}
+		k.line("if (%s) {", trimParens(c))
+		k.indent++
+		if err := k.gpuVItems(p, it.then); err != nil {
+			return err
+		}
+		k.indent--
+		if len(it.otherwise) > 0 {
+			k.line("} else {")
+			k.indent++
+			if err := k.gpuVItems(p, it.otherwise); err != nil {
+				return err
+			}
+			k.indent--
+		}
+		k.line("}")
+	}
+	return nil
+}
+
+var laneNames = [...]string{"x", "y", "z", "w"}
+
+// vectorAt returns the start of a float2/float4 access at flat index flat
+// of bb in lane variable p.v, when it is contiguous and aligned to the
+// vector; ok false otherwise.
+func (k *kernel) vectorAt(p *vplan, bb *bufBind, flat tir.Expr) (rest tir.Expr, ok bool) {
+	if bb.scal != nil || bb.buf.DType != tir.Float32 {
+		return nil, false
+	}
+	coef, rest, ok := tir.LinearIn(flat, p.v)
+	if !ok || coef != 1 {
+		return nil, false
+	}
+	rest = tir.Simplify(rest, k.dom)
+	G, c := modInfo(rest)
+	L := int64(p.L)
+	if G%L != 0 || ((c%L)+L)%L != 0 {
+		return nil, false
+	}
+	return rest, true
+}
+
+// vecPtr is a pointer to the vector of bb at index rest.
+func (k *kernel) vecPtr(p *vplan, bb *bufBind, rest tir.Expr, cnst bool) (string, error) {
+	r, err := k.expr(rest)
+	if err != nil {
+		return "", err
+	}
+	c := ""
+	if cnst {
+		c = "const "
+	}
+	if k.gpu.d == OpenCL {
+		space := map[tir.Scope]string{tir.Global: "__global", tir.Shared: "__local", tir.Local: "__private"}[bb.buf.Scope]
+		return fmt.Sprintf("(%s%s float%d *)(&%s[%s])", c, space, p.L, bb.name, trimParens(r)), nil
+	}
+	return fmt.Sprintf("(%stsr_float%d *)(&%s[%s])", c, p.L, bb.name, trimParens(r)), nil
+}
+
+func (k *kernel) gpuVStore(p *vplan, st *tir.Store) error {
+	bb, err := k.lookupBuf(st.Buf)
+	if err != nil {
+		return err
+	}
+	// Loads that are contiguous, aligned and in bounds for every lane are
+	// read as one vector first; each lane then reads its component.
+	type vload struct {
+		ph   *tir.Var
+		name string
+	}
+	var vloads []vload
+	value := tir.MutateExpr(st.Value, func(e tir.Expr) tir.Expr {
+		ld, ok := e.(*tir.Load)
+		if !ok || err != nil || !inBounds(ld, k.dom) {
+			return e
+		}
+		lb, lerr := k.lookupBuf(ld.Buf)
+		if lerr != nil {
+			err = lerr
+			return e
+		}
+		flat, ferr := p.flat(ld.Buf, ld.Indices)
+		if ferr != nil {
+			err = ferr
+			return e
+		}
+		rest, ok := k.vectorAt(p, lb, flat)
+		if !ok {
+			return e
+		}
+		ptr, perr := k.vecPtr(p, lb, rest, true)
+		if perr != nil {
+			err = perr
+			return e
+		}
+		name := k.declare(fmt.Sprintf("vec%d", len(vloads)))
+		t := fmt.Sprintf("tsr_float%d", p.L)
+		if k.gpu.d == OpenCL {
+			t = fmt.Sprintf("float%d", p.L)
+		}
+		k.line("const %s %s = *%s;", t, name, ptr)
+		ph := &tir.Var{Name: name, T: tir.Float32}
+		vloads = append(vloads, vload{ph, name})
+		return ph
+	})
+	if err != nil {
+		return err
+	}
+	lanes := make([]string, p.L)
+	for l := range lanes {
+		for _, vl := range vloads {
+			k.vars[vl.ph] = vl.name + "." + laneNames[l]
+		}
+		s, err := k.expr(tir.Substitute(value, map[*tir.Var]tir.Expr{p.v: tir.Const(int64(l))}))
+		if err != nil {
+			return err
+		}
+		lanes[l] = trimParens(s)
+	}
+	for _, vl := range vloads {
+		delete(k.vars, vl.ph)
+	}
+	flat, err := p.flat(st.Buf, st.Indices)
+	if err != nil {
+		return err
+	}
+	if rest, ok := k.vectorAt(p, bb, flat); ok {
+		ptr, err := k.vecPtr(p, bb, rest, false)
+		if err != nil {
+			return err
+		}
+		make := fmt.Sprintf("tsr_make_float%d(%s)", p.L, strings.Join(lanes, ", "))
+		if k.gpu.d == OpenCL {
+			make = fmt.Sprintf("(float%d)(%s)", p.L, strings.Join(lanes, ", "))
+		}
+		k.line("*%s = %s;", ptr, make)
+		return nil
+	}
+	for l := range lanes {
+		idx := tir.Simplify(tir.Substitute(flat, map[*tir.Var]tir.Expr{p.v: tir.Const(int64(l))}), k.dom)
+		ref, err := k.elemAt(bb, idx)
+		if err != nil {
+			return err
+		}
+		k.line("%s = %s;", ref, lanes[l])
+	}
+	return nil
+}
+
+// reservedGPU are names a GPU kernel must not declare besides the C ones:
+// the dialects' keywords, built-in variables, types and functions.
+var reservedGPU = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`threadIdx blockIdx blockDim gridDim warpSize
+		global local constant private kernel generic read_only write_only read_write
+		__global __local __constant __private __kernel half uchar ushort uint ulong
+		float2 float3 float4 float8 float16 int2 int4 barrier get_group_id get_local_id
+		exp log sqrt tanh erf fabs pow floor ceil vload4 vstore4 vload2 vstore2 select
+		new delete this template typename namespace class public operator`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// gpuPrelude is the start of a GPU source: the dialect's spelling of
+// kernels, shared memory, barriers and indices, and the helpers.
+func gpuPrelude(d Dialect) string {
+	var b strings.Builder
+	if d == OpenCL {
+		b.WriteString(`/* Generated by tessera/codegen: OpenCL C. */
+#define TSR_DEVICE static inline
+#define TSR_SHARED __local
+#define TSR_SYNC() barrier(CLK_LOCAL_MEM_FENCE)
+#define TSR_BLOCK_X ((int)get_group_id(0))
+#define TSR_BLOCK_Y ((int)get_group_id(1))
+#define TSR_BLOCK_Z ((int)get_group_id(2))
+#define TSR_THREAD_X ((int)get_local_id(0))
+#define TSR_THREAD_Y ((int)get_local_id(1))
+#define TSR_THREAD_Z ((int)get_local_id(2))
+TSR_DEVICE float tsr_sigmoidf(float x) { return 1.0f / (1.0f + exp(-x)); }
+`)
+	} else {
+		b.WriteString(`/* Generated by tessera/codegen: CUDA C, without #include (NVRTC, or clang -nocudainc). */
+#if defined(__CUDACC_RTC__)
+#define TSR_KERNEL extern "C" __global__
+#define TSR_LAUNCH_BOUNDS(n) __launch_bounds__(n)
+#define TSR_DEVICE static __device__ __forceinline__
+#define TSR_SHARED __shared__
+#define TSR_SYNC() __syncthreads()
+#define TSR_BLOCK_X ((int)blockIdx.x)
+#define TSR_BLOCK_Y ((int)blockIdx.y)
+#define TSR_BLOCK_Z ((int)blockIdx.z)
+#define TSR_THREAD_X ((int)threadIdx.x)
+#define TSR_THREAD_Y ((int)threadIdx.y)
+#define TSR_THREAD_Z ((int)threadIdx.z)
+#define INFINITY __int_as_float(0x7f800000)
+#define NAN __int_as_float(0x7fffffff)
+#else
+#define TSR_KERNEL extern "C" __attribute__((global))
+#define TSR_LAUNCH_BOUNDS(n) __attribute__((launch_bounds(n)))
+#define TSR_DEVICE static __attribute__((device)) inline
+#define TSR_SHARED __attribute__((shared))
+#define TSR_SYNC() __syncthreads()
+#define TSR_BLOCK_X ((int)__nvvm_read_ptx_sreg_ctaid_x())
+#define TSR_BLOCK_Y ((int)__nvvm_read_ptx_sreg_ctaid_y())
+#define TSR_BLOCK_Z ((int)__nvvm_read_ptx_sreg_ctaid_z())
+#define TSR_THREAD_X ((int)__nvvm_read_ptx_sreg_tid_x())
+#define TSR_THREAD_Y ((int)__nvvm_read_ptx_sreg_tid_y())
+#define TSR_THREAD_Z ((int)__nvvm_read_ptx_sreg_tid_z())
+#define INFINITY __builtin_inff()
+#define NAN __builtin_nanf("")
+`)
+		// libdevice's math functions, which NVRTC knows by their CUDA names.
+		var fns []string
+		for _, mf := range tir.MathFuncs {
+			if !strings.HasPrefix(mf.C, "tsr_") {
+				params := strings.Repeat(", float", mf.Arity)[2:]
+				fns = append(fns, fmt.Sprintf("extern \"C\" __attribute__((device)) float __nv_%s(%s);\n#define %s __nv_%s\n", mf.C, params, mf.C, mf.C))
+			}
+		}
+		slices.Sort(fns)
+		for _, fn := range fns {
+			b.WriteString(fn)
+		}
+		b.WriteString("#endif\n")
+		b.WriteString(`typedef struct __attribute__((aligned(16))) { float x, y, z, w; } tsr_float4;
+typedef struct __attribute__((aligned(8))) { float x, y; } tsr_float2;
+TSR_DEVICE tsr_float4 tsr_make_float4(float x, float y, float z, float w) { tsr_float4 v = {x, y, z, w}; return v; }
+TSR_DEVICE tsr_float2 tsr_make_float2(float x, float y) { tsr_float2 v = {x, y}; return v; }
+TSR_DEVICE float tsr_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
+`)
+	}
+	b.WriteString(`TSR_DEVICE int tsr_floordiv(int a, int b) {
+  int q = a / b, r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+}
+TSR_DEVICE int tsr_floormod(int a, int b) {
+  int r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+TSR_DEVICE int tsr_mini(int a, int b) { return a < b ? a : b; }
+TSR_DEVICE int tsr_maxi(int a, int b) { return a > b ? a : b; }
+TSR_DEVICE float tsr_minf(float a, float b) { return a < b ? a : b; }
+TSR_DEVICE float tsr_maxf(float a, float b) { return a > b ? a : b; }
+`)
+	return b.String()
+}
