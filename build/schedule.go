@@ -143,13 +143,9 @@ func checkGroups(t *partition.Task) error {
 // lowerRecord replays a record's steps on the task's DAG and lowers them
 // for the target.
 func lowerRecord(tg *target.Target, t *partition.Task, rec records.Record, name string) (*tir.PrimFunc, error) {
-	steps, err := rec.DecodeSteps()
+	st, err := rec.State(schedule.NewState(t.DAG))
 	if err != nil {
 		return nil, err
-	}
-	st, err := schedule.Replay(schedule.NewState(t.DAG), steps)
-	if err != nil {
-		return nil, fmt.Errorf("replay: %w", err)
 	}
 	return tg.Lower(st, name)
 }

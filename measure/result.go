@@ -125,6 +125,15 @@ func (r Result) Median() float64 {
 	return (c[n/2-1] + c[n/2]) / 2
 }
 
+// Cost returns the cost a search or a cost model uses: the median of a
+// valid measurement, +Inf for a failed one.
+func (r Result) Cost() float64 {
+	if r.Kind != None {
+		return math.Inf(1)
+	}
+	return r.Median()
+}
+
 // Min returns the smallest of r.Costs, or +Inf when there are none.
 func (r Result) Min() float64 {
 	if len(r.Costs) == 0 {

@@ -342,10 +342,7 @@ func (p *Policy) MeasureAndLearn(ctx context.Context, cands []Candidate) ([]Meas
 		out[i] = Measured{State: c.State, Result: results[i]}
 		p.measured[c.Key] = true
 		programs[i] = p.features(c)
-		costs[i] = math.Inf(1)
-		if results[i].Kind == measure.None {
-			costs[i] = results[i].Median()
-		}
+		costs[i] = results[i].Cost()
 	}
 	if ctx.Err() != nil {
 		// Results of a canceled batch are not trustworthy measurements.
@@ -576,11 +573,11 @@ func (p *Policy) features(c Candidate) [][]float32 {
 // lowerFeatures lowers a state for the target and extracts its program
 // features; nil when it does not lower.
 func (p *Policy) lowerFeatures(s *schedule.State) [][]float32 {
-	f, err := p.Opts.Target.Lower(s, "candidate")
+	rows, err := costmodel.StateFeatures(p.Opts.Target.Lower, s)
 	if err != nil {
 		return nil
 	}
-	return costmodel.Extract(f)
+	return rows
 }
 
 // topK keeps the k best-scored candidates never measured, by key.

@@ -241,13 +241,10 @@ func run(o options) error {
 		case !ok:
 			fmt.Fprintf(os.Stderr, "conv: %s has no record of workload %s on this machine: no record races\n", o.db, key)
 		default:
-			steps, err := rec.DecodeSteps()
+			st, err := rec.State(schedule.NewState(d))
 			if err == nil {
-				var st *schedule.State
-				if st, err = schedule.Replay(schedule.NewState(d), steps); err == nil {
-					cs = append(cs, contender{"record", st})
-					fmt.Fprintf(os.Stderr, "conv: record of %s from %s (%s, measured %.4f ms)\n", key, o.db, on, rec.Cost()*1e3)
-				}
+				cs = append(cs, contender{"record", st})
+				fmt.Fprintf(os.Stderr, "conv: record of %s from %s (%s, measured %.4f ms)\n", key, o.db, on, rec.Cost()*1e3)
 			}
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "conv: the best record of %s in %s does not replay (%v): no record races\n", key, o.db, err)

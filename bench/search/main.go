@@ -213,15 +213,9 @@ func searchBoth(ctx context.Context, wl workload, trials, batch, threads int, se
 	res.guidedPolicy = gp
 	for _, p := range []*search.Policy{rp, gp} {
 		for _, h := range p.History() {
-			f, err := tg.Lower(h.State, "k")
-			if err != nil {
-				continue
+			if rows, err := costmodel.StateFeatures(tg.Lower, h.State); err == nil {
+				res.data.Add(key, rows, h.Result.Cost())
 			}
-			cost := math.Inf(1)
-			if h.Result.Kind == measure.None {
-				cost = h.Result.Median()
-			}
-			res.data.Add(key, costmodel.Extract(f), cost)
 		}
 	}
 	return res, nil

@@ -7,15 +7,11 @@ import (
 	"io"
 	"maps"
 	"os"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"tessera/costmodel"
 	"tessera/records"
-	"tessera/schedule"
 	"tessera/target"
 	"tessera/te"
 )
@@ -280,47 +276,12 @@ func (d *datasetFlags) load() (*costmodel.Dataset, datasetReport, error) {
 }
 
 // extractRecords replays each record on its task's DAG, lowers it for the
-// target it was measured on and extracts its features, on all CPUs; a
-// record whose steps no longer apply or lower, or of an unknown target,
-// gets nil.
+// target it was measured on and extracts its features; a record whose
+// steps no longer apply or lower, or of an unknown target, gets nil.
 func extractRecords(recs []records.Record, dags map[string]*te.DAG) [][][]float32 {
-	initial := map[string]*schedule.State{}
-	for key, dag := range dags {
-		initial[key] = schedule.NewState(dag)
-	}
 	out := make([][][]float32, len(recs))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(recs); i = int(next.Add(1) - 1) {
-				st, err := replayRecord(initial[recs[i].WorkloadKey], recs[i])
-				if err != nil {
-					continue
-				}
-				lower, err := target.LowerOf(recs[i].Target)
-				if err != nil {
-					continue
-				}
-				if f, err := lower(st, "k"); err == nil {
-					out[i] = costmodel.Extract(f)
-					if out[i] == nil {
-						out[i] = [][]float32{} // a program without stores still counts
-					}
-				}
-			}
-		})
+	for i, r := range records.Replay(recs, dags, target.LowerOf) {
+		out[i] = r.Features
 	}
-	wg.Wait()
 	return out
-}
-
-// replayRecord rebuilds the state a record measured from its task's
-// initial state.
-func replayRecord(s0 *schedule.State, r records.Record) (*schedule.State, error) {
-	steps, err := r.DecodeSteps()
-	if err != nil {
-		return nil, err
-	}
-	return schedule.Replay(s0, steps)
 }

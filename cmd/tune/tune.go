@@ -28,9 +28,9 @@ import (
 	"tessera/measure/remote"
 	"tessera/partition"
 	"tessera/records"
-	"tessera/schedule"
 	"tessera/search"
 	"tessera/target"
+	"tessera/te"
 )
 
 // defaultTrials is the measurement budget when --trials is not given:
@@ -153,7 +153,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	params := costmodel.DefaultParams()
 	params.Seed = *seed
 	model := search.NewGBDTModel(params)
-	prior, err := loadPrior(store, tasks, targetKey, tg, model)
+	prior, err := loadPrior(store, tasks, targetKey, model)
 	if err != nil {
 		return err
 	}
@@ -255,34 +255,23 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// loadPrior replays the records of earlier runs on the target: the states
-// they measured (never measured again) and their features for the cost
-// model.
-func loadPrior(store *records.Store, tasks []search.Task, key string, tg *target.Target, model *search.GBDTModel) (map[string][]search.Measured, error) {
+// loadPrior replays the records of earlier runs on the target key: the
+// states they measured (never measured again) and their features for the
+// cost model.
+func loadPrior(store *records.Store, tasks []search.Task, key string, model *search.GBDTModel) (map[string][]search.Measured, error) {
 	prior := map[string][]search.Measured{}
 	for _, t := range tasks {
 		recs, err := store.Records(t.Key, key)
 		if err != nil {
 			return nil, err
 		}
-		s0 := schedule.NewState(t.DAG)
-		for _, r := range recs {
-			st, err := replayRecord(s0, r)
-			if err != nil {
+		for _, r := range records.Replay(recs, map[string]*te.DAG{t.Key: t.DAG}, target.LowerOf) {
+			if r.State == nil {
 				continue // steps that no longer decode or apply to this DAG
 			}
-			kind, err := measure.ParseErrorKind(r.Error)
-			if err != nil {
-				continue
-			}
-			m := search.Measured{State: st, Result: measure.Result{Costs: r.Costs, Kind: kind, Msg: r.Msg}}
-			prior[t.Key] = append(prior[t.Key], m)
-			if f, err := tg.Lower(st, "k"); err == nil {
-				cost := math.Inf(1)
-				if kind == measure.None {
-					cost = r.Cost()
-				}
-				model.Data.Add(t.Key, costmodel.Extract(f), cost)
+			prior[t.Key] = append(prior[t.Key], search.Measured{State: r.State, Result: r.Result})
+			if r.Features != nil {
+				model.Data.Add(t.Key, r.Features, r.Result.Cost())
 			}
 		}
 	}

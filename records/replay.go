@@ -1,0 +1,107 @@
+package records
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"tessera/costmodel"
+	"tessera/measure"
+	"tessera/schedule"
+	"tessera/te"
+	"tessera/tir"
+)
+
+// State replays the record's steps on s0, the initial state of its task's
+// DAG: the state the record measured.
+func (r Record) State(s0 *schedule.State) (*schedule.State, error) {
+	steps, err := r.DecodeSteps()
+	if err != nil {
+		return nil, err
+	}
+	st, err := schedule.Replay(s0, steps)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	return st, nil
+}
+
+// Result returns the measurement the record holds.
+func (r Record) Result() (measure.Result, error) {
+	kind, err := measure.ParseErrorKind(r.Error)
+	if err != nil {
+		return measure.Result{}, err
+	}
+	return measure.Result{Costs: r.Costs, Kind: kind, Msg: r.Msg}, nil
+}
+
+// Replayed is a record turned back into what it measured.
+type Replayed struct {
+	Record Record
+	// State is the measured state; nil when the record's workload is not
+	// among the DAGs given, its steps no longer decode or apply, or its
+	// error kind is unknown (Err says which).
+	State  *schedule.State
+	Result measure.Result
+	Err    error
+	// Features are the state's program features, lowered for the target
+	// of the record; nil when it does not lower, when the target is
+	// unknown, or when no features were asked for.
+	Features [][]float32
+}
+
+// Lowering returns the lowering of the target a target key names
+// (target.LowerOf), to read records without the device they were
+// measured on.
+type Lowering func(targetKey string) (func(s *schedule.State, name string) (*tir.PrimFunc, error), error)
+
+// Replay turns records back into states on their tasks' DAGs (dags by
+// workload key), and with lowerOf also into program features, on all
+// CPUs. One Replayed per record, in order. This is how a tuning run
+// resumes (earlier records are never measured again and feed the cost
+// model) and how a cost model is trained from records.
+func Replay(recs []Record, dags map[string]*te.DAG, lowerOf Lowering) []Replayed {
+	initial := map[string]*schedule.State{}
+	for key, dag := range dags {
+		initial[key] = schedule.NewState(dag)
+	}
+	out := make([]Replayed, len(recs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), max(len(recs), 1)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(recs); i = int(next.Add(1) - 1) {
+				out[i] = replayOne(recs[i], initial, lowerOf)
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+func replayOne(r Record, initial map[string]*schedule.State, lowerOf Lowering) Replayed {
+	rep := Replayed{Record: r}
+	s0 := initial[r.WorkloadKey]
+	if s0 == nil {
+		rep.Err = fmt.Errorf("workload %s: no DAG", r.WorkloadKey)
+		return rep
+	}
+	res, err := r.Result()
+	if err != nil {
+		rep.Err = err
+		return rep
+	}
+	st, err := r.State(s0)
+	if err != nil {
+		rep.Err = err
+		return rep
+	}
+	rep.State, rep.Result = st, res
+	if lowerOf != nil {
+		if lower, err := lowerOf(r.Target); err == nil {
+			rep.Features, _ = costmodel.StateFeatures(lower, st)
+		}
+	}
+	return rep
+}
