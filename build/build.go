@@ -36,6 +36,10 @@ type Options struct {
 	Target *target.Target
 	// Model names the model file in the manifest (its base name is kept).
 	Model string
+	// Frozen lists the graph inputs frozen to values before the build
+	// ("sr=16000", what --freeze said), recorded in the manifest: the
+	// library computes the model for those values only.
+	Frozen []string
 	// Warn receives one line per warning (a task without a record); nil
 	// discards them.
 	Warn io.Writer
@@ -91,7 +95,7 @@ func Generate(g *graph.Graph, plan *partition.Plan, opts Options) (*Files, error
 			File: WeightsFile, Bytes: int64(len(p.weights.payload)), Checksum: fmt.Sprintf("%016x", checksum(p.weights.payload)),
 			Tensors: len(p.weights.order), Layout: weightsLayout,
 		},
-		Inputs: p.inputs, Outputs: p.outputs,
+		Inputs: p.inputs, Outputs: p.outputs, Frozen: opts.Frozen,
 		Memory: MemoryInfo{ArenaBytes: p.mem.Peak, IntermediatesBytes: p.mem.Sum, LiveMaxBytes: p.mem.LiveMax, Intermediates: len(p.bufs)},
 	}
 	if m.Model == "." {

@@ -37,6 +37,10 @@ type Manifest struct {
 	Weights WeightsInfo  `json:"weights"`
 	Inputs  []TensorInfo `json:"inputs"`
 	Outputs []TensorInfo `json:"outputs"`
+	// Frozen lists the model's inputs that were frozen to values
+	// ("sr=16000"): not inputs of the library, which computes the model
+	// for those values only.
+	Frozen []string `json:"frozen,omitempty"`
 
 	Memory   MemoryInfo   `json:"memory"`
 	Coverage Coverage     `json:"coverage"`

@@ -76,3 +76,31 @@ func (e *UnboundDimsError) Error() string {
 	}
 	return "dynamic dimensions are not bound (use --input name=d0,d1,...): " + strings.Join(parts, ", ")
 }
+
+// ControlFlowError is returned when a control-flow node (If) branches on a
+// value computed at run time: kernels are compiled for one path, so the
+// condition must be known once the inputs are bound (or frozen). It wraps
+// ErrUnsupported and a *NotConstantError for the condition, so a caller
+// that knows the inputs behind it can freeze them and retry.
+type ControlFlowError struct {
+	Op, Node string
+	Opset    int
+	Cond     string   // the condition's value
+	Inputs   []string // the graph inputs it is computed from
+}
+
+func (e *ControlFlowError) Error() string {
+	msg := fmt.Sprintf("%s (opset %d) at node %s: condition %s is computed at run time", e.Op, e.Opset, e.Node, e.Cond)
+	if len(e.Inputs) > 0 {
+		msg += " from input " + strings.Join(e.Inputs, ", ")
+	}
+	msg += ": control flow on run-time data is unsupported"
+	if len(e.Inputs) > 0 {
+		msg += " (freeze the input to a value: --freeze " + e.Inputs[0] + "=VALUE)"
+	}
+	return msg
+}
+
+func (e *ControlFlowError) Unwrap() []error {
+	return []error{ErrUnsupported, &NotConstantError{Value: e.Cond, Node: e.Node, Op: e.Op, What: "condition"}}
+}

@@ -262,7 +262,7 @@ const (
 	AttrFloats
 	AttrInts
 	AttrStrings
-	AttrGraph // a subgraph (If, Loop, Scan): kept as a marker only
+	AttrGraph // a subgraph (If's branches, Loop's and Scan's bodies)
 )
 
 var attrKindNames = [...]string{"?", "float", "int", "string", "tensor", "floats", "ints", "strings", "graph"}
@@ -284,6 +284,10 @@ type Attr struct {
 	Floats  []float32
 	Ints    []int64
 	Strings []string
+	// G is the subgraph of an AttrGraph attribute. Its nodes may read
+	// values of the enclosing graphs (outer-scope references); it is never
+	// modified in place, so clones of a graph share it.
+	G *Graph
 }
 
 // Attribute accessors. Each returns def when the attribute is absent and an
@@ -495,9 +499,30 @@ func (g *Graph) Rename(from, to string) {
 }
 
 // Validate checks the graph's invariant: every input of a node is defined
-// before it, and no value is defined twice.
-func (g *Graph) Validate() error {
-	defined := map[string]bool{}
+// before it, and no value is defined twice. A subgraph's nodes may also
+// read the values defined in its enclosing graphs before the node that
+// holds it.
+func (g *Graph) Validate() error { return g.validate(nil) }
+
+// scope is the set of names defined so far in a graph, with the scope of
+// the enclosing graph (nil for the main graph).
+type scope struct {
+	names  map[string]bool
+	parent *scope
+}
+
+func (s *scope) has(name string) bool {
+	for ; s != nil; s = s.parent {
+		if s.names[name] {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *Graph) validate(outer *scope) error {
+	sc := &scope{names: map[string]bool{}, parent: outer}
+	defined := sc.names
 	for _, in := range g.Inputs {
 		if g.Values[in] == nil {
 			return fmt.Errorf("graph %s: input %s has no value", g.Name, in)
@@ -514,8 +539,15 @@ func (g *Graph) Validate() error {
 	}
 	for _, n := range g.Nodes {
 		for _, in := range n.Inputs {
-			if in != "" && !defined[in] {
+			if in != "" && !sc.has(in) {
 				return fmt.Errorf("graph %s: node %s (%s) reads %s, which is not defined before it", g.Name, n.Name, n.OpType, in)
+			}
+		}
+		for _, k := range sortedAttrNames(n) {
+			if a := n.Attrs[k]; a.Kind == AttrGraph && a.G != nil {
+				if err := a.G.validate(sc); err != nil {
+					return fmt.Errorf("graph %s: node %s (%s) attribute %s: %w", g.Name, n.Name, n.OpType, k, err)
+				}
 			}
 		}
 		for _, o := range n.Outputs {
@@ -529,15 +561,25 @@ func (g *Graph) Validate() error {
 		}
 	}
 	for _, o := range g.Outputs {
-		if !defined[o] {
+		if !sc.has(o) {
 			return fmt.Errorf("graph %s: output %s is not defined", g.Name, o)
 		}
 	}
 	return nil
 }
 
-// Clone returns a deep copy of g (constant data is shared: tensors are
-// never modified in place).
+// sortedAttrNames lists n's attribute names in order.
+func sortedAttrNames(n *Node) []string {
+	names := make([]string, 0, len(n.Attrs))
+	for k := range n.Attrs {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Clone returns a deep copy of g (constant data and subgraphs are shared:
+// neither is ever modified in place).
 func (g *Graph) Clone() *Graph {
 	c := &Graph{Name: g.Name, Opset: g.Opset, Opsets: map[string]int{}, Values: map[string]*Value{},
 		Inputs: slices.Clone(g.Inputs), Outputs: slices.Clone(g.Outputs)}

@@ -22,9 +22,12 @@ const MaxElems = 1 << 40
 // topological order, and works out the contents of values computed from
 // constants and shapes when the op has an evaluator (Shape, Gather,
 // Concat, arithmetic, ... — see RegisterOp), recording them in Value.Known.
-// Every graph input must be bound first (see Bind). It fails on an op it
-// does not know (an *UnsupportedOpError), on inconsistent shapes, and when
-// an op needs the contents of a run-time value (a *NotConstantError).
+// A node whose op expands (OpRule.Expand: an If whose condition is known
+// by then, a recurrent op) is replaced by the nodes it expands to, which
+// are inferred in turn. Every graph input must be bound first (see Bind).
+// It fails on an op it does not know (an *UnsupportedOpError), on
+// inconsistent shapes, and when an op needs the contents of a run-time
+// value (a *NotConstantError; a *ControlFlowError for an If).
 func (g *Graph) InferShapes() error {
 	if err := g.checkBound(); err != nil {
 		return err
@@ -40,12 +43,62 @@ func (g *Graph) InferShapes() error {
 		}
 	}
 	budget := maxFoldTotal
-	for _, n := range g.Nodes {
+	added := 0
+	for i := 0; i < len(g.Nodes); i++ {
+		n := g.Nodes[i]
+		if r, ok := rules[n.OpType]; ok && r.Expand != nil && defaultDomain(n) {
+			nodes, err := g.expandNode(n, r)
+			if err != nil {
+				return err
+			}
+			if added += len(nodes); added > maxExpandNodes {
+				return n.Errorf("expanding it makes the graph more than %d nodes larger", maxExpandNodes)
+			}
+			g.Nodes = slices.Replace(g.Nodes, i, i+1, nodes...)
+			i-- // infer the first of the new nodes next
+			continue
+		}
 		if err := g.inferNode(n, &budget); err != nil {
 			return err
 		}
 	}
+	if added > 0 {
+		if err := g.Validate(); err != nil {
+			return fmt.Errorf("after expanding nodes: %w", err)
+		}
+	}
 	return nil
+}
+
+// maxExpandNodes bounds the nodes expansion may add to one graph (an LSTM
+// over a long sequence, nested Ifs), so a malicious model cannot make
+// inference loop or exhaust memory.
+const maxExpandNodes = 1 << 18
+
+func defaultDomain(n *Node) bool { return n.Domain == "" || n.Domain == "ai.onnx" }
+
+// expandNode returns the nodes that replace n, with their output values
+// created.
+func (g *Graph) expandNode(n *Node, r OpRule) ([]*Node, error) {
+	c, err := g.inferCtx(n, r)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := r.Expand(c)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range nodes {
+		if m.Attrs == nil {
+			m.Attrs = map[string]Attr{}
+		}
+		for _, o := range m.Outputs {
+			if o != "" {
+				g.Value(o)
+			}
+		}
+	}
+	return nodes, nil
 }
 
 // InferCtx is what an op's infer and eval functions see.
@@ -63,6 +116,12 @@ type InferCtx struct {
 type OpRule struct {
 	Infer func(c *InferCtx) error
 	Eval  func(c *InferCtx, in []*Tensor) ([]*Tensor, error)
+	// Expand, when set, replaces the node by the nodes it returns, once its
+	// inputs' shapes (and the contents shape inference knows) are known:
+	// they must write the node's outputs, and their other outputs must be
+	// new names (Graph.FreshName); constants they need are added with
+	// Graph.AddConst. An op that expands has no Infer.
+	Expand func(c *InferCtx) ([]*Node, error)
 	// MinIn and MaxIn bound the number of inputs (MaxIn < 0: unbounded).
 	MinIn, MaxIn int
 }
@@ -76,8 +135,8 @@ func RegisterOp(op string, r OpRule) {
 	if _, dup := rules[op]; dup {
 		panic("graph: op " + op + " registered twice")
 	}
-	if r.Infer == nil {
-		panic("graph: op " + op + " registered without Infer")
+	if (r.Infer == nil) == (r.Expand == nil) {
+		panic("graph: op " + op + " must have one of Infer and Expand")
 	}
 	rules[op] = r
 }
@@ -92,17 +151,30 @@ func KnownOp(op string) bool {
 // inferNode infers n's outputs; budget is the number of elements
 // evaluation may still produce.
 func (g *Graph) inferNode(n *Node, budget *int) error {
-	opset := g.OpsetOf(n)
 	info, ok := rules[n.OpType]
-	if !ok || (n.Domain != "" && n.Domain != "ai.onnx") {
-		return &UnsupportedOpError{Op: n.OpType, Domain: n.Domain, Opset: opset, Node: n.Name}
+	if !ok || !defaultDomain(n) {
+		return &UnsupportedOpError{Op: n.OpType, Domain: n.Domain, Opset: g.OpsetOf(n), Node: n.Name}
 	}
+	c, err := g.inferCtx(n, info)
+	if err != nil {
+		return err
+	}
+	if err := info.Infer(c); err != nil {
+		return err
+	}
+	return g.evalNode(c, info, budget)
+}
+
+// inferCtx checks n's arity and that its inputs are inferred, and returns
+// the context its rule sees.
+func (g *Graph) inferCtx(n *Node, info OpRule) (*InferCtx, error) {
+	opset := g.OpsetOf(n)
 	nin := len(n.Inputs)
 	for nin > 0 && n.Inputs[nin-1] == "" {
 		nin--
 	}
 	if nin < info.MinIn || (info.MaxIn >= 0 && nin > info.MaxIn) {
-		return n.Errorf("%d inputs (want %d to %d)", nin, info.MinIn, info.MaxIn)
+		return nil, n.Errorf("%d inputs (want %d to %d)", nin, info.MinIn, info.MaxIn)
 	}
 	c := &InferCtx{G: g, N: n, Opset: opset, In: make([]*Value, nin), Out: make([]*Value, len(n.Outputs))}
 	for i := range nin {
@@ -112,21 +184,25 @@ func (g *Graph) inferNode(n *Node, budget *int) error {
 		}
 		v := g.Values[name]
 		if v == nil || v.DType == Undefined || v.Shape == nil {
-			return n.Errorf("input %d (%s) has no type or shape", i, name)
+			return nil, n.Errorf("input %d (%s) has no type or shape", i, name)
 		}
 		c.In[i] = v
 	}
 	if len(n.Outputs) == 0 {
-		return n.Errorf("no outputs")
+		return nil, n.Errorf("no outputs")
 	}
 	for i, o := range n.Outputs {
 		if o != "" {
 			c.Out[i] = g.Value(o)
 		}
 	}
-	if err := info.Infer(c); err != nil {
-		return err
-	}
+	return c, nil
+}
+
+// evalNode checks the outputs Infer gave, and evaluates them when the
+// inputs are known and the rule has an evaluator.
+func (g *Graph) evalNode(c *InferCtx, info OpRule, budget *int) error {
+	n := c.N
 	for i, v := range c.Out {
 		if v == nil {
 			continue

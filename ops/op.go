@@ -18,7 +18,10 @@
 // file), with a Lower built from te's library or te.Compute/te.Reduce; give
 // an Infer only when there is no Lower; give an Eval when the op appears in
 // shape arithmetic that constant folding must evaluate; add a conformance or
-// unit test. The package registers every op with package graph at init.
+// unit test. An op best written as other ops (the recurrent ops unrolled
+// into MatMul and elementwise nodes, If as its taken branch) gives only an
+// Expand, which shape inference applies. The package registers every op
+// with package graph at init.
 //
 // Data types: integer and bool tensors reach kernels as float32 values
 // (bool as 0 and 1), exact within ±2^24 (graph.MaxExactInt); a lowering
@@ -54,6 +57,11 @@ type Op struct {
 	// omitted output). nil: the op never reaches a kernel (it must be
 	// folded away first).
 	Lower func(c *lowerCtx) ([]*te.Tensor, error)
+	// Expand replaces the node, during shape inference, by the nodes of
+	// other ops that compute its outputs (an If by its taken branch, LSTM
+	// by its cells unrolled over the sequence); see graph.OpRule. An op
+	// that expands has nothing else.
+	Expand func(c *inferCtx) ([]*graph.Node, error)
 }
 
 // table holds every op by name.
@@ -66,11 +74,16 @@ func define(ops ...*Op) {
 		if _, dup := table[op.Name]; dup {
 			panic("ops: " + op.Name + " defined twice")
 		}
-		if op.Infer == nil && op.Lower == nil {
-			panic("ops: " + op.Name + " has neither Infer nor Lower")
+		if (op.Infer == nil && op.Lower == nil) == (op.Expand == nil) {
+			panic("ops: " + op.Name + " must have Infer or Lower, or else Expand")
 		}
 		table[op.Name] = op
-		r := graph.OpRule{MinIn: op.MinIn, MaxIn: op.MaxIn, Infer: op.infer}
+		r := graph.OpRule{MinIn: op.MinIn, MaxIn: op.MaxIn}
+		if op.Expand != nil {
+			r.Expand = func(c *graph.InferCtx) ([]*graph.Node, error) { return op.Expand(&inferCtx{c}) }
+		} else {
+			r.Infer = op.infer
+		}
 		if op.Eval != nil {
 			r.Eval = func(c *graph.InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 				return op.Eval(&inferCtx{c}, in)

@@ -4,10 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"tessera/graph"
 	"tessera/measure"
 )
 
@@ -82,6 +84,82 @@ func (s shapesFlag) Set(v string) error {
 	}
 	s[name] = shape
 	return nil
+}
+
+// valuesFlag collects repeated `--freeze name=v0,v1,...` flags: the values
+// as written, parsed once the input's dtype is known (frozenTensor).
+type valuesFlag map[string][]string
+
+func (f valuesFlag) String() string {
+	names := make([]string, 0, len(f))
+	for n := range f {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + "=" + strings.Join(f[n], ",")
+	}
+	return strings.Join(parts, " ")
+}
+
+func (f valuesFlag) Set(v string) error {
+	name, vals, ok := strings.Cut(v, "=")
+	if !ok || name == "" || strings.TrimSpace(vals) == "" {
+		return fmt.Errorf("want name=v0,v1,... (e.g. sr=16000), got %q", v)
+	}
+	if _, dup := f[name]; dup {
+		return fmt.Errorf("input %s frozen twice", name)
+	}
+	for _, s := range strings.Split(vals, ",") {
+		f[name] = append(f[name], strings.TrimSpace(s))
+	}
+	return nil
+}
+
+// frozenTensor parses the values given for graph input v as a tensor of
+// v's dtype. Its shape is bound (from --input), else the input's own when
+// static, else [len(vals)] for an input of rank 1; the values must fill it.
+func frozenTensor(v *graph.Value, bound []int, vals []string) (*graph.Tensor, error) {
+	shape := bound
+	switch {
+	case shape != nil:
+	case v.Shape != nil && !slices.Contains(v.Shape, -1):
+		shape = v.Shape
+	case len(v.Shape) == 1:
+		shape = []int{len(vals)}
+	default:
+		return nil, fmt.Errorf("its shape %v has dynamic dimensions: bind them with --input %s=d0,d1,...", v.Shape, v.Name)
+	}
+	if n := graph.NumElems(shape); n != len(vals) {
+		return nil, fmt.Errorf("%d values for shape %v (%d elements)", len(vals), shape, n)
+	}
+	t := &graph.Tensor{DType: v.DType, Shape: slices.Clone(shape)}
+	for i, s := range vals {
+		switch {
+		case v.DType == graph.Float32:
+			f, err := strconv.ParseFloat(s, 32)
+			if err != nil {
+				return nil, fmt.Errorf("value %d (%q) is not a float32", i, s)
+			}
+			t.F32 = append(t.F32, float32(f))
+		case v.DType == graph.Bool:
+			b, err := strconv.ParseBool(s)
+			if err != nil {
+				return nil, fmt.Errorf("value %d (%q) is not a bool (true, false, 1, 0)", i, s)
+			}
+			t.I64 = append(t.I64, map[bool]int64{false: 0, true: 1}[b])
+		case v.DType.IsInt():
+			k, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || v.DType.Wrap(k) != k {
+				return nil, fmt.Errorf("value %d (%q) is not a valid %s", i, s, v.DType)
+			}
+			t.I64 = append(t.I64, k)
+		default:
+			return nil, fmt.Errorf("input of dtype %s", v.DType)
+		}
+	}
+	return t, nil
 }
 
 // namesFlag collects a repeated flag's values (`--no-pass cse --no-pass dce`;

@@ -33,7 +33,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
-	m, err := loadModel(pos[0], mf.inputs, mf.noPass)
+	m, err := loadModel(pos[0], mf)
 	if err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var b strings.Builder
-	writeGraph(&b, pos[0], m, mf.noPass)
+	writeGraph(&b, pos[0], m, mf)
 	if *groups {
 		fmt.Fprintf(&b, "\nfused groups (%d):\n", len(p.Groups))
 		if err := partition.WriteGroups(&b, m.g, p.Groups); err != nil {
@@ -66,7 +66,8 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 
 // writeGraph prints the model's inputs and outputs and its size before and
 // after the passes.
-func writeGraph(w io.Writer, path string, m *loaded, noPass namesFlag) {
+func writeGraph(w io.Writer, path string, m *loaded, mf modelFlags) {
+	noPass := mf.noPass
 	g := m.g
 	values := func(names []string) string {
 		parts := make([]string, len(names))
@@ -81,6 +82,9 @@ func writeGraph(w io.Writer, path string, m *loaded, noPass namesFlag) {
 	}
 	fmt.Fprintf(w, "model %s: graph %q, opset %d\n", path, g.Name, g.Opset)
 	fmt.Fprintf(w, "  inputs:  %s\n  outputs: %s\n", values(g.Inputs), values(g.Outputs))
+	if len(mf.freeze) > 0 {
+		fmt.Fprintf(w, "  frozen:  %s\n", mf.freeze)
+	}
 	var run []string
 	for _, name := range graph.PassNames() {
 		if !noPass[name] {

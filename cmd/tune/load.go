@@ -14,12 +14,14 @@ import (
 // modelFlags are the flags of every command that reads a model.
 type modelFlags struct {
 	inputs shapesFlag
+	freeze valuesFlag
 	noPass namesFlag
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
-	m.inputs, m.noPass = shapesFlag{}, namesFlag{}
+	m.inputs, m.freeze, m.noPass = shapesFlag{}, valuesFlag{}, namesFlag{}
 	fs.Var(m.inputs, "input", "bind graph input `name=d0,d1,...` to a static shape (repeatable)")
+	fs.Var(m.freeze, "freeze", "freeze graph input `name=v0,v1,...` to these values, a constant of the compiled model (a sample rate an If branches on; repeatable)")
 	fs.Var(m.noPass, "no-pass", "disable graph pass `NAME` (repeatable; passes: "+strings.Join(graph.PassNames(), ", ")+")")
 }
 
@@ -79,18 +81,33 @@ type loaded struct {
 	before, after graphStats
 }
 
-// loadModel decodes the model at path, binds its inputs, infers shapes and
-// runs the graph passes not disabled.
-func loadModel(path string, inputs map[string][]int, noPass map[string]bool) (*loaded, error) {
+// loadModel decodes the model at path, freezes and binds its inputs, infers
+// shapes and runs the graph passes not disabled.
+func loadModel(path string, mf modelFlags) (*loaded, error) {
 	g, err := onnx.DecodeFile(path)
 	if err != nil {
 		return nil, err
 	}
 	l := &loaded{g: g, before: statsOf(g)}
+	inputs := maps.Clone(mf.inputs)
+	for _, name := range slices.Sorted(maps.Keys(mf.freeze)) {
+		v := g.Values[name]
+		if v == nil || !g.IsInput(name) {
+			return nil, fmt.Errorf("--freeze %s: not a graph input (inputs: %s)", name, strings.Join(g.Inputs, ", "))
+		}
+		t, err := frozenTensor(v, inputs[name], mf.freeze[name])
+		if err != nil {
+			return nil, fmt.Errorf("--freeze %s: %w", name, err)
+		}
+		if err := g.Freeze(name, t); err != nil {
+			return nil, err
+		}
+		delete(inputs, name)
+	}
 	if err := g.Bind(inputs); err != nil {
 		return nil, err
 	}
-	if err := graph.RunPasses(g, noPass); err != nil {
+	if err := graph.RunPasses(g, mf.noPass); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	l.after = statsOf(g)

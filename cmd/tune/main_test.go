@@ -54,8 +54,40 @@ func bertPath(t *testing.T) string {
 	return path
 }
 
+// ifModel writes a model that branches on its scalar int64 input sr:
+// y = x·2 when sr = 16000, else y = x + 1 (x: 2×3 float32).
+func ifModel(t *testing.T) string {
+	t.Helper()
+	branch := func(name, op, k string) *graph.Graph {
+		b := graph.New(name, 17)
+		b.AddConst(k, graph.Float32Tensor([]int{}, []float32{map[string]float32{"two": 2, "one": 1}[k]}))
+		b.AddNode(&graph.Node{Name: op, OpType: op, Inputs: []string{"x", k}, Outputs: []string{name + "_y"}})
+		b.Outputs = []string{name + "_y"}
+		return b
+	}
+	g := graph.New("rate", 17)
+	g.AddInput("x", graph.Float32, []int{2, 3})
+	g.AddInput("sr", graph.Int64, []int{})
+	g.AddConst("k16", graph.Int64Tensor([]int{}, []int64{16000}))
+	g.AddNode(&graph.Node{Name: "eq", OpType: "Equal", Inputs: []string{"sr", "k16"}, Outputs: []string{"is16"}})
+	g.AddNode(&graph.Node{Name: "if", OpType: "If", Inputs: []string{"is16"}, Outputs: []string{"y"}, Attrs: map[string]graph.Attr{
+		"then_branch": {Kind: graph.AttrGraph, G: branch("then", "Mul", "two")},
+		"else_branch": {Kind: graph.AttrGraph, G: branch("else", "Add", "one")}}})
+	g.Outputs = []string{"y"}
+	data, err := onnx.Encode(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "rate.onnx")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func TestRun(t *testing.T) {
 	dyn := dynamicTiny(t)
+	rate := ifModel(t)
 	garbage := filepath.Join(t.TempDir(), "garbage.onnx")
 	os.WriteFile(garbage, []byte("not a model"), 0o644)
 	for _, c := range []struct {
@@ -87,6 +119,14 @@ func TestRun(t *testing.T) {
 		{"bad dimension", []string{"inspect", tiny, "--input", "input=1,x"}, 1, nil, []string{`dimension "x"`}},
 		{"not an input", []string{"inspect", tiny, "--input", "weights=1"}, 1, nil, []string{"not a graph input"}},
 		{"wrong shape", []string{"inspect", tiny, "--input", "input=1,3,8,8"}, 1, nil, []string{"fixes dimension 2 to 16"}},
+		{"If on an input", []string{"inspect", rate}, 1, nil,
+			[]string{"If (opset 17) at node if: condition is16 is computed at run time from input sr", "--freeze sr=VALUE"}},
+		{"If frozen to its then branch", []string{"inspect", rate, "--freeze", "sr=16000"}, 0, []string{"inputs:  x[2,3]", "frozen:  sr=16000", "Mul"}, nil},
+		{"If frozen to its else branch", []string{"inspect", rate, "--freeze", "sr=8000"}, 0, []string{"inputs:  x[2,3]", "Add"}, nil},
+		{"frozen to a bad value", []string{"inspect", rate, "--freeze", "sr=16k"}, 1, nil, []string{`--freeze sr: value 0 ("16k") is not a valid int64`}},
+		{"frozen to too many values", []string{"inspect", rate, "--freeze", "sr=1,2"}, 1, nil, []string{"2 values for shape []"}},
+		{"freezing no input", []string{"inspect", rate, "--freeze", "rate=1"}, 1, nil, []string{"--freeze rate: not a graph input (inputs: x, sr)"}},
+		{"bad freeze flag", []string{"inspect", rate, "--freeze", "sr"}, 1, nil, []string{"want name=v0,v1"}},
 		{"unknown pass", []string{"inspect", tiny, "--no-pass", "nope"}, 1, nil, []string{`unknown pass "nope"`, "fold-batchnorm"}},
 		{"unknown flag", []string{"inspect", tiny, "--nope"}, 1, nil, []string{"flag provided but not defined"}},
 		{"unknown command", []string{"inspekt", tiny}, 1, nil, []string{`unknown command "inspekt"`}},

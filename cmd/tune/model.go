@@ -81,10 +81,11 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 		defer store.Close()
 		opts.Records = store
 	}
-	l, err := loadModel(pos[0], mf.inputs, mf.noPass)
+	l, err := loadModel(pos[0], mf)
 	if err != nil {
 		return err
 	}
+	opts.Frozen = strings.Fields(mf.freeze.String())
 	plan, err := partition.Extract(l.g, partition.Options{})
 	if err != nil {
 		return err

@@ -15,7 +15,7 @@ import (
 // evaluator.
 func tinyReference(t *testing.T, x []float32) []float32 {
 	t.Helper()
-	l, err := loadModel(tiny, nil, nil)
+	l, err := loadModel(tiny, modelFlags{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func openExisting(path string) (*records.Store, error) {
 
 // modelTasks loads a model and returns its tasks.
 func modelTasks(path string, mf modelFlags) ([]*partition.Task, error) {
-	l, err := loadModel(path, mf.inputs, mf.noPass)
+	l, err := loadModel(path, mf)
 	if err != nil {
 		return nil, err
 	}

@@ -87,7 +87,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	l, err := loadModel(pos[0], mf.inputs, mf.noPass)
+	l, err := loadModel(pos[0], mf)
 	if err != nil {
 		return err
 	}

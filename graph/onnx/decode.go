@@ -72,6 +72,25 @@ func FromProto(m *onnxpb.ModelProto, name string) (*graph.Graph, error) {
 	if opset < 0 {
 		opset = 0 // no default-domain op is then known: see graph.UnsupportedOpError
 	}
+	g, err := graphFromProto(gp, name, opset, opsets, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// maxNesting bounds how deeply subgraphs (If's branches, Loop's body) may
+// nest inside one another.
+const maxNesting = 64
+
+// graphFromProto converts the main graph (depth 0) or a subgraph (depth >
+// 0) of a model. A subgraph's inputs and outputs may leave their type to
+// inference; its nodes may read values of the enclosing graphs, which
+// Validate checks on the whole model.
+func graphFromProto(gp *onnxpb.GraphProto, name string, opset int, opsets map[string]int, depth int) (*graph.Graph, error) {
 	if gp.GetName() != "" {
 		name = gp.GetName()
 	}
@@ -102,6 +121,10 @@ func FromProto(m *onnxpb.ModelProto, name string) (*graph.Graph, error) {
 			}
 			return nil, fmt.Errorf("graph input %s is listed twice", n)
 		}
+		if depth > 0 && untyped(vi) {
+			g.AddInput(n, graph.Undefined, nil)
+			continue
+		}
 		dt, shape, params, err := valueType(vi, "input")
 		if err != nil {
 			return nil, err
@@ -110,7 +133,7 @@ func FromProto(m *onnxpb.ModelProto, name string) (*graph.Graph, error) {
 		v.DimParams = params
 	}
 	for i, np := range gp.GetNode() {
-		n, err := nodeFromProto(np, i)
+		n, err := nodeFromProto(np, i, opset, opsets, depth)
 		if err != nil {
 			return nil, err
 		}
@@ -123,17 +146,21 @@ func FromProto(m *onnxpb.ModelProto, name string) (*graph.Graph, error) {
 		}
 		// An output's type is inferred; a declared one must still be a
 		// supported tensor type.
-		if tt := vi.GetType(); tt != nil && (tt.GetTensorType() == nil || tt.GetTensorType().GetElemType() != 0) {
+		if !untyped(vi) {
 			if _, _, _, err := valueType(vi, "output"); err != nil {
 				return nil, err
 			}
 		}
 		g.Outputs = append(g.Outputs, n)
 	}
-	if err := g.Validate(); err != nil {
-		return nil, err
-	}
 	return g, nil
+}
+
+// untyped reports whether vi leaves its type to inference: no type, an
+// empty one, or a tensor type of undefined element type.
+func untyped(vi *onnxpb.ValueInfoProto) bool {
+	tt := vi.GetType()
+	return tt == nil || tt.GetValue() == nil || (tt.GetTensorType() != nil && tt.GetTensorType().GetElemType() == 0)
 }
 
 // valueType reads a graph input's or output's dtype and shape (-1 and the
@@ -229,7 +256,7 @@ func rawInt(d graph.DType, b []byte) int64 {
 	return d.Wrap(int64(b[0])) // uint8, bool
 }
 
-func nodeFromProto(np *onnxpb.NodeProto, i int) (*graph.Node, error) {
+func nodeFromProto(np *onnxpb.NodeProto, i int, opset int, opsets map[string]int, depth int) (*graph.Node, error) {
 	n := &graph.Node{
 		Name:    np.GetName(),
 		OpType:  np.GetOpType(),
@@ -252,8 +279,18 @@ func nodeFromProto(np *onnxpb.NodeProto, i int) (*graph.Node, error) {
 		if err != nil {
 			return nil, fmt.Errorf("node %s (%s): attribute %s: %w", n.Name, n.OpType, ap.GetName(), err)
 		}
-		if a.Kind == graph.AttrGraph && !subgraphOps[n.OpType] {
-			return nil, fmt.Errorf("node %s (%s): attribute %s is a graph, which only control-flow ops take", n.Name, n.OpType, ap.GetName())
+		if a.Kind == graph.AttrGraph {
+			if !subgraphOps[n.OpType] || (n.Domain != "" && n.Domain != "ai.onnx") {
+				return nil, fmt.Errorf("node %s (%s): attribute %s is a graph, which only control-flow ops take", n.Name, n.OpType, ap.GetName())
+			}
+			if depth+1 > maxNesting {
+				return nil, fmt.Errorf("node %s (%s): attribute %s: subgraphs nest more than %d deep", n.Name, n.OpType, ap.GetName(), maxNesting)
+			}
+			sub, err := graphFromProto(ap.GetG(), n.Name+"."+ap.GetName(), opset, opsets, depth+1)
+			if err != nil {
+				return nil, fmt.Errorf("node %s (%s): attribute %s: %w", n.Name, n.OpType, ap.GetName(), err)
+			}
+			a.G = sub
 		}
 		n.Attrs[ap.GetName()] = a
 	}
@@ -315,8 +352,11 @@ func attrFromProto(ap *onnxpb.AttributeProto) (graph.Attr, error) {
 			return graph.Attr{}, err
 		}
 		return graph.Attr{Kind: graph.AttrTensor, T: t}, nil
-	case onnxpb.AttributeProto_GRAPH, onnxpb.AttributeProto_GRAPHS:
-		return graph.Attr{Kind: graph.AttrGraph}, nil
+	case onnxpb.AttributeProto_GRAPH:
+		if ap.GetG() == nil {
+			return graph.Attr{}, fmt.Errorf("graph attribute without a graph")
+		}
+		return graph.Attr{Kind: graph.AttrGraph}, nil // the caller decodes the graph
 	}
 	return graph.Attr{}, graph.Unsupportedf("attribute type %s", typ)
 }

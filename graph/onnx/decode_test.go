@@ -149,3 +149,110 @@ func TestDecodeErrors(t *testing.T) {
 		})
 	}
 }
+
+// withIf is a model whose output depends on an If on the scalar input sr;
+// the then branch holds a constant and reads x from the outer scope.
+func withIf() *graph.Graph {
+	g := graph.New("withif", 16)
+	g.AddInput("x", graph.Float32, []int{2})
+	g.AddInput("sr", graph.Int64, []int{})
+	g.AddConst("k", graph.Int64Tensor([]int{}, []int64{16000}))
+	g.AddNode(&graph.Node{Name: "eq", OpType: "Equal", Inputs: []string{"sr", "k"}, Outputs: []string{"c"}})
+	then := graph.New("then", 16)
+	then.AddConst("two", graph.Float32Tensor([]int{}, []float32{2}))
+	then.AddNode(&graph.Node{Name: "mul", OpType: "Mul", Inputs: []string{"x", "two"}, Outputs: []string{"t"}})
+	then.Outputs = []string{"t"}
+	els := graph.New("else", 16)
+	els.Outputs = []string{"x"} // an outer value as the branch's output
+	g.AddNode(&graph.Node{Name: "if", OpType: "If", Inputs: []string{"c"}, Outputs: []string{"y"},
+		Attrs: map[string]graph.Attr{"then_branch": {Kind: graph.AttrGraph, G: then}, "else_branch": {Kind: graph.AttrGraph, G: els}}})
+	g.Outputs = []string{"y"}
+	return g
+}
+
+func TestSubgraphRoundTrip(t *testing.T) {
+	data, err := Encode(withIf())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		sr   int64
+		want []float32
+	}{{16000, []float32{2, -4}}, {8000, []float32{1, -2}}} {
+		g, err := Decode(data, "withif.onnx")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Freeze("sr", graph.Int64Tensor([]int{}, []int64{tc.sr})); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Freeze("x", graph.Float32Tensor([]int{2}, []float32{1, -2})); err != nil {
+			t.Fatal(err)
+		}
+		if err := graph.RunPasses(g, nil); err != nil {
+			t.Fatal(err)
+		}
+		if y := g.Values["y"].Const; y == nil || !slices.Equal(y.F32, tc.want) {
+			t.Errorf("sr=%d: y = %v, want %v", tc.sr, y, tc.want)
+		}
+	}
+}
+
+func TestDecodeSubgraphErrors(t *testing.T) {
+	model := func(edit func(m *onnxpb.ModelProto)) []byte {
+		m, err := ToProto(withIf())
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(m)
+		b, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	branch := func(m *onnxpb.ModelProto) *onnxpb.GraphProto {
+		for _, a := range m.Graph.Node[1].Attribute {
+			if a.Name == "then_branch" {
+				return a.G
+			}
+		}
+		t.Fatal("no then_branch")
+		return nil
+	}
+	nest := func(m *onnxpb.ModelProto, depth int) {
+		g := branch(m)
+		for range depth {
+			inner := &onnxpb.GraphProto{Name: "deep", Output: []*onnxpb.ValueInfoProto{{Name: "x"}}}
+			g.Node = append(g.Node, &onnxpb.NodeProto{OpType: "If", Input: []string{"c"}, Output: []string{"unused"},
+				Attribute: []*onnxpb.AttributeProto{{Name: "then_branch", Type: onnxpb.AttributeProto_GRAPH, G: inner}}})
+			g = inner
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"branch reads an undefined value", model(func(m *onnxpb.ModelProto) { branch(m).Node[0].Input[0] = "nothing" }),
+			"node if (If) attribute then_branch: graph then: node mul (Mul) reads nothing"},
+		{"graph attribute on a Conv", model(func(m *onnxpb.ModelProto) { m.Graph.Node[1].OpType = "Conv" }), "only control-flow ops take"},
+		{"graph attribute without a graph", model(func(m *onnxpb.ModelProto) { m.Graph.Node[1].Attribute[0].G = nil }), "graph attribute without a graph"},
+		{"graphs attribute", model(func(m *onnxpb.ModelProto) { m.Graph.Node[1].Attribute[0].Type = onnxpb.AttributeProto_GRAPHS }), "attribute type GRAPHS"},
+		{"nested too deep", model(func(m *onnxpb.ModelProto) { nest(m, maxNesting+1) }), "nest more than 64 deep"},
+		{"float16 in a branch", model(func(m *onnxpb.ModelProto) {
+			branch(m).Initializer[0].DataType = int32(onnxpb.TensorProto_FLOAT16)
+		}), "data type FLOAT16"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Decode(tc.data, "m.onnx")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	// Nesting up to the limit decodes.
+	if _, err := Decode(model(func(m *onnxpb.ModelProto) { nest(m, maxNesting-1) }), "m.onnx"); err != nil {
+		t.Errorf("nesting %d deep: %v", maxNesting, err)
+	}
+}

@@ -28,7 +28,10 @@ func Encode(g *graph.Graph) ([]byte, error) {
 
 // ToProto converts g to a ModelProto.
 func ToProto(g *graph.Graph) (*onnxpb.ModelProto, error) {
-	gp := &onnxpb.GraphProto{Name: g.Name}
+	gp, err := graphToProto(g)
+	if err != nil {
+		return nil, err
+	}
 	m := &onnxpb.ModelProto{IrVersion: irVersion, ProducerName: "tessera", Graph: gp}
 	domains := make([]string, 0, len(g.Opsets))
 	for d := range g.Opsets {
@@ -45,6 +48,12 @@ func ToProto(g *graph.Graph) (*onnxpb.ModelProto, error) {
 		}
 		m.OpsetImport = append(m.OpsetImport, &onnxpb.OperatorSetIdProto{Domain: d, Version: int64(v)})
 	}
+	return m, nil
+}
+
+// graphToProto converts the main graph or a subgraph.
+func graphToProto(g *graph.Graph) (*onnxpb.GraphProto, error) {
+	gp := &onnxpb.GraphProto{Name: g.Name}
 	produced := map[string]bool{}
 	for _, n := range g.Nodes {
 		np := &onnxpb.NodeProto{Name: n.Name, OpType: n.OpType, Domain: n.Domain,
@@ -76,8 +85,8 @@ func ToProto(g *graph.Graph) (*onnxpb.ModelProto, error) {
 	}
 	for _, name := range g.Outputs {
 		v := g.Values[name]
-		if v == nil {
-			return nil, fmt.Errorf("output %s has no value", name)
+		if v == nil { // a subgraph's output read from an enclosing graph
+			v = &graph.Value{Name: name}
 		}
 		gp.Output = append(gp.Output, valueInfo(v))
 	}
@@ -91,7 +100,7 @@ func ToProto(g *graph.Graph) (*onnxpb.ModelProto, error) {
 	for _, name := range inner {
 		gp.ValueInfo = append(gp.ValueInfo, valueInfo(g.Values[name]))
 	}
-	return m, nil
+	return gp, nil
 }
 
 // valueInfo describes v; a value whose type is not inferred yet is
@@ -176,6 +185,15 @@ func attrToProto(name string, a graph.Attr) (*onnxpb.AttributeProto, error) {
 		}
 	case graph.AttrTensor:
 		ap.Type, ap.T = onnxpb.AttributeProto_TENSOR, TensorToProto("", a.T)
+	case graph.AttrGraph:
+		if a.G == nil {
+			return nil, fmt.Errorf("attribute %s: graph attribute without a graph", name)
+		}
+		sub, err := graphToProto(a.G)
+		if err != nil {
+			return nil, fmt.Errorf("attribute %s: %w", name, err)
+		}
+		ap.Type, ap.G = onnxpb.AttributeProto_GRAPH, sub
 	default:
 		return nil, fmt.Errorf("attribute %s: cannot encode a %s attribute", name, a.Kind)
 	}

@@ -13,12 +13,14 @@ import (
 // inference and the passes: each step may fail, none may panic or hang.
 // Run with: go test ./graph/onnx -run '^$' -fuzz FuzzDecode -fuzztime 1m
 func FuzzDecode(f *testing.F) {
-	if data, err := Encode(sample()); err == nil {
-		f.Add(data)
+	for _, g := range []*graph.Graph{sample(), withIf()} {
+		if data, err := Encode(g); err == nil {
+			f.Add(data)
+		}
 	}
 	// A few of ONNX's test models, when installed, as seeds.
 	for _, name := range []string{"node/test_reshape_extended_dims", "node/test_slice_neg_steps", "node/test_batchnorm_example",
-		"pytorch-converted/test_Conv2d_depthwise_padded", "pytorch-operator/test_operator_chunk", "node/test_constantofshape_float_ones"} {
+		"pytorch-converted/test_Conv2d_depthwise_padded", "pytorch-operator/test_operator_chunk", "node/test_constantofshape_float_ones", "node/test_if"} {
 		if data, err := os.ReadFile(filepath.Join("/usr/share/libonnx-testdata/data", name, "model.onnx")); err == nil {
 			f.Add(data)
 		}
