@@ -4,7 +4,7 @@
 set -euo pipefail
 
 # libdnnl-dev: oneDNN, a contender of go run ./bench/conv (no test needs it).
-packages=(gcc libc6-dev libopenblas-dev libdnnl-dev libonnx-testdata xgboost)
+packages=(gcc libc6-dev libopenblas-dev libdnnl-dev libonnx-testdata xgboost nats-server util-linux)
 
 missing=()
 for p in "${packages[@]}"; do

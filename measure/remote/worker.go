@@ -144,23 +144,9 @@ func (w *worker) announce(kv jetstream.KeyValue) func() {
 		}
 	}
 	put()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(workersTTL / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				put()
-			}
-		}
-	})
+	stop := every(workersTTL/3, put)
 	return func() {
-		close(stop)
-		wg.Wait()
+		stop()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		kv.Delete(ctx, key)
@@ -266,24 +252,9 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg, ackWait time.Dur
 	}
 	w.logf("job %s delivery %d: measuring", job.ID, delivery)
 
-	beat := max(ackWait/3, 100*time.Millisecond)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(beat)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				msg.InProgress()
-			}
-		}
-	})
+	stopBeat := every(max(ackWait/3, 100*time.Millisecond), func() { msg.InProgress() })
 	results, err := measureOne(ctx, m, in)
-	close(stop)
-	wg.Wait()
+	stopBeat()
 	if errors.Is(err, errPanic) || errors.Is(err, measure.ErrTooLarge) {
 		return refuse(err.Error())
 	}
@@ -307,6 +278,29 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg, ackWait time.Dur
 	}
 	w.logf("job %s: %v %.4g ms (build %v, run %v)", job.ID, r.Kind, 1e3*r.Median(), r.BuildTime.Round(time.Millisecond), r.RunTime.Round(time.Millisecond))
 	return nil
+}
+
+// every calls f every d until the returned function is called; that
+// function returns once f no longer runs.
+func every(d time.Duration, f func()) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				f()
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
 }
 
 // errPanic is returned by measureOne when measuring the job panicked: the
