@@ -22,6 +22,7 @@ var Passes = []Pass{
 	{"fold-batchnorm", foldBatchNorm},
 	{"cse", eliminateCommonSubexpressions},
 	{"dce", eliminateDeadCode},
+	{"convert-layout", convertLayout},
 }
 
 // passOrder lists the ordering constraints of Passes: before runs earlier
@@ -32,6 +33,7 @@ var passOrder = []struct{ before, after, reason string }{
 	{"fold-constants", "cse", "folded constants let equal shape computations compare equal"},
 	{"cse", "dce", "CSE leaves the duplicate nodes dead"},
 	{"fold-batchnorm", "dce", "folding leaves the original weights unused"},
+	{"fold-batchnorm", "convert-layout", "BatchNormalization folds into an NCHW Conv it reads directly"},
 }
 
 func init() {

@@ -7,6 +7,30 @@ import (
 
 // Sliding-window ops: convolution and pooling. Their window geometry
 // (strides, dilations, pads, auto_pad, ceil mode) is te's alone.
+//
+// Conv, MaxPool and GlobalAveragePool also take Tessera's own attribute
+// data_layout (as Relay's conv2d does): "NHWC" when the graph's layout pass
+// (graph.ConvertLayout) made their activations channels-last. It never
+// comes from a model file: an ONNX node that carries it is refused.
+
+// DataLayout is the attribute the layout pass sets.
+const DataLayout = graph.LayoutAttr
+
+// nhwc reports whether node c is channels-last; any other data_layout
+// than NCHW and NHWC is an error.
+func (c *lowerCtx) nhwc() (bool, error) {
+	l, err := c.n.Str(DataLayout, "NCHW")
+	if err != nil {
+		return false, err
+	}
+	switch l {
+	case "NCHW":
+		return false, nil
+	case "NHWC":
+		return true, nil
+	}
+	return false, c.n.Errorf("%s %q (NCHW or NHWC)", DataLayout, l)
+}
 
 func init() {
 	define(
@@ -45,6 +69,13 @@ func lowerConv(c *lowerCtx) ([]*te.Tensor, error) {
 			return nil, err
 		}
 	}
+	nhwc, err := c.nhwc()
+	if err != nil {
+		return nil, err
+	}
+	if nhwc {
+		return one(te.ConvNHWC(c.name(0), x, w, b, a))
+	}
 	return one(te.Conv(c.name(0), x, w, b, a))
 }
 
@@ -80,6 +111,16 @@ func lowerPool(c *lowerCtx) ([]*te.Tensor, error) {
 			return nil, err
 		}
 	}
+	nhwc, err := c.nhwc()
+	if err != nil {
+		return nil, err
+	}
+	if nhwc && c.n.OpType == "MaxPool" {
+		return one(te.MaxPoolNHWC(c.name(0), x, a))
+	}
+	if nhwc {
+		return nil, c.n.Errorf("%s has no NHWC form", c.n.OpType)
+	}
 	if c.n.OpType == "MaxPool" {
 		return one(te.MaxPool(c.name(0), x, a))
 	}
@@ -91,7 +132,16 @@ func lowerGlobalPool(c *lowerCtx) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.n.OpType == "GlobalMaxPool" {
+	nhwc, err := c.nhwc()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case nhwc && c.n.OpType == "GlobalAveragePool":
+		return one(te.GlobalAveragePoolNHWC(c.name(0), x))
+	case nhwc:
+		return nil, c.n.Errorf("%s has no NHWC form", c.n.OpType)
+	case c.n.OpType == "GlobalMaxPool":
 		return one(te.GlobalMaxPool(c.name(0), x))
 	}
 	return one(te.GlobalAveragePool(c.name(0), x))

@@ -71,10 +71,20 @@ func winogradTile(g *graph.Graph, n *graph.Node) int {
 	if _, err := convPads(n); err != nil {
 		return 0
 	}
-	if out.Shape[2] >= 8 && out.Shape[3] >= 8 {
+	oh, ow := out.Shape[2], out.Shape[3]
+	if channelsLast(n) {
+		oh, ow = out.Shape[1], out.Shape[2]
+	}
+	if oh >= 8 && ow >= 8 {
 		return 4
 	}
 	return 2
+}
+
+// channelsLast reports whether the layout pass made n NHWC.
+func channelsLast(n *graph.Node) bool {
+	l, _ := n.Str(graph.LayoutAttr, "NCHW")
+	return l == "NHWC"
 }
 
 // convPads returns a 2-D Conv's pads as [top, left, bottom, right].
@@ -140,7 +150,11 @@ func winogradAlternative(g *graph.Graph, grp *Group) (*Group, error) {
 		if err != nil {
 			return nil, true, err
 		}
-		out, err := te.WinogradConv2D(n.Outputs[0]+"_winograd", x, u, m, pads)
+		wino, channel := te.WinogradConv2D, 1
+		if channelsLast(n) {
+			wino, channel = te.WinogradConv2DNHWC, 3
+		}
+		out, err := wino(n.Outputs[0]+"_winograd", x, u, m, pads)
 		if err != nil {
 			return nil, true, n.Errorf("%v", err)
 		}
@@ -151,7 +165,7 @@ func winogradAlternative(g *graph.Graph, grp *Group) (*Group, error) {
 			}
 			conv := out
 			out = te.Compute(n.Outputs[0]+"_bias", conv.Shape, func(i []tir.Expr) tir.Expr {
-				return tir.AddE(conv.At(i...), b.At(i[1]))
+				return tir.AddE(conv.At(i...), b.At(i[channel]))
 			})
 		}
 		return []*te.Tensor{out}, true, nil

@@ -27,7 +27,7 @@ var keyCases = []struct {
 	{"conv+bias+relu", func(t *testing.T, p string) *graph.Graph {
 		b := newTG(17)
 		y := conv3x3(b, p+"conv", b.input(p+"x", 1, 3, 16, 16), 3, 8, true)
-		return b.done(t, nil, b.op(p+"relu", "Relu", []string{y}))
+		return b.done(t, map[string]bool{"convert-layout": true}, b.op(p+"relu", "Relu", []string{y}))
 	}},
 	{"softmax", func(t *testing.T, p string) *graph.Graph {
 		b := newTG(17)
@@ -158,12 +158,15 @@ func TestWinogradAlternative(t *testing.T) {
 		stride int64
 		want   string // the alternative's algorithm, "" for none
 		opts   Options
+		nchw   bool // with convert-layout off
 	}{
-		{"12x12", 16, 12, 1, Winograd(4), Options{}},
-		{"6x6", 16, 6, 1, Winograd(2), Options{}},
-		{"strided", 16, 12, 2, "", Options{}},
-		{"narrow", 8, 12, 1, "", Options{}},
-		{"direct only", 16, 12, 1, "", Options{DirectOnly: true}},
+		{"12x12", 16, 12, 1, Winograd(4), Options{}, true},
+		{"6x6", 16, 6, 1, Winograd(2), Options{}, true},
+		{"12x12 NHWC", 16, 12, 1, Winograd(4), Options{}, false},
+		{"6x6 NHWC", 16, 6, 1, Winograd(2), Options{}, false},
+		{"strided", 16, 12, 2, "", Options{}, true},
+		{"narrow", 8, 12, 1, "", Options{}, true},
+		{"direct only", 16, 12, 1, "", Options{DirectOnly: true}, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -171,22 +174,25 @@ func TestWinogradAlternative(t *testing.T) {
 			x := b.input("x", 1, c.cin, c.h, c.h)
 			y := b.op("conv", "Conv", []string{x, b.weight("conv.w", 16, c.cin, 3, 3), b.weight("conv.b", 16)},
 				"pads", []int64{1, 1, 1, 1}, "strides", []int64{c.stride, c.stride})
-			g := b.done(t, nil, b.op("relu", "Relu", []string{y}))
+			disabled := map[string]bool{"convert-layout": c.nchw}
+			g := b.done(t, disabled, b.op("relu", "Relu", []string{y}))
 			p, err := Extract(g, c.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			alts := p.Groups[0].Alternatives
+			// NHWC adds a transpose back to NCHW for the graph output.
+			conv := p.Groups[0]
+			alts := conv.Alternatives
 			if c.want == "" {
-				if len(alts) != 0 || len(p.Tasks) != 1 {
+				if len(alts) != 0 || len(p.Tasks) != len(p.Groups) {
 					t.Fatalf("%d alternatives, %d tasks", len(alts), len(p.Tasks))
 				}
 				return
 			}
-			if len(alts) != 1 || alts[0].Algorithm != c.want || len(p.Tasks) != 2 {
+			if len(alts) != 1 || alts[0].Algorithm != c.want || len(p.Tasks) != len(p.Groups)+1 {
 				t.Fatalf("alternatives %v, %d tasks", alts, len(p.Tasks))
 			}
-			if r := p.Rivals(); fmt.Sprint(r) != "[[1] [0]]" {
+			if r := p.Rivals(); fmt.Sprint(r[:2]) != "[[1] [0]]" {
 				t.Errorf("rivals %v", r)
 			}
 			if !strings.Contains(p.Tasks[1].Ops(), c.want) {
@@ -200,7 +206,7 @@ func TestWinogradAlternative(t *testing.T) {
 					}
 					return 2, true
 				})
-				if len(chosen.Tasks) != 1 || len(chosen.Groups) != 1 || chosen.Groups[0].Task != chosen.Tasks[0] ||
+				if len(chosen.Tasks) != len(p.Groups) || chosen.Groups[0].Task != chosen.Tasks[0] ||
 					(chosen.Groups[0].Algorithm != "") != winogradFaster || chosen.Tasks[0].Weight != 1 {
 					t.Errorf("winograd faster %v: chose %+v", winogradFaster, chosen.Groups[0])
 				}

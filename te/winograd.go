@@ -175,43 +175,75 @@ func WinogradWeights(w []float32, K, C, m int) ([]float32, error) {
 // dilations, pads [top, left, bottom, right]; the output is [N, K, OH, OW]
 // as Conv's. See the stage list above.
 func WinogradConv2D(name string, x, u *Tensor, m int, pads []int) (*Tensor, error) {
+	return winogradConv2D(name, x, u, m, pads, false)
+}
+
+// WinogradConv2DNHWC is WinogradConv2D on channels-last activations: x [N,
+// H, W, C], output [N, OH, OW, K]. Its stages keep the channels innermost
+// too: data_pack [α, α, P, C] (vector loads of the input's channels),
+// bgemm [α, α, P, K] (the GEMMs vectorize over K, as U is [.., C, K]),
+// inverse [P, m, m, K].
+func WinogradConv2DNHWC(name string, x, u *Tensor, m int, pads []int) (*Tensor, error) {
+	return winogradConv2D(name, x, u, m, pads, true)
+}
+
+func winogradConv2D(name string, x, u *Tensor, m int, pads []int, nhwc bool) (*Tensor, error) {
 	mats, ok := winogradMatrices[m]
 	if !ok {
 		return nil, opError("WinogradConv2D", name, "no F(%d, 3) (tile sizes: %v)", m, WinogradTileSizes())
 	}
 	a := m + 2
-	if len(x.Shape) != 4 || len(u.Shape) != 4 || u.Shape[0] != a || u.Shape[1] != a || u.Shape[2] != x.Shape[1] {
+	if len(x.Shape) != 4 || len(u.Shape) != 4 {
+		return nil, opError("WinogradConv2D", name, "input %v and transformed weights %v must be 4-D", x.Shape, u.Shape)
+	}
+	// ax are the positions of the channel and spatial axes of x.
+	axC, axH, axW := 1, 2, 3
+	if nhwc {
+		axC, axH, axW = 3, 1, 2
+	}
+	N, C, H, W, K := x.Shape[0], x.Shape[axC], x.Shape[axH], x.Shape[axW], u.Shape[3]
+	if u.Shape[0] != a || u.Shape[1] != a || u.Shape[2] != C {
 		return nil, opError("WinogradConv2D", name, "input %v and transformed weights %v do not fit F(%d, 3)", x.Shape, u.Shape, m)
 	}
 	if len(pads) != 4 {
 		return nil, opError("WinogradConv2D", name, "pads %v, want [top, left, bottom, right]", pads)
 	}
-	N, C, H, W, K := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3], u.Shape[3]
 	OH, OW := H+pads[0]+pads[2]-2, W+pads[1]+pads[3]-2
 	if OH <= 0 || OW <= 0 {
 		return nil, opError("WinogradConv2D", name, "input %v with pads %v is smaller than the kernel", x.Shape, pads)
 	}
 	nH, nW := (OH+m-1)/m, (OW+m-1)/m
 	P := N * nH * nW
+	// at builds an index of x (or of the padded input) from the batch,
+	// channel, row and column.
+	at := func(n, c, h, w tir.Expr) []tir.Expr {
+		if nhwc {
+			return []tir.Expr{n, h, w, c}
+		}
+		return []tir.Expr{n, c, h, w}
+	}
 	// The input padded to whole tiles: rows [-top, nH·m+2-top).
 	pad := x
 	PH, PW := nH*m+2, nW*m+2
 	if pads[0] > 0 || pads[1] > 0 || PH != H || PW != W {
-		pad = Compute(name+"_pad", []int{N, C, PH, PW}, func(i []tir.Expr) tir.Expr {
+		shape := append([]int(nil), x.Shape...)
+		shape[axH], shape[axW] = PH, PW
+		pad = Compute(name+"_pad", shape, func(i []tir.Expr) tir.Expr {
+			h, w := i[axH], i[axW]
 			var inside tir.Expr
 			if pads[0] > 0 {
-				inside = andCond(inside, tir.Cmp(tir.GE, i[2], Idx(pads[0])))
+				inside = andCond(inside, tir.Cmp(tir.GE, h, Idx(pads[0])))
 			}
 			if PH > pads[0]+H {
-				inside = andCond(inside, tir.Cmp(tir.LT, i[2], Idx(pads[0]+H)))
+				inside = andCond(inside, tir.Cmp(tir.LT, h, Idx(pads[0]+H)))
 			}
 			if pads[1] > 0 {
-				inside = andCond(inside, tir.Cmp(tir.GE, i[3], Idx(pads[1])))
+				inside = andCond(inside, tir.Cmp(tir.GE, w, Idx(pads[1])))
 			}
 			if PW > pads[1]+W {
-				inside = andCond(inside, tir.Cmp(tir.LT, i[3], Idx(pads[1]+W)))
+				inside = andCond(inside, tir.Cmp(tir.LT, w, Idx(pads[1]+W)))
 			}
-			v := x.At(i[0], i[1], iaddc(i[2], -pads[0]), iaddc(i[3], -pads[1]))
+			v := x.At(at(i[0], i[axC], iaddc(h, -pads[0]), iaddc(w, -pads[1]))...)
 			if inside == nil {
 				return v
 			}
@@ -219,23 +251,49 @@ func WinogradConv2D(name string, x, u *Tensor, m int, pads []int) (*Tensor, erro
 		})
 	}
 	bt := ConstMatrix(name+"_BT", mats.BT)
-	at := ConstMatrix(name+"_AT", mats.AT)
+	atm := ConstMatrix(name+"_AT", mats.AT)
 	// tile p = (n·nH + ty)·nW + tx.
 	tileN := func(p tir.Expr) tir.Expr { return idivc(p, nH*nW) }
 	tileY := func(p tir.Expr) tir.Expr { return imodc(idivc(p, nW), nH) }
 	tileX := func(p tir.Expr) tir.Expr { return imodc(p, nW) }
-	dataPack := Reduce(name+"_data_pack", []int{a, a, C, P}, Sum, []int{a, a}, func(i, r []tir.Expr) tir.Expr {
-		p := i[3]
-		d := pad.At(tileN(p), i[2], iadd(imulc(tileY(p), m), r[0]), iadd(imulc(tileX(p), m), r[1]))
+	// The stages' index orders: (a, b, c, p) and (a, b, k, p) for NCHW,
+	// (a, b, p, c) and (a, b, p, k) for NHWC.
+	packShape, gemmShape := []int{a, a, C, P}, []int{a, a, K, P}
+	cp := func(i []tir.Expr) (c, p tir.Expr) { return i[2], i[3] }
+	if nhwc {
+		packShape, gemmShape = []int{a, a, P, C}, []int{a, a, P, K}
+		cp = func(i []tir.Expr) (c, p tir.Expr) { return i[3], i[2] }
+	}
+	packAt := func(a, b, c, p tir.Expr) []tir.Expr {
+		if nhwc {
+			return []tir.Expr{a, b, p, c}
+		}
+		return []tir.Expr{a, b, c, p}
+	}
+	dataPack := Reduce(name+"_data_pack", packShape, Sum, []int{a, a}, func(i, r []tir.Expr) tir.Expr {
+		c, p := cp(i)
+		d := pad.At(at(tileN(p), c, iadd(imulc(tileY(p), m), r[0]), iadd(imulc(tileX(p), m), r[1]))...)
 		return ScaleByConst(d, tir.MulE(bt.At(i[0], r[0]), bt.At(i[1], r[1])))
 	})
-	bgemm := Reduce(name+"_bgemm", []int{a, a, K, P}, Sum, []int{C}, func(i, r []tir.Expr) tir.Expr {
-		return tir.MulE(u.At(i[0], i[1], r[0], i[2]), dataPack.At(i[0], i[1], r[0], i[3]))
+	bgemm := Reduce(name+"_bgemm", gemmShape, Sum, []int{C}, func(i, r []tir.Expr) tir.Expr {
+		k, p := cp(i)
+		return tir.MulE(u.At(i[0], i[1], r[0], k), dataPack.At(packAt(i[0], i[1], r[0], p)...))
 	})
-	inverse := Reduce(name+"_inverse", []int{K, P, m, m}, Sum, []int{a, a}, func(i, r []tir.Expr) tir.Expr {
-		return ScaleByConst(bgemm.At(r[0], r[1], i[0], i[1]), tir.MulE(at.At(i[2], r[0]), at.At(i[3], r[1])))
+	var inverse, out *Tensor
+	if nhwc {
+		inverse = Reduce(name+"_inverse", []int{P, m, m, K}, Sum, []int{a, a}, func(i, r []tir.Expr) tir.Expr {
+			return ScaleByConst(bgemm.At(r[0], r[1], i[0], i[3]), tir.MulE(atm.At(i[1], r[0]), atm.At(i[2], r[1])))
+		})
+		out = Compute(name, []int{N, OH, OW, K}, func(i []tir.Expr) tir.Expr {
+			p := iadd(imulc(iadd(imulc(i[0], nH), idivc(i[1], m)), nW), idivc(i[2], m))
+			return inverse.At(p, imodc(i[1], m), imodc(i[2], m), i[3])
+		})
+		return out, nil
+	}
+	inverse = Reduce(name+"_inverse", []int{K, P, m, m}, Sum, []int{a, a}, func(i, r []tir.Expr) tir.Expr {
+		return ScaleByConst(bgemm.At(r[0], r[1], i[0], i[1]), tir.MulE(atm.At(i[2], r[0]), atm.At(i[3], r[1])))
 	})
-	out := Compute(name, []int{N, K, OH, OW}, func(i []tir.Expr) tir.Expr {
+	out = Compute(name, []int{N, K, OH, OW}, func(i []tir.Expr) tir.Expr {
 		p := iadd(imulc(iadd(imulc(i[0], nH), idivc(i[2], m)), nW), idivc(i[3], m))
 		return inverse.At(i[1], p, imodc(i[2], m), imodc(i[3], m))
 	})

@@ -1,0 +1,178 @@
+package te
+
+import (
+	"math"
+
+	"tessera/tir"
+)
+
+// Channels-last (NHWC) variants of the 2-D sliding-window ops, for the
+// graph's layout pass (package graph, "convert-layout"): the activations
+// are [N, H, W, C], so the channel is the contiguous axis that vector loads
+// and register tiles of output channels use; the weights stay [M, C/g, KH,
+// KW] as the model gives them (a schedule's RewriteLayout packs them for
+// its loops). Window geometry and padding rules are the NCHW ops'.
+
+// spatialNHWC returns the spatial extents of a [N, H, W, C] tensor.
+func spatialNHWC(op, name string, x *Tensor) ([]int, error) {
+	if len(x.Shape) != 4 {
+		return nil, opError(op, name, "NHWC input %v must be [N, H, W, C]", x.Shape)
+	}
+	return x.Shape[1:3], nil
+}
+
+// padStageNHWC pads axes 1 and 2 of x for the windows with v, as a stage
+// name_pad; it returns x itself when no padding is needed.
+func padStageNHWC(name string, x *Tensor, ws []window, v float64) *Tensor {
+	shape := append([]int(nil), x.Shape...)
+	need := false
+	for i, w := range ws {
+		shape[1+i] = w.padded()
+		need = need || w.pb > 0 || shape[1+i] > w.in
+	}
+	if !need {
+		return x
+	}
+	return Compute(name+"_pad", shape, func(i []tir.Expr) tir.Expr {
+		idx := append([]tir.Expr(nil), i...)
+		var inside tir.Expr
+		for k, w := range ws {
+			a := i[1+k]
+			if w.pb > 0 {
+				inside = andCond(inside, tir.Cmp(tir.GE, a, tir.Const(int64(w.pb))))
+			}
+			if shape[1+k] > w.pb+w.in {
+				inside = andCond(inside, tir.Cmp(tir.LT, a, tir.Const(int64(w.pb+w.in))))
+			}
+			idx[1+k] = iaddc(a, -w.pb)
+		}
+		if inside == nil {
+			return x.At(idx...)
+		}
+		return tir.SelectE(inside, x.At(idx...), tir.F32(v))
+	})
+}
+
+// ConvNHWC is Conv on channels-last activations: x [N, H, W, C], w [M,
+// C/group, KH, KW], optional bias b [M]; the output is [N, OH, OW, M]. The
+// reduction runs over (KH, KW, C/group), the input channel innermost, so
+// that it walks x contiguously.
+func ConvNHWC(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
+	name = orDefault(name, "conv")
+	if err := checkInputs("Conv", name, x, w); err != nil {
+		return nil, err
+	}
+	sp, err := spatialNHWC("Conv", name, x)
+	if err != nil {
+		return nil, err
+	}
+	if len(w.Shape) != 4 {
+		return nil, opError("Conv", name, "weights %v must be [M, C/group, KH, KW]", w.Shape)
+	}
+	N, C := x.Shape[0], x.Shape[3]
+	M, Cg := w.Shape[0], w.Shape[1]
+	G := a.Group
+	if G == 0 {
+		G = 1
+	}
+	if G < 0 || C%G != 0 || M%G != 0 || Cg != C/G {
+		return nil, opError("Conv", name, "group %d does not fit input channels %d, weights %v", G, C, w.Shape)
+	}
+	k := w.Shape[2:]
+	if a.KernelShape != nil && (len(a.KernelShape) != 2 || a.KernelShape[0] != k[0] || a.KernelShape[1] != k[1]) {
+		return nil, opError("Conv", name, "kernel_shape %v but weights %v", a.KernelShape, w.Shape)
+	}
+	if b != nil && (len(b.Shape) != 1 || b.Shape[0] != M) {
+		return nil, opError("Conv", name, "bias %v, want [%d]", b.Shape, M)
+	}
+	ws, err := windows("Conv", name, sp, k, a.Strides, a.Dilations, a.Pads, a.AutoPad, false)
+	if err != nil {
+		return nil, err
+	}
+	src := padStageNHWC(name, x, ws, 0)
+	out := []int{N, ws[0].out, ws[1].out, M}
+	var rshape []int
+	for _, w := range ws {
+		if w.k > 1 {
+			rshape = append(rshape, w.k)
+		}
+	}
+	if Cg > 1 || len(rshape) == 0 {
+		rshape = append(rshape, Cg)
+	}
+	mPerG := M / G
+	conv := Reduce(name, out, Sum, rshape, func(i, r []tir.Expr) tir.Expr {
+		// r: the kernel axes wider than 1, then the input channel of
+		// the group (left out when it is 1 and a kernel axis remains).
+		taps := []tir.Expr{Idx(0), Idx(0)}
+		p := 0
+		for s, w := range ws {
+			if w.k > 1 {
+				taps[s] = r[p]
+				p++
+			}
+		}
+		var rc tir.Expr = Idx(0)
+		if p < len(r) {
+			rc = r[p]
+		}
+		ch := rc
+		if G > 1 {
+			ch = iadd(imulc(idivc(i[3], mPerG), Cg), rc)
+		}
+		xi := []tir.Expr{i[0], nil, nil, ch}
+		for s, w := range ws {
+			xi[1+s] = iadd(imulc(i[1+s], w.s), imulc(taps[s], w.d))
+		}
+		return tir.MulE(src.At(xi...), w.At(i[3], rc, taps[0], taps[1]))
+	})
+	if b == nil {
+		return conv, nil
+	}
+	return Compute(name+"_bias", out, func(i []tir.Expr) tir.Expr {
+		return tir.AddE(conv.At(i...), b.At(i[3]))
+	}), nil
+}
+
+// MaxPoolNHWC is MaxPool on channels-last activations x [N, H, W, C].
+func MaxPoolNHWC(name string, x *Tensor, a PoolAttrs) (*Tensor, error) {
+	name = orDefault(name, "max_pool")
+	if err := checkInputs("MaxPool", name, x); err != nil {
+		return nil, err
+	}
+	sp, err := spatialNHWC("MaxPool", name, x)
+	if err != nil {
+		return nil, err
+	}
+	if len(a.KernelShape) == 0 {
+		return nil, opError("MaxPool", name, "kernel_shape is required")
+	}
+	ws, err := windows("MaxPool", name, sp, a.KernelShape, a.Strides, a.Dilations, a.Pads, a.AutoPad, a.CeilMode)
+	if err != nil {
+		return nil, err
+	}
+	src := padStageNHWC(name, x, ws, math.Inf(-1))
+	out := []int{x.Shape[0], ws[0].out, ws[1].out, x.Shape[3]}
+	return Reduce(name, out, MaxReduce, []int{ws[0].k, ws[1].k}, func(i, r []tir.Expr) tir.Expr {
+		return src.At(i[0], iadd(imulc(i[1], ws[0].s), imulc(r[0], ws[0].d)), iadd(imulc(i[2], ws[1].s), imulc(r[1], ws[1].d)), i[3])
+	}), nil
+}
+
+// GlobalAveragePoolNHWC averages x [N, H, W, C] over H and W: a sum stage
+// name_sum [N, C], then the division; the output is [N, 1, 1, C].
+func GlobalAveragePoolNHWC(name string, x *Tensor) (*Tensor, error) {
+	name = orDefault(name, "global_average_pool")
+	if err := checkInputs("GlobalAveragePool", name, x); err != nil {
+		return nil, err
+	}
+	sp, err := spatialNHWC("GlobalAveragePool", name, x)
+	if err != nil {
+		return nil, err
+	}
+	sum := Reduce(name+"_sum", []int{x.Shape[0], x.Shape[3]}, Sum, sp, func(i, r []tir.Expr) tir.Expr {
+		return x.At(i[0], r[0], r[1], i[1])
+	})
+	return Compute(name, []int{x.Shape[0], 1, 1, x.Shape[3]}, func(i []tir.Expr) tir.Expr {
+		return tir.DivE(sum.At(i[0], i[3]), tir.F32(float64(sp[0]*sp[1])))
+	}), nil
+}
