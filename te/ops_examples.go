@@ -142,6 +142,17 @@ func (b *exampleBuilder) build() {
 		c := mustExample(Conv("conv", x, w, bias, ConvAttrs{Pads: []int{1, 1, 1, 1}}))
 		b.add("conv_bias_relu")(Relu("relu", c))
 	}
+	{
+		// channels-last (the layout pass's): conv, bias, ReLU; a max pool;
+		// Winograd F(4×4, 3×3)
+		x, w, bias := P("X", 1, 7, 9, 5), K("W", 8, 5, 3, 3), K("bias", 8)
+		c := mustExample(ConvNHWC("conv", x, w, bias, ConvAttrs{Pads: []int{1, 1, 1, 1}}))
+		b.add("conv_nhwc_bias_relu")(Relu("relu", c))
+		b.add("maxpool_nhwc")(MaxPoolNHWC("maxpool_nhwc", P("X", 1, 9, 9, 6), PoolAttrs{KernelShape: []int{3, 3}, Strides: []int{2, 2}, Pads: []int{1, 1, 1, 1}}))
+		u := K("U", 6, 6, 5, 8)
+		wc := mustExample(WinogradConv2DNHWC("conv", P("X", 1, 7, 7, 5), u, 4, []int{1, 1, 1, 1}))
+		b.add("winograd4_nhwc_bias_relu")(Relu("relu", mustExample(Add("bias_add", wc, K("bias", 8)))))
+	}
 	for _, m := range WinogradTileSizes() {
 		// Winograd F(m×m, 3×3) with a bias and a ReLU, as a 3×3 conv group's
 		// alternative; 7×7 leaves partial tiles for both m, and the tile
