@@ -70,6 +70,11 @@ func convertLayout(g *Graph) (bool, error) {
 			for i, in := range n.Inputs {
 				if t, ok := nhwcOf[in]; ok {
 					n.Inputs[i] = t
+				} else if v := g.Values[in]; in != "" && v.Const != nil && NumElems(v.Shape) > 1 {
+					t := fresh(in + "_nhwc")
+					g.AddConst(t, constNHWC(v.Const))
+					nhwcOf[in] = t
+					n.Inputs[i] = t
 				}
 			}
 			convertOutput(n)
@@ -116,8 +121,10 @@ var layoutFree = map[string]bool{
 }
 
 // followsLayout reports whether n is a layout-free op whose tensor inputs
-// all have NHWC twins (its other inputs are omitted or of one element), so
-// that it can run on the twins.
+// all have NHWC twins, or are omitted, of one element, or constants that
+// broadcast against a 4-D NCHW value (a per-channel bias [C, 1, 1]: the
+// pass gives them an NHWC twin, constNHWC), so that it can run on the
+// twins.
 func (g *Graph) followsLayout(n *Node, nhwcOf map[string]string) bool {
 	if n.Domain != "" || !layoutFree[n.OpType] || len(n.Outputs) != 1 {
 		return false
@@ -131,9 +138,35 @@ func (g *Graph) followsLayout(n *Node, nhwcOf map[string]string) bool {
 		if in == "" {
 			continue
 		}
-		if v := g.Values[in]; v == nil || v.Shape == nil || NumElems(v.Shape) != 1 {
+		v := g.Values[in]
+		if v == nil || v.Shape == nil {
+			return false
+		}
+		if NumElems(v.Shape) != 1 && (v.Const == nil || v.Const.DType != Float32 || len(v.Shape) > 4) {
 			return false
 		}
 	}
 	return some
+}
+
+// constNHWC returns constant c, broadcast against a 4-D NCHW value, in the
+// NHWC order: its shape is padded with leading ones to 4-D, then permuted
+// [0, 2, 3, 1] with its data.
+func constNHWC(c *Tensor) *Tensor {
+	s := append(make([]int, 4-len(c.Shape)), c.Shape...)
+	for i := range 4 - len(c.Shape) {
+		s[i] = 1
+	}
+	n, ch, h, w := s[0], s[1], s[2], s[3]
+	out := make([]float32, len(c.F32))
+	for b := range n {
+		for k := range ch {
+			for y := range h {
+				for x := range w {
+					out[((b*h+y)*w+x)*ch+k] = c.F32[((b*ch+k)*h+y)*w+x]
+				}
+			}
+		}
+	}
+	return Float32Tensor([]int{n, h, w, ch}, out)
 }

@@ -22,9 +22,11 @@ func TestConvertLayout(t *testing.T) {
 	}
 	g := build(t, 17, []in{{"x", []int{1, 3, 8, 8}}}, map[string]*Tensor{
 		"w1": w(4, 3, 3), "w2": w(4, 4, 1), "half": f32(0.5),
+		"bias": Float32Tensor([]int{4, 1, 1}, []float32{1, 2, 3, 4}),
 	}, []*Node{
 		node("Conv c1 x,w1 -> a", map[string]Attr{"pads": ints(1, 1, 1, 1)}),
-		node("Relu r1 a -> b", nil),
+		node("Add bb a,bias -> ab", nil),
+		node("Relu r1 ab -> b", nil),
 		node("MaxPool p b -> c", map[string]Attr{"kernel_shape": ints(2, 2), "strides": ints(2, 2)}),
 		node("Conv c2 c,w2 -> d", nil),
 		node("Mul m d,half -> e", nil),
@@ -47,11 +49,11 @@ func TestConvertLayout(t *testing.T) {
 			}
 		}
 	}
-	want := "Transpose,Conv,Relu,MaxPool,Conv,Mul,Add,GlobalAveragePool,Transpose,Flatten,Transpose"
+	want := "Transpose,Conv,Add,Relu,MaxPool,Conv,Mul,Add,GlobalAveragePool,Transpose,Flatten,Transpose"
 	if got := strings.Join(ops, ","); got != want {
 		t.Errorf("nodes %s\nwant  %s", got, want)
 	}
-	for name, shape := range map[string]string{"f": "[1 4 4 4]", "f_nhwc": "[1 4 4 4]", "c_nhwc": "[1 4 4 4]", "a_nhwc": "[1 8 8 4]", "h_nhwc": "[1 1 1 4]", "h": "[1 4 1 1]", "y": "[1 4]"} {
+	for name, shape := range map[string]string{"f": "[1 4 4 4]", "f_nhwc": "[1 4 4 4]", "c_nhwc": "[1 4 4 4]", "a_nhwc": "[1 8 8 4]", "h_nhwc": "[1 1 1 4]", "h": "[1 4 1 1]", "y": "[1 4]", "bias_nhwc": "[1 1 1 4]"} {
 		v := g.Values[name]
 		if v == nil {
 			t.Errorf("no value %s", name)
@@ -60,6 +62,9 @@ func TestConvertLayout(t *testing.T) {
 		if fmt.Sprint(v.Shape) != shape {
 			t.Errorf("%s: shape %v, want %s", name, v.Shape, shape)
 		}
+	}
+	if b := g.Values["bias_nhwc"]; b.Const == nil || fmt.Sprint(b.Const.F32) != "[1 2 3 4]" {
+		t.Errorf("bias_nhwc: %+v", b.Const)
 	}
 	before := len(g.Nodes)
 	if err := RunPasses(g, nil); err != nil || len(g.Nodes) != before {

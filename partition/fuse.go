@@ -56,9 +56,10 @@ type Options struct {
 	// MaxFuseDepth is the most ops a group may hold; 0 means
 	// DefaultMaxFuseDepth, 1 disables fusion.
 	MaxFuseDepth int
-	// DirectOnly leaves out the alternative algorithms (algorithm.go):
-	// every group is lowered by the op library's definitions only.
-	DirectOnly bool
+	// Winograd gives every eligible 3×3 convolution a Winograd
+	// alternative (algorithm.go). Off, every group is lowered by the op
+	// library's definitions only.
+	Winograd bool
 }
 
 func (o Options) maxDepth() int {

@@ -80,7 +80,7 @@ func Extract(g *graph.Graph, opts Options) (*Plan, error) {
 			return nil, fmt.Errorf("partition: group %d (%s): %w", grp.ID, grp.Ops(), err)
 		}
 		p.addToTask(byKey, grp, dag)
-		if opts.DirectOnly {
+		if !opts.Winograd {
 			continue
 		}
 		alt, err := winogradAlternative(g, grp)

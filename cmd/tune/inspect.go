@@ -37,7 +37,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	p, err := partition.Extract(m.g, partition.Options{MaxFuseDepth: *maxDepth})
+	p, err := partition.Extract(m.g, partition.Options{MaxFuseDepth: *maxDepth, Winograd: mf.winograd})
 	if err != nil {
 		return err
 	}

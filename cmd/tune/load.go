@@ -9,13 +9,20 @@ import (
 
 	"tessera/graph"
 	"tessera/graph/onnx"
+	"tessera/partition"
 )
 
 // modelFlags are the flags of every command that reads a model.
 type modelFlags struct {
-	inputs shapesFlag
-	freeze valuesFlag
-	noPass namesFlag
+	inputs   shapesFlag
+	freeze   valuesFlag
+	noPass   namesFlag
+	winograd bool
+}
+
+// partitionOptions are the options of partition.Extract the flags give.
+func (m *modelFlags) partitionOptions() partition.Options {
+	return partition.Options{Winograd: m.winograd}
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
@@ -23,6 +30,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.Var(m.inputs, "input", "bind graph input `name=d0,d1,...` to a static shape (repeatable)")
 	fs.Var(m.freeze, "freeze", "freeze graph input `name=v0,v1,...` to these values, a constant of the compiled model (a sample rate an If branches on; repeatable)")
 	fs.Var(m.noPass, "no-pass", "disable graph pass `NAME` (repeatable; passes: "+strings.Join(graph.PassNames(), ", ")+")")
+	fs.BoolVar(&m.winograd, "winograd", false, "give 3×3 stride-1 convolutions a Winograd alternative task (tuned like any task; the build keeps the faster)")
 }
 
 // graphStats describes a graph's size.

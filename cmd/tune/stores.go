@@ -26,7 +26,7 @@ func modelTasks(path string, mf modelFlags) ([]*partition.Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, err := partition.Extract(l.g, partition.Options{})
+	plan, err := partition.Extract(l.g, mf.partitionOptions())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -91,7 +91,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	plan, err := partition.Extract(l.g, partition.Options{})
+	plan, err := partition.Extract(l.g, mf.partitionOptions())
 	if err != nil {
 		return err
 	}
