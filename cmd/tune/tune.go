@@ -55,6 +55,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	threads := fs.Int("threads", runtime.NumCPU(), "threads of every measured kernel")
 	seed := fs.Uint64("seed", 1, "random seed of the search")
 	perRound := fs.Int("per-round", 64, "measurements per round")
+	population := fs.Int("population", search.DefaultOptions(nil).Population, "states per generation of the evolutionary search (fewer: faster rounds, worse picks)")
 	early := fs.Int("early-stopping", 0, "set a task aside after `N` of its rounds without improvement (0: never)")
 	costModel := fs.String("cost-model", "", "start from a pretrained cost model `FILE` (LightGBM text)")
 	verify := fs.Bool("verify", false, "check every candidate's output against the reference evaluator")
@@ -80,8 +81,8 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "tune: want exactly one model file (run 'tune -h')")
 		return errUsage
 	}
-	if *trials < 0 || *perRound <= 0 || *threads <= 0 {
-		return errors.New("--trials, --per-round and --threads must be positive")
+	if *trials < 0 || *perRound <= 0 || *threads <= 0 || *population <= 0 {
+		return errors.New("--trials, --per-round, --population and --threads must be positive")
 	}
 	if err := search.CheckStrategy(*strategy); err != nil {
 		return err
@@ -199,6 +200,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		Scheduler: search.DefaultSchedulerOptions(),
 	}
 	opts.Search.Seed = *seed
+	opts.Search.Population = *population
 	opts.Scheduler.Strategy = *strategy
 	opts.Scheduler.EarlyStopping = *early
 	opts.Progress = func(p search.Progress) {
