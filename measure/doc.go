@@ -36,4 +36,12 @@
 // The runner executes harness/harness.c (embedded, compiled once per machine
 // into the build cache), which dlopens the library. Its command line and
 // output are described at its top and in Runner.Run.
+//
+// GPU targets measure through a Device (device.go): a runner child per API
+// (harness/gpu_common.c with opencl.c or cuda.c) that loads its driver at
+// run time. Device.Build is the GPU targets' Compiler (the driver's runtime
+// compiler: OpenCL's, or NVRTC for the device's own architecture), and a
+// Runner whose Device is set times GPU programs (Job.Launches) by the same
+// protocol, with the device's clock. A machine without the device, driver
+// or runtime compiler gets one clear error wrapping ErrNoDevice.
 package measure

@@ -42,6 +42,9 @@ type RunOptions struct {
 	BudgetMs    int           // start no repetition after the timed calls ran this long (at least one runs); 0: no limit
 	Threads     int           // OMP_NUM_THREADS of the child; default runtime.NumCPU()
 	Check       bool          // return the outputs of the first call in Result.Outputs
+	// FlushCache clears a GPU's last-level cache before every timed call
+	// (each repetition is then one call), as Ansor's cache flush does.
+	FlushCache bool
 }
 
 // SearchRunOptions is the timing protocol of tuning: a repetition lasts
@@ -91,7 +94,7 @@ type Job struct {
 }
 
 func (j Job) validate() error {
-	if j.Lib == "" || j.Entry == "" {
+	if j.Lib == "" || j.Entry == "" && len(j.Launches) == 0 {
 		return errors.New("no library or entry")
 	}
 	nin := 0
@@ -125,6 +128,10 @@ func (j Job) validate() error {
 type Runner struct {
 	Opts    RunOptions
 	Builder *Builder // compiles the harness into its cache, once; nil means a zero Builder
+	// Device, when set, makes this a GPU runner: every job is a GPU
+	// program (Job.Launches) the device's runner child times, instead of
+	// a kernel of a shared library the harness calls.
+	Device *Device
 
 	mu      sync.Mutex
 	harness string            // path of the harness executable, once built
@@ -195,8 +202,19 @@ func (r *Runner) Close() error {
 	return nil
 }
 
-// setup builds the harness and makes the data directory, once.
+// setup builds the harness (or finds the device) and makes the data
+// directory, once.
 func (r *Runner) setup(ctx context.Context) error {
+	if r.harness == "" && r.Device != nil {
+		if _, err := r.Device.Probe(ctx); err != nil {
+			return err
+		}
+		path, err := r.Device.program(ctx)
+		if err != nil {
+			return err
+		}
+		r.harness = path
+	}
 	if r.harness == "" {
 		b := r.Builder
 		if b == nil {
@@ -237,15 +255,28 @@ func (r *Runner) run(ctx context.Context, opts RunOptions, job Job) Result {
 		outPath = r.newFile("out")
 		defer os.Remove(outPath)
 	}
-	argv := []string{lib, job.Entry, strconv.Itoa(opts.Number), strconv.Itoa(opts.Repeat),
+	protocol := []string{strconv.Itoa(opts.Number), strconv.Itoa(opts.Repeat),
 		strconv.Itoa(opts.MinRepeatMs), strconv.Itoa(max(opts.BudgetMs, 0)),
-		strconv.FormatInt(max(job.Cutoff.Microseconds(), 0), 10), inPath, outPath}
+		strconv.FormatInt(max(job.Cutoff.Microseconds(), 0), 10)}
+	var argv []string
+	if r.Device != nil {
+		flush := "0"
+		if opts.FlushCache {
+			flush = "1"
+		}
+		argv = append(append([]string{"run", lib}, protocol...), flush, inPath, outPath)
+	} else {
+		argv = append(append([]string{lib, job.Entry}, protocol...), inPath, outPath)
+	}
 	for _, a := range job.Args {
 		io := "i"
 		if a.Output {
 			io = "o"
 		}
 		argv = append(argv, io+strconv.Itoa(a.Size))
+	}
+	if r.Device != nil {
+		argv = append(argv, gpuJobArgs(job)...)
 	}
 
 	cmd, tctx, cancel := groupCommand(ctx, opts.Timeout, r.harness, argv...)

@@ -5,7 +5,8 @@
 // candidate, the host compiler of built models, and the key under which
 // records are stored. search, build and cmd/tune are given a *Target and
 // never pick a target by themselves; CPU makes the one for this machine's
-// processor.
+// processor, OpenCL and CUDA (gpu.go) the ones for its GPU, found and
+// asked for its limits through a runner child process.
 //
 // The package sits between measure and search: it assembles sketch,
 // schedule, codegen and measure into one value, and everything above takes
@@ -24,10 +25,10 @@ import (
 )
 
 // Target is one target: what sketch, lowering, code generation, measurement
-// and records need to know of it. Construct it with CPU; the fields must
+// and records need to know of it. Construct it with CPU, OpenCL or CUDA; the fields must
 // not change once it is in use. Close releases the runner's files.
 type Target struct {
-	// Name is the target's name on the command line: "cpu".
+	// Name is the target's name on the command line: "cpu", "opencl", "cuda".
 	Name string
 	// Sketch are the sketch rules, the annotators and the limits.
 	Sketch sketch.Options
@@ -43,6 +44,7 @@ type Target struct {
 
 	lower  func(s *schedule.State, name string) (*tir.PrimFunc, error)
 	module func(fs []*tir.PrimFunc) (measure.Program, error)
+	gpu    *gpuInfo // nil on the CPU
 	key    func() string
 }
 
@@ -100,8 +102,8 @@ func (t *Target) Close() error {
 // ErrUnknown is returned by New for a target name it does not know.
 var ErrUnknown = errors.New("unknown target")
 
-// Names are the target names New knows.
-var Names = []string{"cpu"}
+// Names are the targets' names on the command line.
+var Names = []string{"cpu", "opencl", "cuda"}
 
 // NameOf returns the target name a target key starts with ("cpu" of
 // "cpu threads=2 | cc ...").
@@ -117,6 +119,8 @@ func LowerOf(key string) (func(s *schedule.State, name string) (*tir.PrimFunc, e
 	switch NameOf(key) {
 	case "cpu":
 		return schedule.Lower, nil
+	case "opencl", "cuda":
+		return schedule.LowerGPU, nil
 	}
 	return nil, fmt.Errorf("target key %q: %w", key, ErrUnknown)
 }

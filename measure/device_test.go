@@ -1,0 +1,94 @@
+package measure
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"tessera/codegen"
+)
+
+// openCLDevice returns the OpenCL device of this machine; without one the
+// test is skipped, unless TESSERA_REQUIRE_GPU_TOOLS is set (CI installs
+// PoCL: scripts/deps.sh).
+func openCLDevice(t *testing.T) *Device {
+	t.Helper()
+	d := &Device{API: OpenCL, Builder: testBuilder()}
+	if _, err := d.Probe(context.Background()); err != nil {
+		if errors.Is(err, ErrNoDevice) && os.Getenv("TESSERA_REQUIRE_GPU_TOOLS") == "" {
+			t.Skipf("no OpenCL device (scripts/deps.sh installs PoCL): %v", err)
+		}
+		t.Fatal(err)
+	}
+	return d
+}
+
+// scaleKernel is an OpenCL program: B[i] = 2*A[i] + T[i] over 4 blocks of
+// 8 threads, T a temporary the first kernel fills.
+const scaleKernel = `
+__kernel void fill(__global float *T) { T[get_global_id(0)] = 1.0f; }
+__kernel void scale(__global const float *A, __global float *B, __global const float *T) {
+  int i = get_global_id(0);
+  B[i] = 2.0f * A[i] + T[i];
+}
+`
+
+func TestOpenCLDeviceRuns(t *testing.T) {
+	d := openCLDevice(t)
+	built := d.Build(context.Background(), []Source{{Code: scaleKernel}, {Code: "__kernel void broken( {"}})
+	if built[0].Kind != None {
+		t.Fatalf("build: %v: %s", built[0].Kind, built[0].Msg)
+	}
+	if built[1].Kind != CompileError || built[1].Infra || built[1].Msg == "" {
+		t.Errorf("a program that does not build: %+v", built[1])
+	}
+	r := &Runner{Builder: testBuilder(), Device: d, Opts: RunOptions{Repeat: 2, MinRepeatMs: 1, Check: true}}
+	defer r.Close()
+	a := make([]float32, 32)
+	for i := range a {
+		a[i] = float32(i)
+	}
+	job := Job{Lib: built[0].Path, Args: []Arg{{Name: "A", Size: 32}, {Name: "B", Size: 32, Output: true}},
+		Inputs: [][]float32{a}, Temps: []int{32},
+		Launches: []codegen.Launch{
+			{Name: "fill", Grid: [3]int{4, 1, 1}, Block: [3]int{8, 1, 1}, Args: []int{2}},
+			{Name: "scale", Grid: [3]int{4, 1, 1}, Block: [3]int{8, 1, 1}, Args: []int{0, 1, 2}},
+		}}
+	res := r.Run(context.Background(), []Job{job})[0]
+	if res.Kind != None {
+		t.Fatalf("%v: %s", res.Kind, res.Msg)
+	}
+	if len(res.Costs) == 0 || res.Costs[0] <= 0 || len(res.Outputs) != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	for i, v := range res.Outputs[0] {
+		if v != 2*a[i]+1 {
+			t.Fatalf("B[%d] = %v, want %v", i, v, 2*a[i]+1)
+		}
+	}
+	job.Launches[1].Name = "missing"
+	if res := r.Run(context.Background(), []Job{job})[0]; res.Kind != RuntimeError || !strings.Contains(res.Msg, "no kernel missing") {
+		t.Errorf("a launch of a kernel the program lacks: %v %s", res.Kind, res.Msg)
+	}
+}
+
+// TestCUDADeviceWithoutGPU: on a machine without the CUDA driver (this one
+// and CI) the probe is one clear line wrapping ErrNoDevice, never a crash,
+// and a build is an infrastructure error, not a candidate's.
+func TestCUDADeviceWithoutGPU(t *testing.T) {
+	if _, err := exec.LookPath("nvidia-smi"); err == nil {
+		t.Skip("this machine has an NVIDIA driver")
+	}
+	d := &Device{API: CUDA, Builder: testBuilder()}
+	_, err := d.Probe(context.Background())
+	if !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "no CUDA driver") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("probe without a GPU: %v", err)
+	}
+	b := d.Build(context.Background(), []Source{{Code: "x"}})
+	if b[0].Kind != CompileError || !b[0].Infra {
+		t.Errorf("build without a GPU: %+v", b[0])
+	}
+}

@@ -1,0 +1,138 @@
+package target_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"tessera/measure"
+	"tessera/schedule"
+	"tessera/sketch"
+	"tessera/target"
+	"tessera/te"
+)
+
+// requireTools reports whether a missing GPU tool (PoCL, clang-16) must
+// fail the test rather than skip it: CI installs them (scripts/deps.sh).
+func requireTools() bool { return os.Getenv("TESSERA_REQUIRE_GPU_TOOLS") != "" }
+
+func openCL(t *testing.T) *target.Target {
+	t.Helper()
+	tg, err := target.OpenCL(context.Background(), target.GPUConfig{
+		Host: &measure.Builder{CacheDir: t.TempDir()},
+		Run:  measure.RunOptions{Repeat: 1, MinRepeatMs: 1},
+	})
+	if errors.Is(err, measure.ErrNoDevice) && !requireTools() {
+		t.Skipf("no OpenCL device (scripts/deps.sh installs PoCL): %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tg.Close() })
+	return tg
+}
+
+// TestOpenCLOnPoCL builds a sample of GPU schedules, one of every op of
+// the library (a random schedule of the GPU rules, or for every other op
+// its default schedule), as OpenCL C, runs them on this machine's OpenCL
+// device (PoCL on CI) and checks every output against the reference
+// evaluator.
+func TestOpenCLOnPoCL(t *testing.T) {
+	tg := openCL(t)
+	if !strings.HasPrefix(tg.Key(), "opencl device ") {
+		t.Errorf("key %q", tg.Key())
+	}
+	dags := te.ExampleDAGs()
+	var names []string
+	for name := range dags {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var inputs []measure.Input
+	var labels []string
+	for k, name := range names {
+		s0 := schedule.NewState(dags[name])
+		if k%2 == 1 {
+			def, _, err := sketch.Default(s0, tg.Sketch)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			inputs = append(inputs, measure.Input{State: def})
+			labels = append(labels, name+" (default)")
+			continue
+		}
+		sk, err := sketch.Generate(s0, tg.Sketch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(9, uint64(k)))
+		for tries := 0; tries < 500; tries++ {
+			s, err := sketch.Sample(rng, sk[rng.IntN(len(sk))], tg.Sketch)
+			if err != nil {
+				continue
+			}
+			if _, err := tg.Lower(s, "k"); err == nil {
+				inputs = append(inputs, measure.Input{State: s})
+				labels = append(labels, fmt.Sprintf("%s (sample %d)", name, tries))
+				break
+			}
+		}
+	}
+	m := tg.Measurer(true)
+	res, err := m.Measure(context.Background(), inputs)
+	t.Logf("times %+v", m.Times())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := 0
+	for i, r := range res {
+		if r.Kind != measure.None {
+			wrong++
+			t.Errorf("%s: %v: %s\nsteps: %v", labels[i], r.Kind, r.Msg, inputs[i].State.Steps)
+		}
+	}
+	t.Logf("opencl: %d GPU schedules built and run on %q, %d wrong", len(inputs), tg.Key(), wrong)
+}
+
+// TestCUDATarget: on a machine without an NVIDIA driver (this one, CI)
+// the cuda target is one clear error wrapping measure.ErrNoDevice; on one
+// with a GPU, the default schedules of a few ops are built by NVRTC, run
+// and checked against the reference evaluator (never run by CI: no GPU).
+func TestCUDATarget(t *testing.T) {
+	tg, err := target.CUDA(context.Background(), target.GPUConfig{
+		Host: &measure.Builder{CacheDir: t.TempDir()},
+		Run:  measure.RunOptions{Repeat: 1, MinRepeatMs: 1},
+	})
+	if errors.Is(err, measure.ErrNoDevice) {
+		if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, "no CUDA") && !strings.Contains(msg, "no NVRTC") {
+			t.Errorf("without a GPU: %q", msg)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	var inputs []measure.Input
+	for _, name := range []string{"matmul", "conv_bias_relu", "softmax", "layernorm"} {
+		s, _, err := sketch.Default(schedule.NewState(te.ExampleDAGs()[name]), tg.Sketch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, measure.Input{State: s})
+	}
+	res, err := tg.Measurer(true).Measure(context.Background(), inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.Kind != measure.None {
+			t.Errorf("%d: %v: %s", i, r.Kind, r.Msg)
+		}
+	}
+}
