@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,10 +92,7 @@ func buildRunCheck(t *testing.T, p prepared, dir string, opts Options) *Manifest
 		t.Fatal(err)
 	}
 	start = time.Now()
-	want, err := Reference(p.g, inputs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := reference(t, opts.Model, p, inputs)
 	for i, o := range m.Outputs {
 		if ok, msg := compareOutputs(got[i], want[i]); !ok {
 			t.Errorf("output %s: %s", o.Name, msg)
@@ -104,6 +102,39 @@ func buildRunCheck(t *testing.T, p prepared, dir string, opts Options) *Manifest
 		len(p.plan.Tasks), len(p.plan.Groups), built.Round(time.Millisecond), time.Since(start).Round(time.Millisecond),
 		m.Memory.ArenaBytes, m.Memory.IntermediatesBytes)
 	return m
+}
+
+// references holds the reference outputs of the models in smallModels by
+// name: the whole-graph evaluator takes most of a minute on ResNet-18 at
+// 64×64, and several tests check builds of the same model on the same
+// inputs.
+var references sync.Map // model name → referenceOutputs
+
+type referenceOutputs struct {
+	once    sync.Once
+	outputs [][]float32
+	err     error
+}
+
+// reference returns the reference outputs of p on inputs; when name is not
+// empty they are computed once per name (every caller of a name must pass
+// the same graph and inputs: a smallModels entry and randomInputs(m, 1)).
+func reference(t *testing.T, name string, p prepared, inputs [][]float32) [][]float32 {
+	t.Helper()
+	if name == "" {
+		want, err := Reference(p.g, inputs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return want
+	}
+	v, _ := references.LoadOrStore(name, &referenceOutputs{})
+	r := v.(*referenceOutputs)
+	r.once.Do(func() { r.outputs, r.err = Reference(p.g, inputs) })
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.outputs
 }
 
 // smallModels are the generated architectures at sizes the reference
@@ -192,6 +223,12 @@ func handMadeRecords(t *testing.T, p prepared) (*records.Store, map[string]strin
 	best := map[string]string{}
 	rng := rand.New(rand.NewPCG(42, 42))
 	opts := sketch.CPUOptions()
+	// Unrolling at most 16 steps: gcc takes half a minute on some sampled
+	// tiles unrolled 512 steps (ResNet-18's stem), and what these tests
+	// check, which record a build takes and that the model computes right
+	// with it, does not depend on unrolling. measure's end-to-end tests
+	// compile sampled states with every unroll step.
+	opts.UnrollSteps = []int{0, 16}
 	for _, task := range p.plan.Tasks {
 		sks, err := sketch.Generate(schedule.NewState(task.DAG), opts)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tessera/codegen"
+	"tessera/internal/testscale"
 	"tessera/measure"
 	"tessera/schedule"
 	"tessera/schedule/schedtest"
@@ -19,8 +20,32 @@ import (
 	"tessera/tir"
 )
 
-// randomPerOp is how many random schedules of each op are compiled and run.
-const randomPerOp = 50
+// randomPerOp is how many random schedules of a DAG are compiled and run:
+// more for a DAG with a reduction or several computations, whose schedules
+// have the most to get wrong (reduce tiles, compute locations, caches,
+// rfactor), fewer for one elementwise or injective computation, whose
+// schedules are loop splits, fusions and annotations alike for every op.
+// Both scale with TESSERA_TEST_SCALE (package testscale).
+func randomPerOp(t *testing.T, d *te.DAG) int {
+	if rich(d) {
+		return testscale.N(t, 24)
+	}
+	return testscale.N(t, 8)
+}
+
+// rich reports whether d has a reduction or more than one computation.
+func rich(d *te.DAG) bool {
+	computes := 0
+	for _, x := range d.Tensors {
+		if !x.IsPlaceholder() {
+			computes++
+			if len(x.ReduceAxis) > 0 {
+				return true
+			}
+		}
+	}
+	return computes > 1
+}
 
 // TestAllOpsCompiled lowers the naive schedule and randomPerOp random legal
 // schedules of every op of the library (and the fused examples), compiles
@@ -32,7 +57,7 @@ func TestAllOpsCompiled(t *testing.T) {
 		rng := rand.New(rand.NewPCG(2026, uint64(i)))
 		s0 := schedule.NewState(d)
 		states := []*schedule.State{s0}
-		for k := 1; k <= randomPerOp; k++ {
+		for range randomPerOp(t, d) {
 			s, _ := schedtest.RandomLowerable(rng, s0, 10)
 			states = append(states, s)
 		}
@@ -40,12 +65,18 @@ func TestAllOpsCompiled(t *testing.T) {
 	})
 }
 
-// sampledPerOp is how many states the sketch sampler draws for each op.
-const sampledPerOp = 20
+// sampledPerOp is how many states the sketch sampler draws for a DAG: as
+// randomPerOp, more where the sketches have tiles to fill.
+func sampledPerOp(t *testing.T, d *te.DAG) int {
+	if rich(d) {
+		return testscale.N(t, 12)
+	}
+	return testscale.N(t, 4)
+}
 
 // TestSampledStatesCompiled draws sampledPerOp states from the sketches of
-// every example DAG (over 1,000 in all) and checks them compiled and run
-// against the reference evaluator, like TestAllOpsCompiled.
+// every example DAG and checks them compiled and run against the reference
+// evaluator, like TestAllOpsCompiled.
 func TestSampledStatesCompiled(t *testing.T) {
 	checkCompiled(t, func(i int, d *te.DAG) []*schedule.State {
 		opts := sketch.CPUOptions()
@@ -55,7 +86,7 @@ func TestSampledStatesCompiled(t *testing.T) {
 		}
 		rng := rand.New(rand.NewPCG(1104, uint64(i)))
 		var states []*schedule.State
-		for k := 0; k < sampledPerOp; k++ {
+		for k := range sampledPerOp(t, d) {
 			s, err := sketch.Sample(rng, sk[k%len(sk)], opts)
 			if err != nil {
 				t.Fatal(err)
@@ -101,7 +132,10 @@ func checkCompiled(t *testing.T, gen func(i int, d *te.DAG) []*schedule.State) {
 		}
 		mods[i], srcs[i] = m, measure.Source{Code: src}
 	}
+	start := time.Now()
 	built := b.Build(context.Background(), srcs)
+	compiled := time.Since(start)
+	start = time.Now()
 
 	checked, failures := 0, 0
 	for i, m := range mods {
@@ -141,7 +175,8 @@ func checkCompiled(t *testing.T, gen func(i int, d *te.DAG) []*schedule.State) {
 			}
 		}
 	}
-	t.Logf("%d kernels of %d DAGs compiled and checked, %d failures", checked, len(mods), failures)
+	t.Logf("%d kernels of %d DAGs compiled and checked, %d failures; compiled in %v, run and checked in %v",
+		checked, len(mods), failures, compiled.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 }
 
 func mustLower(t *testing.T, s *schedule.State, name string) *tir.PrimFunc {
