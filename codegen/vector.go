@@ -909,8 +909,9 @@ func vectorHelpers(L int) string {
 	w("static inline %s tsr_load_v%df(const float *p) { %s r; __builtin_memcpy(&r, p, sizeof r); return r; }", f, L, f)
 	w("static inline void tsr_store_v%df(float *p, %s x) { __builtin_memcpy(p, &x, sizeof x); }", L, f)
 	w("static inline %s tsr_select_v%df(%s m, %s a, %s b) { return (%s)((m & (%s)a) | (~m & (%s)b)); }", f, L, m, f, f, f, m, m)
-	w("static inline %s tsr_min_v%df(%s a, %s b) { return tsr_select_v%df(a < b, a, b); }", f, L, f, f, L)
-	w("static inline %s tsr_max_v%df(%s a, %s b) { return tsr_select_v%df(a > b, a, b); }", f, L, f, f, L)
+	// NaN propagates from either operand, as in tsr_minf and tsr_maxf.
+	w("static inline %s tsr_min_v%df(%s a, %s b) { return tsr_select_v%df((a < b) | (a != a), a, b); }", f, L, f, f, L)
+	w("static inline %s tsr_max_v%df(%s a, %s b) { return tsr_select_v%df((a > b) | (a != a), a, b); }", f, L, f, f, L)
 	w("static inline %s tsr_b2f_v%df(%s m) { return __builtin_convertvector(-m, %s); }", f, L, m, f)
 	w("static inline %s tsr_fabs_v%df(%s x) { return (%s)((%s)x & tsr_splat_v%di(0x7fffffff)); }", f, L, f, f, m, L)
 	fns := make([]string, 0, len(tir.MathFuncs))
