@@ -160,6 +160,7 @@ func (m *Model) checkLibrary(ctx context.Context, runner string) error {
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(cctx, runner, "--describe", lib)
+	measure.DieWithParent(cmd)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(stderr.String())
@@ -242,7 +243,7 @@ func TensorList(ts []TensorInfo) string {
 
 // child runs the runner (built by prepare) once.
 func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, wantOutputs bool, warmup, repeat int, opts RunOptions) ([][]float32, []float64, error) {
-	tmp, err := os.MkdirTemp("", "tessera-model-run-")
+	tmp, err := measure.TempDir("tessera-model-run")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -270,6 +271,7 @@ func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, wa
 	defer cancel()
 	cmd := exec.CommandContext(cctx, runner, lib, filepath.Join(m.Dir, m.Manifest.Weights.File), inPath, outPath,
 		strconv.Itoa(warmup), strconv.Itoa(repeat))
+	measure.DieWithParent(cmd)
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "OMP_NUM_THREADS=")
 	}), "OMP_NUM_THREADS="+strconv.Itoa(threads))

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -115,6 +116,7 @@ func (b *Builder) cacheDir() (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("measure: build cache: %w", err)
 	}
+	sweepScratch(dir)
 	return dir, nil
 }
 
@@ -258,19 +260,38 @@ func (b *Builder) compile(ctx context.Context, timeout time.Duration, dst, srcNa
 	}
 
 	argv := b.command()
-	cmd, tctx, cancel := groupCommand(ctx, timeout, argv[0], append(argv[1:], args...)...)
-	defer cancel()
-	cmd.Dir = scratch
-	stderr := &headBuffer{max: compileMsgMax}
-	cmd.Stdout, cmd.Stderr = stderr, stderr
-	err = cmd.Run()
-	elapsed := time.Since(start)
-	switch classify(ctx, tctx, err) {
-	case canceled:
-		return Built{Kind: BuildTimeout, Msg: canceledMsg + ": " + ctx.Err().Error(), Time: elapsed}
-	case timedOut:
-		return Built{Kind: BuildTimeout, Msg: fmt.Sprintf("compiler killed after %v", timeout), Time: elapsed}
+	var stderr *headBuffer
+	// A compiler killed at its deadline while the machine is loaded (load
+	// average above the CPU count: other runs share the cores) gets one
+	// more try with twice the time, so that a schedule is not recorded as
+	// one that does not compile because of the others.
+	for try := 0; ; try++ {
+		cmd, tctx, cancel := groupCommand(ctx, timeout, argv[0], append(argv[1:], args...)...)
+		cmd.Dir = scratch
+		stderr = &headBuffer{max: compileMsgMax}
+		cmd.Stdout, cmd.Stderr = stderr, stderr
+		err = cmd.Run()
+		kind := classify(ctx, tctx, err)
+		cancel()
+		elapsed := time.Since(start)
+		switch kind {
+		case canceled:
+			return Built{Kind: BuildTimeout, Msg: canceledMsg + ": " + ctx.Err().Error(), Time: elapsed}
+		case timedOut:
+			load, ok := loadAverage()
+			if try == 0 && ok && load > float64(runtime.NumCPU()) {
+				timeout *= 2
+				continue
+			}
+			msg := fmt.Sprintf("compiler killed after %v", timeout)
+			if ok {
+				msg += fmt.Sprintf(" (load average %.1f on %d CPUs)", load, runtime.NumCPU())
+			}
+			return Built{Kind: BuildTimeout, Msg: msg, Time: elapsed}
+		}
+		break
 	}
+	elapsed := time.Since(start)
 	if err != nil {
 		msg := stderr.String()
 		var ee *exec.ExitError
@@ -284,6 +305,21 @@ func (b *Builder) compile(ctx context.Context, timeout time.Duration, dst, srcNa
 		return fail(fmt.Errorf("measure: store build: %w", err))
 	}
 	return Built{Path: dst, Time: time.Since(start)}
+}
+
+// loadAverage returns the 1-minute load average (Linux), ok false where
+// it cannot be read.
+func loadAverage() (float64, bool) {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	return v, err == nil
 }
 
 // BuildProgram compiles a stand-alone C program (a harness or runner that

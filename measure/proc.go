@@ -27,6 +27,7 @@ func groupCommand(ctx context.Context, timeout time.Duration, name string, args 
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	cmd := exec.CommandContext(tctx, name, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	DieWithParent(cmd)
 	cmd.Cancel = func() error {
 		// Setpgid made the child the leader of a group with its own pid.
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

@@ -228,7 +228,7 @@ func (r *Runner) setup(ctx context.Context) error {
 		r.harness = path
 	}
 	if r.dataDir == "" {
-		dir, err := os.MkdirTemp("", "tessera-run-")
+		dir, err := TempDir("tessera-run")
 		if err != nil {
 			return fmt.Errorf("measure: runner data dir: %w", err)
 		}
