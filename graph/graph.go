@@ -124,6 +124,21 @@ type Graph struct {
 	Values  map[string]*Value // every named value
 	Inputs  []string          // graph inputs, initializers excluded
 	Outputs []string          // graph outputs
+
+	// Declared holds, by output name, the type the model file declares for
+	// an output; shape inference checks the inferred one against it.
+	Declared map[string]Decl
+	// Frozen lists the inputs the model file also gives an initializer
+	// (from IR version 4, a default value the caller may override): they
+	// are taken as constants, and a command says so.
+	Frozen []string
+}
+
+// Decl is a declared type: Undefined and a nil Shape where the model
+// declares none, -1 for a dynamic dimension.
+type Decl struct {
+	DType DType
+	Shape []int
 }
 
 // Node is one operator application. An empty input name stands for an
@@ -582,7 +597,13 @@ func sortedAttrNames(n *Node) []string {
 // neither is ever modified in place).
 func (g *Graph) Clone() *Graph {
 	c := &Graph{Name: g.Name, Opset: g.Opset, Opsets: map[string]int{}, Values: map[string]*Value{},
-		Inputs: slices.Clone(g.Inputs), Outputs: slices.Clone(g.Outputs)}
+		Inputs: slices.Clone(g.Inputs), Outputs: slices.Clone(g.Outputs), Frozen: slices.Clone(g.Frozen)}
+	if g.Declared != nil {
+		c.Declared = make(map[string]Decl, len(g.Declared))
+		for k, d := range g.Declared {
+			c.Declared[k] = Decl{DType: d.DType, Shape: slices.Clone(d.Shape)}
+		}
+	}
 	for k, v := range g.Opsets {
 		c.Opsets[k] = v
 	}

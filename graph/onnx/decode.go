@@ -47,12 +47,25 @@ func Decode(data []byte, name string) (*graph.Graph, error) {
 	return g, nil
 }
 
+// The model versions the decoder accepts: IR versions 3 (ONNX 1.0) to 10
+// (ONNX 1.16), and the default domain's operators up to opset 21 (ONNX
+// 1.16). A model outside them is refused by name rather than read as if
+// it were within.
+const (
+	MinIRVersion = 3
+	MaxIRVersion = 10
+	MaxOpset     = 21
+)
+
 // FromProto converts a decoded ModelProto; name is used when the graph has
 // none.
 func FromProto(m *onnxpb.ModelProto, name string) (*graph.Graph, error) {
 	gp := m.GetGraph()
 	if gp == nil {
 		return nil, fmt.Errorf("model has no graph")
+	}
+	if v := m.GetIrVersion(); v < MinIRVersion || v > MaxIRVersion {
+		return nil, fmt.Errorf("IR version %d: tessera reads IR versions %d to %d (ONNX 1.0 to 1.16)", v, MinIRVersion, MaxIRVersion)
 	}
 	opset := -1
 	opsets := map[string]int{}
@@ -69,12 +82,23 @@ func FromProto(m *onnxpb.ModelProto, name string) (*graph.Graph, error) {
 			opset = int(o.GetVersion())
 		}
 	}
+	if opset > MaxOpset {
+		return nil, fmt.Errorf("opset %d of the default ONNX domain: tessera knows its operators up to opset %d", opset, MaxOpset)
+	}
 	if opset < 0 {
+		for _, np := range gp.GetNode() {
+			if d := np.GetDomain(); d == "" || d == "ai.onnx" {
+				return nil, fmt.Errorf("node %q (%s) is of the default ONNX domain, but the model imports no version of it (opset_import)", np.GetName(), np.GetOpType())
+			}
+		}
 		opset = 0 // no default-domain op is then known: see graph.UnsupportedOpError
 	}
 	g, err := graphFromProto(gp, name, opset, opsets, 0)
 	if err != nil {
 		return nil, err
+	}
+	if m.GetIrVersion() < 4 {
+		g.Frozen = nil // every initializer is listed as an input before IR 4
 	}
 	if err := g.Validate(); err != nil {
 		return nil, err
@@ -116,10 +140,17 @@ func graphFromProto(gp *onnxpb.GraphProto, name string, opset int, opsets map[st
 			return nil, fmt.Errorf("graph input without a name")
 		}
 		if v := g.Values[n]; v != nil {
-			if v.Const != nil {
-				continue // an initializer also listed as an input (IR < 4)
+			if v.Const == nil {
+				return nil, fmt.Errorf("graph input %s is listed twice", n)
 			}
-			return nil, fmt.Errorf("graph input %s is listed twice", n)
+			// An initializer also listed as an input: before IR version 4
+			// every initializer is; from 4 on it is a default value the
+			// caller may override. Either way it is taken as a constant,
+			// and (FromProto keeps Frozen from IR 4 on) the commands say so.
+			if depth == 0 {
+				g.Frozen = append(g.Frozen, n)
+			}
+			continue
 		}
 		if depth > 0 && untyped(vi) {
 			g.AddInput(n, graph.Undefined, nil)
@@ -145,10 +176,18 @@ func graphFromProto(gp *onnxpb.GraphProto, name string, opset int, opsets map[st
 			return nil, fmt.Errorf("graph output without a name")
 		}
 		// An output's type is inferred; a declared one must still be a
-		// supported tensor type.
+		// supported tensor type, and shape inference checks the main
+		// graph's against it.
 		if !untyped(vi) {
-			if _, _, _, err := valueType(vi, "output"); err != nil {
+			dt, shape, _, err := valueType(vi, "output")
+			if err != nil {
 				return nil, err
+			}
+			if depth == 0 {
+				if g.Declared == nil {
+					g.Declared = map[string]graph.Decl{}
+				}
+				g.Declared[n] = graph.Decl{DType: dt, Shape: shape}
 			}
 		}
 		g.Outputs = append(g.Outputs, n)

@@ -256,3 +256,89 @@ func TestDecodeSubgraphErrors(t *testing.T) {
 		t.Errorf("nesting %d deep: %v", maxNesting, err)
 	}
 }
+
+// TestDecodeVersionsAndDeclarations: a model outside the versions tessera
+// reads, one without an opset import, and one whose declared output type
+// contradicts what the graph computes are refused by name (they were read
+// as "opset 0", or as if their versions were known, or the declaration was
+// ignored); an initializer that shadows an input is taken as a constant
+// and reported in Graph.Frozen.
+func TestDecodeVersionsAndDeclarations(t *testing.T) {
+	model := func(edit func(m *onnxpb.ModelProto)) []byte {
+		m, err := ToProto(sample())
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(m)
+		b, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, c := range []struct {
+		name string
+		edit func(m *onnxpb.ModelProto)
+		want string
+	}{
+		{"IR version 99", func(m *onnxpb.ModelProto) { m.IrVersion = 99 }, "IR version 99: tessera reads IR versions 3 to 10"},
+		{"no IR version", func(m *onnxpb.ModelProto) { m.IrVersion = 0 }, "IR version 0"},
+		{"opset 99", func(m *onnxpb.ModelProto) { m.OpsetImport[0].Version = 99 }, "opset 99 of the default ONNX domain: tessera knows its operators up to opset 21"},
+		{"no opset import", func(m *onnxpb.ModelProto) { m.OpsetImport = nil }, `node "conv" (Conv) is of the default ONNX domain, but the model imports no version of it`},
+	} {
+		_, err := Decode(model(c.edit), "m.onnx")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error containing %q", c.name, err, c.want)
+		}
+	}
+
+	// Declared output shapes and dtypes are checked after inference.
+	declare := func(shape []int64, elem onnxpb.TensorProto_DataType) []byte {
+		return model(func(m *onnxpb.ModelProto) {
+			var dims []*onnxpb.TensorShapeProto_Dimension
+			for _, d := range shape {
+				if d < 0 {
+					dims = append(dims, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimParam{DimParam: "n"}})
+				} else {
+					dims = append(dims, &onnxpb.TensorShapeProto_Dimension{Value: &onnxpb.TensorShapeProto_Dimension_DimValue{DimValue: d}})
+				}
+			}
+			m.Graph.Output[0].Type = &onnxpb.TypeProto{Value: &onnxpb.TypeProto_TensorType{TensorType: &onnxpb.TypeProto_Tensor{
+				ElemType: int32(elem), Shape: &onnxpb.TensorShapeProto{Dim: dims}}}}
+		})
+	}
+	for _, c := range []struct {
+		name string
+		data []byte
+		want string // "" when it must pass
+	}{
+		{"matching", declare([]int64{2, 32}, onnxpb.TensorProto_FLOAT), ""},
+		{"dynamic dimension", declare([]int64{-1, 32}, onnxpb.TensorProto_FLOAT), ""},
+		{"wrong shape", declare([]int64{2, 2}, onnxpb.TensorProto_FLOAT), "output y is declared with shape [2,2], but the graph computes [2,32]"},
+		{"wrong rank", declare([]int64{64}, onnxpb.TensorProto_FLOAT), "declared with shape [64]"},
+		{"wrong dtype", declare([]int64{2, 32}, onnxpb.TensorProto_INT64), "output y is declared int64, but the graph computes float32"},
+	} {
+		g, err := Decode(c.data, "m.onnx")
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		err = g.Bind(map[string][]int{"x": {2, 3, 4, 4}})
+		if err == nil {
+			err = g.InferShapes()
+		}
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+
+	// An initializer named like an input.
+	g, err := Decode(model(func(m *onnxpb.ModelProto) {
+		m.Graph.Input = append(m.Graph.Input, &onnxpb.ValueInfoProto{Name: "w", Type: m.Graph.Input[0].Type})
+	}), "m.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(g.Frozen, []string{"w"}) || slices.Contains(g.Inputs, "w") {
+		t.Errorf("frozen %v, inputs %v: want w frozen, not an input", g.Frozen, g.Inputs)
+	}
+}
