@@ -194,9 +194,7 @@ func TestGeneratedModels(t *testing.T) {
 
 type emptyRecords struct{}
 
-func (emptyRecords) Best(string, string) (records.Record, bool, error) {
-	return records.Record{}, false, nil
-}
+func (emptyRecords) Ranked(string, string) ([]records.Record, error) { return nil, nil }
 
 // recordsKey is the target key of the hand-made records.
 const recordsKey = "cpu threads=1 | test"
@@ -381,10 +379,10 @@ type scaledRecords struct {
 	winogradFaster bool
 }
 
-func (r scaledRecords) Best(workload, target string) (records.Record, bool, error) {
-	rec, ok, err := r.store.Best(workload, target)
-	if !ok || err != nil {
-		return rec, ok, err
+func (r scaledRecords) Ranked(workload, target string) ([]records.Record, error) {
+	rs, err := r.store.Ranked(workload, target)
+	if err != nil {
+		return nil, err
 	}
 	for _, t := range r.plan.Tasks {
 		if t.Key == workload && t.Groups[0].Algorithm != "" {
@@ -392,10 +390,12 @@ func (r scaledRecords) Best(workload, target string) (records.Record, bool, erro
 			if r.winogradFaster {
 				f = 0.01
 			}
-			rec.Costs = []float64{rec.Cost() * f}
+			for i := range rs {
+				rs[i].Costs = []float64{rs[i].Cost() * f}
+			}
 		}
 	}
-	return rec, true, nil
+	return rs, nil
 }
 
 // partialRecords hides the records of some tasks.
@@ -404,15 +404,17 @@ type partialRecords struct {
 	keep  map[string]bool
 }
 
-func (r *partialRecords) Best(workload, target string) (records.Record, bool, error) {
+func (r *partialRecords) Ranked(workload, target string) ([]records.Record, error) {
 	if !r.keep[workload] {
-		return records.Record{}, false, nil
+		return nil, nil
 	}
-	return r.store.Best(workload, target)
+	return r.store.Ranked(workload, target)
 }
 
 // TestRecordThatDoesNotApply falls back to the default schedule, with the
-// reason in the warning and the manifest.
+// reason in the warning and the manifest; with a valid record behind the
+// one that does not apply, the build takes the valid one (a made-up fast
+// record hid the valid ones).
 func TestRecordThatDoesNotApply(t *testing.T) {
 	g, err := smallModels[0].build()
 	if err != nil {
@@ -426,18 +428,39 @@ func TestRecordThatDoesNotApply(t *testing.T) {
 		!strings.Contains(warn.String(), "task 0 (Conv+Relu") {
 		t.Errorf("task 0: %+v; warnings:\n%s", m.Tasks[0], warn.String())
 	}
+	st, _, err := sketch.Default(schedule.NewState(p.plan.Tasks[0].DAG), testTarget("x", nil).Sketch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, err := schedule.MarshalSteps(st.Steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad.next = &records.Record{Version: records.FormatVersion, WorkloadKey: bad.key, Target: "x", Steps: steps, Costs: []float64{2}, Error: records.ErrorNone}
+	warn.Reset()
+	m = buildRunCheck(t, p, t.TempDir(), Options{Records: bad, Target: testTarget("x", nil), Warn: &warn})
+	if m.Tasks[0].Schedule != FromRecord || m.Tasks[0].Record.Cost != 2 || !strings.Contains(warn.String(), "1 faster records do not apply") {
+		t.Errorf("with a valid record behind: task 0 %+v; warnings:\n%s", m.Tasks[0], warn.String())
+	}
 }
 
 // badRecords has one record, for key, whose steps name a stage the DAG
-// does not have.
-type badRecords struct{ key string }
+// does not have, and then next, if set.
+type badRecords struct {
+	key  string
+	next *records.Record
+}
 
-func (b badRecords) Best(workload, target string) (records.Record, bool, error) {
+func (b badRecords) Ranked(workload, target string) ([]records.Record, error) {
 	if workload != b.key {
-		return records.Record{}, false, nil
+		return nil, nil
 	}
-	return records.Record{Version: records.FormatVersion, WorkloadKey: workload, Target: target,
-		Steps: []byte(`[["AN",99,0,"parallel"]]`), Costs: []float64{1}, Error: records.ErrorNone}, true, nil
+	out := []records.Record{{Version: records.FormatVersion, WorkloadKey: workload, Target: target,
+		Steps: []byte(`[["AN",99,0,"parallel"]]`), Costs: []float64{1}, Error: records.ErrorNone}}
+	if b.next != nil {
+		out = append(out, *b.next)
+	}
+	return out, nil
 }
 
 func ExampleCoverage_TunedShare() {

@@ -15,8 +15,9 @@ import (
 
 // Schedules: task → the kernel it runs.
 //
-//	task ──Best(key, target)──▶ record ──Replay──▶ state ──Lower──▶ kernel
-//	     └─ no record, or one that does not replay or lower ──▶ defaultSchedule
+//	task ──Ranked(key, target)──▶ records, fastest first ──Replay──▶ state ──Lower──▶ kernel
+//	     │                        (the first that replays and lowers)
+//	     └─ no record, or none that replays and lowers ──▶ defaultSchedule
 //
 // One kernel per task, not per group: the groups of a task print alike
 // (that is what makes them one task), so the kernel lowered from the
@@ -31,10 +32,28 @@ type kernel struct {
 	report TaskReport
 }
 
-// RecordSource gives the best record of a workload on a target; a
-// *records.Store is one.
+// RecordSource gives the valid records of a workload on a target, fastest
+// first; a *records.Store is one.
 type RecordSource interface {
-	Best(workload, target string) (rec records.Record, ok bool, err error)
+	Ranked(workload, target string) ([]records.Record, error)
+}
+
+// usable is the fastest record of a task that replays on its DAG and
+// lowers for the target, with its kernel named name; skipped says why the
+// faster ones were passed over. ok is false when no record is usable.
+func usable(recs RecordSource, tg *target.Target, t *partition.Task, name string) (rec records.Record, f *tir.PrimFunc, skipped []string, ok bool, err error) {
+	rs, err := recs.Ranked(t.Key, tg.Key())
+	if err != nil {
+		return records.Record{}, nil, nil, false, err
+	}
+	for _, r := range rs {
+		f, err := lowerRecord(tg, t, r, name)
+		if err == nil {
+			return r, f, skipped, true, nil
+		}
+		skipped = append(skipped, err.Error())
+	}
+	return records.Record{}, nil, skipped, false, nil
 }
 
 // chooseAlgorithms keeps, for every group with alternative algorithms
@@ -46,7 +65,7 @@ func chooseAlgorithms(plan *partition.Plan, recs RecordSource, tg *target.Target
 		if recs == nil || firstErr != nil {
 			return 0, false
 		}
-		rec, ok, err := recs.Best(t.Key, tg.Key())
+		rec, _, _, ok, err := usable(recs, tg, t, "choice")
 		if err != nil {
 			firstErr = err
 			return 0, false
@@ -79,19 +98,22 @@ func scheduleTasks(plan *partition.Plan, recs RecordSource, tg *target.Target, w
 		}}
 		why := "no record for this target"
 		if recs != nil {
-			rec, ok, err := recs.Best(t.Key, tg.Key())
+			rec, f, skipped, ok, err := usable(recs, tg, t, k.report.Kernel)
 			if err != nil {
 				return nil, err
 			}
-			if ok {
-				f, err := lowerRecord(tg, t, rec, k.report.Kernel)
-				if err == nil {
-					k.f = f
-					k.report.Schedule = FromRecord
-					k.report.Record = &RecordUsed{Steps: rec.Steps, Cost: rec.Cost(), At: rec.At.UTC().Format(time.RFC3339Nano), Tool: rec.Tool}
-				} else {
-					why = "its best record does not apply: " + err.Error()
+			switch {
+			case ok:
+				k.f = f
+				k.report.Schedule = FromRecord
+				k.report.Record = &RecordUsed{Steps: rec.Steps, Cost: rec.Cost(), At: rec.At.UTC().Format(time.RFC3339Nano), Tool: rec.Tool}
+				if len(skipped) > 0 {
+					warn("task %d (%s, %s): %d faster records do not apply (first: %s); using the next", i, t.Ops(), shortKey(t.Key), len(skipped), skipped[0])
 				}
+			case len(skipped) == 1:
+				why = "its best record does not apply: " + skipped[0]
+			case len(skipped) > 1:
+				why = fmt.Sprintf("none of its %d records applies (first: %s)", len(skipped), skipped[0])
 			}
 		} else {
 			why = "no records database"

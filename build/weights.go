@@ -99,6 +99,10 @@ const weightsLayout = "float32 little-endian, each tensor 64-byte aligned after 
 // VerifyWeights checks a weights file against its manifest entry: the
 // header, the size and the checksum.
 func VerifyWeights(path string, want WeightsInfo) error {
+	// The size first, so that a file of the wrong size is not read.
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() != want.Bytes+weightsHeaderSize {
+		return fmt.Errorf("weights %s: %w: %d bytes, the manifest says %d payload bytes after a %d-byte header", path, ErrCorruptWeights, fi.Size(), want.Bytes, weightsHeaderSize)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("weights: %w", err)
@@ -111,8 +115,10 @@ func VerifyWeights(path string, want WeightsInfo) error {
 		return fmt.Errorf("weights %s: %w: %d payload bytes, header says %d, manifest %d", path, ErrCorruptWeights, len(data)-weightsHeaderSize, n, want.Bytes)
 	}
 	payload := data[weightsHeaderSize:]
-	if sum := fmt.Sprintf("%016x", checksum(payload)); sum != want.Checksum || binary.LittleEndian.Uint64(data[16:]) != checksum(payload) {
-		return fmt.Errorf("weights %s: %w: checksum %s, manifest %s", path, ErrCorruptWeights, sum, want.Checksum)
+	sum := fmt.Sprintf("%016x", checksum(payload))
+	header := fmt.Sprintf("%016x", binary.LittleEndian.Uint64(data[16:]))
+	if sum != want.Checksum || header != sum {
+		return fmt.Errorf("weights %s: %w: the payload's checksum is %s, the file's header says %s, the manifest %s", path, ErrCorruptWeights, sum, header, want.Checksum)
 	}
 	return nil
 }

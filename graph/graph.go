@@ -128,10 +128,10 @@ type Graph struct {
 	// Declared holds, by output name, the type the model file declares for
 	// an output; shape inference checks the inferred one against it.
 	Declared map[string]Decl
-	// Frozen lists the inputs the model file also gives an initializer
+	// Shadowed lists the inputs the model file also gives an initializer
 	// (from IR version 4, a default value the caller may override): they
 	// are taken as constants, and a command says so.
-	Frozen []string
+	Shadowed []string
 }
 
 // Decl is a declared type: Undefined and a nil Shape where the model
@@ -597,7 +597,7 @@ func sortedAttrNames(n *Node) []string {
 // neither is ever modified in place).
 func (g *Graph) Clone() *Graph {
 	c := &Graph{Name: g.Name, Opset: g.Opset, Opsets: map[string]int{}, Values: map[string]*Value{},
-		Inputs: slices.Clone(g.Inputs), Outputs: slices.Clone(g.Outputs), Frozen: slices.Clone(g.Frozen)}
+		Inputs: slices.Clone(g.Inputs), Outputs: slices.Clone(g.Outputs), Shadowed: slices.Clone(g.Shadowed)}
 	if g.Declared != nil {
 		c.Declared = make(map[string]Decl, len(g.Declared))
 		for k, d := range g.Declared {

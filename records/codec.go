@@ -2,6 +2,7 @@ package records
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -128,16 +129,21 @@ type Skipped struct {
 const maxLine = 16 << 20
 
 // Import reads JSON lines and adds the valid records in one transaction;
-// every other line is reported with its reason. Only a read error fails
-// the import as a whole (and then nothing is added).
+// every other line is reported with its reason. A line is skipped when it
+// does not decode or validate, when the database (or an earlier line)
+// already has the same schedule of the same workload on the same target
+// (importing a database's own export adds nothing), and when its steps do
+// not replay on the task's DAG, if the database knows it. Only a read
+// error fails the import as a whole (and then nothing is added).
 func (s *Store) Import(r io.Reader) (ImportReport, error) {
 	var rep ImportReport
 	var recs []Record
+	var lines []int
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	for line := 1; sc.Scan(); line++ {
 		text := sc.Bytes()
-		if len(text) == 0 {
+		if len(bytes.TrimSpace(text)) == 0 {
 			continue
 		}
 		var rec Record
@@ -150,32 +156,77 @@ func (s *Store) Import(r io.Reader) (ImportReport, error) {
 			continue
 		}
 		recs = append(recs, rec)
+		lines = append(lines, line)
 	}
 	if err := sc.Err(); err != nil {
 		return ImportReport{}, fmt.Errorf("records: import: %w", err)
 	}
-	if err := s.Add(recs); err != nil {
+	// The schedules the database has, for the (workload, target) pairs
+	// the file names.
+	seen := map[[32]byte]bool{}
+	loaded := map[[2]string]bool{}
+	var keep []Record
+	for i, rec := range recs {
+		pair := [2]string{rec.WorkloadKey, rec.Target}
+		if !loaded[pair] {
+			loaded[pair] = true
+			stored, err := s.Records(rec.WorkloadKey, rec.Target)
+			if err != nil {
+				return ImportReport{}, err
+			}
+			for _, o := range stored {
+				if k, err := scheduleKey(o); err == nil {
+					seen[k] = true
+				}
+			}
+		}
+		k, err := scheduleKey(rec)
+		if err != nil {
+			rep.Skipped = append(rep.Skipped, Skipped{lines[i], err.Error()})
+			continue
+		}
+		if seen[k] {
+			rep.Skipped = append(rep.Skipped, Skipped{lines[i], "duplicate: this schedule of this workload and target is already recorded"})
+			continue
+		}
+		d, err := s.dag(rec.WorkloadKey)
+		if err != nil {
+			return ImportReport{}, err
+		}
+		if err := checkReplays(d, rec); err != nil {
+			rep.Skipped = append(rep.Skipped, Skipped{lines[i], err.Error()})
+			continue
+		}
+		seen[k] = true
+		keep = append(keep, rec)
+	}
+	sort.SliceStable(rep.Skipped, func(i, j int) bool { return rep.Skipped[i].Line < rep.Skipped[j].Line })
+	if err := s.Add(keep); err != nil {
 		return ImportReport{}, err
 	}
-	rep.Added = len(recs)
+	rep.Added = len(keep)
 	return rep, nil
 }
 
 // Distill writes, as JSON lines, the k best valid records of every
-// (workload, target): the log a build or a new tuning run needs.
+// (workload, target) as Ranked orders them (records whose steps do not
+// replay on a task the database knows are left out): the log a build or a
+// new tuning run needs. k must be at least 1.
 func (s *Store) Distill(w io.Writer, k int) error {
-	by := map[[2]string][]Record{}
+	if k < 1 {
+		return fmt.Errorf("records: distill: k = %d, want at least 1", k)
+	}
+	pairs := map[[2]string]bool{}
 	if err := s.ForEach(func(r Record) error {
 		if r.Error == ErrorNone {
-			key := [2]string{r.WorkloadKey, r.Target}
-			by[key] = append(by[key], r)
+			pairs[[2]string{r.WorkloadKey, r.Target}] = true
 		}
 		return nil
 	}); err != nil {
 		return err
 	}
-	keys := make([][2]string, 0, len(by))
-	for key := range by {
+	keys := make([][2]string, 0, len(pairs))
+	for key := range pairs {
 		keys = append(keys, key)
 	}
 	sort.Slice(keys, func(i, j int) bool {
@@ -187,8 +238,10 @@ func (s *Store) Distill(w io.Writer, k int) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	for _, key := range keys {
-		rs := by[key]
-		sort.SliceStable(rs, func(i, j int) bool { return rs[i].Cost() < rs[j].Cost() })
+		rs, err := s.Ranked(key[0], key[1])
+		if err != nil {
+			return err
+		}
 		for _, r := range rs[:min(k, len(rs))] {
 			if err := enc.Encode(r); err != nil {
 				return err

@@ -22,13 +22,17 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"runtime/debug"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"tessera/te"
 )
 
 // SchemaVersion is the layout version of the database; a database of
@@ -47,8 +51,12 @@ var (
 // Store is an open records database. Its methods are safe for concurrent
 // use; only one process can have a database open at a time.
 type Store struct {
-	db   *bolt.DB
-	path string
+	db       *bolt.DB
+	path     string
+	readOnly bool
+
+	mu   sync.Mutex
+	dags map[string]*te.DAG // decoded TaskInfo.Codec by workload; nil entry: none
 }
 
 // TaskInfo describes a tuning task.
@@ -57,12 +65,29 @@ type TaskInfo struct {
 	DAG    string  `json:"dag"` // canonical print
 	FLOPs  float64 `json:"flops"`
 	Weight int     `json:"weight"`
+	// Codec is the DAG in te's JSON form (DAG.MarshalJSON), when known:
+	// with it the store checks that a record's steps replay on the task
+	// before it trusts the record (Import, Ranked, Best, Distill).
+	Codec json.RawMessage `json:"codec,omitempty"`
 }
 
 // Open opens (or creates) the database at path. A database held by another
 // process, a file that is not a bbolt database, a bbolt database that is
 // not ours, and one of another schema version are each a clear error.
-func Open(path string) (st *Store, err error) {
+func Open(path string) (st *Store, err error) { return openStore(path, false) }
+
+// OpenReadOnly opens an existing database for reading only: it neither
+// creates nor changes the file, so it reads a database on a read-only
+// file or file system, and other readers may hold it at the same time
+// (but not a writer). Writing methods fail.
+func OpenReadOnly(path string) (*Store, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("records: %w", err)
+	}
+	return openStore(path, true)
+}
+
+func openStore(path string, readOnly bool) (st *Store, err error) {
 	// bbolt maps the file: a truncated or damaged file faults on access.
 	// Turn such faults (and bbolt's own panics) into an error.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
@@ -71,7 +96,7 @@ func Open(path string) (st *Store, err error) {
 			st, err = nil, fmt.Errorf("records: %s is not a tessera records database (or it is corrupt or truncated): %v", path, r)
 		}
 	}()
-	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: 200 * time.Millisecond})
+	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: 200 * time.Millisecond, ReadOnly: readOnly})
 	switch {
 	case errors.Is(err, bolterrors.ErrTimeout):
 		return nil, fmt.Errorf("records: %s is in use by another process (another tune running?)", path)
@@ -80,12 +105,35 @@ func Open(path string) (st *Store, err error) {
 	case err != nil:
 		return nil, fmt.Errorf("records: open %s: %w", path, err)
 	}
-	s := &Store{db: db, path: path}
-	if err := s.init(); err != nil {
+	s := &Store{db: db, path: path, readOnly: readOnly}
+	check := s.init
+	if readOnly {
+		check = s.checkSchema
+	}
+	if err := check(); err != nil {
 		db.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// checkSchema checks an existing database without writing to it.
+func (s *Store) checkSchema() error {
+	return s.view(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			return fmt.Errorf("records: %s is not a tessera records database (no schema)", s.path)
+		}
+		if v, err := strconv.Atoi(string(meta.Get([]byte("schema")))); err != nil || v != SchemaVersion {
+			return fmt.Errorf("records: %s has schema version %q, this tessera reads version %d", s.path, meta.Get([]byte("schema")), SchemaVersion)
+		}
+		for _, b := range [][]byte{bucketTasks, bucketRecords, bucketIndex, bucketBest, bucketModels} {
+			if tx.Bucket(b) == nil {
+				return fmt.Errorf("records: %s lacks bucket %s: not a complete tessera records database", s.path, b)
+			}
+		}
+		return nil
+	})
 }
 
 // init creates the buckets of a new database or checks an existing one.
@@ -237,24 +285,6 @@ func decodeRecord(data []byte) (Record, error) {
 	}
 	err := json.Unmarshal(data, &r)
 	return r, err
-}
-
-// Best returns the best (lowest median cost) valid record of a workload on
-// a target; ok is false when there is none.
-func (s *Store) Best(workload, target string) (rec Record, ok bool, err error) {
-	err = s.view(func(tx *bolt.Tx) error {
-		seq := tx.Bucket(bucketBest).Get(taskKey(workload, target))
-		if seq == nil {
-			return nil
-		}
-		r, err := decodeRecord(tx.Bucket(bucketRecords).Get(seq))
-		if err != nil {
-			return fmt.Errorf("records: best of %s: %w", workload, err)
-		}
-		rec, ok = r, true
-		return nil
-	})
-	return rec, ok, err
 }
 
 // Records returns the records of a workload on a target, in the order

@@ -3,6 +3,7 @@ package records
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,10 +14,15 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// recSeq makes the steps of every rec distinct (a split factor), as the
+// schedules of a tuning run are.
+var recSeq = 0
+
 func rec(workload string, costs []float64, errKind string) Record {
+	recSeq++
 	return Record{
 		Version: FormatVersion, WorkloadKey: workload, Target: "cpu-test",
-		Steps: json.RawMessage(`[["SP",2,0,[4]],["AN",2,1,"vectorize"]]`),
+		Steps: json.RawMessage(fmt.Sprintf(`[["SP",2,0,[%d]],["AN",2,1,"vectorize"]]`, recSeq)),
 		Costs: costs, Error: errKind, At: time.Unix(1700000000, 0).UTC(),
 	}
 }
@@ -123,7 +129,8 @@ func TestImportSkipsBadLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Added != 2 || len(rep.Skipped) != 4 {
+	// The second copy of the good line is a duplicate.
+	if rep.Added != 1 || len(rep.Skipped) != 5 || !strings.HasPrefix(rep.Skipped[4].Reason, "duplicate") {
 		t.Fatalf("report %+v", rep)
 	}
 	for _, sk := range rep.Skipped {

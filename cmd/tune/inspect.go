@@ -37,6 +37,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	m.printNotes(stderr, "tune inspect")
 	p, err := partition.Extract(m.g, partition.Options{MaxFuseDepth: *maxDepth, Winograd: mf.winograd})
 	if err != nil {
 		return err
@@ -60,8 +61,18 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		t := p.Tasks[*dag]
 		fmt.Fprintf(&b, "\ntask %d (%s, key %s), DAG of group %d:\n%s", *dag, t.Ops(), t.Key, t.Groups[0].ID, t.DAG)
 	}
-	_, err = io.WriteString(stdout, b.String())
+	_, err = io.WriteString(stdout, printableLines(b.String()))
 	return err
+}
+
+// printableLines applies printable to every line of s: a model's names
+// reach the terminal escaped.
+func printableLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = printable(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // writeGraph prints the model's inputs and outputs and its size before and

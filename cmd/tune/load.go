@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -87,6 +88,14 @@ func (s graphStats) opsString() string {
 type loaded struct {
 	g             *graph.Graph
 	before, after graphStats
+	notes         []string // what the user should know of how the model was read
+}
+
+// printNotes writes the notes to w, one line each.
+func (l *loaded) printNotes(w io.Writer, prefix string) {
+	for _, n := range l.notes {
+		fmt.Fprintf(w, "%s: note: %s\n", prefix, printable(n))
+	}
 }
 
 // loadModel decodes the model at path, freezes and binds its inputs, infers
@@ -97,6 +106,9 @@ func loadModel(path string, mf modelFlags) (*loaded, error) {
 		return nil, err
 	}
 	l := &loaded{g: g, before: statsOf(g)}
+	for _, name := range g.Shadowed {
+		l.notes = append(l.notes, fmt.Sprintf("input %s has an initializer in %s (a default value): it is taken as a constant, not an input", name, path))
+	}
 	inputs := maps.Clone(mf.inputs)
 	for _, name := range slices.Sorted(maps.Keys(mf.freeze)) {
 		v := g.Values[name]

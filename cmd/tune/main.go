@@ -10,17 +10,27 @@
 //	tune worker --nats URL           measure jobs sent by `tune --nats` (package measure/remote)
 //
 // Each subcommand is an entry of the commands table; main only dispatches.
-// Every failure is a message on stderr and exit status 1.
+// Every failure is a one-line message on stderr and exit status 1; a run
+// stopped by Ctrl-C or SIGTERM exits 130 or 143 (128 + the signal) once it
+// has committed what it measured; a bug (a panic) exits 2 with one line
+// (TESSERA_DEBUG=1 adds the stack).
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
+	"unicode"
+	"unicode/utf8"
 )
 
 // command is one subcommand: its name, a one-line summary and its run
@@ -54,8 +64,11 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 func run(args []string, stdout, stderr io.Writer) (status int) {
 	defer func() {
 		if r := recover(); r != nil {
-			fmt.Fprintf(stderr, "tune: internal error: %v\n%s", r, debug.Stack())
-			status = 1
+			fmt.Fprintf(stderr, "tune: internal error (a bug in tessera; please report it with the command line): %s\n", oneLine(fmt.Sprint(r)))
+			if os.Getenv("TESSERA_DEBUG") != "" {
+				stderr.Write(debug.Stack())
+			}
+			status = 2
 		}
 	}()
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
@@ -75,6 +88,7 @@ func run(args []string, stdout, stderr io.Writer) (status int) {
 }
 
 func report(stderr io.Writer, prefix string, err error) int {
+	var sig *interruptedError
 	switch {
 	case err == nil:
 		return 0
@@ -82,9 +96,106 @@ func report(stderr io.Writer, prefix string, err error) int {
 		return 0
 	case errors.Is(err, errUsage):
 		return 1
+	case errors.As(err, &sig):
+		fmt.Fprintf(stderr, "%s: %s\n", prefix, oneLine(err.Error()))
+		return 128 + int(sig.sig)
 	}
-	fmt.Fprintf(stderr, "%s: %v\n", prefix, err)
+	fmt.Fprintf(stderr, "%s: %s\n", prefix, oneLine(err.Error()))
 	return 1
+}
+
+// oneLine makes a message one printable line: the lines of errors
+// joined with newlines (errors.Join, a compiler's diagnostics) are joined
+// with "; ", and what a terminal would interpret (escape sequences in a
+// model's names) is escaped.
+func oneLine(s string) string {
+	var parts []string
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, printable(l))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// printable escapes control characters and invalid UTF-8 in s as Go
+// escapes (\x1b, \u0085, \xff), leaving everything else as it is.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r == utf8.RuneError || unicode.IsControl(r) }) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case unicode.IsControl(r):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// interruptedError is returned by a command that a signal stopped after
+// it committed what it had done; the exit status is 128 + the signal.
+type interruptedError struct {
+	sig syscall.Signal
+	msg string
+}
+
+func (e *interruptedError) Error() string {
+	return fmt.Sprintf("interrupted by %s: %s", signalName(e.sig), e.msg)
+}
+
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGINT:
+		return "SIGINT (Ctrl-C)"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
+}
+
+// signalContext returns a context canceled by the first SIGINT or SIGTERM,
+// a function that returns that signal (0 while none came), and a stop
+// function that restores the default handling.
+func signalContext() (context.Context, func() syscall.Signal, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	var mu sync.Mutex
+	var got syscall.Signal
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-ch:
+			mu.Lock()
+			got = s.(syscall.Signal)
+			mu.Unlock()
+			cancel()
+		case <-done:
+		}
+	}()
+	which := func() syscall.Signal {
+		mu.Lock()
+		defer mu.Unlock()
+		return got
+	}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			signal.Stop(ch)
+			close(done)
+			cancel()
+		})
+	}
+	return ctx, which, stop
 }
 
 func usage(w io.Writer) {

@@ -8,13 +8,11 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -69,12 +67,12 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	defer tg.Close()
 	opts := build.Options{Target: tg, Model: pos[0], Warn: stderr}
 	if !*noRecords {
-		// records.Open would create a missing database; a missing one is
-		// a mistake here.
+		// A missing database is a mistake here; an existing one is only
+		// read.
 		if _, err := os.Stat(*db); errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("records database %s does not exist: tune the model first (tune --db %s %s), or build with default schedules (--no-records)", *db, *db, pos[0])
 		}
-		store, err := records.Open(*db)
+		store, err := records.OpenReadOnly(*db)
 		if err != nil {
 			return err
 		}
@@ -85,6 +83,7 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	l.printNotes(stderr, "tune build")
 	opts.Frozen = strings.Fields(mf.freeze.String())
 	// Every alternative algorithm is offered: the build keeps, per group,
 	// the one with the fastest record (none: the direct definition).
@@ -92,11 +91,14 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, caught, stop := signalContext()
 	defer stop()
 	start := time.Now()
 	m, err := build.Build(ctx, l.g, plan, *out, opts)
 	if err != nil {
+		if sig := caught(); sig != 0 {
+			return &interruptedError{sig: sig, msg: "the build was stopped; " + *out + " is incomplete"}
+		}
 		return err
 	}
 	writeBuildReport(stdout, m, *out, time.Since(start))
@@ -254,6 +256,17 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Two outputs whose names make one file name would overwrite each
+	// other: refuse before running.
+	paths := make([]string, len(man.Outputs))
+	byPath := map[string]string{}
+	for i, t := range man.Outputs {
+		paths[i] = filepath.Join(*outDir, fileName(t.Name)+ext)
+		if other, dup := byPath[paths[i]]; dup {
+			return fmt.Errorf("outputs %q and %q would both be written to %s: rename one in the model", other, t.Name, paths[i])
+		}
+		byPath[paths[i]] = t.Name
+	}
 	data := make([][]float32, len(man.Inputs))
 	var missing []string
 	for i, t := range man.Inputs {
@@ -278,11 +291,11 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 	}
 	var bad []string
 	for i, t := range man.Outputs {
-		path := filepath.Join(*outDir, fileName(t.Name)+ext)
+		path := paths[i]
 		if err := build.WriteTensor(path, t, outs[i]); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "output %s → %s\n", t, path)
+		fmt.Fprintf(stdout, "output %s → %s\n", printable(t.String()), printable(path))
 		file, ok := refFiles[t.Name]
 		if !ok {
 			continue

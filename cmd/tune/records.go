@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"tessera/records"
@@ -22,6 +23,11 @@ func runRecords(args []string, stdout, stderr io.Writer) error {
 	if verb == "plot" {
 		return runPlot(args, stdout, stderr)
 	}
+	switch verb {
+	case "export", "import", "distill", "stats":
+	default:
+		return fmt.Errorf("unknown records command %q (export, import, distill, stats, plot)", verb)
+	}
 	fs := flag.NewFlagSet("tune records "+verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	db := fs.String("db", "tuning.db", "records database `FILE`")
@@ -31,7 +37,20 @@ func runRecords(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	store, err := records.Open(*db)
+	if *k < 1 {
+		return fmt.Errorf("-k %d: want at least 1 record per task and target", *k)
+	}
+	if verb != "import" && len(pos) > 0 {
+		return fmt.Errorf("%s takes no file arguments (got %s); the output goes to -o", verb, strings.Join(pos, " "))
+	}
+	// Only import writes: the others read, so that a read-only database
+	// (file or file system) can be exported or summarized.
+	var store *records.Store
+	if verb == "import" {
+		store, err = records.Open(*db)
+	} else {
+		store, err = openExisting(*db)
+	}
 	if err != nil {
 		return err
 	}
@@ -52,6 +71,7 @@ func runRecords(args []string, stdout, stderr io.Writer) error {
 		if len(pos) == 0 {
 			return errors.New("import: name the JSON lines files to import")
 		}
+		added, skipped := 0, 0
 		for _, path := range pos {
 			f, err := os.Open(path)
 			if err != nil {
@@ -66,6 +86,11 @@ func runRecords(args []string, stdout, stderr io.Writer) error {
 			for _, s := range rep.Skipped {
 				fmt.Fprintf(stdout, "  line %d: %s\n", s.Line, s.Reason)
 			}
+			added += rep.Added
+			skipped += len(rep.Skipped)
+		}
+		if added == 0 && skipped > 0 {
+			return fmt.Errorf("import: no record added: all %d lines were skipped (the reasons are above)", skipped)
 		}
 		return nil
 	case "stats":
@@ -84,7 +109,7 @@ func runRecords(args []string, stdout, stderr io.Writer) error {
 		}
 		return tw.Flush()
 	}
-	return fmt.Errorf("unknown records command %q (export, import, distill, stats, plot)", verb)
+	return nil
 }
 
 // create opens path for writing, or returns stdout for "-".

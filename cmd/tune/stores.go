@@ -11,13 +11,15 @@ import (
 	"tessera/records"
 )
 
-// openExisting opens a records database that must exist already
-// (records.Open creates a missing one, which suits tuning, not reading).
+// openExisting opens a records database that must exist already, for
+// reading only (records.Open creates a missing one and takes the write
+// lock, which suits tuning, not reading): a database on a read-only file
+// or file system reads, and several readers may share it.
 func openExisting(path string) (*records.Store, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("records database: %w", err)
 	}
-	return records.Open(path)
+	return records.OpenReadOnly(path)
 }
 
 // modelTasks loads a model and returns its tasks.

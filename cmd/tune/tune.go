@@ -10,11 +10,9 @@ import (
 	"maps"
 	"math"
 	"os"
-	"os/signal"
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -29,6 +27,7 @@ import (
 	"tessera/partition"
 	"tessera/records"
 	"tessera/search"
+	"tessera/sketch"
 	"tessera/target"
 	"tessera/te"
 )
@@ -92,6 +91,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	l.printNotes(stderr, "tune")
 	plan, err := partition.Extract(l.g, mf.partitionOptions())
 	if err != nil {
 		return err
@@ -110,7 +110,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer tg.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, caught, stop := signalContext()
 	defer stop()
 	local := tg.Measurer(*verify)
 	local.MaxMemory = int64(maxMemory)
@@ -146,7 +146,8 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	}
 	defer store.Close()
 	for _, t := range plan.Tasks {
-		if err := store.PutTask(records.TaskInfo{Key: t.Key, DAG: t.DAG.CanonicalString(), FLOPs: t.FLOPs, Weight: t.Weight}); err != nil {
+		codec, _ := t.DAG.MarshalJSON() // without it, imports of the task are not checked
+		if err := store.PutTask(records.TaskInfo{Key: t.Key, DAG: t.DAG.CanonicalString(), FLOPs: t.FLOPs, Weight: t.Weight, Codec: codec}); err != nil {
 			return err
 		}
 	}
@@ -154,7 +155,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	params := costmodel.DefaultParams()
 	params.Seed = *seed
 	model := search.NewGBDTModel(params)
-	prior, err := loadPrior(store, tasks, targetKey, model)
+	prior, done, retry, err := loadPrior(store, tasks, targetKey, model)
 	if err != nil {
 		return err
 	}
@@ -173,13 +174,13 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 
 	// --trials is the budget of the model on this target: running the same
 	// command again continues up to it.
-	done := 0
-	for _, ms := range prior {
-		done += len(ms)
-	}
 	todo := max(*trials-done, 0)
-	fmt.Fprintf(stdout, "tuning %s: %d tasks, %d trials (%d from earlier runs, %d to go), target %s, records in %s\n",
-		pos[0], len(tasks), *trials, done, todo, tg.Name, *db)
+	retried := ""
+	if retry > 0 {
+		retried = fmt.Sprintf(", %d of them build timeouts that may be measured again", retry)
+	}
+	fmt.Fprintf(stdout, "tuning %s: %d tasks, %d trials (%d from earlier runs%s, %d to go), target %s, records in %s\n",
+		printable(pos[0]), len(tasks), *trials, done, retried, todo, tg.Name, printable(*db))
 	// A progress bar on a terminal; one line per committed round in logs.
 	var bar *progressbar.ProgressBar
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
@@ -225,7 +226,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		bar.Finish()
 		fmt.Fprintln(stderr)
 	}
-	interrupted := errors.Is(err, context.Canceled)
+	interrupted := caught() != 0 && errors.Is(err, context.Canceled)
 	if err != nil && !interrupted {
 		return err
 	}
@@ -237,6 +238,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
+	sum.Prior = done // measurements, where Tune counts the schedules it was given
 	printSummary(stdout, sum)
 	if !interrupted && sum.Trials < todo {
 		fmt.Fprintf(stdout, "stopped at %d of %d trials: no task has a schedule left to measure\n", sum.Trials, todo)
@@ -252,33 +254,78 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 			st.Jobs, st.Redelivered, st.Duplicates, st.Abandoned, *maxDeliver)
 	}
 	if interrupted {
-		fmt.Fprintf(stdout, "interrupted: every measured batch is in %s; run the same command to resume\n", *db)
+		return &interruptedError{sig: caught(), msg: fmt.Sprintf("every measured batch is in %s; run the same command to resume", *db)}
 	}
 	return nil
 }
 
 // loadPrior replays the records of earlier runs on the target key: the
 // states they measured (never measured again) and their features for the
-// cost model.
-func loadPrior(store *records.Store, tasks []search.Task, key string, model *search.GBDTModel) (map[string][]search.Measured, error) {
-	prior := map[string][]search.Measured{}
+// cost model. A schedule recorded several times counts once, by its best
+// record. A schedule whose only records are fewer than maxBuildTimeouts
+// build timeouts is left out, so that it can be measured again: a
+// compiler killed at its deadline most often means a loaded machine (two
+// runs sharing the cores), not a schedule that cannot be compiled; retry
+// says how many were left out.
+//
+// done is the number of measurements the records hold, the part of the
+// --trials budget earlier runs spent: every record that replays, but a
+// record identical to another (same schedule, outcome, costs and time: an
+// import of the database's own export) once.
+func loadPrior(store *records.Store, tasks []search.Task, key string, model *search.GBDTModel) (prior map[string][]search.Measured, done, retry int, err error) {
+	prior = map[string][]search.Measured{}
 	for _, t := range tasks {
 		recs, err := store.Records(t.Key, key)
 		if err != nil {
-			return nil, err
+			return nil, 0, 0, err
 		}
+		type entry struct {
+			r        records.Replayed
+			timeouts int
+		}
+		var order []string
+		by := map[string]*entry{}
+		counted := map[string]bool{}
 		for _, r := range records.Replay(recs, map[string]*te.DAG{t.Key: t.DAG}, target.LowerOf) {
 			if r.State == nil {
 				continue // steps that no longer decode or apply to this DAG
 			}
-			prior[t.Key] = append(prior[t.Key], search.Measured{State: r.State, Result: r.Result})
-			if r.Features != nil {
-				model.Data.Add(t.Key, r.Features, r.Result.Cost())
+			k := sketch.Key(r.State)
+			if id := fmt.Sprint(k, r.Record.Error, r.Record.Costs, r.Record.At.UnixNano()); !counted[id] {
+				counted[id] = true
+				done++
+			}
+			e := by[k]
+			switch {
+			case e == nil:
+				e = &entry{r: r}
+				by[k] = e
+				order = append(order, k)
+			case r.Result.Kind == measure.None && (e.r.Result.Kind != measure.None || r.Result.Cost() < e.r.Result.Cost()):
+				e.r = r
+			}
+			if r.Result.Kind == measure.BuildTimeout {
+				e.timeouts++
+			}
+		}
+		for _, k := range order {
+			e := by[k]
+			if e.r.Result.Kind == measure.BuildTimeout && e.timeouts < maxBuildTimeouts {
+				retry++
+				continue
+			}
+			prior[t.Key] = append(prior[t.Key], search.Measured{State: e.r.State, Result: e.r.Result})
+			if e.r.Features != nil {
+				model.Data.Add(t.Key, e.r.Features, e.r.Result.Cost())
 			}
 		}
 	}
-	return prior, nil
+	return prior, done, retry, nil
 }
+
+// maxBuildTimeouts is how many build timeouts of one schedule, in
+// different runs, make tune take it as one that does not compile in time.
+const maxBuildTimeouts = 2
 
 // storeLog commits measured batches to the records store.
 type storeLog struct {

@@ -98,7 +98,7 @@ func FromProto(m *onnxpb.ModelProto, name string) (*graph.Graph, error) {
 		return nil, err
 	}
 	if m.GetIrVersion() < 4 {
-		g.Frozen = nil // every initializer is listed as an input before IR 4
+		g.Shadowed = nil // every initializer is listed as an input before IR 4
 	}
 	if err := g.Validate(); err != nil {
 		return nil, err
@@ -146,9 +146,9 @@ func graphFromProto(gp *onnxpb.GraphProto, name string, opset int, opsets map[st
 			// An initializer also listed as an input: before IR version 4
 			// every initializer is; from 4 on it is a default value the
 			// caller may override. Either way it is taken as a constant,
-			// and (FromProto keeps Frozen from IR 4 on) the commands say so.
+			// and (FromProto keeps Shadowed from IR 4 on) the commands say so.
 			if depth == 0 {
-				g.Frozen = append(g.Frozen, n)
+				g.Shadowed = append(g.Shadowed, n)
 			}
 			continue
 		}

@@ -262,7 +262,7 @@ func TestDecodeSubgraphErrors(t *testing.T) {
 // contradicts what the graph computes are refused by name (they were read
 // as "opset 0", or as if their versions were known, or the declaration was
 // ignored); an initializer that shadows an input is taken as a constant
-// and reported in Graph.Frozen.
+// and reported in Graph.Shadowed.
 func TestDecodeVersionsAndDeclarations(t *testing.T) {
 	model := func(edit func(m *onnxpb.ModelProto)) []byte {
 		m, err := ToProto(sample())
@@ -338,7 +338,7 @@ func TestDecodeVersionsAndDeclarations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(g.Frozen, []string{"w"}) || slices.Contains(g.Inputs, "w") {
-		t.Errorf("frozen %v, inputs %v: want w frozen, not an input", g.Frozen, g.Inputs)
+	if !slices.Equal(g.Shadowed, []string{"w"}) || slices.Contains(g.Inputs, "w") {
+		t.Errorf("shadowed %v, inputs %v: want w shadowed, not an input", g.Shadowed, g.Inputs)
 	}
 }
