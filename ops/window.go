@@ -35,6 +35,7 @@ func (c *lowerCtx) nhwc() (bool, error) {
 func init() {
 	define(
 		&Op{Name: "Conv", MinIn: 2, MaxIn: 3, Pattern: OutEWiseFusable, Lower: lowerConv},
+		&Op{Name: "ConvTranspose", MinIn: 2, MaxIn: 3, Pattern: OutEWiseFusable, Lower: lowerConvTranspose},
 		&Op{Name: "MaxPool", MinIn: 1, MaxIn: 1, Pattern: OutEWiseFusable, Lower: lowerPool},
 		&Op{Name: "AveragePool", MinIn: 1, MaxIn: 1, Pattern: OutEWiseFusable, Lower: lowerPool},
 		&Op{Name: "GlobalAveragePool", MinIn: 1, MaxIn: 1, Pattern: OutEWiseFusable, Lower: lowerGlobalPool},
@@ -77,6 +78,37 @@ func lowerConv(c *lowerCtx) ([]*te.Tensor, error) {
 		return one(te.ConvNHWC(c.name(0), x, w, b, a))
 	}
 	return one(te.Conv(c.name(0), x, w, b, a))
+}
+
+func lowerConvTranspose(c *lowerCtx) ([]*te.Tensor, error) {
+	x, err := c.in(0)
+	if err != nil {
+		return nil, err
+	}
+	w, err := c.in(1)
+	if err != nil {
+		return nil, err
+	}
+	b, err := c.opt(2)
+	if err != nil {
+		return nil, err
+	}
+	var a te.ConvTransposeAttrs
+	if a.AutoPad, err = c.n.Str("auto_pad", "NOTSET"); err != nil {
+		return nil, err
+	}
+	g, err := c.n.Int("group", 1)
+	if err != nil {
+		return nil, err
+	}
+	a.Group = int(g)
+	for attr, dst := range map[string]*[]int{"dilations": &a.Dilations, "kernel_shape": &a.KernelShape, "pads": &a.Pads, "strides": &a.Strides,
+		"output_padding": &a.OutputPadding, "output_shape": &a.OutputShape} {
+		if *dst, err = c.ints(attr); err != nil {
+			return nil, err
+		}
+	}
+	return one(te.ConvTranspose(c.name(0), x, w, b, a))
 }
 
 // lowerPool lowers MaxPool and AveragePool (output Y only: shape inference
