@@ -20,7 +20,7 @@ func TestCostModelTrainEval(t *testing.T) {
 	dir := t.TempDir()
 	runDB, train, held := filepath.Join(dir, "run.db"), filepath.Join(dir, "train.db"), filepath.Join(dir, "held.db")
 	var out, errs bytes.Buffer
-	if st := run([]string{tiny, "--trials", "32", "--per-round", "8", "--threads", "1", "--db", runDB}, &out, &errs); st != 0 {
+	if st := run([]string{tiny, "--trials", "32", "--per-round", "8", "--population", testPopulation, "--threads", "1", "--db", runDB}, &out, &errs); st != 0 {
 		t.Fatalf("tuning: status %d\n%s\n%s", st, out.String(), errs.String())
 	}
 	splitRecords(t, runDB, train, held)
@@ -58,7 +58,7 @@ func TestCostModelTrainEval(t *testing.T) {
 	// The trained model loads where tune takes a pretrained one.
 	out.Reset()
 	errs.Reset()
-	if st := run([]string{tiny, "--trials", "4", "--per-round", "4", "--threads", "1", "--db", filepath.Join(dir, "fresh.db"), "--cost-model", model}, &out, &errs); st != 0 {
+	if st := run([]string{tiny, "--trials", "4", "--per-round", "4", "--population", testPopulation, "--threads", "1", "--db", filepath.Join(dir, "fresh.db"), "--cost-model", model}, &out, &errs); st != 0 {
 		t.Fatalf("tune --cost-model: status %d\n%s\n%s", st, out.String(), errs.String())
 	}
 }

@@ -24,7 +24,7 @@ func TestKillAndResume(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	db := filepath.Join(dir, "t.db")
-	args := []string{tiny, "--trials", "16", "--per-round", "4", "--db", db, "--threads", "1"}
+	args := []string{tiny, "--trials", "16", "--per-round", "4", "--population", testPopulation, "--db", db, "--threads", "1"}
 
 	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()

@@ -14,6 +14,12 @@ import (
 
 const tiny = "../../testdata/tiny.onnx"
 
+// testPopulation is the evolutionary search's population in the tests that
+// tune for real to check what tune does around the search (resuming,
+// records, builds, training): a round of 2,048 states × 4 generations is
+// most of their time, and package search tests the search itself.
+const testPopulation = "128"
+
 // dynamicTiny writes the tiny model with a dynamic batch dimension.
 func dynamicTiny(t *testing.T) string {
 	t.Helper()

@@ -38,7 +38,7 @@ func TestBuildRunBench(t *testing.T) {
 	dir := t.TempDir()
 	db, out := filepath.Join(dir, "t.db"), filepath.Join(dir, "out")
 	var stdout, stderr bytes.Buffer
-	if st := run([]string{tiny, "--trials", "8", "--per-round", "8", "--db", db, "--threads", "1"}, &stdout, &stderr); st != 0 {
+	if st := run([]string{tiny, "--trials", "8", "--per-round", "8", "--population", testPopulation, "--db", db, "--threads", "1"}, &stdout, &stderr); st != 0 {
 		t.Fatalf("tune: status %d\n%s", st, stderr.String())
 	}
 	stdout.Reset()
@@ -108,7 +108,7 @@ func TestModelCommandErrors(t *testing.T) {
 	}
 	// A database with records of another model only.
 	other := filepath.Join(dir, "other.db")
-	if st := run([]string{bertPath(t), "--trials", "2", "--per-round", "2", "--db", other, "--threads", "1"}, &stdout, &stderr); st != 0 {
+	if st := run([]string{bertPath(t), "--trials", "2", "--per-round", "2", "--population", testPopulation, "--db", other, "--threads", "1"}, &stdout, &stderr); st != 0 {
 		t.Fatalf("tune bert: status %d\n%s", st, stderr.String())
 	}
 	dyn := dynamicTiny(t)

@@ -16,7 +16,7 @@ import (
 // the errors on a held or foreign database.
 func TestTuneResume(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "t.db")
-	args := []string{tiny, "--trials", "8", "--per-round", "4", "--db", db, "--threads", "1", "--verify"}
+	args := []string{tiny, "--trials", "8", "--per-round", "4", "--db", db, "--threads", "1", "--verify", "--population", testPopulation}
 	var out, errs bytes.Buffer
 	if st := run(args, &out, &errs); st != 0 {
 		t.Fatalf("status %d\n%s\n%s", st, out.String(), errs.String())
