@@ -38,7 +38,12 @@ func TestTuneAndResume(t *testing.T) {
 	b := &measure.Builder{CacheDir: t.TempDir()}
 	m := target.CPU(target.CPUConfig{Threads: 1, Builder: b, Run: measure.RunOptions{Repeat: 1, MinRepeatMs: 1}}).Measurer(true)
 	defer m.Runner.Close()
-	opts := TuneOptions{Trials: 20, PerRound: 5, Search: DefaultOptions(testTarget()), Scheduler: DefaultSchedulerOptions()}
+	// Unrolling at most 16 steps: gcc takes seconds on a tile unrolled 512
+	// steps, and what this test checks (budget, rounds, resuming) does not
+	// depend on it.
+	tg := testTarget()
+	tg.Sketch.UnrollSteps = []int{0, 16}
+	opts := TuneOptions{Trials: 20, PerRound: 5, Search: DefaultOptions(tg), Scheduler: DefaultSchedulerOptions()}
 	opts.Search.Population, opts.Search.Generations = 48, 1
 	rounds := 0
 	opts.Progress = func(p Progress) { rounds++ }
