@@ -176,6 +176,16 @@ func inferGather(c *inferCtx) error {
 	if c.DType(1) != graph.Int64 {
 		return c.Errorf("indices are %s", c.DType(1))
 	}
+	// Indices known before run time must be in range: a kernel clamps
+	// run-time ones, which would turn a bad model into wrong numbers.
+	if idx := c.G.ConstOf(c.N.Inputs[1]); idx != nil {
+		n := int64(x[axis])
+		for _, j := range idx.I64 {
+			if j < -n || j >= n {
+				return c.Errorf("index %d out of range [%d, %d) of axis %d", j, -n, n, axis)
+			}
+		}
+	}
 	out := append(append(slices.Clone(x[:axis]), c.Shape(1)...), x[axis+1:]...)
 	c.Set(0, c.DType(0), out)
 	return nil

@@ -93,7 +93,7 @@ func openStore(path string, readOnly bool) (st *Store, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			st, err = nil, fmt.Errorf("records: %s is not a tessera records database (or it is corrupt or truncated): %v", path, r)
+			st, err = nil, fmt.Errorf("records: %s is not a tessera records database, or it is corrupt or truncated (reading it faulted)", path)
 		}
 	}()
 	db, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: 200 * time.Millisecond, ReadOnly: readOnly})
@@ -190,7 +190,7 @@ func (s *Store) view(fn func(*bolt.Tx) error) (err error) {
 
 func (s *Store) recoverCorrupt(err *error) {
 	if r := recover(); r != nil {
-		*err = fmt.Errorf("records: %s is corrupt: %v", s.path, r)
+		*err = fmt.Errorf("records: %s is corrupt or truncated (reading it faulted)", s.path)
 	}
 }
 

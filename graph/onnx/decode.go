@@ -93,6 +93,9 @@ func FromProto(m *onnxpb.ModelProto, name string) (*graph.Graph, error) {
 		}
 		opset = 0 // no default-domain op is then known: see graph.UnsupportedOpError
 	}
+	if len(gp.GetOutput()) == 0 {
+		return nil, fmt.Errorf("the graph has no outputs: nothing to compute")
+	}
 	g, err := graphFromProto(gp, name, opset, opsets, 0)
 	if err != nil {
 		return nil, err

@@ -285,6 +285,7 @@ func TestDecodeVersionsAndDeclarations(t *testing.T) {
 		{"no IR version", func(m *onnxpb.ModelProto) { m.IrVersion = 0 }, "IR version 0"},
 		{"opset 99", func(m *onnxpb.ModelProto) { m.OpsetImport[0].Version = 99 }, "opset 99 of the default ONNX domain: tessera knows its operators up to opset 21"},
 		{"no opset import", func(m *onnxpb.ModelProto) { m.OpsetImport = nil }, `node "conv" (Conv) is of the default ONNX domain, but the model imports no version of it`},
+		{"no outputs", func(m *onnxpb.ModelProto) { m.Graph.Output = nil }, "the graph has no outputs"},
 	} {
 		_, err := Decode(model(c.edit), "m.onnx")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
