@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"maps"
 )
 
 // LayoutAttr is the attribute convert-layout sets on the sliding-window
@@ -64,6 +65,8 @@ func convertLayout(g *Graph) (bool, error) {
 		switch {
 		case g.nhwcWindowOp(n):
 			n.Inputs[0] = toNHWC(n.Inputs[0])
+			// A copy: nodes may share one attribute map.
+			n.Attrs = maps.Clone(n.Attrs)
 			n.Attrs[LayoutAttr] = Attr{Kind: AttrString, S: "NHWC"}
 			convertOutput(n)
 		case g.followsLayout(n, nhwcOf):
