@@ -99,7 +99,7 @@ func (c *campaign) modelCases(models map[string]string) []campaignCase {
 	dbs := 0
 	tune := func(model string, extra ...string) []string { // a database of its own
 		dbs++
-		return append([]string{models[model], "--threads", "1", "--db", db(fmt.Sprintf("%s-%d", model, dbs))}, extra...)
+		return append([]string{models[model], "--threads", "1", "--population", "128", "--db", db(fmt.Sprintf("%s-%d", model, dbs))}, extra...)
 	}
 	exhausted := func(r result) error {
 		if !strings.Contains(r.stdout, "is exhausted") || !strings.Contains(r.stdout, "stopped at") {
@@ -111,8 +111,9 @@ func (c *campaign) modelCases(models map[string]string) []campaignCase {
 		// Defect 1: fewer distinct schedules than the budget.
 		campaignCase{name: "tune/exhausted", args: tune("relu", "--trials", "8", "--per-round", "8"), expect: wantOK, check: exhausted},
 		campaignCase{name: "tune/exhausted_verify", args: tune("relu", "--trials", "8", "--per-round", "8", "--verify"), expect: wantOK, check: exhausted},
-		// Defect 2: a long chain is searched in seconds.
-		campaignCase{name: "tune/chain300", args: tune("chain300", "--trials", "2", "--per-round", "2"), expect: wantOK, timeout: 90 * time.Second},
+		// Defect 2: a long chain is searched in seconds, at the default
+		// population.
+		campaignCase{name: "tune/chain300", args: tune("chain300", "--trials", "2", "--per-round", "2", "--population", "2048"), expect: wantOK, timeout: 90 * time.Second},
 		// Defect 3: sizes beyond memory are errors, not crashes.
 		campaignCase{name: "tune/relu_2p40", args: tune("relu_2p40", "--trials", "2"), expect: wantError, msg: "too large to measure"},
 		campaignCase{name: "tune/matmul_65536", args: tune("matmul_65536", "--trials", "2"), expect: wantError, msg: "too large to measure"},
@@ -181,7 +182,7 @@ func (c *campaign) modelCases(models map[string]string) []campaignCase {
 	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
 		path := db(fmt.Sprintf("signal%d", s.sig))
 		cases = append(cases, campaignCase{name: fmt.Sprintf("signal/%d", s.code),
-			args:   []string{models["matmul"], "--threads", "1", "--trials", "200", "--per-round", "2", "--db", path},
+			args:   []string{models["matmul"], "--threads", "1", "--population", "128", "--trials", "200", "--per-round", "2", "--db", path},
 			expect: wantError, exitCode: s.code, msg: "run the same command to resume", signal: s.sig, signalAfter: "committed ",
 			check: func(r result) error {
 				n, err := countRecords(path)
@@ -209,7 +210,7 @@ func costModelText() string {
 // its export, and built models. They are cases too (they must succeed).
 func (c *campaign) fixtures(models map[string]string) []campaignCase {
 	return []campaignCase{
-		{name: "fixture/tune_matmul", args: []string{models["matmul"], "--threads", "1", "--trials", "6", "--per-round", "3", "--db", c.path("work", "base.db")}, expect: wantOK},
+		{name: "fixture/tune_matmul", args: []string{models["matmul"], "--threads", "1", "--population", "128", "--trials", "6", "--per-round", "3", "--db", c.path("work", "base.db")}, expect: wantOK},
 		{name: "fixture/build_relu", args: []string{"build", models["relu"], "--no-records", "--threads", "1", "-o", c.path("work", "build-relu")}, expect: wantOK},
 		{name: "fixture/build_matmul", args: []string{"build", models["matmul"], "--no-records", "--threads", "1", "-o", c.path("work", "build-matmul")}, expect: wantOK},
 		{name: "fixture/build_collide", args: []string{"build", models["colliding_outputs"], "--no-records", "--threads", "1", "-o", c.path("work", "build-collide")}, expect: wantOK},
@@ -505,15 +506,15 @@ func (c *campaign) buildCases(models map[string]string) []campaignCase {
 func (c *campaign) killLoop() []caseResult {
 	model := writeModel(c.t, c.path("models"), craftedModel{"kill_matmul", matmul(6, 10, 8, true), nil})
 	db := c.path("work", "kill.db")
-	const trials = 10
-	args := []string{model, "--threads", "1", "--trials", strconv.Itoa(trials), "--per-round", "2", "--db", db}
+	const trials = 30
+	args := []string{model, "--threads", "1", "--population", "128", "--trials", strconv.Itoa(trials), "--per-round", "2", "--db", db}
 	rng := rand.New(rand.NewPCG(9, 9))
 	var out []caseResult
 	last := 0
 	var killed []int
 	for i := range 5 {
 		name := fmt.Sprintf("kill/%d", i)
-		delay := time.Duration(300+rng.IntN(2500)) * time.Millisecond
+		delay := time.Duration(200+rng.IntN(1500)) * time.Millisecond
 		cmd := exec.Command(c.bin, args...)
 		cmd.Env, cmd.Dir = c.env, c.path("work")
 		if err := cmd.Start(); err != nil {
@@ -536,6 +537,7 @@ func (c *campaign) killLoop() []caseResult {
 			cr.outcome, cr.why = failure, fmt.Sprintf("%d records, more than the %d trials", n, trials)
 		}
 		last = max(last, n)
+		c.t.Logf("kill -9 after %v: %d records committed", delay, n)
 		out = append(out, cr)
 	}
 	// Resume to the end.

@@ -91,19 +91,23 @@ func TestDecodeTypedData(t *testing.T) {
 	}
 }
 
-func TestDecodeErrors(t *testing.T) {
-	model := func(edit func(m *onnxpb.ModelProto)) []byte {
-		m, err := ToProto(sample())
-		if err != nil {
-			t.Fatal(err)
-		}
-		edit(m)
-		b, err := proto.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
+// edited encodes g, lets edit change the protobuf, and returns its bytes.
+func edited(t *testing.T, g *graph.Graph, edit func(m *onnxpb.ModelProto)) []byte {
+	t.Helper()
+	m, err := ToProto(g)
+	if err != nil {
+		t.Fatal(err)
 	}
+	edit(m)
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestDecodeErrors(t *testing.T) {
+	model := func(edit func(m *onnxpb.ModelProto)) []byte { return edited(t, sample(), edit) }
 	init := func(m *onnxpb.ModelProto, name string) *onnxpb.TensorProto {
 		for _, tp := range m.Graph.Initializer {
 			if tp.Name == name {
@@ -199,18 +203,7 @@ func TestSubgraphRoundTrip(t *testing.T) {
 }
 
 func TestDecodeSubgraphErrors(t *testing.T) {
-	model := func(edit func(m *onnxpb.ModelProto)) []byte {
-		m, err := ToProto(withIf())
-		if err != nil {
-			t.Fatal(err)
-		}
-		edit(m)
-		b, err := proto.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	model := func(edit func(m *onnxpb.ModelProto)) []byte { return edited(t, withIf(), edit) }
 	branch := func(m *onnxpb.ModelProto) *onnxpb.GraphProto {
 		for _, a := range m.Graph.Node[1].Attribute {
 			if a.Name == "then_branch" {
@@ -264,18 +257,7 @@ func TestDecodeSubgraphErrors(t *testing.T) {
 // ignored); an initializer that shadows an input is taken as a constant
 // and reported in Graph.Shadowed.
 func TestDecodeVersionsAndDeclarations(t *testing.T) {
-	model := func(edit func(m *onnxpb.ModelProto)) []byte {
-		m, err := ToProto(sample())
-		if err != nil {
-			t.Fatal(err)
-		}
-		edit(m)
-		b, err := proto.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	model := func(edit func(m *onnxpb.ModelProto)) []byte { return edited(t, sample(), edit) }
 	for _, c := range []struct {
 		name string
 		edit func(m *onnxpb.ModelProto)
