@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -137,9 +138,13 @@ func TestRun(t *testing.T) {
 		{"unknown flag", []string{"inspect", tiny, "--nope"}, 1, nil, []string{"flag provided but not defined"}},
 		{"unknown command", []string{"inspekt", tiny}, 1, nil, []string{`unknown command "inspekt"`}},
 		{"tuning with a bad budget", []string{tiny, "--trials", "-1"}, 1, nil, []string{"must be positive"}},
-		{"tuning another target", []string{tiny, "--target", "cuda"}, 1, nil, []string{`--target "cuda": unknown target`}},
+		{"tuning an unknown target", []string{tiny, "--target", "tpu"}, 1, nil, []string{`--target "tpu": unknown target`, "cpu, opencl, cuda"}},
+		{"tuning for cuda without a GPU", []string{tiny, "--target", "cuda"}, 1, nil, []string{"tune: target cuda: no GPU device: tessera-cuda: no CUDA driver"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			if _, err := exec.LookPath("nvidia-smi"); err == nil && strings.Contains(c.name, "without a GPU") {
+				t.Skip("this machine has an NVIDIA driver")
+			}
 			var stdout, stderr bytes.Buffer
 			status := run(c.args, &stdout, &stderr)
 			if status != c.status {
