@@ -335,38 +335,7 @@ func (k *kernel) gpuVectorLoop(f *tir.For) error {
 	saved := k.dom
 	k.dom = plan.dom
 	defer func() { k.dom = saved }()
-	return k.gpuVItems(plan, plan.items)
-}
-
-func (k *kernel) gpuVItems(p *vplan, items []vitem) error {
-	for _, it := range items {
-		if it.st != nil {
-			if err := k.gpuVStore(p, it.st); err != nil {
-				return err
-			}
-			continue
-		}
-		c, err := k.expr(it.cond)
-		if err != nil {
-			return err
-		}
-		k.line("if (%s) {", trimParens(c))
-		k.indent++
-		if err := k.gpuVItems(p, it.then); err != nil {
-			return err
-		}
-		k.indent--
-		if len(it.otherwise) > 0 {
-			k.line("} else {")
-			k.indent++
-			if err := k.gpuVItems(p, it.otherwise); err != nil {
-				return err
-			}
-			k.indent--
-		}
-		k.line("}")
-	}
-	return nil
+	return k.walkItems(plan, plan.items, k.gpuVStore)
 }
 
 var laneNames = [...]string{"x", "y", "z", "w"}

@@ -407,9 +407,15 @@ func (k *kernel) vectorLoop(f *tir.For) error {
 }
 
 func (k *kernel) vitems(p *vplan, items []vitem) error {
+	return k.walkItems(p, items, k.vstore)
+}
+
+// walkItems emits the items of a vector plan: each store by store, each
+// lane-invariant if as a C if.
+func (k *kernel) walkItems(p *vplan, items []vitem, store func(*vplan, *tir.Store) error) error {
 	for _, it := range items {
 		if it.st != nil {
-			if err := k.vstore(p, it.st); err != nil {
+			if err := store(p, it.st); err != nil {
 				return err
 			}
 			continue
@@ -420,14 +426,14 @@ func (k *kernel) vitems(p *vplan, items []vitem) error {
 		}
 		k.line("if (%s) {", trimParens(c))
 		k.indent++
-		if err := k.vitems(p, it.then); err != nil {
+		if err := k.walkItems(p, it.then, store); err != nil {
 			return err
 		}
 		k.indent--
 		if len(it.otherwise) > 0 {
 			k.line("} else {")
 			k.indent++
-			if err := k.vitems(p, it.otherwise); err != nil {
+			if err := k.walkItems(p, it.otherwise, store); err != nil {
 				return err
 			}
 			k.indent--

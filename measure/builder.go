@@ -243,6 +243,16 @@ func (b *Builder) Build(ctx context.Context, srcs []Source) []Built {
 // must write "out"), and renames out to dst, so that concurrent builders, in
 // this process or others, never see a partial file.
 func (b *Builder) compile(ctx context.Context, timeout time.Duration, dst, srcName, code string, args []string) Built {
+	return compileFile(ctx, timeout, dst, srcName, code, append(b.command(), args...), func(err error) bool {
+		var ee *exec.ExitError
+		return errors.As(err, &ee) // the compiler ran and refused the source
+	})
+}
+
+// compileFile is compile with the whole command line argv, run in the
+// scratch directory; sourceFault reports whether the command's failure is
+// the source's (else the machine's: Built.Infra).
+func compileFile(ctx context.Context, timeout time.Duration, dst, srcName, code string, argv []string, sourceFault func(error) bool) Built {
 	start := time.Now()
 	if fi, err := os.Stat(dst); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
 		return Built{Path: dst, Cached: true, Time: time.Since(start)}
@@ -259,14 +269,13 @@ func (b *Builder) compile(ctx context.Context, timeout time.Duration, dst, srcNa
 		return fail(fmt.Errorf("measure: write source: %w", err))
 	}
 
-	argv := b.command()
 	var stderr *headBuffer
 	// A compiler killed at its deadline while the machine is loaded (load
 	// average above the CPU count: other runs share the cores) gets one
 	// more try with twice the time, so that a schedule is not recorded as
 	// one that does not compile because of the others.
 	for try := 0; ; try++ {
-		cmd, tctx, cancel := groupCommand(ctx, timeout, argv[0], append(argv[1:], args...)...)
+		cmd, tctx, cancel := groupCommand(ctx, timeout, argv[0], argv[1:]...)
 		cmd.Dir = scratch
 		stderr = &headBuffer{max: compileMsgMax}
 		cmd.Stdout, cmd.Stderr = stderr, stderr
@@ -294,12 +303,11 @@ func (b *Builder) compile(ctx context.Context, timeout time.Duration, dst, srcNa
 	elapsed := time.Since(start)
 	if err != nil {
 		msg := stderr.String()
-		var ee *exec.ExitError
-		exited := errors.As(err, &ee)
-		if !exited || msg == "" {
+		source := sourceFault(err)
+		if !source || msg == "" {
 			msg = strings.TrimSpace(fmt.Sprintf("%s: %v\n%s", argv[0], err, msg))
 		}
-		return Built{Kind: CompileError, Msg: msg, Time: elapsed, Infra: !exited}
+		return Built{Kind: CompileError, Msg: msg, Time: elapsed, Infra: !source}
 	}
 	if err := os.Rename(filepath.Join(scratch, "out"), dst); err != nil {
 		return fail(fmt.Errorf("measure: store build: %w", err))

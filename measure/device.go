@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -273,41 +272,11 @@ func (d *Device) Build(ctx context.Context, srcs []Source) []Built {
 	return out
 }
 
-// compile builds one source into dst unless dst exists.
+// compile builds one source into dst unless dst exists: the runner's
+// compile mode, which exits 4 for a source that does not build.
 func (d *Device) compile(ctx context.Context, prog, dst, code string, timeout time.Duration) Built {
-	start := time.Now()
-	if fi, err := os.Stat(dst); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
-		return Built{Path: dst, Cached: true, Time: time.Since(start)}
-	}
-	scratch, err := os.MkdirTemp(filepath.Dir(dst), "tmp-")
-	if err != nil {
-		return Built{Kind: CompileError, Msg: err.Error(), Infra: true}
-	}
-	defer os.RemoveAll(scratch)
-	src := filepath.Join(scratch, "kernels.src")
-	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
-		return Built{Kind: CompileError, Msg: err.Error(), Infra: true}
-	}
-	out := filepath.Join(scratch, "out")
-	cmd, tctx, cancel := groupCommand(ctx, timeout, prog, "compile", src, out)
-	defer cancel()
-	stderr := &headBuffer{max: compileMsgMax}
-	cmd.Stdout, cmd.Stderr = stderr, stderr
-	err = cmd.Run()
-	elapsed := time.Since(start)
-	switch classify(ctx, tctx, err) {
-	case canceled:
-		return Built{Kind: BuildTimeout, Msg: canceledMsg + ": " + ctx.Err().Error(), Time: elapsed}
-	case timedOut:
-		return Built{Kind: BuildTimeout, Msg: fmt.Sprintf("%v compiler killed after %v", d.API, timeout), Time: elapsed}
-	}
-	if err != nil {
-		return Built{Kind: CompileError, Msg: stderr.String(), Time: elapsed, Infra: exitCode(err) != 4}
-	}
-	if err := os.Rename(out, dst); err != nil {
-		return Built{Kind: CompileError, Msg: err.Error(), Time: elapsed, Infra: true}
-	}
-	return Built{Path: dst, Time: elapsed}
+	return compileFile(ctx, timeout, dst, "kernels.src", code, []string{prog, "compile", "kernels.src", "out"},
+		func(err error) bool { return exitCode(err) == 4 })
 }
 
 // gpuJobArgs are the temporaries and launches of a GPU job on the runner's

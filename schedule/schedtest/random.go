@@ -80,16 +80,22 @@ func randomLowerable(rng *rand.Rand, s0 *schedule.State, n int,
 	return s0, f
 }
 
-// randomGPUStep proposes a step only GPU schedules take: a block, thread
-// or virtual thread binding, or a shared-memory cache of a producer
-// computed inside the reader.
-func randomGPUStep(rng *rand.Rand, s *schedule.State) schedule.Step {
+// liveStages lists the stages with loops of their own.
+func liveStages(s *schedule.State) []int {
 	var live []int
 	for i, st := range s.Stages {
 		if !st.IsPlaceholder() && st.Attach != schedule.Inlined {
 			live = append(live, i)
 		}
 	}
+	return live
+}
+
+// randomGPUStep proposes a step only GPU schedules take: a block, thread
+// or virtual thread binding, or a shared-memory cache of a producer
+// computed inside the reader.
+func randomGPUStep(rng *rand.Rand, s *schedule.State) schedule.Step {
+	live := liveStages(s)
 	if len(live) == 0 {
 		return nil
 	}
@@ -149,12 +155,7 @@ func randomStep(rng *rand.Rand, s *schedule.State) schedule.Step {
 			return &schedule.RewriteLayout{Stage: consts[rng.IntN(len(consts))]}
 		}
 	}
-	var live []int
-	for i, st := range s.Stages {
-		if !st.IsPlaceholder() && st.Attach != schedule.Inlined {
-			live = append(live, i)
-		}
-	}
+	live := liveStages(s)
 	if len(live) == 0 {
 		return nil
 	}
