@@ -43,12 +43,12 @@ func foldNode(e tir.Expr) tir.Expr {
 	case *tir.Compare:
 		if a, ok := n.A.(*tir.IntImm); ok {
 			if b, ok := n.B.(*tir.IntImm); ok {
-				return boolImm(compareInts(n.Op, a.V, b.V))
+				return boolImm(compare(n.Op, a.V, b.V))
 			}
 		}
 		if a, ok := n.A.(*tir.FloatImm); ok {
 			if b, ok := n.B.(*tir.FloatImm); ok {
-				return boolImm(compareFloats(n.Op, float32(a.V), float32(b.V)))
+				return boolImm(compare(n.Op, float32(a.V), float32(b.V)))
 			}
 		}
 	case *tir.And, *tir.Or, *tir.Not:
@@ -88,23 +88,8 @@ func boolImm(v bool) tir.Expr {
 	return tir.False
 }
 
-func compareInts(op tir.CmpOp, a, b int64) bool {
-	switch op {
-	case tir.EQ:
-		return a == b
-	case tir.NE:
-		return a != b
-	case tir.LT:
-		return a < b
-	case tir.LE:
-		return a <= b
-	case tir.GT:
-		return a > b
-	}
-	return a >= b
-}
-
-func compareFloats(op tir.CmpOp, a, b float32) bool {
+// compare applies op as C does (a NaN compares false but for !=).
+func compare[T int64 | float32](op tir.CmpOp, a, b T) bool {
 	switch op {
 	case tir.EQ:
 		return a == b

@@ -21,38 +21,6 @@ func spatialNHWC(op, name string, x *Tensor) ([]int, error) {
 	return x.Shape[1:3], nil
 }
 
-// padStageNHWC pads axes 1 and 2 of x for the windows with v, as a stage
-// name_pad; it returns x itself when no padding is needed.
-func padStageNHWC(name string, x *Tensor, ws []window, v float64) *Tensor {
-	shape := append([]int(nil), x.Shape...)
-	need := false
-	for i, w := range ws {
-		shape[1+i] = w.padded()
-		need = need || w.pb > 0 || shape[1+i] > w.in
-	}
-	if !need {
-		return x
-	}
-	return Compute(name+"_pad", shape, func(i []tir.Expr) tir.Expr {
-		idx := append([]tir.Expr(nil), i...)
-		var inside tir.Expr
-		for k, w := range ws {
-			a := i[1+k]
-			if w.pb > 0 {
-				inside = andCond(inside, tir.Cmp(tir.GE, a, tir.Const(int64(w.pb))))
-			}
-			if shape[1+k] > w.pb+w.in {
-				inside = andCond(inside, tir.Cmp(tir.LT, a, tir.Const(int64(w.pb+w.in))))
-			}
-			idx[1+k] = iaddc(a, -w.pb)
-		}
-		if inside == nil {
-			return x.At(idx...)
-		}
-		return tir.SelectE(inside, x.At(idx...), tir.F32(v))
-	})
-}
-
 // ConvNHWC is Conv on channels-last activations: x [N, H, W, C], w [M,
 // C/group, KH, KW], optional bias b [M]; the output is [N, OH, OW, M]. The
 // reduction runs over (KH, KW, C/group), the input channel innermost, so
@@ -89,7 +57,7 @@ func ConvNHWC(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := padStageNHWC(name, x, ws, 0)
+	src := padAxes(name, x, 1, ws, 0)
 	out := []int{N, ws[0].out, ws[1].out, M}
 	var rshape []int
 	for _, w := range ws {
@@ -151,7 +119,7 @@ func MaxPoolNHWC(name string, x *Tensor, a PoolAttrs) (*Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := padStageNHWC(name, x, ws, math.Inf(-1))
+	src := padAxes(name, x, 1, ws, math.Inf(-1))
 	out := []int{x.Shape[0], ws[0].out, ws[1].out, x.Shape[3]}
 	return Reduce(name, out, MaxReduce, []int{ws[0].k, ws[1].k}, func(i, r []tir.Expr) tir.Expr {
 		return src.At(i[0], iadd(imulc(i[1], ws[0].s), imulc(r[0], ws[0].d)), iadd(imulc(i[2], ws[1].s), imulc(r[1], ws[1].d)), i[3])

@@ -228,11 +228,17 @@ func windows(op, name string, in, k, strides, dilations, pads []int, autoPad str
 // value v, as a separate stage named name_pad; it returns x itself when no
 // padding is needed.
 func padStage(name string, x *Tensor, ws []window, v float64) *Tensor {
+	return padAxes(name, x, 2, ws, v)
+}
+
+// padAxes pads the axes first, first+1, ... of x (one per window) with v,
+// as a stage name_pad; it returns x itself when no padding is needed.
+func padAxes(name string, x *Tensor, first int, ws []window, v float64) *Tensor {
 	shape := append([]int(nil), x.Shape...)
 	need := false
 	for i, w := range ws {
-		shape[2+i] = w.padded()
-		need = need || w.pb > 0 || shape[2+i] > w.in
+		shape[first+i] = w.padded()
+		need = need || w.pb > 0 || shape[first+i] > w.in
 	}
 	if !need {
 		return x
@@ -241,14 +247,17 @@ func padStage(name string, x *Tensor, ws []window, v float64) *Tensor {
 		idx := append([]tir.Expr(nil), i...)
 		var inside tir.Expr
 		for k, w := range ws {
-			a := i[2+k]
+			a := i[first+k]
 			if w.pb > 0 {
 				inside = andCond(inside, tir.Cmp(tir.GE, a, tir.Const(int64(w.pb))))
 			}
-			if shape[2+k] > w.pb+w.in {
+			if shape[first+k] > w.pb+w.in {
 				inside = andCond(inside, tir.Cmp(tir.LT, a, tir.Const(int64(w.pb+w.in))))
 			}
-			idx[2+k] = iaddc(a, -w.pb)
+			idx[first+k] = iaddc(a, -w.pb)
+		}
+		if inside == nil {
+			return x.At(idx...)
 		}
 		return tir.SelectE(inside, x.At(idx...), tir.F32(v))
 	})
