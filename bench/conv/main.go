@@ -1,10 +1,11 @@
 // Command conv races, side by side in one run, kernels of one convolution:
-// the 3×3 convolution of ResNet-18's first stage (1×64×56×56 → 64
-// channels, pad 1, stride 1, float32), or with -fused that convolution
-// with its bias and ReLU, ResNet-18's Conv+Relu task (the same DAG and
-// workload key, so the records of a ResNet-18 tuning run apply). The
-// contenders, each in its own process, in turn, round after round, on the
-// same thread count:
+// the 3×3 convolution of ResNet-18's first stage (64 → 64 channels, 56×56,
+// pad 1, stride 1, float32), on channels-last activations as the models'
+// convert-layout pass makes them (-layout nchw: as the ONNX model gives
+// them), or with -fused that convolution with its bias and ReLU,
+// ResNet-18's Conv+Relu task (the same DAG and workload key, so the records
+// of a ResNet-18 tuning run apply). The contenders, each in its own
+// process, in turn, round after round, on the same thread count:
 //
 //	naive    the DAG's initial schedule (-naive=false leaves it out)
 //	default  sketch.Default, what a build without records runs
@@ -58,13 +59,14 @@ func main() {
 	rounds := flag.Int("rounds", 5, "alternating rounds")
 	db := flag.String("db", "", "records `FILE`: race the workload's best record too, when it has one")
 	fused := flag.Bool("fused", false, "the conv with its bias and ReLU (ResNet-18's Conv+Relu task)")
+	layout := flag.String("layout", "nhwc", "activation layout: nhwc (the models' after the convert-layout pass) or nchw")
 	naive := flag.Bool("naive", true, "also time the naive schedule")
 	flag.Parse()
-	if flag.NArg() > 0 || *threads < 1 || *rounds < 1 {
+	if flag.NArg() > 0 || *threads < 1 || *rounds < 1 || (*layout != "nhwc" && *layout != "nchw") {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(options{threads: *threads, rounds: *rounds, db: *db, fused: *fused, naive: *naive}); err != nil {
+	if err := run(options{threads: *threads, rounds: *rounds, db: *db, fused: *fused, nhwc: *layout == "nhwc", naive: *naive}); err != nil {
 		benchutil.Fatal(err)
 	}
 }
@@ -72,29 +74,37 @@ func main() {
 type options struct {
 	threads, rounds int
 	db              string
-	fused, naive    bool
+	fused, nhwc     bool
+	naive           bool
 }
 
 // conv is the problem: input 1×64×56×56, 64 filters of 3×3, pad 1, stride
-// 1, in the layouts the ONNX model gives (NCHW, OIHW).
+// 1; the weights OIHW as the ONNX model gives them.
 var conv = struct {
 	n, c, h, w, k, r, s, pad, stride int
 }{1, 64, 56, 56, 64, 3, 3, 1, 1}
 
-// convDAG builds the benchmark's DAG, with the weights (and the bias) as
-// constants as partition makes them; fused adds the bias and the ReLU, as
-// in ResNet-18 after BatchNormalization is folded. Every contender and the
-// record lookup take the DAG from here: a different layout or algorithm of
-// the same convolution is a change to this function.
-func convDAG(fused bool) (*te.DAG, error) {
-	x := te.Placeholder("X", conv.n, conv.c, conv.h, conv.w)
+// convDAG builds the benchmark's DAG as partition builds ResNet-18's: the
+// activations channels-last (nhwc) or not, the weights (and the bias)
+// constants; fused adds the bias and the ReLU of ResNet-18 after
+// BatchNormalization is folded. Every contender and the record lookup take
+// the DAG from here: another layout or algorithm of the same convolution
+// is a change to this function (and to expert).
+func convDAG(nhwc, fused bool) (*te.DAG, error) {
 	w := te.Constant("W", conv.k, conv.c, conv.r, conv.s)
 	var bias *te.Tensor
 	if fused {
 		bias = te.Constant("bias", conv.k)
 	}
 	p := conv.pad
-	c, err := te.Conv("conv", x, w, bias, te.ConvAttrs{Pads: []int{p, p, p, p}, Strides: []int{conv.stride, conv.stride}})
+	a := te.ConvAttrs{Pads: []int{p, p, p, p}, Strides: []int{conv.stride, conv.stride}}
+	var c *te.Tensor
+	var err error
+	if nhwc {
+		c, err = te.ConvNHWC("conv", te.Placeholder("X", conv.n, conv.h, conv.w, conv.c), w, bias, a)
+	} else {
+		c, err = te.Conv("conv", te.Placeholder("X", conv.n, conv.c, conv.h, conv.w), w, bias, a)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -116,12 +126,17 @@ func stage(s *schedule.State, name string) (int, error) {
 }
 
 // expert is a conv schedule in steps: the padded input computed once at the
-// root; the conv accumulates into a local tile of 16 output channels × 8
-// pixels of a row (16 vector registers of 8 lanes), tiled SSRSRS over
-// (n, f, h, w | rc, rh, rw); the output stage (the cache-write copy, or
-// with the bias and ReLU the ReLU with the bias inlined) follows the tile,
-// its outer loops fused and parallel, the pixel lanes vectorized.
-func expert(d *te.DAG) (*schedule.State, error) {
+// root; the conv accumulates into a register tile, tiled SSRSRS; the output
+// stage (the cache-write copy, or with the bias and ReLU the ReLU with the
+// bias inlined) follows the tile, its outer loops fused and parallel, its
+// lanes vectorized.
+//
+// NCHW: a tile of 16 output channels × 8 pixels of a row, the pixels in
+// the vector lanes (16 registers of 8 lanes), over (n, f, h, w | rc, rh,
+// rw). NHWC: 7 pixels of a row × 32 output channels, the channels in the
+// vector lanes (14 registers of 16 lanes), over (n, h, w, f | rh, rw, rc),
+// the weights repacked (RewriteLayout) so that the lanes load contiguously.
+func expert(d *te.DAG, nhwc bool) (*schedule.State, error) {
 	s := schedule.NewState(d)
 	c, err := stage(s, "conv")
 	if err != nil {
@@ -137,30 +152,61 @@ func expert(d *te.DAG) (*schedule.State, error) {
 		}
 		first = &schedule.ComputeInline{Stage: bias}
 	}
-	steps := []schedule.Step{
-		first,
-		// conv: n f h w rc rh rw
-		&schedule.Split{Stage: cl, Iter: 1, Lengths: []int{1, 16}}, // step 1: f.0 f.1 f.2
-		&schedule.Split{Stage: cl, Iter: 4, Lengths: []int{1, 1}},  // h.0 h.1 h.2
-		&schedule.Split{Stage: cl, Iter: 7, Lengths: []int{1, 8}},  // step 3: w.0 w.1 w.2
-		&schedule.Split{Stage: cl, Iter: 10, Lengths: []int{4}},    // rc.0 rc.1
-		&schedule.Split{Stage: cl, Iter: 12, Lengths: []int{3}},    // rh.0 rh.1
-		&schedule.Split{Stage: cl, Iter: 14, Lengths: []int{3}},    // rw.0 rw.1
-		// n f.0 h.0 w.0 rc.0 rh.0 rw.0 f.1 h.1 w.1 rc.1 rh.1 rw.1 f.2 h.2 w.2
-		&schedule.Reorder{Stage: cl, Order: []int{0, 1, 4, 7, 10, 12, 14, 2, 5, 8, 11, 13, 15, 3, 6, 9}},
-		&schedule.Annotate{Stage: cl, Iter: 15, Ann: schedule.Vectorize},
-		&schedule.Pragma{Stage: cl, Iter: 0, Key: schedule.PragmaAutoUnroll, Value: 512},
-		// output: n f h w → n f.0 h w.0 f.1 w.1
-		&schedule.FollowSplit{Stage: out, Iter: 1, SrcStep: 1, NParts: 2},
-		&schedule.FollowSplit{Stage: out, Iter: 4, SrcStep: 3, NParts: 2},
-		&schedule.Reorder{Stage: out, Order: []int{0, 1, 3, 4, 2, 5}},
-		&schedule.ComputeAt{Stage: cl, TargetStage: out, TargetIter: 3},
-		&schedule.Fuse{Stage: out, Iters: []int{0, 1, 2}},
-		&schedule.Annotate{Stage: out, Iter: 0, Ann: schedule.Parallel},
-		&schedule.Annotate{Stage: out, Iter: 3, Ann: schedule.Vectorize},
+	var steps []schedule.Step
+	if nhwc {
+		w, err := stage(s, "W")
+		if err != nil {
+			return nil, err
+		}
+		steps = []schedule.Step{
+			first,
+			// conv: n h w f rh rw rc
+			&schedule.Split{Stage: cl, Iter: 3, Lengths: []int{2, 16}}, // step 1: f.0 f.1 f.2
+			&schedule.Split{Stage: cl, Iter: 1, Lengths: []int{1, 1}},  // h.0 h.1 h.2
+			&schedule.Split{Stage: cl, Iter: 4, Lengths: []int{1, 7}},  // step 3: w.0 w.1 w.2
+			&schedule.Split{Stage: cl, Iter: 10, Lengths: []int{3}},    // rh.0 rh.1
+			&schedule.Split{Stage: cl, Iter: 12, Lengths: []int{3}},    // rw.0 rw.1
+			&schedule.Split{Stage: cl, Iter: 14, Lengths: []int{4}},    // rc.0 rc.1
+			// n h.0 w.0 f.0 rh.0 rw.0 rc.0 h.1 w.1 f.1 rh.1 rw.1 rc.1 h.2 w.2 f.2
+			&schedule.Reorder{Stage: cl, Order: []int{0, 1, 4, 7, 10, 12, 14, 2, 5, 8, 11, 13, 15, 3, 6, 9}},
+			&schedule.Annotate{Stage: cl, Iter: 15, Ann: schedule.Vectorize},
+			&schedule.Pragma{Stage: cl, Iter: 0, Key: schedule.PragmaAutoUnroll, Value: 512},
+			// output: n h w f → n h w.0 f.0 w.1 f.1
+			&schedule.FollowSplit{Stage: out, Iter: 3, SrcStep: 1, NParts: 2},
+			&schedule.FollowSplit{Stage: out, Iter: 2, SrcStep: 3, NParts: 2},
+			&schedule.Reorder{Stage: out, Order: []int{0, 1, 2, 4, 3, 5}},
+			&schedule.ComputeAt{Stage: cl, TargetStage: out, TargetIter: 3},
+			&schedule.Fuse{Stage: out, Iters: []int{0, 1, 2}},
+			&schedule.Annotate{Stage: out, Iter: 0, Ann: schedule.Parallel},
+			&schedule.Annotate{Stage: out, Iter: 3, Ann: schedule.Vectorize},
+			&schedule.RewriteLayout{Stage: w},
+		}
+	} else {
+		steps = []schedule.Step{
+			first,
+			// conv: n f h w rc rh rw
+			&schedule.Split{Stage: cl, Iter: 1, Lengths: []int{1, 16}}, // step 1: f.0 f.1 f.2
+			&schedule.Split{Stage: cl, Iter: 4, Lengths: []int{1, 1}},  // h.0 h.1 h.2
+			&schedule.Split{Stage: cl, Iter: 7, Lengths: []int{1, 8}},  // step 3: w.0 w.1 w.2
+			&schedule.Split{Stage: cl, Iter: 10, Lengths: []int{4}},    // rc.0 rc.1
+			&schedule.Split{Stage: cl, Iter: 12, Lengths: []int{3}},    // rh.0 rh.1
+			&schedule.Split{Stage: cl, Iter: 14, Lengths: []int{3}},    // rw.0 rw.1
+			// n f.0 h.0 w.0 rc.0 rh.0 rw.0 f.1 h.1 w.1 rc.1 rh.1 rw.1 f.2 h.2 w.2
+			&schedule.Reorder{Stage: cl, Order: []int{0, 1, 4, 7, 10, 12, 14, 2, 5, 8, 11, 13, 15, 3, 6, 9}},
+			&schedule.Annotate{Stage: cl, Iter: 15, Ann: schedule.Vectorize},
+			&schedule.Pragma{Stage: cl, Iter: 0, Key: schedule.PragmaAutoUnroll, Value: 512},
+			// output: n f h w → n f.0 h w.0 f.1 w.1
+			&schedule.FollowSplit{Stage: out, Iter: 1, SrcStep: 1, NParts: 2},
+			&schedule.FollowSplit{Stage: out, Iter: 4, SrcStep: 3, NParts: 2},
+			&schedule.Reorder{Stage: out, Order: []int{0, 1, 3, 4, 2, 5}},
+			&schedule.ComputeAt{Stage: cl, TargetStage: out, TargetIter: 3},
+			&schedule.Fuse{Stage: out, Iters: []int{0, 1, 2}},
+			&schedule.Annotate{Stage: out, Iter: 0, Ann: schedule.Parallel},
+			&schedule.Annotate{Stage: out, Iter: 3, Ann: schedule.Vectorize},
+		}
 	}
 	if pad, err := stage(s, "conv_pad"); err == nil {
-		// The padded copy: rows in parallel, lanes vectorized.
+		// The padded copy: rows in parallel.
 		steps = append(steps,
 			&schedule.Fuse{Stage: pad, Iters: []int{0, 1, 2}},
 			&schedule.Annotate{Stage: pad, Iter: 0, Ann: schedule.Parallel},
@@ -211,7 +257,7 @@ type contender struct {
 
 func run(o options) error {
 	ctx := context.Background()
-	d, err := convDAG(o.fused)
+	d, err := convDAG(o.nhwc, o.fused)
 	if err != nil {
 		return err
 	}
@@ -227,7 +273,7 @@ func run(o options) error {
 	if err != nil {
 		return fmt.Errorf("default schedule: %w", err)
 	}
-	ex, err := expert(d)
+	ex, err := expert(d, o.nhwc)
 	if err != nil {
 		return fmt.Errorf("expert schedule: %w", err)
 	}
@@ -277,7 +323,7 @@ func run(o options) error {
 	for i := range ks {
 		ks[i].Args = argsOf(params[i], len(d.Outputs))
 	}
-	one, err := onednn(ctx, d)
+	one, err := onednn(ctx, d, o.nhwc)
 	if err != nil {
 		return err
 	}
@@ -310,12 +356,15 @@ func run(o options) error {
 	}
 	os.Unsetenv("TESSERA_ONEDNN_INFO")
 
-	what := "conv 3×3"
+	what, layout := "conv 3×3", "NCHW"
 	if o.fused {
 		what = "conv 3×3 + bias + relu"
 	}
-	fmt.Printf("%s 1×64×56×56 → 64, pad 1, float32, workload %s, %d thread(s), %d alternating rounds, each kernel in its own process\n",
-		what, key, o.threads, o.rounds)
+	if o.nhwc {
+		layout = "NHWC"
+	}
+	fmt.Printf("%s 64 → 64 channels, 56×56, pad 1, %s, float32, workload %s, %d thread(s), %d alternating rounds, each kernel in its own process\n",
+		what, layout, key, o.threads, o.rounds)
 	if info, err := os.ReadFile(infoFile); err == nil {
 		fmt.Printf("onednn: %s\n", strings.TrimSpace(string(info)))
 	}
@@ -372,8 +421,9 @@ func argsOf(params []*tir.Buffer, outputs int) []measure.Arg {
 }
 
 // onednn builds the oneDNN contender for d's convolution (see
-// onednn/onednn.c), its arguments those of d.
-func onednn(ctx context.Context, d *te.DAG) (benchutil.Kernel, error) {
+// onednn/onednn.c), its arguments those of d: activations channels-last
+// when nhwc.
+func onednn(ctx context.Context, d *te.DAG, nhwc bool) (benchutil.Kernel, error) {
 	pos := map[string]int{"X": -1, "W": -1, "bias": -1}
 	for i, t := range d.Inputs {
 		pos[t.Name] = i
@@ -381,9 +431,12 @@ func onednn(ctx context.Context, d *te.DAG) (benchutil.Kernel, error) {
 	if pos["X"] < 0 || pos["W"] < 0 || len(d.Outputs) != 1 {
 		return benchutil.Kernel{}, errors.New("onednn: the DAG's inputs are not X, W (and bias)")
 	}
-	fused, argB := 0, 0
+	fused, argB, channelsLast := 0, 0, 0
 	if pos["bias"] >= 0 {
 		fused, argB = 1, pos["bias"]
+	}
+	if nhwc {
+		channelsLast = 1
 	}
 	p := conv.pad
 	var defs strings.Builder
@@ -393,7 +446,7 @@ func onednn(ctx context.Context, d *te.DAG) (benchutil.Kernel, error) {
 	}{
 		{"N", conv.n}, {"IC", conv.c}, {"IH", conv.h}, {"IW", conv.w}, {"OC", conv.k}, {"KH", conv.r}, {"KW", conv.s},
 		{"PAD_T", p}, {"PAD_L", p}, {"PAD_B", p}, {"PAD_R", p}, {"STRIDE_H", conv.stride}, {"STRIDE_W", conv.stride},
-		{"FUSED", fused}, {"ARG_X", pos["X"]}, {"ARG_W", pos["W"]}, {"ARG_B", argB}, {"ARG_Y", len(d.Inputs)},
+		{"FUSED", fused}, {"NHWC", channelsLast}, {"ARG_X", pos["X"]}, {"ARG_W", pos["W"]}, {"ARG_B", argB}, {"ARG_Y", len(d.Inputs)},
 	} {
 		fmt.Fprintf(&defs, "#define CONV_%s %d\n", m.name, m.value)
 	}

@@ -9,9 +9,10 @@ import (
 	"tessera/schedule"
 )
 
-// The -fused DAG must be ResNet-18's Conv+Relu task of the 56×56 stage
-// (same workload key), or the records of a ResNet-18 tuning run would not
-// apply to it; the plain conv is a different workload.
+// The -fused DAG (in the models' layout, NHWC since the convert-layout
+// pass) must be ResNet-18's Conv+Relu task of the 56×56 stage (same
+// workload key), or the records of a ResNet-18 tuning run would not apply
+// to it; the plain conv is a different workload.
 func TestFusedIsResNet18Task(t *testing.T) {
 	g, err := modelgen.Build("resnet18", modelgen.DefaultSeed)
 	if err != nil {
@@ -24,11 +25,11 @@ func TestFusedIsResNet18Task(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fused, err := convDAG(true)
+	fused, err := convDAG(true, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := convDAG(false)
+	plain, err := convDAG(true, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,20 +47,22 @@ func TestFusedIsResNet18Task(t *testing.T) {
 	}
 }
 
-// The expert schedule replays and lowers on both DAGs (its results are
+// The expert schedule replays and lowers on every DAG (its results are
 // checked against the reference evaluator by every run of the benchmark).
 func TestExpertReplays(t *testing.T) {
-	for _, fused := range []bool{false, true} {
-		d, err := convDAG(fused)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := expert(d)
-		if err != nil {
-			t.Fatalf("fused=%v: %v", fused, err)
-		}
-		if _, err := schedule.Lower(st, "k"); err != nil {
-			t.Errorf("fused=%v: %v", fused, err)
+	for _, nhwc := range []bool{false, true} {
+		for _, fused := range []bool{false, true} {
+			d, err := convDAG(nhwc, fused)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := expert(d, nhwc)
+			if err != nil {
+				t.Fatalf("nhwc=%v fused=%v: %v", nhwc, fused, err)
+			}
+			if _, err := schedule.Lower(st, "k"); err != nil {
+				t.Errorf("nhwc=%v fused=%v: %v", nhwc, fused, err)
+			}
 		}
 	}
 }

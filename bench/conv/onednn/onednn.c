@@ -2,18 +2,19 @@
  * ABI (int tessera_kernel(float *const *args)) that measure's harness loads
  * and times like Tessera's kernels.
  *
- * bench/conv prepends the problem as macros CONV_*: N IC IH IW (input,
- * NCHW), OC KH KW (weights, OIHW), PAD_T PAD_L PAD_B PAD_R, STRIDE_H
- * STRIDE_W, FUSED (1: bias, then ReLU as a post-op), and ARG_X ARG_W ARG_B
- * ARG_Y, the positions of input, weights, bias and output in args.
+ * bench/conv prepends the problem as macros CONV_*: N IC IH IW (input), OC
+ * KH KW (weights, OIHW), PAD_T PAD_L PAD_B PAD_R, STRIDE_H STRIDE_W, FUSED
+ * (1: bias, then ReLU as a post-op), NHWC (1: input and output in args are
+ * channels-last, else NCHW), and ARG_X ARG_W ARG_B ARG_Y, the positions of
+ * input, weights, bias and output in args.
  *
  * The convolution is created with format_tag::any for input, weights and
  * output and algorithm auto, so oneDNN picks its best layouts and
  * implementation for this machine and OMP_NUM_THREADS. The first call
  * creates the primitive, reorders the weights (constants, packed once as a
  * runtime does at load) and the input into the chosen layouts, runs the
- * convolution and reorders its output to NCHW into args[CONV_ARG_Y], which
- * is what the harness checks. Every later call runs the convolution alone, in
+ * convolution and reorders its output to the layout of args (NCHW or NHWC)
+ * into args[CONV_ARG_Y], which is what the harness checks. Every later call runs the convolution alone, in
  * the chosen layouts: what is timed is the kernel with its activations
  * already in its best layout, as in a chain of such convolutions.
  *
@@ -24,6 +25,12 @@
 #include <oneapi/dnnl/dnnl_debug.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#if CONV_NHWC
+#define USER_ACT dnnl_nhwc
+#else
+#define USER_ACT dnnl_nchw
+#endif
 
 #define CONV_OH ((CONV_IH + CONV_PAD_T + CONV_PAD_B - CONV_KH) / CONV_STRIDE_H + 1)
 #define CONV_OW ((CONV_IW + CONV_PAD_L + CONV_PAD_R - CONV_KW) / CONV_STRIDE_W + 1)
@@ -116,14 +123,13 @@ static int setup(float *const *args) {
 	CHECK(dnnl_stream_create(&stream, engine, dnnl_stream_default_flags));
 	dnnl_dims_t sdims = {CONV_N, CONV_IC, CONV_IH, CONV_IW}, wdims = {CONV_OC, CONV_IC, CONV_KH, CONV_KW}, bdims = {CONV_OC}, ddims = {CONV_N, CONV_OC, CONV_OH, CONV_OW};
 	dnnl_dims_t strides = {CONV_STRIDE_H, CONV_STRIDE_W}, pad_l = {CONV_PAD_T, CONV_PAD_L}, pad_r = {CONV_PAD_B, CONV_PAD_R};
-	dnnl_memory_desc_t s_any, w_any, d_any, b_md, s_user, w_user, d_user;
+	dnnl_memory_desc_t s_any, w_any, d_any, b_md, s_user, w_user;
 	CHECK(dnnl_memory_desc_init_by_tag(&s_any, 4, sdims, dnnl_f32, dnnl_format_tag_any));
 	CHECK(dnnl_memory_desc_init_by_tag(&w_any, 4, wdims, dnnl_f32, dnnl_format_tag_any));
 	CHECK(dnnl_memory_desc_init_by_tag(&d_any, 4, ddims, dnnl_f32, dnnl_format_tag_any));
 	CHECK(dnnl_memory_desc_init_by_tag(&b_md, 1, bdims, dnnl_f32, dnnl_x));
-	CHECK(dnnl_memory_desc_init_by_tag(&s_user, 4, sdims, dnnl_f32, dnnl_nchw));
+	CHECK(dnnl_memory_desc_init_by_tag(&s_user, 4, sdims, dnnl_f32, USER_ACT));
 	CHECK(dnnl_memory_desc_init_by_tag(&w_user, 4, wdims, dnnl_f32, dnnl_oihw));
-	CHECK(dnnl_memory_desc_init_by_tag(&d_user, 4, ddims, dnnl_f32, dnnl_nchw));
 
 	dnnl_convolution_desc_t cd;
 	CHECK(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_auto, &s_any, &w_any,
@@ -164,11 +170,11 @@ static int setup(float *const *args) {
 	return rc;
 }
 
-/* output reorders the convolution's output to NCHW into y. */
+/* output reorders the convolution's output into y, in the layout of args. */
 static int output(float *y) {
 	dnnl_dims_t ddims = {CONV_N, CONV_OC, CONV_OH, CONV_OW};
 	dnnl_memory_desc_t d_user;
-	CHECK(dnnl_memory_desc_init_by_tag(&d_user, 4, ddims, dnnl_f32, dnnl_nchw));
+	CHECK(dnnl_memory_desc_init_by_tag(&d_user, 4, ddims, dnnl_f32, USER_ACT));
 	dnnl_memory_t user;
 	CHECK(dnnl_memory_create(&user, &d_user, engine, y));
 	int rc = reorder(dst, user);
