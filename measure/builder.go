@@ -73,12 +73,18 @@ func (b *Builder) flags() []string {
 }
 
 // compilerWorkarounds returns flags that avoid known miscompilations of the
-// compiler in use. GCC 12's loop if-conversion turns a conditional load in
-// a vectorized loop (`x = c ? A[i - k] : v`, our padding) into wrong code at
-// -O3 with AVX2 or AVX-512 (seen with Debian's 12.2.0; reproducer in
-// measure/testdata/gcc12-ifconvert.c, checked by TestGCCIfConvertWorkaround).
-// The explicit vector code of the code generator does its own if-conversion,
-// so little is lost.
+// compiler in use, both seen with Debian's GCC 12.2.0 at -O3 and checked by
+// TestGCCWorkarounds:
+//   - loop if-conversion turns a conditional load in a vectorized loop
+//     (`x = c ? A[i - k] : v`, our padding) into wrong code with AVX2 or
+//     AVX-512 (measure/testdata/gcc12-ifconvert.c);
+//   - the loop vectorizer sums a guarded reduction wrongly once the inner
+//     loops are unrolled (measure/testdata/gcc12-condreduce.c; a split
+//     reduction axis with its guard, as random schedules make).
+//
+// The code generator writes vectorized loops as explicit vector code (its
+// own if-conversion included), so GCC's loop vectorizer and if-conversion
+// add little; SLP vectorization stays on.
 func (b *Builder) compilerWorkarounds() []string {
 	// GCC's --version line reads "gcc (Debian 12.2.0-14) 12.2.0", or "cc (...)"
 	// when called as cc.
@@ -86,7 +92,7 @@ func (b *Builder) compilerWorkarounds() []string {
 	if strings.Contains(v, "clang") || !(strings.Contains(v, "cc (") || strings.Contains(v, "GCC")) {
 		return nil
 	}
-	return []string{"-fno-tree-loop-if-convert"}
+	return []string{"-fno-tree-loop-if-convert", "-fno-tree-loop-vectorize"}
 }
 
 func (b *Builder) timeout() time.Duration {

@@ -6,11 +6,17 @@ import (
 	"testing"
 )
 
-// TestGCCIfConvertWorkaround builds the reproducer of GCC 12's if-conversion
-// miscompilation with the default flags and runs it: the flags must keep it
-// right whatever the compiler.
-func TestGCCIfConvertWorkaround(t *testing.T) {
-	src, err := os.ReadFile("testdata/gcc12-ifconvert.c")
+// TestGCCWorkarounds builds the reproducers of GCC 12's miscompilations
+// with the default flags and runs them: the flags must keep them right
+// whatever the compiler.
+func TestGCCWorkarounds(t *testing.T) {
+	for _, file := range []string{"gcc12-ifconvert.c", "gcc12-condreduce.c"} {
+		t.Run(file, func(t *testing.T) { checkReproducer(t, file) })
+	}
+}
+
+func checkReproducer(t *testing.T, file string) {
+	src, err := os.ReadFile("testdata/" + file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,6 +29,6 @@ func TestGCCIfConvertWorkaround(t *testing.T) {
 	defer r.Close()
 	res := r.Run(context.Background(), []Job{{Lib: built.Path, Entry: "tessera_kernel", Args: []Arg{{Name: "ok", Size: 1, Output: true}}}})[0]
 	if res.Kind != None || res.Outputs[0][0] != 1 {
-		t.Fatalf("padded copy miscompiled with flags %v: %v %s", b.flags(), res.Kind, res.Msg)
+		t.Fatalf("%s miscompiled with flags %v: %v %s", file, b.flags(), res.Kind, res.Msg)
 	}
 }
