@@ -10,10 +10,8 @@ import (
 )
 
 // Ops that read their data at run-time indices: Gather, GatherElements,
-// OneHot, and Trilu (a mask of its indices). An index read from a tensor
-// is clamped to its axis after the negative wrap, so that every load stays
-// in bounds whatever the data says (ONNX leaves out-of-range indices
-// undefined).
+// OneHot (their computes are te's: te/ops_index.go), and Trilu (a mask of
+// its indices).
 
 func init() {
 	define(
@@ -24,17 +22,8 @@ func init() {
 	)
 }
 
-// indexAt is the index along an axis of extent n that value v (a float32
-// holding an integer) names: negative counts from the end, clamped to
-// [0, n).
-func indexAt(v tir.Expr, n int) tir.Expr {
-	i := &tir.Cast{To: tir.Int, X: v}
-	wrapped := tir.SelectE(tir.Cmp(tir.LT, i, tir.Const(0)), tir.AddE(i, tir.Const(int64(n))), i)
-	return tir.MinE(tir.MaxE(wrapped, tir.Const(0)), tir.Const(int64(n-1)))
-}
-
-// gatherOperands returns the data, the indices and the normalized axis of
-// Gather and GatherElements.
+// gatherOperands returns the data, the indices and the axis attribute of
+// Gather, GatherElements and ScatterElements.
 func (c *lowerCtx) gatherOperands() (x, idx *te.Tensor, axis int, err error) {
 	if x, err = c.in(0); err != nil {
 		return nil, nil, 0, err
@@ -43,11 +32,7 @@ func (c *lowerCtx) gatherOperands() (x, idx *te.Tensor, axis int, err error) {
 		return nil, nil, 0, err
 	}
 	a, err := c.n.Int("axis", 0)
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	axis, err = normAxisInt(int(a), len(x.Shape))
-	return x, idx, axis, err
+	return x, idx, int(a), err
 }
 
 func lowerGather(c *lowerCtx) ([]*te.Tensor, error) {
@@ -55,13 +40,7 @@ func lowerGather(c *lowerCtx) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	ir := len(idx.Shape)
-	out := append(append(slices.Clone(x.Shape[:axis]), idx.Shape...), x.Shape[axis+1:]...)
-	return []*te.Tensor{te.Compute(c.name(0), out, func(i []tir.Expr) tir.Expr {
-		xi := slices.Clone(i[:axis])
-		xi = append(xi, indexAt(idx.At(i[axis:axis+ir]...), x.Shape[axis]))
-		return x.At(append(xi, i[axis+ir:]...)...)
-	})}, nil
+	return one(te.Gather(c.name(0), x, idx, axis))
 }
 
 func lowerGatherElements(c *lowerCtx) ([]*te.Tensor, error) {
@@ -69,23 +48,10 @@ func lowerGatherElements(c *lowerCtx) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(idx.Shape) != len(x.Shape) {
-		return nil, fmt.Errorf("indices %v and data %v differ in rank", idx.Shape, x.Shape)
-	}
-	for k, d := range idx.Shape {
-		if k != axis && d > x.Shape[k] {
-			return nil, fmt.Errorf("indices %v exceed data %v on axis %d", idx.Shape, x.Shape, k)
-		}
-	}
-	return []*te.Tensor{te.Compute(c.name(0), idx.Shape, func(i []tir.Expr) tir.Expr {
-		xi := slices.Clone(i)
-		xi[axis] = indexAt(idx.At(i...), x.Shape[axis])
-		return x.At(xi...)
-	})}, nil
+	return one(te.GatherElements(c.name(0), x, idx, axis))
 }
 
-// lowerOneHot: out[..., k, ...] = values[1] where k is the index's
-// (wrapped) value, values[0] elsewhere; depth must be a constant.
+// lowerOneHot: depth must be a constant.
 func lowerOneHot(c *lowerCtx) ([]*te.Tensor, error) {
 	idx, err := c.in(0)
 	if err != nil {
@@ -98,33 +64,15 @@ func lowerOneHot(c *lowerCtx) ([]*te.Tensor, error) {
 	if dt.Len() != 1 {
 		return nil, fmt.Errorf("depth has shape %v, want one element", dt.Shape)
 	}
-	depth := int(dt.Float64s()[0])
-	if depth <= 0 {
-		return nil, fmt.Errorf("depth %d", depth)
-	}
 	vals, err := c.in(2)
 	if err != nil {
 		return nil, err
-	}
-	if len(vals.Shape) != 1 || vals.Shape[0] != 2 {
-		return nil, fmt.Errorf("values %v, want [2]", vals.Shape)
 	}
 	a, err := c.n.Int("axis", -1)
 	if err != nil {
 		return nil, err
 	}
-	axis, err := normAxisInt(int(a), len(idx.Shape)+1)
-	if err != nil {
-		return nil, err
-	}
-	out := slices.Insert(slices.Clone(idx.Shape), axis, depth)
-	return []*te.Tensor{te.Compute(c.name(0), out, func(i []tir.Expr) tir.Expr {
-		ii := slices.Delete(slices.Clone(i), axis, axis+1)
-		v := idx.At(ii...)
-		k := tir.SelectE(tir.Cmp(tir.LT, v, tir.F32(0)), tir.AddE(v, tir.F32(float64(depth))), v)
-		hit := tir.Cmp(tir.EQ, k, &tir.Cast{To: tir.Float32, X: i[axis]})
-		return tir.SelectE(hit, vals.At(tir.Const(1)), vals.At(tir.Const(0)))
-	})}, nil
+	return one(te.OneHot(c.name(0), idx, vals, int(dt.Float64s()[0]), int(a)))
 }
 
 // lowerTrilu keeps the upper (or lower) triangle of the last two axes

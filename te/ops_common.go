@@ -24,13 +24,14 @@ import (
 func OpNames() []string {
 	names := []string{
 		"Abs", "Add", "AveragePool", "BatchNormalization", "Clip", "Concat",
-		"Conv", "Div", "Erf", "Exp", "Expand", "Flatten", "Gelu", "Gemm",
+		"Conv", "ConvTranspose", "Div", "Erf", "Exp", "Expand", "Flatten",
+		"Gather", "GatherElements", "GatherND", "Gelu", "Gemm",
 		"GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "HardSwish",
 		"LayerNormalization", "LeakyRelu", "Log", "LogSoftmax", "MatMul", "Max",
-		"MaxPool", "Min", "Mul", "Neg", "Pad", "Pow", "Reciprocal", "ReduceMax",
-		"ReduceMean", "ReduceMin", "ReduceSum", "Relu", "Reshape", "Sigmoid",
-		"Slice", "Softmax", "Sqrt", "Squeeze", "Sub", "Tanh", "Transpose",
-		"Unsqueeze",
+		"MaxPool", "Min", "Mul", "Neg", "OneHot", "Pad", "Pow", "Reciprocal",
+		"ReduceMax", "ReduceMean", "ReduceMin", "ReduceSum", "Relu", "Reshape",
+		"ScatterElements", "ScatterND", "Sigmoid", "Slice", "Softmax", "Sqrt",
+		"Squeeze", "Sub", "Tanh", "Transpose", "Unsqueeze",
 	}
 	sort.Strings(names)
 	return names

@@ -162,30 +162,50 @@ func ConvTranspose(name string, x, w, b *Tensor, a ConvTransposeAttrs) (*Tensor,
 		rshape = append(rshape, Cg)
 	}
 	rshape = append(rshape, k...)
-	conv := Reduce(name, out, Sum, rshape, func(i, r []tir.Expr) tir.Expr {
+	// With groups the reduction runs over [N, G, M/G, O...], so that every
+	// weight index is a loop variable or a sum of them (a weight layout
+	// rewrite needs that); name_group then lays it out as [N, M, O...].
+	cshape := out
+	if G > 1 {
+		cshape = append([]int{N, G, Mg}, out[2:]...)
+	}
+	cname := name
+	if G > 1 || b != nil {
+		cname = name + "_sum"
+	}
+	conv := Reduce(cname, cshape, Sum, rshape, func(i, r []tir.Expr) tir.Expr {
 		var rc tir.Expr = Idx(0)
 		if Cg > 1 {
 			rc, r = r[0], r[1:]
 		}
-		ch := rc // input channel
-		mo := i[1]
+		ch, mo, sp := rc, i[1], i[2:] // input channel, output channel in its group, spatial indices
 		if G > 1 {
-			ch = iadd(imulc(idivc(i[1], Mg), Cg), rc)
-			mo = imodc(i[1], Mg)
+			ch, mo, sp = iadd(imulc(i[1], Cg), rc), i[2], i[3:]
 		}
 		xi := []tir.Expr{i[0], ch}
 		wi := []tir.Expr{ch, mo}
 		for s := range ns {
-			xi = append(xi, iadd(i[2+s], imulc(r[s], dil[s])))
-			wi = append(wi, icsub(k[s]-1, r[s]))
+			// Weight k meets dilated input o + (K − 1 − k)·d: the kernel
+			// flipped, read forward.
+			xi = append(xi, iadd(sp[s], imulc(icsub(k[s]-1, r[s]), dil[s])))
+			wi = append(wi, r[s])
 		}
 		return tir.MulE(dilated.At(xi...), w.At(wi...))
 	})
-	if b == nil {
+	if cname == name {
 		return conv, nil
 	}
-	return Compute(name+"_bias", out, func(i []tir.Expr) tir.Expr {
-		return tir.AddE(conv.At(i...), b.At(i[1]))
+	return Compute(name, out, func(i []tir.Expr) tir.Expr {
+		var v tir.Expr
+		if G > 1 {
+			v = conv.At(append([]tir.Expr{i[0], idivc(i[1], Mg), imodc(i[1], Mg)}, i[2:]...)...)
+		} else {
+			v = conv.At(i...)
+		}
+		if b != nil {
+			v = tir.AddE(v, b.At(i[1]))
+		}
+		return v
 	}), nil
 }
 

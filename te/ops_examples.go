@@ -3,6 +3,8 @@ package te
 import (
 	"fmt"
 	"math"
+
+	"tessera/tir"
 )
 
 // ExampleDAGs returns one small DAG per op of the library (small odd
@@ -135,6 +137,31 @@ func (b *exampleBuilder) build() {
 	b.add("pad")(Pad("pad", P("X", 1, 3, 5, 7), PadAttrs{Mode: "constant", Value: 0.5, Pads: []int{0, 0, 1, 2, 0, 0, 2, 1}}))
 	b.add("pad_reflect")(Pad("pad_reflect", P("X", 3, 5, 7), PadAttrs{Mode: "reflect", Axes: []int{1, 2}, Pads: []int{2, 1, 1, 3}}))
 	b.add("pad_edge")(Pad("pad_edge", P("X", 3, 5, 7), PadAttrs{Mode: "edge", Pads: []int{0, -1, 2, 0, 2, -1}}))
+
+	// transposed convolution: groups, strides, dilations, output padding;
+	// 1-D with output_shape (an extent past the natural one)
+	b.add("conv_transpose")(ConvTranspose("conv_transpose", P("X", 1, 4, 5, 6), K("W", 4, 3, 3, 3), K("bias", 6),
+		ConvTransposeAttrs{Group: 2, Strides: []int{2, 2}, Dilations: []int{1, 2}, Pads: []int{1, 0, 1, 1}, OutputPadding: []int{1, 0}}))
+	b.add("conv_transpose1d")(ConvTranspose("conv_transpose1d", P("X", 2, 3, 7), K("W", 3, 2, 3), nil,
+		ConvTransposeAttrs{Strides: []int{3}, OutputShape: []int{22}}))
+
+	// run-time indices: each index tensor is computed from an input in
+	// [-1, 1] as floor(v·n), so that the indices span [-n, n) (negative
+	// ones wrap) and every schedule sweep reads data-dependent addresses
+	ix := func(name string, n int, shape ...int) *Tensor {
+		v := P(name, shape...)
+		return Compute(name+"_index", shape, func(i []tir.Expr) tir.Expr {
+			return tir.CallE("floor", tir.MulE(v.At(i...), tir.F32(float64(n))))
+		})
+	}
+	b.add("gather")(Gather("gather", P("X", 5, 7, 3), ix("I", 7, 2, 4), 1))
+	b.add("gather_elements")(GatherElements("gather_elements", P("X", 5, 6), ix("I", 6, 5, 4), 1))
+	b.add("gather_nd")(GatherND("gather_nd", P("X", 4, 5, 6), ix("I", 4, 3, 2), 0))
+	b.add("one_hot")(OneHot("one_hot", ix("I", 6, 3, 5), P("V", 2), 6, 1))
+	b.add("scatter_elements")(ScatterElements("scatter_elements", P("X", 5, 6), ix("I", 5, 3, 4), P("U", 3, 4), 0, NoReduce))
+	b.add("scatter_elements_add")(ScatterElements("scatter_elements_add", P("X", 5, 6), ix("I", 6, 5, 3), P("U", 5, 3), 1, Sum))
+	b.add("scatter_nd")(ScatterND("scatter_nd", P("X", 4, 5, 3), ix("I", 4, 2, 3, 2), P("U", 2, 3, 3), NoReduce))
+	b.add("scatter_nd_max")(ScatterND("scatter_nd_max", P("X", 4, 5), ix("I", 4, 6, 1), P("U", 6, 5), MaxReduce))
 
 	// fused subgraphs
 	{

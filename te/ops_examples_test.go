@@ -44,7 +44,9 @@ var exampleKey = map[string]string{
 	"Reciprocal": "reciprocal", "ReduceMax": "reduce_max", "ReduceMean": "reduce_mean", "ReduceMin": "reduce_min",
 	"ReduceSum": "reduce_sum", "Relu": "relu", "Reshape": "reshape", "Sigmoid": "sigmoid", "Slice": "slice",
 	"Softmax": "softmax", "Sqrt": "sqrt", "Squeeze": "squeeze", "Sub": "sub", "Tanh": "tanh",
-	"Transpose": "transpose", "Unsqueeze": "unsqueeze",
+	"Transpose": "transpose", "Unsqueeze": "unsqueeze", "ConvTranspose": "conv_transpose", "Gather": "gather",
+	"GatherElements": "gather_elements", "GatherND": "gather_nd", "OneHot": "one_hot",
+	"ScatterElements": "scatter_elements", "ScatterND": "scatter_nd",
 }
 
 func TestExampleDAGs(t *testing.T) {
