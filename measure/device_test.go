@@ -69,6 +69,10 @@ func TestOpenCLDeviceRuns(t *testing.T) {
 			t.Fatalf("B[%d] = %v, want %v", i, v, 2*a[i]+1)
 		}
 	}
+	flush := RunOptions{Repeat: 2, MinRepeatMs: 50, FlushCache: true}
+	if res := r.RunWith(context.Background(), flush, []Job{job})[0]; res.Kind != None || res.Number != 1 || len(res.Costs) != 2 {
+		t.Errorf("with the cache flushed before every call: %+v", res)
+	}
 	job.Launches[1].Name = "missing"
 	if res := r.Run(context.Background(), []Job{job})[0]; res.Kind != RuntimeError || !strings.Contains(res.Msg, "no kernel missing") {
 		t.Errorf("a launch of a kernel the program lacks: %v %s", res.Kind, res.Msg)

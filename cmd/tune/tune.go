@@ -59,6 +59,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	costModel := fs.String("cost-model", "", "start from a pretrained cost model `FILE` (LightGBM text)")
 	verify := fs.Bool("verify", false, "check every candidate's output against the reference evaluator")
 	timeout := fs.Duration("timeout", 10*time.Second, "run time limit of one candidate")
+	flushCache := fs.Bool("flush-cache", false, "GPU targets: clear the device's L2 cache before every timed call (one call per repetition)")
 	strategy := fs.String("scheduler", "gradient", "task scheduler: gradient or round-robin")
 	var nf natsFlags
 	nf.register(fs, "measure on the workers (tune worker) of this NATS server `URL` instead of on this machine")
@@ -105,7 +106,9 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		tasks[i] = search.Task{Key: t.Key, DAG: t.DAG, Weight: t.Weight, Rivals: rivals[i]}
 	}
 
-	tg, err := newTarget(*targetName, *threads, runOptions(*threads, *timeout), &measure.Builder{})
+	timing := runOptions(*threads, *timeout)
+	timing.FlushCache = *flushCache
+	tg, err := newTarget(*targetName, *threads, timing, &measure.Builder{})
 	if err != nil {
 		return err
 	}
@@ -130,7 +133,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		rm, err = remote.NewMeasurer(ctx, nc, remote.Options{Target: key, Verify: *verify, Timing: runOptions(*threads, *timeout),
+		rm, err = remote.NewMeasurer(ctx, nc, remote.Options{Target: key, Verify: *verify, Timing: timing,
 			AckWait: *ackWait, MaxDeliver: *maxDeliver, NoWorker: *workerWait})
 		if err != nil {
 			return err
