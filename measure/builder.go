@@ -209,12 +209,24 @@ func (b *Builder) Build(ctx context.Context, srcs []Source) []Built {
 	id := b.CompilerID()
 	args := append(b.flags(), "-o", "out", "kernel.c", "-lm")
 
+	return buildEach(ctx, srcs, b.parallel(), func(src Source) string { return cacheKey(id, src.Code) },
+		func(key string, src Source) Built {
+			return b.compile(ctx, b.timeout(), filepath.Join(dir, key+".so"), "kernel.c", src.Code, args)
+		})
+}
+
+// buildEach runs build for every source, parallel at a time, once per
+// distinct cache key (a duplicate gets the result of the first, Cached).
+// When ctx ends, builds not yet started come back as BuildTimeout with a
+// Msg starting with "canceled".
+func buildEach(ctx context.Context, srcs []Source, parallel int, keyOf func(Source) string, build func(key string, src Source) Built) []Built {
+	out := make([]Built, len(srcs))
 	firstOf := make(map[string]int) // cache key → index of the source that builds it
 	dupOf := make([]int, len(srcs))
-	sem := make(chan struct{}, b.parallel())
+	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	for i, src := range srcs {
-		key := cacheKey(id, src.Code)
+		key := keyOf(src)
 		if j, ok := firstOf[key]; ok {
 			dupOf[i] = j
 			continue
@@ -230,8 +242,7 @@ func (b *Builder) Build(ctx context.Context, srcs []Source) []Built {
 				out[i] = Built{Kind: BuildTimeout, Msg: canceledMsg + ": " + err.Error()}
 				return
 			}
-			dst := filepath.Join(dir, key+".so")
-			out[i] = b.compile(ctx, b.timeout(), dst, "kernel.c", src.Code, args)
+			out[i] = build(key, src)
 		})
 	}
 	wg.Wait()

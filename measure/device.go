@@ -238,38 +238,10 @@ func (d *Device) Build(ctx context.Context, srcs []Source) []Built {
 	if parallel <= 0 {
 		parallel = 2
 	}
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
-	first := map[string]int{}
-	dup := make([]int, len(srcs))
-	for i, src := range srcs {
-		key := cacheKey(d.API.String(), info.Key(d.API), src.Code)
-		if j, ok := first[key]; ok {
-			dup[i] = j
-			continue
-		}
-		first[key], dup[i] = i, -1
-		wg.Go(func() {
-			select {
-			case sem <- struct{}{}:
-				defer func() { <-sem }()
-			case <-ctx.Done():
-			}
-			if err := ctx.Err(); err != nil {
-				out[i] = Built{Kind: BuildTimeout, Msg: canceledMsg + ": " + err.Error()}
-				return
-			}
-			out[i] = d.compile(ctx, prog, filepath.Join(dir, key+d.programExt()), src.Code, timeout)
+	return buildEach(ctx, srcs, parallel, func(src Source) string { return cacheKey(d.API.String(), info.Key(d.API), src.Code) },
+		func(key string, src Source) Built {
+			return d.compile(ctx, prog, filepath.Join(dir, key+d.programExt()), src.Code, timeout)
 		})
-	}
-	wg.Wait()
-	for i, j := range dup {
-		if j >= 0 {
-			out[i] = out[j]
-			out[i].Cached = out[j].Kind == None
-		}
-	}
-	return out
 }
 
 // compile builds one source into dst unless dst exists: the runner's

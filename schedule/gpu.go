@@ -44,14 +44,8 @@ func LowerGPU(s *State, name string) (*tir.PrimFunc, error) {
 		return nil, fmt.Errorf("lower for gpu: %w", err)
 	}
 	l := &lowerer{s: s, byBuf: s.stageByBuf(), gpu: &gpuLowering{kernel: map[int]*gpuKernel{}}}
-	if err := l.inline(); err != nil {
-		return nil, fmt.Errorf("lower: %w", err)
-	}
-	if err := l.bound(); err != nil {
-		return nil, fmt.Errorf("lower: %w", err)
-	}
-	if err := l.packLayouts(); err != nil {
-		return nil, fmt.Errorf("lower: %w", err)
+	if err := l.regions(); err != nil {
+		return nil, err
 	}
 	l.launchDims()
 	var kernels []tir.Stmt

@@ -22,31 +22,24 @@ func Lower(s *State, name string) (*tir.PrimFunc, error) {
 		return nil, fmt.Errorf("lower: state has unfilled split lengths")
 	}
 	l := &lowerer{s: s, byBuf: s.stageByBuf()}
-	if err := l.inline(); err != nil {
-		return nil, fmt.Errorf("lower: %w", err)
-	}
-	if err := l.bound(); err != nil {
-		return nil, fmt.Errorf("lower: %w", err)
-	}
-	if err := l.packLayouts(); err != nil {
-		return nil, fmt.Errorf("lower: %w", err)
+	if err := l.regions(); err != nil {
+		return nil, err
 	}
 	body, err := l.nests()
 	if err != nil {
 		return nil, fmt.Errorf("lower: %w", err)
 	}
-	f := &tir.PrimFunc{Name: name, Body: tir.SimplifyStmt(body, nil)}
-	for _, t := range s.DAG.Inputs {
-		if p, ok := l.packed[t.Buf]; ok {
-			f.Params = append(f.Params, p)
-			continue
+	return l.function(name, body), nil
+}
+
+// regions runs the passes before the loop nests: inline, bound, pack.
+func (l *lowerer) regions() error {
+	for _, pass := range []func() error{l.inline, l.bound, l.packLayouts} {
+		if err := pass(); err != nil {
+			return fmt.Errorf("lower: %w", err)
 		}
-		f.Params = append(f.Params, t.Buf)
 	}
-	for _, t := range s.DAG.Outputs {
-		f.Params = append(f.Params, t.Buf)
-	}
-	return f, nil
+	return nil
 }
 
 // lowerer holds what the passes derive about each stage.
