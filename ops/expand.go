@@ -101,3 +101,34 @@ func (e *expander) concat(axis int, xs ...string) string {
 	}
 	return e.op("Concat", map[string]graph.Attr{"axis": intAttr(int64(axis))}, xs...)
 }
+
+// reduceMean averages x over axes, keeping them.
+func (e *expander) reduceMean(x string, axes []int64) string {
+	return e.reduce("ReduceMean", x, axes, true)
+}
+
+// reduce applies Reduce op (ReduceSum, ReduceMax, ...) over axes (nil: all
+// of them); the axes are an input from opset 13 for ReduceSum and 18 for
+// the others, an attribute before.
+func (e *expander) reduce(op, x string, axes []int64, keep bool) string {
+	attrs := map[string]graph.Attr{"keepdims": intAttr(0)}
+	if keep {
+		attrs["keepdims"] = intAttr(1)
+	}
+	if axes == nil {
+		return e.op(op, attrs, x)
+	}
+	if e.opset < 13 || (op != "ReduceSum" && e.opset < 18) {
+		attrs["axes"] = intsAttr(axes...)
+		return e.op(op, attrs, x)
+	}
+	return e.op(op, attrs, x, e.ints(axes...))
+}
+
+// squeeze removes the dimension of 1 at axis.
+func (e *expander) squeeze(x string, axis int) string {
+	if e.opset < 13 {
+		return e.op("Squeeze", map[string]graph.Attr{"axes": intsAttr(int64(axis))}, x)
+	}
+	return e.op("Squeeze", nil, x, e.ints(int64(axis)))
+}

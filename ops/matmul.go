@@ -11,7 +11,20 @@ func init() {
 		&Op{Name: "MatMul", MinIn: 2, MaxIn: 2, Pattern: OutEWiseFusable, Lower: lowerMatMul},
 		// Gemm's C is required before opset 11 and optional after.
 		&Op{Name: "Gemm", MinIn: 2, MaxIn: 3, Pattern: OutEWiseFusable, Lower: lowerGemm},
+		&Op{Name: "Einsum", MinIn: 1, MaxIn: -1, Pattern: OutEWiseFusable, Lower: lowerEinsum},
 	)
+}
+
+func lowerEinsum(c *lowerCtx) ([]*te.Tensor, error) {
+	xs, err := c.ins()
+	if err != nil {
+		return nil, err
+	}
+	eq, err := c.n.Str("equation", "")
+	if err != nil {
+		return nil, err
+	}
+	return one(te.Einsum(c.name(0), eq, xs...))
 }
 
 func lowerMatMul(c *lowerCtx) ([]*te.Tensor, error) {

@@ -17,7 +17,60 @@ func init() {
 		&Op{Name: "InstanceNormalization", MinIn: 3, MaxIn: 3, Pattern: CommReduce, Lower: lowerInstanceNorm},
 		&Op{Name: "Softmax", MinIn: 1, MaxIn: 1, Pattern: CommReduce, Lower: lowerSoftmax},
 		&Op{Name: "LogSoftmax", MinIn: 1, MaxIn: 1, Pattern: CommReduce, Lower: lowerSoftmax},
+		&Op{Name: "LRN", MinIn: 1, MaxIn: 1, Pattern: CommReduce, Lower: lowerLRN},
+		// MeanVarianceNormalization is an ONNX function: its body.
+		&Op{Name: "MeanVarianceNormalization", MinIn: 1, MaxIn: 1, Expand: expandMVN},
 	)
+}
+
+func lowerLRN(c *lowerCtx) ([]*te.Tensor, error) {
+	x, err := c.in(0)
+	if err != nil {
+		return nil, err
+	}
+	size, err := c.n.Int("size", 0)
+	if err != nil {
+		return nil, err
+	}
+	if !c.n.HasAttr("size") {
+		return nil, fmt.Errorf("no size attribute")
+	}
+	alpha, err := c.n.Float("alpha", 1e-4)
+	if err != nil {
+		return nil, err
+	}
+	beta, err := c.n.Float("beta", 0.75)
+	if err != nil {
+		return nil, err
+	}
+	bias, err := c.n.Float("bias", 1)
+	if err != nil {
+		return nil, err
+	}
+	return one(te.LRN(c.name(0), x, int(size), alpha, beta, bias))
+}
+
+// expandMVN writes MeanVarianceNormalization's function body: (X − E[X]) /
+// (√(E[X²] − E[X]²) + 1e−9) over axes (default [0, 2, 3]).
+func expandMVN(c *inferCtx) ([]*graph.Node, error) {
+	axes, err := c.N.Ints("axes")
+	if err != nil {
+		return nil, err
+	}
+	if axes == nil {
+		axes = []int64{0, 2, 3}
+	}
+	if _, err := c.NormAxes(axes, len(c.Shape(0))); err != nil {
+		return nil, err
+	}
+	e := newExpander(c)
+	x := c.N.Inputs[0]
+	mean := e.reduceMean(x, axes)
+	meanSq := e.reduceMean(e.op("Mul", nil, x, x), axes)
+	std := e.op("Sqrt", nil, e.op("Sub", nil, meanSq, e.op("Mul", nil, mean, mean)))
+	y := e.op("Div", nil, e.op("Sub", nil, x, mean), e.op("Add", nil, std, e.scalar(1e-9)))
+	e.write(c.N.Outputs[0], "Identity", nil, y)
+	return e.nodes, nil
 }
 
 // lowerBatchNorm lowers inference-mode BatchNormalization (shape inference

@@ -20,7 +20,32 @@ func init() {
 		&Op{Name: "ArgMax", MinIn: 1, MaxIn: 1, Pattern: CommReduce, OutType: fixed(graph.Int64), Lower: lowerArg},
 		&Op{Name: "ArgMin", MinIn: 1, MaxIn: 1, Pattern: CommReduce, OutType: fixed(graph.Int64), Lower: lowerArg},
 		&Op{Name: "Hardmax", MinIn: 1, MaxIn: 1, Pattern: CommReduce, Lower: lowerHardmax},
+		&Op{Name: "CumSum", MinIn: 2, MaxIn: 2, Pattern: CommReduce, Lower: lowerCumSum},
 	)
+}
+
+// lowerCumSum: the axis is a constant input (a scalar).
+func lowerCumSum(c *lowerCtx) ([]*te.Tensor, error) {
+	x, err := c.in(0)
+	if err != nil {
+		return nil, err
+	}
+	t := c.g.ConstOf(c.n.Input(1))
+	if t == nil {
+		return nil, &graph.NotConstantError{Value: c.n.Input(1), Node: c.n.Name, Op: c.n.OpType, What: "axis"}
+	}
+	if t.Len() != 1 {
+		return nil, fmt.Errorf("axis has shape %v, want one element", t.Shape)
+	}
+	ex, err := c.n.Int("exclusive", 0)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := c.n.Int("reverse", 0)
+	if err != nil {
+		return nil, err
+	}
+	return one(te.CumSum(c.name(0), x, int(t.Int64s()[0]), ex != 0, rev != 0))
 }
 
 // lowerReduce lowers the Reduce ops. Axes are an attribute, or an input

@@ -24,10 +24,10 @@ import (
 func OpNames() []string {
 	names := []string{
 		"Abs", "Add", "AveragePool", "BatchNormalization", "Clip", "Concat",
-		"Conv", "ConvTranspose", "Div", "Erf", "Exp", "Expand", "Flatten",
+		"Conv", "ConvTranspose", "CumSum", "Div", "Einsum", "Erf", "Exp", "Expand", "Flatten",
 		"Gather", "GatherElements", "GatherND", "Gelu", "Gemm",
 		"GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "HardSwish",
-		"LayerNormalization", "LeakyRelu", "Log", "LogSoftmax", "MatMul", "Max",
+		"LayerNormalization", "LeakyRelu", "LRN", "Log", "LogSoftmax", "MatMul", "Max",
 		"MaxPool", "Min", "Mul", "Neg", "OneHot", "Pad", "Pow", "Reciprocal",
 		"ReduceMax", "ReduceMean", "ReduceMin", "ReduceSum", "Relu", "Reshape",
 		"ScatterElements", "ScatterND", "Sigmoid", "Slice", "Softmax", "Sqrt",

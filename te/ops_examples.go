@@ -145,6 +145,13 @@ func (b *exampleBuilder) build() {
 	b.add("conv_transpose1d")(ConvTranspose("conv_transpose1d", P("X", 2, 3, 7), K("W", 3, 2, 3), nil,
 		ConvTransposeAttrs{Strides: []int{3}, OutputShape: []int{22}}))
 
+	// scans, contractions, normalization across channels
+	b.add("cumsum")(CumSum("cumsum", P("X", 3, 9, 4), 1, false, false))
+	b.add("cumsum_exclusive_reverse")(CumSum("cumsum_exclusive_reverse", P("X", 5, 7), -1, true, true))
+	b.add("einsum")(Einsum("einsum", "bhqd,bhkd->bhqk", P("Q", 1, 2, 5, 4), P("K", 1, 2, 7, 4)))
+	b.add("einsum_diagonal")(Einsum("einsum_diagonal", "...ii->...i", P("X", 3, 5, 5)))
+	b.add("lrn")(LRN("lrn", P("X", 1, 6, 5, 3), 3, 1e-2, 0.75, 1))
+
 	// run-time indices: each index tensor is computed from an input in
 	// [-1, 1] as floor(v·n), so that the indices span [-n, n) (negative
 	// ones wrap) and every schedule sweep reads data-dependent addresses

@@ -46,7 +46,7 @@ var exampleKey = map[string]string{
 	"Softmax": "softmax", "Sqrt": "sqrt", "Squeeze": "squeeze", "Sub": "sub", "Tanh": "tanh",
 	"Transpose": "transpose", "Unsqueeze": "unsqueeze", "ConvTranspose": "conv_transpose", "Gather": "gather",
 	"GatherElements": "gather_elements", "GatherND": "gather_nd", "OneHot": "one_hot",
-	"ScatterElements": "scatter_elements", "ScatterND": "scatter_nd",
+	"ScatterElements": "scatter_elements", "ScatterND": "scatter_nd", "CumSum": "cumsum", "Einsum": "einsum", "LRN": "lrn",
 }
 
 func TestExampleDAGs(t *testing.T) {
