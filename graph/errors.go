@@ -85,12 +85,20 @@ func (e *UnboundDimsError) Error() string {
 type ControlFlowError struct {
 	Op, Node string
 	Opset    int
-	Cond     string   // the condition's value
+	Cond     string   // the value that decides (a condition, a trip count)
+	What     string   // what it is: "condition" when empty
 	Inputs   []string // the graph inputs it is computed from
 }
 
+func (e *ControlFlowError) what() string {
+	if e.What == "" {
+		return "condition"
+	}
+	return e.What
+}
+
 func (e *ControlFlowError) Error() string {
-	msg := fmt.Sprintf("%s (opset %d) at node %s: condition %s is computed at run time", e.Op, e.Opset, e.Node, e.Cond)
+	msg := fmt.Sprintf("%s (opset %d) at node %s: %s %s is computed at run time", e.Op, e.Opset, e.Node, e.what(), e.Cond)
 	if len(e.Inputs) > 0 {
 		msg += " from input " + strings.Join(e.Inputs, ", ")
 	}
@@ -102,5 +110,5 @@ func (e *ControlFlowError) Error() string {
 }
 
 func (e *ControlFlowError) Unwrap() []error {
-	return []error{ErrUnsupported, &NotConstantError{Value: e.Cond, Node: e.Node, Op: e.Op, What: "condition"}}
+	return []error{ErrUnsupported, &NotConstantError{Value: e.Cond, Node: e.Node, Op: e.Op, What: e.what()}}
 }

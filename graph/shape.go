@@ -167,6 +167,10 @@ type OpRule struct {
 	Expand func(c *InferCtx) ([]*Node, error)
 	// MinIn and MaxIn bound the number of inputs (MaxIn < 0: unbounded).
 	MinIn, MaxIn int
+	// ShapesOnly says that Eval reads only its inputs' shapes (Shape,
+	// Size, EyeLike): it runs whether or not their contents are known, a
+	// nil tensor standing for an input computed at run time.
+	ShapesOnly bool
 }
 
 // rules holds the registered op rules by op type (default domain).
@@ -265,7 +269,7 @@ func (g *Graph) evalNode(c *InferCtx, info OpRule, budget *int) error {
 		if v == nil {
 			continue
 		}
-		if ins[i] = g.ConstOf(v.Name); ins[i] == nil && n.OpType != "Shape" && n.OpType != "Size" {
+		if ins[i] = g.ConstOf(v.Name); ins[i] == nil && !info.ShapesOnly {
 			return nil
 		}
 	}

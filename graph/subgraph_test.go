@@ -152,3 +152,75 @@ func TestValidateOuterScope(t *testing.T) {
 		t.Fatalf("got %v, want an error about the branch reading y", err)
 	}
 }
+
+// loopModel: y accumulates x + i over trip iterations (a for loop, the
+// condition passed through), and a scan output stacks each iteration's
+// value; the body computes its condition when whileLoop.
+func loopModel(t *testing.T, whileLoop bool) *Graph {
+	t.Helper()
+	g := New("loop", 17)
+	g.AddInput("x", Float32, []int{2})
+	g.AddInput("trips", Int64, []int{})
+	g.AddConst("cond", &Tensor{DType: Bool, Shape: []int{}, I64: []int64{1}})
+	body := New("body", 17)
+	body.AddInput("i", Int64, []int{})
+	body.AddInput("c", Bool, []int{})
+	body.AddInput("acc", Float32, []int{2})
+	body.AddNode(node("Cast ci i -> fi", map[string]Attr{"to": intA(1)}))
+	body.AddNode(node("Add a1 acc,x -> s1", nil))
+	body.AddNode(node("Add a2 s1,fi -> s2", nil))
+	cond := "c_out"
+	if whileLoop {
+		body.AddConst("limit", Float32Tensor([]int{}, []float32{10}))
+		body.AddNode(node("ReduceSum r s2 -> tot", map[string]Attr{"keepdims": intA(0)}))
+		body.AddNode(node("Less l tot,limit -> c_out", nil))
+	} else {
+		body.AddNode(node("Identity id c -> c_out", nil))
+	}
+	body.Outputs = []string{cond, "s2", "s2"}
+	g.AddNode(&Node{Name: "loop", OpType: "Loop", Inputs: []string{"trips", "cond", "x"}, Outputs: []string{"y", "ys"},
+		Attrs: map[string]Attr{"body": {Kind: AttrGraph, G: body}}})
+	g.Outputs = []string{"y", "ys"}
+	if err := g.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestLoopUnrolls(t *testing.T) {
+	g := loopModel(t, false)
+	if err := g.Freeze("trips", Int64Tensor([]int{}, []int64{3})); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Freeze("x", f32(1, -1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := RunPasses(g, nil); err != nil {
+		t.Fatal(err)
+	}
+	// acc starts at x = (1, -1); iteration i adds x + i: (2, -2), (4, -2),
+	// (7, -1).
+	y, ys := g.Values["y"].Const, g.Values["ys"].Const
+	if y == nil || !slices.Equal(y.F32, []float32{7, -1}) {
+		t.Errorf("y = %v, want [7 -1]", y)
+	}
+	if ys == nil || !slices.Equal(ys.Shape, []int{3, 2}) || !slices.Equal(ys.F32, []float32{2, -2, 4, -2, 7, -1}) {
+		t.Errorf("ys = %v, want [3 2][2 -2 4 -2 7 -1]", ys)
+	}
+}
+
+func TestLoopErrors(t *testing.T) {
+	err := RunPasses(loopModel(t, false), nil)
+	var cf *ControlFlowError
+	if !errors.As(err, &cf) || !slices.Equal(cf.Inputs, []string{"trips"}) || !strings.Contains(err.Error(), "Loop (opset 17) at node loop: trip count trips is computed at run time from input trips") {
+		t.Errorf("trip count at run time: %v", err)
+	}
+	g := loopModel(t, true)
+	if err := g.Freeze("trips", Int64Tensor([]int{}, []int64{3})); err != nil {
+		t.Fatal(err)
+	}
+	err = RunPasses(g, nil)
+	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "its body computes the condition c_out: a loop that stops on run-time data") {
+		t.Errorf("while loop: %v", err)
+	}
+}

@@ -34,6 +34,7 @@ func init() {
 		&Op{Name: "Sum", MinIn: 1, MaxIn: -1, Pattern: Broadcast, Lower: lowerSum},
 		&Op{Name: "Mean", MinIn: 1, MaxIn: -1, Pattern: Broadcast, Lower: lowerSum},
 		&Op{Name: "PRelu", MinIn: 2, MaxIn: 2, Pattern: Broadcast, Lower: lowerPRelu},
+		&Op{Name: "BitShift", MinIn: 2, MaxIn: 2, Pattern: Broadcast, Lower: lowerBitShift},
 	)
 }
 
@@ -165,4 +166,30 @@ func evalMod(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		}
 		return r
 	})}, nil
+}
+
+// lowerBitShift shifts unsigned integers (carried as float32, exact
+// within ±2^24): left multiplies by 2^y and wraps at the type's width,
+// right divides by 2^y and rounds down. uint64 never reaches here (the
+// decoder refuses it).
+func lowerBitShift(c *lowerCtx) ([]*te.Tensor, error) {
+	dt := c.dtype(0)
+	width := map[graph.DType]int{graph.Uint8: 8, graph.Uint16: 16, graph.Uint32: 32}[dt]
+	if width == 0 || c.dtype(1) != dt {
+		return nil, fmt.Errorf("operands are %s and %s, want one unsigned integer type", dt, c.dtype(1))
+	}
+	dir, err := c.n.Str("direction", "")
+	if err != nil {
+		return nil, err
+	}
+	if dir != "LEFT" && dir != "RIGHT" {
+		return nil, fmt.Errorf("direction %q (LEFT or RIGHT)", dir)
+	}
+	return elementwise(func(_ *lowerCtx, v []tir.Expr) tir.Expr {
+		p := tir.CallE("pow", tir.F32(2), v[1])
+		if dir == "RIGHT" {
+			return tir.CallE("floor", tir.DivE(v[0], p))
+		}
+		return tir.CallE("fmod", tir.MulE(v[0], p), tir.F32(math.Ldexp(1, width)))
+	})(c)
 }

@@ -11,8 +11,8 @@ import (
 
 func init() {
 	define(
-		&Op{Name: "Shape", MinIn: 1, MaxIn: 1, Pattern: Opaque, Infer: inferShape, Eval: evalShape},
-		&Op{Name: "Size", MinIn: 1, MaxIn: 1, Pattern: Opaque, Infer: inferSize, Eval: evalSize},
+		&Op{Name: "Shape", MinIn: 1, MaxIn: 1, Pattern: Opaque, Infer: inferShape, Eval: evalShape, ShapesOnly: true},
+		&Op{Name: "Size", MinIn: 1, MaxIn: 1, Pattern: Opaque, Infer: inferSize, Eval: evalSize, ShapesOnly: true},
 		&Op{Name: "ConstantOfShape", MinIn: 1, MaxIn: 1, Pattern: Opaque, Infer: inferConstantOfShape, Eval: evalConstantOfShape},
 		&Op{Name: "Constant", MinIn: 0, MaxIn: 0, Pattern: Opaque, Infer: inferConstant, Eval: evalConstant},
 		&Op{Name: "Range", MinIn: 3, MaxIn: 3, Pattern: Opaque, Infer: inferRange, Eval: evalRange},

@@ -19,6 +19,7 @@ func init() {
 		&Op{Name: "GatherElements", MinIn: 2, MaxIn: 2, Pattern: Injective, Lower: lowerGatherElements},
 		&Op{Name: "OneHot", MinIn: 3, MaxIn: 3, Pattern: Injective, OutType: sameAs(2), Lower: lowerOneHot},
 		&Op{Name: "Trilu", MinIn: 1, MaxIn: 2, Pattern: Injective, Lower: lowerTrilu},
+		&Op{Name: "ReverseSequence", MinIn: 2, MaxIn: 2, Pattern: Injective, Lower: lowerReverseSequence},
 	)
 }
 
@@ -171,4 +172,24 @@ func evalGather(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		return s
 	})
 	return []*graph.Tensor{t}, bad
+}
+
+func lowerReverseSequence(c *lowerCtx) ([]*te.Tensor, error) {
+	x, err := c.in(0)
+	if err != nil {
+		return nil, err
+	}
+	lens, err := c.in(1)
+	if err != nil {
+		return nil, err
+	}
+	ta, err := c.n.Int("time_axis", 0)
+	if err != nil {
+		return nil, err
+	}
+	ba, err := c.n.Int("batch_axis", 1)
+	if err != nil {
+		return nil, err
+	}
+	return one(te.ReverseSequence(c.name(0), x, lens, int(ta), int(ba)))
 }

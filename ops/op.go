@@ -51,8 +51,11 @@ type Op struct {
 	// OutType is the dtype of a derived output (nil: the first input's).
 	OutType func(c *inferCtx) graph.DType
 	// Eval computes the outputs from constant inputs (nil: the op is never
-	// folded). Shape and Size evaluate from shapes alone.
+	// folded).
 	Eval func(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error)
+	// ShapesOnly says that Eval needs only the inputs' shapes (Shape, Size,
+	// EyeLike): it folds whether the inputs are constants or not.
+	ShapesOnly bool
 	// Lower maps the node to te tensors, one per output (nil for an
 	// omitted output). nil: the op never reaches a kernel (it must be
 	// folded away first).
@@ -78,7 +81,7 @@ func define(ops ...*Op) {
 			panic("ops: " + op.Name + " must have Infer or Lower, or else Expand")
 		}
 		table[op.Name] = op
-		r := graph.OpRule{MinIn: op.MinIn, MaxIn: op.MaxIn}
+		r := graph.OpRule{MinIn: op.MinIn, MaxIn: op.MaxIn, ShapesOnly: op.ShapesOnly}
 		if op.Expand != nil {
 			r.Expand = func(c *graph.InferCtx) ([]*graph.Node, error) { return op.Expand(&inferCtx{c}) }
 		} else {

@@ -21,7 +21,62 @@ func init() {
 		&Op{Name: "ArgMin", MinIn: 1, MaxIn: 1, Pattern: CommReduce, OutType: fixed(graph.Int64), Lower: lowerArg},
 		&Op{Name: "Hardmax", MinIn: 1, MaxIn: 1, Pattern: CommReduce, Lower: lowerHardmax},
 		&Op{Name: "CumSum", MinIn: 2, MaxIn: 2, Pattern: CommReduce, Lower: lowerCumSum},
+		&Op{Name: "TopK", MinIn: 1, MaxIn: 2, Pattern: Opaque, Infer: inferTopK, Lower: lowerTopK},
 	)
+}
+
+// topK reads TopK's k (the attribute before opset 10, a constant input
+// after) and axis.
+func topK(g *graph.Graph, n *graph.Node, rank int) (k, axis int, err error) {
+	v, ok, err := graph.IntsParam(g, n, 1, "k", "k")
+	if err != nil {
+		return 0, 0, err
+	}
+	if !ok || len(v) != 1 {
+		return 0, 0, n.Errorf("k %v, want one value", v)
+	}
+	a, err := n.Int("axis", -1)
+	if err != nil {
+		return 0, 0, err
+	}
+	axis, err = normAxisInt(int(a), rank)
+	return int(v[0]), axis, err
+}
+
+func inferTopK(c *inferCtx) error {
+	k, axis, err := topK(c.G, c.N, len(c.Shape(0)))
+	if err != nil {
+		return err
+	}
+	if k <= 0 || k > c.Shape(0)[axis] {
+		return c.Errorf("k %d for an axis of %d", k, c.Shape(0)[axis])
+	}
+	out := slices.Clone(c.Shape(0))
+	out[axis] = k
+	c.Set(0, c.DType(0), out)
+	c.Set(1, graph.Int64, out)
+	return nil
+}
+
+// lowerTopK: the order is always sorted (sorted=0 allows any).
+func lowerTopK(c *lowerCtx) ([]*te.Tensor, error) {
+	x, err := c.in(0)
+	if err != nil {
+		return nil, err
+	}
+	k, axis, err := topK(c.g, c.n, len(x.Shape))
+	if err != nil {
+		return nil, err
+	}
+	largest, err := c.n.Int("largest", 1)
+	if err != nil {
+		return nil, err
+	}
+	v, idx, err := te.TopK(c.name(0), x, k, axis, largest != 0)
+	if err != nil {
+		return nil, err
+	}
+	return []*te.Tensor{v, idx}, nil
 }
 
 // lowerCumSum: the axis is a constant input (a scalar).

@@ -58,6 +58,12 @@ const (
 // = 0.3454915 where ONNX 1.12's data says 0.3455620. Their mismatch is
 // reported as such, neither a pass nor a failure.
 var badExpected = map[string]bool{
+	"node/test_blackmanwindow":                    true,
+	"node/test_blackmanwindow_symmetric":          true,
+	"node/test_hammingwindow":                     true,
+	"node/test_hammingwindow_symmetric":           true,
+	"node/test_hannwindow":                        true,
+	"node/test_hannwindow_symmetric":              true,
 	"node/test_blackmanwindow_expanded":           true,
 	"node/test_blackmanwindow_symmetric_expanded": true,
 	"node/test_hammingwindow_expanded":            true,

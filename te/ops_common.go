@@ -29,9 +29,9 @@ func OpNames() []string {
 		"GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "HardSwish",
 		"LayerNormalization", "LeakyRelu", "LRN", "Log", "LogSoftmax", "MatMul", "Max",
 		"MaxPool", "Min", "Mul", "Neg", "OneHot", "Pad", "Pow", "Reciprocal",
-		"ReduceMax", "ReduceMean", "ReduceMin", "ReduceSum", "Relu", "Reshape",
+		"ReduceMax", "ReduceMean", "ReduceMin", "ReduceSum", "Relu", "Reshape", "ReverseSequence",
 		"ScatterElements", "ScatterND", "Sigmoid", "Slice", "Softmax", "Sqrt",
-		"Squeeze", "Sub", "Tanh", "Transpose", "Unsqueeze",
+		"Squeeze", "Sub", "Tanh", "TopK", "Transpose", "Unsqueeze",
 	}
 	sort.Strings(names)
 	return names

@@ -168,6 +168,13 @@ func (b *exampleBuilder) build() {
 	b.add("scatter_elements")(ScatterElements("scatter_elements", P("X", 5, 6), ix("I", 5, 3, 4), P("U", 3, 4), 0, NoReduce))
 	b.add("scatter_elements_add")(ScatterElements("scatter_elements_add", P("X", 5, 6), ix("I", 6, 5, 3), P("U", 5, 3), 1, Sum))
 	b.add("scatter_nd")(ScatterND("scatter_nd", P("X", 4, 5, 3), ix("I", 4, 2, 3, 2), P("U", 2, 3, 3), NoReduce))
+	b.add("reverse_sequence")(ReverseSequence("reverse_sequence", P("X", 6, 3, 2), ix("L", 7, 3), 0, 1))
+	{
+		v, _, err := TopK("top_k", P("X", 4, 9), 3, 1, true)
+		b.add("top_k")(v, err)
+		_, idx, err := TopK("top_k_smallest", P("X", 7, 2), 4, 0, false)
+		b.add("top_k_smallest_indices")(idx, err)
+	}
 	b.add("scatter_nd_max")(ScatterND("scatter_nd_max", P("X", 4, 5), ix("I", 4, 6, 1), P("U", 6, 5), MaxReduce))
 
 	// fused subgraphs

@@ -254,3 +254,28 @@ func scatter(name string, data *Tensor, rshape []int, red Reducer, aims func(i, 
 		return red.Combine(data.At(i...), acc.At(i...))
 	})
 }
+
+// ReverseSequence is ONNX ReverseSequence: along timeAxis, the first
+// lens[b] elements of batch entry b (b on batchAxis) are reversed, the rest
+// kept.
+func ReverseSequence(name string, x, lens *Tensor, timeAxis, batchAxis int) (*Tensor, error) {
+	name = orDefault(name, "reverse_sequence")
+	if err := checkInputs("ReverseSequence", name, x, lens); err != nil {
+		return nil, err
+	}
+	if len(x.Shape) < 2 || timeAxis == batchAxis || timeAxis < 0 || batchAxis < 0 || timeAxis > 1 || batchAxis > 1 {
+		return nil, opError("ReverseSequence", name, "time axis %d and batch axis %d of %v (0 and 1, or 1 and 0)", timeAxis, batchAxis, x.Shape)
+	}
+	if len(lens.Shape) != 1 || lens.Shape[0] != x.Shape[batchAxis] {
+		return nil, opError("ReverseSequence", name, "sequence_lens %v for a batch of %d", lens.Shape, x.Shape[batchAxis])
+	}
+	T := x.Shape[timeAxis]
+	return Compute(name, x.Shape, func(i []tir.Expr) tir.Expr {
+		n := clampIndex(&tir.Cast{To: tir.Int, X: lens.At(i[batchAxis])}, T+1)
+		t := i[timeAxis]
+		rev := clampIndex(tir.SubE(tir.SubE(n, Idx(1)), t), T)
+		xi := slices.Clone(i)
+		xi[timeAxis] = tir.SelectE(tir.Cmp(tir.LT, t, n), rev, t)
+		return x.At(xi...)
+	}), nil
+}
