@@ -1,0 +1,272 @@
+package ops
+
+import (
+	"fmt"
+	"maps"
+
+	"tessera/graph"
+	"tessera/te"
+	"tessera/tir"
+)
+
+// Quantization. QuantizeLinear and DequantizeLinear are elementwise kernels
+// (per tensor or per axis); the integer ops expand into them and float32
+// MatMul and Conv: 8-bit operands minus their zero points are integers
+// that float32 multiplies and sums exactly (within ±2^24), and the
+// requantization rounds half to even and saturates as ONNX's reference
+// does.
+
+func init() {
+	define(
+		&Op{Name: "QuantizeLinear", MinIn: 2, MaxIn: 3, Pattern: Broadcast, OutType: quantType(2), Lower: lowerQuantize},
+		&Op{Name: "DequantizeLinear", MinIn: 2, MaxIn: 3, Pattern: Broadcast, OutType: fixed(graph.Float32), Lower: lowerDequantize},
+		&Op{Name: "DynamicQuantizeLinear", MinIn: 1, MaxIn: 1, Expand: expandDynamicQuantize},
+		&Op{Name: "MatMulInteger", MinIn: 2, MaxIn: 4, Expand: expandIntegerOp("MatMul", false)},
+		&Op{Name: "ConvInteger", MinIn: 2, MaxIn: 4, Expand: expandIntegerOp("Conv", false)},
+		&Op{Name: "QLinearMatMul", MinIn: 8, MaxIn: 8, Expand: expandIntegerOp("MatMul", true)},
+		&Op{Name: "QLinearConv", MinIn: 8, MaxIn: 9, Expand: expandIntegerOp("Conv", true)},
+	)
+}
+
+// quantRange is the range a quantized dtype saturates to.
+func quantRange(dt graph.DType) (lo, hi float64, ok bool) {
+	switch dt {
+	case graph.Uint8:
+		return 0, 255, true
+	case graph.Int8:
+		return -128, 127, true
+	case graph.Uint16:
+		return 0, 65535, true
+	case graph.Int16:
+		return -32768, 32767, true
+	}
+	return 0, 0, false
+}
+
+// quantType is the output dtype of QuantizeLinear: the zero point's (input
+// zp), else output_dtype (opset 21), else uint8.
+func quantType(zp int) func(c *inferCtx) graph.DType {
+	return func(c *inferCtx) graph.DType {
+		if c.Has(zp) {
+			return c.DType(zp)
+		}
+		if dt, err := c.dtypeAttr("output_dtype", graph.Uint8); err == nil && dt != graph.Undefined {
+			return dt
+		}
+		return graph.Uint8
+	}
+}
+
+// quantParam returns how element i of x reads a scale or zero point p: a
+// scalar (or one element) everywhere, a vector along axis (per-axis
+// quantization).
+func quantParam(p *te.Tensor, x *te.Tensor, axis int) (func(i []tir.Expr) tir.Expr, error) {
+	switch {
+	case p == nil:
+		return func([]tir.Expr) tir.Expr { return tir.F32(0) }, nil
+	case len(p.Shape) == 0:
+		return func([]tir.Expr) tir.Expr { return p.At() }, nil
+	case len(p.Shape) == 1 && p.Shape[0] == 1:
+		return func([]tir.Expr) tir.Expr { return p.At(te.Idx(0)) }, nil
+	case len(p.Shape) == 1 && axis >= 0 && p.Shape[0] == x.Shape[axis]:
+		return func(i []tir.Expr) tir.Expr { return p.At(i[axis]) }, nil
+	}
+	return nil, fmt.Errorf("scale or zero point %v fits neither a scalar nor axis %d of %v (blocked quantization is not supported)", p.Shape, axis, x.Shape)
+}
+
+// quantOperands returns x, scale and zero point readers and the axis.
+func (c *lowerCtx) quantOperands() (x *te.Tensor, scale, zp func(i []tir.Expr) tir.Expr, err error) {
+	if b, _ := c.n.Int("block_size", 0); b != 0 {
+		return nil, nil, nil, graph.Unsupportedf("%s at node %s: blocked quantization (block_size %d)", c.n.OpType, c.n.Name, b)
+	}
+	if x, err = c.in(0); err != nil {
+		return nil, nil, nil, err
+	}
+	s, err := c.in(1)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	z, err := c.opt(2)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	a, err := c.n.Int("axis", 1)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	axis := -1 // the axis matters to per-axis parameters only
+	if (len(s.Shape) == 1 && s.Shape[0] > 1) || (z != nil && len(z.Shape) == 1 && z.Shape[0] > 1) {
+		if axis, err = normAxisInt(int(a), len(x.Shape)); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if scale, err = quantParam(s, x, axis); err != nil {
+		return nil, nil, nil, err
+	}
+	if zp, err = quantParam(z, x, axis); err != nil {
+		return nil, nil, nil, err
+	}
+	return x, scale, zp, nil
+}
+
+// lowerQuantize: saturate(round_half_even(x / scale) + zero_point).
+func lowerQuantize(c *lowerCtx) ([]*te.Tensor, error) {
+	x, scale, zp, err := c.quantOperands()
+	if err != nil {
+		return nil, err
+	}
+	dt := graph.Uint8
+	if c.n.Input(2) != "" {
+		dt = c.dtype(2)
+	} else if v, err := c.n.Int("output_dtype", 0); err != nil {
+		return nil, err
+	} else if d, ok := graph.DTypeFromONNX(int32(v)); ok {
+		dt = d
+	}
+	lo, hi, ok := quantRange(dt)
+	if !ok {
+		return nil, graph.Unsupportedf("QuantizeLinear at node %s: to %s", c.n.Name, dt)
+	}
+	// The quotient is a stage of its own, so that the reference evaluator
+	// (float64 inside an expression) rounds it to float32 as a kernel does
+	// before it is rounded to an integer: a quotient of 25.4999999 in
+	// float64 is 25.5 in float32, and rounds to 26.
+	quot := te.Compute(c.sub("quotient"), x.Shape, func(i []tir.Expr) tir.Expr { return tir.DivE(x.At(i...), scale(i)) })
+	return []*te.Tensor{te.Compute(c.name(0), x.Shape, func(i []tir.Expr) tir.Expr {
+		q := tir.AddE(tir.CallE("rint", quot.At(i...)), zp(i))
+		return tir.MinE(tir.MaxE(q, tir.F32(lo)), tir.F32(hi))
+	})}, nil
+}
+
+// lowerDequantize: (x − zero_point)·scale.
+func lowerDequantize(c *lowerCtx) ([]*te.Tensor, error) {
+	x, scale, zp, err := c.quantOperands()
+	if err != nil {
+		return nil, err
+	}
+	return []*te.Tensor{te.Compute(c.name(0), x.Shape, func(i []tir.Expr) tir.Expr {
+		return tir.MulE(tir.SubE(x.At(i...), zp(i)), scale(i))
+	})}, nil
+}
+
+// saturate appends the nodes that round v half to even, add zero point zp
+// (a float32 value, or ""), saturate to dt's range and cast to dt.
+func (e *expander) saturate(v, zp string, dt graph.DType) (string, error) {
+	lo, hi, ok := quantRange(dt)
+	if !ok {
+		return "", fmt.Errorf("quantized type %s", dt)
+	}
+	q := e.op("Round", nil, v)
+	if zp != "" {
+		q = e.op("Add", nil, q, zp)
+	}
+	q = e.op("Min", nil, e.op("Max", nil, q, e.scalar(float32(lo))), e.scalar(float32(hi)))
+	return e.op("Cast", map[string]graph.Attr{"to": intAttr(int64(dt.ONNX()))}, q), nil
+}
+
+func (e *expander) toFloat(x string) string {
+	return e.op("Cast", map[string]graph.Attr{"to": intAttr(int64(graph.Float32.ONNX()))}, x)
+}
+
+// expandDynamicQuantize: the scale and zero point that map [min(x, 0),
+// max(x, 0)] onto uint8, then x quantized with them.
+func expandDynamicQuantize(c *inferCtx) ([]*graph.Node, error) {
+	if err := c.NeedFloat(0); err != nil {
+		return nil, err
+	}
+	e := newExpander(c)
+	x := c.N.Inputs[0]
+	zero := e.scalar(0)
+	lo := e.op("Min", nil, e.reduce("ReduceMin", x, nil, false), zero)
+	hi := e.op("Max", nil, e.reduce("ReduceMax", x, nil, false), zero)
+	scale := e.op("Div", nil, e.op("Sub", nil, hi, lo), e.scalar(255))
+	zpf := e.op("Min", nil, e.op("Max", nil, e.op("Round", nil, e.op("Sub", nil, zero, e.op("Div", nil, lo, scale))), zero), e.scalar(255))
+	y, err := e.saturate(e.op("Div", nil, x, scale), zpf, graph.Uint8)
+	if err != nil {
+		return nil, err
+	}
+	outs := []string{y, scale, e.op("Cast", map[string]graph.Attr{"to": intAttr(int64(graph.Uint8.ONNX()))}, zpf)}
+	for k, o := range c.N.Outputs {
+		if o != "" {
+			e.write(o, "Identity", nil, outs[k])
+		}
+	}
+	return e.nodes, nil
+}
+
+// expandIntegerOp expands MatMulInteger and ConvInteger (int32 results), and
+// QLinearMatMul and QLinearConv (requantized), into float32 MatMul or Conv
+// of the operands minus their zero points.
+func expandIntegerOp(op string, qlinear bool) func(c *inferCtx) ([]*graph.Node, error) {
+	return func(c *inferCtx) ([]*graph.Node, error) {
+		n := c.N
+		// Inputs: a, b and their zero points; QLinear interleaves scales:
+		// a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp [, bias].
+		ia, iaz, ib, ibz := 0, 2, 1, 3
+		if qlinear {
+			ia, iaz, ib, ibz = 0, 2, 3, 5
+		}
+		e := newExpander(c)
+		rank := len(c.Shape(ia))
+		// shift returns operand i minus its zero point zi, as float32; a
+		// vector zero point applies per row of a MatMul's a (per output
+		// channel of a Conv's weights), per column of its b.
+		shift := func(i, zi int, rows bool) string {
+			v := e.toFloat(n.Inputs[i])
+			if !c.Has(zi) {
+				return v
+			}
+			z := e.toFloat(n.Inputs[zi])
+			if zs := c.Shape(zi); len(zs) == 1 && zs[0] > 1 && rows {
+				for range len(c.Shape(i)) - len(zs) {
+					z = e.unsqueeze(z, -1)
+				}
+			}
+			return e.op("Sub", nil, v, z)
+		}
+		a := shift(ia, iaz, op == "MatMul")
+		b := shift(ib, ibz, op == "Conv")
+		attrs := map[string]graph.Attr{}
+		if op == "Conv" {
+			attrs = maps.Clone(n.Attrs)
+		}
+		acc := e.op(op, attrs, a, b)
+		if !qlinear {
+			e.write(n.Outputs[0], "Cast", map[string]graph.Attr{"to": intAttr(int64(graph.Int32.ONNX()))}, acc)
+			return e.nodes, nil
+		}
+		if c.Has(8) {
+			bias := e.toFloat(n.Inputs[8])
+			for range rank - 2 {
+				bias = e.unsqueeze(bias, -1)
+			}
+			acc = e.op("Add", nil, acc, bias)
+		}
+		// The multiplier a_scale·b_scale/y_scale, per row or column as the
+		// scales are.
+		as, bs := e.toFloat(n.Inputs[1]), e.toFloat(n.Inputs[4])
+		if s := c.Shape(1); op == "MatMul" && len(s) == 1 && s[0] > 1 {
+			as = e.unsqueeze(as, -1)
+		}
+		if s := c.Shape(4); op == "Conv" && len(s) == 1 && s[0] > 1 {
+			for range rank - 2 {
+				bs = e.unsqueeze(bs, -1)
+			}
+		}
+		mult := e.op("Div", nil, e.op("Mul", nil, as, bs), n.Inputs[6])
+		zp := ""
+		if n.Input(7) != "" {
+			zp = e.toFloat(n.Inputs[7])
+		}
+		dt := graph.Uint8
+		if n.Input(7) != "" {
+			dt = c.DType(7)
+		}
+		q, err := e.saturate(e.op("Mul", nil, acc, mult), zp, dt)
+		if err != nil {
+			return nil, c.Errorf("%v", err)
+		}
+		e.write(n.Outputs[0], "Identity", nil, q)
+		return e.nodes, nil
+	}
+}
