@@ -20,6 +20,7 @@ func init() {
 		&Op{Name: "OneHot", MinIn: 3, MaxIn: 3, Pattern: Injective, OutType: sameAs(2), Lower: lowerOneHot},
 		&Op{Name: "Trilu", MinIn: 1, MaxIn: 2, Pattern: Injective, Lower: lowerTrilu},
 		&Op{Name: "ReverseSequence", MinIn: 2, MaxIn: 2, Pattern: Injective, Lower: lowerReverseSequence},
+		&Op{Name: "GridSample", MinIn: 2, MaxIn: 2, Pattern: Injective, Lower: lowerGridSample},
 	)
 }
 
@@ -192,4 +193,34 @@ func lowerReverseSequence(c *lowerCtx) ([]*te.Tensor, error) {
 		return nil, err
 	}
 	return one(te.ReverseSequence(c.name(0), x, lens, int(ta), int(ba)))
+}
+
+func lowerGridSample(c *lowerCtx) ([]*te.Tensor, error) {
+	x, err := c.in(0)
+	if err != nil {
+		return nil, err
+	}
+	grid, err := c.in(1)
+	if err != nil {
+		return nil, err
+	}
+	mode, err := c.n.Str("mode", "bilinear")
+	if err != nil {
+		return nil, err
+	}
+	if c.opset >= 20 && !c.n.HasAttr("mode") {
+		mode = "linear"
+	}
+	pad, err := c.n.Str("padding_mode", "zeros")
+	if err != nil {
+		return nil, err
+	}
+	ac, err := c.n.Int("align_corners", 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(x.Shape) != 4 {
+		return nil, graph.Unsupportedf("GridSample at node %s: a %d-D image (2-D images are supported)", c.n.Name, len(x.Shape)-2)
+	}
+	return one(te.GridSample(c.name(0), x, grid, mode, pad, ac != 0))
 }

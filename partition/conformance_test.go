@@ -58,6 +58,7 @@ const (
 // = 0.3454915 where ONNX 1.12's data says 0.3455620. Their mismatch is
 // reported as such, neither a pass nor a failure.
 var badExpected = map[string]bool{
+	"node/test_gridsample_bicubic":                true, // stored to 4 decimals: -0.1406 for -0.140625
 	"node/test_blackmanwindow":                    true,
 	"node/test_blackmanwindow_symmetric":          true,
 	"node/test_hammingwindow":                     true,

@@ -63,6 +63,12 @@ func sAttr(v string) graph.Attr       { return graph.Attr{Kind: graph.AttrString
 func fsAttr(v ...float32) graph.Attr  { return graph.Attr{Kind: graph.AttrFloats, Floats: v} }
 func f32s(v ...float32) *graph.Tensor { return graph.Float32Tensor([]int{len(v)}, v) }
 func i64s(v ...int64) *graph.Tensor   { return graph.Int64Tensor([]int{len(v)}, v) }
+func scaled(t *graph.Tensor, k float32) *graph.Tensor {
+	for i := range t.F32 {
+		t.F32[i] *= k
+	}
+	return t
+}
 func shaped(t *graph.Tensor, shape ...int) *graph.Tensor {
 	t.Shape = shape
 	return t
@@ -119,6 +125,12 @@ func ortCases() []ortCase {
 		{"scatter_elements_min_axis0", 18, "ScatterElements", []int{4, 3}, consts{"i": shaped(i64s(1, 1, 3, 1, 0, 3), 2, 3), "u": randT(11, 2, 3)}, []string{"i", "u"}, attrs{"reduction": sAttr("min")}, 0},
 		{"scatternd_mul", 16, "ScatterND", []int{4, 3, 2}, consts{"i": shaped(i64s(1, 0, 3, 2, 1, 0), 3, 2), "u": randT(12, 3, 2)}, []string{"i", "u"}, attrs{"reduction": sAttr("mul")}, 0},
 		{"gathernd_batch_dims", 13, "GatherND", []int{2, 3, 4}, consts{"i": shaped(i64s(1, 3, 2, 0, 0, 1, 2, 2), 2, 2, 2)}, []string{"i"}, attrs{"batch_dims": intA(1)}, 0},
+		// GridSample
+		{"gridsample_nearest_border_align_corners", 16, "GridSample", []int{1, 2, 4, 5}, consts{"g": randT(25, 1, 3, 3, 2)}, []string{"g"},
+			attrs{"mode": sAttr("nearest"), "padding_mode": sAttr("border"), "align_corners": intA(1)}, 0},
+		{"gridsample_bicubic_reflection", 16, "GridSample", []int{1, 1, 4, 5}, consts{"g": scaled(randT(26, 1, 3, 4, 2), 1.6)}, []string{"g"},
+			attrs{"mode": sAttr("bicubic"), "padding_mode": sAttr("reflection")}, 0},
+		{"gridsample_bilinear_zeros", 16, "GridSample", []int{2, 2, 3, 4}, consts{"g": scaled(randT(27, 2, 2, 5, 2), 1.3)}, []string{"g"}, nil, 0},
 		// Recurrent ops
 		{"lstm_bidirectional_clip_peepholes", 14, "LSTM", []int{3, 2, 3}, consts{"W": randT(13, 2, 16, 3), "R": randT(14, 2, 16, 4), "B": randT(15, 2, 32), "P": randT(16, 2, 12)},
 			[]string{"W", "R", "B", "", "", "", "P"}, attrs{"hidden_size": intA(4), "direction": sAttr("bidirectional"), "clip": floatA(0.7)}, 3},

@@ -25,7 +25,7 @@ func OpNames() []string {
 	names := []string{
 		"Abs", "Add", "AveragePool", "BatchNormalization", "Clip", "Concat",
 		"Conv", "ConvTranspose", "CumSum", "Div", "Einsum", "Erf", "Exp", "Expand", "Flatten",
-		"Gather", "GatherElements", "GatherND", "Gelu", "Gemm",
+		"Gather", "GatherElements", "GatherND", "Gelu", "Gemm", "GridSample",
 		"GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "HardSwish",
 		"LayerNormalization", "LeakyRelu", "LRN", "Log", "LogSoftmax", "MatMul", "Max",
 		"MaxPool", "Min", "Mul", "Neg", "OneHot", "Pad", "Pow", "Reciprocal",

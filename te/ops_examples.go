@@ -168,6 +168,15 @@ func (b *exampleBuilder) build() {
 	b.add("scatter_elements")(ScatterElements("scatter_elements", P("X", 5, 6), ix("I", 5, 3, 4), P("U", 3, 4), 0, NoReduce))
 	b.add("scatter_elements_add")(ScatterElements("scatter_elements_add", P("X", 5, 6), ix("I", 6, 5, 3), P("U", 5, 3), 1, Sum))
 	b.add("scatter_nd")(ScatterND("scatter_nd", P("X", 4, 5, 3), ix("I", 4, 2, 3, 2), P("U", 2, 3, 3), NoReduce))
+	{
+		// sampling points a little beyond the image, so padding matters
+		g := P("G", 1, 3, 4, 2)
+		grid := Compute("grid", g.Shape, func(i []tir.Expr) tir.Expr { return tir.MulE(g.At(i...), tir.F32(1.25)) })
+		b.add("grid_sample")(GridSample("grid_sample", P("X", 1, 2, 5, 4), grid, "bilinear", "zeros", false))
+		g2 := P("G", 2, 2, 3, 2)
+		grid2 := Compute("grid", g2.Shape, func(i []tir.Expr) tir.Expr { return tir.MulE(g2.At(i...), tir.F32(1.5)) })
+		b.add("grid_sample_bicubic_reflection")(GridSample("grid_sample_bicubic_reflection", P("X", 2, 1, 4, 5), grid2, "bicubic", "reflection", true))
+	}
 	b.add("reverse_sequence")(ReverseSequence("reverse_sequence", P("X", 6, 3, 2), ix("L", 7, 3), 0, 1))
 	{
 		v, _, err := TopK("top_k", P("X", 4, 9), 3, 1, true)
