@@ -42,8 +42,14 @@ func BERT(c BERTConfig, seed uint64) (*graph.Graph, error) {
 	b := newBuilder(c.Name, c.Opset, seed)
 	h := b.input("hidden_states", 1, c.Seq, c.Hidden)
 	mask := b.input("attention_mask", 1, 1, 1, c.Seq)
-	headDim := c.Hidden / c.Heads
+	return b.finish(b.bertLayer("encoder.layer.0", c, h, mask))
+}
 
+// bertLayer appends one encoder layer (scope sc, e.g. "encoder.layer.0")
+// on hidden states h [1, Seq, Hidden] with the additive attention mask
+// mask [1, 1, 1, Seq], and returns its output.
+func (b *builder) bertLayer(sc string, c BERTConfig, h, mask string) string {
+	headDim := c.Hidden / c.Heads
 	// dims returns Unsqueeze(Gather(Shape(x), i)) for each i: the leading
 	// dimensions of x as 1-element int64 tensors.
 	gidx := []string{b.g.AddConst("gather.0", graph.Int64Tensor([]int{}, []int64{0})).Name,
@@ -72,7 +78,6 @@ func BERT(c BERTConfig, seed uint64) (*graph.Graph, error) {
 		return x
 	}
 
-	const sc = "encoder.layer.0"
 	q := toHeads(sc+".attention.self", b.linear(sc+".attention.self.query", h, c.Hidden, c.Hidden), false)
 	k := toHeads(sc+".attention.self", b.linear(sc+".attention.self.key", h, c.Hidden, c.Hidden), true)
 	v := toHeads(sc+".attention.self", b.linear(sc+".attention.self.value", h, c.Hidden, c.Hidden), false)
@@ -98,7 +103,7 @@ func BERT(c BERTConfig, seed uint64) (*graph.Graph, error) {
 	}
 	y = b.linear(sc+".output.dense", y, c.FFN, c.Hidden)
 	y = b.op(sc+".output", "Add", []string{y, x}, nil)
-	return b.finish(b.layerNorm(sc+".output.LayerNorm", y, c.Hidden))
+	return b.layerNorm(sc+".output.LayerNorm", y, c.Hidden)
 }
 
 // layerNorm is LayerNormalization over the last axis.

@@ -40,6 +40,8 @@ var Models = []Model{
 	{"mobilenetv2", "MobileNetV2 (width 1.0), batch 1, 224×224", true, MobileNetV2},
 	{"bert_layer", "one BERT-base encoder layer (seq 128, hidden 768, 12 heads, FFN 3072), opset 17, GELU as Erf", true, BERTLayer},
 	{"bert_layer_gelu", "the same layer at opset 20 with the Gelu op", true, BERTLayerGelu},
+	{"bert_encoder", "a BERT-style encoder as PyTorch exports BertModel: int64 input_ids and attention_mask, Gather embeddings, mask by Cast/Equal/Where, 2 layers (seq 64, hidden 256, 4 heads)", true,
+		func(seed uint64) (*graph.Graph, error) { return BERTEncoder(BERTEncoderSmall, seed) }},
 }
 
 // Lookup returns the model named name.
