@@ -59,15 +59,7 @@ func lowerScatterElements(c *lowerCtx) ([]*te.Tensor, error) {
 }
 
 func lowerScatterND(c *lowerCtx) ([]*te.Tensor, error) {
-	data, err := c.in(0)
-	if err != nil {
-		return nil, err
-	}
-	idx, err := c.in(1)
-	if err != nil {
-		return nil, err
-	}
-	upd, err := c.in(2)
+	xs, err := c.ins() // data, indices, updates
 	if err != nil {
 		return nil, err
 	}
@@ -75,15 +67,11 @@ func lowerScatterND(c *lowerCtx) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return one(te.ScatterND(c.name(0), data, idx, upd, red))
+	return one(te.ScatterND(c.name(0), xs[0], xs[1], xs[2], red))
 }
 
 func lowerGatherND(c *lowerCtx) ([]*te.Tensor, error) {
-	data, err := c.in(0)
-	if err != nil {
-		return nil, err
-	}
-	idx, err := c.in(1)
+	xs, err := c.ins() // data, indices
 	if err != nil {
 		return nil, err
 	}
@@ -91,5 +79,5 @@ func lowerGatherND(c *lowerCtx) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return one(te.GatherND(c.name(0), data, idx, int(b)))
+	return one(te.GatherND(c.name(0), xs[0], xs[1], int(b)))
 }

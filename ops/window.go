@@ -43,33 +43,41 @@ func init() {
 	)
 }
 
-func lowerConv(c *lowerCtx) ([]*te.Tensor, error) {
-	x, err := c.in(0)
-	if err != nil {
-		return nil, err
+// convOperands returns the data, weights and optional bias of Conv and
+// ConvTranspose, their auto_pad and group, and fills the integer list
+// attributes named in ints.
+func (c *lowerCtx) convOperands(ints map[string]*[]int) (x, w, b *te.Tensor, autoPad string, group int, err error) {
+	if x, err = c.in(0); err != nil {
+		return
 	}
-	w, err := c.in(1)
-	if err != nil {
-		return nil, err
+	if w, err = c.in(1); err != nil {
+		return
 	}
-	b, err := c.opt(2)
-	if err != nil {
-		return nil, err
+	if b, err = c.opt(2); err != nil {
+		return
 	}
-	var a te.ConvAttrs
-	if a.AutoPad, err = c.n.Str("auto_pad", "NOTSET"); err != nil {
-		return nil, err
+	if autoPad, err = c.n.Str("auto_pad", "NOTSET"); err != nil {
+		return
 	}
 	g, err := c.n.Int("group", 1)
 	if err != nil {
-		return nil, err
+		return
 	}
-	a.Group = int(g)
-	for attr, dst := range map[string]*[]int{"dilations": &a.Dilations, "kernel_shape": &a.KernelShape, "pads": &a.Pads, "strides": &a.Strides} {
+	for attr, dst := range ints {
 		if *dst, err = c.ints(attr); err != nil {
-			return nil, err
+			return
 		}
 	}
+	return x, w, b, autoPad, int(g), nil
+}
+
+func lowerConv(c *lowerCtx) ([]*te.Tensor, error) {
+	var a te.ConvAttrs
+	x, w, b, autoPad, group, err := c.convOperands(map[string]*[]int{"dilations": &a.Dilations, "kernel_shape": &a.KernelShape, "pads": &a.Pads, "strides": &a.Strides})
+	if err != nil {
+		return nil, err
+	}
+	a.AutoPad, a.Group = autoPad, group
 	nhwc, err := c.nhwc()
 	if err != nil {
 		return nil, err
@@ -81,33 +89,13 @@ func lowerConv(c *lowerCtx) ([]*te.Tensor, error) {
 }
 
 func lowerConvTranspose(c *lowerCtx) ([]*te.Tensor, error) {
-	x, err := c.in(0)
-	if err != nil {
-		return nil, err
-	}
-	w, err := c.in(1)
-	if err != nil {
-		return nil, err
-	}
-	b, err := c.opt(2)
-	if err != nil {
-		return nil, err
-	}
 	var a te.ConvTransposeAttrs
-	if a.AutoPad, err = c.n.Str("auto_pad", "NOTSET"); err != nil {
-		return nil, err
-	}
-	g, err := c.n.Int("group", 1)
+	x, w, b, autoPad, group, err := c.convOperands(map[string]*[]int{"dilations": &a.Dilations, "kernel_shape": &a.KernelShape, "pads": &a.Pads, "strides": &a.Strides,
+		"output_padding": &a.OutputPadding, "output_shape": &a.OutputShape})
 	if err != nil {
 		return nil, err
 	}
-	a.Group = int(g)
-	for attr, dst := range map[string]*[]int{"dilations": &a.Dilations, "kernel_shape": &a.KernelShape, "pads": &a.Pads, "strides": &a.Strides,
-		"output_padding": &a.OutputPadding, "output_shape": &a.OutputShape} {
-		if *dst, err = c.ints(attr); err != nil {
-			return nil, err
-		}
-	}
+	a.AutoPad, a.Group = autoPad, group
 	return one(te.ConvTranspose(c.name(0), x, w, b, a))
 }
 
