@@ -4,7 +4,11 @@
 set -euo pipefail
 
 # libdnnl-dev: oneDNN, a contender of go run ./bench/conv (no test needs it).
-packages=(gcc libc6-dev libopenblas-dev libdnnl-dev libonnx-testdata xgboost nats-server util-linux)
+# clang-16, pocl-opencl-icd, ocl-icd-opencl-dev: the GPU path's checks (CUDA
+# compiled to PTX, OpenCL run on PoCL); test.sh requires them.
+# nodejs, npm: the npm models below and onnxruntime-node.
+packages=(gcc libc6-dev libopenblas-dev libdnnl-dev libonnx-testdata xgboost nats-server util-linux
+	clang-16 pocl-opencl-icd ocl-icd-opencl-dev nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do
