@@ -6,14 +6,16 @@ set -euo pipefail
 # libdnnl-dev: oneDNN, a contender of go run ./bench/conv (no test needs it).
 # clang-16, pocl-opencl-icd, ocl-icd-opencl-dev: the GPU path's checks (CUDA
 # compiled to PTX, OpenCL run on PoCL); test.sh requires them.
-# nodejs, npm: the npm models below and onnxruntime-node.
 packages=(gcc libc6-dev libopenblas-dev libdnnl-dev libonnx-testdata xgboost nats-server util-linux
-	clang-16 pocl-opencl-icd ocl-icd-opencl-dev nodejs npm)
+	clang-16 pocl-opencl-icd ocl-icd-opencl-dev)
 
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# node and npm (the npm models below, onnxruntime-node): Debian's packages
+# unless some other node (NodeSource's, which bundles npm) is installed.
+command -v npm >/dev/null || missing+=(nodejs npm)
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "installing: ${missing[*]}"
 	SUDO=""
