@@ -341,11 +341,33 @@ func runDataSet(g *graph.Graph, set string, disabled map[string]bool, skip skipF
 		return failed, err.Error()
 	}
 	for i, w := range want {
-		if msg := compare(got[i], l.Outputs[i].Shape, w); msg != "" {
+		atol := 1e-5
+		if sumsOfMany[filepath.Base(filepath.Dir(set))] {
+			atol = max(atol, 1e-6*maxAbs(w))
+		}
+		if msg := compare(got[i], l.Outputs[i].Shape, w, atol); msg != "" {
 			return failed, fmt.Sprintf("output %s: %s", g.Outputs[i], msg)
 		}
 	}
 	return passed, ""
+}
+
+// sumsOfMany lists the tests whose outputs are sums of many large terms
+// that cancel (the transforms of ramps whose stored values are float64
+// exact: a bin of 0 next to one of 4950): float32 computes them within a
+// few float32 epsilons of the largest output, so they are compared with an
+// absolute tolerance of 1e-6 of it. onnxruntime 1.30 misses the stored
+// zeros by 3.4e-4 on test_dft.
+var sumsOfMany = map[string]bool{
+	"test_dft": true, "test_dft_axis": true, "test_dft_inverse": true, "test_stft": true, "test_stft_with_window": true,
+}
+
+func maxAbs(t *graph.Tensor) float64 {
+	m := 0.0
+	for _, v := range t.Float64s() {
+		m = max(m, math.Abs(v))
+	}
+	return m
 }
 
 // fingerprint is a hash of what evaluating d on feed computes: d's
@@ -365,8 +387,8 @@ func fingerprint(d *te.DAG, feed [][]float32) string {
 	return string(h.Sum(nil))
 }
 
-// compare checks got against want at rtol 1e-4, atol 1e-5.
-func compare(got []float32, shape []int, want *graph.Tensor) string {
+// compare checks got against want at rtol 1e-4 and the given atol.
+func compare(got []float32, shape []int, want *graph.Tensor, atol float64) string {
 	if graph.NumElems(shape) != want.Len() || len(shape) != len(want.Shape) {
 		return fmt.Sprintf("shape %v, want %v", shape, want.Shape)
 	}
@@ -378,7 +400,7 @@ func compare(got []float32, shape []int, want *graph.Tensor) string {
 	bad, first := 0, -1
 	for i, w := range want.Float64s() {
 		g := got[i]
-		if !near(float64(g), w) {
+		if !near(float64(g), w, atol) {
 			if first < 0 {
 				first = i
 			}
@@ -391,14 +413,14 @@ func compare(got []float32, shape []int, want *graph.Tensor) string {
 	return ""
 }
 
-func near(g, w float64) bool {
+func near(g, w, atol float64) bool {
 	switch {
 	case math.IsNaN(w):
 		return math.IsNaN(g)
 	case math.IsInf(w, 0):
 		return g == w
 	}
-	return math.Abs(g-w) <= 1e-5+1e-4*math.Abs(w)
+	return math.Abs(g-w) <= atol+1e-4*math.Abs(w)
 }
 
 // A fingerprint changes with the DAG and with every value fed, or the pass

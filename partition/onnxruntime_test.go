@@ -125,6 +125,10 @@ func ortCases() []ortCase {
 		{"scatter_elements_min_axis0", 18, "ScatterElements", []int{4, 3}, consts{"i": shaped(i64s(1, 1, 3, 1, 0, 3), 2, 3), "u": randT(11, 2, 3)}, []string{"i", "u"}, attrs{"reduction": sAttr("min")}, 0},
 		{"scatternd_mul", 16, "ScatterND", []int{4, 3, 2}, consts{"i": shaped(i64s(1, 0, 3, 2, 1, 0), 3, 2), "u": randT(12, 3, 2)}, []string{"i", "u"}, attrs{"reduction": sAttr("mul")}, 0},
 		{"gathernd_batch_dims", 13, "GatherND", []int{2, 3, 4}, consts{"i": shaped(i64s(1, 3, 2, 0, 0, 1, 2, 2), 2, 2, 2)}, []string{"i"}, attrs{"batch_dims": intA(1)}, 0},
+		// DFT and STFT
+		{"dft_onesided_padded", 17, "DFT", []int{2, 6, 1}, consts{"n": graph.Int64Tensor([]int{}, []int64{9})}, []string{"n"}, attrs{"onesided": intA(1)}, 0},
+		{"dft_inverse_complex_axis2", 17, "DFT", []int{1, 3, 5, 2}, nil, nil, attrs{"inverse": intA(1), "axis": intA(2)}, 0},
+		{"stft_window_twosided", 17, "STFT", []int{2, 20, 1}, consts{"s": graph.Int64Tensor([]int{}, []int64{3}), "w": randT(28, 8)}, []string{"s", "w"}, attrs{"onesided": intA(0)}, 0},
 		// GridSample
 		{"gridsample_nearest_border_align_corners", 16, "GridSample", []int{1, 2, 4, 5}, consts{"g": randT(25, 1, 3, 3, 2)}, []string{"g"},
 			attrs{"mode": sAttr("nearest"), "padding_mode": sAttr("border"), "align_corners": intA(1)}, 0},
@@ -217,7 +221,7 @@ func (c ortCase) check(dir string) string {
 		for i := range want {
 			want[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 		}
-		if msg := compare(got[k], l.Outputs[k].Shape, graph.Float32Tensor(h.Values[o].Shape, want)); msg != "" {
+		if msg := compare(got[k], l.Outputs[k].Shape, graph.Float32Tensor(h.Values[o].Shape, want), 1e-5); msg != "" {
 			return o + ": " + msg
 		}
 		if graph.NumElems(h.Values[o].Shape) != len(want) {

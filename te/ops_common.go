@@ -24,13 +24,13 @@ import (
 func OpNames() []string {
 	names := []string{
 		"Abs", "Add", "AveragePool", "BatchNormalization", "Clip", "Concat",
-		"Conv", "ConvTranspose", "CumSum", "Div", "Einsum", "Erf", "Exp", "Expand", "Flatten",
+		"Conv", "ConvTranspose", "CumSum", "DFT", "Div", "Einsum", "Erf", "Exp", "Expand", "Flatten",
 		"Gather", "GatherElements", "GatherND", "Gelu", "Gemm", "GridSample",
 		"GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "HardSwish",
 		"LayerNormalization", "LeakyRelu", "LRN", "Log", "LogSoftmax", "MatMul", "Max",
 		"MaxPool", "Min", "Mul", "Neg", "OneHot", "Pad", "Pow", "Reciprocal",
 		"ReduceMax", "ReduceMean", "ReduceMin", "ReduceSum", "Relu", "Reshape", "ReverseSequence",
-		"ScatterElements", "ScatterND", "Sigmoid", "Slice", "Softmax", "Sqrt",
+		"STFT", "ScatterElements", "ScatterND", "Sigmoid", "Slice", "Softmax", "Sqrt",
 		"Squeeze", "Sub", "Tanh", "TopK", "Transpose", "Unsqueeze",
 	}
 	sort.Strings(names)

@@ -151,6 +151,8 @@ func (b *exampleBuilder) build() {
 	b.add("einsum")(Einsum("einsum", "bhqd,bhkd->bhqk", P("Q", 1, 2, 5, 4), P("K", 1, 2, 7, 4)))
 	b.add("einsum_diagonal")(Einsum("einsum_diagonal", "...ii->...i", P("X", 3, 5, 5)))
 	b.add("lrn")(LRN("lrn", P("X", 1, 6, 5, 3), 3, 1e-2, 0.75, 1))
+	b.add("dft")(DFT("dft", P("X", 2, 9, 3, 2), 1, 12, false, true))
+	b.add("stft")(STFT("stft", P("X", 1, 40, 1), P("window", 8), 5, 8, true))
 
 	// run-time indices: each index tensor is computed from an input in
 	// [-1, 1] as floor(v·n), so that the indices span [-n, n) (negative

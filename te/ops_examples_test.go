@@ -47,7 +47,7 @@ var exampleKey = map[string]string{
 	"Transpose": "transpose", "Unsqueeze": "unsqueeze", "ConvTranspose": "conv_transpose", "Gather": "gather",
 	"GatherElements": "gather_elements", "GatherND": "gather_nd", "OneHot": "one_hot",
 	"ScatterElements": "scatter_elements", "ScatterND": "scatter_nd", "CumSum": "cumsum", "Einsum": "einsum", "LRN": "lrn",
-	"ReverseSequence": "reverse_sequence", "TopK": "top_k", "GridSample": "grid_sample",
+	"ReverseSequence": "reverse_sequence", "TopK": "top_k", "GridSample": "grid_sample", "DFT": "dft", "STFT": "stft",
 }
 
 func TestExampleDAGs(t *testing.T) {
