@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"tessera/measure"
 	"tessera/schedule"
@@ -25,7 +26,10 @@ func openCL(t *testing.T) *target.Target {
 	t.Helper()
 	tg, err := target.OpenCL(context.Background(), target.GPUConfig{
 		Host: &measure.Builder{CacheDir: t.TempDir()},
-		Run:  measure.RunOptions{Repeat: 1, MinRepeatMs: 1},
+		// PoCL runs a work-group's threads on the CPU, switching at
+		// barriers: a random schedule of a few thousand threads takes
+		// seconds on a loaded machine, past the 10 s default.
+		Run: measure.RunOptions{Repeat: 1, MinRepeatMs: 1, Timeout: 2 * time.Minute},
 	})
 	if errors.Is(err, measure.ErrNoDevice) && !requireTools() {
 		t.Skipf("no OpenCL device (scripts/deps.sh installs PoCL): %v", err)
@@ -106,7 +110,10 @@ func TestOpenCLOnPoCL(t *testing.T) {
 func TestCUDATarget(t *testing.T) {
 	tg, err := target.CUDA(context.Background(), target.GPUConfig{
 		Host: &measure.Builder{CacheDir: t.TempDir()},
-		Run:  measure.RunOptions{Repeat: 1, MinRepeatMs: 1},
+		// PoCL runs a work-group's threads on the CPU, switching at
+		// barriers: a random schedule of a few thousand threads takes
+		// seconds on a loaded machine, past the 10 s default.
+		Run: measure.RunOptions{Repeat: 1, MinRepeatMs: 1, Timeout: 2 * time.Minute},
 	})
 	if errors.Is(err, measure.ErrNoDevice) {
 		if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, "no CUDA") && !strings.Contains(msg, "no NVRTC") {
