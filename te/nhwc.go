@@ -39,20 +39,11 @@ func ConvNHWC(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
 	}
 	N, C := x.Shape[0], x.Shape[3]
 	M, Cg := w.Shape[0], w.Shape[1]
-	G := a.Group
-	if G == 0 {
-		G = 1
-	}
-	if G < 0 || C%G != 0 || M%G != 0 || Cg != C/G {
-		return nil, opError("Conv", name, "group %d does not fit input channels %d, weights %v", G, C, w.Shape)
+	G, err := checkConvOperands(name, C, w, b, a)
+	if err != nil {
+		return nil, err
 	}
 	k := w.Shape[2:]
-	if a.KernelShape != nil && (len(a.KernelShape) != 2 || a.KernelShape[0] != k[0] || a.KernelShape[1] != k[1]) {
-		return nil, opError("Conv", name, "kernel_shape %v but weights %v", a.KernelShape, w.Shape)
-	}
-	if b != nil && (len(b.Shape) != 1 || b.Shape[0] != M) {
-		return nil, opError("Conv", name, "bias %v, want [%d]", b.Shape, M)
-	}
 	ws, err := windows("Conv", name, sp, k, a.Strides, a.Dilations, a.Pads, a.AutoPad, false)
 	if err != nil {
 		return nil, err

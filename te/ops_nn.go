@@ -263,6 +263,27 @@ func padAxes(name string, x *Tensor, first int, ws []window, v float64) *Tensor 
 	})
 }
 
+// checkConvOperands checks Conv's group against C input channels and the
+// weights [M, C/group, K...], the kernel_shape attribute against the
+// weights, and the bias against [M]; it returns the group count.
+func checkConvOperands(name string, C int, w, b *Tensor, a ConvAttrs) (int, error) {
+	M, Cg := w.Shape[0], w.Shape[1]
+	G := a.Group
+	if G == 0 {
+		G = 1
+	}
+	if G < 0 || C%G != 0 || M%G != 0 || Cg != C/G {
+		return 0, opError("Conv", name, "group %d does not fit input channels %d, weights %v", G, C, w.Shape)
+	}
+	if a.KernelShape != nil && !slices.Equal(a.KernelShape, w.Shape[2:]) {
+		return 0, opError("Conv", name, "kernel_shape %v but weights %v", a.KernelShape, w.Shape)
+	}
+	if b != nil && (len(b.Shape) != 1 || b.Shape[0] != M) {
+		return 0, opError("Conv", name, "bias %v, want [%d]", b.Shape, M)
+	}
+	return G, nil
+}
+
 // ConvAttrs are Conv's attributes. The zero value is ONNX's default
 // (NOTSET padding with no pads, unit strides and dilations, one group);
 // KernelShape, when given, must match the weights.
@@ -291,20 +312,11 @@ func Conv(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
 	}
 	N, C := x.Shape[0], x.Shape[1]
 	M, Cg := w.Shape[0], w.Shape[1]
-	G := a.Group
-	if G == 0 {
-		G = 1
-	}
-	if G < 0 || C%G != 0 || M%G != 0 || Cg != C/G {
-		return nil, opError("Conv", name, "group %d does not fit input channels %d, weights %v", G, C, w.Shape)
+	G, err := checkConvOperands(name, C, w, b, a)
+	if err != nil {
+		return nil, err
 	}
 	k := w.Shape[2:]
-	if a.KernelShape != nil && !slices.Equal(a.KernelShape, k) {
-		return nil, opError("Conv", name, "kernel_shape %v but weights %v", a.KernelShape, w.Shape)
-	}
-	if b != nil && (len(b.Shape) != 1 || b.Shape[0] != M) {
-		return nil, opError("Conv", name, "bias %v, want [%d]", b.Shape, M)
-	}
 	ws, err := windows("Conv", name, x.Shape[2:], k, a.Strides, a.Dilations, a.Pads, a.AutoPad, false)
 	if err != nil {
 		return nil, err
