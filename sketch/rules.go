@@ -18,6 +18,7 @@ var cpuRules = []Rule{
 	addCacheWrite{},
 	tilingWithFusion{},
 	tiling{},
+	reduceOutsideLanes{},
 	skipStage{},
 }
 
@@ -252,6 +253,73 @@ func (tiling) Condition(g *generator, s *schedule.State, i int) Cond {
 func (tiling) Apply(g *generator, s *schedule.State, i int) ([]next, error) {
 	n, _, err := multiLevelTile(s, i, g.opts.TileStructure)
 	if err != nil {
+		return nil, err
+	}
+	return []next{{n, i - 1}}, nil
+}
+
+// reduceOutsideLanes gives a reduction without data reuse (a pooling, a
+// sum over other than the last axis) whose loads all read its last spatial
+// axis contiguously a second sketch: that axis is split and the reduce
+// loops move between its parts, so the inner part is a run of contiguous
+// lanes the annotator can vectorize, the window walked around a vector of
+// accumulators. NHWC max pooling becomes, per pixel, 9 vector maxima over
+// the channels instead of a scalar 9-tap loop per channel. The state
+// without it goes on to skip_stage.
+type reduceOutsideLanes struct{}
+
+func (reduceOutsideLanes) Name() string { return "reduce_outside_lanes" }
+
+func (reduceOutsideLanes) Condition(g *generator, s *schedule.State, i int) Cond {
+	st := s.Stages[i]
+	t := st.Tensor
+	if !schedulable(s, i) || !te.HasReduce(t) || te.NeedsMultiLevelTiling(t) || len(t.Axis) == 0 ||
+		len(st.Iters) != len(t.Axis)+len(t.ReduceAxis) || t.Axis[len(t.Axis)-1].Extent < minLanes {
+		return Skip
+	}
+	last := t.Axis[len(t.Axis)-1].Var
+	reduce := map[*tir.Var]bool{}
+	for _, a := range t.ReduceAxis {
+		reduce[a.Var] = true
+	}
+	contiguous, ok := 0, true
+	tir.WalkExpr(effectiveBody(s, i), func(e tir.Expr) bool {
+		l, isLoad := e.(*tir.Load)
+		if !isLoad || len(l.Indices) == 0 {
+			return ok
+		}
+		ix := l.Indices[len(l.Indices)-1]
+		if tir.UsesVar(ix, isIn(reduce)) {
+			ok = false
+		} else if tir.UsesVar(ix, func(v *tir.Var) bool { return v == last }) {
+			contiguous++
+		}
+		return ok
+	})
+	if !ok || contiguous == 0 {
+		return Skip
+	}
+	return Apply
+}
+
+func (reduceOutsideLanes) Apply(g *generator, s *schedule.State, i int) ([]next, error) {
+	t := s.Stages[i].Tensor
+	nS, nR := len(t.Axis), len(t.ReduceAxis)
+	n, err := s.Apply(&schedule.Split{Stage: i, Iter: nS - 1, Lengths: []int{0}})
+	if err != nil {
+		return nil, err
+	}
+	// Iterators now: spatial 0..nS-2, last.outer (nS-1), last.inner (nS),
+	// reduce nS+1..nS+nR.
+	order := make([]int, 0, nS+1+nR)
+	for p := 0; p < nS; p++ {
+		order = append(order, p)
+	}
+	for p := nS + 1; p <= nS+nR; p++ {
+		order = append(order, p)
+	}
+	order = append(order, nS)
+	if n, err = n.Apply(&schedule.Reorder{Stage: i, Order: order}); err != nil {
 		return nil, err
 	}
 	return []next{{n, i - 1}}, nil

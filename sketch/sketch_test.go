@@ -170,6 +170,54 @@ func TestSketchSmallOutputReduction(t *testing.T) {
 	}
 }
 
+// TestSketchReduceOutsideLanes: NHWC max pooling reads the channels
+// contiguously, so besides the plain sketch it gets one with the window
+// loops outside a split of the channel axis, whose inner part the
+// annotator vectorizes; the default schedule is that sketch. NCHW pooling
+// reads its last axis through the window (w·2 + r1) and gets no such
+// sketch, nor does softmax (it reduces the last axis).
+func TestSketchReduceOutsideLanes(t *testing.T) {
+	pool, err := te.MaxPoolNHWC("pool", te.Placeholder("X", 1, 9, 9, 32), te.PoolAttrs{KernelShape: []int{3, 3}, Strides: []int{2, 2}, Pads: []int{1, 1, 1, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := te.NewDAG(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := CPUOptions()
+	opts.Cores = 2
+	sk, err := Generate(schedule.NewState(d), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lanes := 0
+	for _, s := range sk {
+		lanes += countSteps[*schedule.Reorder](s)
+	}
+	if lanes == 0 {
+		t.Fatalf("no reduce_outside_lanes sketch among %d:\n%v", len(sk), sk)
+	}
+	def, _, err := Default(schedule.NewState(d), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := def.Stages[len(def.Stages)-1]
+	n := len(out.Iters)
+	if out.Tensor.Name != "pool" || out.Iters[n-1].Kind != schedule.Spatial || out.Iters[n-1].Ann != schedule.Vectorize || out.Iters[n-2].Kind != schedule.Reduce {
+		t.Errorf("default schedule does not vectorize the channels inside the window loops:\n%v", def)
+	}
+	for _, name := range []string{"max_pool", "global_average_pool", "softmax"} {
+		for _, s := range sketches(t, name) {
+			for _, st := range s.Steps {
+				if r, ok := st.(*schedule.Reorder); ok {
+					t.Errorf("%s: unexpected reorder %v in a sketch:\n%v", name, r, s)
+				}
+			}
+		}
+	}
+}
+
 func TestSketchElementwiseChain(t *testing.T) {
 	sk := sketches(t, "elemwise_chain")
 	if len(sk) != 1 {
