@@ -376,6 +376,9 @@ func TestBuildChoosesAlgorithm(t *testing.T) {
 			if strings.Contains(tr.Ops, "winograd") {
 				n++
 			}
+			if strings.Contains(tr.Ops, "Conv") && tr.Layout != "NHWC" {
+				t.Errorf("task %d (%s) reports layout %q, want NHWC (convert-layout ran)", tr.Index, tr.Ops, tr.Layout)
+			}
 		}
 		if winogradFaster && n != 2 || !winogradFaster && n != 0 {
 			t.Errorf("winograd faster %v: %d Winograd tasks built of %d", winogradFaster, n, len(m.Tasks))

@@ -135,7 +135,8 @@ func (c Coverage) TunedShare() float64 {
 type TaskReport struct {
 	Index    int          `json:"index"`
 	Key      string       `json:"key"`
-	Ops      string       `json:"ops"`
+	Ops      string       `json:"ops"`              // with the algorithm of an alternative: "Conv+Relu [winograd F(4×4,3×3)]"
+	Layout   string       `json:"layout,omitempty"` // "NHWC" where convert-layout made the ops channels-last
 	Weight   int          `json:"weight"`
 	FLOPs    float64      `json:"flops"`
 	Kernel   string       `json:"kernel"`

@@ -94,7 +94,7 @@ func scheduleTasks(plan *partition.Plan, recs RecordSource, tg *target.Target, w
 			return nil, err
 		}
 		k := kernel{task: t, report: TaskReport{
-			Index: i, Key: t.Key, Ops: t.Ops(), Weight: t.Weight, FLOPs: t.FLOPs, Kernel: kernelName(i),
+			Index: i, Key: t.Key, Ops: t.Ops(), Layout: t.Layout(), Weight: t.Weight, FLOPs: t.FLOPs, Kernel: kernelName(i),
 		}}
 		why := "no record for this target"
 		if recs != nil {

@@ -44,6 +44,17 @@ func (t *Task) Ops() string {
 	return t.Groups[0].Ops()
 }
 
+// Layout returns the activation layout the convert-layout pass gave the
+// task's ops ("NHWC"), or "" where they run as the model gives them.
+func (t *Task) Layout() string {
+	for _, n := range t.Groups[0].Nodes {
+		if l, err := n.Str(graph.LayoutAttr, ""); err == nil && l != "" {
+			return l
+		}
+	}
+	return ""
+}
+
 // Plan is a graph cut into fused groups, and the tasks they run.
 type Plan struct {
 	Groups []*Group // in execution order

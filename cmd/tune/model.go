@@ -144,7 +144,7 @@ func hintOtherTargets(w io.Writer, store *records.Store, m *build.Manifest) erro
 // writeBuildReport prints the task table, the coverage and the memory plan.
 func writeBuildReport(w io.Writer, m *build.Manifest, dir string, took time.Duration) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "task\tkey\tops\tweight\tshare\tschedule")
+	fmt.Fprintln(tw, "task\tkey\tops\tlayout\tweight\tshare\tschedule")
 	for _, t := range m.Tasks {
 		sched := "default"
 		if t.Record != nil {
@@ -158,7 +158,14 @@ func writeBuildReport(w io.Writer, m *build.Manifest, dir string, took time.Dura
 		if len(key) > 11 {
 			key = key[:11]
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%.1f%%\t%s\n", t.Index, key, t.Ops, t.Weight, share, sched)
+		layout := t.Layout
+		if layout == "" {
+			layout = "-"
+		}
+		if len(t.Packed) > 0 {
+			layout += ", packed weights"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%.1f%%\t%s\n", t.Index, key, t.Ops, layout, t.Weight, share, sched)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "built %s into %s in %.1fs (target %s)\n", m.Model, dir, took.Seconds(), m.Target)
