@@ -48,6 +48,14 @@ void tessera_destroy(tessera_model *model);
    default OMP_NUM_THREADS, else every core). */
 void tessera_set_num_threads(int threads);
 
+/* tessera_profile makes every later tessera_run add the seconds each step
+   of the executor (one kernel call) takes to seconds[step], an array of
+   tessera_num_steps() doubles; NULL stops it. It returns 0, or -1 with
+   tessera_last_error set where the build cannot time its steps (a GPU
+   build). */
+int tessera_profile(double *seconds);
+int tessera_num_steps(void);
+
 /* tessera_last_error describes the last failure of this thread. */
 const char *tessera_last_error(void);
 
@@ -266,8 +274,10 @@ func runtimeData(p *program, setup string, arena int64) map[string]any {
 func executorC(p *program) string {
 	var b strings.Builder
 	b.WriteString("\n/* tsm_execute runs every kernel in plan order: w is the weights payload, a the arena. */\n")
+	fmt.Fprintf(&b, "static double *tsm_profile;\n\nTSM_API int tessera_num_steps(void) { return %d; }\n", len(p.calls))
+	b.WriteString("TSM_API int tessera_profile(double *seconds) {\n  tsm_profile = seconds;\n  return 0;\n}\n\n")
 	b.WriteString("static int tsm_execute(const float *const *in, float *const *out, float *w, float *a) {\n")
-	b.WriteString("  int rc;\n  (void)in; (void)out; (void)w; (void)a; (void)rc;\n")
+	b.WriteString("  int rc;\n  double t0 = 0;\n  (void)in; (void)out; (void)w; (void)a; (void)rc; (void)t0;\n")
 	for s, c := range p.calls {
 		fmt.Fprintf(&b, "  /* step %d: group %d, %s */\n", s, c.group.ID, cComment(c.group.Ops()))
 		args := make([]string, len(c.args))
@@ -275,7 +285,9 @@ func executorC(p *program) string {
 			args[i] = pl.cExpr()
 		}
 		fmt.Fprintf(&b, "  {\n    float *const args[] = {%s};\n", strings.Join(args, ", "))
-		fmt.Fprintf(&b, "    if ((rc = %s(args)) != 0)\n      return rc;\n  }\n", kernelName(c.task))
+		b.WriteString("    if (tsm_profile)\n      t0 = omp_get_wtime();\n")
+		fmt.Fprintf(&b, "    if ((rc = %s(args)) != 0)\n      return rc;\n", kernelName(c.task))
+		fmt.Fprintf(&b, "    if (tsm_profile)\n      tsm_profile[%d] += omp_get_wtime() - t0;\n  }\n", s)
 	}
 	for _, c := range p.copies {
 		fmt.Fprintf(&b, "  memcpy(out[%d], %s, %d * sizeof(float));\n", c.dst, c.src.cExpr(), c.src.elems)

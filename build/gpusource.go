@@ -121,6 +121,8 @@ func gpuSource(p *program, kernels []kernel, tg *target.Target) (string, error) 
 	if err != nil {
 		return "", err
 	}
+	src.WriteString("\nTSM_API int tessera_num_steps(void) { return 0; }\n")
+	src.WriteString("TSM_API int tessera_profile(double *seconds) {\n  (void)seconds;\n  tsm_fail(\"tessera_profile: a GPU build does not time its steps (kernels run asynchronously)\");\n  return -1;\n}\n")
 	src.WriteString("\n/* tsm_execute uploads the inputs, launches the kernels in plan order and downloads the outputs. */\n")
 	src.WriteString("static int tsm_execute(const float *const *in, float *const *out, float *w, float *a) {\n")
 	src.WriteString("  int rc;\n  (void)in; (void)out; (void)w; (void)a; (void)rc;\n")

@@ -77,7 +77,7 @@ func (m *Model) Run(ctx context.Context, inputs [][]float32, opts RunOptions) ([
 	if err != nil {
 		return nil, err
 	}
-	outs, _, err := m.child(ctx, runner, inputs, true, 0, 0, opts)
+	outs, _, err := m.child(ctx, runner, inputs, true, 0, 0, false, opts)
 	return outs, err
 }
 
@@ -85,12 +85,30 @@ func (m *Model) Run(ctx context.Context, inputs [][]float32, opts RunOptions) ([
 // once, then warmup times untimed, then repeat times timed; it returns the
 // seconds of each timed run.
 func (m *Model) Bench(ctx context.Context, warmup, repeat int, opts RunOptions) ([]float64, error) {
+	times, _, err := m.bench(ctx, warmup, repeat, false, opts)
+	return times, err
+}
+
+// Profile is Bench that also times every step of the executor (one kernel
+// call, Manifest.Steps[i]): steps[i] is its mean seconds per timed run.
+// The timed runs carry the cost of reading the clock around each call
+// (two reads a step, well under a microsecond). Builds for a GPU cannot
+// be profiled.
+func (m *Model) Profile(ctx context.Context, warmup, repeat int, opts RunOptions) (times, steps []float64, err error) {
+	times, steps, err = m.bench(ctx, warmup, repeat, true, opts)
+	if err == nil && len(steps) != len(m.Manifest.Steps) {
+		return nil, nil, fmt.Errorf("%s: the library times %d steps, the manifest lists %d", m.Dir, len(steps), len(m.Manifest.Steps))
+	}
+	return times, steps, err
+}
+
+func (m *Model) bench(ctx context.Context, warmup, repeat int, profile bool, opts RunOptions) (times, steps []float64, err error) {
 	if warmup < 0 || repeat < 1 {
-		return nil, fmt.Errorf("build: bench: %d warm-up runs and %d repetitions (want ≥ 0 and ≥ 1)", warmup, repeat)
+		return nil, nil, fmt.Errorf("build: bench: %d warm-up runs and %d repetitions (want ≥ 0 and ≥ 1)", warmup, repeat)
 	}
 	runner, err := m.prepare(ctx, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	inputs := make([][]float32, len(m.Manifest.Inputs))
@@ -100,8 +118,8 @@ func (m *Model) Bench(ctx context.Context, warmup, repeat int, opts RunOptions) 
 			inputs[i][k] = float32(rng.Float64()*2 - 1)
 		}
 	}
-	_, times, err := m.child(ctx, runner, inputs, false, warmup, repeat, opts)
-	return times, err
+	_, res, err := m.child(ctx, runner, inputs, false, warmup, repeat, profile, opts)
+	return res.times, res.steps, err
 }
 
 // Footprint returns the bytes a run of the model takes at least: its
@@ -242,22 +260,23 @@ func TensorList(ts []TensorInfo) string {
 }
 
 // child runs the runner (built by prepare) once.
-func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, wantOutputs bool, warmup, repeat int, opts RunOptions) ([][]float32, []float64, error) {
+func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, wantOutputs bool, warmup, repeat int, profile bool, opts RunOptions) ([][]float32, runnerResult, error) {
+	var none runnerResult
 	tmp, err := measure.TempDir("tessera-model-run")
 	if err != nil {
-		return nil, nil, err
+		return nil, none, err
 	}
 	defer os.RemoveAll(tmp)
 	inPath, outPath := filepath.Join(tmp, "in.bin"), "-"
 	if err := os.WriteFile(inPath, floatBytes(inputs...), 0o644); err != nil {
-		return nil, nil, err
+		return nil, none, err
 	}
 	if wantOutputs {
 		outPath = filepath.Join(tmp, "out.bin")
 	}
 	lib, err := filepath.Abs(filepath.Join(m.Dir, m.Manifest.Library)) // dlopen searches the library path for a bare name
 	if err != nil {
-		return nil, nil, err
+		return nil, none, err
 	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
@@ -269,8 +288,11 @@ func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, wa
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, runner, lib, filepath.Join(m.Dir, m.Manifest.Weights.File), inPath, outPath,
-		strconv.Itoa(warmup), strconv.Itoa(repeat))
+	args := []string{lib, filepath.Join(m.Dir, m.Manifest.Weights.File), inPath, outPath, strconv.Itoa(warmup), strconv.Itoa(repeat)}
+	if profile {
+		args = append(args, "profile")
+	}
+	cmd := exec.CommandContext(cctx, runner, args...)
 	measure.DieWithParent(cmd)
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "OMP_NUM_THREADS=")
@@ -279,32 +301,32 @@ func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, wa
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()
 	if cctx.Err() != nil && ctx.Err() == nil {
-		return nil, nil, fmt.Errorf("the model did not finish within %v", timeout)
+		return nil, none, fmt.Errorf("the model did not finish within %v", timeout)
 	}
 	if err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
 			msg = err.Error()
 		}
-		return nil, nil, fmt.Errorf("running %s: %s", m.Dir, msg)
+		return nil, none, fmt.Errorf("running %s: %s", m.Dir, msg)
 	}
-	times, err := parseTimes(stdout.String(), repeat)
+	res, err := parseRunner(stdout.String(), repeat)
 	if err != nil {
-		return nil, nil, err
+		return nil, none, err
 	}
 	if !wantOutputs {
-		return nil, times, nil
+		return nil, res, nil
 	}
 	data, err := os.ReadFile(outPath)
 	if err != nil {
-		return nil, nil, err
+		return nil, none, err
 	}
 	want := 0
 	for _, t := range m.Manifest.Outputs {
 		want += 4 * t.Elems()
 	}
 	if len(data) != want {
-		return nil, nil, fmt.Errorf("the runner wrote %d bytes of outputs, the manifest's outputs take %d", len(data), want)
+		return nil, none, fmt.Errorf("the runner wrote %d bytes of outputs, the manifest's outputs take %d", len(data), want)
 	}
 	outs := make([][]float32, len(m.Manifest.Outputs))
 	for i, t := range m.Manifest.Outputs {
@@ -312,12 +334,18 @@ func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, wa
 		outs[i] = floatsOf(data[:n])
 		data = data[n:]
 	}
-	return outs, times, nil
+	return outs, res, nil
 }
 
-// parseTimes reads the runner's result lines.
-func parseTimes(out string, repeat int) ([]float64, error) {
-	var times []float64
+// runnerResult is what the runner prints: the seconds of every timed run
+// and, when profiling, the mean seconds of every step.
+type runnerResult struct {
+	times, steps []float64
+}
+
+// parseRunner reads the runner's result lines.
+func parseRunner(out string, repeat int) (runnerResult, error) {
+	var res runnerResult
 	done := false
 	for line := range strings.Lines(out) {
 		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "tessera ")
@@ -329,17 +357,25 @@ func parseTimes(out string, repeat int) ([]float64, error) {
 		case "time":
 			t, err := strconv.ParseFloat(value, 64)
 			if err != nil || !(t >= 0) || math.IsInf(t, 0) {
-				return nil, fmt.Errorf("runner output: bad time %q", value)
+				return res, fmt.Errorf("runner output: bad time %q", value)
 			}
-			times = append(times, t)
+			res.times = append(res.times, t)
+		case "step":
+			k, v, _ := strings.Cut(value, " ")
+			i, err1 := strconv.Atoi(k)
+			t, err2 := strconv.ParseFloat(v, 64)
+			if err1 != nil || err2 != nil || i != len(res.steps) || !(t >= 0) || math.IsInf(t, 0) {
+				return res, fmt.Errorf("runner output: bad step line %q", value)
+			}
+			res.steps = append(res.steps, t)
 		case "done":
 			done = true
 		}
 	}
-	if !done || len(times) != repeat {
-		return nil, fmt.Errorf("runner output: incomplete (%d of %d times)", len(times), repeat)
+	if !done || len(res.times) != repeat {
+		return res, fmt.Errorf("runner output: incomplete (%d of %d times)", len(res.times), repeat)
 	}
-	return times, nil
+	return res, nil
 }
 
 // floatBytes returns bufs back to back as little-endian float32.

@@ -116,6 +116,25 @@ func TestRunChecksInputs(t *testing.T) {
 	if err != nil || len(times) != 3 {
 		t.Errorf("bench: %v, %v", times, err)
 	}
+	// Profile times every step of the executor; the steps lie within the
+	// runs, so their sum is at most the mean run.
+	times, steps, err := m.Profile(ctx, 1, 3, RunOptions{Threads: 1})
+	if err != nil || len(times) != 3 || len(steps) != len(man.Steps) || len(steps) == 0 {
+		t.Fatalf("profile: %d times, %d steps (manifest %d), %v", len(times), len(steps), len(man.Steps), err)
+	}
+	sum, mean := 0.0, 0.0
+	for _, s := range steps {
+		if !(s > 0) {
+			t.Errorf("profile: a step took %v s", s)
+		}
+		sum += s
+	}
+	for _, x := range times {
+		mean += x / 3
+	}
+	if sum > mean*1.0001 {
+		t.Errorf("profile: steps sum to %v s, more than the mean run %v s", sum, mean)
+	}
 	// The same inputs give the same outputs, run after run.
 	in := randomInputs(man, 3)
 	a, err := m.Run(ctx, in, RunOptions{})

@@ -1,6 +1,6 @@
 /* runner.c: runs a model built by tessera's `tune build`, for package build.
  *
- * usage: runner LIB WEIGHTS IN_FILE OUT_FILE WARMUP REPEAT
+ * usage: runner LIB WEIGHTS IN_FILE OUT_FILE WARMUP REPEAT [profile]
  *        runner --describe LIB
  *   LIB      the model's shared library (libmodel.so)
  *   WEIGHTS  its weights file
@@ -12,6 +12,9 @@
  * times untimed, then REPEAT times, each timed on its own.
  *
  * stdout: one "tessera time SECONDS" per timed run, then "tessera done".
+ * With "profile" the library times every step of its executor over the
+ * timed runs (tessera_profile), and one "tessera step I SECONDS" line per
+ * step, the mean over the timed runs, comes before "tessera done".
  *
  * --describe prints what the library says of its inputs and outputs, one
  * "tessera input ELEMS HEXNAME" or "tessera output ELEMS HEXNAME" line
@@ -96,8 +99,9 @@ int main(int argc, char **argv) {
 		printf("tessera done\n");
 		return 0;
 	}
-	if (argc != 7)
-		die(2, "usage: runner LIB WEIGHTS IN_FILE OUT_FILE WARMUP REPEAT");
+	int profile = argc == 8 && strcmp(argv[7], "profile") == 0;
+	if (argc != 7 && !profile)
+		die(2, "usage: runner LIB WEIGHTS IN_FILE OUT_FILE WARMUP REPEAT [profile]");
 	const char *lib_path = argv[1], *weights = argv[2], *in_path = argv[3], *out_path = argv[4];
 	long long warmup = parse_count(argv[5], "warm-up count");
 	long long repeat = parse_count(argv[6], "repetition count");
@@ -164,12 +168,27 @@ int main(int argc, char **argv) {
 	for (long long r = 0; r < warmup; r++)
 		if (run(m, (const float *const *)in, out) != 0)
 			die(3, "%s", last_error());
+	double *steps = NULL;
+	int nsteps = 0;
+	if (profile) {
+		int (*num_steps)(void) = dlsym(lib, "tessera_num_steps");
+		int (*set_profile)(double *) = dlsym(lib, "tessera_profile");
+		if (!num_steps || !set_profile)
+			die(2, "the library cannot time its steps (built before tessera_profile: rebuild it)");
+		nsteps = num_steps();
+		if (!(steps = calloc((size_t)nsteps + 1, sizeof *steps)))
+			die(2, "out of memory");
+		if (set_profile(steps) != 0)
+			die(2, "%s", last_error());
+	}
 	for (long long r = 0; r < repeat; r++) {
 		double t0 = now();
 		if (run(m, (const float *const *)in, out) != 0)
 			die(3, "%s", last_error());
 		printf("tessera time %.9e\n", now() - t0);
 	}
+	for (int i = 0; i < nsteps; i++)
+		printf("tessera step %d %.9e\n", i, steps[i] / (double)repeat);
 	printf("tessera done\n");
 	fflush(stdout);
 	destroy(m);

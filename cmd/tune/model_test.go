@@ -96,6 +96,14 @@ func TestBuildRunBench(t *testing.T) {
 	if !regexp.MustCompile(`^min ms = [0-9.]+\nmedian ms = [0-9.]+\n$`).MatchString(stdout.String()) {
 		t.Errorf("bench stdout:\n%s", stdout.String())
 	}
+	// --profile puts a table of the steps before them.
+	stdout.Reset()
+	if st := run([]string{"bench", out, "--threads", "1", "--warmup", "1", "--repeat", "3", "--profile"}, &stdout, &stderr); st != 0 {
+		t.Fatalf("bench --profile: status %d\n%s", st, stderr.String())
+	}
+	if !regexp.MustCompile(`(?s)^ *step +task +ms +record ms.*\n +0 +0 +[0-9.]+ .*steps sum ms = [0-9.]+\noutside steps ms = -?[0-9.]+ \(mean run [0-9.]+\)\nmin ms = [0-9.]+\nmedian ms = [0-9.]+\n$`).MatchString(stdout.String()) {
+		t.Errorf("bench --profile stdout:\n%s", stdout.String())
+	}
 }
 
 // TestModelCommandErrors: every mistake is one clear message and status 1.
