@@ -125,7 +125,15 @@ func Tune(ctx context.Context, tasks []Task, prior map[string][]Measured, model 
 		if i < 0 {
 			break
 		}
-		ms, err := policies[i].Round(ctx, min(per, opts.Trials-sum.Trials))
+		n := min(per, opts.Trials-sum.Trials)
+		if progress[i].Rounds() == 0 {
+			// Warm-up: leave each task not yet measured its share of what
+			// is left, so that a budget below tasks × per still measures
+			// every task (its default schedule first) instead of spending
+			// it all on the first ones.
+			n = min(n, max(1, (opts.Trials-sum.Trials)/unmeasured(progress)))
+		}
+		ms, err := policies[i].Round(ctx, n)
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 			break // the batch in flight is dropped; everything before is committed
 		}
@@ -178,6 +186,17 @@ func Tune(ctx context.Context, tasks []Task, prior map[string][]Measured, model 
 		}
 	}
 	return finish(sum, sums, policies, progress), ctx.Err()
+}
+
+// unmeasured counts the live tasks that have had no round yet.
+func unmeasured(tasks []*TaskProgress) int {
+	n := 0
+	for _, t := range tasks {
+		if !t.Dead && t.Rounds() == 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // finish completes the summary of a run from its policies.

@@ -144,6 +144,33 @@ func (f *fakeMeasurer) Measure(ctx context.Context, in []measure.Input) ([]measu
 	return out, nil
 }
 
+// TestTuneSmallBudgetMeasuresEveryTask: with fewer trials than tasks ×
+// per-round, the warm-up rounds shrink so that every task is measured
+// (the last tasks got nothing: ResNet-50's classifier had no schedule after
+// a 2,000-trial run whose budget earlier runs had mostly used).
+func TestTuneSmallBudgetMeasuresEveryTask(t *testing.T) {
+	var tasks []Task
+	for _, name := range []string{"matmul_bias_relu", "relu", "softmax", "conv_bias_relu", "layernorm"} {
+		d := te.ExampleDAGs()[name]
+		tasks = append(tasks, Task{Key: d.WorkloadKey(), DAG: d, Weight: 1})
+	}
+	opts := TuneOptions{Trials: 12, PerRound: 8, Search: DefaultOptions(testTarget()), Scheduler: DefaultSchedulerOptions()}
+	opts.Search.Population, opts.Search.Generations = 32, 1
+	log := &memLog{}
+	sum, err := Tune(context.Background(), tasks, nil, &randomModel{rng: rand.New(rand.NewPCG(5, 5))}, &fakeMeasurer{}, log, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Trials != 12 || !sum.Complete {
+		t.Errorf("%d trials, complete %v; want 12, every task with a schedule", sum.Trials, sum.Complete)
+	}
+	for i, ts := range sum.Tasks {
+		if ts.Trials == 0 {
+			t.Errorf("task %d (%s) was never measured", i, tasks[i].Key)
+		}
+	}
+}
+
 // TestTuneExhaustedTask: a task whose sketches give fewer distinct states
 // than the budget is set aside once they are all measured (it looped
 // forever), and the run ends, saying so; the other tasks get the rest of
