@@ -369,16 +369,17 @@ func annotateVectorize(rng *rand.Rand, s *schedule.State, tiled map[int]bool, op
 
 // rewriteLayouts repacks every constant input (a weight) whose one reader
 // is a stage with data reuse (a tiled matmul or convolution, or its local
-// accumulation stage): the packed layout follows that stage's loops, so
-// the register tile's weight operand is one contiguous vector load and the
-// reduction walks the weights in order.
+// accumulation stage), or a reduction whose lanes reduce_outside_lanes put
+// inside its reduce loops: the packed layout follows that stage's loops,
+// so the register tile's weight operand (the lanes' operand) is one
+// contiguous vector load and the reduction walks the weights in order.
 func rewriteLayouts(rng *rand.Rand, s *schedule.State, tiled map[int]bool, opts Options) (*schedule.State, error) {
 	for j, st := range s.Stages {
 		if !st.IsPlaceholder() || !st.Tensor.Const || st.Packed {
 			continue
 		}
 		cons := effectiveConsumers(s, j)
-		if len(cons) != 1 || !te.NeedsMultiLevelTiling(s.Stages[cons[0]].Tensor) {
+		if len(cons) != 1 || !te.NeedsMultiLevelTiling(s.Stages[cons[0]].Tensor) && !reducesOutsideLanes(s, cons[0]) {
 			continue
 		}
 		n, err := s.Apply(&schedule.RewriteLayout{Stage: j})

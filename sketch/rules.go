@@ -1,6 +1,7 @@
 package sketch
 
 import (
+	"slices"
 	"strings"
 
 	"tessera/schedule"
@@ -259,13 +260,17 @@ func (tiling) Apply(g *generator, s *schedule.State, i int) ([]next, error) {
 }
 
 // reduceOutsideLanes gives a reduction without data reuse (a pooling, a
-// sum over other than the last axis) whose loads all read its last spatial
-// axis contiguously a second sketch: that axis is split and the reduce
-// loops move between its parts, so the inner part is a run of contiguous
-// lanes the annotator can vectorize, the window walked around a vector of
-// accumulators. NHWC max pooling becomes, per pixel, 9 vector maxima over
-// the channels instead of a scalar 9-tap loop per channel. The state
-// without it goes on to skip_stage.
+// sum over other than the last axis, a matrix-vector product) whose loads
+// read its last spatial axis contiguously or not at all a second sketch: that axis
+// is split and the reduce loops move between its parts, so the inner part
+// is a run of contiguous lanes the annotator can vectorize, the window
+// walked around a vector of accumulators. NHWC max pooling becomes, per
+// pixel, 9 vector maxima over the channels instead of a scalar 9-tap loop
+// per channel. A constant read only by this stage counts as contiguous
+// whenever it is indexed by the last axis at all: the annotator repacks it
+// in the order of the new loops (rewrite_layout), which puts that axis
+// innermost — a classifier's Gemm with transB, y[j] = Σ_k x[k]·W[j, k],
+// becomes vector FMAs over j. The state without it goes on to skip_stage.
 type reduceOutsideLanes struct{}
 
 func (reduceOutsideLanes) Name() string { return "reduce_outside_lanes" }
@@ -282,16 +287,28 @@ func (reduceOutsideLanes) Condition(g *generator, s *schedule.State, i int) Cond
 	for _, a := range t.ReduceAxis {
 		reduce[a.Var] = true
 	}
+	isLast := func(v *tir.Var) bool { return v == last }
 	contiguous, ok := 0, true
 	tir.WalkExpr(effectiveBody(s, i), func(e tir.Expr) bool {
 		l, isLoad := e.(*tir.Load)
 		if !isLoad || len(l.Indices) == 0 {
 			return ok
 		}
-		ix := l.Indices[len(l.Indices)-1]
-		if tir.UsesVar(ix, isIn(reduce)) {
-			ok = false
-		} else if tir.UsesVar(ix, func(v *tir.Var) bool { return v == last }) {
+		if repackable(s, l.Buf) {
+			if slices.ContainsFunc(l.Indices, func(ix tir.Expr) bool { return tir.UsesVar(ix, isLast) }) {
+				contiguous++
+			}
+			return ok
+		}
+		// A load the last axis does not index is the same for every lane
+		// (a broadcast); one it indexes must take it in its last index
+		// alone, beside no reduce variable.
+		n := len(l.Indices) - 1
+		for _, ix := range l.Indices[:n] {
+			ok = ok && !tir.UsesVar(ix, isLast)
+		}
+		if tir.UsesVar(l.Indices[n], isLast) {
+			ok = ok && !tir.UsesVar(l.Indices[n], isIn(reduce))
 			contiguous++
 		}
 		return ok
@@ -300,6 +317,27 @@ func (reduceOutsideLanes) Condition(g *generator, s *schedule.State, i int) Cond
 		return Skip
 	}
 	return Apply
+}
+
+// repackable reports whether buf is a constant input that one stage reads
+// (through inlined stages), so rewrite_layout can give it that stage's
+// loop order.
+func repackable(s *schedule.State, buf *tir.Buffer) bool {
+	for j, st := range s.Stages {
+		if st.Tensor.Buf == buf {
+			return st.IsPlaceholder() && st.Tensor.Const && !st.Packed && len(effectiveConsumers(s, j)) == 1
+		}
+	}
+	return false
+}
+
+// reducesOutsideLanes reports whether stage i's loop nest has the shape
+// reduce_outside_lanes makes: its innermost loop spatial, a reduce loop
+// outside it.
+func reducesOutsideLanes(s *schedule.State, i int) bool {
+	its := s.Stages[i].Iters
+	n := len(its)
+	return n >= 2 && its[n-1].Kind == schedule.Spatial && slices.ContainsFunc(its[:n-1], func(it schedule.Iter) bool { return it.Kind == schedule.Reduce })
 }
 
 func (reduceOutsideLanes) Apply(g *generator, s *schedule.State, i int) ([]next, error) {

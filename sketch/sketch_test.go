@@ -207,6 +207,16 @@ func TestSketchReduceOutsideLanes(t *testing.T) {
 	if out.Tensor.Name != "pool" || out.Iters[n-1].Kind != schedule.Spatial || out.Iters[n-1].Ann != schedule.Vectorize || out.Iters[n-2].Kind != schedule.Reduce {
 		t.Errorf("default schedule does not vectorize the channels inside the window loops:\n%v", def)
 	}
+	// A classifier's Gemm with transB reads its weights along the
+	// reduction; its default schedule repacks them so that the outputs
+	// vectorize.
+	def, _, err = Default(schedule.NewState(te.ExampleDAGs()["classifier"]), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if countSteps[*schedule.RewriteLayout](def) != 1 || countSteps[*schedule.Reorder](def) != 1 || !strings.Contains(def.String(), "vectorize") {
+		t.Errorf("classifier default schedule does not repack and vectorize:\n%v\n%v", def.Steps, def)
+	}
 	for _, name := range []string{"max_pool", "global_average_pool", "softmax"} {
 		for _, s := range sketches(t, name) {
 			for _, st := range s.Steps {

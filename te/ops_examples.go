@@ -218,6 +218,10 @@ func (b *exampleBuilder) build() {
 		g := mustExample(Gemm("gemm", P("A", 17, 13), K("B", 13, 19), K("C", 19), DefaultGemmAttrs()))
 		b.add("matmul_bias_relu")(Relu("relu", g))
 	}
+	// A classifier: one row against constant weights stored [N, K]
+	// (transB), so no data reuse; its sketches repack the weights to
+	// vectorize over N (reduce_outside_lanes).
+	b.add("classifier")(Gemm("classifier", P("A", 1, 40), K("W", 64, 40), K("C", 64), GemmAttrs{Alpha: 1, Beta: 1, TransB: true}))
 	{
 		x, w := P("X", 1, 4, 7, 9), K("W", 4, 4, 3, 3)
 		c := mustExample(Conv("conv", x, w, nil, ConvAttrs{Pads: []int{1, 1, 1, 1}}))
