@@ -261,10 +261,10 @@ func (tiling) Apply(g *generator, s *schedule.State, i int) ([]next, error) {
 
 // reduceOutsideLanes gives a reduction without data reuse (a pooling, a
 // sum over other than the last axis, a matrix-vector product) whose loads
-// read its last spatial axis contiguously or not at all a second sketch: that axis
-// is split and the reduce loops move between its parts, so the inner part
-// is a run of contiguous lanes the annotator can vectorize, the window
-// walked around a vector of accumulators. NHWC max pooling becomes, per
+// read its last spatial axis contiguously or not at all a second sketch:
+// that axis is split and the reduce loops move between its parts, so the
+// inner part is a run of contiguous lanes the annotator can vectorize, the
+// window walked around a vector of accumulators. NHWC max pooling becomes, per
 // pixel, 9 vector maxima over the channels instead of a scalar 9-tap loop
 // per channel. A constant read only by this stage counts as contiguous
 // whenever it is indexed by the last axis at all: the annotator repacks it
