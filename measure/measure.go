@@ -74,7 +74,7 @@ const inputSeed = 20201104
 func Args(d *te.DAG) []Arg {
 	var args []Arg
 	for _, t := range d.Inputs {
-		args = append(args, Arg{Name: t.Name, Size: t.Size()})
+		args = append(args, Arg{Name: t.Name, Size: t.Size(), Weight: t.Const})
 	}
 	for _, t := range d.Outputs {
 		args = append(args, Arg{Name: t.Name, Size: t.Size(), Output: true})

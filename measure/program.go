@@ -35,6 +35,9 @@ func (p Program) args(d *te.DAG) []Arg {
 	args := make([]Arg, len(p.Params))
 	for i, b := range p.Params {
 		args[i] = Arg{Name: b.Name, Size: b.Size(), Output: i >= len(p.Params)-len(d.Outputs)}
+		if i < len(d.Inputs) {
+			args[i].Weight = d.Inputs[i].Const
+		}
 	}
 	return args
 }

@@ -31,6 +31,10 @@ type Arg struct {
 	Name   string
 	Size   int  // elements
 	Output bool // written by the kernel; zeroed before the first call
+	// Weight marks a constant input (the model's weights): with
+	// RunOptions.FlushCache on the CPU it leaves the caches before every
+	// timed call.
+	Weight bool
 }
 
 // RunOptions is the timing protocol. Zero fields take their defaults.
@@ -42,8 +46,11 @@ type RunOptions struct {
 	BudgetMs    int           // start no repetition after the timed calls ran this long (at least one runs); 0: no limit
 	Threads     int           // OMP_NUM_THREADS of the child; default runtime.NumCPU()
 	Check       bool          // return the outputs of the first call in Result.Outputs
-	// FlushCache clears a GPU's last-level cache before every timed call
-	// (each repetition is then one call), as Ansor's cache flush does.
+	// FlushCache makes every repetition one call and, before it, clears
+	// a GPU's last-level cache, or on the CPU evicts the kernel's weights
+	// (Arg.Weight) from the caches, as Ansor's cache flush does: in a
+	// model the other kernels' weights pass through the caches between
+	// two runs of this one, while its input activations were just written.
 	FlushCache bool
 }
 
@@ -258,20 +265,23 @@ func (r *Runner) run(ctx context.Context, opts RunOptions, job Job) Result {
 	protocol := []string{strconv.Itoa(opts.Number), strconv.Itoa(opts.Repeat),
 		strconv.Itoa(opts.MinRepeatMs), strconv.Itoa(max(opts.BudgetMs, 0)),
 		strconv.FormatInt(max(job.Cutoff.Microseconds(), 0), 10)}
+	flush := "0"
+	if opts.FlushCache {
+		flush = "1"
+	}
 	var argv []string
 	if r.Device != nil {
-		flush := "0"
-		if opts.FlushCache {
-			flush = "1"
-		}
 		argv = append(append([]string{"run", lib}, protocol...), flush, inPath, outPath)
 	} else {
-		argv = append(append([]string{lib, job.Entry}, protocol...), inPath, outPath)
+		argv = append(append([]string{lib, job.Entry}, protocol...), flush, inPath, outPath)
 	}
 	for _, a := range job.Args {
 		io := "i"
-		if a.Output {
+		switch {
+		case a.Output:
 			io = "o"
+		case a.Weight && r.Device == nil:
+			io = "w"
 		}
 		argv = append(argv, io+strconv.Itoa(a.Size))
 	}

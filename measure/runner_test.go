@@ -200,6 +200,9 @@ func TestTimingProtocol(t *testing.T) {
 		// Repetitions stop once the timed calls have run 2 (5) ms: at most 2 (5).
 		{"budget", RunOptions{Number: 1, Repeat: 10, MinRepeatMs: 1, BudgetMs: 2}, 0, false, 1, 0, false},
 		{"budget 5", RunOptions{Number: 1, Repeat: 10, MinRepeatMs: 1, BudgetMs: 5}, 0, false, 1, 0, false},
+		// Weights flushed before every timed call: one call a repetition,
+		// no growth.
+		{"flush", RunOptions{Number: 3, Repeat: 3, MinRepeatMs: 20, FlushCache: true}, 0, false, 1, 3, false},
 		// The first call is past the cutoff: one more call, and done.
 		{"past the cutoff", RunOptions{Number: 3, Repeat: 3, MinRepeatMs: 20}, 100 * time.Microsecond, true, 1, 1, false},
 		// Under the cutoff, the whole protocol. A warm-up longer than the
@@ -212,7 +215,10 @@ func TestTimingProtocol(t *testing.T) {
 			calls := filepath.Join(t.TempDir(), "calls")
 			t.Setenv(callsEnv, calls)
 			r := testRunner(t, tt.opts)
-			res := r.Run(context.Background(), []Job{{Lib: lib, Entry: "spin", Cutoff: tt.cutoff}})[0]
+			// A weight (evicted under FlushCache), an input and an output
+			// the kernel ignores.
+			args := []Arg{{Name: "w", Size: 1 << 16, Weight: true}, {Name: "x", Size: 100}, {Name: "y", Size: 10, Output: true}}
+			res := r.Run(context.Background(), []Job{{Lib: lib, Entry: "spin", Cutoff: tt.cutoff, Args: args}})[0]
 			if res.Kind != None {
 				t.Fatalf("%+v", res)
 			}
@@ -253,8 +259,9 @@ func TestTimingProtocol(t *testing.T) {
 				t.Errorf("number grew from %d to %d without a growth repetition", opts.Number, n)
 			}
 
-			// The first repetition is the one that reached min_repeat_ms.
-			if !tt.slow && opts.MinRepeatMs > 0 {
+			// The first repetition is the one that reached min_repeat_ms
+			// (with the cache flushed, every repetition is one call).
+			if !tt.slow && !opts.FlushCache && opts.MinRepeatMs > 0 {
 				if first := res.Costs[0] * float64(n); first < float64(opts.MinRepeatMs)*ms {
 					t.Errorf("first repetition %.3g s, shorter than %d ms", first, opts.MinRepeatMs)
 				}

@@ -59,7 +59,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	costModel := fs.String("cost-model", "", "start from a pretrained cost model `FILE` (LightGBM text)")
 	verify := fs.Bool("verify", false, "check every candidate's output against the reference evaluator")
 	timeout := fs.Duration("timeout", 10*time.Second, "run time limit of one candidate")
-	flushCache := fs.Bool("flush-cache", false, "GPU targets: clear the device's L2 cache before every timed call (one call per repetition)")
+	flushCache := fs.Bool("flush-cache", false, "before every timed call (one call per repetition) evict the kernel's weights from the CPU caches, or clear a GPU's L2: time kernels as a model runs them, weights cold")
 	strategy := fs.String("scheduler", "gradient", "task scheduler: gradient or round-robin")
 	var nf natsFlags
 	nf.register(fs, "measure on the workers (tune worker) of this NATS server `URL` instead of on this machine")

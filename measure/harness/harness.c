@@ -1,7 +1,8 @@
 /* harness.c: times one kernel of a shared library for package measure.
  *
- * usage: harness LIB ENTRY NUMBER REPEAT MIN_REPEAT_MS BUDGET_MS CUTOFF_US IN_FILE OUT_FILE ARG...
- *   ARG is i<SIZE> (an input: SIZE floats read from IN_FILE, in arg order) or
+ * usage: harness LIB ENTRY NUMBER REPEAT MIN_REPEAT_MS BUDGET_MS CUTOFF_US FLUSH IN_FILE OUT_FILE ARG...
+ *   ARG is i<SIZE> (an input: SIZE floats read from IN_FILE, in arg order),
+ *   w<SIZE> (an input that is a constant of the model: its weights) or
  *   o<SIZE> (an output: zeroed). OUT_FILE "-" means: do not write outputs.
  *
  * The kernel is called once on zeroed outputs (the warm-up, and the call whose
@@ -14,6 +15,11 @@
  * When CUTOFF_US is not 0 and the warm-up call lasted longer than that, one
  * more call is timed and is the only repetition: a search that passes a
  * multiple of its best cost learns that the candidate is slow, in two calls.
+ * When FLUSH is 1, every repetition is one call, and the weights (w args)
+ * are evicted from the caches before it, as in a model where the other
+ * kernels' weights went through the caches since this one last ran; the
+ * activations stay where the warm-up left them (a model's previous kernel
+ * has just written them).
  *
  * stdout, after the kernel's own output: "tessera number N", up to REPEAT lines
  * "tessera cost SECONDS_PER_CALL", then "tessera done".
@@ -60,6 +66,26 @@ static long long parse_int(const char *s, const char *what) {
 	return v;
 }
 
+/* evict writes back and evicts the n bytes at p from every cache level. */
+static void evict(const void *p, size_t n) {
+#if defined(__x86_64__) || defined(__i386__)
+	for (size_t o = 0; o < n; o += 64)
+		__builtin_ia32_clflush((const char *)p + o);
+	__builtin_ia32_mfence();
+#else
+	/* No cache-line flush here: write over more memory than any cache
+	 * holds (64 MiB), which evicts everything. */
+	static char *scratch;
+	enum { scratch_bytes = 64 << 20 };
+	(void)p;
+	(void)n;
+	if (!scratch && !(scratch = malloc(scratch_bytes)))
+		die(2, "out of memory");
+	for (size_t o = 0; o < scratch_bytes; o += 64)
+		scratch[o]++;
+#endif
+}
+
 /* rep calls f number times and returns the wall time in seconds, or exits if
  * a call fails. */
 static double rep(kernel_fn f, float *const *args, long long number) {
@@ -73,9 +99,9 @@ static double rep(kernel_fn f, float *const *args, long long number) {
 }
 
 int main(int argc, char **argv) {
-	if (argc < 10)
-		die(2, "usage: harness LIB ENTRY NUMBER REPEAT MIN_REPEAT_MS BUDGET_MS CUTOFF_US IN_FILE OUT_FILE ARG...");
-	const char *lib = argv[1], *entry = argv[2], *in_path = argv[8], *out_path = argv[9];
+	if (argc < 11)
+		die(2, "usage: harness LIB ENTRY NUMBER REPEAT MIN_REPEAT_MS BUDGET_MS CUTOFF_US FLUSH IN_FILE OUT_FILE ARG...");
+	const char *lib = argv[1], *entry = argv[2], *in_path = argv[9], *out_path = argv[10];
 	const char *clk = getenv("TESSERA_CLOCK");
 	if (clk && strcmp(clk, "cpu") == 0)
 		clock_id = CLOCK_PROCESS_CPUTIME_ID;
@@ -84,22 +110,25 @@ int main(int argc, char **argv) {
 	double min_s = (double)parse_int(argv[5], "min_repeat_ms") / 1e3;
 	double budget_s = (double)parse_int(argv[6], "budget_ms") / 1e3;
 	double cutoff_s = (double)parse_int(argv[7], "cutoff_us") / 1e6;
+	int flush = parse_int(argv[8], "flush") != 0;
 	if (number < 1)
 		number = 1;
 	if (repeat < 1)
 		repeat = 1;
 
-	int nargs = argc - 10;
+	int nargs = argc - 11;
 	float **bufs = calloc((size_t)nargs + 1, sizeof *bufs);
 	size_t *sizes = calloc((size_t)nargs + 1, sizeof *sizes);
 	char *is_out = calloc((size_t)nargs + 1, 1);
-	if (!bufs || !sizes || !is_out)
+	char *is_weight = calloc((size_t)nargs + 1, 1);
+	if (!bufs || !sizes || !is_out || !is_weight)
 		die(2, "out of memory");
 	for (int i = 0; i < nargs; i++) {
-		const char *a = argv[10 + i];
-		if (a[0] != 'i' && a[0] != 'o')
+		const char *a = argv[11 + i];
+		if (a[0] != 'i' && a[0] != 'o' && a[0] != 'w')
 			die(2, "bad arg %s", a);
 		is_out[i] = a[0] == 'o';
+		is_weight[i] = a[0] == 'w';
 		sizes[i] = (size_t)parse_int(a + 1, "arg size");
 		size_t bytes = (sizes[i] * sizeof(float) + 63) / 64 * 64;
 		if (bytes == 0)
@@ -133,7 +162,7 @@ int main(int argc, char **argv) {
 	if (rc != 0)
 		die(3, "kernel returned %d on the first call", rc);
 	int slow = cutoff_s > 0 && warm > cutoff_s;
-	if ((min_s > 0 && warm >= min_s) || slow)
+	if ((min_s > 0 && warm >= min_s) || slow || flush)
 		number = 1;
 	if (strcmp(out_path, "-") != 0) {
 		FILE *out = fopen(out_path, "wb");
@@ -151,8 +180,12 @@ int main(int argc, char **argv) {
 		die(2, "out of memory");
 	if (slow)
 		repeat = 1; /* this one timed call is all */
+	if (flush)
+		for (int i = 0; i < nargs; i++)
+			if (is_weight[i])
+				evict(bufs[i], sizes[i] * sizeof(float));
 	double t = rep(f, bufs, number);
-	while (t < min_s && !slow) {
+	while (t < min_s && !slow && !flush) {
 		/* Aim 20% past the goal from the last estimate; at least one more
 		 * call, at most 100x more, so one noisy fast call cannot explode it. */
 		long long next = number * 100;
@@ -167,6 +200,10 @@ int main(int argc, char **argv) {
 	double spent = t;
 	long long done = 1;
 	for (; done < repeat && !(budget_s > 0 && spent >= budget_s); done++) {
+		if (flush)
+			for (int i = 0; i < nargs; i++)
+				if (is_weight[i])
+					evict(bufs[i], sizes[i] * sizeof(float));
 		double tr = rep(f, bufs, number);
 		costs[done] = tr / (double)number;
 		spent += tr;
