@@ -66,6 +66,9 @@ func logBatch(wl workload, kind, target string, ms []search.Measured) error {
 	if logDir == "" {
 		return nil
 	}
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return fmt.Errorf("-log: %w", err)
+	}
 	f, err := os.OpenFile(filepath.Join(logDir, wl.name+"-"+kind+".jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
