@@ -48,8 +48,8 @@ func (t *Task) Ops() string {
 // task's ops ("NHWC"), or "" where they run as the model gives them.
 func (t *Task) Layout() string {
 	for _, n := range t.Groups[0].Nodes {
-		if l, err := n.Str(graph.LayoutAttr, ""); err == nil && l != "" {
-			return l
+		if channelsLast(n) {
+			return "NHWC"
 		}
 	}
 	return ""

@@ -86,6 +86,13 @@ static void evict(const void *p, size_t n) {
 #endif
 }
 
+/* evict_weights evicts every weight argument (a w arg) from the caches. */
+static void evict_weights(float *const *bufs, const size_t *sizes, const char *is_weight, int nargs) {
+	for (int i = 0; i < nargs; i++)
+		if (is_weight[i])
+			evict(bufs[i], sizes[i] * sizeof(float));
+}
+
 /* rep calls f number times and returns the wall time in seconds, or exits if
  * a call fails. */
 static double rep(kernel_fn f, float *const *args, long long number) {
@@ -181,9 +188,7 @@ int main(int argc, char **argv) {
 	if (slow)
 		repeat = 1; /* this one timed call is all */
 	if (flush)
-		for (int i = 0; i < nargs; i++)
-			if (is_weight[i])
-				evict(bufs[i], sizes[i] * sizeof(float));
+		evict_weights(bufs, sizes, is_weight, nargs);
 	double t = rep(f, bufs, number);
 	while (t < min_s && !slow && !flush) {
 		/* Aim 20% past the goal from the last estimate; at least one more
@@ -201,9 +206,7 @@ int main(int argc, char **argv) {
 	long long done = 1;
 	for (; done < repeat && !(budget_s > 0 && spent >= budget_s); done++) {
 		if (flush)
-			for (int i = 0; i < nargs; i++)
-				if (is_weight[i])
-					evict(bufs[i], sizes[i] * sizeof(float));
+			evict_weights(bufs, sizes, is_weight, nargs);
 		double tr = rep(f, bufs, number);
 		costs[done] = tr / (double)number;
 		spent += tr;
