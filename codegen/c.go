@@ -26,6 +26,7 @@ type kernel struct {
 	dom        domain
 	inParallel bool
 	gpu        *gpuDialect // set when printing a GPU kernel (gpu.go)
+	workspaces []string    // the file-scope slots of heap buffers kept between calls
 }
 
 // bufBind is how a buffer is reached in the C code: an array or pointer
@@ -95,6 +96,9 @@ func (m *module) kernel(f *tir.PrimFunc) (out string, err error) {
 		return "", err
 	}
 	var b strings.Builder
+	for _, w := range k.workspaces {
+		fmt.Fprintf(&b, "static void *%s;\n", w)
+	}
 	fmt.Fprintf(&b, "static int tsr_impl_%s(%s) {\n", f.Name, strings.Join(params, ", "))
 	b.WriteString(k.b.String())
 	b.WriteString("  return 0;\n}\n\n")
@@ -438,11 +442,15 @@ func (k *kernel) allocate(a *tir.Allocate) error {
 	if k.gpu != nil {
 		return fmt.Errorf("local buffer %s of %d bytes is too large for a GPU thread", buf.Name, bytes)
 	}
-	k.line("%s *restrict %s = (%s *)tsr_alloc(%d);", t, name, t, bytes)
+	// A heap buffer is the kernel's workspace: kept in a slot for the
+	// next call (tsr_ws_take, tsr_ws_give).
+	slot := fmt.Sprintf("tsr_ws_%s_%d", sanitize(k.f.Name), len(k.workspaces))
+	k.workspaces = append(k.workspaces, slot)
+	k.line("%s *restrict %s = (%s *)tsr_ws_take(&%s, %d);", t, name, t, slot, bytes)
 	if err := k.stmt(a.Body); err != nil {
 		return err
 	}
-	k.line("tsr_free(%s);", name)
+	k.line("tsr_ws_give(&%s, %s);", slot, name)
 	return nil
 }
 
@@ -852,7 +860,23 @@ static inline void *tsr_alloc(size_t bytes) {
     abort();
   return p;
 }
-static inline void tsr_free(void *p) { free(p); }
+/* A buffer a kernel allocates on the heap (an intermediate too large for
+   the stack) is its workspace, kept in a file-scope slot for the next
+   call, as TVM's runtime keeps a workspace pool: freeing a multi-megabyte
+   buffer returns its pages to the system, and every call would fault them
+   in again (a Winograd kernel's transformed tiles: a third of its time).
+   Take and give are atomic exchanges, so concurrent calls, or iterations
+   of a parallel loop, each get a buffer of their own; between calls each
+   allocation site keeps a single buffer. */
+static inline void *tsr_ws_take(void **slot, size_t bytes) {
+  void *p = __atomic_exchange_n(slot, (void *)0, __ATOMIC_ACQUIRE);
+  return p ? p : tsr_alloc(bytes);
+}
+static inline void tsr_ws_give(void **slot, void *p) {
+  void *q = __atomic_exchange_n(slot, p, __ATOMIC_ACQ_REL);
+  if (q)
+    free(q);
+}
 `)
 	for _, L := range sortedKeys(m.used) {
 		b.WriteString("\n")

@@ -363,7 +363,7 @@ func cases() []ccase {
 				loop(i2, 20000, tir.Serial, st(L, ld(T, tir.SubE(c(19999), i2)), i2)),
 				loop(s, 4, tir.Serial, st(S, fc(1), s)),
 				loop(i3, 20000, tir.Serial, st(O, add(ld(L, i3), ld(S, tir.FloorModE(i3, c(4)))), i3)))}}}),
-			src: []string{"float *restrict T = (float *)tsr_alloc(80000);", "tsr_free(T);", "tsr_free(L);", "float S[4]"}})
+			src: []string{"static void *tsr_ws_scratch_0;", "float *restrict T = (float *)tsr_ws_take(&tsr_ws_scratch_0, 80000);", "tsr_ws_give(&tsr_ws_scratch_0, T);", "tsr_ws_give(&tsr_ws_scratch_1, L);", "float S[4]"}})
 	}
 
 	{ // thread-bound loops run serially on the CPU; loops of extent 1 and 0

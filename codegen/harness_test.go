@@ -20,7 +20,9 @@ import (
 // The test harness compiles a module of kernels together with a small C
 // driver into one executable per compiler, then runs each kernel in a child
 // process: "prog NAME a16 b8 ..." reads every parameter (raw float32) from
-// stdin and writes them all back after the call. Each parameter lives in
+// stdin, calls the kernel on the values reversed and then on the values
+// read (the second call reuses the first's workspaces), and writes them all
+// back after the second call. Each parameter lives in
 // its own mmap'ed region next to a PROT_NONE page, after its end ('a') or
 // before its start ('b'), so that an out-of-bounds read crashes.
 
@@ -61,7 +63,16 @@ int main(int argc, char **argv) {
     args[i] = guarded(sizes[i], argv[2 + i][0]);
     if (fread(args[i], sizeof(float), sizes[i], stdin) != sizes[i]) { fprintf(stderr, "short input\n"); return 3; }
   }
-  int rc = fn(args);
+  /* A first call on the values reversed: the second call, whose results
+     are checked, takes the workspaces the first gave back (tsr_ws_take),
+     so a kernel that read a workspace before writing it would show. */
+  float **first = calloc((size_t)n + 1, sizeof *first);
+  for (int i = 0; i < n; i++) {
+    first[i] = malloc(sizes[i] * sizeof(float) + 64);
+    for (size_t j = 0; j < sizes[i]; j++) first[i][j] = args[i][sizes[i] - 1 - j];
+  }
+  int rc = fn(first);
+  if (rc == 0) rc = fn(args);
   if (rc != 0) { fprintf(stderr, "kernel returned %d\n", rc); return 4; }
   for (int i = 0; i < n; i++) fwrite(args[i], sizeof(float), sizes[i], stdout);
   return 0;
