@@ -13,6 +13,11 @@
 //	record   the best record of the workload in -db FILE, when there is one:
 //	         any schedule the search can express (weight layout rewrites
 //	         included; the kernel then reads its weights packed)
+//	winograd the same convolution by Winograd F(4×4, 3×3), the alternative
+//	         a tuning run measures against the direct one (the task
+//	         partition builds, weights transformed beforehand): its default
+//	         schedule, and as winograd-record its best record in -db FILE
+//	         (-winograd=false leaves both out)
 //	onednn   oneDNN's convolution with format_tag::any, so that it picks its
 //	         best layouts and implementation (onednn/onednn.c)
 //
@@ -22,8 +27,9 @@
 //
 //	tessera/onednn = R
 //
-// for the fastest Tessera schedule of default, expert and record (by median
-// over rounds; the line before names it): above 1, Tessera is faster.
+// for the fastest Tessera contender but naive (by median over rounds; the
+// line before names it): above 1, Tessera is faster. The Winograd kernels
+// are checked against the direct convolution within te.WinogradTolerance.
 //
 //	go run ./bench/conv
 //	go run ./bench/conv -threads 2 -fused -db tuning.db
@@ -35,6 +41,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -61,12 +68,13 @@ func main() {
 	fused := flag.Bool("fused", false, "the conv with its bias and ReLU (ResNet-18's Conv+Relu task)")
 	layout := flag.String("layout", "nhwc", "activation layout: nhwc (the models' after the convert-layout pass) or nchw")
 	naive := flag.Bool("naive", true, "also time the naive schedule")
+	winograd := flag.Bool("winograd", true, "also race the Winograd F(4×4, 3×3) alternative (its default schedule and its record in -db)")
 	flag.Parse()
 	if flag.NArg() > 0 || *threads < 1 || *rounds < 1 || (*layout != "nhwc" && *layout != "nchw") {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(options{threads: *threads, rounds: *rounds, db: *db, fused: *fused, nhwc: *layout == "nhwc", naive: *naive}); err != nil {
+	if err := run(options{threads: *threads, rounds: *rounds, db: *db, fused: *fused, nhwc: *layout == "nhwc", naive: *naive, winograd: *winograd}); err != nil {
 		benchutil.Fatal(err)
 	}
 }
@@ -75,7 +83,7 @@ type options struct {
 	threads, rounds int
 	db              string
 	fused, nhwc     bool
-	naive           bool
+	naive, winograd bool
 }
 
 // conv is the problem: input 1×64×56×56, 64 filters of 3×3, pad 1, stride
@@ -109,6 +117,44 @@ func convDAG(nhwc, fused bool) (*te.DAG, error) {
 		return nil, err
 	}
 	if fused {
+		if c, err = te.Relu("relu", c); err != nil {
+			return nil, err
+		}
+	}
+	return te.NewDAG(c)
+}
+
+// winogradTile is the m of the Winograd F(m×m, 3×3) alternative partition
+// gives this convolution (56×56 outputs: F(4×4, 3×3)).
+const winogradTile = 4
+
+// winogradDAG is convDAG computed by Winograd F(m×m, 3×3) as partition
+// builds a convolution's alternative: the weights a constant U [α, α, C,
+// K] transformed when the plan is made (te.WinogradWeights of W), the bias
+// added after the output transform.
+func winogradDAG(nhwc, fused bool, m int) (*te.DAG, error) {
+	a := m + 2
+	u := te.Constant("U", a, a, conv.c, conv.k)
+	p := conv.pad
+	pads := []int{p, p, p, p}
+	var c *te.Tensor
+	var err error
+	channel := 1
+	if nhwc {
+		channel = 3
+		c, err = te.WinogradConv2DNHWC("conv", te.Placeholder("X", conv.n, conv.h, conv.w, conv.c), u, m, pads)
+	} else {
+		c, err = te.WinogradConv2D("conv", te.Placeholder("X", conv.n, conv.c, conv.h, conv.w), u, m, pads)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if fused {
+		bias := te.Constant("bias", conv.k)
+		y := c
+		c = te.Compute("conv_bias", y.Shape, func(i []tir.Expr) tir.Expr {
+			return tir.AddE(y.At(i...), bias.At(i[channel]))
+		})
 		if c, err = te.Relu("relu", c); err != nil {
 			return nil, err
 		}
@@ -249,10 +295,34 @@ func tuned(path, key string, threads int, b *measure.Builder) (rec records.Recor
 // take gcc seconds, more on a loaded machine, and a benchmark waits for them.
 const buildTimeout = 5 * time.Minute
 
-// contender is one Tessera schedule to race.
+// contender is one Tessera schedule to race: of the direct convolution's
+// DAG, or of the Winograd alternative's.
 type contender struct {
-	name  string
-	state *schedule.State
+	name     string
+	state    *schedule.State
+	winograd bool
+}
+
+// record returns a contender of the best record of d in the records
+// database at path, ok false (and a line on standard error why) when there
+// is none.
+func record(name, path string, d *te.DAG, threads int, b *measure.Builder) (c contender, ok bool, err error) {
+	key := d.WorkloadKey()
+	rec, on, ok, err := tuned(path, key, threads, b)
+	switch {
+	case err != nil:
+		return c, false, err
+	case !ok:
+		fmt.Fprintf(os.Stderr, "conv: %s has no record of workload %s on this machine: no %s races\n", path, key, name)
+		return c, false, nil
+	}
+	st, err := rec.State(schedule.NewState(d))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "conv: the best record of %s in %s does not replay (%v): no %s races\n", key, path, err, name)
+		return c, false, nil
+	}
+	fmt.Fprintf(os.Stderr, "conv: %s: record of %s from %s (%s, measured %.4f ms)\n", name, key, path, on, rec.Cost()*1e3)
+	return contender{name: name, state: st}, true, nil
 }
 
 func run(o options) error {
@@ -267,7 +337,7 @@ func run(o options) error {
 
 	var cs []contender
 	if o.naive {
-		cs = append(cs, contender{"naive", schedule.NewState(d)})
+		cs = append(cs, contender{name: "naive", state: schedule.NewState(d)})
 	}
 	def, _, err := sketch.Default(schedule.NewState(d), tg.Sketch)
 	if err != nil {
@@ -277,23 +347,35 @@ func run(o options) error {
 	if err != nil {
 		return fmt.Errorf("expert schedule: %w", err)
 	}
-	cs = append(cs, contender{"default", def}, contender{"expert", ex})
+	cs = append(cs, contender{name: "default", state: def}, contender{name: "expert", state: ex})
 	key := d.WorkloadKey()
 	if o.db != "" {
-		rec, on, ok, err := tuned(o.db, key, o.threads, b)
-		switch {
-		case err != nil:
+		c, ok, err := record("record", o.db, d, o.threads, b)
+		if err != nil {
 			return err
-		case !ok:
-			fmt.Fprintf(os.Stderr, "conv: %s has no record of workload %s on this machine: no record races\n", o.db, key)
-		default:
-			st, err := rec.State(schedule.NewState(d))
-			if err == nil {
-				cs = append(cs, contender{"record", st})
-				fmt.Fprintf(os.Stderr, "conv: record of %s from %s (%s, measured %.4f ms)\n", key, o.db, on, rec.Cost()*1e3)
-			}
+		}
+		if ok {
+			cs = append(cs, c)
+		}
+	}
+	var wd *te.DAG
+	if o.winograd {
+		if wd, err = winogradDAG(o.nhwc, o.fused, winogradTile); err != nil {
+			return err
+		}
+		wdef, _, err := sketch.Default(schedule.NewState(wd), tg.Sketch)
+		if err != nil {
+			return fmt.Errorf("winograd default schedule: %w", err)
+		}
+		cs = append(cs, contender{name: "winograd", state: wdef, winograd: true})
+		if o.db != "" {
+			c, ok, err := record("winograd-record", o.db, wd, o.threads, b)
 			if err != nil {
-				fmt.Fprintf(os.Stderr, "conv: the best record of %s in %s does not replay (%v): no record races\n", key, o.db, err)
+				return err
+			}
+			if ok {
+				c.winograd = true
+				cs = append(cs, c)
 			}
 		}
 	}
@@ -330,11 +412,19 @@ func run(o options) error {
 	ks = append(ks, one)
 	params = append(params, nil)
 
-	// Every contender must compute what the reference evaluator computes.
+	// Every contender must compute what the reference evaluator computes:
+	// the direct convolution's output; a Winograd kernel, given the
+	// transformed weights, within te.WinogradTolerance of it.
 	inputs := measure.RandomInputs(measure.Args(d), 1)[:len(d.Inputs)]
 	want, err := d.Eval(inputs)
 	if err != nil {
 		return err
+	}
+	var winoInputs [][]float32
+	if wd != nil {
+		if winoInputs, err = winogradInputs(d, wd, inputs, winogradTile); err != nil {
+			return err
+		}
 	}
 	infoFile := filepath.Join(os.TempDir(), fmt.Sprintf("tessera-onednn-%d.txt", os.Getpid()))
 	defer os.Remove(infoFile)
@@ -344,13 +434,21 @@ func run(o options) error {
 	checker := &measure.Runner{Builder: b, Opts: measure.RunOptions{Threads: o.threads, Number: 1, Repeat: 1, MinRepeatMs: -1, Check: true, Timeout: 120e9}}
 	defer checker.Close()
 	tol := measure.Tolerance(d)
+	scale := 0.0
+	for _, v := range want[0] {
+		scale = max(scale, math.Abs(float64(v)))
+	}
 	for i, k := range ks {
-		job := measure.Job{Lib: k.Lib, Entry: benchutil.KernelName, Args: k.Args, Inputs: tir.PackArgs(params[i], inputs)}
+		in, rtol, atol := inputs, tol, tol
+		if i < len(cs) && cs[i].winograd {
+			in, rtol, atol = winoInputs, 0, tol+te.WinogradTolerance(winogradTile, conv.c)*scale
+		}
+		job := measure.Job{Lib: k.Lib, Entry: benchutil.KernelName, Args: k.Args, Inputs: tir.PackArgs(params[i], in)}
 		res := checker.Run(ctx, []measure.Job{job})[0]
 		if res.Kind != measure.None {
 			return fmt.Errorf("%s: %v: %s", k.Name, res.Kind, res.Msg)
 		}
-		if ok, msg := measure.Compare(res.Outputs[0], want[0], tol, tol); !ok {
+		if ok, msg := measure.Compare(res.Outputs[0], want[0], rtol, atol); !ok {
 			return fmt.Errorf("%s: wrong result: %s", k.Name, msg)
 		}
 	}
@@ -365,6 +463,9 @@ func run(o options) error {
 	}
 	fmt.Printf("%s 64 → 64 channels, 56×56, pad 1, %s, float32, workload %s, %d thread(s), %d alternating rounds, each kernel in its own process\n",
 		what, layout, key, o.threads, o.rounds)
+	if wd != nil {
+		fmt.Printf("winograd: F(%d×%d, 3×3), workload %s (GFLOP/s below count the direct convolution's FLOPs)\n", winogradTile, winogradTile, wd.WorkloadKey())
+	}
 	if info, err := os.ReadFile(infoFile); err == nil {
 		fmt.Printf("onednn: %s\n", strings.TrimSpace(string(info)))
 	}
@@ -381,9 +482,10 @@ func run(o options) error {
 	return nil
 }
 
-// report prints every contender's GFLOP/s, the per-round speed ratios, and
-// last the line "tessera/onednn = R" for the fastest of default, expert and
-// record.
+// report prints every contender's GFLOP/s (of the direct convolution's
+// FLOPs, so that Winograd's are comparable), the per-round speed ratios,
+// and last the line "tessera/onednn = R" for the fastest Tessera contender
+// but naive.
 func report(flops float64, tm benchutil.Timings, ks []benchutil.Kernel) {
 	for _, k := range ks {
 		lo, med := benchutil.MinMedian(tm[k.Name])
@@ -397,7 +499,7 @@ func report(flops float64, tm benchutil.Timings, ks []benchutil.Kernel) {
 		fmt.Printf("tessera/naive = %.2f\n", ratio("expert", "naive"))
 	}
 	best, bestMed := "", 0.0
-	for _, name := range []string{"default", "expert", "record"} {
+	for _, name := range []string{"default", "expert", "record", "winograd", "winograd-record"} {
 		if _, ok := tm[name]; !ok {
 			continue
 		}
@@ -418,6 +520,30 @@ func argsOf(params []*tir.Buffer, outputs int) []measure.Arg {
 		args[i] = measure.Arg{Name: p.Name, Size: p.Size(), Output: i >= len(params)-outputs}
 	}
 	return args
+}
+
+// winogradInputs returns the inputs of the Winograd DAG wd for the inputs
+// of the direct one d: the same activations and bias, the weights W
+// transformed into U for F(m×m, 3×3).
+func winogradInputs(d, wd *te.DAG, inputs [][]float32, m int) ([][]float32, error) {
+	byName := map[string][]float32{}
+	for i, t := range d.Inputs {
+		byName[t.Name] = inputs[i]
+	}
+	u, err := te.WinogradWeights(byName["W"], conv.k, conv.c, m)
+	if err != nil {
+		return nil, err
+	}
+	byName["U"] = u
+	out := make([][]float32, len(wd.Inputs))
+	for i, t := range wd.Inputs {
+		v, ok := byName[t.Name]
+		if !ok {
+			return nil, fmt.Errorf("winograd: no input %s", t.Name)
+		}
+		out[i] = v
+	}
+	return out, nil
 }
 
 // onednn builds the oneDNN contender for d's convolution (see

@@ -21,7 +21,7 @@ func TestFusedIsResNet18Task(t *testing.T) {
 	if err := graph.RunPasses(g, nil); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := partition.Extract(g, partition.Options{})
+	plan, err := partition.Extract(g, partition.Options{Winograd: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,17 +33,26 @@ func TestFusedIsResNet18Task(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := false
+	wino, err := winogradDAG(true, true, winogradTile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, foundWino := false, false
 	for _, task := range plan.Tasks {
 		switch task.Key {
 		case fused.WorkloadKey():
 			found = task.Ops() == "Conv+Relu"
+		case wino.WorkloadKey():
+			foundWino = task.Ops() == "Conv+Relu [winograd F(4×4,3×3)]"
 		case plain.WorkloadKey():
 			t.Errorf("the plain conv has the key of ResNet-18's task %s", task.Ops())
 		}
 	}
 	if !found {
 		t.Errorf("no Conv+Relu task of ResNet-18 has the -fused workload key %s", fused.WorkloadKey())
+	}
+	if !foundWino {
+		t.Errorf("no Winograd Conv+Relu task of ResNet-18 has the -fused Winograd workload key %s", wino.WorkloadKey())
 	}
 }
 

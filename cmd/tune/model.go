@@ -42,11 +42,14 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("o", "", "output `DIR` (created; required)")
 	targetName := fs.String("target", "cpu", "target to build for: "+strings.Join(target.Names, ", "))
 	threads := fs.Int("threads", runtime.NumCPU(), "use the records measured with `N` threads (the --threads of tune)")
+	layout := fs.String("layout", "auto", "activation layout: nhwc (the convert-layout pass), nchw (as the model gives it), or auto: the one whose tasks have records; where both have, both are built, timed end to end, and the faster is kept")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: tune build model.onnx [--db FILE | --no-records] -o DIR [flags]\n\n"+
 			"Compiles the whole model with the best record of every task in --db (a task\n"+
 			"without one gets a default schedule and a warning) into DIR: a shared library,\n"+
-			"its C header, the weights and a manifest.\n\nflags:\n")
+			"its C header, the weights and a manifest. With records of both activation\n"+
+			"layouts (tune, and tune --no-pass convert-layout), it builds both, times them\n"+
+			"end to end and keeps the faster (--layout).\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	pos, err := parseArgs(fs, args)
@@ -59,6 +62,10 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	}
 	if *threads <= 0 {
 		return errors.New("--threads must be positive")
+	}
+	layouts, err := buildLayouts(*layout, mf)
+	if err != nil {
+		return err
 	}
 	tg, err := newTarget(*targetName, *threads, measure.RunOptions{}, &measure.Builder{Timeout: build.LibraryTimeout})
 	if err != nil {
@@ -79,21 +86,31 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 		defer store.Close()
 		opts.Records = store
 	}
-	l, err := loadModel(pos[0], mf)
+	opts.Frozen = strings.Fields(mf.freeze.String())
+	ctx, caught, stop := signalContext()
+	defer stop()
+	start := time.Now()
+	if len(layouts) > 1 {
+		chosen, err := chooseLayout(ctx, pos[0], mf, layouts, opts, *out, *threads, stderr)
+		if err != nil {
+			if sig := caught(); sig != 0 {
+				return &interruptedError{sig: sig, msg: "the build was stopped; " + *out + " is incomplete"}
+			}
+			return err
+		}
+		layouts = []string{chosen}
+	}
+	l, err := loadModel(pos[0], mf.withLayout(layouts[0]))
 	if err != nil {
 		return err
 	}
 	l.printNotes(stderr, "tune build")
-	opts.Frozen = strings.Fields(mf.freeze.String())
 	// Every alternative algorithm is offered: the build keeps, per group,
 	// the one with the fastest record (none: the direct definition).
 	plan, err := partition.Extract(l.g, partition.Options{Winograd: true})
 	if err != nil {
 		return err
 	}
-	ctx, caught, stop := signalContext()
-	defer stop()
-	start := time.Now()
 	m, err := build.Build(ctx, l.g, plan, *out, opts)
 	if err != nil {
 		if sig := caught(); sig != 0 {

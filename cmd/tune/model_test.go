@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -157,6 +158,8 @@ func TestModelCommandErrors(t *testing.T) {
 		{"reference of an unknown output", []string{"run", out, "--input", x, "--reference", "y=" + wrongRef}, 1, `no reference "y"`},
 		{"bad format", []string{"run", out, "--input", x, "--format", "csv"}, 1, "--format"},
 		{"bench without repetitions", []string{"bench", out, "--repeat", "0"}, 1, "--repeat must be positive"},
+		{"unknown layout", []string{"build", tiny, "--no-records", "--layout", "nchw8c", "-o", out}, 1, `--layout "nchw8c": want auto, nhwc or nchw`},
+		{"nhwc without its pass", []string{"build", tiny, "--no-records", "--layout", "nhwc", "--no-pass", "convert-layout", "-o", out}, 1, "--layout nhwc needs the convert-layout pass"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -176,4 +179,69 @@ func TestModelCommandErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBuildChoosesLayout: with records of the model in both activation
+// layouts (tune, and tune --no-pass convert-layout), `tune build` builds
+// both, times them end to end and keeps the faster; with records of one
+// layout only, it builds that one without a race.
+func TestBuildChoosesLayout(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "t.db")
+	tune := func(extra ...string) {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		args := append([]string{tiny, "--trials", "16", "--per-round", "8", "--population", testPopulation, "--db", db, "--threads", "1"}, extra...)
+		if st := run(args, &stdout, &stderr); st != 0 {
+			t.Fatalf("tune %v: status %d\n%s", extra, st, stderr.String())
+		}
+	}
+	buildLayout := func(out string) (string, string) {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		if st := run([]string{"build", tiny, "--db", db, "--threads", "1", "-o", out}, &stdout, &stderr); st != 0 {
+			t.Fatalf("build: status %d\n%s", st, stderr.String())
+		}
+		m, err := build.ReadManifest(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		layout := "nchw"
+		for _, task := range m.Tasks {
+			if task.Layout == "NHWC" {
+				layout = "nhwc"
+			}
+		}
+		return layout, stderr.String()
+	}
+
+	tune("--no-pass", "convert-layout")
+	layout, log := buildLayout(filepath.Join(dir, "one"))
+	if layout != "nchw" || !strings.Contains(log, "tune build: layout nchw: records cover 100.0% of its FLOPs, 0.0% of nhwc's") || strings.Contains(log, "both layouts are tuned") {
+		t.Errorf("records of NCHW only: built %s\n%s", layout, log)
+	}
+
+	tune()
+	layout, log = buildLayout(filepath.Join(dir, "both"))
+	m := regexp.MustCompile(`both layouts are tuned; end to end, 1 threads, median of 3 rounds of 10 runs: nhwc ([0-9.]+) ms \(records' estimate [0-9.]+\); nchw ([0-9.]+) ms \(records' estimate [0-9.]+\); building (nhwc|nchw) into `).FindStringSubmatch(log)
+	if m == nil {
+		t.Fatalf("no race of the layouts:\n%s", log)
+	}
+	nhwc, nchw := parseMs(t, m[1]), parseMs(t, m[2])
+	want := "nhwc"
+	if nchw < nhwc {
+		want = "nchw"
+	}
+	if m[3] != want || layout != want {
+		t.Errorf("nhwc %.3f ms, nchw %.3f ms: chose %s, built %s", nhwc, nchw, m[3], layout)
+	}
+}
+
+func parseMs(t *testing.T, s string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
