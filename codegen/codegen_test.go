@@ -366,6 +366,36 @@ func cases() []ccase {
 			src: []string{"static void *tsr_ws_scratch_0;", "float *restrict T = (float *)tsr_ws_take(&tsr_ws_scratch_0, 80000);", "tsr_ws_give(&tsr_ws_scratch_0, T);", "tsr_ws_give(&tsr_ws_scratch_1, L);", "float S[4]"}})
 	}
 
+	{ // runs of updates of one element: the partial sums stay in registers
+		// (forwardUpdates), one store per element; a guarded term (padding);
+		// runs that must stay: an element read twice per term, another
+		// element read, a store every lane makes to one element
+		A, O, P, Q := gbuf("A", 64), gbuf("O", 4, 16), gbuf("P", 4), gbuf("Q", 16)
+		v := vars("i", "v", "v", "v", "v", "w", "w")
+		i := v[0]
+		lanes := func(lv *tir.Var, val func(*tir.Var) tir.Expr) tir.Stmt {
+			return loop(lv, 16, tir.Vectorized, st(O, val(lv), i, lv))
+		}
+		guarded := func(lv *tir.Var) tir.Expr {
+			return tir.SelectE(tir.Cmp(tir.GE, i, c(1)), ld(A, add(mul(i, c(16)), lv, c(-16))), fc(0))
+		}
+		cs = append(cs, ccase{name: "forward_updates", f: fnc("forward_updates", []*tir.Buffer{A, O, P, Q},
+			loop(i, 4, tir.Serial,
+				lanes(v[1], func(*tir.Var) tir.Expr { return fc(0) }),
+				lanes(v[2], func(lv *tir.Var) tir.Expr { return add(ld(O, i, lv), mul(ld(A, lv), fc(2))) }),
+				lanes(v[3], func(lv *tir.Var) tir.Expr { return add(ld(O, i, lv), mul(guarded(lv), fc(-5))) }),
+				lanes(v[4], func(lv *tir.Var) tir.Expr { return add(ld(O, i, lv), ld(A, add(lv, c(32)))) }),
+				st(P, ld(A, i), i),
+				st(P, mul(ld(P, i), ld(P, i)), i),
+				st(P, add(ld(P, i), fc(1)), i)),
+			st(P, add(ld(P, c(0)), ld(P, c(1))), c(0)),
+			st(P, add(ld(P, c(0)), fc(3)), c(0)),
+			loop(v[5], 16, tir.Vectorized, st(Q, ld(A, v[5]), v[5])),
+			loop(v[6], 16, tir.Vectorized, st(Q, add(ld(Q, c(3)), ld(A, v[6])), c(3)))),
+			src:    []string{"tsr_store_v16f(&O[i * 16], ((tsr_splat_v16f(0.0f) + ", "const float P_sum = P[i] * P[i];", "P[i] = P_sum_1;", "P[0] = P_sum_1;", "Q[3] = Q[3] + A[w];"},
+			notSrc: []string{"tsr_store_v16f(&O[i * 16], tsr_splat_v16f(0.0f));"}})
+	}
+
 	{ // thread-bound loops run serially on the CPU; loops of extent 1 and 0
 		A, O := gbuf("A", 32), gbuf("O", 32)
 		v := vars("bx", "tx", "one", "zero")

@@ -17,9 +17,10 @@ import "tessera/tir"
 const maxUnrollSteps = 1024
 
 // prepare rewrites a kernel body into the form the printer emits: long
-// vectorized loops split into native-width chunks, then loops unrolled.
+// vectorized loops split into native-width chunks, then loops unrolled,
+// then the runs of updates of one element merged (forwardUpdates).
 func prepare(s tir.Stmt, lanes int) tir.Stmt {
-	return dropNoopUpdates(foldFloats(unroll(splitVectors(s, lanes), 0)))
+	return forwardUpdates(dropNoopUpdates(foldFloats(unroll(splitVectors(s, lanes), 0))))
 }
 
 // splitVectors rewrites every vectorized loop into pieces the printer emits
