@@ -114,7 +114,7 @@ func mutateTileSize(rng *rand.Rand, s *schedule.State, opts Options) (*schedule.
 	p := primes[rng.IntN(len(primes))]
 	factors[src] /= p
 	factors[dst] *= p
-	if last := factors[len(factors)-1]; opts.MaxInnermostSplit > 0 && last > opts.MaxInnermostSplit {
+	if limit := maxInnerSplit(before, sp.Stage, opts); limit > 0 && factors[len(factors)-1] > limit {
 		return nil, ErrNotApplicable
 	}
 	return withSteps(s, replaced(s, k, &schedule.Split{Stage: sp.Stage, Iter: sp.Iter, Lengths: factors[1:]}))

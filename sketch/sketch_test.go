@@ -401,3 +401,45 @@ func sortedNames(dags map[string]*te.DAG) []string {
 	sort.Strings(names)
 	return names
 }
+
+// The tiles of a reduction over a constant matrix sit under its unrolled
+// loops: sampled schedules keep the innermost one within a vector, or a
+// 64-channel Winograd transform prints as a megabyte of unrolled scalar C.
+func TestSampleConstTensorTilesFitVectors(t *testing.T) {
+	u := te.Constant("U", 6, 6, 64, 64)
+	c, err := te.WinogradConv2DNHWC("conv", te.Placeholder("X", 1, 14, 14, 64), u, 4, []int{1, 1, 1, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := te.NewDAG(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := CPUOptions()
+	opts.Cores = 2
+	sk, err := Generate(schedule.NewState(d), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	checked := 0
+	for k := range 64 {
+		s, err := Sample(rng, sk[k%len(sk)], opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range s.Stages {
+			if st.Attach == schedule.Inlined || len(constMatrixIndexVars(st.Tensor)) == 0 {
+				continue
+			}
+			last := st.Iters[len(st.Iters)-1]
+			if last.Kind == schedule.Spatial && last.Extent > opts.MaxVectorLanes {
+				t.Errorf("%s: innermost tile of %d lanes (at most %d):\n%v", st.Tensor.Name, last.Extent, opts.MaxVectorLanes, s)
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no stage reads a constant matrix")
+	}
+}
