@@ -31,7 +31,7 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 	fs.Var(m.inputs, "input", "bind graph input `name=d0,d1,...` to a static shape (repeatable)")
 	fs.Var(m.freeze, "freeze", "freeze graph input `name=v0,v1,...` to these values, a constant of the compiled model (a sample rate an If branches on; repeatable)")
 	fs.Var(m.noPass, "no-pass", "disable graph pass `NAME` (repeatable; passes: "+strings.Join(graph.PassNames(), ", ")+")")
-	fs.BoolVar(&m.winograd, "winograd", false, "give 3×3 stride-1 convolutions a Winograd alternative task (tuned like any task; the build keeps the faster)")
+	fs.BoolVar(&m.winograd, "winograd", true, "give 3×3 stride-1 convolutions a Winograd alternative task (tuned like any task; the build keeps the faster; --winograd=false: direct only)")
 }
 
 // graphStats describes a graph's size.
