@@ -18,9 +18,30 @@ func sketches(t *testing.T, name string) []*schedule.State {
 	if d == nil {
 		t.Fatalf("no example DAG %q", name)
 	}
+	return sketchesOfDAG(t, d)
+}
+
+// testOptions are the CPU options with 2 cores: the rfactor rule depends
+// on the count; fix it for the tests.
+func testOptions() Options {
 	opts := CPUOptions()
-	opts.Cores = 2 // the rfactor rule depends on it; fix it for the test
-	sk, err := Generate(schedule.NewState(d), opts)
+	opts.Cores = 2
+	return opts
+}
+
+// sketchesOf returns the sketches of the DAG computing out.
+func sketchesOf(t *testing.T, out *te.Tensor) []*schedule.State {
+	t.Helper()
+	d, err := te.NewDAG(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sketchesOfDAG(t, d)
+}
+
+func sketchesOfDAG(t *testing.T, d *te.DAG) []*schedule.State {
+	t.Helper()
+	sk, err := Generate(schedule.NewState(d), testOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,16 +202,9 @@ func TestSketchReduceOutsideLanes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := te.NewDAG(pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := CPUOptions()
-	opts.Cores = 2
-	sk, err := Generate(schedule.NewState(d), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sk := sketchesOf(t, pool)
+	d := sk[0].DAG
+	opts := testOptions()
 	lanes := 0
 	for _, s := range sk {
 		lanes += countSteps[*schedule.Reorder](s)
@@ -411,16 +425,7 @@ func TestSampleConstTensorTilesFitVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := te.NewDAG(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := CPUOptions()
-	opts.Cores = 2
-	sk, err := Generate(schedule.NewState(d), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sk, opts := sketchesOf(t, c), testOptions()
 	rng := rand.New(rand.NewPCG(5, 6))
 	checked := 0
 	for k := range 64 {
