@@ -370,7 +370,11 @@ func cases() []ccase {
 		// (forwardUpdates), one store per element; a guarded term (padding);
 		// runs that must stay: an element read twice per term, another
 		// element read, a store every lane makes to one element
-		A, O, P, Q := gbuf("A", 64), gbuf("O", 4, 16), gbuf("P", 4), gbuf("Q", 16)
+		A, O, P, Q, R := gbuf("A", 64), gbuf("O", 4, 16), gbuf("P", 4), gbuf("Q", 16), gbuf("R", 1)
+		var long []tir.Stmt // longer than a merged run may be
+		for k := range maxForwardRun + 6 {
+			long = append(long, st(R, add(ld(R, c(0)), ld(A, c(int64(k%64)))), c(0)))
+		}
 		v := vars("i", "v", "v", "v", "v", "w", "w")
 		i := v[0]
 		lanes := func(lv *tir.Var, val func(*tir.Var) tir.Expr) tir.Stmt {
@@ -379,7 +383,7 @@ func cases() []ccase {
 		guarded := func(lv *tir.Var) tir.Expr {
 			return tir.SelectE(tir.Cmp(tir.GE, i, c(1)), ld(A, add(mul(i, c(16)), lv, c(-16))), fc(0))
 		}
-		cs = append(cs, ccase{name: "forward_updates", f: fnc("forward_updates", []*tir.Buffer{A, O, P, Q},
+		cs = append(cs, ccase{name: "forward_updates", f: fnc("forward_updates", []*tir.Buffer{A, O, P, Q, R},
 			loop(i, 4, tir.Serial,
 				lanes(v[1], func(*tir.Var) tir.Expr { return fc(0) }),
 				lanes(v[2], func(lv *tir.Var) tir.Expr { return add(ld(O, i, lv), mul(ld(A, lv), fc(2))) }),
@@ -391,8 +395,9 @@ func cases() []ccase {
 			st(P, add(ld(P, c(0)), ld(P, c(1))), c(0)),
 			st(P, add(ld(P, c(0)), fc(3)), c(0)),
 			loop(v[5], 16, tir.Vectorized, st(Q, ld(A, v[5]), v[5])),
-			loop(v[6], 16, tir.Vectorized, st(Q, add(ld(Q, c(3)), ld(A, v[6])), c(3)))),
-			src:    []string{"tsr_store_v16f(&O[i * 16], ((tsr_splat_v16f(0.0f) + ", "const float P_sum = P[i] * P[i];", "P[i] = P_sum_1;", "P[0] = P_sum_1;", "Q[3] = Q[3] + A[w];"},
+			loop(v[6], 16, tir.Vectorized, st(Q, add(ld(Q, c(3)), ld(A, v[6])), c(3))),
+			tir.SeqOf(long...)),
+			src:    []string{"tsr_store_v16f(&O[i * 16], ((tsr_splat_v16f(0.0f) + ", "const float P_sum = P[i] * P[i];", "P[i] = P_sum_1;", "P[0] = P_sum_1;", "Q[3] = Q[3] + A[w];", "R[0] = R_sum_63;", "R[0] = R_sum_69;"},
 			notSrc: []string{"tsr_store_v16f(&O[i * 16], tsr_splat_v16f(0.0f));"}})
 	}
 

@@ -124,6 +124,11 @@ func flatString(buf *tir.Buffer, idx []tir.Expr) string {
 	return tir.ExprString(tir.Simplify(flat, nil))
 }
 
+// maxForwardRun bounds a merged run: the vector printer writes it as one
+// nested expression, and a reduction unrolled 512 deep should not become
+// one. A longer run is merged in pieces, each storing once.
+const maxForwardRun = 64
+
 // mergeUpdates replaces every run of at least two updates of one element
 // in stmts by a single store of the last partial sum.
 func mergeUpdates(stmts []tir.Stmt) []tir.Stmt {
@@ -131,7 +136,7 @@ func mergeUpdates(stmts []tir.Stmt) []tir.Stmt {
 	for i := 0; i < len(stmts); {
 		first, ok := asUpdate(stmts[i])
 		j := i + 1
-		for ok && j < len(stmts) {
+		for ok && j < len(stmts) && j-i < maxForwardRun {
 			u, ok2 := asUpdate(stmts[j])
 			if !ok2 || !continues(first, u) {
 				break
