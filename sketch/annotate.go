@@ -344,7 +344,9 @@ func annotateUnroll(rng *rand.Rand, s *schedule.State, tiled map[int]bool, opts 
 }
 
 // annotateVectorize fuses the innermost spatial loops of every stage while
-// their product stays within the vector length and vectorizes the result.
+// their product stays within the vector length and vectorizes the result;
+// an untiled elementwise stage whose innermost loop is longer than a
+// vector gets a vector's worth split off and vectorized.
 func annotateVectorize(rng *rand.Rand, s *schedule.State, tiled map[int]bool, opts Options) (*schedule.State, error) {
 	for i, st := range s.Stages {
 		if st.IsPlaceholder() || st.Attach == schedule.Inlined {
@@ -360,6 +362,24 @@ func annotateVectorize(rng *rand.Rand, s *schedule.State, tiled map[int]bool, op
 			}
 			prod *= it.Extent
 			first = p
+		}
+		if first > last && len(st.Iters) > 0 && !tiled[i] && len(st.Tensor.ReduceAxis) == 0 {
+			// An elementwise stage no rule tiled whose innermost loop is
+			// longer than a vector (a GELU after its matmul: 3,072
+			// columns): split off a vector's worth and vectorize it, or
+			// its math runs a libm call per element (the C compiler's own
+			// loop vectorizer is off).
+			it := st.Iters[last]
+			if it.Kind == schedule.Spatial && it.Ann == schedule.NoAnn && !att[last] && opts.MaxVectorLanes > 1 && it.Extent%opts.MaxVectorLanes == 0 {
+				var err error
+				if s, err = s.Apply(&schedule.Split{Stage: i, Iter: last, Lengths: []int{opts.MaxVectorLanes}}); err != nil {
+					return nil, err
+				}
+				if s, err = s.Apply(&schedule.Annotate{Stage: i, Iter: last + 1, Ann: schedule.Vectorize}); err != nil {
+					return nil, err
+				}
+				continue
+			}
 		}
 		if first > last || prod < 2 {
 			continue

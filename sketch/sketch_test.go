@@ -448,3 +448,26 @@ func TestSampleConstTensorTilesFitVectors(t *testing.T) {
 		t.Fatal("no stage reads a constant matrix")
 	}
 }
+
+// An elementwise stage no rule tiles, whose innermost loop is longer than a
+// vector (a GELU over a matmul's 3,072 columns), is vectorized a vector's
+// worth at a time: its math is vector code, not a libm call per element.
+func TestSampleVectorizesLongElementwise(t *testing.T) {
+	e, err := te.Erf("erf", te.Placeholder("X", 1, 128, 3072))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sk, opts := sketchesOf(t, e), testOptions()
+	rng := rand.New(rand.NewPCG(7, 8))
+	for k := range 8 {
+		s, err := Sample(rng, sk[k%len(sk)], opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := s.Stages[len(s.Stages)-1]
+		last := st.Iters[len(st.Iters)-1]
+		if st.Tensor.Name != "erf" || last.Ann != schedule.Vectorize || last.Extent != opts.MaxVectorLanes {
+			t.Errorf("innermost loop of the erf stage not vectorized %d lanes at a time:\n%v", opts.MaxVectorLanes, s)
+		}
+	}
+}
