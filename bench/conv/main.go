@@ -109,9 +109,9 @@ func convDAG(nhwc, fused bool) (*te.DAG, error) {
 	var c *te.Tensor
 	var err error
 	if nhwc {
-		c, err = te.ConvNHWC("conv", te.Placeholder("X", conv.n, conv.h, conv.w, conv.c), w, bias, a)
+		c, err = te.ConvNHWC("conv", convInput(nhwc), w, bias, a)
 	} else {
-		c, err = te.Conv("conv", te.Placeholder("X", conv.n, conv.c, conv.h, conv.w), w, bias, a)
+		c, err = te.Conv("conv", convInput(nhwc), w, bias, a)
 	}
 	if err != nil {
 		return nil, err
@@ -122,6 +122,14 @@ func convDAG(nhwc, fused bool) (*te.DAG, error) {
 		}
 	}
 	return te.NewDAG(c)
+}
+
+// convInput is the convolution's input X, channels-last when nhwc.
+func convInput(nhwc bool) *te.Tensor {
+	if nhwc {
+		return te.Placeholder("X", conv.n, conv.h, conv.w, conv.c)
+	}
+	return te.Placeholder("X", conv.n, conv.c, conv.h, conv.w)
 }
 
 // winogradTile is the m of the Winograd F(m×m, 3×3) alternative partition
@@ -137,15 +145,11 @@ func winogradDAG(nhwc, fused bool, m int) (*te.DAG, error) {
 	u := te.Constant("U", a, a, conv.c, conv.k)
 	p := conv.pad
 	pads := []int{p, p, p, p}
-	var c *te.Tensor
-	var err error
-	channel := 1
+	wino, channel := te.WinogradConv2D, 1
 	if nhwc {
-		channel = 3
-		c, err = te.WinogradConv2DNHWC("conv", te.Placeholder("X", conv.n, conv.h, conv.w, conv.c), u, m, pads)
-	} else {
-		c, err = te.WinogradConv2D("conv", te.Placeholder("X", conv.n, conv.c, conv.h, conv.w), u, m, pads)
+		wino, channel = te.WinogradConv2DNHWC, 3
 	}
+	c, err := wino("conv", convInput(nhwc), u, m, pads)
 	if err != nil {
 		return nil, err
 	}
