@@ -130,12 +130,12 @@ func drawGPUTiles(rng *rand.Rand, s *schedule.State, sketch *schedule.State, gro
 }
 
 // maxInnerSplit bounds the innermost length of a split of stage i (drawn
-// or mutated). The
-// tiles of a reduction over a constant matrix (simplify_compute_with_const_tensor)
-// sit under its unrolled loops, so a tile wider than a vector is unrolled
-// scalar code: a Winograd data pack with a 32-wide channel tile printed as
-// 1 MB of C that gcc compiled in 100 to 130 s (the candidate's build timed
-// out, three times). Its tiles stay within MaxVectorLanes.
+// or mutated). The tiles of a reduction over a constant matrix
+// (simplify_compute_with_const_tensor) sit under its unrolled loops, so a
+// tile wider than a vector is unrolled scalar code: a Winograd data pack
+// with a 32-wide channel tile printed as 1 MB of C that gcc compiled in 100
+// to 130 s (the candidate's build timed out, three times). Its tiles stay
+// within MaxVectorLanes.
 func maxInnerSplit(s *schedule.State, i int, opts Options) int {
 	if opts.MaxVectorLanes > 0 && len(constMatrixIndexVars(s.Stages[i].Tensor)) > 0 {
 		return min(opts.MaxInnermostSplit, opts.MaxVectorLanes)

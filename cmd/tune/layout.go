@@ -71,8 +71,10 @@ func (m modelFlags) withLayout(layout string) modelFlags {
 // records cover.
 type layoutPlan struct {
 	layout   string
-	share    float64 // percent of the FLOPs of one inference with a record
-	estimate float64 // seconds: the records' costs summed over the plan
+	l        *loaded
+	plan     *partition.Plan // every alternative offered, as the build takes it
+	share    float64         // percent of the FLOPs of one inference with a record
+	estimate float64         // seconds: the records' costs summed over the plan
 }
 
 // chooseLayout returns the layout to build: the one whose plan the records
@@ -126,17 +128,9 @@ func chooseLayout(ctx context.Context, path string, mf modelFlags, layouts []str
 			return "", err
 		}
 		defer os.RemoveAll(dir)
-		l, err := loadModel(path, mf.withLayout(lp.layout))
-		if err != nil {
-			return "", err
-		}
-		plan, err := partition.Extract(l.g, partition.Options{Winograd: true})
-		if err != nil {
-			return "", err
-		}
 		o := opts
 		o.Warn = io.Discard
-		if _, err := build.Build(ctx, l.g, plan, dir, o); err != nil {
+		if _, err := build.Build(ctx, lp.l.g, lp.plan, dir, o); err != nil {
 			return "", fmt.Errorf("layout %s: %w", lp.layout, err)
 		}
 		dirs[lp.layout] = dir
@@ -168,19 +162,19 @@ func chooseLayout(ctx context.Context, path string, mf modelFlags, layouts []str
 	return best, nil
 }
 
-// coverLayout extracts the model's plan in one layout and sums what its
-// records cover: per group, the alternative with the fastest record, as
-// the build chooses.
+// coverLayout loads the model in one layout, extracts its plan (kept for
+// the race) and sums what the records cover: per group, the alternative
+// with the fastest record, as the build chooses.
 func coverLayout(path string, mf modelFlags, layout string, opts build.Options) (layoutPlan, error) {
 	lp := layoutPlan{layout: layout}
-	l, err := loadModel(path, mf)
-	if err != nil {
+	var err error
+	if lp.l, err = loadModel(path, mf); err != nil {
 		return lp, err
 	}
-	plan, err := partition.Extract(l.g, partition.Options{Winograd: true})
-	if err != nil {
+	if lp.plan, err = partition.Extract(lp.l.g, partition.Options{Winograd: true}); err != nil {
 		return lp, err
 	}
+	plan := lp.plan
 	key := opts.Target.Key()
 	var lookupErr error
 	cost := func(t *partition.Task) (float64, bool) {
@@ -210,5 +204,5 @@ func coverLayout(path string, mf modelFlags, layout string, opts build.Options) 
 	if total > 0 {
 		lp.share = 100 * tuned / total
 	}
-	return lp, lookupErr
+	return lp, lookupErr // a lookup of the loop above may have failed too
 }
