@@ -37,10 +37,11 @@ import (
 
 // COptions configures the C code generator.
 type COptions struct {
-	// VectorBits is the preferred SIMD width in bits for explicit vector
-	// types: 512 on AVX-512 machines, 256 on AVX2, 128 on SSE/NEON. A
-	// vectorized loop longer than VectorBits/32 lanes is split into chunks
-	// of that many lanes. 0 means 512.
+	// VectorBits is the width in bits of the machine's vector registers
+	// (the cpu target's machine model): 512 on AVX-512, 256 on AVX2, 128
+	// on SSE and NEON. Vector types are at most that wide: a vectorized
+	// loop longer than VectorBits/32 lanes is split into chunks of that many
+	// lanes, so every vector value is one register. It must be set.
 	VectorBits int
 }
 
@@ -96,7 +97,7 @@ type module struct {
 func newModule(opts COptions) (*module, error) {
 	bits := opts.VectorBits
 	if bits == 0 {
-		bits = 512
+		return nil, fmt.Errorf("codegen: VectorBits is not set (the target's machine model gives the vector width)")
 	}
 	if bits < 64 || bits > 2048 || bits&(bits-1) != 0 {
 		return nil, fmt.Errorf("codegen: VectorBits %d is not a power of two in [64, 2048]", opts.VectorBits)

@@ -489,38 +489,46 @@ func cases() []ccase {
 }
 
 func TestKernels(t *testing.T) {
-	runTable(t, cases(), COptions{})
+	runTable(t, cases())
 }
 
-// TestNarrowVectors runs the vector cases with 256- and 128-bit vectors.
+// TestNarrowVectors prints the vector cases with 256- and 128-bit vectors:
+// only vectors of that width appear (runTable compiles and runs them at
+// every ISA level the machine has).
 func TestNarrowVectors(t *testing.T) {
 	for _, bits := range []int{256, 128} {
-		var sel []ccase
+		want := map[int]string{256: "tsr_v8f", 128: "tsr_v4f"}[bits]
+		var fs []*tir.PrimFunc
 		for _, cse := range cases() {
 			if strings.HasPrefix(cse.name, "vec_") || strings.HasPrefix(cse.name, "gemm") {
-				cse.src, cse.notSrc = nil, nil
-				sel = append(sel, cse)
+				fs = append(fs, cse.f)
 			}
 		}
-		t.Run(map[int]string{256: "256", 128: "128"}[bits], func(t *testing.T) {
-			src := runTable(t, sel, COptions{VectorBits: bits})
-			want := map[int]string{256: "tsr_v8f", 128: "tsr_v4f"}[bits]
-			if !strings.Contains(src, want) || strings.Contains(src, "tsr_v16f") {
-				t.Errorf("VectorBits %d: want only %s vectors", bits, want)
-			}
-		})
+		src, err := CModule(fs, COptions{VectorBits: bits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(src, want) || strings.Contains(src, "tsr_v16f") {
+			t.Errorf("VectorBits %d: want only %s vectors", bits, want)
+		}
 	}
 }
 
-// runTable checks each case's source, then compiles them all in one module
-// with each compiler and compares every kernel's outputs with the
-// reference. It returns the module source.
-func runTable(t *testing.T, cs []ccase, opts COptions) string {
+// sourceBits is the vector width the cases' source expectations (src,
+// notSrc) are written for; they are checked on a module printed at it,
+// whatever the machine.
+const sourceBits = 512
+
+// runTable checks each case's source, then, at every ISA level the machine
+// runs (testLevels), prints them all in one module with the level's vector
+// width, compiles it for the level with each compiler and compares every
+// kernel's outputs with the reference.
+func runTable(t *testing.T, cs []ccase) {
 	t.Helper()
 	var fs []*tir.PrimFunc
 	var names []string
 	for _, cse := range cs {
-		src, err := C(cse.f, opts)
+		src, err := C(cse.f, COptions{VectorBits: sourceBits})
 		if err != nil {
 			t.Fatalf("%s: %v", cse.name, err)
 		}
@@ -537,63 +545,68 @@ func runTable(t *testing.T, cs []ccase, opts COptions) string {
 		fs = append(fs, cse.f)
 		names = append(names, cse.f.Name)
 	}
-	mod, err := CModule(fs, opts)
-	if err != nil {
-		t.Fatal(err)
+	for _, m := range testLevels(t) {
+		mod, err := CModule(fs, COptions{VectorBits: m.VectorBits()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cc := range testCompilers(t) {
+			t.Run(m.Name+"/"+cc.name, func(t *testing.T) {
+				t.Parallel()
+				exe := buildProgram(t, cc, m, mod, names)
+				for _, cse := range cs {
+					t.Run(cse.name, func(t *testing.T) {
+						args := randomArgs(cse.name, cse.f.Params)
+						want := cloneArgs(args)
+						if cse.want != nil {
+							cse.want(want)
+						} else if err := tir.Run(cse.f, want); err != nil {
+							t.Fatalf("reference: %v", err)
+						}
+						got := cloneArgs(args)
+						if err := runKernel(exe, cse.f.Name, cse.f.Params, cse.guards, got); err != nil {
+							t.Fatalf("run: %v", err)
+						}
+						if err := compareArgs(cse.f.Params, got, want); err != nil {
+							t.Error(err)
+						}
+					})
+				}
+			})
+		}
 	}
-	for _, cc := range testCompilers(t) {
-		t.Run(cc.name, func(t *testing.T) {
-			t.Parallel()
-			exe := buildProgram(t, cc, mod, names)
-			for _, cse := range cs {
-				t.Run(cse.name, func(t *testing.T) {
-					args := randomArgs(cse.name, cse.f.Params)
-					want := cloneArgs(args)
-					if cse.want != nil {
-						cse.want(want)
-					} else if err := tir.Run(cse.f, want); err != nil {
-						t.Fatalf("reference: %v", err)
-					}
-					got := cloneArgs(args)
-					if err := runKernel(exe, cse.f.Name, cse.f.Params, cse.guards, got); err != nil {
-						t.Fatalf("run: %v", err)
-					}
-					if err := compareArgs(cse.f.Params, got, want); err != nil {
-						t.Error(err)
-					}
-				})
-			}
-		})
-	}
-	return mod
 }
 
 // TestGEMMAssembly proves the vectorized path reaches SIMD FMAs.
 func TestGEMMAssembly(t *testing.T) {
 	g := gemmTiles{M: 64, N: 64, K: 64, I1: 1, I2: 8, J1: 2, J2: 16, K1: 4, Vec: true, Unroll: 512, JInner: true}
-	src, err := C(gemmFunc("gemm_asm", g), COptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fma := regexp.MustCompile(`vfmadd\w*ps\s+[^\n]*%(zmm|ymm)`)
-	for _, cc := range testCompilers(t) {
-		t.Run(cc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			in := dir + "/k.c"
-			writeFile(t, in, src)
-			args := append([]string{"-O2", "-march=native", "-S", "-o", "-"}, cc.flags...)
-			out, err := exec.Command(cc.cmd, append(args, in)...).CombinedOutput()
-			if err != nil {
-				t.Fatalf("%v\n%s", err, out)
-			}
-			n := len(fma.FindAll(out, -1))
-			if n < 16 {
-				t.Errorf("%s: %d vector FMAs in the GEMM kernel, want >= 16 (one per accumulator)", cc.name, n)
-			}
-			if strings.Contains(string(out), "%zmm") == false && cpuHasAVX512() {
-				t.Errorf("%s: no zmm registers on an AVX-512 machine", cc.name)
-			}
-		})
+	for _, m := range testLevels(t) {
+		if !m.FMA {
+			continue
+		}
+		src, err := C(gemmFunc("gemm_asm", g), COptions{VectorBits: m.VectorBits()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := map[int]string{32: "ymm", 64: "zmm"}[m.VectorBytes]
+		fma := regexp.MustCompile(`vfmadd\w*ps\s+[^\n]*%` + reg)
+		for _, cc := range testCompilers(t) {
+			t.Run(m.Name+"/"+cc.name, func(t *testing.T) {
+				dir := t.TempDir()
+				in := dir + "/k.c"
+				writeFile(t, in, src)
+				args := append([]string{"-O2", "-march=" + m.March, "-S", "-o", "-"}, cc.flags...)
+				out, err := exec.Command(cc.cmd, append(args, in)...).CombinedOutput()
+				if err != nil {
+					t.Fatalf("%v\n%s", err, out)
+				}
+				// 8 rows × 32 lanes: 16 accumulators of 16 lanes, 32 of 8.
+				want := 8 * 32 / m.Lanes()
+				if n := len(fma.FindAll(out, -1)); n < want {
+					t.Errorf("%d vector FMAs on %s registers in the GEMM kernel, want >= %d (one per accumulator)", n, reg, want)
+				}
+			})
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"tessera/target/machine"
 	"tessera/tir"
 )
 
@@ -119,7 +120,7 @@ func testCompilers(t *testing.T) []compiler {
 }
 
 // buildProgram compiles src (a module) with the driver into an executable.
-func buildProgram(t *testing.T, cc compiler, src string, names []string) string {
+func buildProgram(t *testing.T, cc compiler, m machine.Machine, src string, names []string) string {
 	t.Helper()
 	dir := t.TempDir()
 	var table strings.Builder
@@ -140,7 +141,7 @@ func buildProgram(t *testing.T, cc compiler, src string, names []string) string 
 		t.Fatal(err)
 	}
 	exe := filepath.Join(dir, "prog")
-	args := append([]string{"-O2", "-march=native", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-unknown-pragmas"}, cc.flags...)
+	args := append([]string{"-O2", "-march=" + m.March, "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-unknown-pragmas"}, cc.flags...)
 	args = append(args, kern, drv, "-o", exe, "-lm")
 	out, err := exec.Command(cc.cmd, args...).CombinedOutput()
 	if err != nil {
@@ -294,8 +295,22 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
-// cpuHasAVX512 reports whether /proc/cpuinfo lists avx512f.
-func cpuHasAVX512() bool {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	return err == nil && strings.Contains(string(b), " avx512f")
+// testLevels returns the ISA levels the codegen tests compile and run
+// at: every portable level this machine runs (x86-64-v2, -v3, -v4), so
+// that an AVX-512 machine catches what fails on AVX2; a level it lacks is
+// logged as skipped.
+func testLevels(t *testing.T) []machine.Machine {
+	t.Helper()
+	host, err := machine.Native()
+	if err != nil {
+		t.Fatalf("machine model: %v", err)
+	}
+	run, skipped := machine.RunnableLevels(host)
+	for name, miss := range skipped {
+		t.Logf("%s skipped: this machine lacks %s", name, strings.Join(miss, " "))
+	}
+	if len(run) == 0 {
+		t.Fatalf("no ISA level runs on %s", host)
+	}
+	return run
 }

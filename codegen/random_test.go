@@ -20,7 +20,7 @@ func TestRandomKernels(t *testing.T) {
 	for n := 0; n < 40; n++ {
 		cs = append(cs, ccase{name: fmt.Sprintf("rnd%d", n), f: randomKernel(r, fmt.Sprintf("rnd%d", n))})
 	}
-	runTable(t, cs, COptions{})
+	runTable(t, cs)
 }
 
 const rndR, rndC = 6, 48

@@ -14,8 +14,9 @@ import (
 
 // TestVectorMath checks the vector exp, erf and sigmoid of vectorHelpers
 // against float64 math on a dense sweep (every 1/1024 in [-100, 100]), the
-// ends of exp's fast range, and infinities and NaN, at 16 and 4 lanes, with
-// every test compiler at -O3 -march=native (the builder's flags): exp
+// ends of exp's fast range, and infinities and NaN, at the native lanes of
+// every ISA level the machine runs and at 4 lanes, with every test compiler
+// at -O3 -march=LEVEL (the builder's flags): exp
 // within 2 ulp (libm's range outside [-87, 88]), erf within 2e-7
 // absolute and 3 ulp below 0.5, sigmoid within 3 ulp (a subnormal result
 // may be 0, as with the scalar helper).
@@ -29,28 +30,39 @@ func TestVectorMath(t *testing.T) {
 	for len(xs)%16 != 0 {
 		xs = append(xs, 0.25)
 	}
-	var src strings.Builder
-	src.WriteString("#include <stdint.h>\n#include <stdio.h>\n#include <math.h>\n")
-	src.WriteString(vectorHelpers(16))
-	src.WriteString(vectorHelpers(4))
-	src.WriteString("static const float xs[] = {")
-	for i, x := range xs {
-		if i > 0 {
-			src.WriteString(",")
+	for _, m := range testLevels(t) {
+		L, runs := m.Lanes(), 2
+		if L == 4 {
+			runs = 1
 		}
-		switch {
-		case math.IsNaN(float64(x)):
-			src.WriteString("NAN")
-		case math.IsInf(float64(x), 1):
-			src.WriteString("INFINITY")
-		case math.IsInf(float64(x), -1):
-			src.WriteString("-INFINITY")
-		default:
-			src.WriteString(strconv.FormatFloat(float64(x), 'x', -1, 32) + "f")
+		var src strings.Builder
+		src.WriteString("#include <stdint.h>\n#include <stdio.h>\n#include <math.h>\n")
+		src.WriteString(vectorHelpers(L))
+		if L != 4 {
+			src.WriteString(vectorHelpers(4))
 		}
-	}
-	src.WriteString("};\n")
-	fmt.Fprintf(&src, `#define N %d
+		src.WriteString("static const float xs[] = {")
+		for i, x := range xs {
+			if i > 0 {
+				src.WriteString(",")
+			}
+			switch {
+			case math.IsNaN(float64(x)):
+				src.WriteString("NAN")
+			case math.IsInf(float64(x), 1):
+				src.WriteString("INFINITY")
+			case math.IsInf(float64(x), -1):
+				src.WriteString("-INFINITY")
+			default:
+				src.WriteString(strconv.FormatFloat(float64(x), 'x', -1, 32) + "f")
+			}
+		}
+		src.WriteString("};\n")
+		runFour := ""
+		if L != 4 {
+			runFour = "RUN(4)"
+		}
+		fmt.Fprintf(&src, `#define N %d
 #define RUN(L)                                                                  \
 	for (int i = 0; i < N; i += L) {                                            \
 		tsr_v##L##f x;                                                          \
@@ -60,66 +72,67 @@ func TestVectorMath(t *testing.T) {
 			printf("%%d %%a %%a %%a\n", L, (double)e[l], (double)f[l], (double)s[l]); \
 	}
 int main(void) {
-	RUN(16)
-	RUN(4)
+	RUN(%d)
+	%s
 	return 0;
 }
-`, len(xs))
-	for _, cc := range testCompilers(t) {
-		t.Run(cc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			in, exe := filepath.Join(dir, "m.c"), filepath.Join(dir, "m")
-			writeFile(t, in, src.String())
-			args := append([]string{"-O3", "-march=native", "-o", exe, in, "-lm"}, cc.flags...)
-			if out, err := exec.Command(cc.cmd, args...).CombinedOutput(); err != nil {
-				t.Fatalf("%v\n%s", err, out)
-			}
-			out, err := exec.Command(exe).Output()
-			if err != nil {
-				t.Fatal(err)
-			}
-			sc := bufio.NewScanner(bytes.NewReader(out))
-			n, bad := 0, 0
-			for sc.Scan() {
-				var lanes int
-				var e, f, s float64
-				if _, err := fmt.Sscanf(strings.ReplaceAll(sc.Text(), "-nan", "nan"), "%d %v %v %v", &lanes, &e, &f, &s); err != nil {
-					t.Fatalf("line %q: %v", sc.Text(), err)
+`, len(xs), L, runFour)
+		for _, cc := range testCompilers(t) {
+			t.Run(m.Name+"/"+cc.name, func(t *testing.T) {
+				dir := t.TempDir()
+				in, exe := filepath.Join(dir, "m.c"), filepath.Join(dir, "m")
+				writeFile(t, in, src.String())
+				args := append([]string{"-O3", "-march=" + m.March, "-o", exe, in, "-lm"}, cc.flags...)
+				if out, err := exec.Command(cc.cmd, args...).CombinedOutput(); err != nil {
+					t.Fatalf("%v\n%s", err, out)
 				}
-				x := float64(xs[n%len(xs)])
-				n++
-				for _, c := range []struct {
-					fn        string
-					got, want float64
-					ok        bool
-				}{
-					{"exp", e, math.Exp(x), ulps(e, math.Exp(x)) <= 2},
-					{"erf", f, math.Erf(x), math.Abs(f-math.Erf(x)) <= 2e-7 && (math.Abs(x) >= 0.5 || ulps(f, math.Erf(x)) <= 3)},
-					{"sigmoid", s, 1 / (1 + math.Exp(-x)), ulps(s, 1/(1+math.Exp(-x))) <= 3},
-				} {
-					if math.IsNaN(c.want) {
-						c.ok = math.IsNaN(c.got)
-					} else if w32 := float64(float32(c.want)); math.IsInf(w32, 0) || w32 == 0 || math.Abs(c.want) < 0x1p-126 {
-						// overflow, underflow, subnormals: exp is libm's
-						// there; sigmoid, like the scalar 1/(1+expf(−x)),
-						// may round a subnormal to 0
-						c.ok = c.got == float64(float32(c.want)) || math.Abs(c.got-c.want) <= 0x1p-149 ||
-							c.fn == "sigmoid" && math.Abs(c.got-c.want) < 0x1p-126
+				out, err := exec.Command(exe).Output()
+				if err != nil {
+					t.Fatal(err)
+				}
+				sc := bufio.NewScanner(bytes.NewReader(out))
+				n, bad := 0, 0
+				for sc.Scan() {
+					var lanes int
+					var e, f, s float64
+					if _, err := fmt.Sscanf(strings.ReplaceAll(sc.Text(), "-nan", "nan"), "%d %v %v %v", &lanes, &e, &f, &s); err != nil {
+						t.Fatalf("line %q: %v", sc.Text(), err)
 					}
-					if !c.ok {
-						if bad++; bad <= 10 || bad%2000 == 0 {
-							t.Errorf("%d lanes: %s(%g) = %g, want %g", lanes, c.fn, x, c.got, c.want)
+					x := float64(xs[n%len(xs)])
+					n++
+					for _, c := range []struct {
+						fn        string
+						got, want float64
+						ok        bool
+					}{
+						{"exp", e, math.Exp(x), ulps(e, math.Exp(x)) <= 2},
+						{"erf", f, math.Erf(x), math.Abs(f-math.Erf(x)) <= 2e-7 && (math.Abs(x) >= 0.5 || ulps(f, math.Erf(x)) <= 3)},
+						{"sigmoid", s, 1 / (1 + math.Exp(-x)), ulps(s, 1/(1+math.Exp(-x))) <= 3},
+					} {
+						if math.IsNaN(c.want) {
+							c.ok = math.IsNaN(c.got)
+						} else if w32 := float64(float32(c.want)); math.IsInf(w32, 0) || w32 == 0 || math.Abs(c.want) < 0x1p-126 {
+							// overflow, underflow, subnormals: exp is libm's
+							// there; sigmoid, like the scalar 1/(1+expf(−x)),
+							// may round a subnormal to 0
+							c.ok = c.got == float64(float32(c.want)) || math.Abs(c.got-c.want) <= 0x1p-149 ||
+								c.fn == "sigmoid" && math.Abs(c.got-c.want) < 0x1p-126
+						}
+						if !c.ok {
+							if bad++; bad <= 10 || bad%2000 == 0 {
+								t.Errorf("%d lanes: %s(%g) = %g, want %g", lanes, c.fn, x, c.got, c.want)
+							}
 						}
 					}
 				}
-			}
-			if n != 2*len(xs) {
-				t.Fatalf("%d results for %d inputs at two lane counts", n, len(xs))
-			}
-			if bad > 0 {
-				t.Errorf("%d results out of bounds", bad)
-			}
-		})
+				if n != runs*len(xs) {
+					t.Fatalf("%d results for %d inputs at %d lane counts", n, len(xs), runs)
+				}
+				if bad > 0 {
+					t.Errorf("%d results out of bounds", bad)
+				}
+			})
+		}
 	}
 }
 

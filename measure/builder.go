@@ -32,7 +32,8 @@ type Source struct {
 // directory, so diagnostics name "kernel.c".
 type Builder struct {
 	CC       string        // compiler command, may carry arguments ("ccache gcc"); empty means $CC, else "cc"
-	Flags    []string      // nil means DefaultFlags()
+	Flags    []string      // nil means DefaultFlags() with March
+	March    string        // the -march of DefaultFlags (the cpu target's machine model); empty means native
 	Timeout  time.Duration // per build; 0 means 15s
 	Parallel int           // concurrent compiler processes; 0 means runtime.NumCPU()
 	CacheDir string        // empty means os.UserCacheDir()/tessera/build
@@ -67,10 +68,18 @@ func (b *Builder) command() []string {
 
 func (b *Builder) flags() []string {
 	if b.Flags == nil {
-		return append(DefaultFlags(), b.compilerWorkarounds()...)
+		f := DefaultFlags()
+		if b.March != "" {
+			f[slices.Index(f, "-march=native")] = "-march=" + b.March
+		}
+		return append(f, b.compilerWorkarounds()...)
 	}
 	return slices.Clone(b.Flags)
 }
+
+// Command returns the compiler command as argv ($CC, else cc, when CC is
+// empty).
+func (b *Builder) Command() []string { return b.command() }
 
 // compilerWorkarounds returns flags that avoid known miscompilations of the
 // compiler in use, both seen with Debian's GCC 12.2.0 at -O3 and checked by

@@ -79,7 +79,7 @@ func sampledPerOp(t *testing.T, d *te.DAG) int {
 // evaluator, like TestAllOpsCompiled.
 func TestSampledStatesCompiled(t *testing.T) {
 	checkCompiled(t, func(i int, d *te.DAG) []*schedule.State {
-		opts := sketch.CPUOptions()
+		opts := sketch.CPUOptions(target.NativeMachine())
 		sk, err := sketch.Generate(schedule.NewState(d), opts)
 		if err != nil {
 			t.Fatal(err)
@@ -138,7 +138,7 @@ func checkCompiled(t *testing.T, gen func(i int, d *te.DAG) []*schedule.State) {
 		size := 0
 		for k, s := range gen(i, d) {
 			f := mustLower(t, s, fmt.Sprintf("k%d", k))
-			c, err := codegen.C(f, codegen.COptions{})
+			c, err := codegen.C(f, codegen.COptions{VectorBits: target.NativeMachine().VectorBits()})
 			if err != nil {
 				t.Fatalf("%s kernel k%d: %v", name, k, err)
 			}
@@ -149,7 +149,7 @@ func checkCompiled(t *testing.T, gen func(i int, d *te.DAG) []*schedule.State) {
 			size += len(c)
 			m.states, m.funcs = append(m.states, s), append(m.funcs, f)
 		}
-		src, err := codegen.CModule(m.funcs, codegen.COptions{})
+		src, err := codegen.CModule(m.funcs, codegen.COptions{VectorBits: target.NativeMachine().VectorBits()})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

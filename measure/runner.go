@@ -139,6 +139,9 @@ type Runner struct {
 	// program (Job.Launches) the device's runner child times, instead of
 	// a kernel of a shared library the harness calls.
 	Device *Device
+	// Exec, when set, is the command the harness runs under: an emulator
+	// for code of another architecture (qemu-aarch64 -L /usr/aarch64-linux-gnu).
+	Exec []string
 
 	mu      sync.Mutex
 	harness string            // path of the harness executable, once built
@@ -289,7 +292,11 @@ func (r *Runner) run(ctx context.Context, opts RunOptions, job Job) Result {
 		argv = append(argv, gpuJobArgs(job)...)
 	}
 
-	cmd, tctx, cancel := groupCommand(ctx, opts.Timeout, r.harness, argv...)
+	prog := r.harness
+	if len(r.Exec) > 0 {
+		prog, argv = r.Exec[0], append(append(slices.Clone(r.Exec[1:]), r.harness), argv...)
+	}
+	cmd, tctx, cancel := groupCommand(ctx, opts.Timeout, prog, argv...)
 	defer cancel()
 	cmd.Env = childEnv(opts.Threads)
 	stdout := &tailBuffer{max: 64 << 10}

@@ -7,7 +7,7 @@ set -euo pipefail
 # clang-16, pocl-opencl-icd, ocl-icd-opencl-dev: the GPU path's checks (CUDA
 # compiled to PTX, OpenCL run on PoCL); test.sh requires them.
 packages=(gcc libc6-dev libopenblas-dev libdnnl-dev libonnx-testdata xgboost nats-server util-linux
-	clang-16 pocl-opencl-icd ocl-icd-opencl-dev)
+	clang-16 pocl-opencl-icd ocl-icd-opencl-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
 
 missing=()
 for p in "${packages[@]}"; do

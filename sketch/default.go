@@ -41,7 +41,7 @@ func Default(s0 *schedule.State, opts Options) (*schedule.State, string, error) 
 	if err == nil && len(sketches) > 0 {
 		fill := opts.DefaultTiles
 		if fill == nil {
-			fill = fillTiles
+			fill = func(sk *schedule.State) (*schedule.State, error) { return fillTiles(sk, opts.Lanes, opts.VectorRegs) }
 		}
 		filled, err := fill(sketches[0])
 		for a := 0; err == nil && a < defaultAttempts; a++ {
@@ -75,16 +75,22 @@ func Default(s0 *schedule.State, opts Options) (*schedule.State, string, error) 
 // at 56×56 and 112×112 (a 16 × 16 or 16 × 8 tile), 11 to 13 at 14×14 and
 // 7×7 (no lanes divide them: 16 rows of scalars), where odd lane counts
 // (7, 14) gave 2 to 4.
+//
+// The vector axis and the rows come from the machine (RegisterTile): on
+// AVX2 (8 lanes, 16 registers) a 16-lane axis is two vectors and takes 6
+// rows; an axis that gets fewer vectors gets more rows (TileRows), so the
+// accumulators stay within the register file.
 const (
-	vectorTile   = 16 // float32 lanes of a 512-bit vector
-	minLanes     = 4
-	rowTile      = 16
+	minLanes     = 4 // fewer lanes than this are not worth a vector
 	reduceWindow = 7 // a reduce axis this short stays whole
 	reduceTile   = 4
 )
 
-// fillTiles returns the sketch with every unfilled split filled by the rule.
-func fillTiles(sk *schedule.State) (*schedule.State, error) {
+// fillTiles returns the sketch with every unfilled split filled by the
+// rule, for a machine of lanes float32 lanes per vector and regs vector
+// registers.
+func fillTiles(sk *schedule.State, lanes, regs int) (*schedule.State, error) {
+	vectorTile, _ := RegisterTile(lanes, regs)
 	type split struct {
 		k       int // step index
 		stage   int
@@ -122,9 +128,12 @@ func fillTiles(sk *schedule.State) (*schedule.State, error) {
 			continue
 		}
 		done[vec.stage] = true
-		if lanes := largestDivisor(vec.ext, vectorTile, true); lanes >= minLanes && lanes&(lanes-1) == 0 {
-			inner[vec.k] = lanes
+		vecs := 1
+		if l := largestDivisor(vec.ext, vectorTile, true); l >= minLanes && l&(l-1) == 0 {
+			inner[vec.k] = l
+			vecs = (l + lanes - 1) / lanes
 		}
+		rowTile := TileRows(vecs, regs)
 		shared := axesBesideVector(s.Stages[vec.stage].Tensor, vec.axis)
 		row, rowShared := -1, false
 		for r, o := range splits {

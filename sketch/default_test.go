@@ -16,7 +16,7 @@ func TestDefault(t *testing.T) {
 	dags := te.ExampleDAGs()
 	for _, name := range sortedNames(dags) {
 		d := dags[name]
-		st, rule, err := Default(schedule.NewState(d), CPUOptions())
+		st, rule, err := Default(schedule.NewState(d), testOptions())
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
@@ -29,7 +29,7 @@ func TestDefault(t *testing.T) {
 		if err := schedtest.Check(d, f, 3); err != nil {
 			t.Errorf("%s: %s: %v\n%v", name, rule, err, st)
 		}
-		again, _, _ := Default(schedule.NewState(d), CPUOptions())
+		again, _, _ := Default(schedule.NewState(d), testOptions())
 		if Key(again) != Key(st) {
 			t.Errorf("%s: two default schedules differ:\n%v\n%v", name, st, again)
 		}
@@ -43,7 +43,7 @@ func TestDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _, err := Default(schedule.NewState(d), CPUOptions())
+	st, _, err := Default(schedule.NewState(d), testOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"tessera/schedule"
+	"tessera/target/machine"
 	"tessera/tir"
 )
 
@@ -69,9 +70,14 @@ type Options struct {
 	// MaxInnermostSplit bounds the innermost split length.
 	MaxInnermostSplit int
 	// MaxVectorLanes bounds the extent of a vectorized loop (Ansor's
-	// max_vectorize_size, 16). Wider loops over fused axes are mostly
-	// gathers, which compile slowly, run slowly and grow under unrolling.
+	// max_vectorize_size): the vector axis of the machine's register tile
+	// (RegisterTile). Wider loops over fused axes are mostly gathers, which
+	// compile slowly, run slowly and grow under unrolling.
 	MaxVectorLanes int
+	// Lanes and VectorRegs are the machine's float32 lanes per vector
+	// register and its vector registers (the cpu target's machine model);
+	// the default schedules' register tiles fit them. Zero on a GPU.
+	Lanes, VectorRegs int
 	// UnrollSteps are the auto_unroll_max_step values to draw from.
 	UnrollSteps []int
 	// GPU are the device's limits on a GPU target (zero on the CPU): the
@@ -83,19 +89,63 @@ type Options struct {
 	DefaultTiles func(sketch *schedule.State) (*schedule.State, error)
 }
 
-// CPUOptions returns Ansor's CPU rules and defaults for this machine.
-func CPUOptions() Options {
+// CPUOptions returns Ansor's CPU rules and defaults for machine m: its
+// cores feed the parallel loops, its vector registers bound the vector
+// lanes and the default register tiles.
+func CPUOptions(m machine.Machine) Options {
+	cores := m.Cores
+	if cores <= 0 {
+		cores = runtime.NumCPU()
+	}
+	vecLanes, _ := RegisterTile(m.Lanes(), m.VectorRegs)
 	return Options{
 		Rules:             cpuRules,
 		Annotators:        cpuAnnotators,
 		Lower:             schedule.Lower,
-		Cores:             runtime.NumCPU(),
+		Cores:             cores,
 		TileStructure:     "SSRSRS",
 		FusionLevels:      []int{1, 2},
 		MaxInnermostSplit: 64,
-		MaxVectorLanes:    16,
+		MaxVectorLanes:    vecLanes,
+		Lanes:             m.Lanes(),
+		VectorRegs:        m.VectorRegs,
 		UnrollSteps:       []int{0, 16, 64, 512},
 	}
+}
+
+// maxTileRows bounds the rows of a default register tile: beyond it a
+// tile's rows outgrow the short axes of the tasks (a conv's 64 output
+// channels split in four) before the registers run out.
+const maxTileRows = 16
+
+// RegisterTile returns the register tile of the default schedules on a
+// machine with lanes float32 lanes per vector and regs vector registers:
+// its vector axis in lanes, and its rows. A row of the tile keeps one
+// accumulator per vector; the rows × vectors accumulators, the vectors of
+// the next load and one broadcast must fit the register file. One vector
+// per row while the registers hold maxTileRows rows of it (AVX-512's 32
+// registers: a 16 × 16 tile, measured best there); else two vectors, so
+// that each broadcast feeds two FMAs (AVX2's 16 registers: 6 rows × 16
+// lanes, as OpenBLAS's Haswell kernel).
+func RegisterTile(lanes, regs int) (vecLanes, rows int) {
+	if lanes <= 0 || regs <= 0 {
+		return 1, 1
+	}
+	vecs := 1
+	if regs-2 < maxTileRows {
+		vecs = 2
+	}
+	return vecs * lanes, TileRows(vecs, regs)
+}
+
+// TileRows returns how many rows of vecs accumulators each fit regs
+// registers beside the vecs vectors of the next load and one broadcast
+// (at most maxTileRows, at least 1).
+func TileRows(vecs, regs int) int {
+	if vecs <= 0 {
+		vecs = 1
+	}
+	return max(1, min(maxTileRows, (regs-vecs-1)/vecs))
 }
 
 // GPUOptions returns Ansor's GPU rules and defaults for a device with the

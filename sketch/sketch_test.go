@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strings"
+	"tessera/target/machine"
 	"testing"
 
 	"tessera/schedule"
@@ -21,12 +22,21 @@ func sketches(t *testing.T, name string) []*schedule.State {
 	return sketchesOfDAG(t, d)
 }
 
-// testOptions are the CPU options with 2 cores: the rfactor rule depends
-// on the count; fix it for the tests.
+// testOptions are the CPU options of an AVX-512 machine with 2 cores
+// (x86-64-v4: 16 lanes, 32 registers), whatever the host: the sketch tests
+// run no compiled code, and the rfactor rule depends on the core count.
 func testOptions() Options {
-	opts := CPUOptions()
-	opts.Cores = 2
-	return opts
+	return testOptionsFor("x86-64-v4")
+}
+
+// testOptionsFor are the CPU options of a portable level with 2 cores.
+func testOptionsFor(level string) Options {
+	m, err := machine.Level(level)
+	if err != nil {
+		panic(err)
+	}
+	m.Cores = 2
+	return CPUOptions(m)
 }
 
 // sketchesOf returns the sketches of the DAG computing out.
@@ -137,7 +147,7 @@ func TestSketchPaddingReadOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sk, err := Generate(schedule.NewState(d), CPUOptions())
+	sk, err := Generate(schedule.NewState(d), testOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,13 +280,13 @@ func TestSamplesLowerAndMatch(t *testing.T) {
 	total, failedLower := 0, 0
 	for i, name := range names {
 		d := dags[name]
-		sk, err := Generate(schedule.NewState(d), CPUOptions())
+		sk, err := Generate(schedule.NewState(d), testOptions())
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		rng := rand.New(rand.NewPCG(uint64(i), 77))
 		for k := 0; k < 20; k++ {
-			s, err := Sample(rng, sk[k%len(sk)], CPUOptions())
+			s, err := Sample(rng, sk[k%len(sk)], testOptions())
 			if err != nil {
 				t.Fatalf("%s: sample: %v", name, err)
 			}
@@ -302,7 +312,7 @@ func TestSamplesLowerAndMatch(t *testing.T) {
 // every mutation and crossover, and checks each child against the
 // reference evaluator; it also checks that the mutations change something.
 func TestMutationsKeepCorrectness(t *testing.T) {
-	opts := CPUOptions()
+	opts := testOptions()
 	for _, name := range []string{"matmul", "conv_bias_relu", "softmax", "layernorm", "matmul_bias_relu", "conv_strided"} {
 		d := te.ExampleDAGs()[name]
 		sk, err := Generate(schedule.NewState(d), opts)
@@ -381,7 +391,7 @@ func TestSketchPrologue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sk, err := Generate(schedule.NewState(d), CPUOptions())
+	sk, err := Generate(schedule.NewState(d), testOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +408,7 @@ func TestSketchPrologue(t *testing.T) {
 		if countSteps[*schedule.Split](s) < 4 {
 			t.Errorf("matmul not multi-level tiled:\n%s", text)
 		}
-		f, err := Sample(rand.New(rand.NewPCG(1, 1)), s, CPUOptions())
+		f, err := Sample(rand.New(rand.NewPCG(1, 1)), s, testOptions())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,12 +1,14 @@
 package target
 
 import (
+	"fmt"
 	"runtime"
 
 	"tessera/codegen"
 	"tessera/measure"
 	"tessera/schedule"
 	"tessera/sketch"
+	"tessera/target/machine"
 	"tessera/tir"
 )
 
@@ -22,8 +24,16 @@ type CPUConfig struct {
 	// Run is the timing protocol; its Threads is set to Threads. The zero
 	// value means measure.SearchRunOptions.
 	Run measure.RunOptions
-	// Codegen are the C printer's options.
+	// Codegen are the C printer's options; a zero VectorBits takes the
+	// machine's.
 	Codegen codegen.COptions
+	// Machine is the processor the code is compiled for (the machine
+	// model: -march, vector width, registers); part of the target key.
+	// The zero value means this host (machine.Native).
+	Machine machine.Machine
+	// Exec runs the harness under an emulator, for a Machine of another
+	// architecture (measure.Runner.Exec).
+	Exec []string
 	// Key, when set, replaces the derived target key (tests and imported
 	// records of a known machine).
 	Key string
@@ -46,17 +56,28 @@ func CPU(cfg CPUConfig) *Target {
 		run = measure.SearchRunOptions(threads)
 	}
 	run.Threads = threads
+	m := cfg.Machine
+	if m.Arch == "" {
+		m = NativeMachine()
+	}
+	if b.March == "" && b.Flags == nil {
+		b.March = m.March
+	}
 	opts := cfg.Codegen
-	key := func() string { return b.TargetKey("cpu", threads) }
+	if opts.VectorBits == 0 {
+		opts.VectorBits = m.VectorBits()
+	}
+	key := func() string { return b.TargetKey("cpu", threads) + " | " + m.Key() }
 	if cfg.Key != "" {
 		key = func() string { return cfg.Key }
 	}
 	return &Target{
 		Name:      "cpu",
-		Sketch:    sketch.CPUOptions(),
+		Machine:   m,
+		Sketch:    sketch.CPUOptions(m),
 		Mutations: sketch.CPUMutations,
 		Builder:   b,
-		Runner:    &measure.Runner{Builder: b, Opts: run},
+		Runner:    &measure.Runner{Builder: b, Opts: run, Exec: cfg.Exec},
 		Host:      b,
 		lower:     schedule.Lower,
 		module: func(fs []*tir.PrimFunc) (measure.Program, error) {
@@ -65,4 +86,20 @@ func CPU(cfg CPUConfig) *Target {
 		},
 		key: key,
 	}
+}
+
+// NativeMachine returns this host's machine model; where it cannot be read
+// (no /proc/cpuinfo), the base level of this architecture, whose code runs
+// on any of its processors.
+func NativeMachine() machine.Machine {
+	m, err := machine.Native()
+	if err == nil {
+		return m
+	}
+	for _, name := range machine.Levels() {
+		if l, lerr := machine.Level(name); lerr == nil && l.Arch == runtime.GOARCH {
+			return l
+		}
+	}
+	panic(fmt.Sprintf("target: no machine model for %s: %v", runtime.GOARCH, err))
 }

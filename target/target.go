@@ -21,6 +21,7 @@ import (
 	"tessera/measure"
 	"tessera/schedule"
 	"tessera/sketch"
+	"tessera/target/machine"
 	"tessera/tir"
 )
 
@@ -30,6 +31,8 @@ import (
 type Target struct {
 	// Name is the target's name on the command line: "cpu", "opencl", "cuda".
 	Name string
+	// Machine is the cpu target's machine model (zero on a GPU).
+	Machine machine.Machine
 	// Sketch are the sketch rules, the annotators and the limits.
 	Sketch sketch.Options
 	// Mutations are the search's mutations with their weights.

@@ -50,6 +50,7 @@ var commands = []command{
 	{"bench", "time a built model end to end (min and median ms)", runBench},
 	{"records", "export, import, distill (best k per task), summarize or plot the records of --db", runRecords},
 	{"costmodel", "train a cost model on the records of --db files, or evaluate one on held-out records", runCostModel},
+	{"machine", "print the machine model the cpu target compiles for (--cpu), and its FMA peak (--peak)", runMachine},
 	{"worker", "measure the jobs of this machine's target key that tuners send through NATS JetStream (--nats URL)", runWorker},
 }
 

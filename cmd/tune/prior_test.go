@@ -29,7 +29,7 @@ func TestPriorRetriesBuildTimeouts(t *testing.T) {
 		t.Fatal(err)
 	}
 	task := plan.Tasks[0]
-	tg, err := newTarget("cpu", 1, measure.RunOptions{}, &measure.Builder{})
+	tg, err := newTarget("cpu", "native", 1, measure.RunOptions{}, &measure.Builder{}, true)
 	if err != nil {
 		t.Fatal(err)
 	}

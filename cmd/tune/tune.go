@@ -52,6 +52,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	targetName := fs.String("target", "cpu", "target to tune for: "+strings.Join(target.Names, ", "))
 	db := fs.String("db", "tuning.db", "records database `FILE`")
 	threads := fs.Int("threads", runtime.NumCPU(), "threads of every measured kernel")
+	cpu := fs.String("cpu", "native", cpuFlagHelp)
 	seed := fs.Uint64("seed", 1, "random seed of the search")
 	perRound := fs.Int("per-round", 64, "measurements per round")
 	population := fs.Int("population", search.DefaultOptions(nil).Population, "states per generation of the evolutionary search (fewer: faster rounds, worse picks)")
@@ -108,7 +109,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 
 	timing := runOptions(*threads, *timeout)
 	timing.FlushCache = *flushCache
-	tg, err := newTarget(*targetName, *threads, timing, &measure.Builder{})
+	tg, err := newTarget(*targetName, *cpu, *threads, timing, &measure.Builder{}, true)
 	if err != nil {
 		return err
 	}
@@ -184,6 +185,9 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "tuning %s: %d tasks, %d trials (%d from earlier runs%s, %d to go), target %s, records in %s\n",
 		printable(pos[0]), len(tasks), *trials, done, retried, todo, tg.Name, printable(*db))
+	if tg.Name == "cpu" {
+		fmt.Fprintln(stdout, tg.Machine)
+	}
 	// A progress bar on a terminal; one line per committed round in logs.
 	var bar *progressbar.ProgressBar
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {

@@ -29,6 +29,7 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	nf.register(fs, "NATS server `URL` (nats://host:4222, tls://...); required")
 	targetName := fs.String("target", "cpu", "target this host measures: "+strings.Join(target.Names, ", "))
 	threads := fs.Int("threads", runtime.NumCPU(), "threads of every measured kernel (part of the target key)")
+	cpu := fs.String("cpu", "native", cpuFlagHelp)
 	concurrency := fs.Int("concurrency", 1, "jobs held at a time: their builds run in parallel, their timing runs take turns")
 	name := fs.String("name", "", "worker name in results and presence (default host-pid)")
 	maxMemory := bytesFlag(measure.DefaultMaxMemory)
@@ -49,7 +50,7 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 		return errors.New("--threads and --concurrency must be positive")
 	}
 	host := &measure.Builder{}
-	tg, err := newTarget(*targetName, *threads, runOptions(*threads, 10*time.Second), host)
+	tg, err := newTarget(*targetName, *cpu, *threads, runOptions(*threads, 10*time.Second), host, true)
 	if err != nil {
 		return err
 	}
@@ -61,7 +62,7 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 		if tg.Name != "cpu" {
 			return nil, fmt.Errorf("codegen options %+v for target %s", cg, tg.Name)
 		}
-		return target.CPU(target.CPUConfig{Threads: *threads, Builder: host, Codegen: cg}).Generate, nil
+		return target.CPU(target.CPUConfig{Threads: *threads, Builder: host, Codegen: cg, Machine: tg.Machine}).Generate, nil
 	}
 	nc, err := nf.connect("tessera worker")
 	if err != nil {
