@@ -623,19 +623,20 @@ func TestErrors(t *testing.T) {
 		opts COptions
 		msg  string
 	}{
-		{"duplicate", []*tir.PrimFunc{ok("k"), ok("k")}, COptions{}, "two kernels"},
-		{"badname", []*tir.PrimFunc{ok("a-b")}, COptions{}, "not a C identifier"},
-		{"reserved", []*tir.PrimFunc{ok("tsr_x")}, COptions{}, "reserved"},
-		{"call", []*tir.PrimFunc{fnc("k", []*tir.Buffer{A}, st(A, fn("foo", fc(1)), c(0)))}, COptions{}, `unknown function "foo"`},
-		{"arity", []*tir.PrimFunc{fnc("k", []*tir.Buffer{A}, st(A, fn("pow", fc(1)), c(0)))}, COptions{}, "pow with 1 arguments"},
-		{"scope", []*tir.PrimFunc{fnc("k", []*tir.Buffer{A}, st(A, ld(other, c(0)), c(0)))}, COptions{}, "buffer X"},
-		{"rank", []*tir.PrimFunc{fnc("k", []*tir.Buffer{A}, st(A, fc(0), c(0), c(1)))}, COptions{}, "2 indices"},
-		{"type", []*tir.PrimFunc{fnc("k", []*tir.Buffer{A}, st(A, lt(c(0), c(1)), c(0)))}, COptions{}, "bool value"},
-		{"intdiv", []*tir.PrimFunc{fnc("k", []*tir.Buffer{A}, st(A, toF(tir.DivE(c(4), c(2))), c(0)))}, COptions{}, "integer Div"},
-		{"freevar", []*tir.PrimFunc{fnc("k", []*tir.Buffer{A}, st(A, fc(0), i))}, COptions{}, "variable i is not in scope"},
-		{"vecfree", []*tir.PrimFunc{fnc("k", []*tir.Buffer{A}, loop(i, 4, tir.Vectorized, st(A, toF(tir.NewVar("z")), i)))}, COptions{}, "variable z"},
+		{"duplicate", []*tir.PrimFunc{ok("k"), ok("k")}, COptions{VectorBits: 512}, "two kernels"},
+		{"badname", []*tir.PrimFunc{ok("a-b")}, COptions{VectorBits: 512}, "not a C identifier"},
+		{"reserved", []*tir.PrimFunc{ok("tsr_x")}, COptions{VectorBits: 512}, "reserved"},
+		{"call", []*tir.PrimFunc{fnc("k", []*tir.Buffer{A}, st(A, fn("foo", fc(1)), c(0)))}, COptions{VectorBits: 512}, `unknown function "foo"`},
+		{"arity", []*tir.PrimFunc{fnc("k", []*tir.Buffer{A}, st(A, fn("pow", fc(1)), c(0)))}, COptions{VectorBits: 512}, "pow with 1 arguments"},
+		{"scope", []*tir.PrimFunc{fnc("k", []*tir.Buffer{A}, st(A, ld(other, c(0)), c(0)))}, COptions{VectorBits: 512}, "buffer X"},
+		{"rank", []*tir.PrimFunc{fnc("k", []*tir.Buffer{A}, st(A, fc(0), c(0), c(1)))}, COptions{VectorBits: 512}, "2 indices"},
+		{"type", []*tir.PrimFunc{fnc("k", []*tir.Buffer{A}, st(A, lt(c(0), c(1)), c(0)))}, COptions{VectorBits: 512}, "bool value"},
+		{"intdiv", []*tir.PrimFunc{fnc("k", []*tir.Buffer{A}, st(A, toF(tir.DivE(c(4), c(2))), c(0)))}, COptions{VectorBits: 512}, "integer Div"},
+		{"freevar", []*tir.PrimFunc{fnc("k", []*tir.Buffer{A}, st(A, fc(0), i))}, COptions{VectorBits: 512}, "variable i is not in scope"},
+		{"vecfree", []*tir.PrimFunc{fnc("k", []*tir.Buffer{A}, loop(i, 4, tir.Vectorized, st(A, toF(tir.NewVar("z")), i)))}, COptions{VectorBits: 512}, "variable z"},
 		{"bits", []*tir.PrimFunc{ok("k")}, COptions{VectorBits: 100}, "VectorBits"},
-		{"nil", []*tir.PrimFunc{nil}, COptions{}, "nil"},
+		{"nobits", []*tir.PrimFunc{ok("k")}, COptions{}, "VectorBits is not set"},
+		{"nil", []*tir.PrimFunc{nil}, COptions{VectorBits: 512}, "nil"},
 	}
 	for _, b := range bad {
 		t.Run(b.name, func(t *testing.T) {

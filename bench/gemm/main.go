@@ -7,8 +7,14 @@
 // The last line is "tessera/openblas = R", the median over rounds of the
 // expert schedule's speed divided by OpenBLAS's.
 //
+// Every kernel is compiled for --cpu (native, or a level such as
+// x86-64-v3), OpenBLAS is restricted to the same ISA level where it allows
+// it (OPENBLAS_CORETYPE), and each figure is printed as a share of that
+// level's measured FMA peak too.
+//
 //	go run ./bench/gemm              # 1024³, 1 thread
 //	go run ./bench/gemm -threads 2
+//	go run ./bench/gemm -cpu x86-64-v3
 package main
 
 import (
@@ -20,6 +26,7 @@ import (
 	"tessera/bench/internal/benchutil"
 	"tessera/measure"
 	"tessera/schedule"
+	"tessera/sketch"
 	"tessera/te"
 	"tessera/tir"
 )
@@ -29,15 +36,34 @@ func main() {
 	threads := flag.Int("threads", 1, "threads for every contender")
 	rounds := flag.Int("rounds", 7, "alternating rounds")
 	naive := flag.Bool("naive", true, "also time the naive schedule (slow at 1024)")
-	ti := flag.String("tile", "1,8,1,32,4", "expert tile sizes i.1,i.2(register rows),j.1,j.2(lanes) and the k tile: i.1 i.2 j.1 j.2 k")
+	ti := flag.String("tile", "", "expert tile sizes i.1,i.2(register rows),j.1,j.2(lanes) and the k tile: i.1 i.2 j.1 j.2 k (default: the register tile of --cpu, expertTiles)")
+	cpu := flag.String("cpu", "native", "compile for native, a level (x86-64-v2, x86-64-v3, x86-64-v4) or a -march name; OpenBLAS is restricted to its level")
 	flag.Parse()
-	var t tiles
-	if _, err := fmt.Sscanf(*ti, "%d,%d,%d,%d,%d", &t.i1, &t.i2, &t.j1, &t.j2, &t.k); err != nil {
-		benchutil.Fatal(fmt.Errorf("-tile: %w", err))
-	}
-	if err := run(*n, *threads, *rounds, *naive, t); err != nil {
+	m, err := benchutil.CPU(context.Background(), *cpu, &measure.Builder{})
+	if err != nil {
 		benchutil.Fatal(err)
 	}
+	t := expertTiles(*n, m.Lanes(), m.VectorRegs)
+	if *ti != "" {
+		if _, err := fmt.Sscanf(*ti, "%d,%d,%d,%d,%d", &t.i1, &t.i2, &t.j1, &t.j2, &t.k); err != nil {
+			benchutil.Fatal(fmt.Errorf("-tile: %w", err))
+		}
+	}
+	if err := run(*n, *threads, *rounds, *naive, t, m); err != nil {
+		benchutil.Fatal(err)
+	}
+}
+
+// expertTiles is the register tile of a hand-written kernel on a machine of
+// lanes float32 lanes and regs vector registers: two vectors per row and as
+// many rows as the registers hold beside them (sketch.TileRows), rounded
+// down to a divisor of n; a k tile of 4.
+func expertTiles(n, lanes, regs int) tiles {
+	rows := sketch.TileRows(2, regs)
+	for n%rows != 0 {
+		rows--
+	}
+	return tiles{i1: 1, i2: rows, j1: 1, j2: 2 * lanes, k: 4}
 }
 
 type tiles struct{ i1, i2, j1, j2, k int }
@@ -81,7 +107,7 @@ func expert(d *te.DAG, t tiles) (*schedule.State, error) {
 	})
 }
 
-func run(n, threads, rounds int, withNaive bool, t tiles) error {
+func run(n, threads, rounds int, withNaive bool, t tiles, m benchutil.Machine) error {
 	ctx := context.Background()
 	d, err := gemmDAG(n)
 	if err != nil {
@@ -100,13 +126,13 @@ func run(n, threads, rounds int, withNaive bool, t tiles) error {
 	}
 	var srcs []string
 	for _, s := range states {
-		src, err := benchutil.Lower(s)
+		src, err := benchutil.Lower(s, m.Machine)
 		if err != nil {
 			return err
 		}
 		srcs = append(srcs, src)
 	}
-	b := &measure.Builder{}
+	b := m.Builder
 	ks, err := benchutil.Build(ctx, b, names, srcs, args)
 	if err != nil {
 		return err
@@ -150,6 +176,7 @@ func run(n, threads, rounds int, withNaive bool, t tiles) error {
 
 	flops := 2 * float64(n) * float64(n) * float64(n)
 	fmt.Printf("gemm %d×%d×%d float32, %d thread(s), %d alternating rounds, each kernel in its own process\n", n, n, n, threads, rounds)
+	fmt.Printf("expert tile i.1,i.2,j.1,j.2,k = %d,%d,%d,%d,%d\n", t.i1, t.i2, t.j1, t.j2, t.k)
 	fmt.Printf("expert vector FMA instructions in assembly = %d\n", fmas)
 	r := &measure.Runner{Opts: measure.RunOptions{Threads: threads, Repeat: 3, MinRepeatMs: 200, Timeout: 600e9}}
 	defer r.Close()
@@ -160,13 +187,13 @@ func run(n, threads, rounds int, withNaive bool, t tiles) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("naive GFLOP/s = %.2f\n", flops/nt["naive"][0]/1e9)
+		fmt.Printf("naive GFLOP/s = %.2f = %s\n", flops/nt["naive"][0]/1e9, m.Share(flops/nt["naive"][0]/1e9, threads))
 		timed = []benchutil.Kernel{ks[0], ks[2]}
 	}
 	tm, err := benchutil.Alternate(ctx, r, timed, rounds)
 	if err != nil {
 		return err
 	}
-	benchutil.Report(flops, tm, timed, "expert", "openblas", "tessera/openblas")
+	benchutil.Report(flops, tm, timed, "expert", "openblas", "tessera/openblas", m, threads)
 	return nil
 }

@@ -9,10 +9,13 @@ import (
 	"math"
 	"os"
 	"sort"
+	"strings"
 
 	"tessera/codegen"
 	"tessera/measure"
 	"tessera/schedule"
+	"tessera/target"
+	"tessera/target/machine"
 )
 
 // KernelName is the symbol every benchmark kernel exports.
@@ -25,13 +28,81 @@ type Kernel struct {
 	Args []measure.Arg
 }
 
-// Lower builds the C source of a schedule.
-func Lower(s *schedule.State) (string, error) {
+// Lower builds the C source of a schedule for machine m.
+func Lower(s *schedule.State, m machine.Machine) (string, error) {
 	f, err := schedule.Lower(s, KernelName)
 	if err != nil {
 		return "", err
 	}
-	return codegen.C(f, codegen.COptions{})
+	return codegen.C(f, codegen.COptions{VectorBits: m.VectorBits()})
+}
+
+// Machine is a benchmark's --cpu: the machine its kernels are compiled for,
+// the builder that compiles them, and one core's measured peak there.
+type Machine struct {
+	machine.Machine
+	Builder *measure.Builder
+	Peak    target.Peak
+}
+
+// CPU resolves a benchmark's --cpu (native, a level, a -march name) on this
+// host, measures its peak, and restricts the peers to its ISA level in this
+// process's environment, which every timed child inherits (PeerISA). It
+// prints the header line naming the CPU, the ISA and the peak.
+func CPU(ctx context.Context, name string, b *measure.Builder) (Machine, error) {
+	m, err := machine.Resolve(name, b.Command())
+	if err != nil {
+		return Machine{}, fmt.Errorf("--cpu: %w", err)
+	}
+	if miss := m.Missing(target.NativeMachine()); len(miss) > 0 {
+		return Machine{}, fmt.Errorf("--cpu %s: this machine lacks %s", name, strings.Join(miss, " "))
+	}
+	b.March = m.March
+	p, err := target.MeasurePeak(ctx, b, m)
+	if err != nil {
+		return Machine{}, err
+	}
+	env := PeerISA(m)
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := os.Setenv(k, v); err != nil {
+			return Machine{}, err
+		}
+	}
+	peers := "not restricted (native: each picks its best for this machine)"
+	if len(env) > 0 {
+		peers = "restricted to " + m.Level + ": " + strings.Join(env, " ")
+	}
+	fmt.Printf("%s\npeak: %s; peers %s\n", m, p, peers)
+	return Machine{Machine: m, Builder: b, Peak: p}, nil
+}
+
+// PeerISA returns the environment that restricts the peers to m's ISA
+// level where they allow it: OpenBLAS's core type and oneDNN's highest
+// ISA. For native, the peers pick their best for this machine themselves
+// (OPENBLAS_CORETYPE is kept where the environment sets it: older OpenBLAS
+// builds misdetect some processors).
+func PeerISA(m machine.Machine) []string {
+	if m.Name == "native" {
+		return nil
+	}
+	var blas, dnnl string
+	switch m.Level {
+	case "x86-64-v2":
+		blas, dnnl = "Nehalem", "SSE41"
+	case "x86-64-v3":
+		blas, dnnl = "Haswell", "AVX2"
+	case "x86-64-v4":
+		blas, dnnl = "SkylakeX", "AVX512_CORE"
+	default:
+		return nil
+	}
+	return []string{"OPENBLAS_CORETYPE=" + blas, "ONEDNN_MAX_CPU_ISA=" + dnnl, "DNNL_MAX_CPU_ISA=" + dnnl}
+}
+
+// Share prints a figure as a share of the machine's peak on threads cores.
+func (m Machine) Share(gflops float64, threads int) string {
+	return fmt.Sprintf("%.0f%% of the %s peak (%.1f GFLOP/s on %d core(s))", 100*gflops/(m.Peak.GFLOPS*float64(threads)), m.Level, m.Peak.GFLOPS*float64(threads), threads)
 }
 
 // Build compiles sources with b; it fails on the first error.
@@ -97,13 +168,13 @@ func Ratios(a, b []float64) []float64 {
 	return out
 }
 
-// Report prints each kernel's GFLOP/s (median and best over rounds), the
-// per-round speed ratio of fast over base, and last the line
-// "label = R" with the median ratio.
-func Report(flops float64, tm Timings, ks []Kernel, fast, base, label string) {
+// Report prints each kernel's GFLOP/s (median and best over rounds) and
+// its share of m's peak on threads cores, the per-round speed ratio of
+// fast over base, and last the line "label = R" with the median ratio.
+func Report(flops float64, tm Timings, ks []Kernel, fast, base, label string, m Machine, threads int) {
 	for _, k := range ks {
 		lo, med := MinMedian(tm[k.Name])
-		fmt.Printf("%s GFLOP/s = %.2f (median; best %.2f)\n", k.Name, flops/med/1e9, flops/lo/1e9)
+		fmt.Printf("%s GFLOP/s = %.2f (median; best %.2f) = %s\n", k.Name, flops/med/1e9, flops/lo/1e9, m.Share(flops/med/1e9, threads))
 	}
 	lo, med := MinMedian(Ratios(tm[base], tm[fast]))
 	fmt.Printf("speed ratio per round: min %.2f median %.2f\n", lo, med)
