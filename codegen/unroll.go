@@ -20,7 +20,68 @@ const maxUnrollSteps = 1024
 // vectorized loops split into native-width chunks, then loops unrolled,
 // then the runs of updates of one element merged (forwardUpdates).
 func prepare(s tir.Stmt, lanes int) tir.Stmt {
-	return forwardUpdates(dropNoopUpdates(foldFloats(unroll(splitVectors(s, lanes), 0))))
+	return forwardUpdates(dropNoopUpdates(foldFloats(unroll(unrollLocalLoops(splitVectors(s, lanes)), 0))))
+}
+
+// maxLocalUnrollSteps bounds a serial loop that unrollLocalLoops unrolls.
+const maxLocalUnrollSteps = 64
+
+// unrollLocalLoops marks Unrolled every short serial loop (at most
+// maxLocalUnrollSteps steps) whose variable indexes a Local buffer: with
+// the loop unrolled the buffer's indices are constants and it becomes
+// registers (scalarize.go). The copy of a GEMM's accumulator tile to its
+// output (for i.1 in 0..4: C[..i.1..] = C.local[i.1*16 ...]) otherwise keeps
+// the whole tile in memory: every FMA of the reduction loop loads and
+// stores its accumulator (AVX2, 1024³: 46 GFLOP/s in memory).
+func unrollLocalLoops(s tir.Stmt) tir.Stmt {
+	if s == nil {
+		return nil
+	}
+	return tir.MutateStmt(s, tir.StmtFuncs{Stmt: func(st tir.Stmt) tir.Stmt {
+		a, ok := st.(*tir.Allocate)
+		if !ok || a.Buf.Scope != tir.Local {
+			return st
+		}
+		body := tir.MutateStmt(a.Body, tir.StmtFuncs{Stmt: func(st tir.Stmt) tir.Stmt {
+			f, ok := st.(*tir.For)
+			if !ok || f.Kind != tir.Serial || f.Var == nil || f.Extent <= 1 ||
+				stepCount(f) > maxLocalUnrollSteps || !indexesBuffer(f.Body, a.Buf, f.Var) {
+				return st
+			}
+			return &tir.For{Var: f.Var, Extent: f.Extent, Kind: tir.Unrolled, Body: f.Body}
+		}})
+		return &tir.Allocate{Buf: a.Buf, Body: body}
+	}})
+}
+
+// indexesBuffer reports whether s reads or writes buf at an index that
+// uses v.
+func indexesBuffer(s tir.Stmt, buf *tir.Buffer, v *tir.Var) bool {
+	isV := func(x *tir.Var) bool { return x == v }
+	uses := func(idx []tir.Expr) bool {
+		for _, e := range idx {
+			if tir.UsesVar(e, isV) {
+				return true
+			}
+		}
+		return false
+	}
+	found := false
+	tir.WalkStmt(s, func(st tir.Stmt) bool {
+		if w, ok := st.(*tir.Store); ok && w.Buf == buf && uses(w.Indices) {
+			found = true
+		}
+		return !found
+	})
+	tir.WalkStmtExprs(s, func(e tir.Expr) {
+		tir.WalkExpr(e, func(x tir.Expr) bool {
+			if l, ok := x.(*tir.Load); ok && l.Buf == buf && uses(l.Indices) {
+				found = true
+			}
+			return !found
+		})
+	})
+	return found
 }
 
 // splitVectors rewrites every vectorized loop into pieces the printer emits
