@@ -7,6 +7,7 @@ import (
 	"text/template"
 
 	"tessera/target"
+	"tessera/target/machine"
 	"tessera/tir"
 )
 
@@ -82,6 +83,11 @@ var runtimeTmpl = template.Must(template.New("runtime").Parse(`
 #endif
 
 #define TSM_API __attribute__((visibility("default")))
+#if defined(__x86_64__)
+#define TSM_BASE __attribute__((target("arch=x86-64"), noinline))
+#else
+#define TSM_BASE __attribute__((noinline))
+#endif
 #define TSM_NUM_INPUTS {{.NumInputs}}
 #define TSM_NUM_OUTPUTS {{.NumOutputs}}
 #define TSM_WEIGHTS_BYTES {{.WeightsBytes}}ULL
@@ -144,7 +150,22 @@ TSM_API void tessera_destroy(tessera_model *m) {
   free(m);
 }
 
-TSM_API tessera_model *tessera_create(const char *path) {
+{{.CPUCheck}}
+static tessera_model *tsm_create(const char *path);
+
+/* tessera_create is compiled for the architecture's base level, like
+   tsm_cpu_check: the processor's features are checked before any code
+   compiled for the library's -march runs. */
+TSM_API TSM_BASE tessera_model *tessera_create(const char *path) {
+  const char *missing = tsm_cpu_check();
+  if (missing) {
+    snprintf(tsm_error, sizeof tsm_error, "this processor lacks %s, which this library was compiled to use (tune build --cpu LEVEL builds for an older one)", missing);
+    return NULL;
+  }
+  return tsm_create(path);
+}
+
+static tessera_model *tsm_create(const char *path) {
   tsm_error[0] = 0;
   unsigned char hdr[64];
   uint64_t n, sum;
@@ -266,7 +287,7 @@ func runtimeData(p *program, setup string, arena int64) map[string]any {
 		"WeightsBytes": len(p.weights.payload), "Checksum": fmt.Sprintf("%016x", checksum(p.weights.payload)),
 		"ArenaBytes": arena, "API": apiDecls, "Magic": weightsMagic,
 		"InputNames": in, "InputElems": inElems, "OutputNames": out, "OutputElems": outElems,
-		"DeviceSetup": setup,
+		"DeviceSetup": setup, "CPUCheck": cpuCheck(),
 	}
 }
 
@@ -320,5 +341,20 @@ func cHeader(m *Manifest) string {
 	fmt.Fprintf(&b, "#define TESSERA_NUM_INPUTS %d\n#define TESSERA_NUM_OUTPUTS %d\n\n", len(m.Inputs), len(m.Outputs))
 	b.WriteString(apiDecls)
 	b.WriteString("\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n")
+	return b.String()
+}
+
+// cpuCheck is the C of tsm_cpu_check: for every extension of
+// machine.LoadChecks the compiler was allowed to use (its macro defined),
+// whether the processor loading the library has it. It returns the first
+// one missing, or NULL; compiled for the base level (TSM_BASE), it runs on
+// any processor of the architecture.
+func cpuCheck() string {
+	var b strings.Builder
+	b.WriteString("static TSM_BASE const char *tsm_cpu_check(void) {\n#if defined(__x86_64__)\n  __builtin_cpu_init();\n")
+	for _, c := range machine.LoadChecks {
+		fmt.Fprintf(&b, "#ifdef %s\n  if (!__builtin_cpu_supports(%q))\n    return %q;\n#endif\n", c.Macro, c.Feature, c.Feature)
+	}
+	b.WriteString("#endif\n  return NULL;\n}\n")
 	return b.String()
 }

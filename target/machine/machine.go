@@ -435,3 +435,20 @@ func RunnableLevels(host Machine) (run []Machine, skipped map[string][]string) {
 	}
 	return run, skipped
 }
+
+// LoadCheck is one ISA extension a library checks for when it is loaded:
+// the compiler's macro that says the code may use it, and its name for
+// __builtin_cpu_supports (x86).
+type LoadCheck struct{ Macro, Feature string }
+
+// LoadChecks are the extensions a built library checks, in level order:
+// each that its -march enabled must be on the processor loading it, or
+// tessera_create refuses with the name of the one missing (never SIGILL).
+var LoadChecks = []LoadCheck{
+	{"__SSE3__", "sse3"}, {"__SSSE3__", "ssse3"}, {"__SSE4_1__", "sse4.1"}, {"__SSE4_2__", "sse4.2"},
+	{"__POPCNT__", "popcnt"}, {"__AVX__", "avx"}, {"__AVX2__", "avx2"}, {"__FMA__", "fma"},
+	{"__BMI__", "bmi"}, {"__BMI2__", "bmi2"}, {"__AVX512F__", "avx512f"}, {"__AVX512BW__", "avx512bw"},
+	{"__AVX512CD__", "avx512cd"}, {"__AVX512DQ__", "avx512dq"}, {"__AVX512VL__", "avx512vl"},
+	{"__AVX512VNNI__", "avx512vnni"}, {"__AVX512BF16__", "avx512bf16"}, {"__AVX512IFMA__", "avx512ifma"},
+	{"__AVX512VBMI__", "avx512vbmi"},
+}

@@ -1,0 +1,83 @@
+package build
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tessera/graph/onnx"
+	"tessera/measure"
+	"tessera/target"
+	"tessera/target/machine"
+)
+
+// TestBuildPerLevel builds the tiny model for every ISA level this machine
+// runs (tune build --cpu LEVEL) and checks its outputs; then it makes the
+// load check of the first level's library see a processor without one of
+// the level's features and checks that tessera_create refuses with that
+// feature's name instead of running code the processor lacks.
+func TestBuildPerLevel(t *testing.T) {
+	levels, skipped := machine.RunnableLevels(target.NativeMachine())
+	for name, miss := range skipped {
+		t.Logf("%s skipped: this machine lacks %s", name, strings.Join(miss, " "))
+	}
+	var firstDir string
+	var first machine.Machine
+	root := t.TempDir()
+	for _, m := range levels {
+		t.Run(m.Name, func(t *testing.T) {
+			g, err := onnx.DecodeFile("../testdata/tiny.onnx")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := &measure.Builder{Timeout: LibraryTimeout}
+			tg := target.CPU(target.CPUConfig{Builder: b, Machine: m, Key: "cpu test " + m.Name})
+			dir := filepath.Join(root, m.Name)
+			buildRunCheck(t, prepare(t, g), dir, Options{Records: emptyRecords{}, Target: tg, Model: "tiny"})
+			src, err := os.ReadFile(filepath.Join(dir, "model.c"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(src), "tsm_cpu_check") {
+				t.Fatal("model.c has no load check")
+			}
+			if firstDir == "" {
+				firstDir, first = dir, m
+			}
+		})
+	}
+	if firstDir == "" {
+		t.Fatal("no level built")
+	}
+	feature := first.Features[len(first.Features)-1]
+	src, err := os.ReadFile(filepath.Join(firstDir, "model.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := `__builtin_cpu_supports("` + feature + `")`
+	if !strings.Contains(string(src), call) {
+		t.Fatalf("model.c does not check %s", feature)
+	}
+	// The processor "lacks" feature: its check answers no.
+	lacking := strings.Replace(string(src), call, "0", 1)
+	if err := os.WriteFile(filepath.Join(firstDir, "model.c"), []byte(lacking), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("cc", "-O1", "-march="+first.March, "-fopenmp", "-fPIC", "-shared", "-std=gnu11",
+		"-o", filepath.Join(firstDir, LibraryFile), filepath.Join(firstDir, "model.c"), "-lm").CombinedOutput()
+	if err != nil {
+		t.Fatalf("cc: %v\n%s", err, out)
+	}
+	model, err := Open(firstDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = model.Run(context.Background(), randomInputs(model.Manifest, 1), RunOptions{})
+	if err == nil || !strings.Contains(err.Error(), "this processor lacks "+feature) {
+		t.Fatalf("a processor without %s: got %v, want the load check's error", feature, err)
+	}
+	t.Logf("%s library on a processor without %s: %v", first.Name, feature, err)
+}
