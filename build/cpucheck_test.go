@@ -81,3 +81,54 @@ func TestBuildPerLevel(t *testing.T) {
 	}
 	t.Logf("%s library on a processor without %s: %v", first.Name, feature, err)
 }
+
+// TestBuildAarch64 cross-compiles the tiny model for aarch64 (armv8-a,
+// NEON) with Debian's gcc-aarch64-linux-gnu, runs it under qemu-aarch64
+// and compares its outputs with the reference evaluator. Skipped where the
+// tools are missing, unless TESSERA_REQUIRE_CROSS is set (scripts/test.sh).
+func TestBuildAarch64(t *testing.T) {
+	cc, qemu := "aarch64-linux-gnu-gcc", "qemu-aarch64"
+	for _, tool := range []string{cc, qemu} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("TESSERA_REQUIRE_CROSS") != "" {
+				t.Fatalf("%s is missing (scripts/deps.sh installs gcc-aarch64-linux-gnu and qemu-user)", tool)
+			}
+			t.Skipf("%s is missing (scripts/deps.sh installs gcc-aarch64-linux-gnu and qemu-user)", tool)
+		}
+	}
+	m, err := machine.Level("armv8-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := onnx.DecodeFile("../testdata/tiny.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := prepare(t, g)
+	b := &measure.Builder{CC: cc, Timeout: LibraryTimeout}
+	tg := target.CPU(target.CPUConfig{Builder: b, Machine: m, Key: "cpu test aarch64"})
+	dir := t.TempDir()
+	man, err := Build(context.Background(), p.g, p.plan, dir, Options{Records: emptyRecords{}, Target: tg, Model: "tiny"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("file", filepath.Join(dir, LibraryFile)).Output(); err == nil && !strings.Contains(string(out), "aarch64") {
+		t.Fatalf("%s is not an aarch64 library: %s", LibraryFile, out)
+	}
+	model, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := randomInputs(man, 1)
+	got, err := model.Run(context.Background(), inputs, RunOptions{Builder: b, Exec: []string{qemu, "-L", "/usr/aarch64-linux-gnu"}, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := reference(t, "tiny", p, inputs)
+	for i, o := range man.Outputs {
+		if ok, msg := compareOutputs(got[i], want[i]); !ok {
+			t.Errorf("output %s: %s", o.Name, msg)
+		}
+	}
+	t.Logf("aarch64 (qemu): the tiny model's %d outputs agree with the reference evaluator", len(man.Outputs))
+}

@@ -65,6 +65,21 @@ type RunOptions struct {
 	// MaxMemory is the most bytes a run may take (Model.Footprint);
 	// 0 means measure.DefaultMaxMemory.
 	MaxMemory int64
+	// Exec, when set, is the command the runner runs under: an emulator
+	// for a model built for another architecture (qemu-aarch64 -L
+	// /usr/aarch64-linux-gnu), whose runner Builder compiles too.
+	Exec []string
+}
+
+// command returns the runner child's command: runner args, under opts.Exec.
+func (opts RunOptions) command(ctx context.Context, runner string, args ...string) *exec.Cmd {
+	if len(opts.Exec) > 0 {
+		args = append(append(slices.Clone(opts.Exec[1:]), runner), args...)
+		runner = opts.Exec[0]
+	}
+	cmd := exec.CommandContext(ctx, runner, args...)
+	measure.DieWithParent(cmd)
+	return cmd
 }
 
 // Run runs the model once on inputs (one per manifest input, in order,
@@ -157,7 +172,7 @@ func (m *Model) prepare(ctx context.Context, opts RunOptions) (string, error) {
 		return "", err
 	}
 	if !m.checked {
-		if err := m.checkLibrary(ctx, runner); err != nil {
+		if err := m.checkLibrary(ctx, runner, opts); err != nil {
 			return "", err
 		}
 		m.checked = true
@@ -169,7 +184,7 @@ func (m *Model) prepare(ctx context.Context, opts RunOptions) (string, error) {
 // element counts) with those the library was compiled with: the library
 // is the truth, and a manifest that disagrees was edited or belongs to
 // another build.
-func (m *Model) checkLibrary(ctx context.Context, runner string) error {
+func (m *Model) checkLibrary(ctx context.Context, runner string, opts RunOptions) error {
 	lib, err := filepath.Abs(filepath.Join(m.Dir, m.Manifest.Library))
 	if err != nil {
 		return err
@@ -177,8 +192,7 @@ func (m *Model) checkLibrary(ctx context.Context, runner string) error {
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(cctx, runner, "--describe", lib)
-	measure.DieWithParent(cmd)
+	cmd := opts.command(cctx, runner, "--describe", lib)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(stderr.String())
@@ -292,8 +306,7 @@ func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, wa
 	if profile {
 		args = append(args, "profile")
 	}
-	cmd := exec.CommandContext(cctx, runner, args...)
-	measure.DieWithParent(cmd)
+	cmd := opts.command(cctx, runner, args...)
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "OMP_NUM_THREADS=")
 	}), "OMP_NUM_THREADS="+strconv.Itoa(threads))

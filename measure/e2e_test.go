@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"sort"
 	"strings"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"tessera/schedule/schedtest"
 	"tessera/sketch"
 	"tessera/target"
+	"tessera/target/machine"
 	"tessera/te"
 	"tessera/tir"
 )
@@ -53,7 +56,7 @@ func rich(d *te.DAG) bool {
 // compares its outputs with the reference evaluator. This is the
 // end-to-end check of lowering, code generation, the build and the runner.
 func TestAllOpsCompiled(t *testing.T) {
-	checkCompiled(t, func(i int, d *te.DAG) []*schedule.State {
+	checkCompiled(t, nativePlatform(), func(i int, d *te.DAG) []*schedule.State {
 		rng := rand.New(rand.NewPCG(2026, uint64(i)))
 		s0 := schedule.NewState(d)
 		states := []*schedule.State{s0}
@@ -76,17 +79,59 @@ func sampledPerOp(t *testing.T, d *te.DAG) int {
 
 // TestSampledStatesCompiled draws sampledPerOp states from the sketches of
 // every example DAG and checks them compiled and run against the reference
-// evaluator, like TestAllOpsCompiled.
+// evaluator, like TestAllOpsCompiled, at every portable ISA level this
+// machine runs (x86-64-v2, -v3, -v4): each level's sketch options, vector
+// width and -march. A level the machine lacks is skipped with a line
+// saying so.
 func TestSampledStatesCompiled(t *testing.T) {
-	checkCompiled(t, func(i int, d *te.DAG) []*schedule.State {
-		opts := sketch.CPUOptions(target.NativeMachine())
+	levels, skipped := machine.RunnableLevels(target.NativeMachine())
+	for name, miss := range skipped {
+		t.Logf("%s skipped: this machine lacks %s", name, strings.Join(miss, " "))
+	}
+	for _, m := range levels {
+		t.Run(m.Name, func(t *testing.T) {
+			checkCompiled(t, platform{m: m}, sampledStates(t, m, sampledPerOp))
+		})
+	}
+}
+
+// TestSampledStatesAarch64 cross-compiles sampled states of every example
+// DAG for aarch64 (armv8-a: NEON, 4 lanes, 32 registers) with Debian's
+// gcc-aarch64-linux-gnu and runs them under qemu-aarch64, checked against
+// the reference evaluator: correct NEON code (its speed is not claimed).
+// Skipped where the cross compiler or qemu is missing, unless
+// TESSERA_REQUIRE_CROSS is set (scripts/test.sh sets it: CI installs them).
+func TestSampledStatesAarch64(t *testing.T) {
+	cc, qemu, sysroot := "aarch64-linux-gnu-gcc", "qemu-aarch64", "/usr/aarch64-linux-gnu"
+	for _, tool := range []string{cc, qemu} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("TESSERA_REQUIRE_CROSS") != "" {
+				t.Fatalf("%s is missing (scripts/deps.sh installs gcc-aarch64-linux-gnu and qemu-user)", tool)
+			}
+			t.Skipf("%s is missing (scripts/deps.sh installs gcc-aarch64-linux-gnu and qemu-user)", tool)
+		}
+	}
+	m, err := machine.Level("armv8-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Cores = 2
+	p := platform{name: "aarch64 (qemu)", m: m, cc: cc, exec: []string{qemu, "-L", sysroot}}
+	checkCompiled(t, p, sampledStates(t, m, func(t *testing.T, d *te.DAG) int { return testscale.N(t, 2) }))
+}
+
+// sampledStates draws n(d) states from the sketches of each DAG with the
+// CPU options of machine m.
+func sampledStates(t *testing.T, m machine.Machine, n func(*testing.T, *te.DAG) int) func(i int, d *te.DAG) []*schedule.State {
+	return func(i int, d *te.DAG) []*schedule.State {
+		opts := sketch.CPUOptions(m)
 		sk, err := sketch.Generate(schedule.NewState(d), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		rng := rand.New(rand.NewPCG(1104, uint64(i)))
 		var states []*schedule.State
-		for k := range sampledPerOp(t, d) {
+		for k := range n(t, d) {
 			s, err := sketch.Sample(rng, sk[k%len(sk)], opts)
 			if err != nil {
 				t.Fatal(err)
@@ -94,8 +139,20 @@ func TestSampledStatesCompiled(t *testing.T) {
 			states = append(states, s)
 		}
 		return states
-	})
+	}
 }
+
+// platform is what checkCompiled compiles for and runs on: a machine, its
+// C compiler (empty: the host's), and an emulator to run the harness
+// under (nil: run it here).
+type platform struct {
+	name string // in the log; empty: the machine's name
+	m    machine.Machine
+	cc   string
+	exec []string
+}
+
+func nativePlatform() platform { return platform{m: target.NativeMachine()} }
 
 // moduleBudget bounds the C source of one DAG's module, in bytes (scaled
 // by TESSERA_TEST_SCALE): gcc's time grows with the source, and one
@@ -110,7 +167,7 @@ const (
 // checkCompiled builds, for every example DAG, one module holding the
 // states gen makes (within moduleBudget), runs each kernel in a child
 // process and compares its outputs with the reference evaluator.
-func checkCompiled(t *testing.T, gen func(i int, d *te.DAG) []*schedule.State) {
+func checkCompiled(t *testing.T, p platform, gen func(i int, d *te.DAG) []*schedule.State) {
 	dags := te.ExampleDAGs()
 	names := make([]string, 0, len(dags))
 	for n := range dags {
@@ -118,9 +175,14 @@ func checkCompiled(t *testing.T, gen func(i int, d *te.DAG) []*schedule.State) {
 	}
 	sort.Strings(names)
 
-	b := &measure.Builder{CacheDir: t.TempDir(), Timeout: 120 * time.Second}
-	r := &measure.Runner{Builder: b, Opts: measure.RunOptions{Threads: 2, Number: 1, Repeat: 1, MinRepeatMs: -1, Check: true, Timeout: 20 * time.Second}}
+	b := &measure.Builder{CC: p.cc, March: p.m.March, CacheDir: t.TempDir(), Timeout: 120 * time.Second}
+	runTimeout := 20 * time.Second
+	if p.exec != nil {
+		runTimeout = 120 * time.Second // emulated
+	}
+	r := &measure.Runner{Builder: b, Exec: p.exec, Opts: measure.RunOptions{Threads: 2, Number: 1, Repeat: 1, MinRepeatMs: -1, Check: true, Timeout: runTimeout}}
 	defer r.Close()
+	cg := codegen.COptions{VectorBits: p.m.VectorBits()}
 
 	type module struct {
 		name   string
@@ -138,7 +200,7 @@ func checkCompiled(t *testing.T, gen func(i int, d *te.DAG) []*schedule.State) {
 		size := 0
 		for k, s := range gen(i, d) {
 			f := mustLower(t, s, fmt.Sprintf("k%d", k))
-			c, err := codegen.C(f, codegen.COptions{VectorBits: target.NativeMachine().VectorBits()})
+			c, err := codegen.C(f, cg)
 			if err != nil {
 				t.Fatalf("%s kernel k%d: %v", name, k, err)
 			}
@@ -149,7 +211,7 @@ func checkCompiled(t *testing.T, gen func(i int, d *te.DAG) []*schedule.State) {
 			size += len(c)
 			m.states, m.funcs = append(m.states, s), append(m.funcs, f)
 		}
-		src, err := codegen.CModule(m.funcs, codegen.COptions{VectorBits: target.NativeMachine().VectorBits()})
+		src, err := codegen.CModule(m.funcs, cg)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -198,6 +260,11 @@ func checkCompiled(t *testing.T, gen func(i int, d *te.DAG) []*schedule.State) {
 			}
 		}
 	}
+	name := p.name
+	if name == "" {
+		name = p.m.Name
+	}
+	t.Logf("%s: %d schedules, %d wrong", name, checked, failures)
 	t.Logf("%d kernels of %d DAGs compiled and checked, %d failures (%d left out by the budget of %d KB of C per DAG); compiled in %v, run and checked in %v",
 		checked, len(mods), failures, left, budget>>10, compiled.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 }

@@ -20,4 +20,6 @@ fi
 go vet ./...
 # deps.sh installed clang-16 and PoCL: the GPU tests must run, not skip.
 export TESSERA_REQUIRE_GPU_TOOLS=1
+# deps.sh installed gcc-aarch64-linux-gnu and qemu-user: the aarch64 checks must run.
+export TESSERA_REQUIRE_CROSS=1
 go test -timeout 40m ./...
