@@ -54,6 +54,7 @@ import (
 	"tessera/schedule"
 	"tessera/sketch"
 	"tessera/target"
+	"tessera/target/machine"
 	"tessera/te"
 	"tessera/tir"
 )
@@ -68,13 +69,14 @@ func main() {
 	fused := flag.Bool("fused", false, "the conv with its bias and ReLU (ResNet-18's Conv+Relu task)")
 	layout := flag.String("layout", "nhwc", "activation layout: nhwc (the models' after the convert-layout pass) or nchw")
 	naive := flag.Bool("naive", true, "also time the naive schedule")
+	cpu := flag.String("cpu", "native", "compile for native, a level (x86-64-v2, x86-64-v3, x86-64-v4) or a -march name; oneDNN is restricted to its level")
 	winograd := flag.Bool("winograd", true, "also race the Winograd F(4×4, 3×3) alternative (its default schedule and its record in -db)")
 	flag.Parse()
 	if flag.NArg() > 0 || *threads < 1 || *rounds < 1 || (*layout != "nhwc" && *layout != "nchw") {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(options{threads: *threads, rounds: *rounds, db: *db, fused: *fused, nhwc: *layout == "nhwc", naive: *naive, winograd: *winograd}); err != nil {
+	if err := run(options{threads: *threads, rounds: *rounds, db: *db, fused: *fused, nhwc: *layout == "nhwc", naive: *naive, winograd: *winograd, cpu: *cpu}); err != nil {
 		benchutil.Fatal(err)
 	}
 }
@@ -84,6 +86,7 @@ type options struct {
 	db              string
 	fused, nhwc     bool
 	naive, winograd bool
+	cpu             string
 }
 
 // conv is the problem: input 1×64×56×56, 64 filters of 3×3, pad 1, stride
@@ -181,13 +184,24 @@ func stage(s *schedule.State, name string) (int, error) {
 // bias inlined) follows the tile, its outer loops fused and parallel, its
 // lanes vectorized.
 //
-// NCHW: a tile of 16 output channels × 8 pixels of a row, the pixels in
-// the vector lanes (16 registers of 8 lanes), over (n, f, h, w | rc, rh,
-// rw). NHWC: 7 pixels of a row × 32 output channels, the channels in the
-// vector lanes (14 registers of 16 lanes), over (n, h, w, f | rh, rw, rc),
+// The register tile follows the machine (lanes float32 lanes, regs vector
+// registers; sketch.TileRows bounds its rows). NCHW: up to 16 output
+// channels × 8 pixels of a row, the pixels in the vector lanes (on
+// AVX-512, 16 registers of 8 lanes; on AVX2, 8 of 8), over (n, f, h, w |
+// rc, rh, rw). NHWC: up to 7 pixels of a row × two vectors of output
+// channels, the channels in the vector lanes (on AVX-512, 14 registers of
+// 16 lanes; on AVX2, 4 pixels: 8 of 8 lanes), over (n, h, w, f | rh, rw, rc),
 // the weights repacked (RewriteLayout) so that the lanes load contiguously.
-func expert(d *te.DAG, nhwc bool) (*schedule.State, error) {
+func expert(d *te.DAG, nhwc bool, lanes, regs int) (*schedule.State, error) {
 	s := schedule.NewState(d)
+	divisor := func(n, limit int) int {
+		for n%limit != 0 {
+			limit--
+		}
+		return limit
+	}
+	pixels := divisor(conv.w, min(7, sketch.TileRows(2, regs)))                  // NHWC rows: two vectors each
+	channels := divisor(conv.k, min(16, sketch.TileRows(8/min(8, lanes), regs))) // NCHW rows of 8 lanes
 	c, err := stage(s, "conv")
 	if err != nil {
 		return nil, err
@@ -211,12 +225,12 @@ func expert(d *te.DAG, nhwc bool) (*schedule.State, error) {
 		steps = []schedule.Step{
 			first,
 			// conv: n h w f rh rw rc
-			&schedule.Split{Stage: cl, Iter: 3, Lengths: []int{2, 16}}, // step 1: f.0 f.1 f.2
-			&schedule.Split{Stage: cl, Iter: 1, Lengths: []int{1, 1}},  // h.0 h.1 h.2
-			&schedule.Split{Stage: cl, Iter: 4, Lengths: []int{1, 7}},  // step 3: w.0 w.1 w.2
-			&schedule.Split{Stage: cl, Iter: 10, Lengths: []int{3}},    // rh.0 rh.1
-			&schedule.Split{Stage: cl, Iter: 12, Lengths: []int{3}},    // rw.0 rw.1
-			&schedule.Split{Stage: cl, Iter: 14, Lengths: []int{4}},    // rc.0 rc.1
+			&schedule.Split{Stage: cl, Iter: 3, Lengths: []int{2, lanes}},  // step 1: f.0 f.1 f.2
+			&schedule.Split{Stage: cl, Iter: 1, Lengths: []int{1, 1}},      // h.0 h.1 h.2
+			&schedule.Split{Stage: cl, Iter: 4, Lengths: []int{1, pixels}}, // step 3: w.0 w.1 w.2
+			&schedule.Split{Stage: cl, Iter: 10, Lengths: []int{3}},        // rh.0 rh.1
+			&schedule.Split{Stage: cl, Iter: 12, Lengths: []int{3}},        // rw.0 rw.1
+			&schedule.Split{Stage: cl, Iter: 14, Lengths: []int{4}},        // rc.0 rc.1
 			// n h.0 w.0 f.0 rh.0 rw.0 rc.0 h.1 w.1 f.1 rh.1 rw.1 rc.1 h.2 w.2 f.2
 			&schedule.Reorder{Stage: cl, Order: []int{0, 1, 4, 7, 10, 12, 14, 2, 5, 8, 11, 13, 15, 3, 6, 9}},
 			&schedule.Annotate{Stage: cl, Iter: 15, Ann: schedule.Vectorize},
@@ -235,12 +249,12 @@ func expert(d *te.DAG, nhwc bool) (*schedule.State, error) {
 		steps = []schedule.Step{
 			first,
 			// conv: n f h w rc rh rw
-			&schedule.Split{Stage: cl, Iter: 1, Lengths: []int{1, 16}}, // step 1: f.0 f.1 f.2
-			&schedule.Split{Stage: cl, Iter: 4, Lengths: []int{1, 1}},  // h.0 h.1 h.2
-			&schedule.Split{Stage: cl, Iter: 7, Lengths: []int{1, 8}},  // step 3: w.0 w.1 w.2
-			&schedule.Split{Stage: cl, Iter: 10, Lengths: []int{4}},    // rc.0 rc.1
-			&schedule.Split{Stage: cl, Iter: 12, Lengths: []int{3}},    // rh.0 rh.1
-			&schedule.Split{Stage: cl, Iter: 14, Lengths: []int{3}},    // rw.0 rw.1
+			&schedule.Split{Stage: cl, Iter: 1, Lengths: []int{1, channels}}, // step 1: f.0 f.1 f.2
+			&schedule.Split{Stage: cl, Iter: 4, Lengths: []int{1, 1}},        // h.0 h.1 h.2
+			&schedule.Split{Stage: cl, Iter: 7, Lengths: []int{1, 8}},        // step 3: w.0 w.1 w.2
+			&schedule.Split{Stage: cl, Iter: 10, Lengths: []int{4}},          // rc.0 rc.1
+			&schedule.Split{Stage: cl, Iter: 12, Lengths: []int{3}},          // rh.0 rh.1
+			&schedule.Split{Stage: cl, Iter: 14, Lengths: []int{3}},          // rw.0 rw.1
 			// n f.0 h.0 w.0 rc.0 rh.0 rw.0 f.1 h.1 w.1 rc.1 rh.1 rw.1 f.2 h.2 w.2
 			&schedule.Reorder{Stage: cl, Order: []int{0, 1, 4, 7, 10, 12, 14, 2, 5, 8, 11, 13, 15, 3, 6, 9}},
 			&schedule.Annotate{Stage: cl, Iter: 15, Ann: schedule.Vectorize},
@@ -270,7 +284,7 @@ func expert(d *te.DAG, nhwc bool) (*schedule.State, error) {
 // measured with another thread count (a schedule tuned for 2 threads still
 // runs on 1), and the target key it was measured on; ok is false when the
 // database has none.
-func tuned(path, key string, threads int, b *measure.Builder) (rec records.Record, on string, ok bool, err error) {
+func tuned(path, key string, threads int, b *measure.Builder, m machine.Machine) (rec records.Record, on string, ok bool, err error) {
 	if _, err := os.Stat(path); err != nil {
 		return rec, "", false, fmt.Errorf("-db: %w", err)
 	}
@@ -286,7 +300,7 @@ func tuned(path, key string, threads int, b *measure.Builder) (rec records.Recor
 		}
 	}
 	for _, t := range counts {
-		on = target.CPU(target.CPUConfig{Threads: t, Builder: b}).Key()
+		on = target.CPU(target.CPUConfig{Threads: t, Builder: b, Machine: m}).Key()
 		rec, ok, err = st.Best(key, on)
 		if err != nil || ok {
 			return rec, on, ok, err
@@ -310,9 +324,9 @@ type contender struct {
 // record returns a contender of the best record of d in the records
 // database at path, ok false (and a line on standard error why) when there
 // is none.
-func record(name, path string, d *te.DAG, threads int, b *measure.Builder) (c contender, ok bool, err error) {
+func record(name, path string, d *te.DAG, threads int, b *measure.Builder, m machine.Machine) (c contender, ok bool, err error) {
 	key := d.WorkloadKey()
-	rec, on, ok, err := tuned(path, key, threads, b)
+	rec, on, ok, err := tuned(path, key, threads, b, m)
 	switch {
 	case err != nil:
 		return c, false, err
@@ -336,7 +350,11 @@ func run(o options) error {
 		return err
 	}
 	b := &measure.Builder{Timeout: buildTimeout}
-	tg := target.CPU(target.CPUConfig{Threads: o.threads, Builder: b})
+	m, err := benchutil.CPU(ctx, o.cpu, b)
+	if err != nil {
+		return err
+	}
+	tg := target.CPU(target.CPUConfig{Threads: o.threads, Builder: b, Machine: m.Machine})
 	defer tg.Close()
 
 	var cs []contender
@@ -347,14 +365,14 @@ func run(o options) error {
 	if err != nil {
 		return fmt.Errorf("default schedule: %w", err)
 	}
-	ex, err := expert(d, o.nhwc)
+	ex, err := expert(d, o.nhwc, m.Lanes(), m.VectorRegs)
 	if err != nil {
 		return fmt.Errorf("expert schedule: %w", err)
 	}
 	cs = append(cs, contender{name: "default", state: def}, contender{name: "expert", state: ex})
 	key := d.WorkloadKey()
 	if o.db != "" {
-		c, ok, err := record("record", o.db, d, o.threads, b)
+		c, ok, err := record("record", o.db, d, o.threads, b, m.Machine)
 		if err != nil {
 			return err
 		}
@@ -373,7 +391,7 @@ func run(o options) error {
 		}
 		cs = append(cs, contender{name: "winograd", state: wdef, winograd: true})
 		if o.db != "" {
-			c, ok, err := record("winograd-record", o.db, wd, o.threads, b)
+			c, ok, err := record("winograd-record", o.db, wd, o.threads, b, m.Machine)
 			if err != nil {
 				return err
 			}
@@ -482,7 +500,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	report(d.FLOPs(), tm, ks)
+	report(d.FLOPs(), tm, ks, m, o.threads)
 	return nil
 }
 
@@ -490,10 +508,10 @@ func run(o options) error {
 // FLOPs, so that Winograd's are comparable), the per-round speed ratios,
 // and last the line "tessera/onednn = R" for the fastest Tessera contender
 // but naive.
-func report(flops float64, tm benchutil.Timings, ks []benchutil.Kernel) {
+func report(flops float64, tm benchutil.Timings, ks []benchutil.Kernel, m benchutil.Machine, threads int) {
 	for _, k := range ks {
 		lo, med := benchutil.MinMedian(tm[k.Name])
-		fmt.Printf("%s GFLOP/s = %.2f (median; best %.2f)\n", k.Name, flops/med/1e9, flops/lo/1e9)
+		fmt.Printf("%s GFLOP/s = %.2f (median; best %.2f) = %s\n", k.Name, flops/med/1e9, flops/lo/1e9, m.Share(flops/med/1e9, threads))
 	}
 	ratio := func(fast, base string) float64 {
 		_, med := benchutil.MinMedian(benchutil.Ratios(tm[base], tm[fast]))

@@ -56,21 +56,25 @@ func TestFusedIsResNet18Task(t *testing.T) {
 	}
 }
 
-// The expert schedule replays and lowers on every DAG (its results are
-// checked against the reference evaluator by every run of the benchmark).
+// The expert schedule replays and lowers on every DAG, for AVX-512's
+// registers and AVX2's and SSE's (its results are checked against the
+// reference evaluator by every run of the benchmark).
 func TestExpertReplays(t *testing.T) {
-	for _, nhwc := range []bool{false, true} {
-		for _, fused := range []bool{false, true} {
-			d, err := convDAG(nhwc, fused)
-			if err != nil {
-				t.Fatal(err)
-			}
-			st, err := expert(d, nhwc)
-			if err != nil {
-				t.Fatalf("nhwc=%v fused=%v: %v", nhwc, fused, err)
-			}
-			if _, err := schedule.Lower(st, "k"); err != nil {
-				t.Errorf("nhwc=%v fused=%v: %v", nhwc, fused, err)
+	for _, mr := range [][2]int{{16, 32}, {8, 16}, {4, 16}} {
+		lanes, regs := mr[0], mr[1]
+		for _, nhwc := range []bool{false, true} {
+			for _, fused := range []bool{false, true} {
+				d, err := convDAG(nhwc, fused)
+				if err != nil {
+					t.Fatal(err)
+				}
+				st, err := expert(d, nhwc, lanes, regs)
+				if err != nil {
+					t.Fatalf("nhwc=%v fused=%v: %v", nhwc, fused, err)
+				}
+				if _, err := schedule.Lower(st, "k"); err != nil {
+					t.Errorf("nhwc=%v fused=%v: %v", nhwc, fused, err)
+				}
 			}
 		}
 	}
