@@ -69,7 +69,7 @@ func CPU(ctx context.Context, name string, b *measure.Builder) (Machine, error) 
 			return Machine{}, err
 		}
 	}
-	peers := "not restricted (native: each picks its best for this machine)"
+	peers := "not restricted (no level of theirs matches)"
 	if len(env) > 0 {
 		peers = "restricted to " + m.Level + ": " + strings.Join(env, " ")
 	}
@@ -79,13 +79,11 @@ func CPU(ctx context.Context, name string, b *measure.Builder) (Machine, error) 
 
 // PeerISA returns the environment that restricts the peers to m's ISA
 // level where they allow it: OpenBLAS's core type and oneDNN's highest
-// ISA. For native, the peers pick their best for this machine themselves
-// (OPENBLAS_CORETYPE is kept where the environment sets it: older OpenBLAS
-// builds misdetect some processors).
+// ISA. For native too, the peers get the level this machine reaches: a
+// core type set in the environment (some machines set OPENBLAS_CORETYPE
+// because older OpenBLAS builds misdetect their processor) would otherwise
+// race an AVX2 OpenBLAS against AVX-512 code.
 func PeerISA(m machine.Machine) []string {
-	if m.Name == "native" {
-		return nil
-	}
 	var blas, dnnl string
 	switch m.Level {
 	case "x86-64-v2":
