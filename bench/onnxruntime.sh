@@ -3,7 +3,7 @@
 # and the same inputs:
 #
 #	bench/onnxruntime.sh [--model FILE]... [--db FILE | --no-records] [--rounds K]
-#	                     [--seconds S] [--warmup W] [--repeat R]
+#	                     [--seconds S] [--warmup W] [--repeat R] [--cpu NAME]
 #
 # With no --model it races models/resnet18.onnx, resnet50, mobilenetv2 and
 # bert_layer (cmd/genmodels), generating those that are missing. It installs
@@ -34,6 +34,12 @@
 #	tessera/onnxruntime = <the same ratio for the first model at 1 thread>
 #
 # ResNet-18 unless --model says otherwise.
+#
+# --cpu NAME (default native) builds for that machine (tune build --cpu:
+# native, x86-64-v2, x86-64-v3, x86-64-v4, a -march name) from the records
+# tuned for it (tune --cpu); onnxruntime picks its kernels for this machine
+# as it always does. The header names the CPU, the ISA level and one core's
+# measured FMA peak (tune machine --peak).
 set -euo pipefail
 here=$PWD
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -48,19 +54,21 @@ rounds=5
 seconds=1.5
 warmup=""
 repeat=""
+cpu=native
 # given PATH: a path from the command line, made usable from the repository.
 given() {
 	if [[ $1 == /* ]]; then echo "$1"; else echo "$here/$1"; fi
 }
 usage() {
-	echo "usage: bench/onnxruntime.sh [--model FILE]... [--db FILE | --no-records] [--rounds K] [--seconds S] [--warmup W] [--repeat R]" >&2
+	echo "usage: bench/onnxruntime.sh [--model FILE]... [--db FILE | --no-records] [--rounds K] [--seconds S] [--warmup W] [--repeat R] [--cpu NAME]" >&2
 	exit 2
 }
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--model | --db | --rounds | --seconds | --warmup | --repeat)
+	--model | --db | --rounds | --seconds | --warmup | --repeat | --cpu)
 		[ $# -ge 2 ] || usage
 		case "$1" in
+		--cpu) cpu=$2 ;;
 		--model) models+=("$(given "$2")") ;;
 		--db) db=$(given "$2") ;;
 		--rounds) rounds=$2 ;;
@@ -70,7 +78,7 @@ while [ $# -gt 0 ]; do
 		esac
 		shift 2
 		;;
-	--model=* | --db=* | --rounds=* | --seconds=* | --warmup=* | --repeat=*)
+	--model=* | --db=* | --rounds=* | --seconds=* | --warmup=* | --repeat=* | --cpu=*)
 		set -- "${1%%=*}" "${1#*=}" "${@:2}"
 		;;
 	--no-records)
@@ -127,6 +135,9 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/tessera-ort.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 go build -o "$work/tune" ./cmd/tune
 tune=$work/tune
+# The header: what the code is compiled for, what the machine has, its peak.
+"$tune" machine --cpu "$cpu" --peak | grep -E '^(cpu|peak)' || die "tune machine --cpu $cpu failed"
+machine_key=$("$tune" machine --cpu "$cpu" | sed -n 's/^key: //p')
 
 stats=""
 if [ "$no_records" -eq 0 ] && [ -f "$db" ]; then
@@ -207,11 +218,11 @@ WARN
 		fi
 		[ -d "${out[$t]}" ] && continue
 		if [ "$no_records" -eq 0 ] && [ -f "$db" ]; then
-			"$tune" build "$model" --db "$db" --threads "$bt" -o "${out[$t]}" >"$dir/build.log" 2>&1 ||
+			"$tune" build "$model" --db "$db" --threads "$bt" --cpu "$cpu" -o "${out[$t]}" >"$dir/build.log" 2>&1 ||
 				{ cat "$dir/build.log" >&2; die "tune build $model failed"; }
 		else
 			# no empty db left behind
-			"$tune" build "$model" --no-records -o "${out[$t]}" >"$dir/build.log" 2>&1 ||
+			"$tune" build "$model" --no-records --cpu "$cpu" -o "${out[$t]}" >"$dir/build.log" 2>&1 ||
 				{ cat "$dir/build.log" >&2; die "tune build $model failed"; }
 		fi
 		grep -E '^(built|tuned tasks|tuned FLOPs) ' "$dir/build.log" | sed "s/^/onnxruntime.sh: $name: /" >&2 || true
@@ -245,11 +256,12 @@ WARN
 }
 
 # tuned T: how many of the model's tasks have a valid record measured with T
-# threads (stats columns: workload records errors best-ms target...).
+# threads for --cpu's machine (stats columns: workload records errors
+# best-ms target...).
 tuned() {
 	local n=0 k
 	for k in "${keys[@]}"; do
-		if awk -v k="$k" -v t=" threads=$1 " 'index($1, k) == 1 && $4 != "-" && index($0, t) { f = 1 } END { exit !f }' <<<"$stats"; then
+		if awk -v k="$k" -v t=" threads=$1 " -v m="$machine_key" 'index($1, k) == 1 && $4 != "-" && index($0, t) && index($0, m) { f = 1 } END { exit !f }' <<<"$stats"; then
 			n=$((n + 1))
 		fi
 	done

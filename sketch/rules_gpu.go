@@ -175,3 +175,23 @@ func (crossThreadReduction) Apply(g *generator, s *schedule.State, i int) ([]nex
 	}
 	return []next{{s, i - 1}}, nil
 }
+
+// GPUOptions returns Ansor's GPU rules and defaults for a device with the
+// given limits: SSSRRSRS tiling, the consumer fused at the third spatial
+// level, threads bound by annotation, auto-unroll up to 1024, and the
+// target's lowering (LowerGPU within the limits).
+func GPUOptions(lim schedule.GPULimits) Options {
+	return Options{
+		Rules:             gpuRules,
+		Annotators:        gpuAnnotators,
+		Lower:             lim.Lower,
+		Cores:             1,
+		TileStructure:     "SSSRRSRS",
+		FusionLevels:      []int{3},
+		MaxInnermostSplit: 64,
+		MaxVectorLanes:    4,
+		UnrollSteps:       []int{0, 16, 64, 512, 1024},
+		GPU:               lim,
+		DefaultTiles:      func(sk *schedule.State) (*schedule.State, error) { return fillTilesGPU(sk, lim) },
+	}
+}
