@@ -183,16 +183,35 @@ func winogradAlternative(g *graph.Graph, grp *Group) (*Group, error) {
 // plan's groups have no alternatives, and its tasks are those the chosen
 // groups run, in order of first occurrence.
 func (p *Plan) Choose(cost func(*Task) (float64, bool)) *Plan {
+	return p.ChooseOr(cost, false)
+}
+
+// ChooseOr is Choose where, with fewest, a group none of whose definitions
+// has a measured cost runs the one of the fewest FLOPs (a Winograd
+// alternative rather than the direct convolution) instead of the direct
+// one.
+func (p *Plan) ChooseOr(cost func(*Task) (float64, bool), fewest bool) *Plan {
 	out := &Plan{}
 	seen := map[*Task]bool{}
 	for _, grp := range p.Groups {
 		best, bestCost := grp, math.Inf(1)
+		measured := false
 		if c, ok := cost(grp.Task); ok {
-			bestCost = c
+			bestCost, measured = c, true
 		}
 		for _, alt := range grp.Alternatives {
 			if c, ok := cost(alt.Task); ok && c < bestCost {
 				best, bestCost = alt, c
+			}
+			if _, ok := cost(alt.Task); ok {
+				measured = true
+			}
+		}
+		if fewest && !measured {
+			for _, alt := range grp.Alternatives {
+				if alt.Task.FLOPs < best.Task.FLOPs {
+					best = alt
+				}
 			}
 		}
 		chosen := *best
