@@ -316,9 +316,13 @@ func parseCPUInfo(data []byte, arch string) (Machine, error) {
 	return m, nil
 }
 
-// caches reads the data and unified caches of one cpu from sysfs.
+// caches reads the data and unified caches of one cpu from sysfs, or,
+// where a container hides it, from glibc (getconf, which reads CPUID).
 func caches(dir string) (l1d, l2, l3 int) {
 	entries, _ := filepath.Glob(filepath.Join(dir, "index*"))
+	if len(entries) == 0 {
+		return getconfCaches()
+	}
 	for _, e := range entries {
 		read := func(f string) string {
 			b, _ := os.ReadFile(filepath.Join(e, f))
@@ -334,6 +338,35 @@ func caches(dir string) (l1d, l2, l3 int) {
 		case "2":
 			l2 = n
 		case "3":
+			l3 = n
+		}
+	}
+	return l1d, l2, l3
+}
+
+// getconfCaches asks glibc's getconf for the cache sizes; 0 where unknown.
+func getconfCaches() (l1d, l2, l3 int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "getconf", "-a").Output()
+	if err != nil {
+		return 0, 0, 0
+	}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		n, err := strconv.Atoi(f[1])
+		if err != nil || n < 0 {
+			continue
+		}
+		switch f[0] {
+		case "LEVEL1_DCACHE_SIZE":
+			l1d = n
+		case "LEVEL2_CACHE_SIZE":
+			l2 = n
+		case "LEVEL3_CACHE_SIZE":
 			l3 = n
 		}
 	}
