@@ -1,6 +1,7 @@
 package sketch
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -49,5 +50,59 @@ func TestDefault(t *testing.T) {
 	}
 	if s := st.String(); !strings.Contains(s, "vectorize(16)") {
 		t.Errorf("the default matmul schedule has no 16-lane vector loop:\n%s", s)
+	}
+}
+
+// TestRegisterTile: the default register tile fits each level's register
+// file: its accumulators (rows × vectors), the vectors of the next load and
+// a broadcast at most the registers; AVX-512 keeps the 16 × 16 tile
+// measured best there.
+func TestRegisterTile(t *testing.T) {
+	for _, c := range []struct {
+		level             string
+		vecLanes, rows    int
+		lanes, vectorRegs int
+	}{
+		{"x86-64-v4", 16, 16, 16, 32},
+		{"x86-64-v3", 16, 6, 8, 16},
+		{"x86-64-v2", 8, 6, 4, 16},
+		{"armv8-a", 4, 16, 4, 32},
+	} {
+		o := testOptionsFor(c.level)
+		if o.Lanes != c.lanes || o.VectorRegs != c.vectorRegs || o.MaxVectorLanes != c.vecLanes {
+			t.Errorf("%s: options lanes %d regs %d max lanes %d", c.level, o.Lanes, o.VectorRegs, o.MaxVectorLanes)
+		}
+		vl, rows := RegisterTile(o.Lanes, o.VectorRegs)
+		if vl != c.vecLanes || rows != c.rows {
+			t.Errorf("%s: register tile %d lanes × %d rows, want %d × %d", c.level, vl, rows, c.vecLanes, c.rows)
+		}
+		vecs := vl / o.Lanes
+		if acc := rows * vecs; acc+vecs+1 > o.VectorRegs {
+			t.Errorf("%s: %d accumulators + %d loads + 1 broadcast > %d registers", c.level, acc, vecs, o.VectorRegs)
+		}
+		// The default matmul schedule has the tile's vector loop, and lowers.
+		a, b := te.Placeholder("A", 64, 64), te.Placeholder("B", 64, 64)
+		mm, err := te.MatMul("C", a, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := te.NewDAG(mm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _, err := Default(schedule.NewState(d), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := st.String(); !strings.Contains(s, fmt.Sprintf("vectorize(%d)", c.vecLanes)) {
+			t.Errorf("%s: the default matmul schedule has no %d-lane vector loop:\n%s", c.level, c.vecLanes, s)
+		}
+		f, err := schedule.Lower(st, "default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := schedtest.Check(d, f, 3); err != nil {
+			t.Errorf("%s: %v", c.level, err)
+		}
 	}
 }
