@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"tessera/graph/onnx"
+	"tessera/internal/crosstest"
 	"tessera/measure"
 	"tessera/target"
 	"tessera/target/machine"
@@ -87,15 +88,7 @@ func TestBuildPerLevel(t *testing.T) {
 // and compares its outputs with the reference evaluator. Skipped where the
 // tools are missing, unless TESSERA_REQUIRE_CROSS is set (scripts/test.sh).
 func TestBuildAarch64(t *testing.T) {
-	cc, qemu := "aarch64-linux-gnu-gcc", "qemu-aarch64"
-	for _, tool := range []string{cc, qemu} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("TESSERA_REQUIRE_CROSS") != "" {
-				t.Fatalf("%s is missing (scripts/deps.sh installs gcc-aarch64-linux-gnu and qemu-user)", tool)
-			}
-			t.Skipf("%s is missing (scripts/deps.sh installs gcc-aarch64-linux-gnu and qemu-user)", tool)
-		}
-	}
+	tools := crosstest.RequireAarch64(t)
 	m, err := machine.Level("armv8-a")
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +98,7 @@ func TestBuildAarch64(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := prepare(t, g)
-	b := &measure.Builder{CC: cc, Timeout: LibraryTimeout}
+	b := &measure.Builder{CC: tools.CC, Timeout: LibraryTimeout}
 	tg := target.CPU(target.CPUConfig{Builder: b, Machine: m, Key: "cpu test aarch64"})
 	dir := t.TempDir()
 	man, err := Build(context.Background(), p.g, p.plan, dir, Options{Records: emptyRecords{}, Target: tg, Model: "tiny"})
@@ -120,7 +113,7 @@ func TestBuildAarch64(t *testing.T) {
 		t.Fatal(err)
 	}
 	inputs := randomInputs(man, 1)
-	got, err := model.Run(context.Background(), inputs, RunOptions{Builder: b, Exec: []string{qemu, "-L", "/usr/aarch64-linux-gnu"}, Threads: 2})
+	got, err := model.Run(context.Background(), inputs, RunOptions{Builder: b, Exec: tools.Exec, Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

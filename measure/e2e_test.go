@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/exec"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"tessera/codegen"
+	"tessera/internal/crosstest"
 	"tessera/internal/testscale"
 	"tessera/measure"
 	"tessera/schedule"
@@ -102,21 +101,13 @@ func TestSampledStatesCompiled(t *testing.T) {
 // Skipped where the cross compiler or qemu is missing, unless
 // TESSERA_REQUIRE_CROSS is set (scripts/test.sh sets it: CI installs them).
 func TestSampledStatesAarch64(t *testing.T) {
-	cc, qemu, sysroot := "aarch64-linux-gnu-gcc", "qemu-aarch64", "/usr/aarch64-linux-gnu"
-	for _, tool := range []string{cc, qemu} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("TESSERA_REQUIRE_CROSS") != "" {
-				t.Fatalf("%s is missing (scripts/deps.sh installs gcc-aarch64-linux-gnu and qemu-user)", tool)
-			}
-			t.Skipf("%s is missing (scripts/deps.sh installs gcc-aarch64-linux-gnu and qemu-user)", tool)
-		}
-	}
+	tools := crosstest.RequireAarch64(t)
 	m, err := machine.Level("armv8-a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.Cores = 2
-	p := platform{name: "aarch64 (qemu)", m: m, cc: cc, exec: []string{qemu, "-L", sysroot}}
+	p := platform{name: "aarch64 (qemu)", m: m, cc: tools.CC, exec: tools.Exec}
 	checkCompiled(t, p, sampledStates(t, m, func(t *testing.T, d *te.DAG) int { return testscale.N(t, 2) }))
 }
 

@@ -35,15 +35,7 @@ func TestDefault(t *testing.T) {
 			t.Errorf("%s: two default schedules differ:\n%v\n%v", name, st, again)
 		}
 	}
-	a, b := te.Placeholder("A", 64, 64), te.Placeholder("B", 64, 64)
-	mm, err := te.MatMul("C", a, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := te.NewDAG(mm)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := matmul64(t)
 	st, _, err := Default(schedule.NewState(d), testOptions())
 	if err != nil {
 		t.Fatal(err)
@@ -81,15 +73,7 @@ func TestRegisterTile(t *testing.T) {
 			t.Errorf("%s: %d accumulators + %d loads + 1 broadcast > %d registers", c.level, acc, vecs, o.VectorRegs)
 		}
 		// The default matmul schedule has the tile's vector loop, and lowers.
-		a, b := te.Placeholder("A", 64, 64), te.Placeholder("B", 64, 64)
-		mm, err := te.MatMul("C", a, b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := te.NewDAG(mm)
-		if err != nil {
-			t.Fatal(err)
-		}
+		d := matmul64(t)
 		st, _, err := Default(schedule.NewState(d), o)
 		if err != nil {
 			t.Fatal(err)
@@ -105,4 +89,19 @@ func TestRegisterTile(t *testing.T) {
 			t.Errorf("%s: %v", c.level, err)
 		}
 	}
+}
+
+// matmul64 is the DAG of a 64×64×64 matrix multiplication.
+func matmul64(t *testing.T) *te.DAG {
+	t.Helper()
+	a, b := te.Placeholder("A", 64, 64), te.Placeholder("B", 64, 64)
+	mm, err := te.MatMul("C", a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := te.NewDAG(mm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

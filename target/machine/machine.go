@@ -280,32 +280,25 @@ func parseCPUInfo(data []byte, arch string) (Machine, error) {
 			fields[strings.TrimSpace(k)] = strings.TrimSpace(v)
 		}
 	}
+	// The line listing the features, and how its names map to ours.
+	line, names := "flags", cpuinfoFlags
 	switch arch {
 	case "amd64":
-		flags, ok := fields["flags"]
-		if !ok {
-			return m, errors.New("no flags line")
-		}
-		for _, f := range strings.Fields(flags) {
-			if c, ok := cpuinfoFlags[f]; ok {
-				m.Features = append(m.Features, c)
-			}
-		}
 		m.Model = fmt.Sprintf("%s (family %s model %s)", fields["model name"], fields["cpu family"], fields["model"])
 	case "arm64":
-		feats, ok := fields["Features"]
-		if !ok {
-			return m, errors.New("no Features line")
-		}
-		for _, f := range strings.Fields(feats) {
-			if c, ok := armFeatures[f]; ok {
-				m.Features = append(m.Features, c)
-			}
-		}
+		line, names = "Features", armFeatures
 		m.Model = fmt.Sprintf("arm64 (implementer %s part %s)", fields["CPU implementer"], fields["CPU part"])
-		m.March = "native"
 	default:
 		return m, fmt.Errorf("architecture %s has no machine model", arch)
+	}
+	list, ok := fields[line]
+	if !ok {
+		return m, fmt.Errorf("no %s line", line)
+	}
+	for _, f := range strings.Fields(list) {
+		if c, ok := names[f]; ok {
+			m.Features = append(m.Features, c)
+		}
 	}
 	slices.Sort(m.Features)
 	m.Features = slices.Compact(m.Features)
