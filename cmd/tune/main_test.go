@@ -140,6 +140,11 @@ func TestRun(t *testing.T) {
 		{"tuning with a bad budget", []string{tiny, "--trials", "-1"}, 1, nil, []string{"must be positive"}},
 		{"tuning an unknown target", []string{tiny, "--target", "tpu"}, 1, nil, []string{`--target "tpu": unknown target`, "cpu, opencl, cuda"}},
 		{"tuning for cuda without a GPU", []string{tiny, "--target", "cuda"}, 1, nil, []string{"tune: target cuda: no GPU device: tessera-cuda: no CUDA driver"}},
+		{"tuning for an unknown cpu", []string{tiny, "--cpu", "pentium9"}, 1, nil, []string{`--cpu: cpu "pentium9": unknown cpu`, "x86-64-v3"}},
+		{"tuning for another architecture", []string{tiny, "--cpu", "armv8-a"}, 1, nil, []string{"--cpu armv8-a: this machine", "lacks arch arm64", "tune build --cpu armv8-a"}},
+		{"--cpu on a GPU target", []string{tiny, "--target", "opencl", "--cpu", "x86-64-v3"}, 1, nil, []string{"only the cpu target takes --cpu"}},
+		{"machine", []string{"machine", "--cpu", "x86-64-v3"}, 0, []string{"cpu x86-64-v3 (-march=x86-64-v3, x86-64-v3): 256-bit vectors × 16 registers, FMA", "key: machine x86-64-v3"}, nil},
+		{"machine of a level", []string{"machine", "--cpu", "x86-64-v2"}, 0, []string{"128-bit vectors × 16 registers", "features: popcnt sse sse2 sse3 sse4.1 sse4.2 ssse3"}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if _, err := exec.LookPath("nvidia-smi"); err == nil && strings.Contains(c.name, "without a GPU") {
