@@ -220,7 +220,7 @@ func handMadeRecords(t *testing.T, p prepared) (*records.Store, map[string]strin
 	t.Cleanup(func() { store.Close() })
 	best := map[string]string{}
 	rng := rand.New(rand.NewPCG(42, 42))
-	opts := sketch.CPUOptions(target.NativeMachine())
+	opts := sketch.CPUOptions(target.MustDefaultMachine())
 	// Unrolling at most 16 steps: gcc takes half a minute on some sampled
 	// tiles unrolled 512 steps (ResNet-18's stem), and what these tests
 	// check, which record a build takes and that the model computes right

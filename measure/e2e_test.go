@@ -143,7 +143,7 @@ type platform struct {
 	exec []string
 }
 
-func nativePlatform() platform { return platform{m: target.NativeMachine()} }
+func nativePlatform() platform { return platform{m: target.MustDefaultMachine()} }
 
 // moduleBudget bounds the C source of one DAG's module, in bytes (scaled
 // by TESSERA_TEST_SCALE): gcc's time grows with the source, and one

@@ -31,7 +31,7 @@ func TestNaNPropagates(t *testing.T) {
 	defer r.Close()
 	dags := te.ExampleDAGs()
 	names := []string{"relu", "clip", "max", "min", "reduce_max", "reduce_min", "max_pool", "global_max_pool", "conv_bias_relu"}
-	opts := sketch.CPUOptions(target.NativeMachine())
+	opts := sketch.CPUOptions(target.MustDefaultMachine())
 	var funcs []*tir.PrimFunc
 	type kernel struct {
 		dag    *te.DAG
@@ -77,7 +77,7 @@ func TestNaNPropagates(t *testing.T) {
 			ks = append(ks, kernel{d, inputs})
 		}
 	}
-	src, err := codegen.CModule(funcs, codegen.COptions{VectorBits: target.NativeMachine().VectorBits()})
+	src, err := codegen.CModule(funcs, codegen.COptions{VectorBits: target.MustDefaultMachine().VectorBits()})
 	if err != nil {
 		t.Fatal(err)
 	}

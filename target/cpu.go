@@ -2,7 +2,9 @@ package target
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"strings"
 
 	"tessera/codegen"
 	"tessera/measure"
@@ -29,7 +31,7 @@ type CPUConfig struct {
 	Codegen codegen.COptions
 	// Machine is the processor the code is compiled for (the machine
 	// model: -march, vector width, registers); part of the target key.
-	// The zero value means this host (machine.Native).
+	// The zero value means DefaultMachine.
 	Machine machine.Machine
 	// Exec runs the harness under an emulator, for a Machine of another
 	// architecture (measure.Runner.Exec).
@@ -58,7 +60,7 @@ func CPU(cfg CPUConfig) *Target {
 	run.Threads = threads
 	m := cfg.Machine
 	if m.Arch == "" {
-		m = NativeMachine()
+		m = MustDefaultMachine()
 	}
 	if b.March == "" && b.Flags == nil {
 		b.March = m.March
@@ -102,4 +104,38 @@ func NativeMachine() machine.Machine {
 		}
 	}
 	panic(fmt.Sprintf("target: no machine model for %s: %v", runtime.GOARCH, err))
+}
+
+// DefaultMachine is the machine a cpu target compiles for when none is
+// named: the one $TESSERA_CPU names (a --cpu value) where it is set, else
+// this host. The variable lets a whole run, a test suite included, compile
+// for a lower level than the host's: on an AVX-512 machine,
+// TESSERA_CPU=x86-64-v3 go test ./... runs what an AVX2 machine would.
+func DefaultMachine() (machine.Machine, error) {
+	name := os.Getenv("TESSERA_CPU")
+	if name == "" || name == "native" {
+		return NativeMachine(), nil
+	}
+	cc := strings.Fields(os.Getenv("CC"))
+	if len(cc) == 0 {
+		cc = []string{"cc"}
+	}
+	m, err := machine.Resolve(name, cc)
+	if err != nil {
+		return machine.Machine{}, fmt.Errorf("TESSERA_CPU: %w", err)
+	}
+	if miss := m.Missing(NativeMachine()); len(miss) > 0 {
+		return machine.Machine{}, fmt.Errorf("TESSERA_CPU=%s: this machine lacks %s", name, strings.Join(miss, " "))
+	}
+	return m, nil
+}
+
+// MustDefaultMachine is DefaultMachine for tests and benchmarks: a bad
+// $TESSERA_CPU panics with its error.
+func MustDefaultMachine() machine.Machine {
+	m, err := DefaultMachine()
+	if err != nil {
+		panic(fmt.Sprintf("target: %v", err))
+	}
+	return m
 }

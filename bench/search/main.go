@@ -283,7 +283,7 @@ func run(trials, batch, threads int, seed uint64) error {
 }
 
 func versusOpenBLAS(ctx context.Context, d *te.DAG, best *schedule.State, threads int) (float64, error) {
-	src, err := benchutil.Lower(best, target.NativeMachine())
+	src, err := benchutil.Lower(best, target.MustDefaultMachine())
 	if err != nil {
 		return 0, err
 	}

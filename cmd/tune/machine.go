@@ -17,7 +17,7 @@ import (
 func runMachine(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tune machine", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cpu := fs.String("cpu", "native", cpuFlagHelp)
+	cpu := fs.String("cpu", cpuDefault(), cpuFlagHelp)
 	peak := fs.Bool("peak", false, "also measure one core's FMA peak for it (cached per machine)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: tune machine [--cpu NAME] [--peak]\n\nPrints the machine model the cpu target compiles for (ISA level, vector\nwidth, registers, caches, cores), the target key's machine part, and which\nportable levels this machine runs.\n\n")

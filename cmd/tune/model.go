@@ -42,7 +42,7 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("o", "", "output `DIR` (created; required)")
 	targetName := fs.String("target", "cpu", "target to build for: "+strings.Join(target.Names, ", "))
 	threads := fs.Int("threads", runtime.NumCPU(), "use the records measured with `N` threads (the --threads of tune)")
-	cpu := fs.String("cpu", "native", cpuFlagHelp+"; the library refuses to load on a processor without the level's features")
+	cpu := fs.String("cpu", cpuDefault(), cpuFlagHelp+"; the library refuses to load on a processor without the level's features")
 	layout := fs.String("layout", "auto", "activation layout: nhwc (the convert-layout pass), nchw (as the model gives it), or auto: the one whose tasks have records; where both have, both are built, timed end to end, and the faster is kept")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: tune build model.onnx [--db FILE | --no-records] -o DIR [flags]\n\n"+

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	"tessera/measure"
@@ -36,9 +37,17 @@ func newTarget(name, cpu string, threads int, run measure.RunOptions, host *meas
 	return nil, fmt.Errorf("--target %q: %w (known: %s)", name, target.ErrUnknown, strings.Join(target.Names, ", "))
 }
 
+// cpuDefault is --cpu's default: $TESSERA_CPU where set, else native.
+func cpuDefault() string {
+	if c := os.Getenv("TESSERA_CPU"); c != "" {
+		return c
+	}
+	return "native"
+}
+
 // cpuFlagHelp is the help of --cpu.
 var cpuFlagHelp = "the processor to compile for: native (this machine), a portable level (" +
-	strings.Join(machine.Levels(), ", ") + ") or a compiler -march `NAME` (znver3, skylake-avx512, ...); part of the target key"
+	strings.Join(machine.Levels(), ", ") + ") or a compiler -march `NAME` (znver3, skylake-avx512, ...); part of the target key; the default is $TESSERA_CPU where set"
 
 // cpuMachine resolves --cpu. A machine this host cannot run is refused
 // where candidates are measured (measures), naming what the host lacks.

@@ -52,7 +52,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	targetName := fs.String("target", "cpu", "target to tune for: "+strings.Join(target.Names, ", "))
 	db := fs.String("db", "tuning.db", "records database `FILE`")
 	threads := fs.Int("threads", runtime.NumCPU(), "threads of every measured kernel")
-	cpu := fs.String("cpu", "native", cpuFlagHelp)
+	cpu := fs.String("cpu", cpuDefault(), cpuFlagHelp)
 	seed := fs.Uint64("seed", 1, "random seed of the search")
 	perRound := fs.Int("per-round", 64, "measurements per round")
 	population := fs.Int("population", search.DefaultOptions(nil).Population, "states per generation of the evolutionary search (fewer: faster rounds, worse picks)")

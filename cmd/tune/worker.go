@@ -29,7 +29,7 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	nf.register(fs, "NATS server `URL` (nats://host:4222, tls://...); required")
 	targetName := fs.String("target", "cpu", "target this host measures: "+strings.Join(target.Names, ", "))
 	threads := fs.Int("threads", runtime.NumCPU(), "threads of every measured kernel (part of the target key)")
-	cpu := fs.String("cpu", "native", cpuFlagHelp)
+	cpu := fs.String("cpu", cpuDefault(), cpuFlagHelp)
 	concurrency := fs.Int("concurrency", 1, "jobs held at a time: their builds run in parallel, their timing runs take turns")
 	name := fs.String("name", "", "worker name in results and presence (default host-pid)")
 	maxMemory := bytesFlag(measure.DefaultMaxMemory)
