@@ -82,14 +82,17 @@ func (b *Builder) flags() []string {
 func (b *Builder) Command() []string { return b.command() }
 
 // compilerWorkarounds returns flags that avoid known miscompilations of the
-// compiler in use, both seen with Debian's GCC 12.2.0 at -O3 and checked by
+// compiler in use, all seen with Debian's GCC 12.2.0 at -O3 and checked by
 // TestGCCWorkarounds:
 //   - loop if-conversion turns a conditional load in a vectorized loop
 //     (`x = c ? A[i - k] : v`, our padding) into wrong code with AVX2 or
 //     AVX-512 (measure/testdata/gcc12-ifconvert.c);
 //   - the loop vectorizer sums a guarded reduction wrongly once the inner
 //     loops are unrolled (measure/testdata/gcc12-condreduce.c; a split
-//     reduction axis with its guard, as random schedules make).
+//     reduction axis with its guard, as random schedules make);
+//   - with OpenMP, loop distribution moves a zeroing loop of a parallel
+//     loop's body after the sums it should precede
+//     (measure/testdata/gcc12-loopdist.c; a random Einsum schedule).
 //
 // The code generator writes vectorized loops as explicit vector code (its
 // own if-conversion included), so GCC's loop vectorizer and if-conversion
@@ -101,7 +104,7 @@ func (b *Builder) compilerWorkarounds() []string {
 	if strings.Contains(v, "clang") || !(strings.Contains(v, "cc (") || strings.Contains(v, "GCC")) {
 		return nil
 	}
-	return []string{"-fno-tree-loop-if-convert", "-fno-tree-loop-vectorize"}
+	return []string{"-fno-tree-loop-if-convert", "-fno-tree-loop-vectorize", "-fno-tree-loop-distribution"}
 }
 
 func (b *Builder) timeout() time.Duration {

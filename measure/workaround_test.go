@@ -10,7 +10,7 @@ import (
 // with the default flags and runs them: the flags must keep them right
 // whatever the compiler.
 func TestGCCWorkarounds(t *testing.T) {
-	for _, file := range []string{"gcc12-ifconvert.c", "gcc12-condreduce.c"} {
+	for _, file := range []string{"gcc12-ifconvert.c", "gcc12-condreduce.c", "gcc12-loopdist.c"} {
 		t.Run(file, func(t *testing.T) { checkReproducer(t, file) })
 	}
 }
