@@ -26,13 +26,16 @@ func prepare(s tir.Stmt, lanes int) tir.Stmt {
 // maxLocalUnrollSteps bounds a serial loop that unrollLocalLoops unrolls.
 const maxLocalUnrollSteps = 64
 
-// unrollLocalLoops marks Unrolled every short serial loop (at most
-// maxLocalUnrollSteps steps) whose variable indexes a Local buffer: with
-// the loop unrolled the buffer's indices are constants and it becomes
-// registers (scalarize.go). The copy of a GEMM's accumulator tile to its
-// output (for i.1 in 0..4: C[..i.1..] = C.local[i.1*16 ...]) otherwise keeps
-// the whole tile in memory: every FMA of the reduction loop loads and
-// stores its accumulator (AVX2, 1024³: 46 GFLOP/s in memory).
+// unrollLocalLoops marks Unrolled the short serial loops (at most
+// maxLocalUnrollSteps steps each) whose variables index a Local buffer,
+// when that leaves every index of the buffer constant or a vector lane:
+// the buffer then becomes registers (scalarize.go). The copy of a GEMM's
+// accumulator tile to its output (for i.1 in 0..4: C[..i.1..] =
+// C.local[i.1*16 ...]) otherwise keeps the whole tile in memory: every FMA
+// of the reduction loop loads and stores its accumulator (AVX2, 1024³: 46
+// GFLOP/s in memory). Where some index would still vary, nothing is
+// unrolled: the copies would only make the C longer (random schedules'
+// modules grew 4× and compiled 4× slower before this check).
 func unrollLocalLoops(s tir.Stmt) tir.Stmt {
 	if s == nil {
 		return nil
@@ -42,16 +45,58 @@ func unrollLocalLoops(s tir.Stmt) tir.Stmt {
 		if !ok || a.Buf.Scope != tir.Local {
 			return st
 		}
+		marked := false
 		body := tir.MutateStmt(a.Body, tir.StmtFuncs{Stmt: func(st tir.Stmt) tir.Stmt {
 			f, ok := st.(*tir.For)
 			if !ok || f.Kind != tir.Serial || f.Var == nil || f.Extent <= 1 ||
 				stepCount(f) > maxLocalUnrollSteps || !indexesBuffer(f.Body, a.Buf, f.Var) {
 				return st
 			}
+			marked = true
 			return &tir.For{Var: f.Var, Extent: f.Extent, Kind: tir.Unrolled, Body: f.Body}
 		}})
+		if !marked || !constantIndices(body, a.Buf) {
+			return st
+		}
 		return &tir.Allocate{Buf: a.Buf, Body: body}
 	}})
+}
+
+// constantIndices reports whether every index of buf in s uses only the
+// variables of Unrolled and Vectorized loops inside s: constants, or
+// vector lanes, once the loops are unrolled.
+func constantIndices(s tir.Stmt, buf *tir.Buffer) bool {
+	fixed := map[*tir.Var]bool{}
+	tir.WalkStmt(s, func(st tir.Stmt) bool {
+		if f, ok := st.(*tir.For); ok && f.Var != nil && (f.Kind == tir.Unrolled || f.Kind == tir.Vectorized) {
+			fixed[f.Var] = true
+		}
+		return true
+	})
+	varies := func(v *tir.Var) bool { return !fixed[v] }
+	ok := true
+	check := func(idx []tir.Expr) {
+		for _, e := range idx {
+			if tir.UsesVar(e, varies) {
+				ok = false
+			}
+		}
+	}
+	tir.WalkStmt(s, func(st tir.Stmt) bool {
+		if w, isStore := st.(*tir.Store); isStore && w.Buf == buf {
+			check(w.Indices)
+		}
+		return ok
+	})
+	tir.WalkStmtExprs(s, func(e tir.Expr) {
+		tir.WalkExpr(e, func(x tir.Expr) bool {
+			if l, isLoad := x.(*tir.Load); isLoad && l.Buf == buf {
+				check(l.Indices)
+			}
+			return ok
+		})
+	})
+	return ok
 }
 
 // indexesBuffer reports whether s reads or writes buf at an index that
