@@ -19,7 +19,9 @@ import (
 // one the error says what is missing (no device, driver or runtime
 // compiler). With measures, the cpu machine must run on this host.
 func newTarget(name, cpu string, threads int, run measure.RunOptions, host *measure.Builder, measures bool) (*target.Target, error) {
-	if name != "cpu" && cpu != "" && cpu != "native" {
+	// A GPU target refuses a --cpu given on its command line; the default
+	// ($TESSERA_CPU) is the cpu target's only.
+	if name != "cpu" && cpu != "" && cpu != "native" && cpu != cpuDefault() {
 		return nil, fmt.Errorf("--cpu %s: only the cpu target takes --cpu, not %s", cpu, name)
 	}
 	switch name {
