@@ -200,12 +200,11 @@ func (p *Plan) ChooseOr(cost func(*Task) (float64, bool), fewest bool) *Plan {
 			bestCost, measured = c, true
 		}
 		for _, alt := range grp.Alternatives {
-			if c, ok := cost(alt.Task); ok && c < bestCost {
+			c, ok := cost(alt.Task)
+			if ok && c < bestCost {
 				best, bestCost = alt, c
 			}
-			if _, ok := cost(alt.Task); ok {
-				measured = true
-			}
+			measured = measured || ok
 		}
 		if fewest && !measured {
 			for _, alt := range grp.Alternatives {

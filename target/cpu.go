@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 
 	"tessera/codegen"
 	"tessera/measure"
@@ -90,10 +91,12 @@ func CPU(cfg CPUConfig) *Target {
 	}
 }
 
-// NativeMachine returns this host's machine model; where it cannot be read
-// (no /proc/cpuinfo), the base level of this architecture, whose code runs
-// on any of its processors.
-func NativeMachine() machine.Machine {
+// NativeMachine returns this host's machine model, read once per process;
+// where it cannot be read (no /proc/cpuinfo), the base level of this
+// architecture, whose code runs on any of its processors.
+func NativeMachine() machine.Machine { return native() }
+
+var native = sync.OnceValue(func() machine.Machine {
 	m, err := machine.Native()
 	if err == nil {
 		return m
@@ -104,6 +107,16 @@ func NativeMachine() machine.Machine {
 		}
 	}
 	panic(fmt.Sprintf("target: no machine model for %s: %v", runtime.GOARCH, err))
+})
+
+// RunsHere returns an error naming what this host lacks to run code
+// compiled for m, nil when it has everything.
+func RunsHere(m machine.Machine) error {
+	host := NativeMachine()
+	if miss := m.Missing(host); len(miss) > 0 {
+		return fmt.Errorf("this machine (%s) lacks %s", host.Level, strings.Join(miss, " "))
+	}
+	return nil
 }
 
 // DefaultMachine is the machine a cpu target compiles for when none is
@@ -116,16 +129,12 @@ func DefaultMachine() (machine.Machine, error) {
 	if name == "" || name == "native" {
 		return NativeMachine(), nil
 	}
-	cc := strings.Fields(os.Getenv("CC"))
-	if len(cc) == 0 {
-		cc = []string{"cc"}
-	}
-	m, err := machine.Resolve(name, cc)
+	m, err := machine.Resolve(name, (&measure.Builder{}).Command())
 	if err != nil {
 		return machine.Machine{}, fmt.Errorf("TESSERA_CPU: %w", err)
 	}
-	if miss := m.Missing(NativeMachine()); len(miss) > 0 {
-		return machine.Machine{}, fmt.Errorf("TESSERA_CPU=%s: this machine lacks %s", name, strings.Join(miss, " "))
+	if err := RunsHere(m); err != nil {
+		return machine.Machine{}, fmt.Errorf("TESSERA_CPU=%s: %w", name, err)
 	}
 	return m, nil
 }

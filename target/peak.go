@@ -46,11 +46,10 @@ func (p Peak) String() string {
 // runs; the clock comes from a chain of dependent integer adds, one per
 // cycle. Benchmarks quote their figures as shares of it.
 func MeasurePeak(ctx context.Context, b *measure.Builder, m machine.Machine) (Peak, error) {
-	native := NativeMachine()
-	if miss := m.Missing(native); len(miss) > 0 {
-		return Peak{}, fmt.Errorf("peak of %s: this machine lacks %s", m.Name, strings.Join(miss, " "))
+	if err := RunsHere(m); err != nil {
+		return Peak{}, fmt.Errorf("peak of %s: %w", m.Name, err)
 	}
-	sum := sha256.Sum256([]byte(native.Model + "\x00" + m.Key() + "\x00" + strings.Join(b.Command(), " ")))
+	sum := sha256.Sum256([]byte(NativeMachine().Model + "\x00" + m.Key() + "\x00" + strings.Join(b.Command(), " ")))
 	cache := ""
 	if dir, err := os.UserCacheDir(); err == nil {
 		cache = filepath.Join(dir, "tessera", "peak-"+hex.EncodeToString(sum[:8])+".json")

@@ -61,10 +61,8 @@ func cpuMachine(cpu string, host *measure.Builder, measures bool) (machine.Machi
 	if !measures {
 		return m, nil
 	}
-	native := target.NativeMachine()
-	if miss := m.Missing(native); len(miss) > 0 {
-		return machine.Machine{}, fmt.Errorf("--cpu %s: this machine (%s) lacks %s: it can build for %s (tune build --cpu %s) but not measure its code",
-			cpu, native.Level, strings.Join(miss, " "), cpu, cpu)
+	if err := target.RunsHere(m); err != nil {
+		return machine.Machine{}, fmt.Errorf("--cpu %s: %w: it can build for %s (tune build --cpu %s) but not measure its code", cpu, err, cpu, cpu)
 	}
 	return m, nil
 }

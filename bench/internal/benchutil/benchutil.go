@@ -54,8 +54,8 @@ func CPU(ctx context.Context, name string, b *measure.Builder) (Machine, error) 
 	if err != nil {
 		return Machine{}, fmt.Errorf("--cpu: %w", err)
 	}
-	if miss := m.Missing(target.NativeMachine()); len(miss) > 0 {
-		return Machine{}, fmt.Errorf("--cpu %s: this machine lacks %s", name, strings.Join(miss, " "))
+	if err := target.RunsHere(m); err != nil {
+		return Machine{}, fmt.Errorf("--cpu %s: %w", name, err)
 	}
 	b.March = m.March
 	p, err := target.MeasurePeak(ctx, b, m)
