@@ -174,10 +174,7 @@ func Level(name string) (Machine, error) {
 	slices.Sort(feats)
 	m := Machine{Name: name, Arch: l.arch, March: name, Level: name, Features: feats,
 		VectorBytes: l.vectorBytes, VectorRegs: l.regs, FMA: l.fma}
-	if l.arch == runtime.GOARCH {
-		m.Cores = runtime.NumCPU()
-		m.L1D, m.L2, m.L3 = caches("/sys/devices/system/cpu/cpu0/cache")
-	}
+	m.onHost()
 	return m, nil
 }
 
@@ -248,8 +245,7 @@ func Native() (Machine, error) {
 	if err != nil {
 		return Machine{}, fmt.Errorf("cpu native: /proc/cpuinfo: %w", err)
 	}
-	m.Cores = runtime.NumCPU()
-	m.L1D, m.L2, m.L3 = caches("/sys/devices/system/cpu/cpu0/cache")
+	m.onHost()
 	return m, nil
 }
 
@@ -307,6 +303,16 @@ func parseCPUInfo(data []byte, arch string) (Machine, error) {
 		return m, fmt.Errorf("features %v reach no level", m.Features)
 	}
 	return m, nil
+}
+
+// onHost fills the cores and caches of a machine of this host's
+// architecture from the host: its code runs here.
+func (m *Machine) onHost() {
+	if m.Arch != runtime.GOARCH {
+		return
+	}
+	m.Cores = runtime.NumCPU()
+	m.L1D, m.L2, m.L3 = caches("/sys/devices/system/cpu/cpu0/cache")
 }
 
 // caches reads the data and unified caches of one cpu from sysfs, or,
@@ -428,10 +434,7 @@ func fromCompiler(name string, cc []string) (Machine, error) {
 	if m.Level == "" {
 		return Machine{}, fmt.Errorf("cpu %q: features %v reach no level Tessera knows", name, m.Features)
 	}
-	if m.Arch == runtime.GOARCH {
-		m.Cores = runtime.NumCPU()
-		m.L1D, m.L2, m.L3 = caches("/sys/devices/system/cpu/cpu0/cache")
-	}
+	m.onHost()
 	return m, nil
 }
 
