@@ -73,55 +73,34 @@ func constantIndices(s tir.Stmt, buf *tir.Buffer) bool {
 		}
 		return true
 	})
-	varies := func(v *tir.Var) bool { return !fixed[v] }
-	ok := true
-	check := func(idx []tir.Expr) {
-		for _, e := range idx {
-			if tir.UsesVar(e, varies) {
-				ok = false
-			}
-		}
-	}
-	tir.WalkStmt(s, func(st tir.Stmt) bool {
-		if w, isStore := st.(*tir.Store); isStore && w.Buf == buf {
-			check(w.Indices)
-		}
-		return ok
-	})
-	tir.WalkStmtExprs(s, func(e tir.Expr) {
-		tir.WalkExpr(e, func(x tir.Expr) bool {
-			if l, isLoad := x.(*tir.Load); isLoad && l.Buf == buf {
-				check(l.Indices)
-			}
-			return ok
-		})
-	})
-	return ok
+	return !anyIndex(s, buf, func(v *tir.Var) bool { return !fixed[v] })
 }
 
 // indexesBuffer reports whether s reads or writes buf at an index that
 // uses v.
 func indexesBuffer(s tir.Stmt, buf *tir.Buffer, v *tir.Var) bool {
-	isV := func(x *tir.Var) bool { return x == v }
-	uses := func(idx []tir.Expr) bool {
-		for _, e := range idx {
-			if tir.UsesVar(e, isV) {
-				return true
-			}
-		}
-		return false
-	}
+	return anyIndex(s, buf, func(x *tir.Var) bool { return x == v })
+}
+
+// anyIndex reports whether an index of a store to or a load of buf in s
+// uses a variable for which pred holds.
+func anyIndex(s tir.Stmt, buf *tir.Buffer, pred func(*tir.Var) bool) bool {
 	found := false
+	uses := func(idx []tir.Expr) {
+		for _, e := range idx {
+			found = found || tir.UsesVar(e, pred)
+		}
+	}
 	tir.WalkStmt(s, func(st tir.Stmt) bool {
-		if w, ok := st.(*tir.Store); ok && w.Buf == buf && uses(w.Indices) {
-			found = true
+		if w, ok := st.(*tir.Store); ok && w.Buf == buf {
+			uses(w.Indices)
 		}
 		return !found
 	})
 	tir.WalkStmtExprs(s, func(e tir.Expr) {
 		tir.WalkExpr(e, func(x tir.Expr) bool {
-			if l, ok := x.(*tir.Load); ok && l.Buf == buf && uses(l.Indices) {
-				found = true
+			if l, ok := x.(*tir.Load); ok && l.Buf == buf {
+				uses(l.Indices)
 			}
 			return !found
 		})
