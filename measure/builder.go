@@ -34,6 +34,7 @@ type Builder struct {
 	CC       string        // compiler command, may carry arguments ("ccache gcc"); empty means $CC, else "cc"
 	Flags    []string      // nil means DefaultFlags() with March
 	March    string        // the -march of DefaultFlags (the cpu target's machine model); empty means native
+	Tune     string        // the -mtune added to DefaultFlags; empty means the compiler's choice for March
 	Timeout  time.Duration // per build; 0 means 15s
 	Parallel int           // concurrent compiler processes; 0 means runtime.NumCPU()
 	CacheDir string        // empty means os.UserCacheDir()/tessera/build
@@ -71,6 +72,9 @@ func (b *Builder) flags() []string {
 		f := DefaultFlags()
 		if b.March != "" {
 			f[slices.Index(f, "-march=native")] = "-march=" + b.March
+		}
+		if b.Tune != "" {
+			f = append(f, "-mtune="+b.Tune)
 		}
 		return append(f, b.compilerWorkarounds()...)
 	}

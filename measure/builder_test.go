@@ -34,6 +34,10 @@ func TestBuildCache(t *testing.T) {
 	if other.CompilerID() == b.CompilerID() {
 		t.Errorf("different flags, same compiler id %q", b.CompilerID())
 	}
+	tuned := &Builder{CacheDir: dir, Tune: "generic"}
+	if id := tuned.CompilerID(); id == b.CompilerID() || !strings.Contains(id, "-march=native") || !strings.Contains(id, "-mtune=generic") {
+		t.Errorf("with Tune: compiler id %q", id)
+	}
 	third := other.Build(ctx, []Source{{addSrc}})[0]
 	if third.Kind != None || third.Cached || third.Path == first.Path {
 		t.Fatalf("build with other flags: %+v, first %+v", third, first)

@@ -64,7 +64,7 @@ func CPU(cfg CPUConfig) *Target {
 		m = MustDefaultMachine()
 	}
 	if b.March == "" && b.Flags == nil {
-		b.March = m.March
+		b.March, b.Tune = m.March, m.Tune
 	}
 	opts := cfg.Codegen
 	if opts.VectorBits == 0 {

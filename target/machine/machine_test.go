@@ -45,6 +45,11 @@ func TestParseCPUInfo(t *testing.T) {
 			if m.Level != c.level || m.VectorBytes != c.bytes || m.VectorRegs != c.regs || m.FMA != c.fma {
 				t.Errorf("got %s, want %s with %d-byte vectors × %d, FMA %v", m, c.level, c.bytes, c.regs, c.fma)
 			}
+			// Native x86 code is tuned generic, not for the processor as
+			// the compiler takes it (nativeTune); the tuning is part of the key.
+			if tune := map[string]string{"amd64": "generic"}[c.arch]; m.Tune != tune || (tune != "" && !strings.Contains(m.Key(), "-mtune="+tune)) {
+				t.Errorf("tune %q (key %q), want %q", m.Tune, m.Key(), tune)
+			}
 			for _, f := range c.has {
 				if !m.Has(f) {
 					t.Errorf("lacks %s: %v", f, m.Features)

@@ -57,7 +57,7 @@ func CPU(ctx context.Context, name string, b *measure.Builder) (Machine, error) 
 	if err := target.RunsHere(m); err != nil {
 		return Machine{}, fmt.Errorf("--cpu %s: %w", name, err)
 	}
-	b.March = m.March
+	b.March, b.Tune = m.March, m.Tune
 	p, err := target.MeasurePeak(ctx, b, m)
 	if err != nil {
 		return Machine{}, err
