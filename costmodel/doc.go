@@ -4,7 +4,7 @@
 //
 // Data flow:
 //
-//	tir.PrimFunc ──Extract──▶ rows (one []float32 of NumFeatures per Store)
+//	tir.PrimFunc + Hardware ──Extract──▶ rows (one []float32 of NumFeatures per Store)
 //	   rows + measured cost ──Dataset.Add──▶ Dataset (labels normalized per task)
 //	   Dataset ──Train──▶ *Model ──Save──▶ LightGBM text (version=v3)
 //	   LightGBM text ──Load──▶ *Model (leaves ensemble for batched prediction)
@@ -19,6 +19,11 @@
 // TaskPairwiseAccuracy and EvaluateTenSet (metrics.go), and XGBoostPredict /
 // XGBoostPairwise (xgbcompare.go) to measure the trainer against Debian's
 // xgboost CLI on the same data.
+//
+// The Hardware is the machine the program is compiled for (the cpu target's
+// vector width and registers): the same program spills on 16 registers and
+// not on 32, and a model trained on records of several machines tells them
+// apart.
 //
 // A program's score is the sum of the scores of its stores, as in Ansor; a
 // higher score means a faster program (labels are best cost / cost within a

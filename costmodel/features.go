@@ -39,7 +39,7 @@ import (
 //     floormod(x, c) by stride(x) mod c).
 
 // NumFeatures is the length of one feature row.
-const NumFeatures = 164
+const NumFeatures = 168
 
 // Group 1, computation (57). The first 16 are operation counts of one
 // execution of the store (its value, its indices, the indices of its loads
@@ -107,7 +107,8 @@ const (
 	fArith    = fBuffers + maxBufs*bufLen // 10 curve samples
 	fAlloc    = fArith + arithSamples     // alloc_size, alloc_prod, alloc_outer_prod, alloc_inner_prod
 	fOuter    = fAlloc + 4                // outer_prod, num_loops, auto_unroll_max_step
-	fEnd      = fOuter + 3
+	fMachine  = fOuter + 3                // vector_bytes, vector_regs, vec_regs, reg_pressure
+	fEnd      = fMachine + 4
 )
 
 // The 11 features of one annotation kind, relative to its group start.
@@ -213,6 +214,29 @@ const arithSamples = 10
 // auto_unroll_max_step (the value of the innermost enclosing pragma, 0 when
 // none).
 
+// Group 6, the machine (4): what the same program costs depends on the
+// processor it runs on, so the features say which (zero where the
+// Hardware is unknown, as on a GPU):
+//
+//	vector_bytes  the width of one vector register (Hardware.VectorBytes)
+//	vector_regs   the number of vector registers (Hardware.VectorRegs)
+//	vec_regs      the registers one value of the innermost vectorized loop
+//	              spans: vec_len × element bytes / vector_bytes (a 16-lane
+//	              float loop is two registers of 256 bits)
+//	reg_pressure  the register tile against the register file: the bytes
+//	              of Local buffers that the straight-line code around the
+//	              store touches (under the outermost of the unrolled and
+//	              vectorized loops inside the innermost rolled loop; one
+//	              element of the stored buffer when there is none), over
+//	              vector_regs × vector_bytes. Above 1 the compiler spills.
+
+// Hardware is what the features know of the processor a program is
+// compiled for; the zero value is none (a GPU, or unknown).
+type Hardware struct {
+	VectorBytes int // width of one vector register
+	VectorRegs  int // number of vector registers
+}
+
 // cacheLine is the cache line size in bytes assumed by the line features.
 const cacheLine = 64
 
@@ -250,18 +274,20 @@ func featureNames() []string {
 		names = append(names, "arith_intensity_curve_"+strconv.Itoa(k))
 	}
 	names = append(names, "alloc_size", "alloc_prod", "alloc_outer_prod", "alloc_inner_prod",
-		"outer_prod", "num_loops", "auto_unroll_max_step")
+		"outer_prod", "num_loops", "auto_unroll_max_step",
+		"vector_bytes", "vector_regs", "vec_regs", "reg_pressure")
 	if len(names) != NumFeatures || fEnd != NumFeatures {
 		panic("costmodel: feature layout out of sync with FeatureNames")
 	}
 	return names
 }
 
-// Extract returns one feature row per Store statement of f, in program
-// order. The rows share one backing array. Extract is safe for concurrent
-// use.
-func Extract(f *tir.PrimFunc) [][]float32 {
+// Extract returns one feature row per Store statement of f, compiled for
+// hw, in program order. The rows share one backing array. Extract is safe
+// for concurrent use.
+func Extract(f *tir.PrimFunc, hw Hardware) [][]float32 {
 	x := extractorPool.Get().(*extractor)
+	x.hw = hw
 	rows := x.run(f)
 	extractorPool.Put(x)
 	return rows
@@ -269,11 +295,11 @@ func Extract(f *tir.PrimFunc) [][]float32 {
 
 // ExtractAll extracts the rows of every function, with up to workers
 // goroutines (0: GOMAXPROCS). A nil function gets no rows.
-func ExtractAll(fs []*tir.PrimFunc, workers int) [][][]float32 {
+func ExtractAll(fs []*tir.PrimFunc, hw Hardware, workers int) [][][]float32 {
 	out := make([][][]float32, len(fs))
 	parallelFor(len(fs), workers, func(i int) {
 		if fs[i] != nil {
-			out[i] = Extract(fs[i])
+			out[i] = Extract(fs[i], hw)
 		}
 	})
 	return out
@@ -381,6 +407,7 @@ type extractor struct {
 	accs   []accInfo
 	bufs   []bufInfo
 	isGPU  bool
+	hw     Hardware
 
 	ints      []int64 // per-access results
 	vec       []int64 // width/stride vectors while evaluating one index
@@ -1005,6 +1032,44 @@ func (x *extractor) features(si int, row *[NumFeatures]float64) {
 	row[fOuter] = trip
 	row[fOuter+1] = float64(D)
 	row[fOuter+2] = float64(st.auto)
+
+	x.machine(row[fMachine:fMachine+4], st, stack, accs)
+}
+
+// machine writes the machine features of a statement (group 6).
+func (x *extractor) machine(out []float64, st *stmtInfo, stack []int32, accs []accInfo) {
+	hw := x.hw
+	if hw.VectorBytes <= 0 || hw.VectorRegs <= 0 {
+		return
+	}
+	out[0], out[1] = float64(hw.VectorBytes), float64(hw.VectorRegs)
+	elem := float64(x.bufs[accs[0].buf].elemBytes)
+	for d := len(stack) - 1; d >= 0; d-- {
+		if l := &x.loops[stack[d]]; l.kind == tir.Vectorized {
+			out[2] = float64(l.ext) * elem / float64(hw.VectorBytes)
+			break
+		}
+	}
+	// The straight-line code: the loops inside the innermost rolled one.
+	top := len(stack)
+	for top > 0 {
+		l := &x.loops[stack[top-1]]
+		if !l.unrolled && l.kind != tir.Vectorized {
+			break
+		}
+		top--
+	}
+	tile := elem
+	if top < len(stack) {
+		tile = 0
+		nb := len(x.bufs)
+		for b := range x.bufs {
+			if x.bufs[b].b.Scope == tir.Local {
+				tile += float64(x.table[int(stack[top])*nb+b].touched) * float64(x.bufs[b].elemBytes)
+			}
+		}
+	}
+	out[3] = tile / float64(hw.VectorRegs*hw.VectorBytes)
 }
 
 func less(a, b *bufFeat) bool {

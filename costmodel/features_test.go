@@ -70,6 +70,7 @@ func TestFeatureNames(t *testing.T) {
 		"float_mad": 0, "select_op": 15, "vec_num": 16, "parallel_pos_mixed": 48,
 		"is_gpu": 49, "vthread_len": 56, "B0_acc_type_read": 57, "B4_stride": 146,
 		"arith_intensity_curve_0": 147, "alloc_size": 157, "auto_unroll_max_step": 163,
+		"vector_bytes": 164, "reg_pressure": 167,
 	} {
 		if got := feature(name); got != want {
 			t.Errorf("%s at %d, want %d", name, got, want)
@@ -80,7 +81,7 @@ func TestFeatureNames(t *testing.T) {
 // TestComputationCounts checks the op counts of a 4×8 nest with one fused
 // multiply-add store: 32 executions of one add, one mul.
 func TestComputationCounts(t *testing.T) {
-	rows := Extract(fmaNest(tir.Serial, tir.Serial))
+	rows := Extract(fmaNest(tir.Serial, tir.Serial), Hardware{})
 	if len(rows) != 1 {
 		t.Fatalf("%d rows, want 1", len(rows))
 	}
@@ -104,6 +105,57 @@ func TestComputationCounts(t *testing.T) {
 		if got := rows[0][feature(c.name)]; got != c.want {
 			t.Errorf("%s = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestMachineFeatures checks the machine group on a register tile: for k
+// (rolled) { for i in 0..rows (unrolled) { for j in 0..16 (vectorized) {
+// acc[i, j] += A[i, k] * B[k, j] } } } with acc Local. Its tile is rows × 16
+// floats: 16 rows are twice the register file of 16 256-bit registers and
+// half that of 32 512-bit ones; the 16-lane loop spans two 256-bit vectors
+// or one of 512.
+func TestMachineFeatures(t *testing.T) {
+	tile := func(rows int) *tir.PrimFunc {
+		a, b := buf("A", rows, 64), buf("B", 64, 16)
+		acc := &tir.Buffer{Name: "acc", DType: tir.Float32, Shape: []int{rows, 16}, Scope: tir.Local}
+		k, i, j := tir.NewVar("k"), tir.NewVar("i"), tir.NewVar("j")
+		st := &tir.Store{Buf: acc, Indices: []tir.Expr{i, j},
+			Value: tir.AddE(load(acc, i, j), tir.MulE(load(a, i, k), load(b, k, j)))}
+		body := loop(k, 64, tir.Serial, loop(i, rows, tir.Unrolled, loop(j, 16, tir.Vectorized, st)))
+		return &tir.PrimFunc{Name: "tile", Params: []*tir.Buffer{a, b},
+			Body: &tir.Allocate{Buf: acc, Body: body}}
+	}
+	avx2 := Hardware{VectorBytes: 32, VectorRegs: 16}
+	avx512 := Hardware{VectorBytes: 64, VectorRegs: 32}
+	for _, c := range []struct {
+		rows              int
+		hw                Hardware
+		vecRegs, pressure float64
+	}{
+		{16, avx2, 2, 2},
+		{16, avx512, 1, 0.5},
+		{4, avx2, 2, 0.5},
+		{4, Hardware{}, 0, 0},
+	} {
+		x := &extractor{hw: c.hw}
+		if !x.prepare(tile(c.rows)) {
+			t.Fatal("no store")
+		}
+		var row [NumFeatures]float64
+		x.features(0, &row)
+		got := row[fMachine : fMachine+4]
+		want := []float64{float64(c.hw.VectorBytes), float64(c.hw.VectorRegs), c.vecRegs, c.pressure}
+		if !slices.Equal(got, want) {
+			t.Errorf("%d rows on %+v: vector_bytes, vector_regs, vec_regs, reg_pressure = %v, want %v", c.rows, c.hw, got, want)
+		}
+	}
+	// A store in no unrolled or vectorized loop touches one element.
+	x := &extractor{hw: avx2}
+	x.prepare(fmaNest(tir.Serial, tir.Serial))
+	var row [NumFeatures]float64
+	x.features(0, &row)
+	if got := row[feature("reg_pressure")]; got != 4.0/512 {
+		t.Errorf("serial nest: reg_pressure = %v, want %v", got, 4.0/512)
 	}
 }
 
@@ -548,7 +600,7 @@ func TestExtractRealistic(t *testing.T) {
 			fs = append(fs, f)
 		}
 	}
-	all := ExtractAll(fs, 2)
+	all := ExtractAll(fs, Hardware{}, 2)
 	for i, f := range fs {
 		stores := 0
 		tir.WalkStmt(f.Body, func(s tir.Stmt) bool {
@@ -557,7 +609,7 @@ func TestExtractRealistic(t *testing.T) {
 			}
 			return true
 		})
-		rows := Extract(f)
+		rows := Extract(f, Hardware{})
 		if len(rows) != stores {
 			t.Fatalf("%d rows for %d stores", len(rows), stores)
 		}
@@ -645,7 +697,7 @@ func BenchmarkExtractGEMM(b *testing.B) {
 	f := expertGEMM(b, 256)
 	b.ReportAllocs()
 	for b.Loop() {
-		Extract(f)
+		Extract(f, Hardware{})
 	}
 }
 
@@ -665,7 +717,7 @@ func BenchmarkExtractRandom(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		Extract(fs[i%len(fs)])
+		Extract(fs[i%len(fs)], Hardware{})
 		i++
 	}
 }

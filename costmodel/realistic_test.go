@@ -220,7 +220,7 @@ func realisticMatmulFuncs(t *testing.T) (*costmodel.Dataset, []*tir.PrimFunc) {
 
 	// Dataset: features of every program, one task.
 	t0 := time.Now()
-	rows := costmodel.ExtractAll(funcs, 0)
+	rows := costmodel.ExtractAll(funcs, costmodel.Hardware{}, 0)
 	extract := time.Since(t0)
 	t.Logf("features of %d programs in %v (%.0f programs/s)", len(funcs), extract, float64(len(funcs))/extract.Seconds())
 	d := &costmodel.Dataset{}

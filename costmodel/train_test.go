@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -146,7 +147,7 @@ func TestLeavesRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := buf.String()
-	for _, want := range []string{"tree\nversion=v3\nnum_class=1\nnum_tree_per_iteration=1\nlabel_index=0\nmax_feature_idx=163\nobjective=regression\nfeature_names=float_mad ",
+	for _, want := range []string{"tree\nversion=v3\nnum_class=1\nnum_tree_per_iteration=1\nlabel_index=0\nmax_feature_idx=" + strconv.Itoa(NumFeatures-1) + "\nobjective=regression\nfeature_names=float_mad ",
 		"\ntree_sizes=", "\n\nTree=0\nnum_leaves=", "\nis_linear=0\nshrinkage=0.2\n", "end of trees\n"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("saved model lacks %q", want)

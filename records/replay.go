@@ -6,11 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"tessera/costmodel"
 	"tessera/measure"
 	"tessera/schedule"
 	"tessera/te"
-	"tessera/tir"
 )
 
 // State replays the record's steps on s0, the initial state of its task's
@@ -51,17 +49,17 @@ type Replayed struct {
 	Features [][]float32
 }
 
-// Lowering returns the lowering of the target a target key names
-// (target.LowerOf), to read records without the device they were
-// measured on.
-type Lowering func(targetKey string) (func(s *schedule.State, name string) (*tir.PrimFunc, error), error)
+// Featurizer returns how the target a target key names turns a state into
+// program features (target.FeaturesOf), to read records without the
+// device they were measured on.
+type Featurizer func(targetKey string) (func(s *schedule.State) ([][]float32, error), error)
 
 // Replay turns records back into states on their tasks' DAGs (dags by
-// workload key), and with lowerOf also into program features, on all
+// workload key), and with featuresOf also into program features, on all
 // CPUs. One Replayed per record, in order. This is how a tuning run
 // resumes (earlier records are never measured again and feed the cost
 // model) and how a cost model is trained from records.
-func Replay(recs []Record, dags map[string]*te.DAG, lowerOf Lowering) []Replayed {
+func Replay(recs []Record, dags map[string]*te.DAG, featuresOf Featurizer) []Replayed {
 	initial := map[string]*schedule.State{}
 	for key, dag := range dags {
 		initial[key] = schedule.NewState(dag)
@@ -72,7 +70,7 @@ func Replay(recs []Record, dags map[string]*te.DAG, lowerOf Lowering) []Replayed
 	for range min(runtime.GOMAXPROCS(0), max(len(recs), 1)) {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < len(recs); i = int(next.Add(1) - 1) {
-				out[i] = replayOne(recs[i], initial, lowerOf)
+				out[i] = replayOne(recs[i], initial, featuresOf)
 			}
 		})
 	}
@@ -80,7 +78,7 @@ func Replay(recs []Record, dags map[string]*te.DAG, lowerOf Lowering) []Replayed
 	return out
 }
 
-func replayOne(r Record, initial map[string]*schedule.State, lowerOf Lowering) Replayed {
+func replayOne(r Record, initial map[string]*schedule.State, featuresOf Featurizer) Replayed {
 	rep := Replayed{Record: r}
 	s0 := initial[r.WorkloadKey]
 	if s0 == nil {
@@ -98,9 +96,9 @@ func replayOne(r Record, initial map[string]*schedule.State, lowerOf Lowering) R
 		return rep
 	}
 	rep.State, rep.Result = st, res
-	if lowerOf != nil {
-		if lower, err := lowerOf(r.Target); err == nil {
-			rep.Features, _ = costmodel.StateFeatures(lower, st)
+	if featuresOf != nil {
+		if features, err := featuresOf(r.Target); err == nil {
+			rep.Features, _ = features(st)
 		}
 	}
 	return rep

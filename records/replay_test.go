@@ -42,7 +42,7 @@ func TestReplay(t *testing.T) {
 	unknownTarget.Target = "fpga model=x"
 	recs = append(recs, other, stale, unknownTarget)
 
-	got := records.Replay(recs, map[string]*te.DAG{key: d}, target.LowerOf)
+	got := records.Replay(recs, map[string]*te.DAG{key: d}, target.FeaturesOf)
 	for i := range 6 {
 		r := got[i]
 		if r.State == nil || r.Err != nil || sketchKey(r.State) != sketchKey(states[i]) {

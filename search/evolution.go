@@ -24,7 +24,6 @@ import (
 	"sync"
 	"time"
 
-	"tessera/costmodel"
 	"tessera/measure"
 	"tessera/schedule"
 	"tessera/sketch"
@@ -573,7 +572,7 @@ func (p *Policy) features(c Candidate) [][]float32 {
 // lowerFeatures lowers a state for the target and extracts its program
 // features; nil when it does not lower.
 func (p *Policy) lowerFeatures(s *schedule.State) [][]float32 {
-	rows, err := costmodel.StateFeatures(p.Opts.Target.Lower, s)
+	rows, err := p.Opts.Target.Features(s)
 	if err != nil {
 		return nil
 	}

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"strings"
 
+	"tessera/costmodel"
 	"tessera/measure"
 	"tessera/schedule"
 	"tessera/sketch"
@@ -61,6 +62,19 @@ func (t *Target) Key() string { return t.key() }
 // lowering, with its checks (a state the target cannot run is an error).
 func (t *Target) Lower(s *schedule.State, name string) (*tir.PrimFunc, error) {
 	return t.lower(s, name)
+}
+
+// Features lowers a state for the target and returns its program features
+// (costmodel.StateFeatures) as compiled for the target's machine: the cost
+// model's input for a candidate.
+func (t *Target) Features(s *schedule.State) ([][]float32, error) {
+	return costmodel.StateFeatures(t.lower, hardware(t.Machine), s)
+}
+
+// hardware is what the cost model's features know of a machine (none for
+// the zero Machine of a GPU target).
+func hardware(m machine.Machine) costmodel.Hardware {
+	return costmodel.Hardware{VectorBytes: m.VectorBytes, VectorRegs: m.VectorRegs}
 }
 
 // Module prints lowered kernels as one translation unit, with what is
@@ -113,6 +127,24 @@ var Names = []string{"cpu", "opencl", "cuda"}
 func NameOf(key string) string {
 	name, _, _ := strings.Cut(strings.TrimSpace(key), " ")
 	return name
+}
+
+// FeaturesOf returns the program features of states as the target a
+// records key names lowers and compiles them (Target.Features), for reading
+// records back without the device they were measured on: the lowering of
+// the target's name, and on the CPU the machine the key holds.
+func FeaturesOf(key string) (func(s *schedule.State) ([][]float32, error), error) {
+	lower, err := LowerOf(key)
+	if err != nil {
+		return nil, err
+	}
+	var hw costmodel.Hardware
+	if NameOf(key) == "cpu" {
+		if m, ok := machine.ParseKey(key); ok {
+			hw = hardware(m)
+		}
+	}
+	return func(s *schedule.State) ([][]float32, error) { return costmodel.StateFeatures(lower, hw, s) }, nil
 }
 
 // LowerOf returns the lowering of the target a records key names, for

@@ -216,7 +216,7 @@ func searchBoth(ctx context.Context, wl workload, trials, batch, threads int, se
 	res.guidedPolicy = gp
 	for _, p := range []*search.Policy{rp, gp} {
 		for _, h := range p.History() {
-			if rows, err := costmodel.StateFeatures(tg.Lower, h.State); err == nil {
+			if rows, err := tg.Features(h.State); err == nil {
 				res.data.Add(key, rows, h.Result.Cost())
 			}
 		}

@@ -280,7 +280,7 @@ func (d *datasetFlags) load() (*costmodel.Dataset, datasetReport, error) {
 // steps no longer apply or lower, or of an unknown target, gets nil.
 func extractRecords(recs []records.Record, dags map[string]*te.DAG) [][][]float32 {
 	out := make([][][]float32, len(recs))
-	for i, r := range records.Replay(recs, dags, target.LowerOf) {
+	for i, r := range records.Replay(recs, dags, target.FeaturesOf) {
 		out[i] = r.Features
 	}
 	return out

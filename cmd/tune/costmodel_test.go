@@ -140,7 +140,7 @@ func TestCostModelErrors(t *testing.T) {
 		{"unknown target", []string{"costmodel", "train", "--db", failed, "--model", tiny, "-o", out, "--target", "gpu"}, []string{`--target "gpu"`}},
 		{"model file missing", []string{"costmodel", "eval", "--db", failed, "--model", tiny, filepath.Join(dir, "nope.txt")}, []string{"nope.txt", "no such file"}},
 		{"model file not a model", []string{"costmodel", "eval", "--db", failed, "--model", tiny, garbageModel}, []string{"garbage.txt", "costmodel: load"}},
-		{"model of other features", []string{"costmodel", "eval", "--db", failed, "--model", tiny, narrow}, []string{"a model of 3 features; Tessera extracts 164"}},
+		{"model of other features", []string{"costmodel", "eval", "--db", failed, "--model", tiny, narrow}, []string{"a model of 3 features; Tessera extracts " + strconv.Itoa(costmodel.NumFeatures)}},
 		{"tune with a model of other features", []string{tiny, "--db", filepath.Join(dir, "t.db"), "--cost-model", narrow}, []string{"--cost-model", "a model of 3 features"}},
 	} {
 		t.Run(c.name, func(t *testing.T) { expectRun(t, c.args, 1, c.stderr...) })

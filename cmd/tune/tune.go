@@ -293,7 +293,7 @@ func loadPrior(store *records.Store, tasks []search.Task, key string, model *sea
 		var order []string
 		by := map[string]*entry{}
 		counted := map[string]bool{}
-		for _, r := range records.Replay(recs, map[string]*te.DAG{t.Key: t.DAG}, target.LowerOf) {
+		for _, r := range records.Replay(recs, map[string]*te.DAG{t.Key: t.DAG}, target.FeaturesOf) {
 			if r.State == nil {
 				continue // steps that no longer decode or apply to this DAG
 			}

@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -83,6 +84,30 @@ func (m Machine) Key() string {
 		k += " " + m.Model
 	}
 	return k
+}
+
+// keyRE matches what Key writes, up to the vector registers.
+var keyRE = regexp.MustCompile(`machine (\S+) -march=(\S+)(?: -mtune=(\S+))? (\S+) (\d+)-bit×(\d+)`)
+
+// ParseKey reads back the machine a key names (a Key, or a target key
+// that holds one): its name, -march, -mtune, level, vector width and
+// registers, the facts records are measured under. It reports false when
+// s holds no machine key.
+func ParseKey(s string) (Machine, bool) {
+	g := keyRE.FindStringSubmatch(s)
+	if g == nil {
+		return Machine{}, false
+	}
+	bits, err1 := strconv.Atoi(g[5])
+	regs, err2 := strconv.Atoi(g[6])
+	if err1 != nil || err2 != nil || bits%8 != 0 {
+		return Machine{}, false
+	}
+	arch := "amd64"
+	if strings.HasPrefix(g[4], "armv") {
+		arch = "arm64"
+	}
+	return Machine{Name: g[1], Arch: arch, March: g[2], Tune: g[3], Level: g[4], VectorBytes: bits / 8, VectorRegs: regs}, true
 }
 
 func (m Machine) tuneFlag() string {

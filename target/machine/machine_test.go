@@ -102,6 +102,22 @@ func TestLevels(t *testing.T) {
 		if !strings.Contains(m.Key(), c.name) {
 			t.Errorf("%s: key %q does not name it", c.name, m.Key())
 		}
+		// A target key holds the machine key; records are read back by it.
+		k, ok := ParseKey("cpu threads=1 | cc 12 | -O3 | " + m.Key())
+		if !ok || k.Name != m.Name || k.March != m.March || k.Tune != m.Tune || k.Level != m.Level ||
+			k.VectorBytes != m.VectorBytes || k.VectorRegs != m.VectorRegs || k.Arch != m.Arch {
+			t.Errorf("%s: ParseKey(%q) = %+v, %v", c.name, m.Key(), k, ok)
+		}
+	}
+	n, err := parseCPUInfo(cpuinfo("amd64", "AMD EPYC", zen5Flags), "amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, ok := ParseKey(n.Key()); !ok || k.Tune != "generic" || k.VectorBytes != 64 || k.VectorRegs != 32 {
+		t.Errorf("ParseKey(%q) = %+v, %v", n.Key(), k, ok)
+	}
+	if _, ok := ParseKey("cpu threads=1 | cc 12 | -O3"); ok {
+		t.Error("ParseKey of a key without a machine: ok")
 	}
 	if _, err := Level("x86-64-v9"); err == nil {
 		t.Error("x86-64-v9: no error")
