@@ -13,7 +13,7 @@
 //	record   the best record of the workload in -db FILE, when there is one:
 //	         any schedule the search can express (weight layout rewrites
 //	         included; the kernel then reads its weights packed)
-//	winograd the same convolution by Winograd F(4×4, 3×3), the alternative
+//	winograd the same convolution by Winograd F(m×m, 3×3) (-m, default 4), the alternative
 //	         a tuning run measures against the direct one (the task
 //	         partition builds, weights transformed beforehand): its default
 //	         schedule, and as winograd-record its best record in -db FILE
@@ -70,7 +70,8 @@ func main() {
 	layout := flag.String("layout", "nhwc", "activation layout: nhwc (the models' after the convert-layout pass) or nchw")
 	naive := flag.Bool("naive", true, "also time the naive schedule")
 	cpu := flag.String("cpu", "native", "compile for native, a level (x86-64-v2, x86-64-v3, x86-64-v4) or a -march name; oneDNN is restricted to its level")
-	winograd := flag.Bool("winograd", true, "also race the Winograd F(4×4, 3×3) alternative (its default schedule and its record in -db)")
+	winograd := flag.Bool("winograd", true, "also race the Winograd F(m×m, 3×3) alternative (its default schedule and its record in -db)")
+	flag.IntVar(&winogradTile, "m", winogradTile, fmt.Sprintf("the Winograd output tile m, one of %v", te.WinogradTileSizes()))
 	flag.Parse()
 	if flag.NArg() > 0 || *threads < 1 || *rounds < 1 || (*layout != "nhwc" && *layout != "nchw") {
 		flag.Usage()
@@ -135,9 +136,9 @@ func convInput(nhwc bool) *te.Tensor {
 	return te.Placeholder("X", conv.n, conv.c, conv.h, conv.w)
 }
 
-// winogradTile is the m of the Winograd F(m×m, 3×3) alternative partition
-// gives this convolution (56×56 outputs: F(4×4, 3×3)).
-const winogradTile = 4
+// winogradTile is the m of the Winograd F(m×m, 3×3) alternative raced
+// (-m): partition gives this convolution (56×56 outputs) F(4×4, 3×3).
+var winogradTile = 4
 
 // winogradDAG is convDAG computed by Winograd F(m×m, 3×3) as partition
 // builds a convolution's alternative: the weights a constant U [α, α, C,
