@@ -2,9 +2,12 @@ package target_test
 
 import (
 	"context"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 
+	"tessera/costmodel"
 	"tessera/measure"
 	"tessera/schedule"
 	"tessera/target"
@@ -29,6 +32,24 @@ func TestCPU(t *testing.T) {
 	}
 	d := te.ExampleDAGs()["matmul_bias_relu"]
 	s0 := schedule.NewState(d)
+	// Records read back by their key get the features the search gave
+	// their states: the same lowering and the same machine.
+	features, err := target.FeaturesOf(tg.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := features(s0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := tg.Features(s0)
+	if err != nil || len(want) == 0 {
+		t.Fatalf("features: %v, %d rows", err, len(want))
+	}
+	vb := slices.Index(costmodel.FeatureNames, "vector_bytes")
+	if !slices.EqualFunc(got, want, slices.Equal) || want[0][vb] != float32(math.Log2(1+float64(tg.Machine.VectorBytes))) {
+		t.Errorf("features of the key %v, of the target %v (vector_bytes of %+v)", got[0], want[0], tg.Machine)
+	}
 	sk, err := tg.Sketch.Lower(s0, "k")
 	if err != nil || sk == nil {
 		t.Fatal(err)
