@@ -1,0 +1,42 @@
+package main
+
+import (
+	"testing"
+
+	"tessera/schedule"
+	"tessera/schedule/schedtest"
+	"tessera/target/machine"
+)
+
+// TestExpert checks the expert schedule, with the tiles expertTiles picks
+// for each machine, against the reference evaluator: its lowering is
+// interpreted on random inputs (the benchmark itself compares the compiled
+// kernel with OpenBLAS).
+func TestExpert(t *testing.T) {
+	const n = 128
+	d, err := gemmDAG(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, level := range machine.Levels() {
+		m, err := machine.Level(level)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tl := expertTiles(n, m.Lanes(), m.VectorRegs, m.L1D)
+		if tl.i1*tl.i2 > n || n%(tl.i1*tl.i2) != 0 || n%(tl.j1*tl.j2) != 0 || n%tl.k != 0 || tl.j2 != 2*m.Lanes() {
+			t.Errorf("%s: tiles %+v do not divide %d or are not two vectors wide", level, tl, n)
+		}
+		s, err := expert(d, tl)
+		if err != nil {
+			t.Fatalf("%s: expert %+v: %v", level, tl, err)
+		}
+		f, err := schedule.Lower(s, "k")
+		if err != nil {
+			t.Fatalf("%s: lower: %v", level, err)
+		}
+		if err := schedtest.Check(d, f, 1); err != nil {
+			t.Errorf("%s: tiles %+v: %v", level, tl, err)
+		}
+	}
+}
