@@ -64,13 +64,27 @@ func Replay(recs []Record, dags map[string]*te.DAG, featuresOf Featurizer) []Rep
 	for key, dag := range dags {
 		initial[key] = schedule.NewState(dag)
 	}
+	// One featurizer per target key, resolved before the workers start (nil
+	// for a key featuresOf does not know: its records get no features).
+	features := map[string]func(*schedule.State) ([][]float32, error){}
+	if featuresOf != nil {
+		for _, r := range recs {
+			if _, ok := features[r.Target]; !ok {
+				f, err := featuresOf(r.Target)
+				if err != nil {
+					f = nil
+				}
+				features[r.Target] = f
+			}
+		}
+	}
 	out := make([]Replayed, len(recs))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), max(len(recs), 1)) {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < len(recs); i = int(next.Add(1) - 1) {
-				out[i] = replayOne(recs[i], initial, featuresOf)
+				out[i] = replayOne(recs[i], initial, features[recs[i].Target])
 			}
 		})
 	}
@@ -78,7 +92,7 @@ func Replay(recs []Record, dags map[string]*te.DAG, featuresOf Featurizer) []Rep
 	return out
 }
 
-func replayOne(r Record, initial map[string]*schedule.State, featuresOf Featurizer) Replayed {
+func replayOne(r Record, initial map[string]*schedule.State, features func(*schedule.State) ([][]float32, error)) Replayed {
 	rep := Replayed{Record: r}
 	s0 := initial[r.WorkloadKey]
 	if s0 == nil {
@@ -96,10 +110,8 @@ func replayOne(r Record, initial map[string]*schedule.State, featuresOf Featuriz
 		return rep
 	}
 	rep.State, rep.Result = st, res
-	if featuresOf != nil {
-		if features, err := featuresOf(r.Target); err == nil {
-			rep.Features, _ = features(st)
-		}
+	if features != nil {
+		rep.Features, _ = features(st)
 	}
 	return rep
 }

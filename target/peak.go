@@ -62,10 +62,7 @@ func MeasurePeak(ctx context.Context, b *measure.Builder, m machine.Machine) (Pe
 	}
 	acc := max(1, min(m.VectorRegs-2, 12))
 	src := peakSource(m, acc)
-	flags := []string{"-O2", "-march=" + m.March, "-std=gnu11", "-ffp-contract=fast"}
-	if m.Tune != "" {
-		flags = append(flags, "-mtune="+m.Tune)
-	}
+	flags := append([]string{"-O2", "-std=gnu11", "-ffp-contract=fast"}, m.Flags()...)
 	exe, err := b.BuildProgram(ctx, "peak", src, flags, nil)
 	if err != nil {
 		return Peak{}, fmt.Errorf("peak probe: %w", err)

@@ -79,7 +79,7 @@ func (m Machine) Has(f string) bool { return slices.Contains(m.Features, f) }
 // a record measured for one machine is never replayed as measured on
 // another.
 func (m Machine) Key() string {
-	k := fmt.Sprintf("machine %s -march=%s%s %s %d-bit×%d", m.Name, m.March, m.tuneFlag(), m.Level, m.VectorBits(), m.VectorRegs)
+	k := fmt.Sprintf("machine %s %s %s %d-bit×%d", m.Name, strings.Join(m.Flags(), " "), m.Level, m.VectorBits(), m.VectorRegs)
 	if m.Model != "" {
 		k += " " + m.Model
 	}
@@ -110,18 +110,20 @@ func ParseKey(s string) (Machine, bool) {
 	return Machine{Name: g[1], Arch: arch, March: g[2], Tune: g[3], Level: g[4], VectorBytes: bits / 8, VectorRegs: regs}, true
 }
 
-func (m Machine) tuneFlag() string {
+// Flags are the compiler flags that select the machine: -march, and
+// -mtune where it has one.
+func (m Machine) Flags() []string {
 	if m.Tune == "" {
-		return ""
+		return []string{"-march=" + m.March}
 	}
-	return " -mtune=" + m.Tune
+	return []string{"-march=" + m.March, "-mtune=" + m.Tune}
 }
 
 // String is the run header's line: what the code is compiled for and what
 // the machine has.
 func (m Machine) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "cpu %s (-march=%s%s, %s): %d-bit vectors × %d registers", m.Name, m.March, m.tuneFlag(), m.Level, m.VectorBits(), m.VectorRegs)
+	fmt.Fprintf(&b, "cpu %s (%s, %s): %d-bit vectors × %d registers", m.Name, strings.Join(m.Flags(), " "), m.Level, m.VectorBits(), m.VectorRegs)
 	if m.FMA {
 		b.WriteString(", FMA")
 	}
