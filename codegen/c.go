@@ -89,7 +89,7 @@ func (m *module) kernel(f *tir.PrimFunc) (out string, err error) {
 	if len(params) == 0 {
 		params = []string{"void"}
 	}
-	body := prepare(f.Body, m.lanes)
+	body := prepare(partitionLoops(f.Body), m.lanes)
 
 	k.indent = 1
 	if err := k.stmt(body); err != nil {

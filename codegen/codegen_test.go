@@ -311,6 +311,20 @@ func cases() []ccase {
 			src: []string{"if (i < 2) {", "lane-dependent if", "tsr_load_v16f(&A["}})
 	}
 
+	{ // a 6-row tile over 128 rows: the guard leaves the main loop (partition.go)
+		A, O := gbuf("A", 128, 8), gbuf("O", 128, 8)
+		v := vars("i", "r", "l")
+		i, r, l := v[0], v[1], v[2]
+		row := add(mul(i, c(6)), r)
+		cs = append(cs, ccase{name: "partition_tile", f: fnc("partition_tile", []*tir.Buffer{A, O},
+			loop(i, 22, tir.Serial, loop(r, 6, tir.Unrolled, &tir.IfThenElse{
+				Cond: lt(row, c(128)),
+				Then: loop(l, 8, tir.Vectorized, st(O, mul(ld(A, row, l), fc(3)), row, l)),
+			}))),
+			src:    []string{"for (int64_t i = 0; i < 21; ++i)", "O[1016]"},
+			notSrc: []string{"< 128)", "i_tail"}})
+	}
+
 	{ // unrolling and scalarization of a local tile
 		A, B, O := gbuf("A", 8, 4), gbuf("B", 4, 4), gbuf("O", 8, 4)
 		acc := lbuf("acc", 4)

@@ -38,7 +38,7 @@ func main() {
 	threads := flag.Int("threads", 1, "threads for every contender")
 	rounds := flag.Int("rounds", 7, "alternating rounds")
 	naive := flag.Bool("naive", true, "also time the naive schedule (slow at 1024)")
-	ti := flag.String("tile", "", "expert tile sizes i.1,i.2(register rows),j.1,j.2(lanes) and the k tile: i.1 i.2 j.1 j.2 k (default: the register tile of --cpu, expertTiles)")
+	ti := flag.String("tile", "", "expert tile sizes: rows per block, register-tile rows, register tiles across a block, register-tile columns (lanes), k tile: ib,i2,j1,j2,k (default: the register tile of --cpu, expertTiles)")
 	unroll := flag.Int("unroll", 0, "the expert's auto_unroll_max_step (default: its register tile's steps)")
 	dump := flag.String("dump", "", "write the expert kernel's C to `PREFIX`.c and its assembly to PREFIX.s")
 	cpu := flag.String("cpu", "native", "compile for native, a level (x86-64-v2, x86-64-v3, x86-64-v4) or a -march name; OpenBLAS is restricted to its level")
@@ -49,7 +49,7 @@ func main() {
 	}
 	t := expertTiles(*n, m.Lanes(), m.VectorRegs, m.L1D)
 	if *ti != "" {
-		if _, err := fmt.Sscanf(*ti, "%d,%d,%d,%d,%d", &t.i1, &t.i2, &t.j1, &t.j2, &t.k); err != nil {
+		if _, err := fmt.Sscanf(*ti, "%d,%d,%d,%d,%d", &t.ib, &t.i2, &t.j1, &t.j2, &t.k); err != nil {
 			benchutil.Fatal(fmt.Errorf("-tile: %w", err))
 		}
 	}
@@ -66,50 +66,60 @@ func main() {
 // cache of l1 bytes, in the shape of OpenBLAS's kernels:
 //   - a register tile of two vectors per row and as many rows as the
 //     register file holds with the two B vectors and one broadcast A
-//     element beside the accumulators (sketch.TileRows; rounded down to
-//     a divisor of n): 4 rows on 16 registers, 8 on 32;
-//   - a cache block of 128 × 128 accumulators (kept local), so that each
-//     row of A a register tile loads serves the block's whole width;
-//   - a k tile whose packed B panel (k × the block's 128 columns) fills
-//     at most two thirds of L1, up to 256.
+//     element beside the accumulators (sketch.TileRows), at most
+//     maxExpertRows: 6 rows on 16 registers (12 accumulators, as
+//     OpenBLAS's Haswell kernel), 8 on 32.
+//     The rows need not divide the block: the last, partial register tile
+//     is guarded, and the C printer cuts it off the loop (codegen's loop
+//     partitioning), so the others run unguarded;
+//   - blocks of 128 rows (a divisor of n) and 128 columns of accumulators,
+//     kept local, so that each row of A a register tile loads serves the
+//     block's whole width;
+//   - for each k tile and register-tile column, B's k × two-vector panel
+//     packed contiguously (for up to 256 k, at most two thirds of L1) and
+//     reused by every register tile of the block's rows.
 //
-// Measured on a Zen 5 at 1024³, one thread, against OpenBLAS: 0.89 at
-// x86-64-v3 (32,4,8,16,64) and 0.99 natively (AVX-512; 16,8,4,32,64).
-// With a 64 × 32 block, 0.85 and 0.94; without the packing, the k tile
-// unrolled (the accumulators in memory), 0.78 and 0.83. At x86-64-v3 the
-// 4 × 2 register tile (8 accumulators for two FMA units of latency 4)
-// bounds it: a hand-written 6 × 2 tile on n = 1152 ran 5-7% faster than
-// its 4 × 2, a tile 1024 does not divide into.
+// Measured on a Zen 5 at 1024³, one thread, against OpenBLAS (2026-11-27):
+// at x86-64-v3, the 4-row tile with B packed per block (k × 128 columns,
+// each k row 512 bytes apart) ran 0.78-0.80; packed per register-tile
+// column, 0.86-0.87; with the 6-row tile, partitioned, 0.93-0.94 (min
+// 0.91 over 10 rounds in two runs). Natively (AVX-512, the 8-row tile):
+// 0.96-0.97; at x86-64-v2 (SSE, no FMA), 0.97.
 func expertTiles(n, lanes, regs, l1 int) tiles {
-	const block = 128
-	rows := sketch.TileRows(2, regs)
-	for n%rows != 0 {
-		rows--
+	block := 128
+	for n%block != 0 {
+		block--
 	}
+	rows := min(block, sketch.TileRows(2, regs), maxExpertRows)
 	j2 := 2 * lanes
-	j1 := max(1, block/j2)
+	j1 := max(1, 128/j2)
 	for j1 > 1 && n%(j1*j2) != 0 {
 		j1--
-	}
-	i1 := max(1, block/rows)
-	for n%(i1*rows) != 0 {
-		i1--
 	}
 	if l1 <= 0 {
 		l1 = 32 << 10
 	}
 	k := 256
-	for k > 8 && (n%k != 0 || k*j1*j2*4 > 2*l1/3) {
+	for k > 8 && (n%k != 0 || k*j2*4 > 2*l1/3) {
 		k /= 2
 	}
 	// Unrolled: the register tile (rows × two vectors), not the k loop,
 	// which stays a loop so the compiler keeps its accumulators in
 	// registers, nor the copy of the B panel.
-	return tiles{i1: i1, i2: rows, j1: j1, j2: j2, k: k, unroll: 2 * rows}
+	return tiles{ib: block, i2: rows, j1: j1, j2: j2, k: k, unroll: 2 * rows}
 }
 
-// tiles are the expert's tile sizes and its auto_unroll_max_step.
-type tiles struct{ i1, i2, j1, j2, k, unroll int }
+// maxExpertRows caps the register tile: 16 accumulators already cover two
+// FMA units of latency 4 twice over, and each further row is one more
+// stream of A broadcasts. On 32 registers, measured on a Zen 5 against
+// OpenBLAS: 8 rows 0.98, 12 rows 0.96, 14 rows (all the file holds) 0.88.
+const maxExpertRows = 8
+
+// tiles are the expert's tile sizes and its auto_unroll_max_step: blocks
+// of ib rows, register tiles of i2 rows (the last one of a block partial
+// when i2 does not divide ib) and j2 columns, j1 register tiles across a
+// block, k tiles of k.
+type tiles struct{ ib, i2, j1, j2, k, unroll int }
 
 func gemmDAG(n int) (*te.DAG, error) {
 	a := te.Placeholder("A", n, n)
@@ -122,11 +132,12 @@ func gemmDAG(n int) (*te.DAG, error) {
 }
 
 // expert is the schedule a performance engineer would write for a CPU GEMM,
-// expressed in steps only: a local accumulator tile of i.1·i.2 × j.1·j.2
-// (SSRSRS: i.0 j.0 k.0 i.1 j.1 k.1 i.2 j.2), B's panel for one k tile
-// copied into a contiguous local buffer at k.0 (as OpenBLAS packs B: read
-// in place, successive k rows of B lie 4·n bytes apart, all in the same
-// L1 sets), the output copy tiled to follow it, the outer tiles fused and
+// expressed in steps only: a local accumulator block of ib × j.1·j.2
+// computed as (SSRSRS, j.1 outside i.1) i.0 j.0 k.0 j.1 i.1 k.1 i.2 j.2,
+// where i.2 × j.2 is the register tile; B's k.1 × j.2 panel copied into a
+// contiguous local buffer at j.1 (as OpenBLAS packs B: read in place,
+// successive k rows of B lie 4·n bytes apart, all in the same L1 sets),
+// the output copy tiled to follow the block, the blocks fused and
 // parallel, the lanes vectorized, and the register tile unrolled.
 func expert(d *te.DAG, t tiles) (*schedule.State, error) {
 	s := schedule.NewState(d)
@@ -138,15 +149,16 @@ func expert(d *te.DAG, t tiles) (*schedule.State, error) {
 	return schedule.Replay(s, []schedule.Step{
 		&schedule.CacheWrite{Stage: c, Scope: tir.Local},
 		&schedule.CacheRead{Stage: b, Scope: tir.Local, Readers: []int{c}},
-		&schedule.Split{Stage: cl, Iter: 0, Lengths: []int{t.i1, t.i2}},
-		&schedule.Split{Stage: cl, Iter: 3, Lengths: []int{t.j1, t.j2}},
+		&schedule.Split{Stage: cl, Iter: 0, Lengths: []int{t.ib}},       // step 2: i.0, i
+		&schedule.Split{Stage: cl, Iter: 1, Lengths: []int{t.i2}},       // i.0, i.1, i.2
+		&schedule.Split{Stage: cl, Iter: 3, Lengths: []int{t.j1, t.j2}}, // step 4
 		&schedule.Split{Stage: cl, Iter: 6, Lengths: []int{t.k}},
-		&schedule.Reorder{Stage: cl, Order: []int{0, 3, 6, 1, 4, 7, 2, 5}},
+		&schedule.Reorder{Stage: cl, Order: []int{0, 3, 6, 4, 1, 7, 2, 5}},
 		&schedule.FollowSplit{Stage: out, Iter: 0, SrcStep: 2, NParts: 2},
-		&schedule.FollowSplit{Stage: out, Iter: 2, SrcStep: 3, NParts: 2},
+		&schedule.FollowSplit{Stage: out, Iter: 2, SrcStep: 4, NParts: 2},
 		&schedule.Reorder{Stage: out, Order: []int{0, 2, 1, 3}},
 		&schedule.ComputeAt{Stage: cl, TargetStage: out, TargetIter: 1},
-		&schedule.ComputeAt{Stage: bl, TargetStage: cl, TargetIter: 2},
+		&schedule.ComputeAt{Stage: bl, TargetStage: cl, TargetIter: 3},
 		&schedule.Fuse{Stage: out, Iters: []int{0, 1}},
 		&schedule.Annotate{Stage: out, Iter: 0, Ann: schedule.Parallel},
 		&schedule.Annotate{Stage: out, Iter: 2, Ann: schedule.Vectorize},
@@ -239,7 +251,7 @@ func run(n, threads, rounds int, withNaive bool, t tiles, m benchutil.Machine, d
 
 	flops := 2 * float64(n) * float64(n) * float64(n)
 	fmt.Printf("gemm %d×%d×%d float32, %d thread(s), %d alternating rounds, each kernel in its own process\n", n, n, n, threads, rounds)
-	fmt.Printf("expert tile i.1,i.2,j.1,j.2,k = %d,%d,%d,%d,%d, unroll %d\n", t.i1, t.i2, t.j1, t.j2, t.k, t.unroll)
+	fmt.Printf("expert tile ib,i2,j1,j2,k = %d,%d,%d,%d,%d, unroll %d\n", t.ib, t.i2, t.j1, t.j2, t.k, t.unroll)
 	fmt.Printf("expert %s instructions in assembly = %d\n", what, fmas)
 	r := &measure.Runner{Opts: measure.RunOptions{Threads: threads, Repeat: 3, MinRepeatMs: 200, Timeout: 600e9}}
 	defer r.Close()

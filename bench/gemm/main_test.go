@@ -24,8 +24,8 @@ func TestExpert(t *testing.T) {
 			t.Fatal(err)
 		}
 		tl := expertTiles(n, m.Lanes(), m.VectorRegs, m.L1D)
-		if tl.i1*tl.i2 > n || n%(tl.i1*tl.i2) != 0 || n%(tl.j1*tl.j2) != 0 || n%tl.k != 0 || tl.j2 != 2*m.Lanes() {
-			t.Errorf("%s: tiles %+v do not divide %d or are not two vectors wide", level, tl, n)
+		if tl.i2 > tl.ib || n%tl.ib != 0 || n%(tl.j1*tl.j2) != 0 || n%tl.k != 0 || tl.j2 != 2*m.Lanes() {
+			t.Errorf("%s: tiles %+v do not divide %d, a register tile is taller than its block, or not two vectors wide", level, tl, n)
 		}
 		s, err := expert(d, tl)
 		if err != nil {
