@@ -6,20 +6,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"tessera/graph"
 	"tessera/measure"
 	"tessera/partition"
+	tsrt "tessera/runtime"
 	"tessera/target"
 )
 
 // The files of a build directory.
 const (
 	SourceFile  = "model.c"
-	HeaderFile  = "model.h"
+	HeaderFile  = "tessera.h" // the ABI (runtime/c/tessera.h), the same for every model
 	LibraryFile = "libmodel.so"
 	WeightsFile = "weights.bin"
 )
@@ -53,7 +56,7 @@ const LibraryTimeout = 20 * time.Minute
 // library's.
 type Files struct {
 	Source   string
-	Header   string
+	Runtime  map[string]string // the runtime's C (tessera.h, runtime.c, ...), which Source includes
 	Weights  []byte
 	Manifest *Manifest
 }
@@ -90,7 +93,7 @@ func Generate(g *graph.Graph, plan *partition.Plan, opts Options) (*Files, error
 	}
 	m := &Manifest{
 		Format: ManifestFormat, Model: filepath.Base(opts.Model), Graph: g.Name, Target: opts.Target.Key(),
-		Library: LibraryFile, Header: HeaderFile, Source: SourceFile,
+		ABI: tsrt.ABIVersion, Library: LibraryFile, Header: HeaderFile, Source: SourceFile,
 		Weights: WeightsInfo{
 			File: WeightsFile, Bytes: int64(len(p.weights.payload)), Checksum: fmt.Sprintf("%016x", checksum(p.weights.payload)),
 			Tensors: len(p.weights.order), Layout: weightsLayout,
@@ -114,7 +117,7 @@ func Generate(g *graph.Graph, plan *partition.Plan, opts Options) (*Files, error
 	for _, c := range p.calls {
 		m.Steps = append(m.Steps, StepReport{Group: c.group.ID, Task: c.task, Ops: c.group.Ops()})
 	}
-	return &Files{Source: src, Header: cHeader(m), Weights: p.weights.file(), Manifest: m}, nil
+	return &Files{Source: src, Runtime: tsrt.Files(), Weights: p.weights.file(), Manifest: m}, nil
 }
 
 // Build generates the files of the model (Generate), writes them to dir
@@ -131,15 +134,16 @@ func Build(ctx context.Context, g *graph.Graph, plan *partition.Plan, dir string
 	if err := os.Remove(filepath.Join(dir, ManifestFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	for _, w := range []struct {
-		name string
-		data []byte
-	}{{SourceFile, []byte(f.Source)}, {HeaderFile, []byte(f.Header)}, {WeightsFile, f.Weights}} {
-		if err := os.WriteFile(filepath.Join(dir, w.name), w.data, 0o644); err != nil {
+	files := map[string][]byte{SourceFile: []byte(f.Source), WeightsFile: f.Weights}
+	for name, data := range f.Runtime {
+		files[name] = []byte(data)
+	}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := writeFile(filepath.Join(dir, name), files[name], 0o644); err != nil {
 			return nil, err
 		}
 	}
-	built := opts.Target.Host.Build(ctx, []measure.Source{{Code: f.Source}})[0]
+	built := opts.Target.Host.Build(ctx, []measure.Source{{Code: f.Source, Files: f.Runtime}})[0]
 	if built.Kind != measure.None {
 		return nil, fmt.Errorf("build: compiling %s: %s: %s", filepath.Join(dir, SourceFile), built.Kind, built.Msg)
 	}
@@ -147,7 +151,7 @@ func Build(ctx context.Context, g *graph.Graph, plan *partition.Plan, dir string
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, LibraryFile), lib, 0o755); err != nil {
+	if err := writeFile(filepath.Join(dir, LibraryFile), lib, 0o755); err != nil {
 		return nil, err
 	}
 	data, err := json.MarshalIndent(f.Manifest, "", "  ")
@@ -158,4 +162,30 @@ func Build(ctx context.Context, g *graph.Graph, plan *partition.Plan, dir string
 		return nil, err
 	}
 	return f.Manifest, nil
+}
+
+// writeFile replaces the file at path with data: written beside it and
+// renamed over it, so that a process that has the old library loaded (it
+// is mapped) keeps it intact, and no reader sees a partial file.
+func writeFile(path string, data []byte, perm os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, perm)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("build: write %s: %w", path, err)
+	}
+	return nil
 }

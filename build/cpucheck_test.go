@@ -18,7 +18,7 @@ import (
 // TestBuildPerLevel builds the tiny model for every ISA level this machine
 // runs (tune build --cpu LEVEL) and checks its outputs; then it makes the
 // load check of the first level's library see a processor without one of
-// the level's features and checks that tessera_create refuses with that
+// the level's features and checks that tessera_open refuses with that
 // feature's name instead of running code the processor lacks.
 func TestBuildPerLevel(t *testing.T) {
 	levels, skipped := machine.RunnableLevels(target.NativeMachine())

@@ -1,6 +1,6 @@
 // Package build compiles a whole model from tuning records and runs the
 // result. It owns the step from "the best record of every task" to a
-// shared library a C program can call:
+// shared library any program can load (the C ABI of runtime/c/tessera.h):
 //
 //	graph + plan (partition.Extract)
 //	  └─ schedules  each task's best record on the target (records.Store.Best),
@@ -10,19 +10,21 @@
 //	  │             blob, or the arena of intermediate tensors (executor.go), whose
 //	  │             offsets the static memory planner picks so that memory is
 //	  │             reused as lifetimes end (memplan.go)
-//	  └─ C          one translation unit: every kernel, the model API and one
-//	  │             generated function calling the kernels in order (csource.go)
-//	  └─ files      model.c, model.h, libmodel.so (compiled by measure.Builder with
-//	                the flags the records were measured with), weights.bin
-//	                (weights.go) and manifest.json (manifest.go)
+//	  └─ C          one translation unit: every kernel (hidden), one generated
+//	  │             function calling them in order and the model's descriptor
+//	  │             (csource.go), then the runtime, the same for every model
+//	  │             (package runtime: runtime/c/runtime.c, which implements tessera.h)
+//	  └─ files      model.c and the runtime's C, tessera.h, libmodel.so (compiled by
+//	                measure.Builder with the flags the records were measured with),
+//	                weights.bin (weights.go) and manifest.json (manifest.go)
 //
 // Build writes a build directory; Generate makes its files in memory. The
 // same graph and records always give byte-identical files.
 //
-// Open reads a build directory back; Model.Run and Model.Bench run it in a
-// child process, the runner (runner/runner.c, compiled once into the build
-// cache), which dlopens the library: no cgo, and a crashing model cannot
-// take the caller down. ReadTensor and WriteTensor read and write the
-// tensor files `tune run` takes and writes (raw float32, .npy, ONNX
-// TensorProto .pb).
+// Open reads a build directory back; Model.Run and Model.Bench run it in
+// this process through package runtime (the library loaded with dlopen, no
+// compiler needed), or, for a library built for another architecture, in
+// the runtime's runner under an emulator (RunOptions.Exec). ReadTensor and
+// WriteTensor read and write the tensor files `tune run` takes and writes
+// (raw float32, .npy, ONNX TensorProto .pb).
 package build

@@ -12,18 +12,21 @@ import (
 // as on the CPU, but the kernels are device code. model.c holds
 //
 //	the device source (OpenCL C or CUDA C) as a string, and its kernels' names
-//	a device runtime   loads the driver at run time (dlopen, as the runners
+//	a device runtime   runtime/c/device_opencl.c or device_cuda.c, included:
+//	                   loads the driver at run time (dlopen, as the runners
 //	                   do): the first GPU, else the first device (or the
 //	                   TESSERA_DEVICE-th); builds the source (OpenCL's
 //	                   compiler, NVRTC for the device's architecture)
-//	tsm_dev_setup      called by tessera_create: every value the kernels
+//	tsm_dev_setup      called by tessera_open (tsr_model.setup): every value the kernels
 //	                   touch gets a device buffer of its own (the CPU's
 //	                   arena plan is not used on a device); the weights are
 //	                   uploaded once
 //	tsm_execute        uploads the inputs, launches every kernel of every
 //	                   group in plan order, waits, downloads the outputs
+//	tsr_model, runtime.c as on the CPU (csource.go)
 //
-// One model per process: the device state is the library's.
+// The device state is the library's: one open model per library, whose
+// runs take turns (tsr_model.serial).
 
 // devBuf is a device buffer of a built model.
 type devBuf struct {
@@ -102,10 +105,11 @@ func gpuSource(p *program, kernels []kernel, tg *target.Target) (string, error) 
 		sizes = []string{"4"}
 	}
 	fmt.Fprintf(&b, "static const size_t tsm_dbuf_bytes[] = {%s};\n", strings.Join(sizes, ", "))
+	b.WriteString("\n#include \"tessera_model.h\"\n")
 	if tg.Name == "cuda" {
-		b.WriteString(cudaRuntimeC)
+		b.WriteString("#include \"device_cuda.c\"\n")
 	} else {
-		b.WriteString(openclRuntimeC)
+		b.WriteString("#include \"device_opencl.c\"\n")
 	}
 	b.WriteString("\nstatic int tsm_dev_setup(const float *w) {\n  if (tsm_dev_init() != 0)\n    return -1;\n")
 	for i, d := range bufs {
@@ -117,15 +121,9 @@ func gpuSource(p *program, kernels []kernel, tg *target.Target) (string, error) 
 
 	var src strings.Builder
 	src.WriteString(b.String())
-	err = runtimeTmpl.Execute(&src, runtimeData(p, "  if (tsm_dev_setup(m->weights) != 0)\n    goto fail;\n", 0))
-	if err != nil {
-		return "", err
-	}
-	src.WriteString("\nTSM_API int tessera_num_steps(void) { return 0; }\n")
-	src.WriteString("TSM_API int tessera_profile(double *seconds) {\n  (void)seconds;\n  tsm_fail(\"tessera_profile: a GPU build does not time its steps (kernels run asynchronously)\");\n  return -1;\n}\n")
 	src.WriteString("\n/* tsm_execute uploads the inputs, launches the kernels in plan order and downloads the outputs. */\n")
-	src.WriteString("static int tsm_execute(const float *const *in, float *const *out, float *w, float *a) {\n")
-	src.WriteString("  int rc;\n  (void)in; (void)out; (void)w; (void)a; (void)rc;\n")
+	src.WriteString("static int tsm_execute(const float *const *in, float *const *out, float *w, float *a, double *profile) {\n")
+	src.WriteString("  int rc;\n  (void)in; (void)out; (void)w; (void)a; (void)rc; (void)profile;\n")
 	for i, d := range bufs {
 		if !d.temp && d.src.kind == inInput {
 			fmt.Fprintf(&src, "  if ((rc = tsm_dev_upload(%d, in[%d], %d)) != 0)\n    return rc;\n", i, d.src.index, 4*d.elems)
@@ -147,6 +145,14 @@ func gpuSource(p *program, kernels []kernel, tg *target.Target) (string, error) 
 		}
 	}
 	src.WriteString("  return 0;\n}\n")
+	src.WriteString(cpuCheck())
+	desc, err := descriptorC(p, tg.Key(), "tsm_execute",
+		"tsm_dev_setup, 1, \"a GPU build does not time its steps (kernels run asynchronously)\"")
+	if err != nil {
+		return "", err
+	}
+	src.WriteString(desc)
+	src.WriteString("\n#include \"runtime.c\"\n")
 	return src.String(), nil
 }
 
@@ -172,307 +178,3 @@ func cString(s string) string {
 	b.WriteByte('"')
 	return b.String()
 }
-
-// openclRuntimeC is the device runtime of an OpenCL model: the ICD loader
-// (libOpenCL.so.1) loaded at run time, the few OpenCL types and constants
-// declared here (no headers needed).
-const openclRuntimeC = `
-/* ---- device runtime: OpenCL, loaded at run time ---- */
-#include <dlfcn.h>
-#include <stdlib.h>
-#include <string.h>
-static void tsm_fail(const char *fmt, ...);
-typedef int32_t tsm_cl_int;
-typedef struct tsm_cl_obj *tsm_cl_h;
-static struct {
-  tsm_cl_int (*GetPlatformIDs)(uint32_t, tsm_cl_h *, uint32_t *);
-  tsm_cl_int (*GetDeviceIDs)(tsm_cl_h, uint64_t, uint32_t, tsm_cl_h *, uint32_t *);
-  tsm_cl_h (*CreateContext)(const intptr_t *, uint32_t, const tsm_cl_h *, void *, void *, tsm_cl_int *);
-  tsm_cl_h (*CreateCommandQueue)(tsm_cl_h, tsm_cl_h, uint64_t, tsm_cl_int *);
-  tsm_cl_h (*CreateProgramWithSource)(tsm_cl_h, uint32_t, const char **, const size_t *, tsm_cl_int *);
-  tsm_cl_int (*BuildProgram)(tsm_cl_h, uint32_t, const tsm_cl_h *, const char *, void *, void *);
-  tsm_cl_int (*GetProgramBuildInfo)(tsm_cl_h, tsm_cl_h, uint32_t, size_t, void *, size_t *);
-  tsm_cl_h (*CreateKernel)(tsm_cl_h, const char *, tsm_cl_int *);
-  tsm_cl_int (*SetKernelArg)(tsm_cl_h, uint32_t, size_t, const void *);
-  tsm_cl_h (*CreateBuffer)(tsm_cl_h, uint64_t, size_t, void *, tsm_cl_int *);
-  tsm_cl_int (*EnqueueWriteBuffer)(tsm_cl_h, tsm_cl_h, uint32_t, size_t, size_t, const void *, uint32_t, const void *, void *);
-  tsm_cl_int (*EnqueueReadBuffer)(tsm_cl_h, tsm_cl_h, uint32_t, size_t, size_t, void *, uint32_t, const void *, void *);
-  tsm_cl_int (*EnqueueNDRangeKernel)(tsm_cl_h, tsm_cl_h, uint32_t, const size_t *, const size_t *, const size_t *, uint32_t, const void *, void *);
-  tsm_cl_int (*Finish)(tsm_cl_h);
-} tsm_cl;
-static tsm_cl_h tsm_cl_dev, tsm_cl_ctx, tsm_cl_queue, tsm_cl_prog;
-static tsm_cl_h tsm_cl_kernels[TSM_NUM_KERNELS];
-static tsm_cl_h tsm_cl_bufs[TSM_NUM_DBUFS];
-static int tsm_dev_ready;
-
-static int tsm_dev_init(void) {
-  if (tsm_dev_ready)
-    return 0;
-  void *h = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    tsm_fail("no OpenCL driver: %s", dlerror());
-    return -1;
-  }
-  const char *names[] = {"clGetPlatformIDs", "clGetDeviceIDs", "clCreateContext", "clCreateCommandQueue",
-    "clCreateProgramWithSource", "clBuildProgram", "clGetProgramBuildInfo", "clCreateKernel", "clSetKernelArg",
-    "clCreateBuffer", "clEnqueueWriteBuffer", "clEnqueueReadBuffer", "clEnqueueNDRangeKernel", "clFinish"};
-  void **slots = (void **)&tsm_cl;
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-    if (!(slots[i] = dlsym(h, names[i]))) {
-      tsm_fail("no OpenCL driver: libOpenCL.so.1 lacks %s", names[i]);
-      return -1;
-    }
-  tsm_cl_h ps[16];
-  uint32_t np = 0;
-  if (tsm_cl.GetPlatformIDs(16, ps, &np) != 0 || np == 0) {
-    tsm_fail("no OpenCL device: no platform is installed");
-    return -1;
-  }
-  const char *want = getenv("TESSERA_DEVICE");
-  long wanted = want && *want ? strtol(want, NULL, 10) : -1, seen = 0;
-  int found = 0;
-  for (int pass = 0; pass < 2 && !found; pass++) {
-    seen = 0;
-    for (uint32_t p = 0; p < np && p < 16 && !found; p++) {
-      tsm_cl_h ds[16];
-      uint32_t nd = 0;
-      uint64_t type = wanted >= 0 || pass == 1 ? 0xFFFFFFFFu : (1u << 2);
-      if (tsm_cl.GetDeviceIDs(ps[p], type, 16, ds, &nd) != 0)
-        continue;
-      for (uint32_t d = 0; d < nd && d < 16 && !found; d++, seen++)
-        if (wanted < 0 || seen == wanted) {
-          tsm_cl_dev = ds[d];
-          found = 1;
-        }
-    }
-    if (wanted >= 0)
-      break;
-  }
-  if (!found) {
-    tsm_fail("no OpenCL device");
-    return -1;
-  }
-  tsm_cl_int rc;
-  tsm_cl_ctx = tsm_cl.CreateContext(NULL, 1, &tsm_cl_dev, NULL, NULL, &rc);
-  if (rc == 0)
-    tsm_cl_queue = tsm_cl.CreateCommandQueue(tsm_cl_ctx, tsm_cl_dev, 0, &rc);
-  if (rc != 0) {
-    tsm_fail("OpenCL context: error %d", (int)rc);
-    return -1;
-  }
-  const char *src = tsm_kernel_source;
-  size_t len = sizeof tsm_kernel_source - 1;
-  tsm_cl_prog = tsm_cl.CreateProgramWithSource(tsm_cl_ctx, 1, &src, &len, &rc);
-  if (rc == 0)
-    rc = tsm_cl.BuildProgram(tsm_cl_prog, 1, &tsm_cl_dev, "-cl-std=CL1.2", NULL, NULL);
-  if (rc != 0) {
-    char log[400] = {0};
-    tsm_cl.GetProgramBuildInfo(tsm_cl_prog, tsm_cl_dev, 0x1183, sizeof log - 1, log, NULL);
-    tsm_fail("the kernels do not build (OpenCL error %d): %s", (int)rc, log);
-    return -1;
-  }
-  for (int k = 0; k < TSM_NUM_KERNELS; k++)
-    if (tsm_kernel_names[k] && !(tsm_cl_kernels[k] = tsm_cl.CreateKernel(tsm_cl_prog, tsm_kernel_names[k], &rc))) {
-      tsm_fail("no kernel %s: OpenCL error %d", tsm_kernel_names[k], (int)rc);
-      return -1;
-    }
-  for (int b = 0; b < TSM_NUM_DBUFS; b++)
-    if (!(tsm_cl_bufs[b] = tsm_cl.CreateBuffer(tsm_cl_ctx, 1, tsm_dbuf_bytes[b], NULL, &rc))) {
-      tsm_fail("out of device memory (%llu bytes): OpenCL error %d", (unsigned long long)tsm_dbuf_bytes[b], (int)rc);
-      return -1;
-    }
-  tsm_dev_ready = 1;
-  return 0;
-}
-
-static int tsm_dev_upload(int b, const float *host, size_t bytes) {
-  tsm_cl_int rc = tsm_cl.EnqueueWriteBuffer(tsm_cl_queue, tsm_cl_bufs[b], 1, 0, bytes, host, 0, NULL, NULL);
-  if (rc != 0)
-    tsm_fail("upload: OpenCL error %d", (int)rc);
-  return rc;
-}
-
-static int tsm_dev_download(float *host, int b, size_t bytes) {
-  tsm_cl_int rc = tsm_cl.EnqueueReadBuffer(tsm_cl_queue, tsm_cl_bufs[b], 1, 0, bytes, host, 0, NULL, NULL);
-  if (rc != 0)
-    tsm_fail("download: OpenCL error %d", (int)rc);
-  return rc;
-}
-
-static int tsm_dev_launch(int k, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, int nargs, const int *args) {
-  for (int a = 0; a < nargs; a++) {
-    tsm_cl_int rc = tsm_cl.SetKernelArg(tsm_cl_kernels[k], (uint32_t)a, sizeof(tsm_cl_h), &tsm_cl_bufs[args[a]]);
-    if (rc != 0) {
-      tsm_fail("kernel %s argument %d: OpenCL error %d", tsm_kernel_names[k], a, (int)rc);
-      return rc;
-    }
-  }
-  size_t local[3] = {bx, by, bz}, global[3] = {(size_t)gx * bx, (size_t)gy * by, (size_t)gz * bz};
-  tsm_cl_int rc = tsm_cl.EnqueueNDRangeKernel(tsm_cl_queue, tsm_cl_kernels[k], 3, NULL, global, local, 0, NULL, NULL);
-  if (rc != 0)
-    tsm_fail("launch of %s: OpenCL error %d", tsm_kernel_names[k], (int)rc);
-  return rc;
-}
-
-static int tsm_dev_finish(void) {
-  tsm_cl_int rc = tsm_cl.Finish(tsm_cl_queue);
-  if (rc != 0)
-    tsm_fail("OpenCL: error %d", (int)rc);
-  return rc;
-}
-`
-
-// cudaRuntimeC is the device runtime of a CUDA model: the driver
-// (libcuda.so.1) and NVRTC loaded at run time, the exact versioned driver
-// symbols, the primary context, the kernels compiled by NVRTC for the
-// device's own architecture at tessera_create.
-const cudaRuntimeC = `
-/* ---- device runtime: CUDA driver and NVRTC, loaded at run time ---- */
-#include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-static void tsm_fail(const char *fmt, ...);
-typedef unsigned long long tsm_cu_ptr;
-typedef struct tsm_cu_obj *tsm_cu_h;
-static struct {
-  int (*Init)(unsigned);
-  int (*DeviceGet)(int *, int);
-  int (*DeviceGetAttribute)(int *, int, int);
-  int (*DevicePrimaryCtxRetain)(tsm_cu_h *, int);
-  int (*CtxSetCurrent)(tsm_cu_h);
-  int (*CtxSynchronize)(void);
-  int (*ModuleLoadData)(tsm_cu_h *, const void *);
-  int (*ModuleGetFunction)(tsm_cu_h *, tsm_cu_h, const char *);
-  int (*MemAlloc)(tsm_cu_ptr *, size_t);
-  int (*MemcpyHtoD)(tsm_cu_ptr, const void *, size_t);
-  int (*MemcpyDtoH)(void *, tsm_cu_ptr, size_t);
-  int (*LaunchKernel)(tsm_cu_h, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, tsm_cu_h, void **, void **);
-} tsm_cu;
-static struct {
-  int (*CreateProgram)(tsm_cu_h *, const char *, const char *, int, const char *const *, const char *const *);
-  int (*CompileProgram)(tsm_cu_h, int, const char *const *);
-  int (*GetPTXSize)(tsm_cu_h, size_t *);
-  int (*GetPTX)(tsm_cu_h, char *);
-  int (*GetProgramLog)(tsm_cu_h, char *);
-  int (*GetProgramLogSize)(tsm_cu_h, size_t *);
-} tsm_rtc;
-static tsm_cu_h tsm_cu_fns[TSM_NUM_KERNELS];
-static tsm_cu_ptr tsm_cu_bufs[TSM_NUM_DBUFS];
-static int tsm_dev_ready;
-
-static int tsm_dev_init(void) {
-  if (tsm_dev_ready)
-    return 0;
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    tsm_fail("no CUDA driver: %s", dlerror());
-    return -1;
-  }
-  const char *names[] = {"cuInit", "cuDeviceGet", "cuDeviceGetAttribute", "cuDevicePrimaryCtxRetain", "cuCtxSetCurrent",
-    "cuCtxSynchronize", "cuModuleLoadData", "cuModuleGetFunction", "cuMemAlloc_v2", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2",
-    "cuLaunchKernel"};
-  void **slots = (void **)&tsm_cu;
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-    if (!(slots[i] = dlsym(h, names[i]))) {
-      tsm_fail("no CUDA driver: libcuda.so.1 lacks %s", names[i]);
-      return -1;
-    }
-  const char *libs[] = {getenv("TESSERA_NVRTC"), "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so"};
-  void *r = NULL;
-  for (size_t i = 0; i < sizeof libs / sizeof libs[0] && !r; i++)
-    if (libs[i] && *libs[i])
-      r = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
-  if (!r) {
-    tsm_fail("no NVRTC (set TESSERA_NVRTC to its path)");
-    return -1;
-  }
-  const char *rnames[] = {"nvrtcCreateProgram", "nvrtcCompileProgram", "nvrtcGetPTXSize", "nvrtcGetPTX", "nvrtcGetProgramLog", "nvrtcGetProgramLogSize"};
-  void **rslots = (void **)&tsm_rtc;
-  for (size_t i = 0; i < sizeof rnames / sizeof rnames[0]; i++)
-    if (!(rslots[i] = dlsym(r, rnames[i]))) {
-      tsm_fail("NVRTC lacks %s", rnames[i]);
-      return -1;
-    }
-  const char *want = getenv("TESSERA_DEVICE");
-  int dev = 0, major = 0, minor = 0;
-  tsm_cu_h ctx, mod, prog;
-  if (tsm_cu.Init(0) != 0 || tsm_cu.DeviceGet(&dev, want && *want ? atoi(want) : 0) != 0 ||
-      tsm_cu.DevicePrimaryCtxRetain(&ctx, dev) != 0 || tsm_cu.CtxSetCurrent(ctx) != 0) {
-    tsm_fail("no CUDA device");
-    return -1;
-  }
-  tsm_cu.DeviceGetAttribute(&major, 75, dev);
-  tsm_cu.DeviceGetAttribute(&minor, 76, dev);
-  char arch[64];
-  snprintf(arch, sizeof arch, "--gpu-architecture=compute_%d%d", major, minor);
-  const char *opts[] = {arch, "--std=c++17"};
-  if (tsm_rtc.CreateProgram(&prog, tsm_kernel_source, "model.cu", 0, NULL, NULL) != 0) {
-    tsm_fail("nvrtcCreateProgram failed");
-    return -1;
-  }
-  if (tsm_rtc.CompileProgram(prog, 2, opts) != 0) {
-    char log[400] = {0};
-    size_t n = 0;
-    tsm_rtc.GetProgramLogSize(prog, &n);
-    char *full = malloc(n + 1);
-    if (full && tsm_rtc.GetProgramLog(prog, full) == 0)
-      snprintf(log, sizeof log, "%s", full);
-    free(full);
-    tsm_fail("the kernels do not build (NVRTC, %s): %s", arch, log);
-    return -1;
-  }
-  size_t n = 0;
-  tsm_rtc.GetPTXSize(prog, &n);
-  char *ptx = malloc(n + 1);
-  if (!ptx || tsm_rtc.GetPTX(prog, ptx) != 0 || tsm_cu.ModuleLoadData(&mod, ptx) != 0) {
-    tsm_fail("loading the kernels failed");
-    free(ptx);
-    return -1;
-  }
-  free(ptx);
-  for (int k = 0; k < TSM_NUM_KERNELS; k++)
-    if (tsm_kernel_names[k] && tsm_cu.ModuleGetFunction(&tsm_cu_fns[k], mod, tsm_kernel_names[k]) != 0) {
-      tsm_fail("no kernel %s", tsm_kernel_names[k]);
-      return -1;
-    }
-  for (int b = 0; b < TSM_NUM_DBUFS; b++)
-    if (tsm_cu.MemAlloc(&tsm_cu_bufs[b], tsm_dbuf_bytes[b]) != 0) {
-      tsm_fail("out of device memory (%llu bytes)", (unsigned long long)tsm_dbuf_bytes[b]);
-      return -1;
-    }
-  tsm_dev_ready = 1;
-  return 0;
-}
-
-static int tsm_dev_upload(int b, const float *host, size_t bytes) {
-  int rc = tsm_cu.MemcpyHtoD(tsm_cu_bufs[b], host, bytes);
-  if (rc != 0)
-    tsm_fail("upload: CUDA error %d", rc);
-  return rc;
-}
-
-static int tsm_dev_download(float *host, int b, size_t bytes) {
-  int rc = tsm_cu.MemcpyDtoH(host, tsm_cu_bufs[b], bytes);
-  if (rc != 0)
-    tsm_fail("download: CUDA error %d", rc);
-  return rc;
-}
-
-static int tsm_dev_launch(int k, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, int nargs, const int *args) {
-  void *params[64];
-  for (int a = 0; a < nargs && a < 64; a++)
-    params[a] = &tsm_cu_bufs[args[a]];
-  int rc = tsm_cu.LaunchKernel(tsm_cu_fns[k], gx, gy, gz, bx, by, bz, 0, NULL, params, NULL);
-  if (rc != 0)
-    tsm_fail("launch of %s: CUDA error %d", tsm_kernel_names[k], rc);
-  return rc;
-}
-
-static int tsm_dev_finish(void) {
-  int rc = tsm_cu.CtxSynchronize();
-  if (rc != 0)
-    tsm_fail("CUDA: error %d", rc);
-  return rc;
-}
-`

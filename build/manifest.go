@@ -30,7 +30,8 @@ type Manifest struct {
 	Format  int          `json:"format"`
 	Model   string       `json:"model"` // the model file's base name
 	Graph   string       `json:"graph"`
-	Target  string       `json:"target"` // the records' target key
+	Target  string       `json:"target"` // the records' target key: the CPU level and flags, or the GPU
+	ABI     int          `json:"abi"`    // the library's TESSERA_ABI_VERSION (tessera.h)
 	Library string       `json:"library"`
 	Header  string       `json:"header"`
 	Source  string       `json:"source"`

@@ -3,8 +3,6 @@ package build
 import (
 	"bytes"
 	"context"
-	_ "embed"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"math"
@@ -12,36 +10,38 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"tessera/measure"
+	tsrt "tessera/runtime"
 )
 
-// Running a built model: Go → runner child → dlopen(libmodel.so).
+// Running a built model: in this process, through tessera/runtime (the
+// library's C ABI, loaded with dlopen; no compiler needed), or, for a
+// library built for another architecture (RunOptions.Exec: an emulator),
+// in a child, the runtime's runner (runtime/c/runner.c), compiled once per
+// compiler into the build cache by measure.Builder.BuildProgram:
 //
-//	inputs ──raw float32 file──▶ runner LIB WEIGHTS IN OUT WARMUP REPEAT
-//	       ◀──raw float32 file── outputs of the first run
-//	       ◀──stdout──────────── "tessera time S" per timed run, "tessera done"
+//	inputs ──raw file, each in its dtype──▶ runner LIB DIR IN OUT WARMUP REPEAT
+//	       ◀──raw file─────────────────── outputs of the first run
+//	       ◀──stdout───────────────────── "tessera time S" per timed run, "tessera done"
 //
-// The runner (runner/runner.c) is compiled once per compiler into the
-// build cache by measure.Builder.BuildProgram, as the kernel harness is.
-
-// runnerSrc is the child program. It sits in a directory of its own because
-// the go tool refuses .c files in a package that does not use cgo.
-//
-//go:embed runner/runner.c
-var runnerSrc string
+// Either way the values cross as float32 here (Run's [][]float32) and in
+// their declared dtypes at the ABI.
 
 // Model is a build directory opened for running.
 type Model struct {
 	Dir      string
 	Manifest *Manifest
 
-	checked bool // the manifest was found to agree with the library
+	mu      sync.Mutex
+	rt      *tsrt.Model // the library in this process, once loaded
+	checked bool        // the manifest was found to agree with the library
 }
 
 // Open reads the build directory dir: its manifest, and its weights file,
@@ -57,29 +57,30 @@ func Open(dir string) (*Model, error) {
 	return &Model{Dir: dir, Manifest: m}, nil
 }
 
+// Close frees the model loaded into this process, if it was.
+func (m *Model) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.rt == nil {
+		return nil
+	}
+	err := m.rt.Close()
+	m.rt = nil
+	return err
+}
+
 // RunOptions control a run of the model. Zero fields take their defaults.
 type RunOptions struct {
-	Threads int              // OMP_NUM_THREADS of the runner; default runtime.NumCPU()
-	Timeout time.Duration    // the whole runner process; default 10 minutes
-	Builder *measure.Builder // compiles the runner; nil means a zero Builder
+	Threads int           // threads of the kernels; default runtime.NumCPU()
+	Timeout time.Duration // a run in a child process (Exec); default 10 minutes
 	// MaxMemory is the most bytes a run may take (Model.Footprint);
 	// 0 means measure.DefaultMaxMemory.
 	MaxMemory int64
-	// Exec, when set, is the command the runner runs under: an emulator
-	// for a model built for another architecture (qemu-aarch64 -L
-	// /usr/aarch64-linux-gnu), whose runner Builder compiles too.
-	Exec []string
-}
-
-// command returns the runner child's command: runner args, under opts.Exec.
-func (opts RunOptions) command(ctx context.Context, runner string, args ...string) *exec.Cmd {
-	if len(opts.Exec) > 0 {
-		args = append(append(slices.Clone(opts.Exec[1:]), runner), args...)
-		runner = opts.Exec[0]
-	}
-	cmd := exec.CommandContext(ctx, runner, args...)
-	measure.DieWithParent(cmd)
-	return cmd
+	// Exec, when set, is the command a child runner runs under: an
+	// emulator for a model built for another architecture (qemu-aarch64
+	// -L /usr/aarch64-linux-gnu), whose runner Builder compiles.
+	Exec    []string
+	Builder *measure.Builder // compiles the runner for Exec; nil means a zero Builder
 }
 
 // Run runs the model once on inputs (one per manifest input, in order,
@@ -88,12 +89,27 @@ func (m *Model) Run(ctx context.Context, inputs [][]float32, opts RunOptions) ([
 	if err := m.checkInputs(inputs); err != nil {
 		return nil, err
 	}
-	runner, err := m.prepare(ctx, opts)
+	if len(opts.Exec) > 0 {
+		runner, err := m.prepareChild(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		outs, _, err := m.child(ctx, runner, inputs, true, 0, 0, false, opts)
+		return outs, err
+	}
+	rt, err := m.load(opts)
 	if err != nil {
 		return nil, err
 	}
-	outs, _, err := m.child(ctx, runner, inputs, true, 0, 0, false, opts)
-	return outs, err
+	in, err := m.typed(m.Manifest.Inputs, inputs)
+	if err != nil {
+		return nil, err
+	}
+	outs, err := rt.Run(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("running %s: %w", m.Dir, err)
+	}
+	return m.floats(m.Manifest.Outputs, outs)
 }
 
 // Bench runs the model on random inputs (uniform in [-1, 1), fixed seed):
@@ -121,10 +137,6 @@ func (m *Model) bench(ctx context.Context, warmup, repeat int, profile bool, opt
 	if warmup < 0 || repeat < 1 {
 		return nil, nil, fmt.Errorf("build: bench: %d warm-up runs and %d repetitions (want ≥ 0 and ≥ 1)", warmup, repeat)
 	}
-	runner, err := m.prepare(ctx, opts)
-	if err != nil {
-		return nil, nil, err
-	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	inputs := make([][]float32, len(m.Manifest.Inputs))
 	for i, t := range m.Manifest.Inputs {
@@ -133,12 +145,64 @@ func (m *Model) bench(ctx context.Context, warmup, repeat int, profile bool, opt
 			inputs[i][k] = float32(rng.Float64()*2 - 1)
 		}
 	}
-	_, res, err := m.child(ctx, runner, inputs, false, warmup, repeat, profile, opts)
-	return res.times, res.steps, err
+	if len(opts.Exec) > 0 {
+		runner, err := m.prepareChild(ctx, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		_, res, err := m.child(ctx, runner, inputs, false, warmup, repeat, profile, opts)
+		return res.times, res.steps, err
+	}
+	rt, err := m.load(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	in, err := m.typed(m.Manifest.Inputs, inputs)
+	if err != nil {
+		return nil, nil, err
+	}
+	outs := make([]tsrt.Tensor, len(rt.Outputs()))
+	for i, o := range rt.Outputs() {
+		outs[i] = tsrt.Tensor{DType: o.DType, Shape: o.Shape, Data: make([]byte, o.Elems()*o.DType.Size())}
+	}
+	run := func() error {
+		if err := rt.RunInto(ctx, in, outs); err != nil {
+			return fmt.Errorf("running %s: %w", m.Dir, err)
+		}
+		return nil
+	}
+	for range 1 + warmup {
+		if err := run(); err != nil {
+			return nil, nil, err
+		}
+	}
+	if profile {
+		steps = make([]float64, len(rt.Steps()))
+		if err := rt.Profile(steps); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", m.Dir, err)
+		}
+		defer rt.Profile(nil)
+	}
+	for range repeat {
+		t0 := time.Now()
+		if err := run(); err != nil {
+			return nil, nil, err
+		}
+		times = append(times, time.Since(t0).Seconds())
+	}
+	if profile {
+		if err := rt.Profile(nil); err != nil {
+			return nil, nil, err
+		}
+		for i := range steps {
+			steps[i] /= float64(repeat)
+		}
+	}
+	return times, steps, nil
 }
 
 // Footprint returns the bytes a run of the model takes at least: its
-// inputs and outputs (held by this process and by the runner), its
+// inputs and outputs (held by the caller and, typed, by the runtime), its
 // weights and the arena of its intermediate tensors.
 func (m *Model) Footprint() int64 {
 	var io int64
@@ -150,29 +214,80 @@ func (m *Model) Footprint() int64 {
 	return 2*io + m.Manifest.Weights.Bytes + m.Manifest.Memory.ArenaBytes
 }
 
-// prepare checks that a run fits in opts.MaxMemory, compiles the runner,
-// and checks the manifest against the library (once per Model); it
-// returns the runner's path. Nothing sized by the model is allocated
-// before these checks.
-func (m *Model) prepare(ctx context.Context, opts RunOptions) (string, error) {
+// checkMemory checks that a run fits in opts.MaxMemory: nothing sized by
+// the model is allocated before.
+func (m *Model) checkMemory(opts RunOptions) error {
 	limit := opts.MaxMemory
 	if limit <= 0 {
 		limit = measure.DefaultMaxMemory
 	}
 	if need := m.Footprint(); need > limit {
-		return "", fmt.Errorf("%s: a run takes %s (inputs, outputs, weights and the arena), more than the %s allowed (--max-memory)",
+		return fmt.Errorf("%s: a run takes %s (inputs, outputs, weights and the arena), more than the %s allowed (--max-memory)",
 			m.Dir, measure.Bytes(need), measure.Bytes(limit))
+	}
+	return nil
+}
+
+// load opens the library in this process (once per Model) and checks the
+// manifest against it; opts.Threads sets its threads.
+func (m *Model) load(opts RunOptions) (*tsrt.Model, error) {
+	if err := m.checkMemory(opts); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.rt == nil {
+		rt, err := tsrt.Open(filepath.Join(m.Dir, m.Manifest.Library))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", m.Dir, err)
+		}
+		lib := make(map[string][]libTensor)
+		for _, t := range rt.Inputs() {
+			lib["input"] = append(lib["input"], libTensor{t.Name, t.DType.String(), t.Elems()})
+		}
+		for _, t := range rt.Outputs() {
+			lib["output"] = append(lib["output"], libTensor{t.Name, t.DType.String(), t.Elems()})
+		}
+		if err := m.checkLibrary(lib); err != nil {
+			rt.Close()
+			return nil, err
+		}
+		m.rt = rt
+	}
+	threads := opts.Threads
+	if threads <= 0 {
+		threads = goruntime.NumCPU()
+	}
+	if err := m.rt.SetThreads(threads); err != nil {
+		return nil, err
+	}
+	return m.rt, nil
+}
+
+// prepareChild checks the memory a run takes, compiles the runner and
+// checks the manifest against the library (once per Model); it returns
+// the runner's path.
+func (m *Model) prepareChild(ctx context.Context, opts RunOptions) (string, error) {
+	if err := m.checkMemory(opts); err != nil {
+		return "", err
 	}
 	b := opts.Builder
 	if b == nil {
 		b = &measure.Builder{}
 	}
-	runner, err := b.BuildProgram(ctx, "runner", runnerSrc, []string{"-O2", "-std=gnu11"}, []string{"-ldl"})
+	runner, err := b.BuildProgram(ctx, "runner", measure.Source{Code: tsrt.Runner, Files: map[string]string{"tessera.h": tsrt.Header}},
+		[]string{"-O2", "-std=gnu11"}, []string{"-ldl"})
 	if err != nil {
 		return "", err
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if !m.checked {
-		if err := m.checkLibrary(ctx, runner, opts); err != nil {
+		lib, err := m.describe(ctx, runner, opts)
+		if err != nil {
+			return "", err
+		}
+		if err := m.checkLibrary(lib); err != nil {
 			return "", err
 		}
 		m.checked = true
@@ -180,29 +295,31 @@ func (m *Model) prepare(ctx context.Context, opts RunOptions) (string, error) {
 	return runner, nil
 }
 
-// checkLibrary compares the inputs and outputs the manifest lists (names,
-// element counts) with those the library was compiled with: the library
-// is the truth, and a manifest that disagrees was edited or belongs to
-// another build.
-func (m *Model) checkLibrary(ctx context.Context, runner string, opts RunOptions) error {
+// libTensor is what a library says of one of its tensors.
+type libTensor struct {
+	name, dtype string
+	elems       int
+}
+
+// describe asks the runner what the library's tensors are.
+func (m *Model) describe(ctx context.Context, runner string, opts RunOptions) (map[string][]libTensor, error) {
 	lib, err := filepath.Abs(filepath.Join(m.Dir, m.Manifest.Library))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	cmd := opts.command(cctx, runner, "--describe", lib)
+	cmd := opts.command(cctx, runner, "--describe", lib, m.Dir)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
 			msg = err.Error()
 		}
-		return fmt.Errorf("%s: reading the library %s: %s", m.Dir, m.Manifest.Library, msg)
+		return nil, fmt.Errorf("%s: reading the library %s: %s", m.Dir, m.Manifest.Library, msg)
 	}
-	lists := map[string][]TensorInfo{}
-	sizes := map[string][]int{}
+	out := map[string][]libTensor{}
 	done := false
 	for line := range strings.Lines(stdout.String()) {
 		f := strings.Fields(line)
@@ -210,46 +327,61 @@ func (m *Model) checkLibrary(ctx context.Context, runner string, opts RunOptions
 			done = true
 			continue
 		}
-		if len(f) != 4 || f[0] != "tessera" || (f[1] != "input" && f[1] != "output") {
-			return fmt.Errorf("%s: the runner's description of %s: bad line %q", m.Dir, m.Manifest.Library, strings.TrimSpace(line))
+		bad := fmt.Errorf("%s: the runner's description of %s: bad line %q", m.Dir, m.Manifest.Library, strings.TrimSpace(line))
+		if len(f) != 5 || f[0] != "tessera" || (f[1] != "input" && f[1] != "output") {
+			return nil, bad
 		}
-		n, err := strconv.Atoi(f[2])
-		name, herr := hex.DecodeString(strings.TrimPrefix(f[3], "-"))
-		if err != nil || herr != nil {
-			return fmt.Errorf("%s: the runner's description of %s: bad line %q", m.Dir, m.Manifest.Library, strings.TrimSpace(line))
+		dt, err1 := strconv.Atoi(f[2])
+		n, err2 := strconv.Atoi(f[3])
+		name, err3 := hex.DecodeString(strings.TrimPrefix(f[4], "-"))
+		if err1 != nil || err2 != nil || err3 != nil {
+			return nil, bad
 		}
-		lists[f[1]] = append(lists[f[1]], TensorInfo{Name: string(name)})
-		sizes[f[1]] = append(sizes[f[1]], n)
+		out[f[1]] = append(out[f[1]], libTensor{string(name), tsrt.DType(dt).String(), n})
 	}
 	if !done {
-		return fmt.Errorf("%s: the runner's description of %s is incomplete", m.Dir, m.Manifest.Library)
+		return nil, fmt.Errorf("%s: the runner's description of %s is incomplete", m.Dir, m.Manifest.Library)
 	}
+	return out, nil
+}
+
+// command returns the runner child's command: runner args, under opts.Exec.
+func (opts RunOptions) command(ctx context.Context, runner string, args ...string) *exec.Cmd {
+	if len(opts.Exec) > 0 {
+		args = append(append(slices.Clone(opts.Exec[1:]), runner), args...)
+		runner = opts.Exec[0]
+	}
+	cmd := exec.CommandContext(ctx, runner, args...)
+	measure.DieWithParent(cmd)
+	return cmd
+}
+
+// checkLibrary compares the inputs and outputs the manifest lists (names,
+// dtypes, element counts) with those the library was compiled with
+// (lib["input"], lib["output"]): the library is the truth, and a manifest
+// that disagrees was edited or belongs to another build.
+func (m *Model) checkLibrary(lib map[string][]libTensor) error {
 	for _, c := range []struct {
 		what string
 		man  []TensorInfo
 	}{{"input", m.Manifest.Inputs}, {"output", m.Manifest.Outputs}} {
-		lib, n := lists[c.what], sizes[c.what]
-		if len(lib) != len(c.man) {
+		got := lib[c.what]
+		if len(got) != len(c.man) {
+			names := make([]string, len(got))
+			for i, t := range got {
+				names[i] = strconv.Quote(t.name)
+			}
 			return fmt.Errorf("%s: %s lists %d %ss, the library %s has %d (%s): the manifest does not belong to this library",
-				m.Dir, ManifestFile, len(c.man), c.what, m.Manifest.Library, len(lib), quotedNames(lib))
+				m.Dir, ManifestFile, len(c.man), c.what, m.Manifest.Library, len(got), strings.Join(names, ", "))
 		}
 		for i, t := range c.man {
-			if t.Name != lib[i].Name || t.Elems() != n[i] {
-				return fmt.Errorf("%s: %s says %s %d is %q%s (%d elements), the library %s has %q with %d elements: the manifest does not belong to this library",
-					m.Dir, ManifestFile, c.what, i, t.Name, t.dims(), t.Elems(), m.Manifest.Library, lib[i].Name, n[i])
+			if t.Name != got[i].name || t.Elems() != got[i].elems || t.DType != got[i].dtype {
+				return fmt.Errorf("%s: %s says %s %d is %q%s (%s, %d elements), the library %s has %q (%s, %d elements): the manifest does not belong to this library",
+					m.Dir, ManifestFile, c.what, i, t.Name, t.dims(), t.DType, t.Elems(), m.Manifest.Library, got[i].name, got[i].dtype, got[i].elems)
 			}
 		}
 	}
 	return nil
-}
-
-// quotedNames lists the tensors' names, quoted.
-func quotedNames(ts []TensorInfo) string {
-	parts := make([]string, len(ts))
-	for i, t := range ts {
-		parts[i] = strconv.Quote(t.Name)
-	}
-	return strings.Join(parts, ", ")
 }
 
 func (m *Model) checkInputs(inputs [][]float32) error {
@@ -282,7 +414,15 @@ func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, wa
 	}
 	defer os.RemoveAll(tmp)
 	inPath, outPath := filepath.Join(tmp, "in.bin"), "-"
-	if err := os.WriteFile(inPath, floatBytes(inputs...), 0o644); err != nil {
+	in, err := m.typed(m.Manifest.Inputs, inputs)
+	if err != nil {
+		return nil, none, err
+	}
+	var inBytes []byte
+	for _, t := range in {
+		inBytes = append(inBytes, t.Data...)
+	}
+	if err := os.WriteFile(inPath, inBytes, 0o644); err != nil {
 		return nil, none, err
 	}
 	if wantOutputs {
@@ -298,11 +438,11 @@ func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, wa
 	}
 	threads := opts.Threads
 	if threads <= 0 {
-		threads = runtime.NumCPU()
+		threads = goruntime.NumCPU()
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	args := []string{lib, filepath.Join(m.Dir, m.Manifest.Weights.File), inPath, outPath, strconv.Itoa(warmup), strconv.Itoa(repeat)}
+	args := []string{lib, m.Dir, inPath, outPath, strconv.Itoa(warmup), strconv.Itoa(repeat)}
 	if profile {
 		args = append(args, "profile")
 	}
@@ -335,19 +475,24 @@ func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, wa
 		return nil, none, err
 	}
 	want := 0
-	for _, t := range m.Manifest.Outputs {
-		want += 4 * t.Elems()
+	outs := make([]tsrt.Tensor, len(m.Manifest.Outputs))
+	for i, t := range m.Manifest.Outputs {
+		dt, err := tsrt.ParseDType(t.DType)
+		if err != nil {
+			return nil, none, fmt.Errorf("%s: output %s: %w", m.Dir, t.Name, err)
+		}
+		outs[i] = tsrt.Tensor{DType: dt, Shape: shape64(t.Shape)}
+		want += t.Elems() * dt.Size()
 	}
 	if len(data) != want {
 		return nil, none, fmt.Errorf("the runner wrote %d bytes of outputs, the manifest's outputs take %d", len(data), want)
 	}
-	outs := make([][]float32, len(m.Manifest.Outputs))
-	for i, t := range m.Manifest.Outputs {
-		n := 4 * t.Elems()
-		outs[i] = floatsOf(data[:n])
-		data = data[n:]
+	for i := range outs {
+		n := m.Manifest.Outputs[i].Elems() * outs[i].DType.Size()
+		outs[i].Data, data = data[:n], data[n:]
 	}
-	return outs, res, nil
+	floats, err := m.floats(m.Manifest.Outputs, outs)
+	return floats, res, err
 }
 
 // runnerResult is what the runner prints: the seconds of every timed run
@@ -391,26 +536,106 @@ func parseRunner(out string, repeat int) (runnerResult, error) {
 	return res, nil
 }
 
-// floatBytes returns bufs back to back as little-endian float32.
-func floatBytes(bufs ...[]float32) []byte {
-	n := 0
-	for _, b := range bufs {
-		n += 4 * len(b)
-	}
-	out := make([]byte, 0, n)
-	for _, b := range bufs {
-		for _, v := range b {
-			out = binary.LittleEndian.AppendUint32(out, math.Float32bits(v))
+// typed converts float32 values to tensors of the dtypes ts declare
+// (integers and bool exact within ±2^24, as the kernels compute them).
+func (m *Model) typed(ts []TensorInfo, vals [][]float32) ([]tsrt.Tensor, error) {
+	out := make([]tsrt.Tensor, len(ts))
+	for i, t := range ts {
+		dt, err := tsrt.ParseDType(t.DType)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", m.Dir, t.Name, err)
 		}
+		v := vals[i]
+		shape := shape64(t.Shape)
+		switch dt {
+		case tsrt.Float32:
+			out[i] = tsrt.NewTensor(shape, v)
+		case tsrt.Int64:
+			out[i] = tsrt.NewTensor(shape, convert(v, func(x float32) int64 { return int64(math.RoundToEven(float64(x))) }))
+		case tsrt.Int32:
+			out[i] = tsrt.NewTensor(shape, convert(v, func(x float32) int32 { return int32(math.RoundToEven(float64(x))) }))
+		case tsrt.Int16:
+			out[i] = tsrt.NewTensor(shape, convert(v, func(x float32) int16 { return int16(math.RoundToEven(float64(x))) }))
+		case tsrt.Int8:
+			out[i] = tsrt.NewTensor(shape, convert(v, func(x float32) int8 { return int8(math.RoundToEven(float64(x))) }))
+		case tsrt.Uint8:
+			out[i] = tsrt.NewTensor(shape, convert(v, func(x float32) uint8 { return uint8(math.RoundToEven(float64(x))) }))
+		case tsrt.Uint16:
+			out[i] = tsrt.NewTensor(shape, convert(v, func(x float32) uint16 { return uint16(math.RoundToEven(float64(x))) }))
+		case tsrt.Uint32:
+			out[i] = tsrt.NewTensor(shape, convert(v, func(x float32) uint32 { return uint32(math.RoundToEven(float64(x))) }))
+		case tsrt.Bool:
+			out[i] = tsrt.NewTensor(shape, convert(v, func(x float32) bool { return x != 0 }))
+		default:
+			return nil, fmt.Errorf("%s: %s: dtype %s cannot be given as float32", m.Dir, t.Name, dt)
+		}
+	}
+	return out, nil
+}
+
+// floats converts tensors to float32 values.
+func (m *Model) floats(ts []TensorInfo, tensors []tsrt.Tensor) ([][]float32, error) {
+	out := make([][]float32, len(tensors))
+	for i, t := range tensors {
+		var err error
+		switch t.DType {
+		case tsrt.Float32:
+			var v []float32
+			v, err = tsrt.Values[float32](t)
+			out[i] = slices.Clone(v)
+		case tsrt.Int64:
+			out[i], err = floatsFrom[int64](t)
+		case tsrt.Int32:
+			out[i], err = floatsFrom[int32](t)
+		case tsrt.Int16:
+			out[i], err = floatsFrom[int16](t)
+		case tsrt.Int8:
+			out[i], err = floatsFrom[int8](t)
+		case tsrt.Uint8:
+			out[i], err = floatsFrom[uint8](t)
+		case tsrt.Uint16:
+			out[i], err = floatsFrom[uint16](t)
+		case tsrt.Uint32:
+			out[i], err = floatsFrom[uint32](t)
+		case tsrt.Bool:
+			var v []bool
+			v, err = tsrt.Values[bool](t)
+			out[i] = convert(v, func(b bool) float32 {
+				if b {
+					return 1
+				}
+				return 0
+			})
+		default:
+			err = fmt.Errorf("dtype %s cannot be read as float32", t.DType)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: output %s: %w", m.Dir, ts[i].Name, err)
+		}
+	}
+	return out, nil
+}
+
+func floatsFrom[T int64 | int32 | int16 | int8 | uint8 | uint16 | uint32](t tsrt.Tensor) ([]float32, error) {
+	v, err := tsrt.Values[T](t)
+	if err != nil {
+		return nil, err
+	}
+	return convert(v, func(x T) float32 { return float32(x) }), nil
+}
+
+func convert[A, B any](in []A, f func(A) B) []B {
+	out := make([]B, len(in))
+	for i, x := range in {
+		out[i] = f(x)
 	}
 	return out
 }
 
-// floatsOf reads little-endian float32s.
-func floatsOf(data []byte) []float32 {
-	out := make([]float32, len(data)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+func shape64(shape []int) []int64 {
+	out := make([]int64, len(shape))
+	for i, d := range shape {
+		out[i] = int64(d)
 	}
 	return out
 }

@@ -147,28 +147,81 @@ func TestRunChecksInputs(t *testing.T) {
 	}
 }
 
-// TestHeader compiles a C program against model.h, links it with the
-// library, and runs it: the header declares what the library defines.
+// TestHeader compiles a C program against tessera.h, links it with the
+// library, and runs it: the header declares what the library defines, and
+// every bad call (a NULL pointer, a wrong shape or dtype, another ABI
+// version, a missing weights file, an index out of range) comes back as
+// its status with a message, never a crash.
 func TestHeader(t *testing.T) {
 	dir, man := builtTiny(t)
 	prog := `#include <stdio.h>
-#include "model.h"
+#include <string.h>
+#include "tessera.h"
+static int expect(tessera_status got, tessera_status want, const char *what) {
+  if (got != want) {
+    fprintf(stderr, "%s: got %s, want %s (%s)\n", what, tessera_status_name(got), tessera_status_name(want), tessera_last_error());
+    return 1;
+  }
+  if (want != TESSERA_OK && tessera_last_error()[0] == 0) {
+    fprintf(stderr, "%s: no message\n", what);
+    return 1;
+  }
+  return 0;
+}
 int main(void) {
   static float in[768], out[10];
-  const float *ins[] = {in};
-  float *outs[] = {out};
-  if (tessera_create("does-not-exist.bin") != NULL || tessera_last_error()[0] == 0)
-    return 1;
-  tessera_model *m = tessera_create("weights.bin");
-  if (!m) { fprintf(stderr, "%s\n", tessera_last_error()); return 2; }
-  tessera_set_num_threads(1);
-  if (TESSERA_NUM_INPUTS != tessera_num_inputs() || tessera_input_elems(0) != 768 || tessera_output_elems(0) != 10 ||
-      tessera_input_elems(7) != 0 || tessera_input_name(1) != NULL)
+  int64_t in_shape[] = {1, 3, 16, 16}, out_shape[] = {1, 10}, bad_shape[] = {1, 3, 16, 15};
+  tessera_tensor ins[] = {{TESSERA_FLOAT32, 4, in_shape, in}};
+  tessera_tensor outs[] = {{TESSERA_FLOAT32, 2, out_shape, out}};
+  tessera_model *m = NULL;
+  int bad = 0;
+  if (tessera_abi_version() != TESSERA_ABI_VERSION)
+    return 9;
+  bad |= expect(tessera_open(TESSERA_ABI_VERSION, "does-not-exist", &m), TESSERA_BAD_WEIGHTS, "missing weights");
+  bad |= expect(tessera_open(TESSERA_ABI_VERSION + 1, ".", &m), TESSERA_ABI_MISMATCH, "another ABI");
+  bad |= expect(tessera_open(TESSERA_ABI_VERSION, NULL, &m), TESSERA_INVALID_ARGUMENT, "no path, no embedded weights");
+  bad |= expect(tessera_open(TESSERA_ABI_VERSION, ".", NULL), TESSERA_INVALID_ARGUMENT, "NULL model");
+  if (bad || tessera_open(TESSERA_ABI_VERSION, ".", &m) != TESSERA_OK) {
+    fprintf(stderr, "%s\n", tessera_last_error());
+    return 2;
+  }
+  const char *name;
+  tessera_dtype dt;
+  int32_t rank;
+  const int64_t *shape;
+  bad |= expect(tessera_input_info(m, 0, &name, &dt, &rank, &shape), TESSERA_OK, "input 0");
+  if (dt != TESSERA_FLOAT32 || rank != 4 || shape[2] != 16 || tessera_num_inputs(m) != 1 || tessera_num_outputs(m) != 1)
     return 3;
-  if (tessera_run(m, ins, outs) != 0) return 4;
-  if (tessera_run(m, ins, NULL) == 0) return 5;
-  tessera_destroy(m);
-  printf("%s %s %g\n", tessera_input_name(0), tessera_output_name(0), out[0]);
+  bad |= expect(tessera_input_info(m, 7, &name, NULL, NULL, NULL), TESSERA_INVALID_ARGUMENT, "input 7");
+  bad |= expect(tessera_input_info(NULL, 0, &name, NULL, NULL, NULL), TESSERA_INVALID_ARGUMENT, "info of NULL");
+  bad |= expect(tessera_set_num_threads(m, 1), TESSERA_OK, "threads");
+  bad |= expect(tessera_run(m, ins, 1, outs, 1), TESSERA_OK, "run");
+  bad |= expect(tessera_run(m, ins, 1, NULL, 1), TESSERA_INVALID_ARGUMENT, "NULL outputs");
+  bad |= expect(tessera_run(NULL, ins, 1, outs, 1), TESSERA_INVALID_ARGUMENT, "NULL model");
+  bad |= expect(tessera_run(m, ins, 2, outs, 1), TESSERA_INVALID_ARGUMENT, "two inputs");
+  tessera_tensor wrong = ins[0];
+  wrong.shape = bad_shape;
+  bad |= expect(tessera_run(m, &wrong, 1, outs, 1), TESSERA_SHAPE_MISMATCH, "wrong shape");
+  wrong.shape = NULL;
+  bad |= expect(tessera_run(m, &wrong, 1, outs, 1), TESSERA_SHAPE_MISMATCH, "NULL shape");
+  wrong = ins[0];
+  wrong.dtype = TESSERA_INT64;
+  bad |= expect(tessera_run(m, &wrong, 1, outs, 1), TESSERA_DTYPE_MISMATCH, "wrong dtype");
+  wrong = ins[0];
+  wrong.data = NULL;
+  bad |= expect(tessera_run(m, &wrong, 1, outs, 1), TESSERA_INVALID_ARGUMENT, "NULL data");
+  double steps[64] = {0};
+  if (tessera_num_steps(m) < 1 || tessera_num_steps(m) > 64 || tessera_step_name(m, 0) == NULL)
+    return 4;
+  bad |= expect(tessera_profile(m, steps), TESSERA_OK, "profile");
+  bad |= expect(tessera_run(m, ins, 1, outs, 1), TESSERA_OK, "profiled run");
+  if (steps[0] <= 0)
+    return 5;
+  if (bad)
+    return 6;
+  printf("%s %s %g\n", name, tessera_target(m), out[0]);
+  tessera_close(m);
+  tessera_close(NULL);
   return 0;
 }
 `
@@ -186,7 +239,7 @@ int main(void) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if !strings.HasPrefix(string(out), man.Inputs[0].Name+" "+man.Outputs[0].Name+" ") {
+	if !strings.HasPrefix(string(out), man.Inputs[0].Name+" "+man.Target+" ") {
 		t.Errorf("program printed %q", out)
 	}
 }
@@ -299,7 +352,7 @@ func TestManifestMustMatchLibrary(t *testing.T) {
 		run  string // then the error of Run and Bench
 		max  int64
 	}{
-		{"output shape", func(m *Manifest) { m.Outputs[0].Shape = []int{1, 2} }, "", "has \"output\" with 10 elements", 0},
+		{"output shape", func(m *Manifest) { m.Outputs[0].Shape = []int{1, 2} }, "", "has \"output\" (float32, 10 elements)", 0},
 		{"no outputs", func(m *Manifest) { m.Outputs = nil }, "", "lists 0 outputs, the library libmodel.so has 1", 0},
 		{"renamed output", func(m *Manifest) { m.Outputs[0].Name = "other" }, "", "the library libmodel.so has \"output\"", 0},
 		{"input shape", func(m *Manifest) { m.Inputs[0].Shape = []int{1, 3, 16, 8} }, "", "input 0", 0},

@@ -3,6 +3,7 @@ package build
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -203,4 +204,28 @@ func encodeNpy(shape []int, data []float32) []byte {
 	out = binary.LittleEndian.AppendUint16(out, uint16(len(header)))
 	out = append(out, header...)
 	return append(out, floatBytes(data)...)
+}
+
+// floatBytes returns bufs back to back as little-endian float32.
+func floatBytes(bufs ...[]float32) []byte {
+	n := 0
+	for _, b := range bufs {
+		n += 4 * len(b)
+	}
+	out := make([]byte, 0, n)
+	for _, b := range bufs {
+		for _, v := range b {
+			out = binary.LittleEndian.AppendUint32(out, math.Float32bits(v))
+		}
+	}
+	return out
+}
+
+// floatsOf reads little-endian float32s.
+func floatsOf(data []byte) []float32 {
+	out := make([]float32, len(data)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+	}
+	return out
 }

@@ -102,7 +102,7 @@ func (m *module) kernel(f *tir.PrimFunc) (out string, err error) {
 	fmt.Fprintf(&b, "static int tsr_impl_%s(%s) {\n", f.Name, strings.Join(params, ", "))
 	b.WriteString(k.b.String())
 	b.WriteString("  return 0;\n}\n\n")
-	fmt.Fprintf(&b, "__attribute__((visibility(\"default\"))) int %s(float *const *args) {\n", f.Name)
+	fmt.Fprintf(&b, "TSR_KERNEL int %s(float *const *args) {\n", f.Name)
 	if len(f.Params) == 0 {
 		b.WriteString("  (void)args;\n")
 	}
@@ -828,6 +828,12 @@ func (m *module) prelude() string {
 void *aligned_alloc(size_t, size_t);
 void free(void *);
 void abort(void);
+
+/* A kernel's entry is exported, for measurement to find it; a model's
+   library, which exports only its API, defines TSR_KERNEL as hidden. */
+#ifndef TSR_KERNEL
+#define TSR_KERNEL __attribute__((visibility("default")))
+#endif
 `)
 	b.WriteString(mathDecls())
 	b.WriteString(`#ifndef INFINITY

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,19 @@ import (
 // Source is one C translation unit exporting one or more kernels.
 type Source struct {
 	Code string
+	// Files are written next to the source before it is compiled (headers
+	// and sources it includes), by name; they are part of the cache key.
+	Files map[string]string
+}
+
+// key returns what identifies the source in the cache, with id (the
+// compiler's identity and flags).
+func (s Source) key(id string) string {
+	parts := []string{id, s.Code}
+	for _, name := range slices.Sorted(maps.Keys(s.Files)) {
+		parts = append(parts, name, s.Files[name])
+	}
+	return cacheKey(parts...)
 }
 
 // Builder compiles sources into shared libraries, several at a time, through
@@ -238,9 +252,9 @@ func (b *Builder) Build(ctx context.Context, srcs []Source) []Built {
 	id := b.CompilerID()
 	args := append(b.flags(), "-o", "out", "kernel.c", "-lm")
 
-	return buildEach(ctx, srcs, b.parallel(), func(src Source) string { return cacheKey(id, src.Code) },
+	return buildEach(ctx, srcs, b.parallel(), func(src Source) string { return src.key(id) },
 		func(key string, src Source) Built {
-			return b.compile(ctx, b.timeout(), filepath.Join(dir, key+".so"), "kernel.c", src.Code, args)
+			return b.compile(ctx, b.timeout(), filepath.Join(dir, key+".so"), "kernel.c", src, args)
 		})
 }
 
@@ -288,8 +302,8 @@ func buildEach(ctx context.Context, srcs []Source, parallel int, keyOf func(Sour
 // a scratch directory next to dst, runs the compiler there with args (which
 // must write "out"), and renames out to dst, so that concurrent builders, in
 // this process or others, never see a partial file.
-func (b *Builder) compile(ctx context.Context, timeout time.Duration, dst, srcName, code string, args []string) Built {
-	return compileFile(ctx, timeout, dst, srcName, code, append(b.command(), args...), func(err error) bool {
+func (b *Builder) compile(ctx context.Context, timeout time.Duration, dst, srcName string, src Source, args []string) Built {
+	return compileFile(ctx, timeout, dst, srcName, src, append(b.command(), args...), func(err error) bool {
 		var ee *exec.ExitError
 		return errors.As(err, &ee) // the compiler ran and refused the source
 	})
@@ -298,7 +312,7 @@ func (b *Builder) compile(ctx context.Context, timeout time.Duration, dst, srcNa
 // compileFile is compile with the whole command line argv, run in the
 // scratch directory; sourceFault reports whether the command's failure is
 // the source's (else the machine's: Built.Infra).
-func compileFile(ctx context.Context, timeout time.Duration, dst, srcName, code string, argv []string, sourceFault func(error) bool) Built {
+func compileFile(ctx context.Context, timeout time.Duration, dst, srcName string, src Source, argv []string, sourceFault func(error) bool) Built {
 	start := time.Now()
 	if fi, err := os.Stat(dst); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
 		return Built{Path: dst, Cached: true, Time: time.Since(start)}
@@ -311,8 +325,16 @@ func compileFile(ctx context.Context, timeout time.Duration, dst, srcName, code 
 		return fail(fmt.Errorf("measure: scratch dir: %w", err))
 	}
 	defer os.RemoveAll(scratch)
-	if err := os.WriteFile(filepath.Join(scratch, srcName), []byte(code), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(scratch, srcName), []byte(src.Code), 0o644); err != nil {
 		return fail(fmt.Errorf("measure: write source: %w", err))
+	}
+	for name, data := range src.Files {
+		if name != filepath.Base(name) || name == srcName || name == "out" {
+			return fail(fmt.Errorf("measure: source file name %q: not a plain file name", name))
+		}
+		if err := os.WriteFile(filepath.Join(scratch, name), []byte(data), 0o644); err != nil {
+			return fail(fmt.Errorf("measure: write %s: %w", name, err))
+		}
 	}
 
 	var stderr *headBuffer
@@ -381,12 +403,12 @@ func loadAverage() (float64, bool) {
 // flags and source, and returns the executable's path. name prefixes the
 // cached file; flags are the complete compiler flags before "-o", and libs
 // come after the source ("-ldl").
-func (b *Builder) BuildProgram(ctx context.Context, name, src string, flags, libs []string) (string, error) {
+func (b *Builder) BuildProgram(ctx context.Context, name string, src Source, flags, libs []string) (string, error) {
 	dir, err := b.cacheDir()
 	if err != nil {
 		return "", err
 	}
-	key := cacheKey(name, b.compilerVersion(), strings.Join(flags, " "), strings.Join(libs, " "), src)
+	key := src.key(cacheKey(name, b.compilerVersion(), strings.Join(flags, " "), strings.Join(libs, " ")))
 	args := append(append(slices.Clone(flags), "-o", "out", name+".c"), libs...)
 	built := b.compile(ctx, programTimeout, filepath.Join(dir, name+"-"+key), name+".c", src, args)
 	if built.Kind != None {

@@ -15,14 +15,14 @@ func TestBuildCache(t *testing.T) {
 	b := &Builder{CacheDir: dir}
 	ctx := context.Background()
 
-	first := b.Build(ctx, []Source{{addSrc}})[0]
+	first := b.Build(ctx, []Source{{Code: addSrc}})[0]
 	if first.Kind != None || first.Cached {
 		t.Fatalf("first build: %+v", first)
 	}
 	if filepath.Dir(first.Path) != dir {
 		t.Errorf("library %s is not in the cache dir %s", first.Path, dir)
 	}
-	second := b.Build(ctx, []Source{{addSrc}})[0]
+	second := b.Build(ctx, []Source{{Code: addSrc}})[0]
 	if second.Kind != None || !second.Cached || second.Path != first.Path {
 		t.Fatalf("second build: %+v, first %+v", second, first)
 	}
@@ -38,7 +38,7 @@ func TestBuildCache(t *testing.T) {
 	if id := tuned.CompilerID(); id == b.CompilerID() || !strings.Contains(id, "-march=native") || !strings.Contains(id, "-mtune=generic") {
 		t.Errorf("with Tune: compiler id %q", id)
 	}
-	third := other.Build(ctx, []Source{{addSrc}})[0]
+	third := other.Build(ctx, []Source{{Code: addSrc}})[0]
 	if third.Kind != None || third.Cached || third.Path == first.Path {
 		t.Fatalf("build with other flags: %+v, first %+v", third, first)
 	}
@@ -59,7 +59,7 @@ func TestBuildCache(t *testing.T) {
 
 func TestBuildBatch(t *testing.T) {
 	b := &Builder{CacheDir: t.TempDir(), Parallel: 2}
-	srcs := []Source{{addSrc}, {brokenSrc}, {addSrc}, {spinSrc}}
+	srcs := []Source{{Code: addSrc}, {Code: brokenSrc}, {Code: addSrc}, {Code: spinSrc}}
 	got := b.Build(context.Background(), srcs)
 	if len(got) != len(srcs) {
 		t.Fatalf("got %d results for %d sources", len(got), len(srcs))
@@ -89,7 +89,7 @@ func TestBuildConcurrentBuilders(t *testing.T) {
 	got := make([]Built, 4)
 	for i := range got {
 		wg.Go(func() {
-			got[i] = (&Builder{CacheDir: dir}).Build(context.Background(), []Source{{threadsSrc}})[0]
+			got[i] = (&Builder{CacheDir: dir}).Build(context.Background(), []Source{{Code: threadsSrc}})[0]
 		})
 	}
 	wg.Wait()
@@ -105,7 +105,7 @@ func TestCompileErrorMessageIsTrimmed(t *testing.T) {
 	for range 500 {
 		src.WriteString("int f(void) { return undefined_variable; }\n")
 	}
-	got := testBuilder().Build(context.Background(), []Source{{src.String()}})[0]
+	got := testBuilder().Build(context.Background(), []Source{{Code: src.String()}})[0]
 	if got.Kind != CompileError {
 		t.Fatalf("got %+v", got)
 	}
@@ -136,7 +136,7 @@ func TestBuildTimeout(t *testing.T) {
 			dir := t.TempDir()
 			b := &Builder{CacheDir: dir, Timeout: tt.timeout}
 			start := time.Now()
-			got := b.Build(context.Background(), []Source{{tt.src}})[0]
+			got := b.Build(context.Background(), []Source{{Code: tt.src}})[0]
 			if got.Kind != BuildTimeout || got.Path != "" {
 				t.Fatalf("got %+v", got)
 			}
@@ -173,7 +173,7 @@ func TestBuildCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	b := &Builder{CacheDir: t.TempDir()}
-	for i, got := range b.Build(ctx, []Source{{addSrc}, {spinSrc}}) {
+	for i, got := range b.Build(ctx, []Source{{Code: addSrc}, {Code: spinSrc}}) {
 		if got.Kind != BuildTimeout || !strings.HasPrefix(got.Msg, "canceled") {
 			t.Errorf("source %d: %+v", i, got)
 		}
@@ -182,7 +182,7 @@ func TestBuildCanceled(t *testing.T) {
 
 func TestBuildMissingCompiler(t *testing.T) {
 	b := &Builder{CacheDir: t.TempDir(), CC: "/nonexistent/cc"}
-	got := b.Build(context.Background(), []Source{{addSrc}})[0]
+	got := b.Build(context.Background(), []Source{{Code: addSrc}})[0]
 	if got.Kind != CompileError || !strings.Contains(got.Msg, "/nonexistent/cc") {
 		t.Errorf("got %+v", got)
 	}
@@ -193,7 +193,7 @@ func TestAssemblyHasVectorFMA(t *testing.T) {
 	if err != nil || !strings.Contains(string(cpuinfo), " fma ") {
 		t.Skip("no FMA on this CPU")
 	}
-	asm, err := testBuilder().Assembly(context.Background(), Source{fmaSrc})
+	asm, err := testBuilder().Assembly(context.Background(), Source{Code: fmaSrc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestAssemblyHasVectorFMA(t *testing.T) {
 	if strings.Contains(string(cpuinfo), " avx512f ") && !strings.Contains(asm, "zmm") {
 		t.Errorf("AVX-512 CPU but no zmm register in:\n%s", asm)
 	}
-	if _, err := testBuilder().Assembly(context.Background(), Source{brokenSrc}); err == nil ||
+	if _, err := testBuilder().Assembly(context.Background(), Source{Code: brokenSrc}); err == nil ||
 		!strings.Contains(err.Error(), "undefined_variable") {
 		t.Errorf("assembly of a broken source: err = %v", err)
 	}

@@ -105,7 +105,7 @@ func (d *Device) program(ctx context.Context) (string, error) {
 	default:
 		return "", fmt.Errorf("measure: device API %v", d.API)
 	}
-	path, err := d.builder().BuildProgram(ctx, d.API.String()+"-runner", src, []string{"-O2", "-std=gnu11"}, []string{"-ldl"})
+	path, err := d.builder().BuildProgram(ctx, d.API.String()+"-runner", Source{Code: src}, []string{"-O2", "-std=gnu11"}, []string{"-ldl"})
 	if err != nil {
 		return "", err
 	}
@@ -247,7 +247,7 @@ func (d *Device) Build(ctx context.Context, srcs []Source) []Built {
 // compile builds one source into dst unless dst exists: the runner's
 // compile mode, which exits 4 for a source that does not build.
 func (d *Device) compile(ctx context.Context, prog, dst, code string, timeout time.Duration) Built {
-	return compileFile(ctx, timeout, dst, "kernels.src", code, []string{prog, "compile", "kernels.src", "out"},
+	return compileFile(ctx, timeout, dst, "kernels.src", Source{Code: code}, []string{prog, "compile", "kernels.src", "out"},
 		func(err error) bool { return exitCode(err) == 4 })
 }
 

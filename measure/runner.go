@@ -231,7 +231,7 @@ func (r *Runner) setup(ctx context.Context) error {
 			b = &Builder{}
 			r.Builder = b
 		}
-		path, err := b.BuildProgram(ctx, "harness", harnessSrc, []string{"-O2", "-std=gnu11"}, []string{"-ldl"})
+		path, err := b.BuildProgram(ctx, "harness", Source{Code: harnessSrc}, []string{"-O2", "-std=gnu11"}, []string{"-ldl"})
 		if err != nil {
 			return err
 		}

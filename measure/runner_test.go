@@ -26,7 +26,7 @@ func addWant(ins [][]float32) []float32 {
 // correct, and this process carries on.
 func TestBatchSurvivesFailures(t *testing.T) {
 	ctx := context.Background()
-	srcs := []Source{{segvSrc}, {hangSrc}, {brokenSrc}, {addSrc}}
+	srcs := []Source{{Code: segvSrc}, {Code: hangSrc}, {Code: brokenSrc}, {Code: addSrc}}
 	entries := []string{"segv", "hang", "broken", "add"}
 	built := testBuilder().Build(ctx, srcs)
 

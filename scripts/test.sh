@@ -22,4 +22,6 @@ go vet ./...
 export TESSERA_REQUIRE_GPU_TOOLS=1
 # deps.sh installed gcc-aarch64-linux-gnu and qemu-user: the aarch64 checks must run.
 export TESSERA_REQUIRE_CROSS=1
+# deps.sh installed python3-numpy: the Python module's test must run.
+export TESSERA_REQUIRE_PYTHON=1
 go test -timeout 40m ./...

@@ -63,7 +63,7 @@ func MeasurePeak(ctx context.Context, b *measure.Builder, m machine.Machine) (Pe
 	acc := max(1, min(m.VectorRegs-2, 12))
 	src := peakSource(m, acc)
 	flags := append([]string{"-O2", "-std=gnu11", "-ffp-contract=fast"}, m.Flags()...)
-	exe, err := b.BuildProgram(ctx, "peak", src, flags, nil)
+	exe, err := b.BuildProgram(ctx, "peak", measure.Source{Code: src}, flags, nil)
 	if err != nil {
 		return Peak{}, fmt.Errorf("peak probe: %w", err)
 	}

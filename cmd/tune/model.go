@@ -25,7 +25,7 @@ import (
 
 // The model commands: build a model from the records, run it, time it.
 //
-//	tune build model.onnx --db tuning.db -o out/   → out/{libmodel.so, model.h, model.c, weights.bin, manifest.json}
+//	tune build model.onnx --db tuning.db -o out/   → out/{libmodel.so, tessera.h, model.c, runtime.c, weights.bin, manifest.json}
 //	tune run out/ --input x=FILE [--reference y=FILE] [-o DIR]
 //	tune bench out/ [--threads N] [--warmup W] [--repeat R]
 //

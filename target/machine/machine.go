@@ -521,7 +521,7 @@ type LoadCheck struct{ Macro, Feature string }
 
 // LoadChecks are the extensions a built library checks, in level order:
 // each that its -march enabled must be on the processor loading it, or
-// tessera_create refuses with the name of the one missing (never SIGILL).
+// tessera_open refuses with the name of the one missing (never SIGILL).
 var LoadChecks = []LoadCheck{
 	{"__SSE3__", "sse3"}, {"__SSSE3__", "ssse3"}, {"__SSE4_1__", "sse4.1"}, {"__SSE4_2__", "sse4.2"},
 	{"__POPCNT__", "popcnt"}, {"__AVX__", "avx"}, {"__AVX2__", "avx2"}, {"__FMA__", "fma"},

@@ -1,0 +1,485 @@
+/* runtime.c: tessera.h for every built model, on top of the tsr_model a
+ * generated model.c defines (tessera_model.h).
+ *
+ * Opening maps the weights file read-only (or takes the weights inside a
+ * --single-file library) and checks its header, size and checksum against
+ * the build's; the pages are shared by every run and, through the page
+ * cache, by every process that opens the same file. A run takes a context
+ * (the arena of intermediate tensors, the float32 copies of non-float32
+ * inputs and outputs, a step profile) from the model's pool, or makes one,
+ * and gives it back: concurrent runs each have their own, and a model that
+ * serves N callers at once holds N arenas and one copy of the weights.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tessera_model.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the weights file is little-endian"
+#endif
+
+#define API __attribute__((visibility("default")))
+#if defined(__x86_64__)
+/* Compiled for the base level: runs on any x86-64 before the processor's
+   extensions are checked. */
+#define BASE __attribute__((target("arch=x86-64"), noinline))
+#else
+#define BASE __attribute__((noinline))
+#endif
+
+enum { header_bytes = 64 };
+
+typedef struct ctx {
+  struct ctx *next;
+  float *arena;
+  float **in;       /* per input: its float32 copy, or NULL (float32 inputs are used in place) */
+  float **out;      /* per output: likewise */
+  double *profile;  /* num_steps seconds of this run, or NULL */
+} ctx;
+
+struct tessera_model {
+  const tsr_model_desc *d;
+  void *map;        /* the mapped weights file, or NULL */
+  size_t map_bytes;
+  float *weights;   /* the payload */
+  pthread_mutex_t lock;
+  ctx *pool;        /* contexts not in use */
+  int threads;      /* 0: OpenMP's default */
+  double *profile;  /* the caller's step array, or NULL */
+  pthread_mutex_t serial; /* held by a run of a serial (GPU) model */
+  int device;       /* this model set the library's device up */
+};
+
+/* The open models of a GPU build's library: at most one, whose device
+   state the library holds. */
+static int device_opens;
+
+static _Thread_local char last_error[1024];
+
+static tessera_status fail(tessera_status st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+TSR_HIDDEN void tsr_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  va_end(ap);
+}
+
+API const char *tessera_last_error(void) { return last_error; }
+
+API uint32_t tessera_abi_version(void) { return TESSERA_ABI_VERSION; }
+
+API const char *tessera_status_name(tessera_status st) {
+  switch (st) {
+  case TESSERA_OK: return "TESSERA_OK";
+  case TESSERA_INVALID_ARGUMENT: return "TESSERA_INVALID_ARGUMENT";
+  case TESSERA_SHAPE_MISMATCH: return "TESSERA_SHAPE_MISMATCH";
+  case TESSERA_DTYPE_MISMATCH: return "TESSERA_DTYPE_MISMATCH";
+  case TESSERA_BAD_WEIGHTS: return "TESSERA_BAD_WEIGHTS";
+  case TESSERA_ABI_MISMATCH: return "TESSERA_ABI_MISMATCH";
+  case TESSERA_UNSUPPORTED_CPU: return "TESSERA_UNSUPPORTED_CPU";
+  case TESSERA_OUT_OF_MEMORY: return "TESSERA_OUT_OF_MEMORY";
+  case TESSERA_KERNEL_FAILED: return "TESSERA_KERNEL_FAILED";
+  case TESSERA_DEVICE_ERROR: return "TESSERA_DEVICE_ERROR";
+  }
+  return "TESSERA_UNKNOWN_STATUS";
+}
+
+static const char *dtype_name(tessera_dtype t) {
+  switch (t) {
+  case TESSERA_FLOAT32: return "float32";
+  case TESSERA_UINT8: return "uint8";
+  case TESSERA_INT8: return "int8";
+  case TESSERA_UINT16: return "uint16";
+  case TESSERA_INT16: return "int16";
+  case TESSERA_INT32: return "int32";
+  case TESSERA_INT64: return "int64";
+  case TESSERA_BOOL: return "bool";
+  case TESSERA_FLOAT16: return "float16";
+  case TESSERA_UINT32: return "uint32";
+  }
+  return "an unknown dtype";
+}
+
+/* checksum is FNV-1a over little-endian 64-bit words, as build/weights.go. */
+static uint64_t checksum(const unsigned char *p, uint64_t n) {
+  uint64_t h = 14695981039346656037ULL;
+  for (uint64_t i = 0; i + 8 <= n; i += 8) {
+    uint64_t v;
+    memcpy(&v, p + i, 8);
+    h ^= v;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+static void *alloc64(uint64_t bytes) {
+  return aligned_alloc(64, bytes == 0 ? 64 : (bytes + 63) / 64 * 64);
+}
+
+/* map_weights maps the weights file at path (a folder: its weights.bin)
+   and checks it against the build. */
+static tessera_status map_weights(tessera_model *m, const char *path) {
+  const tsr_model_desc *d = m->d;
+  char buf[4096];
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return fail(TESSERA_BAD_WEIGHTS, "weights %s: %s", path, strerror(errno));
+  if (S_ISDIR(st.st_mode)) {
+    if (snprintf(buf, sizeof buf, "%s/weights.bin", path) >= (int)sizeof buf)
+      return fail(TESSERA_INVALID_ARGUMENT, "path %s is too long", path);
+    path = buf;
+  }
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return fail(TESSERA_BAD_WEIGHTS, "weights %s: %s", path, strerror(errno));
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return fail(TESSERA_BAD_WEIGHTS, "weights %s: %s", path, strerror(errno));
+  }
+  uint64_t size = (uint64_t)st.st_size;
+  if (size < header_bytes) {
+    close(fd);
+    return fail(TESSERA_BAD_WEIGHTS, "weights %s: not a tessera weights file (%llu bytes, shorter than its %d-byte header)", path,
+                (unsigned long long)size, header_bytes);
+  }
+  void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED)
+    return fail(TESSERA_BAD_WEIGHTS, "weights %s: mmap: %s", path, strerror(errno));
+  m->map = p;
+  m->map_bytes = size;
+  const unsigned char *h = p;
+  uint64_t n, sum;
+  memcpy(&n, h + 8, 8);
+  memcpy(&sum, h + 16, 8);
+  if (memcmp(h, d->weights_magic, 8) != 0)
+    return fail(TESSERA_BAD_WEIGHTS, "weights %s: not a tessera weights file (no %.8s header)", path, d->weights_magic);
+  if (n != d->weights_bytes || sum != d->weights_checksum)
+    return fail(TESSERA_BAD_WEIGHTS,
+                "weights %s: %llu bytes with checksum %016llx, this library was built with %llu bytes with checksum %016llx (the weights of another build?)",
+                path, (unsigned long long)n, (unsigned long long)sum, (unsigned long long)d->weights_bytes,
+                (unsigned long long)d->weights_checksum);
+  if (size - header_bytes < n)
+    return fail(TESSERA_BAD_WEIGHTS, "weights %s: truncated (%llu bytes of payload, its header announces %llu)", path,
+                (unsigned long long)(size - header_bytes), (unsigned long long)n);
+  if (size - header_bytes > n)
+    return fail(TESSERA_BAD_WEIGHTS, "weights %s: bytes after the %llu its header announces", path, (unsigned long long)n);
+  if (checksum(h + header_bytes, n) != sum)
+    return fail(TESSERA_BAD_WEIGHTS, "weights %s: corrupt (the data does not match the header's checksum)", path);
+  m->weights = (float *)(h + header_bytes);
+  return TESSERA_OK;
+}
+
+static void free_ctx(const tsr_model_desc *d, ctx *c) {
+  if (!c)
+    return;
+  free(c->arena);
+  for (int i = 0; c->in && i < d->num_inputs; i++)
+    free(c->in[i]);
+  for (int i = 0; c->out && i < d->num_outputs; i++)
+    free(c->out[i]);
+  free(c->in);
+  free(c->out);
+  free(c->profile);
+  free(c);
+}
+
+static ctx *new_ctx(const tsr_model_desc *d) {
+  ctx *c = calloc(1, sizeof *c);
+  if (!c)
+    return NULL;
+  c->in = calloc((size_t)d->num_inputs + 1, sizeof *c->in);
+  c->out = calloc((size_t)d->num_outputs + 1, sizeof *c->out);
+  c->arena = alloc64(d->arena_bytes);
+  c->profile = calloc((size_t)d->num_steps + 1, sizeof *c->profile);
+  if (!c->in || !c->out || !c->arena || !c->profile)
+    goto fail;
+  for (int i = 0; i < d->num_inputs; i++)
+    if (d->inputs[i].dtype != TESSERA_FLOAT32 && !(c->in[i] = alloc64(d->inputs[i].elems * sizeof(float))))
+      goto fail;
+  for (int i = 0; i < d->num_outputs; i++)
+    if (d->outputs[i].dtype != TESSERA_FLOAT32 && !(c->out[i] = alloc64(d->outputs[i].elems * sizeof(float))))
+      goto fail;
+  return c;
+fail:
+  free_ctx(d, c);
+  return NULL;
+}
+
+static tessera_status open_model(uint32_t abi, const char *path, tessera_model **out);
+
+/* tessera_open is compiled for the base level, like tsr_model.cpu_check:
+   the processor's extensions are checked before any code compiled for the
+   library's -march runs. */
+API BASE tessera_status tessera_open(uint32_t abi, const char *path, tessera_model **out) {
+  last_error[0] = 0;
+  if (!out)
+    return fail(TESSERA_INVALID_ARGUMENT, "tessera_open: model is NULL");
+  *out = NULL;
+  if (abi != TESSERA_ABI_VERSION)
+    return fail(TESSERA_ABI_MISMATCH, "tessera_open: the caller was compiled against tessera.h ABI version %u, this library implements version %u",
+                abi, TESSERA_ABI_VERSION);
+  const char *missing = tsr_model.cpu_check();
+  if (missing)
+    return fail(TESSERA_UNSUPPORTED_CPU, "tessera_open: this processor lacks %s, which this library (%s) was compiled to use (tune build --cpu LEVEL builds for an older one)",
+                missing, tsr_model.target);
+  return open_model(abi, path, out);
+}
+
+static tessera_status open_model(uint32_t abi, const char *path, tessera_model **out) {
+  (void)abi;
+  tessera_model *m = calloc(1, sizeof *m);
+  if (!m)
+    return fail(TESSERA_OUT_OF_MEMORY, "tessera_open: out of memory");
+  m->d = &tsr_model;
+  pthread_mutex_init(&m->lock, NULL);
+  pthread_mutex_init(&m->serial, NULL);
+  tessera_status st = TESSERA_OK;
+  if (path) {
+    st = map_weights(m, path);
+  } else if (tsr_model.embedded_weights) {
+    m->weights = (float *)tsr_model.embedded_weights;
+  } else {
+    st = fail(TESSERA_INVALID_ARGUMENT, "tessera_open: no path given, and the weights are not inside this library (it was not built with --single-file)");
+  }
+  if (st == TESSERA_OK && tsr_model.setup && __atomic_fetch_add(&device_opens, 1, __ATOMIC_ACQ_REL) != 0) {
+    __atomic_fetch_sub(&device_opens, 1, __ATOMIC_ACQ_REL);
+    st = fail(TESSERA_INVALID_ARGUMENT, "tessera_open: this GPU build's library has a model open already (its device state is the library's: close that one first)");
+  } else if (st == TESSERA_OK && tsr_model.setup) {
+    m->device = 1;
+    last_error[0] = 0;
+    if (tsr_model.setup(m->weights) != 0) {
+      char why[sizeof last_error];
+      snprintf(why, sizeof why, "%s", last_error[0] ? last_error : "the device setup failed");
+      st = fail(TESSERA_DEVICE_ERROR, "tessera_open: %s", why);
+    }
+  }
+  if (st == TESSERA_OK) {
+    /* One context up front: a model that cannot hold one run fails here. */
+    ctx *c = new_ctx(m->d);
+    if (!c)
+      st = fail(TESSERA_OUT_OF_MEMORY, "tessera_open: out of memory (an arena of %llu bytes)", (unsigned long long)m->d->arena_bytes);
+    m->pool = c;
+  }
+  if (st != TESSERA_OK) {
+    tessera_close(m);
+    return st;
+  }
+  *out = m;
+  return TESSERA_OK;
+}
+
+API void tessera_close(tessera_model *m) {
+  if (!m)
+    return;
+  for (ctx *c = m->pool, *next; c; c = next) {
+    next = c->next;
+    free_ctx(m->d, c);
+  }
+  if (m->map)
+    munmap(m->map, m->map_bytes);
+  if (m->device)
+    __atomic_fetch_sub(&device_opens, 1, __ATOMIC_ACQ_REL);
+  pthread_mutex_destroy(&m->lock);
+  pthread_mutex_destroy(&m->serial);
+  free(m);
+}
+
+API int32_t tessera_num_inputs(const tessera_model *m) { return m ? m->d->num_inputs : 0; }
+API int32_t tessera_num_outputs(const tessera_model *m) { return m ? m->d->num_outputs : 0; }
+API int32_t tessera_num_steps(const tessera_model *m) { return m ? m->d->num_steps : 0; }
+API const char *tessera_target(const tessera_model *m) { return m ? m->d->target : NULL; }
+
+API const char *tessera_step_name(const tessera_model *m, int32_t i) {
+  return m && i >= 0 && i < m->d->num_steps ? m->d->step_names[i] : NULL;
+}
+
+static tessera_status info(const char *fn, const tessera_model *m, int32_t i, int32_t n, const tsr_tensor_desc *ts,
+                           const char **name, tessera_dtype *dtype, int32_t *rank, const int64_t **shape) {
+  if (!m)
+    return fail(TESSERA_INVALID_ARGUMENT, "%s: model is NULL", fn);
+  if (i < 0 || i >= n)
+    return fail(TESSERA_INVALID_ARGUMENT, "%s: index %d out of range [0, %d)", fn, i, n);
+  if (name)
+    *name = ts[i].name;
+  if (dtype)
+    *dtype = ts[i].dtype;
+  if (rank)
+    *rank = ts[i].rank;
+  if (shape)
+    *shape = ts[i].shape;
+  return TESSERA_OK;
+}
+
+API tessera_status tessera_input_info(const tessera_model *m, int32_t i, const char **name, tessera_dtype *dtype,
+                                      int32_t *rank, const int64_t **shape) {
+  return info("tessera_input_info", m, i, m ? m->d->num_inputs : 0, m ? m->d->inputs : NULL, name, dtype, rank, shape);
+}
+
+API tessera_status tessera_output_info(const tessera_model *m, int32_t i, const char **name, tessera_dtype *dtype,
+                                       int32_t *rank, const int64_t **shape) {
+  return info("tessera_output_info", m, i, m ? m->d->num_outputs : 0, m ? m->d->outputs : NULL, name, dtype, rank, shape);
+}
+
+API tessera_status tessera_set_num_threads(tessera_model *m, int32_t threads) {
+  if (!m)
+    return fail(TESSERA_INVALID_ARGUMENT, "tessera_set_num_threads: model is NULL");
+  if (threads < 0)
+    return fail(TESSERA_INVALID_ARGUMENT, "tessera_set_num_threads: %d threads", threads);
+  __atomic_store_n(&m->threads, threads, __ATOMIC_RELAXED);
+  return TESSERA_OK;
+}
+
+API tessera_status tessera_profile(tessera_model *m, double *seconds) {
+  if (!m)
+    return fail(TESSERA_INVALID_ARGUMENT, "tessera_profile: model is NULL");
+  if (m->d->no_profile && seconds)
+    return fail(TESSERA_INVALID_ARGUMENT, "tessera_profile: %s", m->d->no_profile);
+  pthread_mutex_lock(&m->lock);
+  m->profile = seconds;
+  pthread_mutex_unlock(&m->lock);
+  return TESSERA_OK;
+}
+
+/* check says why tensor t cannot be the model's tensor d, or returns OK. */
+static tessera_status check(const char *what, int32_t i, const tessera_tensor *t, const tsr_tensor_desc *d) {
+  if (!t->data)
+    return fail(TESSERA_INVALID_ARGUMENT, "tessera_run: %s %d (%s): data is NULL", what, i, d->name);
+  if (t->dtype != d->dtype)
+    return fail(TESSERA_DTYPE_MISMATCH, "tessera_run: %s %d (%s) is %s, the model's is %s", what, i, d->name,
+                dtype_name(t->dtype), dtype_name(d->dtype));
+  int same = t->rank == d->rank && (t->rank == 0 || t->shape);
+  for (int k = 0; same && k < d->rank; k++)
+    same = t->shape[k] == d->shape[k];
+  if (!same) {
+    char got[256] = "", want[256] = "";
+    size_t g = 0, w = 0;
+    for (int k = 0; k < t->rank && t->shape && g < sizeof got - 24; k++)
+      g += (size_t)snprintf(got + g, sizeof got - g, "%s%lld", k ? "," : "", (long long)t->shape[k]);
+    for (int k = 0; k < d->rank && w < sizeof want - 24; k++)
+      w += (size_t)snprintf(want + w, sizeof want - w, "%s%lld", k ? "," : "", (long long)d->shape[k]);
+    return fail(TESSERA_SHAPE_MISMATCH, "tessera_run: %s %d (%s) has shape [%s]%s, the model's is [%s]", what, i, d->name, got,
+                t->rank > 0 && !t->shape ? " (shape is NULL)" : "", want);
+  }
+  return TESSERA_OK;
+}
+
+static void to_float(float *dst, const void *src, tessera_dtype t, uint64_t n) {
+  switch (t) {
+  case TESSERA_UINT8: for (uint64_t i = 0; i < n; i++) dst[i] = (float)((const uint8_t *)src)[i]; break;
+  case TESSERA_INT8: for (uint64_t i = 0; i < n; i++) dst[i] = (float)((const int8_t *)src)[i]; break;
+  case TESSERA_UINT16: for (uint64_t i = 0; i < n; i++) dst[i] = (float)((const uint16_t *)src)[i]; break;
+  case TESSERA_INT16: for (uint64_t i = 0; i < n; i++) dst[i] = (float)((const int16_t *)src)[i]; break;
+  case TESSERA_INT32: for (uint64_t i = 0; i < n; i++) dst[i] = (float)((const int32_t *)src)[i]; break;
+  case TESSERA_UINT32: for (uint64_t i = 0; i < n; i++) dst[i] = (float)((const uint32_t *)src)[i]; break;
+  case TESSERA_INT64: for (uint64_t i = 0; i < n; i++) dst[i] = (float)((const int64_t *)src)[i]; break;
+  case TESSERA_BOOL: for (uint64_t i = 0; i < n; i++) dst[i] = ((const uint8_t *)src)[i] ? 1.0f : 0.0f; break;
+  default: break;
+  }
+}
+
+static void from_float(void *dst, const float *src, tessera_dtype t, uint64_t n) {
+  switch (t) {
+  case TESSERA_UINT8: for (uint64_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = (uint8_t)(int64_t)__builtin_rintf(src[i]); break;
+  case TESSERA_INT8: for (uint64_t i = 0; i < n; i++) ((int8_t *)dst)[i] = (int8_t)(int64_t)__builtin_rintf(src[i]); break;
+  case TESSERA_UINT16: for (uint64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = (uint16_t)(int64_t)__builtin_rintf(src[i]); break;
+  case TESSERA_INT16: for (uint64_t i = 0; i < n; i++) ((int16_t *)dst)[i] = (int16_t)(int64_t)__builtin_rintf(src[i]); break;
+  case TESSERA_INT32: for (uint64_t i = 0; i < n; i++) ((int32_t *)dst)[i] = (int32_t)(int64_t)__builtin_rintf(src[i]); break;
+  case TESSERA_UINT32: for (uint64_t i = 0; i < n; i++) ((uint32_t *)dst)[i] = (uint32_t)(int64_t)__builtin_rintf(src[i]); break;
+  case TESSERA_INT64: for (uint64_t i = 0; i < n; i++) ((int64_t *)dst)[i] = (int64_t)__builtin_rintf(src[i]); break;
+  case TESSERA_BOOL: for (uint64_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = src[i] != 0.0f; break;
+  default: break;
+  }
+}
+
+API tessera_status tessera_run(tessera_model *m, const tessera_tensor *inputs, int32_t num_inputs,
+                               const tessera_tensor *outputs, int32_t num_outputs) {
+  if (!m)
+    return fail(TESSERA_INVALID_ARGUMENT, "tessera_run: model is NULL");
+  const tsr_model_desc *d = m->d;
+  if (num_inputs != d->num_inputs || num_outputs != d->num_outputs)
+    return fail(TESSERA_INVALID_ARGUMENT, "tessera_run: %d inputs and %d outputs given, the model has %d and %d", num_inputs,
+                num_outputs, d->num_inputs, d->num_outputs);
+  if ((d->num_inputs > 0 && !inputs) || (d->num_outputs > 0 && !outputs))
+    return fail(TESSERA_INVALID_ARGUMENT, "tessera_run: %s is NULL", !inputs ? "inputs" : "outputs");
+  tessera_status st;
+  for (int i = 0; i < d->num_inputs; i++)
+    if ((st = check("input", i, &inputs[i], &d->inputs[i])) != TESSERA_OK)
+      return st;
+  for (int i = 0; i < d->num_outputs; i++)
+    if ((st = check("output", i, &outputs[i], &d->outputs[i])) != TESSERA_OK)
+      return st;
+
+  pthread_mutex_lock(&m->lock);
+  ctx *c = m->pool;
+  if (c)
+    m->pool = c->next;
+  double *profile = m->profile;
+  pthread_mutex_unlock(&m->lock);
+  if (!c && !(c = new_ctx(d)))
+    return fail(TESSERA_OUT_OF_MEMORY, "tessera_run: out of memory (an arena of %llu bytes)", (unsigned long long)d->arena_bytes);
+
+  const float *in[d->num_inputs + 1];
+  float *out[d->num_outputs + 1];
+  for (int i = 0; i < d->num_inputs; i++) {
+    if (c->in[i]) {
+      to_float(c->in[i], inputs[i].data, d->inputs[i].dtype, d->inputs[i].elems);
+      in[i] = c->in[i];
+    } else {
+      in[i] = inputs[i].data;
+    }
+  }
+  for (int i = 0; i < d->num_outputs; i++)
+    out[i] = c->out[i] ? c->out[i] : outputs[i].data;
+  if (profile)
+    memset(c->profile, 0, (size_t)d->num_steps * sizeof *c->profile);
+
+  int threads = __atomic_load_n(&m->threads, __ATOMIC_RELAXED);
+  int before = omp_get_max_threads();
+  if (threads > 0)
+    omp_set_num_threads(threads); /* this thread's setting: other callers keep theirs */
+  last_error[0] = 0;
+  if (d->serial)
+    pthread_mutex_lock(&m->serial);
+  int rc = d->execute(in, out, m->weights, c->arena, profile ? c->profile : NULL);
+  if (d->serial)
+    pthread_mutex_unlock(&m->serial);
+  if (threads > 0)
+    omp_set_num_threads(before);
+  char why[sizeof last_error];
+  snprintf(why, sizeof why, "%s", last_error);
+
+  for (int i = 0; rc == 0 && i < d->num_outputs; i++)
+    if (c->out[i])
+      from_float(outputs[i].data, c->out[i], d->outputs[i].dtype, d->outputs[i].elems);
+  pthread_mutex_lock(&m->lock);
+  if (profile && m->profile == profile)
+    for (int s = 0; s < d->num_steps; s++)
+      profile[s] += c->profile[s];
+  c->next = m->pool;
+  m->pool = c;
+  pthread_mutex_unlock(&m->lock);
+  if (rc != 0 && why[0])
+    return fail(TESSERA_KERNEL_FAILED, "tessera_run: %s", why);
+  if (rc != 0)
+    return fail(TESSERA_KERNEL_FAILED, "tessera_run: a kernel returned %d", rc);
+  return TESSERA_OK;
+}

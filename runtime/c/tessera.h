@@ -1,0 +1,135 @@
+/* tessera.h: the C ABI of every model built by tessera's `tune build`.
+ *
+ * A built model is a shared library (libmodel.so) and, unless it was built
+ * with --single-file, its weights file (weights.bin) in the same folder.
+ * The library exports only the functions below; its kernels and helpers are
+ * hidden, so several models live in one process when each library is
+ * loaded with dlopen(path, RTLD_NOW | RTLD_LOCAL), as the Go and Python
+ * packages do.
+ *
+ *   tessera_model *m;
+ *   if (tessera_open(TESSERA_ABI_VERSION, "build/resnet18", &m) != TESSERA_OK)
+ *     fprintf(stderr, "%s\n", tessera_last_error());
+ *   ...
+ *   tessera_run(m, inputs, 1, outputs, 1);
+ *   tessera_close(m);
+ *
+ * One opened model serves concurrent tessera_run calls from any number of
+ * threads: the weights are shared read-only (mapped from the file), and
+ * each call takes a workspace of its own from the model's pool.
+ *
+ * Every function that can fail returns a tessera_status; on failure
+ * tessera_last_error() describes it (per thread: the message of this
+ * thread's last failed call).
+ */
+#ifndef TESSERA_H
+#define TESSERA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version of this header. tessera_open refuses a caller compiled
+   against another version. */
+#define TESSERA_ABI_VERSION 1
+
+/* Element types: ONNX's TensorProto numbers. */
+typedef enum tessera_dtype {
+  TESSERA_FLOAT32 = 1,
+  TESSERA_UINT8 = 2,
+  TESSERA_INT8 = 3,
+  TESSERA_UINT16 = 4,
+  TESSERA_INT16 = 5,
+  TESSERA_INT32 = 6,
+  TESSERA_INT64 = 7,
+  TESSERA_BOOL = 9, /* one byte per element, 0 or 1 */
+  TESSERA_FLOAT16 = 10,
+  TESSERA_UINT32 = 12
+} tessera_dtype;
+
+typedef enum tessera_status {
+  TESSERA_OK = 0,
+  TESSERA_INVALID_ARGUMENT = 1, /* a NULL pointer, an index or count out of range */
+  TESSERA_SHAPE_MISMATCH = 2,   /* a tensor of another shape than the model's */
+  TESSERA_DTYPE_MISMATCH = 3,   /* a tensor of another element type than the model's */
+  TESSERA_BAD_WEIGHTS = 4,      /* a missing, truncated, corrupt or foreign weights file */
+  TESSERA_ABI_MISMATCH = 5,     /* the caller's TESSERA_ABI_VERSION is not the library's */
+  TESSERA_UNSUPPORTED_CPU = 6,  /* the processor lacks an extension the library was compiled for */
+  TESSERA_OUT_OF_MEMORY = 7,
+  TESSERA_KERNEL_FAILED = 8,    /* a kernel or the device reported an error */
+  TESSERA_DEVICE_ERROR = 9      /* a GPU build found no usable device or driver */
+} tessera_status;
+
+typedef struct tessera_model tessera_model;
+
+/* A tensor: dense, row-major. For inputs data is read; for outputs it is
+   written and must hold the output's elements. */
+typedef struct tessera_tensor {
+  tessera_dtype dtype;
+  int32_t rank;
+  const int64_t *shape; /* rank dimensions */
+  void *data;
+} tessera_tensor;
+
+/* tessera_abi_version returns the library's TESSERA_ABI_VERSION. */
+uint32_t tessera_abi_version(void);
+
+/* tessera_open opens the model of this library. path is its build folder
+   (holding weights.bin), a weights file, or NULL for a library built with
+   --single-file (the weights inside it). abi_version is the caller's
+   TESSERA_ABI_VERSION. On success *model is set; tessera_close frees it. */
+tessera_status tessera_open(uint32_t abi_version, const char *path, tessera_model **model);
+
+/* tessera_close frees a model; NULL is ignored. No tessera_run on it may be
+   running. */
+void tessera_close(tessera_model *model);
+
+/* The model's inputs and outputs, by index. name, dtype, rank and shape may
+   each be NULL when not wanted; the strings and shapes live as long as the
+   model. */
+int32_t tessera_num_inputs(const tessera_model *model);
+int32_t tessera_num_outputs(const tessera_model *model);
+tessera_status tessera_input_info(const tessera_model *model, int32_t i, const char **name,
+                                  tessera_dtype *dtype, int32_t *rank, const int64_t **shape);
+tessera_status tessera_output_info(const tessera_model *model, int32_t i, const char **name,
+                                   tessera_dtype *dtype, int32_t *rank, const int64_t **shape);
+
+/* tessera_run runs the model once: inputs[i] is input i, outputs[i] output
+   i, each of the dtype and shape the model declares. Outputs must not
+   overlap each other or the inputs. Safe to call from many threads at once
+   on one model. */
+tessera_status tessera_run(tessera_model *model, const tessera_tensor *inputs, int32_t num_inputs,
+                           const tessera_tensor *outputs, int32_t num_outputs);
+
+/* tessera_set_num_threads sets the threads each later tessera_run of this
+   model uses (0: the default, OMP_NUM_THREADS or every core). */
+tessera_status tessera_set_num_threads(tessera_model *model, int32_t threads);
+
+/* Profiling: the executor runs tessera_num_steps kernel calls. While
+   seconds is set (tessera_profile), every tessera_run of this model adds
+   the time of each step to seconds[step], an array of tessera_num_steps
+   doubles the caller owns; NULL stops it. A GPU build cannot time its
+   steps: TESSERA_INVALID_ARGUMENT. tessera_step_name names step i (its
+   group and ops). */
+int32_t tessera_num_steps(const tessera_model *model);
+const char *tessera_step_name(const tessera_model *model, int32_t i);
+tessera_status tessera_profile(tessera_model *model, double *seconds);
+
+/* tessera_target returns the target the library was built for (its
+   records' target key: the CPU level and flags, or the GPU). */
+const char *tessera_target(const tessera_model *model);
+
+/* tessera_last_error describes this thread's last failed call ("" if none). */
+const char *tessera_last_error(void);
+
+/* tessera_status_name returns the enumerator's name ("TESSERA_OK", ...). */
+const char *tessera_status_name(tessera_status status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,39 @@
+// Package runtime is Tessera's runtime: the C that every built model's
+// library carries (tessera.h, the ABI; runtime.c, its implementation over
+// the generated model's descriptor, tessera_model.h), and the Go package
+// that loads such a library into the calling process and runs it (Open,
+// Model.Run), through github.com/ebitengine/purego: no cgo, so a program
+// that runs models needs no C compiler.
+package runtime
+
+import _ "embed"
+
+// The C files of the runtime, by the names a build writes them under.
+var (
+	//go:embed c/tessera.h
+	Header string
+	//go:embed c/tessera_model.h
+	ModelHeader string
+	//go:embed c/runtime.c
+	Source string
+	//go:embed c/device_opencl.c
+	DeviceOpenCL string
+	//go:embed c/device_cuda.c
+	DeviceCUDA string
+	// Runner is a program that runs a built model in a process of its own
+	// (through tessera.h; it includes it).
+	//go:embed c/runner.c
+	Runner string
+)
+
+// Files returns the runtime's C files by name, to be written next to a
+// model's generated source, which includes them.
+func Files() map[string]string {
+	return map[string]string{
+		"tessera.h": Header, "tessera_model.h": ModelHeader, "runtime.c": Source,
+		"device_opencl.c": DeviceOpenCL, "device_cuda.c": DeviceCUDA,
+	}
+}
+
+// ABIVersion is the TESSERA_ABI_VERSION of tessera.h this package speaks.
+const ABIVersion = 1
