@@ -117,7 +117,7 @@ func Generate(g *graph.Graph, plan *partition.Plan, opts Options) (*Files, error
 	for _, c := range p.calls {
 		m.Steps = append(m.Steps, StepReport{Group: c.group.ID, Task: c.task, Ops: c.group.Ops()})
 	}
-	return &Files{Source: src, Runtime: tsrt.Files(), Weights: p.weights.file(), Manifest: m}, nil
+	return &Files{Source: src, Runtime: tsrt.Files(deviceOf(opts.Target)), Weights: p.weights.file(), Manifest: m}, nil
 }
 
 // Build generates the files of the model (Generate), writes them to dir
@@ -188,4 +188,13 @@ func writeFile(path string, data []byte, perm os.FileMode) error {
 		return fmt.Errorf("build: write %s: %w", path, err)
 	}
 	return nil
+}
+
+// deviceOf names the device runtime a model built for tg includes: "" on
+// the CPU, else the GPU target's name (opencl, cuda).
+func deviceOf(tg *target.Target) string {
+	if tg.GPU() {
+		return tg.Name
+	}
+	return ""
 }

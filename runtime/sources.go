@@ -27,12 +27,17 @@ var (
 )
 
 // Files returns the runtime's C files by name, to be written next to a
-// model's generated source, which includes them.
-func Files() map[string]string {
-	return map[string]string{
-		"tessera.h": Header, "tessera_model.h": ModelHeader, "runtime.c": Source,
-		"device_opencl.c": DeviceOpenCL, "device_cuda.c": DeviceCUDA,
+// model's generated source, which includes them: the ABI and the runtime,
+// and for a GPU model (device "opencl" or "cuda") its device runtime.
+func Files(device string) map[string]string {
+	files := map[string]string{"tessera.h": Header, "tessera_model.h": ModelHeader, "runtime.c": Source}
+	switch device {
+	case "opencl":
+		files["device_opencl.c"] = DeviceOpenCL
+	case "cuda":
+		files["device_cuda.c"] = DeviceCUDA
 	}
+	return files
 }
 
 // ABIVersion is the TESSERA_ABI_VERSION of tessera.h this package speaks.
