@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"tessera/graph"
-	"tessera/measure"
 	"tessera/partition"
 	tsrt "tessera/runtime"
 	"tessera/target"
@@ -46,6 +45,9 @@ type Options struct {
 	// Warn receives one line per warning (a task without a record); nil
 	// discards them.
 	Warn io.Writer
+	// SingleFile embeds the weights in the library (no weights.bin): the
+	// library alone is the model.
+	SingleFile bool
 }
 
 // LibraryTimeout is the default time limit of compiling a model's library:
@@ -56,6 +58,7 @@ const LibraryTimeout = 20 * time.Minute
 // library's.
 type Files struct {
 	Source   string
+	Kernels  []string          // on the CPU, each task's kernel (kernels/kernelN.c); nil for a GPU build
 	Runtime  map[string]string // the runtime's C (tessera.h, runtime.c, ...), which Source includes
 	Weights  []byte
 	Manifest *Manifest
@@ -87,7 +90,7 @@ func Generate(g *graph.Graph, plan *partition.Plan, opts Options) (*Files, error
 	if err != nil {
 		return nil, err
 	}
-	src, err := cSource(p, kernels, opts.Target)
+	src, kernelSrcs, err := cSource(p, kernels, opts.Target, opts.SingleFile)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +120,14 @@ func Generate(g *graph.Graph, plan *partition.Plan, opts Options) (*Files, error
 	for _, c := range p.calls {
 		m.Steps = append(m.Steps, StepReport{Group: c.group.ID, Task: c.task, Ops: c.group.Ops()})
 	}
-	return &Files{Source: src, Runtime: tsrt.Files(deviceOf(opts.Target)), Weights: p.weights.file(), Manifest: m}, nil
+	f := &Files{Source: src, Kernels: kernelSrcs, Runtime: tsrt.Files(deviceOf(opts.Target)), Weights: p.weights.file(), Manifest: m}
+	if opts.SingleFile {
+		// model.c includes the weights file (.incbin): it travels with the
+		// source to the compiler, and is not written to the build folder.
+		f.Runtime[WeightsFile] = string(f.Weights)
+		m.Weights.File, m.Weights.Embedded = "", true
+	}
+	return f, nil
 }
 
 // Build generates the files of the model (Generate), writes them to dir
@@ -134,22 +144,31 @@ func Build(ctx context.Context, g *graph.Graph, plan *partition.Plan, dir string
 	if err := os.Remove(filepath.Join(dir, ManifestFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	files := map[string][]byte{SourceFile: []byte(f.Source), WeightsFile: f.Weights}
+	files := map[string][]byte{SourceFile: []byte(f.Source)}
+	if f.Manifest.Weights.File != "" {
+		files[WeightsFile] = f.Weights
+	}
 	for name, data := range f.Runtime {
-		files[name] = []byte(data)
+		if name != WeightsFile {
+			files[name] = []byte(data)
+		}
+	}
+	for i, k := range f.Kernels {
+		files[kernelFile(i)] = []byte(k)
+	}
+	if len(f.Kernels) > 0 {
+		if err := os.MkdirAll(filepath.Join(dir, "kernels"), 0o755); err != nil {
+			return nil, err
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		if err := writeFile(filepath.Join(dir, name), files[name], 0o644); err != nil {
 			return nil, err
 		}
 	}
-	built := opts.Target.Host.Build(ctx, []measure.Source{{Code: f.Source, Files: f.Runtime}})[0]
-	if built.Kind != measure.None {
-		return nil, fmt.Errorf("build: compiling %s: %s: %s", filepath.Join(dir, SourceFile), built.Kind, built.Msg)
-	}
-	lib, err := os.ReadFile(built.Path)
+	lib, err := compileLibrary(ctx, f, opts.Target)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("build: %s: %w", dir, err)
 	}
 	if err := writeFile(filepath.Join(dir, LibraryFile), lib, 0o755); err != nil {
 		return nil, err

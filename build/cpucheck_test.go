@@ -11,6 +11,7 @@ import (
 	"tessera/graph/onnx"
 	"tessera/internal/crosstest"
 	"tessera/measure"
+	tsrt "tessera/runtime"
 	"tessera/target"
 	"tessera/target/machine"
 )
@@ -27,6 +28,7 @@ func TestBuildPerLevel(t *testing.T) {
 	}
 	var firstDir string
 	var first machine.Machine
+	var firstTarget *target.Target
 	root := t.TempDir()
 	for _, m := range levels {
 		t.Run(m.Name, func(t *testing.T) {
@@ -46,7 +48,7 @@ func TestBuildPerLevel(t *testing.T) {
 				t.Fatal("model.c has no load check")
 			}
 			if firstDir == "" {
-				firstDir, first = dir, m
+				firstDir, first, firstTarget = dir, m, tg
 			}
 		})
 	}
@@ -67,10 +69,24 @@ func TestBuildPerLevel(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(firstDir, "model.c"), []byte(lacking), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("cc", "-O1", "-march="+first.March, "-fopenmp", "-fPIC", "-shared", "-std=gnu11",
-		"-o", filepath.Join(firstDir, LibraryFile), filepath.Join(firstDir, "model.c"), "-lm").CombinedOutput()
+	kernels, err := filepath.Glob(filepath.Join(firstDir, "kernels", "kernel*.c"))
+	if err != nil || len(kernels) == 0 {
+		t.Fatalf("no kernel sources in %s: %v", firstDir, err)
+	}
+	f := &Files{Source: lacking, Runtime: tsrt.Files("")}
+	for i := range kernels {
+		k, err := os.ReadFile(filepath.Join(firstDir, kernelFile(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Kernels = append(f.Kernels, string(k))
+	}
+	lib, err := compileLibrary(context.Background(), f, firstTarget)
 	if err != nil {
-		t.Fatalf("cc: %v\n%s", err, out)
+		t.Fatal(err)
+	}
+	if err := writeFile(filepath.Join(firstDir, LibraryFile), lib, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	model, err := Open(firstDir)
 	if err != nil {

@@ -36,7 +36,7 @@ type devBuf struct {
 }
 
 // gpuSource returns model.c for GPU target tg.
-func gpuSource(p *program, kernels []kernel, tg *target.Target) (string, error) {
+func gpuSource(p *program, kernels []kernel, tg *target.Target, singleFile bool) (string, error) {
 	fs := make([]*tir.PrimFunc, len(kernels))
 	for i, k := range kernels {
 		fs[i] = k.f
@@ -146,8 +146,11 @@ func gpuSource(p *program, kernels []kernel, tg *target.Target) (string, error) 
 	}
 	src.WriteString("  return 0;\n}\n")
 	src.WriteString(cpuCheck())
+	if singleFile {
+		src.WriteString(embeddedWeights)
+	}
 	desc, err := descriptorC(p, tg.Key(), "tsm_execute",
-		"tsm_dev_setup, 1, \"a GPU build does not time its steps (kernels run asynchronously)\"")
+		"tsm_dev_setup, 1, \"a GPU build does not time its steps (kernels run asynchronously)\"", singleFile)
 	if err != nil {
 		return "", err
 	}

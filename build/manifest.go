@@ -22,8 +22,9 @@ import (
 // ManifestFile is the manifest's name in a build directory.
 const ManifestFile = "manifest.json"
 
-// ManifestFormat is the version of the manifest's layout.
-const ManifestFormat = 1
+// ManifestFormat is the version of the manifest's layout. 2: the library
+// implements the C ABI of runtime/c/tessera.h (abi), weights may be embedded.
+const ManifestFormat = 2
 
 // Manifest describes a built model.
 type Manifest struct {
@@ -204,7 +205,11 @@ func ReadManifest(dir string) (*Manifest, error) {
 	if err := m.checkSizes(); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ManifestFile), err)
 	}
-	for _, f := range []string{m.Library, m.Weights.File} {
+	files := []string{m.Library}
+	if !m.Weights.Embedded || m.Weights.File != "" {
+		files = append(files, m.Weights.File)
+	}
+	for _, f := range files {
 		if f == "" || filepath.Base(f) != f {
 			return nil, fmt.Errorf("%s: bad file name %q", filepath.Join(dir, ManifestFile), f)
 		}

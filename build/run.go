@@ -51,8 +51,10 @@ func Open(dir string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := VerifyWeights(filepath.Join(dir, m.Weights.File), m.Weights); err != nil {
-		return nil, err
+	if !m.Weights.Embedded { // else inside the library (--single-file), which checks them
+		if err := VerifyWeights(filepath.Join(dir, m.Weights.File), m.Weights); err != nil {
+			return nil, err
+		}
 	}
 	return &Model{Dir: dir, Manifest: m}, nil
 }

@@ -86,9 +86,10 @@ func (w *weightsBlob) file() []byte {
 
 // WeightsInfo describes a weights file in the manifest.
 type WeightsInfo struct {
-	File     string `json:"file"`
-	Bytes    int64  `json:"bytes"`    // payload bytes
-	Checksum string `json:"checksum"` // hex of checksum(payload)
+	File     string `json:"file"`               // "" when Embedded
+	Embedded bool   `json:"embedded,omitempty"` // inside the library (tune build --single-file)
+	Bytes    int64  `json:"bytes"`              // payload bytes
+	Checksum string `json:"checksum"`           // hex of checksum(payload)
 	Tensors  int    `json:"tensors"`
 	Layout   string `json:"layout"`
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -48,12 +49,18 @@ func TestBuildCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 2 {
-		var names []string
-		for _, e := range entries {
-			names = append(names, e.Name())
-		}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if len(names) != 2 || !slices.Contains(names, filepath.Base(first.Path)) {
 		t.Errorf("cache holds %v, want the two libraries", names)
+	}
+	// Objects: compiled once, then from the cache, beside the library.
+	obj := b.Objects(ctx, []Source{{Code: addSrc}})[0]
+	again := b.Objects(ctx, []Source{{Code: addSrc}})[0]
+	if obj.Kind != None || obj.Cached || !again.Cached || obj.Path != strings.TrimSuffix(first.Path, ".so")+".o" || again.Path != obj.Path {
+		t.Errorf("Objects: %+v, then %+v", obj, again)
 	}
 }
 

@@ -37,6 +37,7 @@ var Models = []Model{
 	{"tiny", "two 3×3 convolutions (one with BatchNormalization) + ReLU, global average pool, Gemm; input 1×3×16×16", false, Tiny},
 	{"resnet18", "ResNet-18 (torchvision layout), batch 1, 224×224", true, ResNet18},
 	{"resnet50", "ResNet-50 v1.5 (torchvision layout), batch 1, 224×224", true, ResNet50},
+	{"densenet121", "DenseNet-121 (torchvision layout: each layer concatenates its block's features so far), batch 1, 224×224", true, DenseNet121},
 	{"mobilenetv2", "MobileNetV2 (width 1.0), batch 1, 224×224", true, MobileNetV2},
 	{"bert_layer", "one BERT-base encoder layer (seq 128, hidden 768, 12 heads, FFN 3072), opset 17, GELU as Erf", true, BERTLayer},
 	{"bert_layer_gelu", "the same layer at opset 20 with the Gelu op", true, BERTLayerGelu},

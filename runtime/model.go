@@ -314,7 +314,13 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs []Tensor) error {
 	var pin goruntime.Pinner
 	defer pin.Unpin()
 	cts := make([]cTensor, len(inputs)+len(outputs)+1)
-	for i, t := range append(append([]Tensor(nil), inputs...), outputs...) {
+	for i := range len(inputs) + len(outputs) {
+		var t *Tensor
+		if i < len(inputs) {
+			t = &inputs[i]
+		} else {
+			t = &outputs[i-len(inputs)]
+		}
 		c := &cts[i]
 		c.dtype, c.rank = int32(t.DType), int32(len(t.Shape))
 		if len(t.Shape) > 0 {
@@ -325,7 +331,7 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs []Tensor) error {
 			pin.Pin(&t.Data[0])
 			c.data = uintptr(unsafe.Pointer(&t.Data[0]))
 		}
-		if want := tensorBytes(t); want >= 0 && len(t.Data) < want {
+		if want := tensorBytes(*t); want >= 0 && len(t.Data) < want {
 			return fmt.Errorf("tessera: run: tensor %d has %d bytes of data, its dtype and shape need %d", i, len(t.Data), want)
 		}
 	}

@@ -24,6 +24,13 @@ import (
 // and returns its folder.
 func buildTiny(t testing.TB) string {
 	t.Helper()
+	return buildTinyWith(t, false)
+}
+
+// buildTinyWith builds the tiny model, its weights inside the library when
+// singleFile.
+func buildTinyWith(t testing.TB, singleFile bool) string {
+	t.Helper()
 	g, err := onnx.DecodeFile("../testdata/tiny.onnx")
 	if err != nil {
 		t.Fatal(err)
@@ -37,10 +44,59 @@ func buildTiny(t testing.TB) string {
 	}
 	dir := t.TempDir()
 	tg := target.CPU(target.CPUConfig{Builder: &measure.Builder{Timeout: build.LibraryTimeout}})
-	if _, err := build.Build(context.Background(), g, plan, dir, build.Options{Target: tg, Model: "tiny.onnx"}); err != nil {
+	if _, err := build.Build(context.Background(), g, plan, dir, build.Options{Target: tg, Model: "tiny.onnx", SingleFile: singleFile}); err != nil {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// TestSingleFile builds the tiny model with its weights inside the library,
+// copies the library alone to another folder, and runs it there: its
+// outputs are those of the build with a weights file.
+func TestSingleFile(t *testing.T) {
+	dir := buildTinyWith(t, true)
+	if _, err := os.Stat(filepath.Join(dir, "weights.bin")); !os.IsNotExist(err) {
+		t.Fatalf("a --single-file build wrote weights.bin (%v)", err)
+	}
+	alone := filepath.Join(t.TempDir(), "model.so")
+	data, err := os.ReadFile(filepath.Join(dir, "libmodel.so"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(alone, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	single, err := runtime.Open(alone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer single.Close()
+	files, err := runtime.Open(buildTiny(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer files.Close()
+	in := randomInput(files, 9)
+	a, err := single.Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := files.Run(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a[0].Data, b[0].Data) {
+		t.Error("the single-file library's outputs differ from those of the build with weights.bin")
+	}
+	// The build folder opens too, through package build.
+	m, err := build.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := m.Bench(context.Background(), 0, 1, build.RunOptions{Threads: 1}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func randomInput(m *runtime.Model, seed int) []runtime.Tensor {

@@ -42,3 +42,12 @@ func Files(device string) map[string]string {
 
 // ABIVersion is the TESSERA_ABI_VERSION of tessera.h this package speaks.
 const ABIVersion = 1
+
+// Exports are the functions tessera.h declares: all that a model's library
+// exports.
+var Exports = []string{
+	"tessera_abi_version", "tessera_open", "tessera_close", "tessera_num_inputs", "tessera_num_outputs",
+	"tessera_input_info", "tessera_output_info", "tessera_run", "tessera_set_num_threads",
+	"tessera_num_steps", "tessera_step_name", "tessera_profile", "tessera_target",
+	"tessera_last_error", "tessera_status_name",
+}

@@ -43,6 +43,7 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	targetName := fs.String("target", "cpu", "target to build for: "+strings.Join(target.Names, ", "))
 	threads := fs.Int("threads", runtime.NumCPU(), "use the records measured with `N` threads (the --threads of tune)")
 	cpu := fs.String("cpu", cpuDefault(), cpuFlagHelp+"; the library refuses to load on a processor without the level's features")
+	singleFile := fs.Bool("single-file", false, "embed the weights in the library: libmodel.so alone is the model (no weights.bin)")
 	layout := fs.String("layout", "auto", "activation layout: nhwc (the convert-layout pass), nchw (as the model gives it), or auto: the one whose tasks have records; where both have, both are built, timed end to end, and the faster is kept")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: tune build model.onnx [--db FILE | --no-records] -o DIR [flags]\n\n"+
@@ -73,7 +74,7 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer tg.Close()
-	opts := build.Options{Target: tg, Model: pos[0], Warn: stderr}
+	opts := build.Options{Target: tg, Model: pos[0], Warn: stderr, SingleFile: *singleFile}
 	if !*noRecords {
 		// A missing database is a mistake here; an existing one is only
 		// read.

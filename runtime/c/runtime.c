@@ -253,10 +253,18 @@ static tessera_status open_model(uint32_t abi, const char *path, tessera_model *
   pthread_mutex_init(&m->lock, NULL);
   pthread_mutex_init(&m->serial, NULL);
   tessera_status st = TESSERA_OK;
-  if (path) {
-    st = map_weights(m, path);
-  } else if (tsr_model.embedded_weights) {
+  struct stat ps;
+  if (tsr_model.embedded_weights && (!path || (stat(path, &ps) == 0 && S_ISDIR(ps.st_mode)))) {
+    /* A --single-file library: its weights file is inside it, header and
+       all, just before the payload. */
+    const unsigned char *h = tsr_model.embedded_weights - header_bytes;
+    uint64_t n;
+    memcpy(&n, h + 8, 8);
+    if (memcmp(h, tsr_model.weights_magic, 8) != 0 || n != tsr_model.weights_bytes)
+      st = fail(TESSERA_BAD_WEIGHTS, "tessera_open: the weights inside this library are damaged");
     m->weights = (float *)tsr_model.embedded_weights;
+  } else if (path) {
+    st = map_weights(m, path);
   } else {
     st = fail(TESSERA_INVALID_ARGUMENT, "tessera_open: no path given, and the weights are not inside this library (it was not built with --single-file)");
   }
