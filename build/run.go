@@ -506,33 +506,15 @@ type runnerResult struct {
 // parseRunner reads the runner's result lines.
 func parseRunner(out string, repeat int) (runnerResult, error) {
 	var res runnerResult
-	done := false
-	for line := range strings.Lines(out) {
-		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "tessera ")
-		if !ok {
-			continue
-		}
-		field, value, _ := strings.Cut(rest, " ")
-		switch field {
-		case "time":
-			t, err := strconv.ParseFloat(value, 64)
-			if err != nil || !(t >= 0) || math.IsInf(t, 0) {
-				return res, fmt.Errorf("runner output: bad time %q", value)
-			}
-			res.times = append(res.times, t)
-		case "step":
-			k, v, _ := strings.Cut(value, " ")
-			i, err1 := strconv.Atoi(k)
-			t, err2 := strconv.ParseFloat(v, 64)
-			if err1 != nil || err2 != nil || i != len(res.steps) || !(t >= 0) || math.IsInf(t, 0) {
-				return res, fmt.Errorf("runner output: bad step line %q", value)
-			}
-			res.steps = append(res.steps, t)
-		case "done":
-			done = true
-		}
+	r := tsrt.ParseReport(out)
+	var err error
+	if res.times, err = r.Seconds("time"); err != nil {
+		return res, fmt.Errorf("runner output: %w", err)
 	}
-	if !done || len(res.times) != repeat {
+	if res.steps, err = r.Steps(); err != nil {
+		return res, fmt.Errorf("runner output: %w", err)
+	}
+	if !r.Done || len(res.times) != repeat {
 		return res, fmt.Errorf("runner output: incomplete (%d of %d times)", len(res.times), repeat)
 	}
 	return res, nil

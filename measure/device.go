@@ -2,7 +2,6 @@ package measure
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -12,19 +11,13 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	tsrt "tessera/runtime"
 )
 
 // The GPU runners: one C program per driver API, the common part (command
-// line, data files, timing protocol) followed by the API's part. See
-// harness/gpu_common.c for the command line.
-var (
-	//go:embed harness/gpu_common.c
-	gpuCommonSrc string
-	//go:embed harness/opencl.c
-	openclRunnerSrc string
-	//go:embed harness/cuda.c
-	cudaRunnerSrc string
-)
+// line, data files, timing protocol: runtime/c/harness_gpu.c) followed by
+// the API's part (harness_opencl.c, harness_cuda.c).
 
 // API is the driver interface of a GPU device.
 type API uint8
@@ -99,9 +92,9 @@ func (d *Device) program(ctx context.Context) (string, error) {
 	var src string
 	switch d.API {
 	case OpenCL:
-		src = gpuCommonSrc + openclRunnerSrc
+		src = tsrt.HarnessGPU + tsrt.HarnessOpenCL
 	case CUDA:
-		src = gpuCommonSrc + cudaRunnerSrc
+		src = tsrt.HarnessGPU + tsrt.HarnessCUDA
 	default:
 		return "", fmt.Errorf("measure: device API %v", d.API)
 	}
@@ -147,30 +140,13 @@ func (d *Device) Probe(ctx context.Context) (DeviceInfo, error) {
 	} else if err != nil {
 		return DeviceInfo{}, fmt.Errorf("measure: %v device probe: %s", d.API, withTail(exitReason(err), stderr))
 	}
-	info := DeviceInfo{}
-	for line := range strings.Lines(string(stdout.buf)) {
-		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "tessera ")
-		if !ok {
-			continue
-		}
-		field, value, _ := strings.Cut(rest, " ")
-		switch field {
-		case "device":
-			info.Name = value
-		case "driver":
-			info.Driver = value
-		case "compiler":
-			info.Compiler = value
-		case "arch":
-			info.Arch = value
-			info.GPU = !strings.HasSuffix(value, " not-gpu")
-			info.Arch = strings.TrimSuffix(strings.TrimSuffix(value, " not-gpu"), " gpu")
-		case "max_threads":
-			info.MaxThreads, _ = strconv.Atoi(value)
-		case "shared_bytes":
-			info.SharedBytes, _ = strconv.Atoi(value)
-		}
-	}
+	r := tsrt.ParseReport(string(stdout.buf))
+	info := DeviceInfo{Name: r.Last("device"), Driver: r.Last("driver"), Compiler: r.Last("compiler")}
+	arch := r.Last("arch")
+	info.GPU = !strings.HasSuffix(arch, " not-gpu")
+	info.Arch = strings.TrimSuffix(strings.TrimSuffix(arch, " not-gpu"), " gpu")
+	info.MaxThreads, _ = strconv.Atoi(r.Last("max_threads"))
+	info.SharedBytes, _ = strconv.Atoi(r.Last("shared_bytes"))
 	if info.Name == "" || info.MaxThreads <= 0 {
 		return DeviceInfo{}, fmt.Errorf("measure: %v device probe: incomplete answer %q", d.API, stdout.lastLines(8))
 	}

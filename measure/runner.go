@@ -2,10 +2,8 @@ package measure
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,13 +16,8 @@ import (
 	"time"
 
 	"tessera/codegen"
+	tsrt "tessera/runtime"
 )
-
-// harnessSrc is the child program. It sits in a directory of its own because
-// the go tool refuses .c files in a package that does not use cgo.
-//
-//go:embed harness/harness.c
-var harnessSrc string
 
 // Arg describes one kernel argument, a buffer of Size float32 elements.
 type Arg struct {
@@ -161,7 +154,7 @@ type Runner struct {
 // The harness is called as
 // `harness LIB ENTRY NUMBER REPEAT MIN_REPEAT_MS BUDGET_MS CUTOFF_US IN_FILE OUT_FILE {i|o}SIZE...`
 // and prints "tessera number N", one "tessera cost S" per repetition and
-// "tessera done" (see harness/harness.c).
+// "tessera done" (see runtime/c/harness.c).
 func (r *Runner) Run(ctx context.Context, jobs []Job) []Result {
 	return r.RunWith(ctx, r.Opts, jobs)
 }
@@ -231,7 +224,7 @@ func (r *Runner) setup(ctx context.Context) error {
 			b = &Builder{}
 			r.Builder = b
 		}
-		path, err := b.BuildProgram(ctx, "harness", Source{Code: harnessSrc}, []string{"-O2", "-std=gnu11"}, []string{"-ldl"})
+		path, err := b.BuildProgram(ctx, "harness", Source{Code: tsrt.Harness}, []string{"-O2", "-std=gnu11"}, []string{"-ldl"})
 		if err != nil {
 			return err
 		}
@@ -392,31 +385,21 @@ func withTail(msg string, stderr *tailBuffer) string {
 // parseHarness reads the harness's result lines out of the child's stdout,
 // ignoring anything the kernel printed.
 func parseHarness(out string, repeat int) (costs []float64, number int, err error) {
-	done := false
-	for line := range strings.Lines(out) {
-		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "tessera ")
-		if !ok {
-			continue
-		}
-		field, value, _ := strings.Cut(rest, " ")
-		switch field {
-		case "number":
-			number, err = strconv.Atoi(value)
-			if err != nil || number < 1 {
-				return nil, 0, fmt.Errorf("harness output: bad number %q", value)
-			}
-			costs = costs[:0]
-		case "cost":
-			c, err := strconv.ParseFloat(value, 64)
-			if err != nil || c < 0 || math.IsInf(c, 0) || math.IsNaN(c) {
-				return nil, 0, fmt.Errorf("harness output: bad cost %q", value)
-			}
-			costs = append(costs, c)
-		case "done":
-			done = true
+	// The harness's own lines start at its last "number" line (on a line
+	// of its own: the harness prints a newline first).
+	if i := strings.LastIndex(out, "\ntessera number "); i >= 0 {
+		out = out[i:]
+	}
+	r := tsrt.ParseReport(out)
+	if len(r.Values["number"]) > 0 {
+		if number, err = r.Int("number", 1); err != nil {
+			return nil, 0, fmt.Errorf("harness output: %w", err)
 		}
 	}
-	if !done || number == 0 || len(costs) == 0 || len(costs) > repeat {
+	if costs, err = r.Seconds("cost"); err != nil {
+		return nil, 0, fmt.Errorf("harness output: %w", err)
+	}
+	if !r.Done || number == 0 || len(costs) == 0 || len(costs) > repeat {
 		return nil, 0, fmt.Errorf("harness output: incomplete (%d of %d costs)", len(costs), repeat)
 	}
 	return costs, number, nil

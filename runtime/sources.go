@@ -1,9 +1,19 @@
-// Package runtime is Tessera's runtime: the C that every built model's
-// library carries (tessera.h, the ABI; runtime.c, its implementation over
-// the generated model's descriptor, tessera_model.h), and the Go package
-// that loads such a library into the calling process and runs it (Open,
-// Model.Run), through github.com/ebitengine/purego: no cgo, so a program
-// that runs models needs no C compiler.
+// Package runtime is Tessera's runtime: all of its C, in runtime/c, and the
+// Go package that loads a built model into the calling process and runs it.
+//
+//	c/tessera.h          the C ABI of every built model
+//	c/runtime.c          its implementation over the generated model's descriptor
+//	                     (c/tessera_model.h), carried by every model's library
+//	c/device_opencl.c    the device runtimes of GPU models
+//	c/device_cuda.c
+//	c/runner.c           a built model in a process of its own (emulated runs)
+//	c/harness.c          one kernel timed for measurement, on the CPU
+//	c/harness_gpu.c      the same on a GPU, with harness_opencl.c or harness_cuda.c
+//
+// The programs print "tessera KEY VALUE" lines, which ParseReport reads.
+// Open and Model.Run load a model's library through
+// github.com/ebitengine/purego: no cgo, so a program that runs models
+// needs no C compiler.
 package runtime
 
 import _ "embed"
@@ -24,6 +34,19 @@ var (
 	// (through tessera.h; it includes it).
 	//go:embed c/runner.c
 	Runner string
+
+	// Harness is the program that times one kernel of a shared library
+	// for measurement (package measure), on the CPU.
+	//go:embed c/harness.c
+	Harness string
+	// HarnessGPU is the device-independent part of the GPU measurement
+	// runners; one of HarnessOpenCL and HarnessCUDA follows it.
+	//go:embed c/harness_gpu.c
+	HarnessGPU string
+	//go:embed c/harness_opencl.c
+	HarnessOpenCL string
+	//go:embed c/harness_cuda.c
+	HarnessCUDA string
 )
 
 // Files returns the runtime's C files by name, to be written next to a

@@ -1,4 +1,4 @@
-/* opencl.c: the OpenCL part of the GPU runner (see gpu_common.c). It loads
+/* harness_opencl.c: the OpenCL part of the GPU runner (see harness_gpu.c). It loads
  * libOpenCL.so.1 (the ICD loader) at run time and declares the few types
  * and constants it uses itself, so it needs no OpenCL headers. The device is
  * the first GPU of the first platform that has one, else the first device of

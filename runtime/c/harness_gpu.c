@@ -1,4 +1,4 @@
-/* gpu_common.c: the part of the GPU runners (opencl.c, cuda.c) that does not
+/* harness_gpu.c: the part of the GPU runners (harness_opencl.c, harness_cuda.c) that does not
  * depend on the driver API: the command line, the data files and the timing
  * protocol. A runner is this file followed by one API file, compiled by the
  * host C compiler; the API file loads its driver at run time (dlopen), so

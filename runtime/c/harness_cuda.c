@@ -1,4 +1,4 @@
-/* cuda.c: the CUDA part of the GPU runner (see gpu_common.c). It loads the
+/* harness_cuda.c: the CUDA part of the GPU runner (see harness_gpu.c). It loads the
  * driver (libcuda.so.1) and NVRTC at run time and declares the few types
  * and constants it uses itself, so it needs no CUDA headers. It calls the
  * driver's versioned symbols by their exact names (cuMemAlloc_v2, ...): the
