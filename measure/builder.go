@@ -247,20 +247,7 @@ func cacheKey(parts ...string) string {
 // time for a small kernel, paid by every tuning candidate for the sake of
 // one build's first compile.
 func (b *Builder) Build(ctx context.Context, srcs []Source) []Built {
-	out := make([]Built, len(srcs))
-	dir, err := b.cacheDir()
-	if err != nil {
-		for i := range out {
-			out[i] = Built{Kind: CompileError, Msg: err.Error(), Infra: true}
-		}
-		return out
-	}
-	id := b.CompilerID()
-	args := append(b.flags(), "-o", "out", "kernel.c", "-lm")
-	return buildEach(ctx, srcs, b.parallel(), func(src Source) string { return src.key(id) },
-		func(key string, src Source) Built {
-			return b.compile(ctx, b.timeout(), filepath.Join(dir, key+".so"), "kernel.c", src, args)
-		})
+	return b.buildAll(ctx, srcs, ".so", append(b.flags(), "-o", "out", "kernel.c", "-lm"))
 }
 
 // Objects compiles srcs to object files (the flags of Build, with -c),
@@ -268,19 +255,24 @@ func (b *Builder) Build(ctx context.Context, srcs []Source) []Built {
 // are compiled once for all its builds. One Built per source, in order;
 // Path is the object.
 func (b *Builder) Objects(ctx context.Context, srcs []Source) []Built {
-	out := make([]Built, len(srcs))
+	return b.buildAll(ctx, srcs, ".o", append(b.flags(), "-c", "-o", "out", "kernel.c"))
+}
+
+// buildAll compiles every source with the compiler arguments args (which
+// write "out" from "kernel.c") into the cache as KEY+ext.
+func (b *Builder) buildAll(ctx context.Context, srcs []Source, ext string, args []string) []Built {
 	dir, err := b.cacheDir()
 	if err != nil {
+		out := make([]Built, len(srcs))
 		for i := range out {
 			out[i] = Built{Kind: CompileError, Msg: err.Error(), Infra: true}
 		}
 		return out
 	}
 	id := b.CompilerID()
-	args := append(b.flags(), "-c", "-o", "out", "kernel.c")
 	return buildEach(ctx, srcs, b.parallel(), func(src Source) string { return src.key(id) },
 		func(key string, src Source) Built {
-			return b.compile(ctx, b.timeout(), filepath.Join(dir, key+".o"), "kernel.c", src, args)
+			return b.compile(ctx, b.timeout(), filepath.Join(dir, key+ext), "kernel.c", src, args)
 		})
 }
 

@@ -31,6 +31,13 @@ func buildTiny(t testing.TB) string {
 // singleFile.
 func buildTinyWith(t testing.TB, singleFile bool) string {
 	t.Helper()
+	tg := target.CPU(target.CPUConfig{Builder: &measure.Builder{Timeout: build.LibraryTimeout}})
+	return buildTinyFor(t, tg, singleFile)
+}
+
+// buildTinyFor builds the tiny model for tg.
+func buildTinyFor(t testing.TB, tg *target.Target, singleFile bool) string {
+	t.Helper()
 	g, err := onnx.DecodeFile("../testdata/tiny.onnx")
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +50,6 @@ func buildTinyWith(t testing.TB, singleFile bool) string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	tg := target.CPU(target.CPUConfig{Builder: &measure.Builder{Timeout: build.LibraryTimeout}})
 	if _, err := build.Build(context.Background(), g, plan, dir, build.Options{Target: tg, Model: "tiny.onnx", SingleFile: singleFile}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,10 +12,7 @@ import (
 	"testing"
 
 	"tessera/build"
-	"tessera/graph"
-	"tessera/graph/onnx"
 	"tessera/measure"
-	"tessera/partition"
 	"tessera/runtime"
 	"tessera/target"
 )
@@ -32,22 +29,7 @@ func buildOpenCL(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer tg.Close()
-	g, err := onnx.DecodeFile("../testdata/tiny.onnx")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := graph.RunPasses(g, nil); err != nil {
-		t.Fatal(err)
-	}
-	plan, err := partition.Extract(g, partition.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if _, err := build.Build(context.Background(), g, plan, dir, build.Options{Target: tg, Model: "tiny.onnx"}); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return buildTinyFor(t, tg, false)
 }
 
 // TestTwoModels loads two models into one process, one built for the CPU
