@@ -415,8 +415,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&maxMemory, "max-memory", "the most memory a run may take (inputs, outputs, weights, arena), e.g. 8GiB")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: tune bench DIR [--threads N] [--warmup W] [--repeat R] [--profile]\n\n"+
-			"Times the model built into DIR end to end on random inputs, in a process of\n"+
-			"its own, and prints the fastest and the median run:\n  min ms = X\n  median ms = Y\n"+
+			"Times the model built into DIR end to end on random inputs (loaded into this\n"+
+			"process, as a program would), and prints the fastest and the median run:\n  min ms = X\n  median ms = Y\n"+
 			"With --profile, first a table of the steps: each kernel call's mean time in\n"+
 			"the model against the time its task's record was measured at alone.\n\nflags:\n")
 		fs.PrintDefaults()
