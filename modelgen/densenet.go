@@ -34,12 +34,7 @@ func DenseNet121(seed uint64) (*graph.Graph, error) { return DenseNet(DenseNet12
 // ReLU, a global average pool and the classifier.
 func DenseNet(c DenseNetConfig, seed uint64) (*graph.Graph, error) {
 	b := newBuilder(c.Name, opset, seed)
-	x := b.input("input", 1, 3, c.Input, c.Input)
-	x = b.conv("features.conv0", x, 3, c.Init, 7, 2, 3, 1, false)
-	x = b.batchNorm("features.norm0", x, c.Init, 1)
-	x = b.op("", "Relu", []string{x}, nil)
-	x = b.op("", "MaxPool", []string{x}, attrs("ceil_mode", intAttr(0), "dilations", ints(1, 1),
-		"kernel_shape", ints(3, 3), "pads", ints(1, 1, 1, 1), "strides", ints(2, 2)))
+	x := b.stem("features.conv0", "features.norm0", b.input("input", 1, 3, c.Input, c.Input), c.Init)
 	ch := c.Init
 	for blk, n := range c.Blocks {
 		features := []string{x}

@@ -36,12 +36,7 @@ func ResNet50(seed uint64) (*graph.Graph, error) { return ResNet(ResNet50Config,
 func ResNet(c ResNetConfig, seed uint64) (*graph.Graph, error) {
 	b := newBuilder(c.Name, opset, seed)
 	bottleneck := c.Bottleneck
-	x := b.input("input", 1, 3, c.Input, c.Input)
-	x = b.conv("conv1", x, 3, c.Width, 7, 2, 3, 1, false)
-	x = b.batchNorm("bn1", x, c.Width, 1)
-	x = b.op("", "Relu", []string{x}, nil)
-	x = b.op("", "MaxPool", []string{x}, attrs("ceil_mode", intAttr(0), "dilations", ints(1, 1),
-		"kernel_shape", ints(3, 3), "pads", ints(1, 1, 1, 1), "strides", ints(2, 2)))
+	x := b.stem("conv1", "bn1", b.input("input", 1, 3, c.Input, c.Input), c.Width)
 	expansion := 1
 	if bottleneck {
 		expansion = 4
@@ -64,6 +59,17 @@ func ResNet(c ResNetConfig, seed uint64) (*graph.Graph, error) {
 		}
 	}
 	return b.finish(b.classifier("fc", x, in, c.Classes))
+}
+
+// stem is the ImageNet stem of torchvision's ResNets and DenseNets: a 7×7
+// stride-2 convolution to width channels, BatchNormalization, ReLU and a
+// 3×3 stride-2 max pool.
+func (b *builder) stem(conv, bn, x string, width int) string {
+	x = b.conv(conv, x, 3, width, 7, 2, 3, 1, false)
+	x = b.batchNorm(bn, x, width, 1)
+	x = b.op("", "Relu", []string{x}, nil)
+	return b.op("", "MaxPool", []string{x}, attrs("ceil_mode", intAttr(0), "dilations", ints(1, 1),
+		"kernel_shape", ints(3, 3), "pads", ints(1, 1, 1, 1), "strides", ints(2, 2)))
 }
 
 // convBN is a bias-free convolution followed by BatchNormalization.
