@@ -98,7 +98,7 @@ func (d *Device) program(ctx context.Context) (string, error) {
 	default:
 		return "", fmt.Errorf("measure: device API %v", d.API)
 	}
-	path, err := d.builder().BuildProgram(ctx, d.API.String()+"-runner", Source{Code: src}, []string{"-O2", "-std=gnu11"}, []string{"-ldl"})
+	path, err := d.builder().BuildProgram(ctx, d.API.String()+"-runner", Source{Code: src, Files: map[string]string{"timing.h": tsrt.Timing}}, []string{"-O2", "-std=gnu11"}, []string{"-ldl"})
 	if err != nil {
 		return "", err
 	}

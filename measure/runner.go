@@ -224,7 +224,7 @@ func (r *Runner) setup(ctx context.Context) error {
 			b = &Builder{}
 			r.Builder = b
 		}
-		path, err := b.BuildProgram(ctx, "harness", Source{Code: tsrt.Harness}, []string{"-O2", "-std=gnu11"}, []string{"-ldl"})
+		path, err := b.BuildProgram(ctx, "harness", Source{Code: tsrt.Harness, Files: map[string]string{"timing.h": tsrt.Timing}}, []string{"-O2", "-std=gnu11"}, []string{"-ldl"})
 		if err != nil {
 			return err
 		}

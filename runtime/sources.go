@@ -9,6 +9,7 @@
 //	c/runner.c           a built model in a process of its own (emulated runs)
 //	c/harness.c          one kernel timed for measurement, on the CPU
 //	c/harness_gpu.c      the same on a GPU, with harness_opencl.c or harness_cuda.c
+//	c/timing.h           the timing protocol of both harnesses
 //
 // The programs print "tessera KEY VALUE" lines, which ParseReport reads.
 // Open and Model.Run load a model's library through
@@ -47,6 +48,10 @@ var (
 	HarnessOpenCL string
 	//go:embed c/harness_cuda.c
 	HarnessCUDA string
+	// Timing is the harnesses' timing protocol, which they include as
+	// "timing.h".
+	//go:embed c/timing.h
+	Timing string
 )
 
 // Files returns the runtime's C files by name, to be written next to a

@@ -35,6 +35,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "timing.h"
+
 typedef int (*kernel_fn)(float *const *args);
 
 static void die(int status, const char *fmt, ...) {
@@ -105,6 +107,26 @@ static double rep(kernel_fn f, float *const *args, long long number) {
 	return now() - t0;
 }
 
+/* call is what the timing protocol (timing.h) times: the kernel on its
+ * arguments. */
+struct call {
+	kernel_fn f;
+	float *const *args;
+	const size_t *sizes;
+	const char *is_weight;
+	int nargs;
+};
+
+static double call_rep(void *p, long long number) {
+	struct call *c = p;
+	return rep(c->f, c->args, number);
+}
+
+static void call_flush(void *p) {
+	struct call *c = p;
+	evict_weights(c->args, c->sizes, c->is_weight, c->nargs);
+}
+
 int main(int argc, char **argv) {
 	if (argc < 11)
 		die(2, "usage: harness LIB ENTRY NUMBER REPEAT MIN_REPEAT_MS BUDGET_MS CUTOFF_US FLUSH IN_FILE OUT_FILE ARG...");
@@ -169,7 +191,7 @@ int main(int argc, char **argv) {
 	if (rc != 0)
 		die(3, "kernel returned %d on the first call", rc);
 	int slow = cutoff_s > 0 && warm > cutoff_s;
-	if ((min_s > 0 && warm >= min_s) || slow || flush)
+	if (min_s > 0 && warm >= min_s)
 		number = 1;
 	if (strcmp(out_path, "-") != 0) {
 		FILE *out = fopen(out_path, "wb");
@@ -182,41 +204,9 @@ int main(int argc, char **argv) {
 			die(2, "write %s failed", out_path);
 	}
 
-	double *costs = calloc((size_t)repeat, sizeof *costs);
-	if (!costs)
+	struct call c = {f, bufs, sizes, is_weight, nargs};
+	timing t = {number, repeat, min_s, budget_s, slow, flush};
+	if (time_and_report(t, call_rep, call_flush, &c) != 0)
 		die(2, "out of memory");
-	if (slow)
-		repeat = 1; /* this one timed call is all */
-	if (flush)
-		evict_weights(bufs, sizes, is_weight, nargs);
-	double t = rep(f, bufs, number);
-	while (t < min_s && !slow && !flush) {
-		/* Aim 20% past the goal from the last estimate; at least one more
-		 * call, at most 100x more, so one noisy fast call cannot explode it. */
-		long long next = number * 100;
-		if (t > 0 && (double)number * min_s * 1.2 / t < (double)next)
-			next = (long long)((double)number * min_s * 1.2 / t);
-		if (next <= number)
-			next = number + 1;
-		number = next;
-		t = rep(f, bufs, number);
-	}
-	costs[0] = t / (double)number;
-	double spent = t;
-	long long done = 1;
-	for (; done < repeat && !(budget_s > 0 && spent >= budget_s); done++) {
-		if (flush)
-			evict_weights(bufs, sizes, is_weight, nargs);
-		double tr = rep(f, bufs, number);
-		costs[done] = tr / (double)number;
-		spent += tr;
-	}
-	repeat = done;
-
-	printf("\ntessera number %lld\n", number);
-	for (long long r = 0; r < repeat; r++)
-		printf("tessera cost %.9e\n", costs[r]);
-	printf("tessera done\n");
-	fflush(stdout);
 	return 0;
 }

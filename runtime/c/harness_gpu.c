@@ -39,6 +39,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "timing.h"
+
 #define EXIT_NODEV 1
 #define EXIT_SETUP 2
 #define EXIT_RUN 3
@@ -133,6 +135,24 @@ static void api_download(float *host, void *dev, size_t bytes);
 static void api_fill(void *dev, unsigned char byte, size_t bytes);
 static double api_time(launch_t *ls, int nl, void **bufs, long long number); /* seconds for number calls */
 static void api_flush(void);                                  /* clears the last-level cache */
+
+/* launches is what the timing protocol (timing.h) times: every launch of
+ * the candidate, in order. */
+struct launches {
+	launch_t *ls;
+	int nl;
+	void **bufs;
+};
+
+static double launches_rep(void *p, long long number) {
+	struct launches *c = p;
+	return api_time(c->ls, c->nl, c->bufs, number);
+}
+
+static void launches_flush(void *p) {
+	(void)p;
+	api_flush();
+}
 
 int main(int argc, char **argv) {
 	if (argc < 2)
@@ -229,7 +249,7 @@ int main(int argc, char **argv) {
 
 	double warm = api_time(ls, nl, bufs, 1);
 	int slow = cutoff_s > 0 && warm > cutoff_s;
-	if ((min_s > 0 && warm >= min_s) || slow || flush)
+	if (min_s > 0 && warm >= min_s)
 		number = 1;
 	if (strcmp(out_path, "-") != 0) {
 		FILE *out = fopen(out_path, "wb");
@@ -246,37 +266,9 @@ int main(int argc, char **argv) {
 			die(EXIT_SETUP, "write %s failed", out_path);
 	}
 
-	double *costs = calloc((size_t)repeat, sizeof *costs);
-	if (!costs)
+	struct launches c = {ls, nl, bufs};
+	timing t = {number, repeat, min_s, budget_s, slow, flush};
+	if (time_and_report(t, launches_rep, launches_flush, &c) != 0)
 		die(EXIT_SETUP, "out of memory");
-	if (slow)
-		repeat = 1;
-	if (flush)
-		api_flush();
-	double t = api_time(ls, nl, bufs, number);
-	while (t < min_s && !slow && !flush) {
-		long long next = number * 100;
-		if (t > 0 && (double)number * min_s * 1.2 / t < (double)next)
-			next = (long long)((double)number * min_s * 1.2 / t);
-		if (next <= number)
-			next = number + 1;
-		number = next;
-		t = api_time(ls, nl, bufs, number);
-	}
-	costs[0] = t / (double)number;
-	double spent = t;
-	long long done = 1;
-	for (; done < repeat && !(budget_s > 0 && spent >= budget_s); done++) {
-		if (flush)
-			api_flush();
-		double tr = api_time(ls, nl, bufs, number);
-		costs[done] = tr / (double)number;
-		spent += tr;
-	}
-	printf("\ntessera number %lld\n", number);
-	for (long long r = 0; r < done; r++)
-		printf("tessera cost %.9e\n", costs[r]);
-	printf("tessera done\n");
-	fflush(stdout);
 	return 0;
 }
