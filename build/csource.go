@@ -60,7 +60,7 @@ func cSource(p *program, kernels []kernel, tg *target.Target, singleFile bool) (
 	if singleFile {
 		b.WriteString(embeddedWeights)
 	}
-	desc, err := descriptorC(p, tg.Key(), "tsm_execute", "NULL, 0, NULL", singleFile)
+	desc, err := descriptorC(p, tg.Key(), "tsm_execute", deviceFields{}, singleFile)
 	if err != nil {
 		return "", nil, err
 	}
@@ -105,8 +105,8 @@ func executorC(p *program) string {
 
 // descriptorC returns the definition of tsr_model: the model's tensors,
 // weights, arena and steps, its executor (execute, a C function name) and
-// the device fields (setup, serial, no_profile) as C initializers.
-func descriptorC(p *program, targetKey, execute, device string, embedded bool) (string, error) {
+// the device fields (dev; the zero value on the CPU).
+func descriptorC(p *program, targetKey, execute string, dev deviceFields, embedded bool) (string, error) {
 	var b strings.Builder
 	tensors := func(what string, ts []TensorInfo) (string, error) {
 		var entries []string
@@ -157,9 +157,19 @@ func descriptorC(p *program, targetKey, execute, device string, embedded bool) (
   .execute = %s,
 `, len(p.inputs), len(p.outputs), len(p.weights.payload), checksum(p.weights.payload), embeddedExpr(embedded), cString(weightsMagic),
 		p.mem.Peak, len(p.calls), cString(targetKey), execute)
-	dev := strings.SplitN(device, ", ", 3)
-	fmt.Fprintf(&b, "  .setup = %s, .serial = %s, .no_profile = %s,\n};\n", dev[0], dev[1], dev[2])
+	setup, serial, noProfile := "NULL", 0, "NULL"
+	if dev.setup != "" {
+		setup, serial, noProfile = dev.setup, 1, cString(dev.noProfile)
+	}
+	fmt.Fprintf(&b, "  .setup = %s, .serial = %d, .no_profile = %s,\n};\n", setup, serial, noProfile)
 	return b.String(), nil
+}
+
+// deviceFields are a GPU build's fields of tsr_model: the C function that
+// sets its device up, and why it cannot time its steps. Its runs are
+// serial (the device state is the library's).
+type deviceFields struct {
+	setup, noProfile string
 }
 
 // embeddedWeights puts the weights file, header and all, in the library's

@@ -150,7 +150,7 @@ func gpuSource(p *program, kernels []kernel, tg *target.Target, singleFile bool)
 		src.WriteString(embeddedWeights)
 	}
 	desc, err := descriptorC(p, tg.Key(), "tsm_execute",
-		"tsm_dev_setup, 1, \"a GPU build does not time its steps (kernels run asynchronously)\"", singleFile)
+		deviceFields{setup: "tsm_dev_setup", noProfile: "a GPU build does not time its steps (kernels run asynchronously)"}, singleFile)
 	if err != nil {
 		return "", err
 	}

@@ -535,19 +535,19 @@ func (m *Model) typed(ts []TensorInfo, vals [][]float32) ([]tsrt.Tensor, error) 
 		case tsrt.Float32:
 			out[i] = tsrt.NewTensor(shape, v)
 		case tsrt.Int64:
-			out[i] = tsrt.NewTensor(shape, convert(v, func(x float32) int64 { return int64(math.RoundToEven(float64(x))) }))
+			out[i] = rounded[int64](shape, v)
 		case tsrt.Int32:
-			out[i] = tsrt.NewTensor(shape, convert(v, func(x float32) int32 { return int32(math.RoundToEven(float64(x))) }))
+			out[i] = rounded[int32](shape, v)
 		case tsrt.Int16:
-			out[i] = tsrt.NewTensor(shape, convert(v, func(x float32) int16 { return int16(math.RoundToEven(float64(x))) }))
+			out[i] = rounded[int16](shape, v)
 		case tsrt.Int8:
-			out[i] = tsrt.NewTensor(shape, convert(v, func(x float32) int8 { return int8(math.RoundToEven(float64(x))) }))
+			out[i] = rounded[int8](shape, v)
 		case tsrt.Uint8:
-			out[i] = tsrt.NewTensor(shape, convert(v, func(x float32) uint8 { return uint8(math.RoundToEven(float64(x))) }))
+			out[i] = rounded[uint8](shape, v)
 		case tsrt.Uint16:
-			out[i] = tsrt.NewTensor(shape, convert(v, func(x float32) uint16 { return uint16(math.RoundToEven(float64(x))) }))
+			out[i] = rounded[uint16](shape, v)
 		case tsrt.Uint32:
-			out[i] = tsrt.NewTensor(shape, convert(v, func(x float32) uint32 { return uint32(math.RoundToEven(float64(x))) }))
+			out[i] = rounded[uint32](shape, v)
 		case tsrt.Bool:
 			out[i] = tsrt.NewTensor(shape, convert(v, func(x float32) bool { return x != 0 }))
 		default:
@@ -598,6 +598,11 @@ func (m *Model) floats(ts []TensorInfo, tensors []tsrt.Tensor) ([][]float32, err
 		}
 	}
 	return out, nil
+}
+
+// rounded is vals as a tensor of integers, each rounded to the nearest.
+func rounded[T int64 | int32 | int16 | int8 | uint8 | uint16 | uint32](shape []int64, vals []float32) tsrt.Tensor {
+	return tsrt.NewTensor(shape, convert(vals, func(x float32) T { return T(math.RoundToEven(float64(x))) }))
 }
 
 func floatsFrom[T int64 | int32 | int16 | int8 | uint8 | uint16 | uint32](t tsrt.Tensor) ([]float32, error) {

@@ -287,9 +287,7 @@ func (b *Builder) Link(ctx context.Context, dst string, objects, extra []string)
 	argv := append(b.command(), b.flags()...)
 	argv = append(append(append(argv, "-o", "out"), objects...), extra...)
 	argv = append(argv, "-lm")
-	// The source is empty: compileFile only gives the scratch directory,
-	// the timeout and the error handling.
-	built := compileFile(ctx, b.timeout(), dst, "link.txt", Source{}, argv, func(err error) bool {
+	built := compileFile(ctx, b.timeout(), dst, "", Source{}, argv, func(err error) bool {
 		var ee *exec.ExitError
 		return errors.As(err, &ee)
 	})
@@ -364,8 +362,10 @@ func compileFile(ctx context.Context, timeout time.Duration, dst, srcName string
 		return fail(fmt.Errorf("measure: scratch dir: %w", err))
 	}
 	defer os.RemoveAll(scratch)
-	if err := os.WriteFile(filepath.Join(scratch, srcName), []byte(src.Code), 0o644); err != nil {
-		return fail(fmt.Errorf("measure: write source: %w", err))
+	if srcName != "" { // "": a link, of files outside the scratch directory
+		if err := os.WriteFile(filepath.Join(scratch, srcName), []byte(src.Code), 0o644); err != nil {
+			return fail(fmt.Errorf("measure: write source: %w", err))
+		}
 	}
 	for name, data := range src.Files {
 		if name != filepath.Base(name) || name == srcName || name == "out" {
