@@ -86,6 +86,9 @@ func Generate(g *graph.Graph, plan *partition.Plan, opts Options) (*Files, error
 	if err != nil {
 		return nil, err
 	}
+	if err := printKernels(kernels, opts.Target); err != nil {
+		return nil, err
+	}
 	p, err := planProgram(g, plan, kernels)
 	if err != nil {
 		return nil, err
@@ -102,7 +105,7 @@ func Generate(g *graph.Graph, plan *partition.Plan, opts Options) (*Files, error
 			Tensors: len(p.weights.order), Layout: weightsLayout,
 		},
 		Inputs: p.inputs, Outputs: p.outputs, Frozen: opts.Frozen,
-		Memory: MemoryInfo{ArenaBytes: p.mem.Peak, IntermediatesBytes: p.mem.Sum, LiveMaxBytes: p.mem.LiveMax, Intermediates: len(p.bufs)},
+		Memory: MemoryInfo{ArenaBytes: p.mem.Peak, IntermediatesBytes: p.mem.Sum, LiveMaxBytes: p.mem.LiveMax, Intermediates: len(p.bufs), WorkspaceBytes: p.workspace},
 	}
 	if m.Model == "." {
 		m.Model = ""

@@ -37,6 +37,7 @@ type place struct {
 	index  int   // the input or output number (inInput, inOutput)
 	offset int64 // bytes into the weights payload or the arena
 	elems  int
+	buf    int // inArena: the buffer in program.bufs whose offset it is
 }
 
 // cExpr returns the value's address in the executor's C, where in and out
@@ -72,14 +73,18 @@ type program struct {
 	calls           []call
 	copies          []copyOut
 	weights         weightsBlob
-	bufs            []Buffer // the arena's tensors
+	bufs            []Buffer // the arena's tensors and the kernels' workspaces
+	workspace       int64    // the largest kernel workspace
 	mem             *MemoryPlan
 }
 
 // planProgram places every value of the plan's groups and plans the arena.
 // kernels are the tasks' kernels: a constant that a kernel takes repacked
 // (tir.Buffer.Packed) is stored in the weights in that layout, once per
-// layout it is read in.
+// layout it is read in. A kernel's workspace (kernel.workspace) is a
+// buffer of the arena that lives during its call only, passed after its
+// parameters: a run's memory is its context's arena, whatever runs
+// beside it.
 func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel) (*program, error) {
 	p := &program{}
 	taskOf := map[*partition.Task]int{}
@@ -157,11 +162,16 @@ func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel) (*progr
 			if !ok {
 				n := graph.NumElems(g.Values[name].Shape)
 				arena[name] = len(p.bufs)
+				pl = place{kind: inArena, elems: n, buf: len(p.bufs)}
 				p.bufs = append(p.bufs, Buffer{Name: name, Bytes: 4 * int64(n), First: s, Last: s})
-				pl = place{kind: inArena, elems: n}
 				places[name] = pl
 			}
 			c.args = append(c.args, pl)
+		}
+		if ws := int64(kernels[c.task].workspace); ws > 0 {
+			c.args = append(c.args, place{kind: inArena, elems: int((ws + 3) / 4), buf: len(p.bufs)})
+			p.bufs = append(p.bufs, Buffer{Name: fmt.Sprintf("workspace of step %d", s), Bytes: ws, First: s, Last: s})
+			p.workspace = max(p.workspace, ws)
 		}
 		p.calls = append(p.calls, c)
 	}
@@ -188,20 +198,12 @@ func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel) (*progr
 	for k := range p.calls {
 		for a, pl := range p.calls[k].args {
 			if pl.kind == inArena {
-				pl.offset = mem.Offsets[arena[p.calls[k].argName(a)]]
+				pl.offset = mem.Offsets[pl.buf]
 				p.calls[k].args[a] = pl
 			}
 		}
 	}
 	return p, nil
-}
-
-// argName returns the graph value behind argument a of the call.
-func (c call) argName(a int) string {
-	if a < len(c.group.Inputs) {
-		return c.group.Inputs[a]
-	}
-	return c.group.Outputs[a-len(c.group.Inputs)]
 }
 
 // tensorInfo describes a graph input or output of static shape. Values of

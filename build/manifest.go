@@ -113,7 +113,8 @@ type MemoryInfo struct {
 	ArenaBytes         int64 `json:"arena_bytes"`         // the arena: peak of the plan
 	IntermediatesBytes int64 `json:"intermediates_bytes"` // sum of the intermediate tensors
 	LiveMaxBytes       int64 `json:"live_max_bytes"`      // most bytes live at one step
-	Intermediates      int   `json:"intermediates"`       // how many tensors the arena holds
+	Intermediates      int   `json:"intermediates"`       // how many buffers the arena holds: tensors and kernel workspaces
+	WorkspaceBytes     int64 `json:"workspace_bytes"`     // the largest kernel workspace (in the arena during its call)
 }
 
 // Coverage says how much of the model runs tuned schedules.

@@ -30,6 +30,11 @@ type kernel struct {
 	task   *partition.Task
 	f      *tir.PrimFunc
 	report TaskReport
+	// On the CPU: the kernel's C as Target.Generate prints it for
+	// measurement (named measure.KernelName), and the bytes of workspace
+	// it takes after its parameters.
+	code      string
+	workspace int
 }
 
 // RecordSource gives the valid records of a workload on a target, fastest

@@ -26,7 +26,9 @@ type kernel struct {
 	dom        domain
 	inParallel bool
 	gpu        *gpuDialect // set when printing a GPU kernel (gpu.go)
-	workspaces []string    // the file-scope slots of heap buffers kept between calls
+	slots      []string    // the file-scope slots of heap buffers allocated inside a parallel loop
+	wsTop      int         // bytes of the workspace taken by the open heap buffers
+	wsPeak     int         // the workspace's size: the most wsTop reached
 }
 
 // bufBind is how a buffer is reached in the C code: an array or pointer
@@ -37,7 +39,7 @@ type bufBind struct {
 	scal *scalarPlan
 }
 
-func (m *module) kernel(f *tir.PrimFunc) (out string, err error) {
+func (m *module) kernel(f *tir.PrimFunc) (out string, workspace int, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("internal error: %v", r)
@@ -61,17 +63,17 @@ func (m *module) kernel(f *tir.PrimFunc) (out string, err error) {
 	var params, args []string
 	for i, p := range f.Params {
 		if p == nil {
-			return "", fmt.Errorf("param %d is nil", i)
+			return "", 0, fmt.Errorf("param %d is nil", i)
 		}
 		if k.bufs[p] != nil {
-			return "", fmt.Errorf("buffer %s is passed twice", p.Name)
+			return "", 0, fmt.Errorf("buffer %s is passed twice", p.Name)
 		}
 		if p.Scope != tir.Global {
-			return "", fmt.Errorf("param %s has scope %v, want global", p.Name, p.Scope)
+			return "", 0, fmt.Errorf("param %s has scope %v, want global", p.Name, p.Scope)
 		}
 		t, err := elemType(p.DType)
 		if err != nil {
-			return "", fmt.Errorf("param %s: %w", p.Name, err)
+			return "", 0, fmt.Errorf("param %s: %w", p.Name, err)
 		}
 		name := k.declare(p.Name)
 		k.bufs[p] = &bufBind{buf: p, name: name}
@@ -86,29 +88,37 @@ func (m *module) kernel(f *tir.PrimFunc) (out string, err error) {
 			args = append(args, fmt.Sprintf("(%s *)args[%d]", t, i))
 		}
 	}
-	if len(params) == 0 {
-		params = []string{"void"}
-	}
 	body := prepare(partitionLoops(f.Body), m.lanes)
 
 	k.indent = 1
 	if err := k.stmt(body); err != nil {
-		return "", err
+		return "", 0, err
+	}
+	if k.wsPeak > 0 {
+		params = append(params, "char *restrict "+wsName)
+		args = append(args, fmt.Sprintf("(char *)args[%d]", len(f.Params)))
+	}
+	if len(params) == 0 {
+		params = []string{"void"}
 	}
 	var b strings.Builder
-	for _, w := range k.workspaces {
+	for _, w := range k.slots {
 		fmt.Fprintf(&b, "static void *%s;\n", w)
 	}
 	fmt.Fprintf(&b, "static int tsr_impl_%s(%s) {\n", f.Name, strings.Join(params, ", "))
 	b.WriteString(k.b.String())
 	b.WriteString("  return 0;\n}\n\n")
 	fmt.Fprintf(&b, "TSR_KERNEL int %s(float *const *args) {\n", f.Name)
-	if len(f.Params) == 0 {
+	if len(args) == 0 {
 		b.WriteString("  (void)args;\n")
 	}
 	fmt.Fprintf(&b, "  return tsr_impl_%s(%s);\n}\n", f.Name, strings.Join(args, ", "))
-	return b.String(), nil
+	return b.String(), k.wsPeak, nil
 }
+
+// wsName is the C name of a kernel's workspace parameter; the tsr_ prefix
+// keeps it apart from the buffers' names (declare).
+const wsName = "tsr_ws"
 
 // elemType is the C type of a buffer element; on a GPU integers are 32-bit.
 func (k *kernel) elemType(t tir.DType) (string, error) {
@@ -442,16 +452,29 @@ func (k *kernel) allocate(a *tir.Allocate) error {
 	if k.gpu != nil {
 		return fmt.Errorf("local buffer %s of %d bytes is too large for a GPU thread", buf.Name, bytes)
 	}
-	// A heap buffer is the kernel's workspace: kept in a slot for the
-	// next call (tsr_ws_take, tsr_ws_give).
-	slot := fmt.Sprintf("tsr_ws_%s_%d", sanitize(k.f.Name), len(k.workspaces))
-	k.workspaces = append(k.workspaces, slot)
-	k.line("%s *restrict %s = (%s *)tsr_ws_take(&%s, %d);", t, name, t, slot, bytes)
-	if err := k.stmt(a.Body); err != nil {
-		return err
+	if k.inParallel {
+		// Each iteration of the parallel loop needs a buffer of its own:
+		// from a file-scope slot kept for the next call (tsr_ws_take,
+		// tsr_ws_give).
+		slot := fmt.Sprintf("tsr_ws_%s_%d", sanitize(k.f.Name), len(k.slots))
+		k.slots = append(k.slots, slot)
+		k.line("%s *restrict %s = (%s *)tsr_ws_take(&%s, %d);", t, name, t, slot, bytes)
+		if err := k.stmt(a.Body); err != nil {
+			return err
+		}
+		k.line("tsr_ws_give(&%s, %s);", slot, name)
+		return nil
 	}
-	k.line("tsr_ws_give(&%s, %s);", slot, name)
-	return nil
+	// Outside parallel loops a heap buffer is a piece of the kernel's
+	// workspace, which the caller passes after the parameters: the
+	// buffers open at once lie side by side, a buffer's piece is free
+	// again once its scope ends.
+	off := k.wsTop
+	k.wsTop += (bytes + 63) / 64 * 64
+	k.wsPeak = max(k.wsPeak, k.wsTop)
+	defer func() { k.wsTop = off }()
+	k.line("%s *restrict %s = (%s *)(%s + %d);", t, name, t, wsName, off)
+	return k.stmt(a.Body)
 }
 
 func (k *kernel) ifThenElse(s *tir.IfThenElse) error {
@@ -869,14 +892,14 @@ static inline void *tsr_alloc(size_t bytes) {
     abort();
   return p;
 }
-/* A buffer a kernel allocates on the heap (an intermediate too large for
-   the stack) is its workspace, kept in a file-scope slot for the next
-   call, as TVM's runtime keeps a workspace pool: freeing a multi-megabyte
-   buffer returns its pages to the system, and every call would fault them
-   in again (a Winograd kernel's transformed tiles: a third of its time).
-   Take and give are atomic exchanges, so concurrent calls, or iterations
-   of a parallel loop, each get a buffer of their own; between calls each
-   allocation site keeps a single buffer. */
+/* A heap buffer inside a parallel loop (each iteration needs its own) is
+   kept in a file-scope slot for the next call, as TVM's runtime keeps a
+   workspace pool: freeing a multi-megabyte buffer returns its pages to the
+   system, and every call would fault them in again. Take and give are
+   atomic exchanges, so concurrent iterations or calls each get a buffer of
+   their own; between calls each allocation site keeps a single buffer.
+   Heap buffers outside parallel loops are pieces of the workspace the
+   caller passes (CSource.Workspace). */
 static inline void *tsr_ws_take(void **slot, size_t bytes) {
   void *p = __atomic_exchange_n(slot, (void *)0, __ATOMIC_ACQUIRE);
   return p ? p : tsr_alloc(bytes);

@@ -6,7 +6,10 @@
 //	static int tsr_impl_NAME(float *restrict A, const float *restrict B, ...) { ... }
 //	int NAME(float *const *args) { return tsr_impl_NAME(args[0], args[1], ...); }
 //
-// where args[i] is f.Params[i], a dense row-major array. The C is shaped the
+// where args[i] is f.Params[i], a dense row-major array; a kernel with heap
+// buffers (intermediates too large for the stack) takes one more argument,
+// its workspace (CSource.Workspace), so that concurrent calls each use
+// their caller's memory. The C is shaped the
 // way DESIGN.md ("What the C must look like to be fast") says it must be:
 //
 //   - Vectorized loops become explicit GCC vector-extension code
@@ -45,38 +48,52 @@ type COptions struct {
 	VectorBits int
 }
 
+// CSource is a C translation unit of kernels and what their callers must
+// give them besides their parameters.
+type CSource struct {
+	Code string
+	// Workspace is, per kernel in the order given, the bytes of scratch
+	// memory it needs (its heap buffers outside parallel loops): a caller
+	// passes a 64-byte aligned block of that many bytes as args[n], after
+	// the n parameters, and may reuse it once the call returns. 0: the
+	// kernel takes the parameters only.
+	Workspace []int
+}
+
 // C returns a complete C translation unit holding one kernel, exported as
 // "int NAME(float *const *args)" where NAME is f.Name.
-func C(f *tir.PrimFunc, opts COptions) (string, error) {
+func C(f *tir.PrimFunc, opts COptions) (*CSource, error) {
 	return CModule([]*tir.PrimFunc{f}, opts)
 }
 
 // CModule returns one C translation unit holding several kernels; their
 // names must be distinct C identifiers. Helpers and vector types are
 // emitted once.
-func CModule(fs []*tir.PrimFunc, opts COptions) (src string, err error) {
+func CModule(fs []*tir.PrimFunc, opts COptions) (*CSource, error) {
 	m, err := newModule(opts)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	seen := map[string]bool{}
+	src := &CSource{}
 	var bodies []string
 	for _, f := range fs {
 		if f == nil {
-			return "", fmt.Errorf("codegen: nil PrimFunc")
+			return nil, fmt.Errorf("codegen: nil PrimFunc")
 		}
 		if err := checkKernelName(f.Name); err != nil {
-			return "", err
+			return nil, err
 		}
 		if seen[f.Name] {
-			return "", fmt.Errorf("codegen: two kernels named %q in one module", f.Name)
+			return nil, fmt.Errorf("codegen: two kernels named %q in one module", f.Name)
 		}
 		seen[f.Name] = true
-		body, err := m.kernel(f)
+		body, ws, err := m.kernel(f)
 		if err != nil {
-			return "", fmt.Errorf("codegen: kernel %s: %w", f.Name, err)
+			return nil, fmt.Errorf("codegen: kernel %s: %w", f.Name, err)
 		}
 		bodies = append(bodies, body)
+		src.Workspace = append(src.Workspace, ws)
 	}
 	var b strings.Builder
 	b.WriteString(m.prelude())
@@ -84,7 +101,8 @@ func CModule(fs []*tir.PrimFunc, opts COptions) (src string, err error) {
 		b.WriteString("\n")
 		b.WriteString(body)
 	}
-	return b.String(), nil
+	src.Code = b.String()
+	return src, nil
 }
 
 // module holds what the kernels of one translation unit share.

@@ -377,7 +377,31 @@ func cases() []ccase {
 				loop(i2, 20000, tir.Serial, st(L, ld(T, tir.SubE(c(19999), i2)), i2)),
 				loop(s, 4, tir.Serial, st(S, fc(1), s)),
 				loop(i3, 20000, tir.Serial, st(O, add(ld(L, i3), ld(S, tir.FloorModE(i3, c(4)))), i3)))}}}),
-			src: []string{"static void *tsr_ws_scratch_0;", "float *restrict T = (float *)tsr_ws_take(&tsr_ws_scratch_0, 80000);", "tsr_ws_give(&tsr_ws_scratch_0, T);", "tsr_ws_give(&tsr_ws_scratch_1, L);", "float S[4]"}})
+			src:    []string{"char *restrict tsr_ws)", "(char *)args[2]", "float *restrict T = (float *)(tsr_ws + 0);", "float *restrict L = (float *)(tsr_ws + 80000);", "float S[4]"},
+			notSrc: []string{"tsr_ws_take(&"}})
+	}
+
+	{ // heap buffers one after the other share their piece of the
+		// workspace; one inside a parallel loop comes from a slot, a
+		// buffer per iteration
+		A, O := gbuf("A", 4, 20000), gbuf("O", 4, 20000)
+		T1 := &tir.Buffer{Name: "T1", DType: tir.Float32, Shape: []int{20000}, Scope: tir.Global}
+		T2 := &tir.Buffer{Name: "T2", DType: tir.Float32, Shape: []int{20000}, Scope: tir.Global}
+		P := &tir.Buffer{Name: "P", DType: tir.Float32, Shape: []int{20000}, Scope: tir.Global}
+		v := vars("i", "i", "i", "i", "p", "j", "j")
+		i1, i2, i3, i4, p, j1, j2 := v[0], v[1], v[2], v[3], v[4], v[5], v[6]
+		cs = append(cs, ccase{name: "scratch_reuse", f: fnc("scratch_reuse", []*tir.Buffer{A, O}, tir.SeqOf(
+			&tir.Allocate{Buf: T1, Body: tir.SeqOf(
+				loop(i1, 20000, tir.Serial, st(T1, mul(ld(A, c(0), i1), fc(3)), i1)),
+				loop(i2, 20000, tir.Serial, st(O, ld(T1, tir.SubE(c(19999), i2)), c(0), i2)))},
+			&tir.Allocate{Buf: T2, Body: tir.SeqOf(
+				loop(i3, 20000, tir.Serial, st(T2, add(ld(A, c(1), i3), fc(1)), i3)),
+				loop(i4, 20000, tir.Serial, st(O, ld(T2, i4), c(1), i4)))},
+			loop(p, 2, tir.Parallel, &tir.Allocate{Buf: P, Body: tir.SeqOf(
+				loop(j1, 20000, tir.Serial, st(P, ld(A, add(p, c(2)), j1), j1)),
+				loop(j2, 20000, tir.Serial, st(O, mul(ld(P, tir.SubE(c(19999), j2)), fc(2)), add(p, c(2)), j2)))}))),
+			src: []string{"float *restrict T1 = (float *)(tsr_ws + 0);", "float *restrict T2 = (float *)(tsr_ws + 0);",
+				"static void *tsr_ws_scratch_reuse_0;", "float *restrict P = (float *)tsr_ws_take(&tsr_ws_scratch_reuse_0, 80000);", "tsr_ws_give(&tsr_ws_scratch_reuse_0, P);"}})
 	}
 
 	{ // runs of updates of one element: the partial sums stay in registers
@@ -518,11 +542,11 @@ func TestNarrowVectors(t *testing.T) {
 				fs = append(fs, cse.f)
 			}
 		}
-		src, err := CModule(fs, COptions{VectorBits: bits})
+		mod, err := CModule(fs, COptions{VectorBits: bits})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(src, want) || strings.Contains(src, "tsr_v16f") {
+		if src := mod.Code; !strings.Contains(src, want) || strings.Contains(src, "tsr_v16f") {
 			t.Errorf("VectorBits %d: want only %s vectors", bits, want)
 		}
 	}
@@ -542,10 +566,11 @@ func runTable(t *testing.T, cs []ccase) {
 	var fs []*tir.PrimFunc
 	var names []string
 	for _, cse := range cs {
-		src, err := C(cse.f, COptions{VectorBits: sourceBits})
+		mod, err := C(cse.f, COptions{VectorBits: sourceBits})
 		if err != nil {
 			t.Fatalf("%s: %v", cse.name, err)
 		}
+		src := mod.Code
 		for _, s := range cse.src {
 			if !strings.Contains(src, s) {
 				t.Errorf("%s: source lacks %q:\n%s", cse.name, s, numbered(src))
@@ -598,10 +623,11 @@ func TestGEMMAssembly(t *testing.T) {
 		if !m.FMA {
 			continue
 		}
-		src, err := C(gemmFunc("gemm_asm", g), COptions{VectorBits: m.VectorBits()})
+		mod, err := C(gemmFunc("gemm_asm", g), COptions{VectorBits: m.VectorBits()})
 		if err != nil {
 			t.Fatal(err)
 		}
+		src := mod.Code
 		reg := map[int]string{32: "ymm", 64: "zmm"}[m.VectorBytes]
 		fma := regexp.MustCompile(`vfmadd\w*ps\s+[^\n]*%` + reg)
 		for _, cc := range testCompilers(t) {

@@ -23,7 +23,10 @@ import (
 // process: "prog NAME a16 b8 ..." reads every parameter (raw float32) from
 // stdin, calls the kernel on the values reversed and then on the values
 // read (the second call reuses the first's workspaces), and writes them all
-// back after the second call. Each parameter lives in
+// back after the second call. A kernel with a workspace (CSource.Workspace)
+// gets one after its parameters, filled with NaN bytes before the first
+// call and not cleared between the calls. Each parameter and the workspace
+// live in
 // its own mmap'ed region next to a PROT_NONE page, after its end ('a') or
 // before its start ('b'), so that an out-of-bounds read crashes.
 
@@ -35,7 +38,7 @@ const driverC = `
 #include <unistd.h>
 
 typedef int (*tsr_kernel_fn)(float *const *args);
-struct tsr_entry { const char *name; tsr_kernel_fn fn; };
+struct tsr_entry { const char *name; tsr_kernel_fn fn; size_t workspace; };
 extern const struct tsr_entry tsr_kernels[];
 
 static float *guarded(size_t n, char mode) {
@@ -53,11 +56,12 @@ static float *guarded(size_t n, char mode) {
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   tsr_kernel_fn fn = 0;
+  size_t ws = 0;
   for (const struct tsr_entry *e = tsr_kernels; e->name; e++)
-    if (strcmp(e->name, argv[1]) == 0) fn = e->fn;
+    if (strcmp(e->name, argv[1]) == 0) fn = e->fn, ws = e->workspace;
   if (!fn) { fprintf(stderr, "no kernel %s\n", argv[1]); return 2; }
   int n = argc - 2;
-  float **args = calloc((size_t)n + 1, sizeof *args);
+  float **args = calloc((size_t)n + 2, sizeof *args);
   size_t *sizes = calloc((size_t)n + 1, sizeof *sizes);
   for (int i = 0; i < n; i++) {
     sizes[i] = (size_t)atol(argv[2 + i] + 1);
@@ -67,10 +71,14 @@ int main(int argc, char **argv) {
   /* A first call on the values reversed: the second call, whose results
      are checked, takes the workspaces the first gave back (tsr_ws_take),
      so a kernel that read a workspace before writing it would show. */
-  float **first = calloc((size_t)n + 1, sizeof *first);
+  float **first = calloc((size_t)n + 2, sizeof *first);
   for (int i = 0; i < n; i++) {
     first[i] = malloc(sizes[i] * sizeof(float) + 64);
     for (size_t j = 0; j < sizes[i]; j++) first[i][j] = args[i][sizes[i] - 1 - j];
+  }
+  if (ws) {
+    args[n] = first[n] = guarded(ws / sizeof(float), 'a');
+    memset(args[n], 0xff, ws);
   }
   int rc = fn(first);
   if (rc == 0) rc = fn(args);
@@ -120,18 +128,19 @@ func testCompilers(t *testing.T) []compiler {
 }
 
 // buildProgram compiles src (a module) with the driver into an executable.
-func buildProgram(t *testing.T, cc compiler, m machine.Machine, src string, names []string) string {
+func buildProgram(t *testing.T, cc compiler, m machine.Machine, mod *CSource, names []string) string {
 	t.Helper()
 	dir := t.TempDir()
+	src := mod.Code
 	var table strings.Builder
 	for _, n := range names {
 		fmt.Fprintf(&table, "int %s(float *const *args);\n", n)
 	}
 	table.WriteString("const struct tsr_entry tsr_kernels[] = {\n")
-	for _, n := range names {
-		fmt.Fprintf(&table, "  {%q, %s},\n", n, n)
+	for i, n := range names {
+		fmt.Fprintf(&table, "  {%q, %s, %d},\n", n, n, mod.Workspace[i])
 	}
-	table.WriteString("  {0, 0},\n};\n")
+	table.WriteString("  {0, 0, 0},\n};\n")
 	kern := filepath.Join(dir, "kernels.c")
 	drv := filepath.Join(dir, "driver.c")
 	if err := os.WriteFile(kern, []byte(src), 0o644); err != nil {

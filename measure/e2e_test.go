@@ -176,10 +176,11 @@ func checkCompiled(t *testing.T, p platform, gen func(i int, d *te.DAG) []*sched
 	cg := codegen.COptions{VectorBits: p.m.VectorBits()}
 
 	type module struct {
-		name   string
-		dag    *te.DAG
-		states []*schedule.State
-		funcs  []*tir.PrimFunc
+		name      string
+		dag       *te.DAG
+		states    []*schedule.State
+		funcs     []*tir.PrimFunc
+		workspace []int
 	}
 	mods := make([]module, len(names))
 	srcs := make([]measure.Source, len(names))
@@ -195,18 +196,19 @@ func checkCompiled(t *testing.T, p platform, gen func(i int, d *te.DAG) []*sched
 			if err != nil {
 				t.Fatalf("%s kernel k%d: %v", name, k, err)
 			}
-			if len(m.funcs) >= minPerModule && size+len(c) > budget {
+			if len(m.funcs) >= minPerModule && size+len(c.Code) > budget {
 				left++
 				continue
 			}
-			size += len(c)
+			size += len(c.Code)
 			m.states, m.funcs = append(m.states, s), append(m.funcs, f)
 		}
 		src, err := codegen.CModule(m.funcs, cg)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		mods[i], srcs[i] = m, measure.Source{Code: src}
+		m.workspace = src.Workspace
+		mods[i], srcs[i] = m, measure.Source{Code: src.Code}
 	}
 	start := time.Now()
 	built := b.Build(context.Background(), srcs)
@@ -228,7 +230,7 @@ func checkCompiled(t *testing.T, p platform, gen func(i int, d *te.DAG) []*sched
 		jobs := make([]measure.Job, len(m.states))
 		for k, f := range m.funcs {
 			// A kernel that repacks a constant takes it packed.
-			jobs[k] = measure.Job{Lib: built[i].Path, Entry: f.Name,
+			jobs[k] = measure.Job{Lib: built[i].Path, Entry: f.Name, Workspace: m.workspace[k],
 				Args: measure.FuncArgs(f, len(m.dag.Outputs)), Inputs: tir.PackArgs(f.Params, inputs)}
 		}
 		tol := measure.Tolerance(m.dag)

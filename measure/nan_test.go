@@ -81,13 +81,13 @@ func TestNaNPropagates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	built := b.Build(context.Background(), []measure.Source{{Code: src}})
+	built := b.Build(context.Background(), []measure.Source{{Code: src.Code}})
 	if built[0].Kind != measure.None {
 		t.Fatalf("%v: %s", built[0].Kind, built[0].Msg)
 	}
 	jobs := make([]measure.Job, len(funcs))
 	for k, f := range funcs {
-		jobs[k] = measure.Job{Lib: built[0].Path, Entry: f.Name, Args: measure.FuncArgs(f, len(ks[k].dag.Outputs)), Inputs: tir.PackArgs(f.Params, ks[k].inputs)}
+		jobs[k] = measure.Job{Lib: built[0].Path, Entry: f.Name, Workspace: src.Workspace[k], Args: measure.FuncArgs(f, len(ks[k].dag.Outputs)), Inputs: tir.PackArgs(f.Params, ks[k].inputs)}
 	}
 	nans := 0
 	for k, res := range r.Run(context.Background(), jobs) {

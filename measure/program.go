@@ -20,6 +20,9 @@ type Program struct {
 	// Temps are the sizes in elements of the device buffers the launches
 	// use between them (stages computed at the root in global memory).
 	Temps []int
+	// Workspace is the bytes of scratch memory a CPU kernel takes after
+	// its parameters (codegen.CSource.Workspace); 0: none.
+	Workspace int
 	// Params are the lowered kernel's parameters (the DAG's inputs, then
 	// its outputs); a repacked constant has its packed shape and
 	// tir.Buffer.Packed. nil: the DAG's own shapes.

@@ -84,6 +84,9 @@ type Job struct {
 	Args   []Arg       // the buffers, in the kernel's argument order
 	Inputs [][]float32 // one per non-output arg, in arg order; nil means RandomInputs(Args, Seed)
 	Seed   uint64
+	// Workspace is the bytes of scratch memory the kernel takes after
+	// its args (Program.Workspace); 0: none.
+	Workspace int
 	// Cutoff, when positive: a kernel whose first call lasts longer is
 	// timed by one more call only (Result.Costs has one entry).
 	Cutoff time.Duration
@@ -280,6 +283,9 @@ func (r *Runner) run(ctx context.Context, opts RunOptions, job Job) Result {
 			io = "w"
 		}
 		argv = append(argv, io+strconv.Itoa(a.Size))
+	}
+	if job.Workspace > 0 {
+		argv = append(argv, "s"+strconv.Itoa((job.Workspace+3)/4))
 	}
 	if r.Device != nil {
 		argv = append(argv, gpuJobArgs(job)...)

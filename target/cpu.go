@@ -83,9 +83,12 @@ func CPU(cfg CPUConfig) *Target {
 		Runner:    &measure.Runner{Builder: b, Opts: run, Exec: cfg.Exec},
 		Host:      b,
 		lower:     schedule.Lower,
-		module: func(fs []*tir.PrimFunc) (measure.Program, error) {
-			code, err := codegen.CModule(fs, opts)
-			return measure.Program{Code: code}, err
+		module: func(f *tir.PrimFunc) (measure.Program, error) {
+			src, err := codegen.C(f, opts)
+			if err != nil {
+				return measure.Program{}, err
+			}
+			return measure.Program{Code: src.Code, Workspace: src.Workspace[0]}, nil
 		},
 		key: key,
 	}

@@ -2,7 +2,6 @@ package target
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"tessera/codegen"
@@ -91,11 +90,8 @@ func gpuTarget(ctx context.Context, api measure.API, dialect codegen.Dialect, cf
 		Runner:    &measure.Runner{Builder: host, Device: dev, Opts: run},
 		Host:      host,
 		lower:     lim.Lower,
-		module: func(fs []*tir.PrimFunc) (measure.Program, error) {
-			if len(fs) != 1 {
-				return measure.Program{}, errors.New("target: a GPU program is one function (build models with GPUModule)")
-			}
-			src, err := codegen.GPU(fs, dialect)
+		module: func(f *tir.PrimFunc) (measure.Program, error) {
+			src, err := codegen.GPU([]*tir.PrimFunc{f}, dialect)
 			if err != nil {
 				return measure.Program{}, err
 			}

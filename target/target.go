@@ -47,7 +47,7 @@ type Target struct {
 	Host *measure.Builder
 
 	lower  func(s *schedule.State, name string) (*tir.PrimFunc, error)
-	module func(fs []*tir.PrimFunc) (measure.Program, error)
+	module func(f *tir.PrimFunc) (measure.Program, error)
 	gpu    *gpuInfo // nil on the CPU
 	key    func() string
 }
@@ -77,10 +77,10 @@ func hardware(m machine.Machine) costmodel.Hardware {
 	return costmodel.Hardware{VectorBytes: m.VectorBytes, VectorRegs: m.VectorRegs}
 }
 
-// Module prints lowered kernels as one translation unit, with what is
-// needed to call each (for a GPU, its launches).
-func (t *Target) Module(fs []*tir.PrimFunc) (measure.Program, error) {
-	return t.module(fs)
+// Module prints a lowered kernel as a translation unit, with what is
+// needed to call it (on the CPU its workspace, on a GPU its launches).
+func (t *Target) Module(f *tir.PrimFunc) (measure.Program, error) {
+	return t.module(f)
 }
 
 // Generate lowers and prints one candidate as measure.KernelName; it is the
@@ -90,7 +90,7 @@ func (t *Target) Generate(s *schedule.State) (measure.Program, error) {
 	if err != nil {
 		return measure.Program{}, err
 	}
-	p, err := t.module([]*tir.PrimFunc{f})
+	p, err := t.module(f)
 	if err != nil {
 		return measure.Program{}, fmt.Errorf("codegen: %w", err)
 	}

@@ -406,7 +406,7 @@ func run(o options) error {
 	// Lower every Tessera contender; a parameter the schedule packs (a
 	// weight layout rewrite) gets its packed size and packed inputs.
 	names := make([]string, len(cs))
-	srcs := make([]string, len(cs))
+	progs := make([]measure.Program, len(cs))
 	params := make([][]*tir.Buffer, len(cs))
 	var packed []string // the weight layouts the schedules chose
 	for i, c := range cs {
@@ -414,14 +414,14 @@ func run(o options) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
-		names[i], srcs[i], params[i] = c.name, p.Code, p.Params
+		names[i], progs[i], params[i] = c.name, p, p.Params
 		for _, b := range p.Params {
 			if b.Packed != nil {
 				packed = append(packed, fmt.Sprintf("%s: %s packed %v", c.name, b.Name, b.Packed))
 			}
 		}
 	}
-	ks, err := benchutil.Build(ctx, b, names, srcs, nil)
+	ks, err := benchutil.Build(ctx, b, names, progs, nil)
 	if err != nil {
 		return err
 	}
@@ -466,7 +466,8 @@ func run(o options) error {
 		if i < len(cs) && cs[i].winograd {
 			in, rtol, atol = winoInputs, 0, tol+te.WinogradTolerance(winogradTile, conv.c)*scale
 		}
-		job := measure.Job{Lib: k.Lib, Entry: benchutil.KernelName, Args: k.Args, Inputs: tir.PackArgs(params[i], in)}
+		job := k.Job()
+		job.Seed, job.Inputs = 0, tir.PackArgs(params[i], in)
 		res := checker.Run(ctx, []measure.Job{job})[0]
 		if res.Kind != measure.None {
 			return fmt.Errorf("%s: %v: %s", k.Name, res.Kind, res.Msg)
@@ -600,7 +601,7 @@ func onednn(ctx context.Context, d *te.DAG, nhwc bool) (benchutil.Kernel, error)
 		fmt.Fprintf(&defs, "#define CONV_%s %d\n", m.name, m.value)
 	}
 	b := &measure.Builder{Flags: append(measure.DefaultFlags(), "-Wl,--no-as-needed", "-ldnnl"), Timeout: buildTimeout}
-	ks, err := benchutil.Build(ctx, b, []string{"onednn"}, []string{defs.String() + onednnSrc}, measure.Args(d))
+	ks, err := benchutil.Build(ctx, b, []string{"onednn"}, []measure.Program{{Code: defs.String() + onednnSrc}}, measure.Args(d))
 	if err != nil {
 		return benchutil.Kernel{}, fmt.Errorf("%w (is libdnnl-dev installed? scripts/deps.sh installs it)", err)
 	}

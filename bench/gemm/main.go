@@ -185,25 +185,25 @@ func run(n, threads, rounds int, withNaive bool, t tiles, m benchutil.Machine, d
 		names = append(names, "naive")
 		states = append(states, schedule.NewState(d))
 	}
-	var srcs []string
+	var progs []measure.Program
 	for _, s := range states {
-		src, err := benchutil.Lower(s, m.Machine)
+		p, err := benchutil.Lower(s, m.Machine)
 		if err != nil {
 			return err
 		}
-		srcs = append(srcs, src)
+		progs = append(progs, p)
 	}
 	b := m.Builder
-	ks, err := benchutil.Build(ctx, b, names, srcs, args)
+	ks, err := benchutil.Build(ctx, b, names, progs, args)
 	if err != nil {
 		return err
 	}
-	asm, err := b.Assembly(ctx, measure.Source{Code: srcs[0]})
+	asm, err := b.Assembly(ctx, measure.Source{Code: progs[0].Code})
 	if err != nil {
 		return err
 	}
 	if dump != "" {
-		if err := os.WriteFile(dump+".c", []byte(srcs[0]), 0o644); err != nil {
+		if err := os.WriteFile(dump+".c", []byte(progs[0].Code), 0o644); err != nil {
 			return err
 		}
 		if err := os.WriteFile(dump+".s", []byte(asm), 0o644); err != nil {
@@ -226,7 +226,7 @@ func run(n, threads, rounds int, withNaive bool, t tiles, m benchutil.Machine, d
 		return fmt.Errorf("the expert kernel's assembly has no %s instructions", what)
 	}
 	blasB := &measure.Builder{Flags: append(measure.DefaultFlags(), "-Wl,--no-as-needed", "-lopenblas")}
-	blas, err := benchutil.Build(ctx, blasB, []string{"openblas"}, []string{benchutil.OpenBLASGEMM(n)}, args)
+	blas, err := benchutil.Build(ctx, blasB, []string{"openblas"}, []measure.Program{{Code: benchutil.OpenBLASGEMM(n)}}, args)
 	if err != nil {
 		return fmt.Errorf("%w (is libopenblas-dev installed?)", err)
 	}
@@ -237,7 +237,7 @@ func run(n, threads, rounds int, withNaive bool, t tiles, m benchutil.Machine, d
 	defer checker.Close()
 	var outs [][]float32
 	for _, k := range ks {
-		res := checker.Run(ctx, []measure.Job{{Lib: k.Lib, Entry: benchutil.KernelName, Args: args, Seed: 1}})[0]
+		res := checker.Run(ctx, []measure.Job{k.Job()})[0]
 		if res.Kind != measure.None {
 			return fmt.Errorf("%s: %v: %s", k.Name, res.Kind, res.Msg)
 		}

@@ -283,17 +283,17 @@ func run(trials, batch, threads int, seed uint64) error {
 }
 
 func versusOpenBLAS(ctx context.Context, d *te.DAG, best *schedule.State, threads int) (float64, error) {
-	src, err := benchutil.Lower(best, target.MustDefaultMachine())
+	prog, err := benchutil.Lower(best, target.MustDefaultMachine())
 	if err != nil {
 		return 0, err
 	}
 	args := measure.Args(d)
-	ks, err := benchutil.Build(ctx, &measure.Builder{}, []string{"tessera"}, []string{src}, args)
+	ks, err := benchutil.Build(ctx, &measure.Builder{}, []string{"tessera"}, []measure.Program{prog}, args)
 	if err != nil {
 		return 0, err
 	}
 	blasB := &measure.Builder{Flags: append(measure.DefaultFlags(), "-Wl,--no-as-needed", "-lopenblas")}
-	blas, err := benchutil.Build(ctx, blasB, []string{"openblas"}, []string{benchutil.OpenBLASGEMM(512)}, args)
+	blas, err := benchutil.Build(ctx, blasB, []string{"openblas"}, []measure.Program{{Code: benchutil.OpenBLASGEMM(512)}}, args)
 	if err != nil {
 		return 0, err
 	}

@@ -60,7 +60,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	costModel := fs.String("cost-model", "", "start from a pretrained cost model `FILE` (LightGBM text)")
 	verify := fs.Bool("verify", false, "check every candidate's output against the reference evaluator")
 	timeout := fs.Duration("timeout", 10*time.Second, "run time limit of one candidate")
-	flushCache := fs.Bool("flush-cache", false, "before every timed call (one call per repetition) evict the kernel's weights from the CPU caches, or clear a GPU's L2: time kernels as a model runs them, weights cold")
+	flushCache := fs.Bool("flush-cache", true, "before every timed call (one call per repetition) evict the kernel's weights from the CPU caches, or clear a GPU's L2: time kernels as a model runs them, weights cold; --flush-cache=false times them with the caches warm from the call before (costs not comparable: tune into another --db)")
 	strategy := fs.String("scheduler", "gradient", "task scheduler: gradient or round-robin")
 	var nf natsFlags
 	nf.register(fs, "measure on the workers (tune worker) of this NATS server `URL` instead of on this machine")

@@ -3,7 +3,9 @@
  * usage: harness LIB ENTRY NUMBER REPEAT MIN_REPEAT_MS BUDGET_MS CUTOFF_US FLUSH IN_FILE OUT_FILE ARG...
  *   ARG is i<SIZE> (an input: SIZE floats read from IN_FILE, in arg order),
  *   w<SIZE> (an input that is a constant of the model: its weights) or
- *   o<SIZE> (an output: zeroed). OUT_FILE "-" means: do not write outputs.
+ *   o<SIZE> (an output: zeroed) or s<SIZE> (the kernel's workspace, SIZE
+ *   floats after its parameters: neither read nor written out).
+ *   OUT_FILE "-" means: do not write outputs.
  *
  * The kernel is called once on zeroed outputs (the warm-up, and the call whose
  * outputs are written to OUT_FILE as raw native floats in arg order). Then
@@ -150,14 +152,16 @@ int main(int argc, char **argv) {
 	size_t *sizes = calloc((size_t)nargs + 1, sizeof *sizes);
 	char *is_out = calloc((size_t)nargs + 1, 1);
 	char *is_weight = calloc((size_t)nargs + 1, 1);
-	if (!bufs || !sizes || !is_out || !is_weight)
+	char *is_ws = calloc((size_t)nargs + 1, 1);
+	if (!bufs || !sizes || !is_out || !is_weight || !is_ws)
 		die(2, "out of memory");
 	for (int i = 0; i < nargs; i++) {
 		const char *a = argv[11 + i];
-		if (a[0] != 'i' && a[0] != 'o' && a[0] != 'w')
+		if (a[0] != 'i' && a[0] != 'o' && a[0] != 'w' && a[0] != 's')
 			die(2, "bad arg %s", a);
 		is_out[i] = a[0] == 'o';
 		is_weight[i] = a[0] == 'w';
+		is_ws[i] = a[0] == 's';
 		sizes[i] = (size_t)parse_int(a + 1, "arg size");
 		size_t bytes = (sizes[i] * sizeof(float) + 63) / 64 * 64;
 		if (bytes == 0)
@@ -172,7 +176,7 @@ int main(int argc, char **argv) {
 	if (!in)
 		die(2, "open %s failed", in_path);
 	for (int i = 0; i < nargs; i++)
-		if (!is_out[i] && fread(bufs[i], sizeof(float), sizes[i], in) != sizes[i])
+		if (!is_out[i] && !is_ws[i] && fread(bufs[i], sizeof(float), sizes[i], in) != sizes[i])
 			die(2, "input file too short for arg %d", i);
 	if (fgetc(in) != EOF)
 		die(2, "input file longer than the inputs");

@@ -23,18 +23,28 @@ const KernelName = "tessera_kernel"
 
 // Kernel is one contender: a name and a built library.
 type Kernel struct {
-	Name string
-	Lib  string
-	Args []measure.Arg
+	Name      string
+	Lib       string
+	Args      []measure.Arg
+	Workspace int // bytes after the args (measure.Program.Workspace)
 }
 
-// Lower builds the C source of a schedule for machine m.
-func Lower(s *schedule.State, m machine.Machine) (string, error) {
+// Job is the job that runs the kernel on random inputs (seed 1).
+func (k Kernel) Job() measure.Job {
+	return measure.Job{Lib: k.Lib, Entry: KernelName, Args: k.Args, Workspace: k.Workspace, Seed: 1}
+}
+
+// Lower prints a schedule as C for machine m.
+func Lower(s *schedule.State, m machine.Machine) (measure.Program, error) {
 	f, err := schedule.Lower(s, KernelName)
 	if err != nil {
-		return "", err
+		return measure.Program{}, err
 	}
-	return codegen.C(f, codegen.COptions{VectorBits: m.VectorBits()})
+	src, err := codegen.C(f, codegen.COptions{VectorBits: m.VectorBits()})
+	if err != nil {
+		return measure.Program{}, err
+	}
+	return measure.Program{Code: src.Code, Entry: KernelName, Workspace: src.Workspace[0]}, nil
 }
 
 // Machine is a benchmark's --cpu: the machine its kernels are compiled for,
@@ -103,11 +113,11 @@ func (m Machine) Share(gflops float64, threads int) string {
 	return fmt.Sprintf("%.0f%% of the %s peak (%.1f GFLOP/s on %d core(s))", 100*gflops/(m.Peak.GFLOPS*float64(threads)), m.Level, m.Peak.GFLOPS*float64(threads), threads)
 }
 
-// Build compiles sources with b; it fails on the first error.
-func Build(ctx context.Context, b *measure.Builder, names []string, srcs []string, args []measure.Arg) ([]Kernel, error) {
-	in := make([]measure.Source, len(srcs))
-	for i, s := range srcs {
-		in[i] = measure.Source{Code: s}
+// Build compiles programs with b; it fails on the first error.
+func Build(ctx context.Context, b *measure.Builder, names []string, progs []measure.Program, args []measure.Arg) ([]Kernel, error) {
+	in := make([]measure.Source, len(progs))
+	for i, p := range progs {
+		in[i] = measure.Source{Code: p.Code}
 	}
 	out := b.Build(ctx, in)
 	ks := make([]Kernel, len(out))
@@ -115,7 +125,7 @@ func Build(ctx context.Context, b *measure.Builder, names []string, srcs []strin
 		if r.Kind != measure.None {
 			return nil, fmt.Errorf("build %s: %v: %s", names[i], r.Kind, r.Msg)
 		}
-		ks[i] = Kernel{Name: names[i], Lib: r.Path, Args: args}
+		ks[i] = Kernel{Name: names[i], Lib: r.Path, Args: args, Workspace: progs[i].Workspace}
 	}
 	return ks, nil
 }
@@ -131,7 +141,7 @@ func Alternate(ctx context.Context, r *measure.Runner, ks []Kernel, rounds int) 
 	for round := 0; round < rounds; round++ {
 		jobs := make([]measure.Job, len(ks))
 		for i, k := range ks {
-			jobs[i] = measure.Job{Lib: k.Lib, Entry: KernelName, Args: k.Args, Seed: 1}
+			jobs[i] = k.Job()
 		}
 		for i, res := range r.Run(ctx, jobs) {
 			if res.Kind != measure.None {
