@@ -89,16 +89,19 @@ func (d *Device) program(ctx context.Context) (string, error) {
 	if d.runner != "" {
 		return d.runner, nil
 	}
+	files := map[string]string{"timing.h": tsrt.Timing}
 	var src string
 	switch d.API {
 	case OpenCL:
 		src = tsrt.HarnessGPU + tsrt.HarnessOpenCL
+		files["opencl_api.h"] = tsrt.OpenCLAPI
 	case CUDA:
 		src = tsrt.HarnessGPU + tsrt.HarnessCUDA
+		files["cuda_api.h"] = tsrt.CUDAAPI
 	default:
 		return "", fmt.Errorf("measure: device API %v", d.API)
 	}
-	path, err := d.builder().BuildProgram(ctx, d.API.String()+"-runner", Source{Code: src, Files: map[string]string{"timing.h": tsrt.Timing}}, []string{"-O2", "-std=gnu11"}, []string{"-ldl"})
+	path, err := d.builder().BuildProgram(ctx, d.API.String()+"-runner", Source{Code: src, Files: files}, []string{"-O2", "-std=gnu11"}, []string{"-ldl"})
 	if err != nil {
 		return "", err
 	}

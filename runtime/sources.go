@@ -6,6 +6,8 @@
 //	                     (c/tessera_model.h), carried by every model's library
 //	c/device_opencl.c    the device runtimes of GPU models
 //	c/device_cuda.c
+//	c/opencl_api.h       OpenCL and CUDA loaded at run time, the device chosen and
+//	c/cuda_api.h         the kernels compiled: the same for models and harnesses
 //	c/runner.c           a built model in a process of its own (emulated runs)
 //	c/harness.c          one kernel timed for measurement, on the CPU
 //	c/harness_gpu.c      the same on a GPU, with harness_opencl.c or harness_cuda.c
@@ -31,6 +33,13 @@ var (
 	DeviceOpenCL string
 	//go:embed c/device_cuda.c
 	DeviceCUDA string
+	// OpenCLAPI and CUDAAPI load a GPU API at run time, open its device
+	// and compile kernels for it; the device runtimes and the GPU
+	// harnesses include them as "opencl_api.h" and "cuda_api.h".
+	//go:embed c/opencl_api.h
+	OpenCLAPI string
+	//go:embed c/cuda_api.h
+	CUDAAPI string
 	// Runner is a program that runs a built model in a process of its own
 	// (through tessera.h; it includes it).
 	//go:embed c/runner.c
@@ -62,8 +71,10 @@ func Files(device string) map[string]string {
 	switch device {
 	case "opencl":
 		files["device_opencl.c"] = DeviceOpenCL
+		files["opencl_api.h"] = OpenCLAPI
 	case "cuda":
 		files["device_cuda.c"] = DeviceCUDA
+		files["cuda_api.h"] = CUDAAPI
 	}
 	return files
 }
