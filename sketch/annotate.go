@@ -135,9 +135,20 @@ func drawGPUTiles(rng *rand.Rand, s *schedule.State, sketch *schedule.State, gro
 // tile wider than a vector is unrolled scalar code: a Winograd data pack
 // with a 32-wide channel tile printed as 1 MB of C that gcc compiled in 100
 // to 130 s (the candidate's build timed out, three times). Its tiles stay
-// within MaxVectorLanes.
+// within one vector register (Lanes; MaxVectorLanes on a GPU): each lane
+// of the tile is a whole transform's worth of unrolled code (a 6 × 6 tile
+// of inputs live at once), and a second vector doubles the code without
+// making a transform faster. On AVX2 and SSE, whose register tiles are
+// two vectors wide, this halves what gcc compiles for a Winograd
+// candidate; on AVX-512 a register tile is one vector anyway.
 func maxInnerSplit(s *schedule.State, i int, opts Options) int {
-	if opts.MaxVectorLanes > 0 && len(constMatrixIndexVars(s.Stages[i].Tensor)) > 0 {
+	if len(constMatrixIndexVars(s.Stages[i].Tensor)) == 0 {
+		return opts.MaxInnermostSplit
+	}
+	if opts.Lanes > 0 {
+		return min(opts.MaxInnermostSplit, opts.Lanes)
+	}
+	if opts.MaxVectorLanes > 0 {
 		return min(opts.MaxInnermostSplit, opts.MaxVectorLanes)
 	}
 	return opts.MaxInnermostSplit

@@ -128,8 +128,11 @@ func fillTiles(sk *schedule.State, lanes, regs int) (*schedule.State, error) {
 			continue
 		}
 		done[vec.stage] = true
-		vecs := 1
-		if l := largestDivisor(vec.ext, vectorTile, true); l >= minLanes && l&(l-1) == 0 {
+		vecs, tile := 1, vectorTile
+		if len(constMatrixIndexVars(s.Stages[vec.stage].Tensor)) > 0 {
+			tile = min(tile, lanes) // one vector register (maxInnerSplit)
+		}
+		if l := largestDivisor(vec.ext, tile, true); l >= minLanes && l&(l-1) == 0 {
 			inner[vec.k] = l
 			vecs = (l + lanes - 1) / lanes
 		}
