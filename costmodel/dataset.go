@@ -62,6 +62,21 @@ func (d *Dataset) Add(task string, rows [][]float32, cost float64) {
 	d.cost = append(d.cost, cost)
 }
 
+// Successes returns the number of programs measured without error
+// (positive labels); a nil dataset has none.
+func (d *Dataset) Successes() int {
+	if d == nil {
+		return 0
+	}
+	n := 0
+	for _, y := range d.Labels() {
+		if y > 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // Len returns the number of programs.
 func (d *Dataset) Len() int { return len(d.task) }
 

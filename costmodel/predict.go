@@ -161,15 +161,7 @@ const MinTrainPrograms = 100
 // MinTrainPrograms successful measurements, and returns a RandomModel
 // seeded with params.Seed otherwise.
 func TrainOrRandom(data *Dataset, params Params) (Predictor, error) {
-	ok := 0
-	if data != nil {
-		for _, y := range data.Labels() {
-			if y > 0 {
-				ok++
-			}
-		}
-	}
-	if ok < MinTrainPrograms {
+	if data.Successes() < MinTrainPrograms {
 		return NewRandomModel(params.Seed), nil
 	}
 	m, err := Train(data, params)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"time"
 )
 
@@ -169,12 +170,23 @@ type TrainInfo struct {
 // Train fits a model to the dataset. The result depends only on the data,
 // the params and the seed (not on Workers or the machine).
 func Train(data *Dataset, params Params) (*Model, error) {
+	return TrainFrom(nil, data, params)
+}
+
+// TrainFrom boosts on top of base: the new trees learn what base (a
+// pretrained model) gets wrong on data, starting from its predictions,
+// and the returned model is base's trees followed by the new ones. A nil
+// base is Train.
+func TrainFrom(base *Model, data *Dataset, params Params) (*Model, error) {
 	start := time.Now()
 	p := params.withDefaults()
 	if data == nil || data.NumRows() == 0 {
 		return nil, ErrNoData
 	}
 	nf := data.NumFeatures()
+	if base != nil && base.nf != nf {
+		return nil, fmt.Errorf("costmodel: the base model takes %d features, the data has %d", base.nf, nf)
+	}
 	nprog := data.Len()
 	y := data.Labels()
 	groups := data.TaskIDs()
@@ -218,9 +230,13 @@ func Train(data *Dataset, params Params) (*Model, error) {
 	}
 	info := TrainInfo{Objective: p.Objective, Valid: hasValid, Programs: len(trainProgs), Rows: len(trainRows), UsedFeats: nu}
 	model := &Model{nf: nf, names: featureNamesFor(nf), objective: p.Objective, infos: featureInfos(data.flat, nf)}
+	var baseTrees []*tree
+	if base != nil {
+		baseTrees = base.trees
+	}
 	if nu == 0 || len(trainRows) == 0 {
 		// Nothing to split on: one constant tree.
-		model.trees = []*tree{constantTree(0)}
+		model.trees = append(slices.Clip(baseTrees), constantTree(0))
 		info.Trees = 1
 		info.Duration = time.Since(start)
 		model.Info = info
@@ -235,11 +251,28 @@ func Train(data *Dataset, params Params) (*Model, error) {
 	rowLeaf := make([]int32, nrows)
 	F := make([]float64, nrows) // per-row prediction so far
 	P := make([]float64, nprog) // per-program prediction so far
+	if base != nil {
+		rows := make([][]float32, nrows)
+		for r := range rows {
+			rows[r] = data.flat[r*nf : (r+1)*nf]
+		}
+		F = base.PredictRows(rows)
+		for pi := range nprog {
+			lo, hi := data.rowRange(pi)
+			for r := lo; r < hi; r++ {
+				P[pi] += F[r]
+			}
+		}
+	}
 	obj := newObjective(p, data, y, groups, trainProgs, rng)
 	ev := newEvaluator(p, data, y, groups, validProgs)
 
 	var trees []*tree
 	best, bestRound := math.Inf(-1), -1
+	if base != nil {
+		// No new tree is a candidate too: base alone may rank best.
+		best = ev.score(P)
+	}
 	for round := 0; round < p.MaxRounds; round++ {
 		obj.gradients(P, g.gh, round)
 		t := g.grow(rowLeaf)
@@ -280,7 +313,7 @@ func Train(data *Dataset, params Params) (*Model, error) {
 	for _, t := range trees {
 		t.usedIdx, t.splitBin = nil, nil
 	}
-	model.trees = trees
+	model.trees = append(slices.Clip(baseTrees), trees...)
 	info.Trees = len(trees)
 	info.BestMetric = ev.report(best)
 	info.Duration = time.Since(start)

@@ -326,3 +326,43 @@ func TestRandomModel(t *testing.T) {
 		t.Errorf("%d programs: got %T, %v; want a Model", d.Len(), p, err)
 	}
 }
+
+// TestTrainFrom: a model pretrained on one task family helps where a few
+// programs of a new task alone do not, the combined model starts with the
+// base's trees, and a base of another feature count is refused.
+func TestTrainFrom(t *testing.T) {
+	// The new data's cost depends on features 0 and 3 as the base's did,
+	// plus a shift the base never saw (feature 5).
+	shifted := func(r []float32) float64 { return sumOfTwo(r) + 0.3*float64(r[5]) }
+	base, err := Train(synthetic(1, 2000, 8, 4, one, sumOfTwo), Params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	few := synthetic(3, 120, 8, 1, one, shifted)
+	test := synthetic(4, 500, 8, 1, one, shifted)
+	cold, err := Train(few, Params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm, err := TrainFrom(base, few, Params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := Evaluate(test, cold.Predict(test.Programs()), 8).Pairwise
+	pw := Evaluate(test, warm.Predict(test.Programs()), 8).Pairwise
+	t.Logf("held-out pairwise accuracy: cold %.4f, from the base %.4f (%d + %d trees)", pc, pw, len(base.trees), warm.Info.Trees)
+	if pw <= pc {
+		t.Errorf("boosting from the base: pairwise %.4f, not above cold's %.4f", pw, pc)
+	}
+	if len(warm.trees) != len(base.trees)+warm.Info.Trees {
+		t.Errorf("%d trees, want the base's %d and %d new", len(warm.trees), len(base.trees), warm.Info.Trees)
+	}
+	for i, tr := range base.trees {
+		if warm.trees[i] != tr {
+			t.Fatalf("tree %d is not the base's", i)
+		}
+	}
+	if _, err := TrainFrom(base, synthetic(5, 200, 6, 1, one, sumOfTwo), Params{}); err == nil {
+		t.Error("a base of 8 features boosted on data of 6: no error")
+	}
+}

@@ -235,6 +235,7 @@ func (p *Plan) ChooseOr(cost func(*Task) (float64, bool), fewest bool) *Plan {
 	for i, t := range out.Tasks {
 		c := *t
 		c.Groups = byTask[t]
+		c.Rivals = nil // the chosen plan has no alternatives
 		c.Weight = len(c.Groups)
 		out.Tasks[i] = &c
 		for _, grp := range c.Groups {

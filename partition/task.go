@@ -32,6 +32,9 @@ type Task struct {
 	Weight int      // len(Groups): how often one inference runs it
 	Groups []*Group // the occurrences, in execution order
 	FLOPs  float64  // of one occurrence
+	// Rivals are the tasks that compute the same groups by another
+	// algorithm (direct and Winograd): a model runs whichever is fastest.
+	Rivals []*Task
 }
 
 // Ops returns the op list of the task's first group (see Group.Ops).
@@ -101,6 +104,11 @@ func Extract(g *graph.Graph, opts Options) (*Plan, error) {
 		if alt != nil {
 			grp.Alternatives = append(grp.Alternatives, alt)
 			p.addToTask(byKey, alt, alt.DAG)
+		}
+	}
+	for i, rs := range p.Rivals() {
+		for _, j := range rs {
+			p.Tasks[i].Rivals = append(p.Tasks[i].Rivals, p.Tasks[j])
 		}
 	}
 	return p, nil

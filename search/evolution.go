@@ -108,6 +108,7 @@ type Policy struct {
 
 	sketches []*schedule.State
 	first    []Candidate // measured before anything the search proposes
+	seeded   []Candidate // states of other workloads replayed on this task (Seed)
 	rng      *rand.Rand
 	measured map[string]bool
 	history  []Measured
@@ -168,6 +169,17 @@ func NewPolicy(task string, s0 *schedule.State, opts Options, model CostModel, m
 		}
 	}
 	return p, nil
+}
+
+// Seed adds states to the task's initial populations: schedules of other
+// workloads replayed on this task (transfer). They are scored and evolved
+// like the population's own; a seed already measured is skipped.
+func (p *Policy) Seed(states []*schedule.State) {
+	for _, s := range states {
+		if s != nil {
+			p.seeded = append(p.seeded, Candidate{State: s, Key: sketch.Key(s)})
+		}
+	}
 }
 
 // Sketches returns the task's sketches.
@@ -369,6 +381,15 @@ func (p *Policy) initPopulation() []Candidate {
 		}
 		c := Candidate{State: m.State, Key: sketch.Key(m.State)}
 		if !seen[c.Key] {
+			seen[c.Key] = true
+			pop = append(pop, c)
+		}
+	}
+	for _, c := range p.seeded {
+		if len(pop) >= size/2 { // the rest of the population stays fresh
+			break
+		}
+		if !seen[c.Key] && !p.measured[c.Key] {
 			seen[c.Key] = true
 			pop = append(pop, c)
 		}

@@ -11,6 +11,11 @@ import (
 type GBDTModel struct {
 	Data   *costmodel.Dataset
 	Params costmodel.Params
+	// Base, when set, is a pretrained model: it predicts alone until the
+	// run has MinTrainPrograms successful measurements, and retraining
+	// then boosts on top of it (costmodel.TrainFrom) instead of starting
+	// cold.
+	Base *costmodel.Model
 
 	pred costmodel.Predictor
 }
@@ -37,12 +42,31 @@ func (m *GBDTModel) Update(task string, programs [][][]float32, costs []float64)
 // Retrain trains on all the data (or stays random while there is too
 // little).
 func (m *GBDTModel) Retrain() error {
-	pred, err := costmodel.TrainOrRandom(m.Data, m.Params)
+	if m.Base == nil {
+		pred, err := costmodel.TrainOrRandom(m.Data, m.Params)
+		if err != nil {
+			return err
+		}
+		m.pred = pred
+		return nil
+	}
+	if m.Data.Successes() < costmodel.MinTrainPrograms {
+		m.pred = m.Base
+		return nil
+	}
+	pred, err := costmodel.TrainFrom(m.Base, m.Data, m.Params)
 	if err != nil {
 		return err
 	}
 	m.pred = pred
 	return nil
+}
+
+// UseBase makes base the model's pretrained start (see Base) and predicts
+// with it now, unless the run's own data already trained a model.
+func (m *GBDTModel) UseBase(base *costmodel.Model) error {
+	m.Base = base
+	return m.Retrain()
 }
 
 // Use replaces the current predictor, e.g. by a pretrained model, until

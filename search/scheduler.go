@@ -185,6 +185,27 @@ func ApplyEarlyStopping(tasks []*TaskProgress, opts SchedulerOptions) {
 	}
 }
 
+// DecideRivals sets aside every live task that a rival beats by the
+// factor lead (both have a valid schedule): the model will run the rival,
+// and trials on the loser are wasted. It returns the tasks it set aside.
+// lead ≤ 1 decides nothing.
+func DecideRivals(tasks []*TaskProgress, lead float64) []int {
+	if lead <= 1 {
+		return nil
+	}
+	var out []int
+	for i, t := range tasks {
+		if t.Dead || math.IsInf(t.Best(), 1) {
+			continue
+		}
+		if rb := rivalBest(tasks, t); t.Best() > lead*rb {
+			t.Dead = true
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // CheckStrategy validates a strategy name.
 func CheckStrategy(s string) error {
 	switch s {

@@ -89,3 +89,31 @@ func TestRivals(t *testing.T) {
 		t.Errorf("objective %v on a tie", f)
 	}
 }
+
+// TestDecideRivals: a task whose rival is faster by the lead is set aside
+// at once; a close race, a task alone and a rival without a valid schedule
+// decide nothing.
+func TestDecideRivals(t *testing.T) {
+	inf := math.Inf(1)
+	tasks := []*TaskProgress{
+		{History: []float64{0.004}, Rivals: []int{1}},
+		{History: []float64{0.007}, Rivals: []int{0}}, // 1.75× slower: set aside
+		{History: []float64{0.010}, Rivals: []int{3}},
+		{History: []float64{0.012}, Rivals: []int{2}}, // 1.2×: still racing
+		{History: []float64{0.010}, Rivals: []int{5}},
+		{History: []float64{inf}, Rivals: []int{4}}, // no valid schedule yet
+		{History: []float64{0.5}},
+	}
+	if got := DecideRivals(tasks, 0); got != nil {
+		t.Errorf("lead 0 decided %v", got)
+	}
+	got := DecideRivals(tasks, 1.5)
+	if len(got) != 1 || got[0] != 1 || !tasks[1].Dead {
+		t.Errorf("set aside %v, want [1]", got)
+	}
+	for i, tk := range tasks {
+		if i != 1 && tk.Dead {
+			t.Errorf("task %d set aside", i)
+		}
+	}
+}

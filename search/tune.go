@@ -7,25 +7,15 @@ import (
 	"math"
 
 	"tessera/measure"
+	"tessera/partition"
 	"tessera/schedule"
-	"tessera/te"
 )
-
-// Task is one tuning task: a compute DAG and how often the model runs it.
-type Task struct {
-	Key    string // workload key
-	DAG    *te.DAG
-	Weight int
-	// Rivals are the indices of the tasks that compute the same groups
-	// by another algorithm (see TaskProgress.Rivals).
-	Rivals []int
-}
 
 // Log keeps every measured batch; the tuning loop commits each batch
 // before it starts the next round, so an interrupted run loses at most the
 // batch in flight. cmd/tune backs it with the records store.
 type Log interface {
-	Commit(task Task, batch []Measured) error
+	Commit(task *partition.Task, batch []Measured) error
 }
 
 // TuneOptions configure a tuning run.
@@ -37,6 +27,18 @@ type TuneOptions struct {
 	// MaxConsecutiveErrors stops a task after that many failed
 	// measurements in a row (Ansor: 150).
 	MaxConsecutiveErrors int
+	// WarmUp, when positive, is the size of every task's first batch:
+	// its default schedule and the model's best predictions, a few
+	// measurements before the task scheduler takes over (0: PerRound).
+	WarmUp int
+	// RivalLead sets a task aside once a rival (the same groups by
+	// another algorithm) is faster by this factor, both measured (0:
+	// never; the build keeps the faster anyway).
+	RivalLead float64
+	// Seeds are states of other workloads replayed on each task (by task
+	// key): they join the task's first populations, never measured as
+	// they are unless the model picks them.
+	Seeds map[string][]*schedule.State
 	// Progress, if set, is called after every round.
 	Progress func(Progress)
 }
@@ -52,12 +54,15 @@ type Progress struct {
 
 // TaskSummary is the outcome of one task.
 type TaskSummary struct {
-	Task      Task
+	Task      *partition.Task
 	Trials    int // measured in this run
 	Prior     int // measured in earlier runs
 	Best      float64
 	BestState *schedule.State
 	Dead      bool
+	// Beaten is true when a rival task was faster by TuneOptions.RivalLead
+	// and the task was set aside.
+	Beaten bool
 	// Exhausted is true when the search found no schedule of the task left
 	// to measure: every distinct one it can reach was measured.
 	Exhausted  bool
@@ -83,7 +88,7 @@ type Summary struct {
 // shared cost model learns — until opts.Trials measurements or ctx ends.
 // prior holds, per task key, what earlier runs measured: never measured
 // again, it seeds each policy and counts as the task's warm-up.
-func Tune(ctx context.Context, tasks []Task, prior map[string][]Measured, model CostModel, m Measurer, log Log, opts TuneOptions) (Summary, error) {
+func Tune(ctx context.Context, tasks []*partition.Task, prior map[string][]Measured, model CostModel, m Measurer, log Log, opts TuneOptions) (Summary, error) {
 	if err := CheckStrategy(opts.Scheduler.Strategy); err != nil {
 		return Summary{}, err
 	}
@@ -100,6 +105,10 @@ func Tune(ctx context.Context, tasks []Task, prior map[string][]Measured, model 
 	sums := make([]TaskSummary, len(tasks))
 	streak := make([]int, len(tasks))
 	var sum Summary
+	index := map[*partition.Task]int{}
+	for i, t := range tasks {
+		index[t] = i
+	}
 	for i, t := range tasks {
 		o := opts.Search
 		o.Seed = opts.Search.Seed + uint64(i)*7919
@@ -108,7 +117,8 @@ func Tune(ctx context.Context, tasks []Task, prior map[string][]Measured, model 
 			return Summary{}, fmt.Errorf("task %s: %w", t.Key, err)
 		}
 		policies[i] = p
-		progress[i] = &TaskProgress{Weight: float64(t.Weight), FLOPs: t.DAG.FLOPs(), Rivals: t.Rivals}
+		p.Seed(opts.Seeds[t.Key])
+		progress[i] = &TaskProgress{Weight: float64(t.Weight), FLOPs: t.DAG.FLOPs(), Rivals: rivalIndices(t, index)}
 		sums[i] = TaskSummary{Task: t, Best: math.Inf(1)}
 		if pr := prior[t.Key]; len(pr) > 0 {
 			p.AddMeasured(pr)
@@ -132,6 +142,9 @@ func Tune(ctx context.Context, tasks []Task, prior map[string][]Measured, model 
 			// every task (its default schedule first) instead of spending
 			// it all on the first ones.
 			n = min(n, max(1, (opts.Trials-sum.Trials)/unmeasured(progress)))
+			if opts.WarmUp > 0 {
+				n = min(n, opts.WarmUp)
+			}
 		}
 		ms, err := policies[i].Round(ctx, n)
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
@@ -180,12 +193,27 @@ func Tune(ctx context.Context, tasks []Task, prior map[string][]Measured, model 
 			progress[i].Dead = true
 		}
 		ApplyEarlyStopping(progress, opts.Scheduler)
+		for _, b := range DecideRivals(progress, opts.RivalLead) {
+			sums[b].Beaten = true
+		}
 		if opts.Progress != nil {
 			obj, complete := Objective(progress)
 			opts.Progress(Progress{Trials: sum.Trials, Total: opts.Trials, Task: i, Objective: obj, Complete: complete, Tasks: progress})
 		}
 	}
 	return finish(sum, sums, policies, progress), ctx.Err()
+}
+
+// rivalIndices returns the positions of t's rivals among the tasks tuned
+// (a rival left out of the run is no rival).
+func rivalIndices(t *partition.Task, index map[*partition.Task]int) []int {
+	var out []int
+	for _, r := range t.Rivals {
+		if j, ok := index[r]; ok {
+			out = append(out, j)
+		}
+	}
+	return out
 }
 
 // unmeasured counts the live tasks that have had no round yet.

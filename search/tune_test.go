@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"tessera/measure"
+	"tessera/partition"
 	"tessera/schedule"
 	"tessera/sketch"
 	"tessera/target"
@@ -20,7 +22,7 @@ type memLog struct {
 	n       int
 }
 
-func (l *memLog) Commit(t Task, b []Measured) error {
+func (l *memLog) Commit(t *partition.Task, b []Measured) error {
 	if l.batches == nil {
 		l.batches = map[string][]Measured{}
 	}
@@ -30,10 +32,10 @@ func (l *memLog) Commit(t Task, b []Measured) error {
 }
 
 func TestTuneAndResume(t *testing.T) {
-	var tasks []Task
+	var tasks []*partition.Task
 	for _, name := range []string{"matmul_bias_relu", "softmax"} {
 		d := te.ExampleDAGs()[name]
-		tasks = append(tasks, Task{Key: d.WorkloadKey(), DAG: d, Weight: 2})
+		tasks = append(tasks, &partition.Task{Key: d.WorkloadKey(), DAG: d, Weight: 2})
 	}
 	b := &measure.Builder{CacheDir: t.TempDir()}
 	m := target.CPU(target.CPUConfig{Threads: 1, Builder: b, Run: measure.RunOptions{Repeat: 1, MinRepeatMs: 1}}).Measurer(true)
@@ -111,7 +113,7 @@ func (m *failingMeasurer) Measure(_ context.Context, in []measure.Input) ([]meas
 // committed as failures, and the task is not set aside.
 func TestTuneStopsOnInfrastructureError(t *testing.T) {
 	d := te.ExampleDAGs()["matmul_bias_relu"]
-	tasks := []Task{{Key: d.WorkloadKey(), DAG: d, Weight: 1}}
+	tasks := []*partition.Task{{Key: d.WorkloadKey(), DAG: d, Weight: 1}}
 	opts := TuneOptions{Trials: 20, PerRound: 5, Search: DefaultOptions(testTarget()), Scheduler: DefaultSchedulerOptions()}
 	opts.Search.Population, opts.Search.Generations = 48, 1
 	log := &memLog{}
@@ -149,10 +151,10 @@ func (f *fakeMeasurer) Measure(ctx context.Context, in []measure.Input) ([]measu
 // (the last tasks got nothing: ResNet-50's classifier had no schedule after
 // a 2,000-trial run whose budget earlier runs had mostly used).
 func TestTuneSmallBudgetMeasuresEveryTask(t *testing.T) {
-	var tasks []Task
+	var tasks []*partition.Task
 	for _, name := range []string{"matmul_bias_relu", "relu", "softmax", "conv_bias_relu", "layernorm"} {
 		d := te.ExampleDAGs()[name]
-		tasks = append(tasks, Task{Key: d.WorkloadKey(), DAG: d, Weight: 1})
+		tasks = append(tasks, &partition.Task{Key: d.WorkloadKey(), DAG: d, Weight: 1})
 	}
 	opts := TuneOptions{Trials: 12, PerRound: 8, Search: DefaultOptions(testTarget()), Scheduler: DefaultSchedulerOptions()}
 	opts.Search.Population, opts.Search.Generations = 32, 1
@@ -182,11 +184,11 @@ func TestTuneExhaustedTask(t *testing.T) {
 	opts.Search.Population, opts.Search.Generations = 64, 2
 	for _, c := range []struct {
 		name   string
-		tasks  []Task
+		tasks  []*partition.Task
 		trials func(int) bool
 	}{
-		{"alone", []Task{{Key: relu.WorkloadKey(), DAG: relu, Weight: 1}}, func(n int) bool { return n > 0 && n < 40 }},
-		{"beside another", []Task{{Key: relu.WorkloadKey(), DAG: relu, Weight: 1}, {Key: mm.WorkloadKey(), DAG: mm, Weight: 1}}, func(n int) bool { return n == 40 }},
+		{"alone", []*partition.Task{{Key: relu.WorkloadKey(), DAG: relu, Weight: 1}}, func(n int) bool { return n > 0 && n < 40 }},
+		{"beside another", []*partition.Task{{Key: relu.WorkloadKey(), DAG: relu, Weight: 1}, {Key: mm.WorkloadKey(), DAG: mm, Weight: 1}}, func(n int) bool { return n == 40 }},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		log := &memLog{}
@@ -215,3 +217,92 @@ func TestTuneExhaustedTask(t *testing.T) {
 		}
 	}
 }
+
+// TestTuneWarmUpAndSeeds: with a warm-up of 3, every task's first batch
+// is 3 measurements, the default schedule among them, and a seed given
+// for a task is what the first batch measures when the model ranks it
+// first.
+func TestTuneWarmUpAndSeeds(t *testing.T) {
+	var tasks []*partition.Task
+	for _, name := range []string{"matmul_bias_relu", "softmax", "conv_bias_relu"} {
+		d := te.ExampleDAGs()[name]
+		tasks = append(tasks, &partition.Task{Key: d.WorkloadKey(), DAG: d, Weight: 1})
+	}
+	tg := testTarget()
+	sk, err := sketch.Generate(schedule.NewState(tasks[0].DAG), tg.Sketch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The seed is a sample whose features no other of 300 samples has: the
+	// model can rank it alone first.
+	rng := rand.New(rand.NewPCG(9, 9))
+	var samples []*schedule.State
+	var feats [][][]float32
+	for range 300 {
+		s, err := sketch.Sample(rng, sk[rng.IntN(len(sk))], tg.Sketch)
+		if f, ferr := tg.Features(s); err == nil && ferr == nil {
+			samples, feats = append(samples, s), append(feats, f)
+		}
+	}
+	var seed *schedule.State
+	var seedFeats [][]float32
+	for i := range samples {
+		n := 0
+		for j := range samples {
+			if slices.EqualFunc(feats[i], feats[j], slices.Equal[[]float32]) {
+				n++
+			}
+		}
+		if n == 1 {
+			seed, seedFeats = samples[i], feats[i]
+			break
+		}
+	}
+	if seed == nil {
+		t.Fatal("no sample has features of its own")
+	}
+	opts := TuneOptions{Trials: 9 + 8, PerRound: 8, WarmUp: 3, Search: DefaultOptions(tg), Scheduler: DefaultSchedulerOptions()}
+	opts.Search.Population, opts.Search.Generations = 32, 1
+	opts.Seeds = map[string][]*schedule.State{tasks[0].Key: {seed}}
+	var firsts []int
+	log := &memLog{}
+	opts.Progress = func(p Progress) {
+		if len(firsts) < 3 {
+			firsts = append(firsts, log.n)
+		}
+	}
+	model := &keyModel{favour: seedFeats}
+	sum, err := Tune(context.Background(), tasks, nil, model, &fakeMeasurer{}, log, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Trials != 17 || len(firsts) != 3 || firsts[0] != 3 || firsts[1] != 6 || firsts[2] != 9 {
+		t.Errorf("%d trials, measured after each warm-up round %v; want 17, [3 6 9]", sum.Trials, firsts)
+	}
+	var found bool
+	for _, m := range log.batches[tasks[0].Key][:3] {
+		found = found || sketch.Key(m.State) == sketch.Key(seed)
+	}
+	if !found {
+		t.Error("the seed the model ranks first was not in the task's warm-up batch")
+	}
+}
+
+// keyModel scores the programs whose features are favour's above all
+// others.
+type keyModel struct {
+	favour [][]float32
+}
+
+func (m *keyModel) Predict(programs [][][]float32) []float64 {
+	out := make([]float64, len(programs))
+	for i, p := range programs {
+		out[i] = 0.5
+		if slices.EqualFunc(p, m.favour, slices.Equal[[]float32]) {
+			out[i] = 1
+		}
+	}
+	return out
+}
+
+func (m *keyModel) Update(string, [][][]float32, []float64) error { return nil }

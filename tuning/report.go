@@ -1,0 +1,70 @@
+package tuning
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"text/tabwriter"
+	"time"
+
+	"tessera/search"
+)
+
+// LogProgress returns a progress callback that writes one line per round
+// to w: trials committed, the task of the round, the estimated model
+// latency and the time since start (TVM's PrintTableInfo, in a log).
+func LogProgress(w io.Writer, start time.Time) func(search.Progress) {
+	return func(p search.Progress) {
+		fmt.Fprintf(w, "committed %d/%d trials (task %d/%d), est. model latency %s, %s elapsed\n",
+			p.Trials, p.Total, p.Task+1, len(p.Tasks), Estimate(p.Objective, p.Complete), time.Since(start).Round(time.Second))
+	}
+}
+
+// Estimate prints an estimated model latency, "?" while some task has no
+// valid schedule.
+func Estimate(objective float64, complete bool) string {
+	if !complete {
+		return "?"
+	}
+	return fmt.Sprintf("%.3f ms", objective*1e3)
+}
+
+// WriteSummary writes the table of a run's tasks (trials, best latency,
+// throughput, share of the estimated model latency) and what became of
+// the tasks set aside.
+func WriteSummary(w io.Writer, sum search.Summary) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "task\tkey\tweight\ttrials\tbest ms\tGFLOP/s\tshare\t")
+	for i, t := range sum.Tasks {
+		best, gflops, share := "-", "-", "-"
+		if !math.IsInf(t.Best, 1) {
+			best = fmt.Sprintf("%.4f", t.Best*1e3)
+			gflops = fmt.Sprintf("%.1f", t.Task.DAG.FLOPs()/t.Best/1e9)
+			if sum.Objective > 0 && !t.Beaten {
+				share = fmt.Sprintf("%.1f%%", 100*float64(t.Task.Weight)*t.Best/sum.Objective)
+			}
+		}
+		key := t.Task.Key
+		if len(key) > 11 {
+			key = key[:11]
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\t%s\t\n", i, key, t.Task.Weight, t.Trials+t.Prior, best, gflops, share)
+	}
+	tw.Flush()
+	est := "unknown (a task has no valid schedule yet)"
+	if sum.Complete {
+		est = fmt.Sprintf("%.3f ms", sum.Objective*1e3)
+	}
+	fmt.Fprintf(w, "%d trials this run, %d from earlier runs; estimated model latency %s\n", sum.Trials, sum.Prior, est)
+	for i, t := range sum.Tasks {
+		switch {
+		case t.Exhausted:
+			fmt.Fprintf(w, "task %d is exhausted: all %d distinct schedules the search reaches were measured\n", i, t.Trials+t.Prior)
+		case t.Beaten:
+			fmt.Fprintf(w, "task %d was set aside: a rival algorithm of its groups is clearly faster\n", i)
+		}
+		if math.IsInf(t.Best, 1) && t.LastErrors != "" {
+			fmt.Fprintf(w, "task %d has no valid schedule; last error: %s\n", i, t.LastErrors)
+		}
+	}
+}

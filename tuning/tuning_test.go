@@ -1,0 +1,179 @@
+package tuning
+
+import (
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"tessera/costmodel"
+	"tessera/measure"
+	"tessera/partition"
+	"tessera/records"
+	"tessera/schedule"
+	"tessera/sketch"
+	"tessera/target"
+	"tessera/te"
+)
+
+func matmulTask(t *testing.T, n, k, m int) *partition.Task {
+	t.Helper()
+	out, err := te.MatMul("mm", te.Placeholder("A", n, k), te.Constant("B", k, m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := te.NewDAG(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &partition.Task{Key: d.WorkloadKey(), DAG: d, Weight: 1, FLOPs: d.FLOPs()}
+}
+
+func cpuTarget() *target.Target {
+	return target.CPU(target.CPUConfig{Threads: 1, Builder: &measure.Builder{}})
+}
+
+// samples draws n distinct states of the task's sketches.
+func samples(t *testing.T, task *partition.Task, tg *target.Target, n int) []*schedule.State {
+	t.Helper()
+	sk, err := sketch.Generate(schedule.NewState(task.DAG), tg.Sketch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	var states []*schedule.State
+	seen := map[string]bool{}
+	for tries := 0; len(states) < n && tries < 1000; tries++ {
+		s, err := sketch.Sample(rng, sk[rng.IntN(len(sk))], tg.Sketch)
+		if err == nil && !seen[sketch.Key(s)] {
+			seen[sketch.Key(s)] = true
+			states = append(states, s)
+		}
+	}
+	if len(states) < n {
+		t.Fatalf("%d distinct samples, want %d", len(states), n)
+	}
+	return states
+}
+
+func record(t *testing.T, task *partition.Task, key string, s *schedule.State, res measure.Result) records.Record {
+	t.Helper()
+	r, err := records.New(task.Key, key, s.Steps, res, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func openStore(t *testing.T) *records.Store {
+	t.Helper()
+	store, err := records.Open(filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
+// TestPreloadRetriesBuildTimeouts: a build timeout (two runs sharing the
+// cores) is measured again by a later run rather than stored for good,
+// until a schedule has timed out in MaxBuildTimeouts runs; every
+// measurement counts against the budget once, and an identical record
+// (an imported copy) once only.
+func TestPreloadRetriesBuildTimeouts(t *testing.T) {
+	task := matmulTask(t, 16, 16, 16)
+	tg := cpuTarget()
+	states := samples(t, task, tg, 2)
+	timeout := measure.Result{Kind: measure.BuildTimeout, Msg: "compiler killed after 15s"}
+	ok := measure.Result{Costs: []float64{1e-3}}
+	store := openStore(t)
+	good := record(t, task, tg.Key(), states[1], ok)
+	if err := store.Add([]records.Record{record(t, task, tg.Key(), states[0], timeout), good, good}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(wantPrior, wantDone, wantRetry int) {
+		t.Helper()
+		prior, done, retry, err := Preload(store, []*partition.Task{task}, tg.Key(), &costmodel.Dataset{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(prior[task.Key]) != wantPrior || done != wantDone || retry != wantRetry {
+			t.Errorf("prior %d, done %d, retry %d; want %d, %d, %d", len(prior[task.Key]), done, retry, wantPrior, wantDone, wantRetry)
+		}
+	}
+	check(1, 2, 1) // the timed-out schedule may be measured again
+	if err := store.Add([]records.Record{record(t, task, tg.Key(), states[0], timeout)}); err != nil {
+		t.Fatal(err)
+	}
+	check(2, 3, 0) // twice timed out: taken as too slow to compile
+}
+
+func TestFitLengths(t *testing.T) {
+	for _, c := range []struct {
+		lengths []int
+		extent  int
+		want    []int
+	}{
+		{[]int{4, 16}, 128, []int{4, 16}}, // divides: unchanged
+		{[]int{4, 16}, 96, []int{3, 16}},  // 96/16 = 6 left: 3 is nearer 4 than 6 by ratio
+		{[]int{8, 16}, 56, []int{4, 14}},  // innermost first: 14, then 4 of the 4 left
+		{[]int{0, 16}, 40, []int{0, 20}},  // unfilled stays; 20 is nearer 16 than 10
+		{[]int{32}, 7, []int{7}},          // a prime extent
+		{[]int{1, 1, 1}, 5, []int{1, 1, 1}},
+	} {
+		if got := fitLengths(c.lengths, c.extent); !slices.Equal(got, c.want) {
+			t.Errorf("fitLengths(%v, %d) = %v, want %v", c.lengths, c.extent, got, c.want)
+		}
+	}
+}
+
+// TestTransferSeedsSimilarWorkload: records of a 64³ matmul seed a new
+// 96×64×80 matmul: the best states replay with their splits fitted, and a
+// task of another kind gets none.
+func TestTransferSeedsSimilarWorkload(t *testing.T) {
+	tg := cpuTarget()
+	src, dst := matmulTask(t, 64, 64, 64), matmulTask(t, 96, 64, 80)
+	other := func() *partition.Task {
+		d := te.ExampleDAGs()["softmax"]
+		return &partition.Task{Key: d.WorkloadKey(), DAG: d, Weight: 1}
+	}()
+	store := openStore(t)
+	if err := store.PutTask(TaskInfo(src)); err != nil {
+		t.Fatal(err)
+	}
+	states := samples(t, src, tg, 6)
+	var recs []records.Record
+	for i, s := range states {
+		recs = append(recs, record(t, src, tg.Key(), s, measure.Result{Costs: []float64{float64(i+1) * 1e-3}}))
+	}
+	if err := store.Add(recs); err != nil {
+		t.Fatal(err)
+	}
+	seeds, err := Transfer(store, []*partition.Task{dst, other}, nil, tg.Key(), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seeds[other.Key]) != 0 {
+		t.Errorf("a softmax got %d seeds from a matmul", len(seeds[other.Key]))
+	}
+	got := seeds[dst.Key]
+	if len(got) == 0 || len(got) > 4 {
+		t.Fatalf("%d seeds, want 1 to 4", len(got))
+	}
+	for _, s := range got {
+		if _, err := tg.Features(s); err != nil {
+			t.Errorf("a seed does not lower: %v", err)
+		}
+		for _, st := range s.Steps {
+			if sp, ok := st.(*schedule.Split); ok {
+				prod := 1
+				for _, l := range sp.Lengths {
+					prod *= max(l, 1)
+				}
+				if prod > 96 {
+					t.Errorf("split %v covers %d, more than any extent of the task", sp, prod)
+				}
+			}
+		}
+	}
+}
