@@ -153,6 +153,10 @@ const maxTotalBins = 1<<16 - 1
 // pairwise accuracy).
 const minValidPrograms = 500
 
+// minBoostValidPrograms is the same for boosting from a base model
+// (TrainFrom).
+const minBoostValidPrograms = 50
+
 // TrainInfo reports how a model was trained.
 type TrainInfo struct {
 	Objective   Objective
@@ -192,7 +196,14 @@ func TrainFrom(base *Model, data *Dataset, params Params) (*Model, error) {
 	groups := data.TaskIDs()
 
 	// Validation split, by program.
-	isValid, hasValid := validationSplit(nprog, p.ValidFraction, p.Seed)
+	// Boosting from a base holds out a validation split from fewer
+	// programs: the new trees must earn their place against the base
+	// alone, or a few hundred programs of one model overfit it.
+	least := minValidPrograms
+	if base != nil {
+		least = minBoostValidPrograms
+	}
+	isValid, hasValid := validationSplit(nprog, least, p.ValidFraction, p.Seed)
 	rng := rand.New(rand.NewPCG(p.Seed, 0x7a1e))
 	var trainProgs, validProgs []int
 	for i := range nprog {
@@ -324,9 +335,9 @@ func TrainFrom(base *Model, data *Dataset, params Params) (*Model, error) {
 // validationSplit marks the programs held out for early stopping: a
 // seeded random fraction of them, or none when there are fewer than
 // minValidPrograms (or frac <= 0).
-func validationSplit(n int, frac float64, seed uint64) (isValid []bool, any bool) {
+func validationSplit(n, least int, frac float64, seed uint64) (isValid []bool, any bool) {
 	isValid = make([]bool, n)
-	if frac <= 0 || n < minValidPrograms {
+	if frac <= 0 || n < least {
 		return isValid, false
 	}
 	perm := rand.New(rand.NewPCG(seed, 0x7e55e7a)).Perm(n)

@@ -130,7 +130,7 @@ func XGBoostPredict(ctx context.Context, train, test *Dataset, opts XGBoostOptio
 	}
 	nf := max(train.NumFeatures(), test.NumFeatures())
 
-	isValid, hasValid := validationSplit(train.Len(), o.ValidFraction, o.Seed)
+	isValid, hasValid := validationSplit(train.Len(), minValidPrograms, o.ValidFraction, o.Seed)
 	var fit, valid []int
 	for i := range train.Len() {
 		if isValid[i] {
