@@ -186,16 +186,17 @@ func ApplyEarlyStopping(tasks []*TaskProgress, opts SchedulerOptions) {
 }
 
 // DecideRivals sets aside every live task that a rival beats by the
-// factor lead (both have a valid schedule): the model will run the rival,
-// and trials on the loser are wasted. It returns the tasks it set aside.
-// lead ≤ 1 decides nothing.
+// factor lead once the task has had a round after its warm-up (a few
+// measurements say little of what tuning will make of it): the model will
+// run the rival, and trials on the loser are wasted. It returns the tasks
+// it set aside. lead ≤ 1 decides nothing.
 func DecideRivals(tasks []*TaskProgress, lead float64) []int {
 	if lead <= 1 {
 		return nil
 	}
 	var out []int
 	for i, t := range tasks {
-		if t.Dead || math.IsInf(t.Best(), 1) {
+		if t.Dead || t.Rounds() < 2 || math.IsInf(t.Best(), 1) {
 			continue
 		}
 		if rb := rivalBest(tasks, t); t.Best() > lead*rb {

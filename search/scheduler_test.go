@@ -91,18 +91,21 @@ func TestRivals(t *testing.T) {
 }
 
 // TestDecideRivals: a task whose rival is faster by the lead is set aside
-// at once; a close race, a task alone and a rival without a valid schedule
-// decide nothing.
+// after its first round beyond the warm-up; a close race, a task alone, a
+// task with its warm-up only and a rival without a valid schedule decide
+// nothing.
 func TestDecideRivals(t *testing.T) {
 	inf := math.Inf(1)
 	tasks := []*TaskProgress{
 		{History: []float64{0.004}, Rivals: []int{1}},
-		{History: []float64{0.007}, Rivals: []int{0}}, // 1.75× slower: set aside
+		{History: []float64{0.008, 0.007}, Rivals: []int{0}}, // 1.75× slower: set aside
 		{History: []float64{0.010}, Rivals: []int{3}},
-		{History: []float64{0.012}, Rivals: []int{2}}, // 1.2×: still racing
+		{History: []float64{0.013, 0.012}, Rivals: []int{2}}, // 1.2×: still racing
 		{History: []float64{0.010}, Rivals: []int{5}},
-		{History: []float64{inf}, Rivals: []int{4}}, // no valid schedule yet
-		{History: []float64{0.5}},
+		{History: []float64{inf, inf}, Rivals: []int{4}}, // no valid schedule yet
+		{History: []float64{0.5, 0.5}},
+		{History: []float64{0.009}, Rivals: []int{8}}, // the warm-up only
+		{History: []float64{0.001}, Rivals: []int{7}},
 	}
 	if got := DecideRivals(tasks, 0); got != nil {
 		t.Errorf("lead 0 decided %v", got)
