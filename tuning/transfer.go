@@ -28,7 +28,8 @@ const MaxSources = 3
 // Transfer returns, per task without records in prior, up to k of the
 // best states of each of the MaxSources most similar workloads of the same
 // kind measured on target (on any target when none was on this one),
-// replayed on the task.
+// replayed on the task. The task's own workload measured on another
+// target (another thread count or CPU) is the most similar of all.
 func Transfer(store *records.Store, tasks []*partition.Task, prior map[string][]search.Measured, target string, k int) (map[string][]*schedule.State, error) {
 	infos, err := store.Tasks()
 	if err != nil {
@@ -84,7 +85,7 @@ func similar(t *partition.Task, infos []records.TaskInfo, measured map[string][]
 	}
 	var cands []cand
 	for _, info := range infos {
-		if info.Key == t.Key || len(measured[info.Key]) == 0 {
+		if len(measured[info.Key]) == 0 {
 			continue
 		}
 		k, n := workloadKind(info.DAG)

@@ -177,3 +177,30 @@ func TestTransferSeedsSimilarWorkload(t *testing.T) {
 		}
 	}
 }
+
+// TestTransferFromAnotherTarget: a task measured on another target (two
+// threads, another CPU) starts from its own best states there.
+func TestTransferFromAnotherTarget(t *testing.T) {
+	tg := cpuTarget()
+	task := matmulTask(t, 32, 32, 32)
+	store := openStore(t)
+	if err := store.PutTask(TaskInfo(task)); err != nil {
+		t.Fatal(err)
+	}
+	states := samples(t, task, tg, 3)
+	var recs []records.Record
+	for i, s := range states {
+		recs = append(recs, record(t, task, "another target", s, measure.Result{Costs: []float64{float64(3-i) * 1e-3}}))
+	}
+	if err := store.Add(recs); err != nil {
+		t.Fatal(err)
+	}
+	seeds, err := Transfer(store, []*partition.Task{task}, nil, tg.Key(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := seeds[task.Key]
+	if len(got) != 2 || sketch.Key(got[0]) != sketch.Key(states[2]) || sketch.Key(got[1]) != sketch.Key(states[1]) {
+		t.Errorf("%d seeds; want the 2 fastest states of the other target, fastest first", len(got))
+	}
+}
