@@ -82,7 +82,7 @@ func Open(path string) (st *Store, err error) { return openStore(path, false) }
 // (but not a writer). Writing methods fail.
 func OpenReadOnly(path string) (*Store, error) {
 	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("records: %w", err)
+		return nil, fmt.Errorf("records database: %w", err)
 	}
 	return openStore(path, true)
 }

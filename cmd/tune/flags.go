@@ -3,14 +3,17 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
 	"tessera/graph"
+	"tessera/graph/onnx"
 	"tessera/measure"
+	"tessera/partition"
 )
 
 // parseArgs parses fs's flags wherever they appear among the positional
@@ -44,22 +47,81 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// modelFlags are the flags of every command that reads a model.
+type modelFlags struct {
+	inputs   shapesFlag
+	freeze   valuesFlag
+	noPass   namesFlag
+	winograd bool
+}
+
+func (m *modelFlags) register(fs *flag.FlagSet) {
+	m.inputs, m.freeze, m.noPass = shapesFlag{}, valuesFlag{}, namesFlag{}
+	fs.Var(m.inputs, "input", "bind graph input `name=d0,d1,...` to a static shape (repeatable)")
+	fs.Var(m.freeze, "freeze", "freeze graph input `name=v0,v1,...` to these values, a constant of the compiled model (a sample rate an If branches on; repeatable)")
+	fs.Var(m.noPass, "no-pass", "disable graph pass `NAME` (repeatable; passes: "+strings.Join(graph.PassNames(), ", ")+")")
+	fs.BoolVar(&m.winograd, "winograd", true, "give 3×3 stride-1 convolutions a Winograd alternative task (tuned like any task; the build keeps the faster; --winograd=false: direct only)")
+}
+
+// partitionOptions are the options of partition.Extract the flags give.
+func (m *modelFlags) partitionOptions() partition.Options {
+	return partition.Options{Winograd: m.winograd}
+}
+
+// loadOptions are the options of onnx.Load the flags give.
+func (m *modelFlags) loadOptions() onnx.LoadOptions {
+	return onnx.LoadOptions{Inputs: m.inputs, Freeze: m.freeze, NoPass: m.noPass}
+}
+
+// loaded is a model as onnx.Load returns it; g is its graph.
+type loaded struct {
+	*onnx.Loaded
+	g *graph.Graph
+}
+
+// loadModel reads the model at path as the flags say (onnx.Load).
+func loadModel(path string, mf modelFlags) (*loaded, error) {
+	l, err := onnx.Load(path, mf.loadOptions())
+	if err != nil {
+		return nil, err
+	}
+	return &loaded{Loaded: l, g: l.Graph}, nil
+}
+
+// printNotes writes the notes of how the model was read to w, one line
+// each.
+func (l *loaded) printNotes(w io.Writer, prefix string) { printNotes(w, prefix, l.Notes) }
+
+func printNotes(w io.Writer, prefix string, notes []string) {
+	for _, n := range notes {
+		fmt.Fprintf(w, "%s: note: %s\n", prefix, printable(n))
+	}
+}
+
+// modelTasks loads a model and returns its tasks.
+func modelTasks(path string, mf modelFlags) ([]*partition.Task, error) {
+	l, err := loadModel(path, mf)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := partition.Extract(l.g, mf.partitionOptions())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return plan.Tasks, nil
+}
+
 // shapesFlag collects repeated `--input name=d0,d1,...` flags.
 type shapesFlag map[string][]int
 
 func (s shapesFlag) String() string {
-	names := make([]string, 0, len(s))
-	for n := range s {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	parts := make([]string, len(names))
-	for i, n := range names {
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(s)) {
 		dims := make([]string, len(s[n]))
 		for k, d := range s[n] {
 			dims[k] = strconv.Itoa(d)
 		}
-		parts[i] = n + "=" + strings.Join(dims, ",")
+		parts = append(parts, n+"="+strings.Join(dims, ","))
 	}
 	return strings.Join(parts, " ")
 }
@@ -87,18 +149,13 @@ func (s shapesFlag) Set(v string) error {
 }
 
 // valuesFlag collects repeated `--freeze name=v0,v1,...` flags: the values
-// as written, parsed once the input's dtype is known (frozenTensor).
+// as written, parsed once the input's dtype is known (onnx.Load).
 type valuesFlag map[string][]string
 
 func (f valuesFlag) String() string {
-	names := make([]string, 0, len(f))
-	for n := range f {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	parts := make([]string, len(names))
-	for i, n := range names {
-		parts[i] = n + "=" + strings.Join(f[n], ",")
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(f)) {
+		parts = append(parts, n+"="+strings.Join(f[n], ","))
 	}
 	return strings.Join(parts, " ")
 }
@@ -117,63 +174,11 @@ func (f valuesFlag) Set(v string) error {
 	return nil
 }
 
-// frozenTensor parses the values given for graph input v as a tensor of
-// v's dtype. Its shape is bound (from --input), else the input's own when
-// static, else [len(vals)] for an input of rank 1; the values must fill it.
-func frozenTensor(v *graph.Value, bound []int, vals []string) (*graph.Tensor, error) {
-	shape := bound
-	switch {
-	case shape != nil:
-	case v.Shape != nil && !slices.Contains(v.Shape, -1):
-		shape = v.Shape
-	case len(v.Shape) == 1:
-		shape = []int{len(vals)}
-	default:
-		return nil, fmt.Errorf("its shape %v has dynamic dimensions: bind them with --input %s=d0,d1,...", v.Shape, v.Name)
-	}
-	if n := graph.NumElems(shape); n != len(vals) {
-		return nil, fmt.Errorf("%d values for shape %v (%d elements)", len(vals), shape, n)
-	}
-	t := &graph.Tensor{DType: v.DType, Shape: slices.Clone(shape)}
-	for i, s := range vals {
-		switch {
-		case v.DType == graph.Float32:
-			f, err := strconv.ParseFloat(s, 32)
-			if err != nil {
-				return nil, fmt.Errorf("value %d (%q) is not a float32", i, s)
-			}
-			t.F32 = append(t.F32, float32(f))
-		case v.DType == graph.Bool:
-			b, err := strconv.ParseBool(s)
-			if err != nil {
-				return nil, fmt.Errorf("value %d (%q) is not a bool (true, false, 1, 0)", i, s)
-			}
-			t.I64 = append(t.I64, map[bool]int64{false: 0, true: 1}[b])
-		case v.DType.IsInt():
-			k, err := strconv.ParseInt(s, 10, 64)
-			if err != nil || v.DType.Wrap(k) != k {
-				return nil, fmt.Errorf("value %d (%q) is not a valid %s", i, s, v.DType)
-			}
-			t.I64 = append(t.I64, k)
-		default:
-			return nil, fmt.Errorf("input of dtype %s", v.DType)
-		}
-	}
-	return t, nil
-}
-
 // namesFlag collects a repeated flag's values (`--no-pass cse --no-pass dce`;
 // commas separate several names too).
 type namesFlag map[string]bool
 
-func (n namesFlag) String() string {
-	names := make([]string, 0, len(n))
-	for k := range n {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ",")
-}
+func (n namesFlag) String() string { return strings.Join(slices.Sorted(maps.Keys(n)), ",") }
 
 func (n namesFlag) Set(v string) error {
 	for _, s := range strings.Split(v, ",") {
@@ -215,4 +220,12 @@ func (b *bytesFlag) Set(v string) error {
 	}
 	*b = bytesFlag(n << shift)
 	return nil
+}
+
+// maxMemoryFlag registers --max-memory, the memory limit of a run or of
+// measuring a task, whose help says what it bounds.
+func maxMemoryFlag(fs *flag.FlagSet, help string) *bytesFlag {
+	b := bytesFlag(measure.DefaultMaxMemory)
+	fs.Var(&b, "max-memory", help)
+	return &b
 }

@@ -78,7 +78,6 @@ func printableLines(s string) string {
 // writeGraph prints the model's inputs and outputs and its size before and
 // after the passes.
 func writeGraph(w io.Writer, path string, m *loaded, mf modelFlags) {
-	noPass := mf.noPass
 	g := m.g
 	values := func(names []string) string {
 		parts := make([]string, len(names))
@@ -98,16 +97,16 @@ func writeGraph(w io.Writer, path string, m *loaded, mf modelFlags) {
 	}
 	var run []string
 	for _, name := range graph.PassNames() {
-		if !noPass[name] {
+		if !mf.noPass[name] {
 			run = append(run, name)
 		}
 	}
 	fmt.Fprintf(w, "\ngraph                 nodes  constants  constant MB\n")
 	for _, r := range []struct {
 		name string
-		s    graphStats
-	}{{"decoded", m.before}, {"after passes", m.after}} {
-		fmt.Fprintf(w, "  %-18s %6d %10d %12.1f   %s\n", r.name, r.s.nodes, r.s.consts, float64(r.s.constBytes)/1e6, r.s.opsString())
+		s    graph.Stats
+	}{{"decoded", m.Before}, {"after passes", m.After}} {
+		fmt.Fprintf(w, "  %-18s %6d %10d %12.1f   %s\n", r.name, r.s.Nodes, r.s.Consts, float64(r.s.ConstBytes)/1e6, r.s.OpsString())
 	}
 	fmt.Fprintf(w, "  passes: %s\n", strings.Join(run, ", "))
 }

@@ -45,71 +45,79 @@ func runRecords(args []string, stdout, stderr io.Writer) error {
 	}
 	// Only import writes: the others read, so that a read-only database
 	// (file or file system) can be exported or summarized.
-	var store *records.Store
+	open := records.OpenReadOnly
 	if verb == "import" {
-		store, err = records.Open(*db)
-	} else {
-		store, err = openExisting(*db)
+		open = records.Open
 	}
+	store, err := open(*db)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	switch verb {
-	case "export", "distill":
-		w, closeOut, err := create(*out, stdout)
-		if err != nil {
-			return err
-		}
-		if verb == "export" {
-			err = store.Export(w)
-		} else {
-			err = store.Distill(w, *k)
-		}
-		return errors.Join(err, closeOut())
 	case "import":
-		if len(pos) == 0 {
-			return errors.New("import: name the JSON lines files to import")
-		}
-		added, skipped := 0, 0
-		for _, path := range pos {
-			f, err := os.Open(path)
-			if err != nil {
-				return err
-			}
-			rep, err := store.Import(f)
-			f.Close()
-			if err != nil {
-				return fmt.Errorf("%s: %w", path, err)
-			}
-			fmt.Fprintf(stdout, "%s: %d records added, %d lines skipped\n", path, rep.Added, len(rep.Skipped))
-			for _, s := range rep.Skipped {
-				fmt.Fprintf(stdout, "  line %d: %s\n", s.Line, s.Reason)
-			}
-			added += rep.Added
-			skipped += len(rep.Skipped)
-		}
-		if added == 0 && skipped > 0 {
-			return fmt.Errorf("import: no record added: all %d lines were skipped (the reasons are above)", skipped)
-		}
-		return nil
+		return importRecords(stdout, store, pos)
 	case "stats":
-		st, err := store.Stats()
+		return writeStats(stdout, store)
+	}
+	w, closeOut, err := create(*out, stdout)
+	if err != nil {
+		return err
+	}
+	if verb == "export" {
+		err = store.Export(w)
+	} else {
+		err = store.Distill(w, *k)
+	}
+	return errors.Join(err, closeOut())
+}
+
+// importRecords imports the JSON lines files into the store and says what
+// each added and skipped.
+func importRecords(stdout io.Writer, store *records.Store, files []string) error {
+	if len(files) == 0 {
+		return errors.New("import: name the JSON lines files to import")
+	}
+	added, skipped := 0, 0
+	for _, path := range files {
+		f, err := os.Open(path)
 		if err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "workload\trecords\terrors\tbest ms\ttarget")
-		for _, s := range st {
-			best := "-"
-			if !math.IsInf(s.Best, 1) {
-				best = fmt.Sprintf("%.4f", s.Best*1e3)
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", s.WorkloadKey, s.Records, s.Errors, best, s.Target)
+		rep, err := store.Import(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
 		}
-		return tw.Flush()
+		fmt.Fprintf(stdout, "%s: %d records added, %d lines skipped\n", path, rep.Added, len(rep.Skipped))
+		for _, s := range rep.Skipped {
+			fmt.Fprintf(stdout, "  line %d: %s\n", s.Line, s.Reason)
+		}
+		added += rep.Added
+		skipped += len(rep.Skipped)
+	}
+	if added == 0 && skipped > 0 {
+		return fmt.Errorf("import: no record added: all %d lines were skipped (the reasons are above)", skipped)
 	}
 	return nil
+}
+
+// writeStats prints a table of the records of every (workload, target).
+func writeStats(stdout io.Writer, store *records.Store) error {
+	st, err := store.Stats()
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "workload\trecords\terrors\tbest ms\ttarget")
+	for _, s := range st {
+		best := "-"
+		if !math.IsInf(s.Best, 1) {
+			best = fmt.Sprintf("%.4f", s.Best*1e3)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", s.WorkloadKey, s.Records, s.Errors, best, s.Target)
+	}
+	return tw.Flush()
 }
 
 // create opens path for writing, or returns stdout for "-".

@@ -1,0 +1,191 @@
+package build
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+
+	"tessera/graph/onnx"
+	"tessera/measure"
+	"tessera/partition"
+)
+
+// The activation layouts ChooseLayout weighs: channels-last (the
+// convert-layout pass, on by default) and the model's own.
+const (
+	LayoutNHWC = "nhwc"
+	LayoutNCHW = "nchw"
+)
+
+// MinTunedShare is the share of a plan's FLOPs (percent) that must run
+// tuned schedules for the plan to be timed against the other layout's: a
+// plan mostly on default schedules says nothing about its layout.
+const MinTunedShare = 90
+
+// Rounds of the end-to-end race between layouts, each a bench of
+// RaceRepeat runs after raceWarmup untimed ones per built model.
+const (
+	RaceRounds = 3
+	raceWarmup = 2
+	RaceRepeat = 10
+)
+
+// LayoutModel is the model loaded and partitioned in one layout, and how
+// much of its plan the records cover.
+type LayoutModel struct {
+	Layout string
+	*onnx.Loaded
+	Plan     *partition.Plan // every alternative algorithm offered: the build keeps the fastest
+	Share    float64         // percent of the FLOPs of one inference with a record
+	Estimate float64         // seconds: the records' costs summed over the plan
+	Median   float64         // seconds end to end in the race; 0 when not raced
+}
+
+// LayoutChoice is the layout ChooseLayout chose and why.
+type LayoutChoice struct {
+	Chosen *LayoutModel // the model to build: Build(ctx, Chosen.Graph, Chosen.Plan, ...)
+	// Weighed are the layouts weighed, in order of preference; nil when
+	// there was nothing to weigh (one layout, or no records).
+	Weighed []*LayoutModel
+	Raced   bool // the records covered every layout: each was built and timed
+}
+
+// ChooseLayout loads and partitions the model at path once per layout
+// (in order of preference on a tie) and returns the one to build: the one
+// whose plan the records cover (at least MinTunedShare of its FLOPs);
+// where every layout is covered, it builds each into a temporary
+// directory, times them end to end (RaceRounds alternating rounds, run
+// with run) and returns the fastest. Without records, the first layout.
+// load says how to read the model; in the NCHW layout the convert-layout
+// pass does not run.
+func ChooseLayout(ctx context.Context, path string, load onnx.LoadOptions, layouts []string, opts Options, run RunOptions) (*LayoutChoice, error) {
+	if opts.Records == nil || len(layouts) == 1 {
+		lm, err := loadLayout(path, load, layouts[0])
+		return &LayoutChoice{Chosen: lm}, err
+	}
+	c := &LayoutChoice{}
+	var covered []*LayoutModel
+	for _, layout := range layouts {
+		lm, err := loadLayout(path, load, layout)
+		if err != nil {
+			return nil, err
+		}
+		if err := lm.cover(opts); err != nil {
+			return nil, err
+		}
+		c.Weighed = append(c.Weighed, lm)
+		if lm.Share >= MinTunedShare {
+			covered = append(covered, lm)
+		}
+		if c.Chosen == nil || lm.Share > c.Chosen.Share {
+			c.Chosen = lm
+		}
+	}
+	if len(covered) < 2 {
+		return c, nil
+	}
+	c.Raced = true
+	var err error
+	c.Chosen, err = race(ctx, covered, opts, run)
+	return c, err
+}
+
+// loadLayout loads the model in one layout and extracts its plan with
+// every alternative algorithm.
+func loadLayout(path string, load onnx.LoadOptions, layout string) (*LayoutModel, error) {
+	if layout == LayoutNCHW {
+		load.NoPass = maps.Clone(load.NoPass)
+		if load.NoPass == nil {
+			load.NoPass = map[string]bool{}
+		}
+		load.NoPass["convert-layout"] = true
+	}
+	l, err := onnx.Load(path, load)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := partition.Extract(l.Graph, partition.Options{Winograd: true})
+	if err != nil {
+		return nil, err
+	}
+	return &LayoutModel{Layout: layout, Loaded: l, Plan: plan}, nil
+}
+
+// cover sums what the records cover of the plan: per group, the
+// alternative with the fastest record, as the build chooses.
+func (lm *LayoutModel) cover(opts Options) error {
+	key := opts.Target.Key()
+	var lookupErr error
+	cost := func(t *partition.Task) (float64, bool) {
+		rs, err := opts.Records.Ranked(t.Key, key)
+		if err != nil {
+			lookupErr = err
+			return 0, false
+		}
+		if len(rs) == 0 {
+			return 0, false
+		}
+		return rs[0].Cost(), true
+	}
+	chosen := lm.Plan.Choose(cost)
+	if lookupErr != nil {
+		return lookupErr
+	}
+	var total, tuned float64
+	for _, t := range chosen.Tasks {
+		flops := float64(t.Weight) * t.FLOPs
+		total += flops
+		if c, ok := cost(t); ok {
+			tuned += flops
+			lm.Estimate += float64(t.Weight) * c
+		}
+	}
+	if total > 0 {
+		lm.Share = 100 * tuned / total
+	}
+	return lookupErr // a lookup of the loop above may have failed too
+}
+
+// race builds each layout's model into a temporary directory, times them
+// in alternating rounds and returns the fastest by the median of its
+// rounds' medians.
+func race(ctx context.Context, lms []*LayoutModel, opts Options, run RunOptions) (*LayoutModel, error) {
+	dirs := map[*LayoutModel]string{}
+	for _, lm := range lms {
+		dir, err := os.MkdirTemp("", "tessera-layout-"+lm.Layout+"-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		o := opts
+		o.Warn = io.Discard
+		if _, err := Build(ctx, lm.Graph, lm.Plan, dir, o); err != nil {
+			return nil, fmt.Errorf("layout %s: %w", lm.Layout, err)
+		}
+		dirs[lm] = dir
+	}
+	medians := map[*LayoutModel][]float64{}
+	for range RaceRounds {
+		for _, lm := range lms {
+			m, err := Open(dirs[lm])
+			if err != nil {
+				return nil, err
+			}
+			times, err := m.Bench(ctx, raceWarmup, RaceRepeat, run)
+			if err != nil {
+				return nil, fmt.Errorf("layout %s: %w", lm.Layout, err)
+			}
+			medians[lm] = append(medians[lm], measure.Result{Costs: times}.Median())
+		}
+	}
+	var best *LayoutModel
+	for _, lm := range lms {
+		lm.Median = measure.Result{Costs: medians[lm]}.Median()
+		if best == nil || lm.Median < best.Median {
+			best = lm
+		}
+	}
+	return best, nil
+}

@@ -1,0 +1,119 @@
+package onnx
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"tessera/graph"
+)
+
+// LoadOptions say how Load prepares a model: the flags --input, --freeze
+// and --no-pass of tune, whose names Load's errors use.
+type LoadOptions struct {
+	Inputs map[string][]int    // graph input → the static shape bound to it
+	Freeze map[string][]string // graph input → the values it is frozen to, as written
+	NoPass map[string]bool     // graph passes not to run (graph.PassNames)
+}
+
+// Loaded is a model read, frozen, bound and simplified.
+type Loaded struct {
+	Graph         *graph.Graph
+	Before, After graph.Stats // the graph's size as decoded and after the passes
+	Notes         []string    // what a user should know of how the model was read
+}
+
+// Load decodes the model file at path, freezes and binds its inputs,
+// infers shapes and runs the graph passes not disabled: a graph ready for
+// partition.Extract. The ops' rules must be registered (package ops).
+func Load(path string, opts LoadOptions) (*Loaded, error) {
+	g, err := DecodeFile(path)
+	if err != nil {
+		return nil, err
+	}
+	l := &Loaded{Graph: g, Before: graph.StatsOf(g)}
+	for _, name := range g.Shadowed {
+		l.Notes = append(l.Notes, fmt.Sprintf("input %s has an initializer in %s (a default value): it is taken as a constant, not an input", name, path))
+	}
+	inputs := maps.Clone(opts.Inputs)
+	for _, name := range slices.Sorted(maps.Keys(opts.Freeze)) {
+		v := g.Values[name]
+		if v == nil || !g.IsInput(name) {
+			return nil, fmt.Errorf("--freeze %s: not a graph input (inputs: %s)", name, strings.Join(g.Inputs, ", "))
+		}
+		t, err := frozenTensor(v, inputs[name], opts.Freeze[name])
+		if err != nil {
+			return nil, fmt.Errorf("--freeze %s: %w", name, err)
+		}
+		if err := g.Freeze(name, t); err != nil {
+			return nil, err
+		}
+		delete(inputs, name)
+	}
+	if err := g.Bind(inputs); err != nil {
+		return nil, err
+	}
+	if err := graph.RunPasses(g, opts.NoPass); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	l.After = graph.StatsOf(g)
+	return l, nil
+}
+
+// frozenTensor parses the values given for graph input v as a tensor of
+// v's dtype. Its shape is bound (from --input), else the input's own when
+// static, else [len(vals)] for an input of rank 1; the values must fill it.
+func frozenTensor(v *graph.Value, bound []int, vals []string) (*graph.Tensor, error) {
+	shape := bound
+	switch {
+	case shape != nil:
+	case v.Shape != nil && !slices.Contains(v.Shape, -1):
+		shape = v.Shape
+	case len(v.Shape) == 1:
+		shape = []int{len(vals)}
+	default:
+		return nil, fmt.Errorf("its shape %v has dynamic dimensions: bind them with --input %s=d0,d1,...", v.Shape, v.Name)
+	}
+	if n := graph.NumElems(shape); n != len(vals) {
+		return nil, fmt.Errorf("%d values for shape %v (%d elements)", len(vals), shape, n)
+	}
+	if v.DType != graph.Float32 && !v.DType.IsInt() {
+		return nil, fmt.Errorf("input of dtype %s", v.DType)
+	}
+	t := &graph.Tensor{DType: v.DType, Shape: slices.Clone(shape)}
+	for i, s := range vals {
+		if err := appendValue(t, s); err != nil {
+			return nil, fmt.Errorf("value %d (%q) %w", i, s, err)
+		}
+	}
+	return t, nil
+}
+
+// appendValue parses s as an element of t's dtype (float32, an integer
+// type or bool) and appends it; its error completes "value i (s) ...".
+func appendValue(t *graph.Tensor, s string) error {
+	switch {
+	case t.DType == graph.Float32:
+		f, err := strconv.ParseFloat(s, 32)
+		if err != nil {
+			return errors.New("is not a float32")
+		}
+		t.F32 = append(t.F32, float32(f))
+	case t.DType == graph.Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return errors.New("is not a bool (true, false, 1, 0)")
+		}
+		t.I64 = append(t.I64, map[bool]int64{false: 0, true: 1}[b])
+	default:
+		k, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || t.DType.Wrap(k) != k {
+			return fmt.Errorf("is not a valid %s", t.DType)
+		}
+		t.I64 = append(t.I64, k)
+	}
+	return nil
+}

@@ -1,0 +1,145 @@
+// Package dataset makes the datasets cost models learn from and are
+// evaluated on out of records databases: Load replays every successful
+// record of a known workload on its DAG, lowers it for the target it was
+// measured on and extracts its features (target.FeaturesOf) into a
+// costmodel.Dataset whose tasks are (workload, target) pairs. Its Report
+// says what was left out and why.
+package dataset
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"tessera/costmodel"
+	"tessera/records"
+	"tessera/target"
+	"tessera/te"
+)
+
+// Options say which records make a dataset.
+type Options struct {
+	DBs  []string           // records databases, opened read only
+	DAGs map[string]*te.DAG // workload key → its DAG; records of other workloads are left out
+	// Target keeps only the records of one target: its key, or a part
+	// of it that names one (records.MatchTarget); "" keeps every target.
+	Target string
+}
+
+// Report says what a dataset was made of and what was left out.
+type Report struct {
+	DBs                     []string
+	Records, Tasks, Targets int // programs in the dataset, (workload, target) tasks, targets
+	Failed                  int // records of failed measurements
+	OtherTarget             int // records of other targets than Options.Target
+	Unknown, UnknownKeys    int // records (and workloads) without a DAG
+	Stale                   int // records whose steps no longer replay or lower
+}
+
+func (r Report) String() string {
+	s := fmt.Sprintf("%d successful records of %d tasks on %d target(s) from %s", r.Records, r.Tasks, r.Targets, strings.Join(r.DBs, ", "))
+	var left []string
+	if r.Failed > 0 {
+		left = append(left, fmt.Sprintf("%d failed measurements", r.Failed))
+	}
+	if r.OtherTarget > 0 {
+		left = append(left, fmt.Sprintf("%d records of other targets", r.OtherTarget))
+	}
+	if r.Unknown > 0 {
+		left = append(left, fmt.Sprintf("%d records of %d workloads that no --model has", r.Unknown, r.UnknownKeys))
+	}
+	if r.Stale > 0 {
+		left = append(left, fmt.Sprintf("%d records whose steps no longer apply", r.Stale))
+	}
+	if len(left) > 0 {
+		s += "; left out: " + strings.Join(left, ", ")
+	}
+	return s
+}
+
+// Load reads the records of the databases, replays the successful ones of
+// known workloads, and extracts their features into a dataset, in the
+// order of the records.
+func Load(opts Options) (*costmodel.Dataset, Report, error) {
+	rep := Report{DBs: opts.DBs}
+	recs, targets, err := readAll(opts.DBs)
+	if err != nil {
+		return nil, rep, err
+	}
+	want := ""
+	if opts.Target != "" {
+		if want, err = records.MatchTarget(targets, opts.Target, strings.Join(opts.DBs, ", ")); err != nil {
+			return nil, rep, err
+		}
+	}
+	unknown := map[string]bool{}
+	var use []records.Record
+	for _, r := range recs {
+		switch {
+		case want != "" && r.Target != want:
+			rep.OtherTarget++
+		case r.Error != records.ErrorNone:
+			rep.Failed++
+		case opts.DAGs[r.WorkloadKey] == nil:
+			rep.Unknown++
+			unknown[r.WorkloadKey] = true
+		default:
+			use = append(use, r)
+		}
+	}
+	rep.UnknownKeys = len(unknown)
+	data := extract(use, opts.DAGs, &rep)
+	if data.Len() == 0 {
+		return nil, rep, fmt.Errorf("no successful record of the models' tasks (%s)", rep)
+	}
+	return data, rep, nil
+}
+
+// readAll returns every record of the databases and their target keys,
+// sorted.
+func readAll(dbs []string) ([]records.Record, []string, error) {
+	var recs []records.Record
+	targets := map[string]bool{}
+	for _, path := range dbs {
+		store, err := records.OpenReadOnly(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		err = store.ForEach(func(r records.Record) error {
+			recs = append(recs, r)
+			targets[r.Target] = true
+			return nil
+		})
+		store.Close()
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(recs) == 0 {
+		return nil, nil, fmt.Errorf("no records in %s", strings.Join(dbs, ", "))
+	}
+	return recs, slices.Sorted(maps.Keys(targets)), nil
+}
+
+// extract replays each record on its task's DAG, lowers it for the target
+// it was measured on and adds its features to a dataset; a record whose
+// steps no longer apply or lower, or of an unknown target, is counted
+// stale.
+func extract(recs []records.Record, dags map[string]*te.DAG, rep *Report) *costmodel.Dataset {
+	data := &costmodel.Dataset{}
+	targets := map[string]bool{}
+	for _, r := range records.Replay(recs, dags, target.FeaturesOf) {
+		if r.Features == nil {
+			rep.Stale++
+			continue
+		}
+		data.Add(r.Record.WorkloadKey+" @ "+r.Record.Target, r.Features, r.Record.Cost())
+		targets[r.Record.Target] = true
+	}
+	rep.Records, rep.Targets = data.Len(), len(targets)
+	for _, id := range data.TaskIDs() {
+		rep.Tasks = max(rep.Tasks, id+1)
+	}
+	return data
+}
