@@ -52,7 +52,17 @@ func main() {
 	threads := flag.Int("threads", 1, "threads of every measured kernel")
 	seed := flag.Uint64("seed", 1, "search seed")
 	flag.StringVar(&logDir, "log", "", "directory to append every measurement to, as record lines")
+	hdbs := flag.String("heldout-db", "", "comma-separated records `DBs` of models the pretrained cost model was not trained on: compare it with a cold model on them instead of searching")
+	hmodels := flag.String("heldout-model", "", "comma-separated ONNX `models` whose tasks the -heldout-db records measured")
+	seen := flag.Int("seen", 64, "with -heldout-db: records of each task the cold and boosted models train on (the rest are the test set)")
+	pretrained := flag.String("pretrained", "", "with -heldout-db: the pretrained model `FILE` (default: the one shipped for this machine)")
 	flag.Parse()
+	if *hdbs != "" {
+		if err := heldOut(splitList(*hdbs), splitList(*hmodels), *seen, *pretrained); err != nil {
+			benchutil.Fatal(err)
+		}
+		return
+	}
 	if err := run(*trials, *batch, *threads, *seed); err != nil {
 		benchutil.Fatal(err)
 	}

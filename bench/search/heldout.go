@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"tessera/costmodel"
+	"tessera/graph/onnx"
+	"tessera/measure"
+	"tessera/partition"
+	"tessera/records/dataset"
+	"tessera/target"
+	"tessera/target/machine"
+	"tessera/te"
+	"tessera/tuning"
+)
+
+// heldOut compares the shipped pretrained cost model with a cold one on
+// the records of models it was not trained on (-heldout-db, tasks of
+// -heldout-model), as TenSet does: per (workload, target) task, the first
+// `seen` records are what a session has measured after its warm-up; the
+// rest are the test set. It prints, for each model,
+//
+//	cold: trained on the seen records of every held-out task, as a cold
+//	      session's model after its warm-up;
+//	pretrained: the shipped model alone (zero-shot);
+//	pretrained+seen: the shipped model boosted on the seen records, what
+//	      the session predicts with once it has its own measurements,
+//
+// its pairwise accuracy, top-1 and top-5 peak scores and top-5 recall on
+// the test records.
+func heldOut(dbs, models []string, seen int, pretrainedFile string) error {
+	dags := map[string]*te.DAG{}
+	for _, path := range models {
+		ts, err := tasksOf(path)
+		if err != nil {
+			return err
+		}
+		for _, t := range ts {
+			dags[t.Key] = t.DAG
+		}
+	}
+	data, rep, err := dataset.Load(dataset.Options{DBs: dbs, DAGs: dags})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, rep)
+	var seenIdx, testIdx []int
+	count := map[string]int{}
+	for i := range data.Len() {
+		if count[data.Task(i)] < seen {
+			seenIdx = append(seenIdx, i)
+		} else {
+			testIdx = append(testIdx, i)
+		}
+		count[data.Task(i)]++
+	}
+	train, test := data.Subset(seenIdx), data.Subset(testIdx)
+	fmt.Printf("heldout tasks = %d, seen records = %d, test records = %d\n", len(count), train.Len(), test.Len())
+	pre, err := pretrainedModel(pretrainedFile)
+	if err != nil {
+		return err
+	}
+	params := costmodel.DefaultParams()
+	cold, err := costmodel.Train(train, params)
+	if err != nil {
+		return fmt.Errorf("cold model: %w", err)
+	}
+	boosted, err := costmodel.TrainFrom(pre, train, params)
+	if err != nil {
+		return fmt.Errorf("pretrained+seen model: %w", err)
+	}
+	for _, m := range []struct {
+		name string
+		p    costmodel.Predictor
+	}{{"cold", cold}, {"pretrained", pre}, {"pretrained+seen", boosted}} {
+		scores := m.p.Predict(test.Programs())
+		ts := costmodel.EvaluateTenSet(test, scores)
+		r5 := costmodel.Evaluate(test, scores, 5).TopKRecall
+		fmt.Printf("heldout %s pairwise = %.4f\n", m.name, ts.Pairwise)
+		fmt.Printf("heldout %s top-1 = %.4f\n", m.name, ts.Top1)
+		fmt.Printf("heldout %s top-5 = %.4f\n", m.name, ts.Top5)
+		fmt.Printf("heldout %s top-5 recall = %.4f\n", m.name, r5)
+	}
+	return nil
+}
+
+// pretrainedModel loads -pretrained, or the shipped model of this
+// machine's cpu target.
+func pretrainedModel(file string) (*costmodel.Model, error) {
+	if file != "" {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return costmodel.Load(f)
+	}
+	m, err := machine.Resolve("native", (&measure.Builder{}).Command())
+	if err != nil {
+		return nil, err
+	}
+	return tuning.Pretrained(target.CPU(target.CPUConfig{Threads: 1, Machine: m}))
+}
+
+// tasksOf returns the tasks tune tunes of a model (every graph pass,
+// Winograd alternatives).
+func tasksOf(path string) ([]*partition.Task, error) {
+	l, err := onnx.Load(path, onnx.LoadOptions{})
+	if err != nil {
+		return nil, err
+	}
+	plan, err := partition.Extract(l.Graph, partition.Options{Winograd: true})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return plan.Tasks, nil
+}
+
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+

@@ -1,0 +1,175 @@
+package tuning
+
+import (
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"tessera/costmodel"
+	"tessera/graph"
+	"tessera/graph/onnx"
+	"tessera/modelgen"
+	"tessera/partition"
+	"tessera/records/dataset"
+	"tessera/te"
+)
+
+// PretrainOptions say what a pretrained cost model learns from.
+type PretrainOptions struct {
+	DBs []string // records databases
+	// Generated names the generated models (modelgen) whose tasks the
+	// records measure; Models are ONNX files (the test data's models).
+	// Records of other workloads are left out: a model held out of
+	// pretraining is one left out of both lists.
+	Generated, Models []string
+	// HoldOut is the share of workloads held out for the report (0: 0.2).
+	HoldOut float64
+	Params  costmodel.Params
+}
+
+// PretrainReport says what a pretrained model learned from and how well it
+// ranks the programs of workloads it did not see.
+type PretrainReport struct {
+	Data dataset.Report
+	// HeldOut are TenSet's metrics on the held-out workloads of a model
+	// trained on the others; Cold the same for a model trained on the
+	// first half of each held-out task's records and evaluated on the
+	// rest, against which Pretrained, the model of the other workloads,
+	// is measured on that rest.
+	HeldOutTasks, HeldOutRecords int
+	Pretrained, Cold             costmodel.TenSetMetrics
+}
+
+// Pretrain trains a cost model on every record of the databases that
+// measures a task of the models. Before it trains on all of them, it
+// holds out a share of the workloads (by a hash of their key), trains on
+// the rest and evaluates on them: what the report says of programs the
+// model never saw.
+func Pretrain(opts PretrainOptions) (*costmodel.Model, PretrainReport, error) {
+	var rep PretrainReport
+	dags := map[string]*te.DAG{}
+	for _, name := range opts.Generated {
+		g, err := modelgen.Build(name, modelgen.DefaultSeed)
+		if err != nil {
+			return nil, rep, err
+		}
+		if err := addTasks(dags, g, name); err != nil {
+			return nil, rep, err
+		}
+	}
+	for _, path := range opts.Models {
+		l, err := onnx.Load(path, onnx.LoadOptions{})
+		if err != nil {
+			return nil, rep, err
+		}
+		if err := addTasks(dags, l.Graph, path); err != nil {
+			return nil, rep, err
+		}
+	}
+	data, drep, err := dataset.Load(dataset.Options{DBs: opts.DBs, DAGs: dags})
+	rep.Data = drep
+	if err != nil {
+		return nil, rep, err
+	}
+	share := opts.HoldOut
+	if share <= 0 {
+		share = 0.2
+	}
+	var trainIdx, testIdx []int
+	for i := range data.Len() {
+		if heldOut(data.Task(i), share) {
+			testIdx = append(testIdx, i)
+		} else {
+			trainIdx = append(trainIdx, i)
+		}
+	}
+	if len(testIdx) > 0 && len(trainIdx) > 0 {
+		if err := evalHeldOut(data, trainIdx, testIdx, opts.Params, &rep); err != nil {
+			return nil, rep, err
+		}
+	}
+	m, err := costmodel.Train(data, opts.Params)
+	return m, rep, err
+}
+
+// addTasks adds the DAGs of the tasks of a graph as tune tunes it.
+func addTasks(dags map[string]*te.DAG, g *graph.Graph, name string) error {
+	if err := g.Bind(nil); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if err := graph.RunPasses(g, nil); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	plan, err := partition.Extract(g, partition.Options{Winograd: true})
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	for _, t := range plan.Tasks {
+		dags[t.Key] = t.DAG
+	}
+	return nil
+}
+
+// heldOut says whether a dataset task ("workload @ target") is in the
+// held-out share: every target of a workload alike.
+func heldOut(task string, share float64) bool {
+	workload, _, _ := strings.Cut(task, " @ ")
+	h := fnv.New32a()
+	h.Write([]byte(workload))
+	return float64(h.Sum32()%1000) < share*1000
+}
+
+// evalHeldOut fills the report's held-out metrics.
+func evalHeldOut(data *costmodel.Dataset, trainIdx, testIdx []int, params costmodel.Params, rep *PretrainReport) error {
+	m, err := costmodel.Train(data.Subset(trainIdx), params)
+	if err != nil {
+		return fmt.Errorf("held-out evaluation: %w", err)
+	}
+	// Each held-out task's first half trains the cold model; both are
+	// judged on the second half.
+	seen := map[string]int{}
+	total := map[string]int{}
+	for _, i := range testIdx {
+		total[data.Task(i)]++
+	}
+	var first, rest []int
+	for _, i := range testIdx {
+		if seen[data.Task(i)] < total[data.Task(i)]/2 {
+			first = append(first, i)
+		} else {
+			rest = append(rest, i)
+		}
+		seen[data.Task(i)]++
+	}
+	test := data.Subset(rest)
+	rep.HeldOutTasks, rep.HeldOutRecords = len(total), len(testIdx)
+	rep.Pretrained = costmodel.EvaluateTenSet(test, m.Predict(test.Programs()))
+	cold, err := costmodel.Train(data.Subset(first), params)
+	if err != nil {
+		return fmt.Errorf("held-out evaluation (cold): %w", err)
+	}
+	rep.Cold = costmodel.EvaluateTenSet(test, cold.Predict(test.Programs()))
+	return nil
+}
+
+// TestDataModels returns the ONNX models of Debian's libonnx-testdata
+// under dir whose names start with one of prefixes (its PyTorch-converted
+// convolutions, linear layers, pools...); none when it is not installed.
+func TestDataModels(dir string, prefixes ...string) []string {
+	var out []string
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	for _, e := range entries {
+		for _, p := range prefixes {
+			if strings.HasPrefix(e.Name(), p) {
+				out = append(out, filepath.Join(dir, e.Name(), "model.onnx"))
+				break
+			}
+		}
+	}
+	return out
+}
