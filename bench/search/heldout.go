@@ -124,4 +124,3 @@ func splitList(s string) []string {
 	}
 	return strings.Split(s, ",")
 }
-
