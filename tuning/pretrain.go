@@ -50,13 +50,20 @@ type PretrainReport struct {
 func Pretrain(opts PretrainOptions) (*costmodel.Model, PretrainReport, error) {
 	var rep PretrainReport
 	dags := map[string]*te.DAG{}
-	for _, name := range opts.Generated {
-		g, err := modelgen.Build(name, modelgen.DefaultSeed)
+	if len(opts.Generated) > 0 {
+		// The generated models go through their ONNX files, as tune reads
+		// them.
+		dir, err := os.MkdirTemp("", "tessera-pretrain-")
 		if err != nil {
 			return nil, rep, err
 		}
-		if err := addTasks(dags, g, name); err != nil {
-			return nil, rep, err
+		defer os.RemoveAll(dir)
+		for _, name := range opts.Generated {
+			path, err := modelgen.Generate(dir, name, modelgen.DefaultSeed)
+			if err != nil {
+				return nil, rep, err
+			}
+			opts.Models = append(opts.Models, path)
 		}
 	}
 	for _, path := range opts.Models {
