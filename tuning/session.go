@@ -99,6 +99,9 @@ type Session struct {
 // cost model from them or starts from opts.Pretrained, and finds the
 // transfer seeds of the tasks without records.
 func New(store *records.Store, tasks []*partition.Task, target string, m search.Measurer, opts Options) (*Session, error) {
+	if p := opts.Pretrained; p != nil && p.NumFeatures() != costmodel.NumFeatures {
+		return nil, fmt.Errorf("the pretrained cost model takes %d features; Tessera extracts %d", p.NumFeatures(), costmodel.NumFeatures)
+	}
 	s := &Session{Tasks: tasks, Target: target, Store: store, opts: opts, measurer: m}
 	for _, t := range tasks {
 		if err := store.PutTask(TaskInfo(t)); err != nil {
