@@ -19,7 +19,11 @@
 //	                weights.bin (weights.go) and manifest.json (manifest.go)
 //
 // Build writes a build directory; Generate makes its files in memory. The
-// same graph and records always give byte-identical files.
+// same graph and records always give byte-identical files. ChooseLayout
+// comes first where the activation layout is open: it loads and
+// partitions the model once per layout, weighs what the records cover and
+// races covered layouts end to end (layout.go); the algorithm of each
+// group is chosen inside Generate, by its fastest record.
 //
 // Open reads a build directory back; Model.Run and Model.Bench run it in
 // this process through package runtime (the library loaded with dlopen, no

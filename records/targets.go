@@ -6,26 +6,22 @@ import (
 	"strings"
 )
 
-// Targets returns, for every target with records of the tasks, the number
-// of records of each task's workload.
-func (s *Store) Targets(tasks []TaskInfo) (map[string]map[string]int, error) {
+// Targets returns what the records of the workloads are on each target
+// that has some: target → workload → its Stat.
+func (s *Store) Targets(workloads []string) (map[string]map[string]Stat, error) {
 	stats, err := s.Stats()
 	if err != nil {
 		return nil, err
 	}
-	want := map[string]bool{}
-	for _, t := range tasks {
-		want[t.Key] = true
-	}
-	out := map[string]map[string]int{}
+	out := map[string]map[string]Stat{}
 	for _, st := range stats {
-		if !want[st.WorkloadKey] {
+		if !slices.Contains(workloads, st.WorkloadKey) {
 			continue
 		}
 		if out[st.Target] == nil {
-			out[st.Target] = map[string]int{}
+			out[st.Target] = map[string]Stat{}
 		}
-		out[st.Target][st.WorkloadKey] += st.Records
+		out[st.Target][st.WorkloadKey] = st
 	}
 	return out, nil
 }

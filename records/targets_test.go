@@ -1,6 +1,7 @@
 package records
 
 import (
+	"math"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -15,11 +16,14 @@ func TestTargets(t *testing.T) {
 	if err := s.Add([]Record{a, b, other}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Targets([]TaskInfo{{Key: "wa"}, {Key: "wb"}})
+	got, err := s.Targets([]string{"wa", "wb"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]map[string]int{"cpu-test": {"wa": 1}, "cpu-other": {"wb": 1}}
+	want := map[string]map[string]Stat{
+		"cpu-test":  {"wa": {WorkloadKey: "wa", Target: "cpu-test", Records: 1, Best: 1e-3}},
+		"cpu-other": {"wb": {WorkloadKey: "wb", Target: "cpu-other", Records: 1, Errors: 1, Best: math.Inf(1)}},
+	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Targets = %v, want %v", got, want)
 	}

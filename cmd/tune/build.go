@@ -52,10 +52,8 @@ func (b *buildFlags) register(fs *flag.FlagSet) {
 // runBuild is `tune build model.onnx [--db FILE | --no-records] -o DIR`:
 // the layout is chosen (build.ChooseLayout), then built (build.Build).
 func runBuild(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("tune build", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var bf buildFlags
-	bf.register(fs)
+	fs := flagSet("tune build", stderr, &bf)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -168,30 +166,29 @@ func printLayoutChoice(w io.Writer, c *build.LayoutChoice, threads int, out stri
 // that got default schedules: most often records measured with another
 // --threads.
 func hintOtherTargets(w io.Writer, store *records.Store, m *build.Manifest) error {
-	untuned := map[string]bool{}
+	var untuned []string
 	for _, t := range m.Tasks {
 		if t.Schedule == build.FromDefault {
-			untuned[t.Key] = true
+			untuned = append(untuned, t.Key)
 		}
 	}
 	if len(untuned) == 0 {
 		return nil
 	}
-	stats, err := store.Stats()
+	targets, err := store.Targets(untuned)
 	if err != nil {
 		return err
 	}
-	tasks := map[string]map[string]bool{} // target → untuned tasks with a valid record there
-	for _, st := range stats {
-		if untuned[st.WorkloadKey] && st.Records > st.Errors && st.Target != m.Target {
-			if tasks[st.Target] == nil {
-				tasks[st.Target] = map[string]bool{}
+	for _, t := range slices.Sorted(maps.Keys(targets)) {
+		n := 0 // untuned tasks with a valid record on t
+		for _, st := range targets[t] {
+			if st.Records > st.Errors {
+				n++
 			}
-			tasks[st.Target][st.WorkloadKey] = true
 		}
-	}
-	for _, t := range slices.Sorted(maps.Keys(tasks)) {
-		fmt.Fprintf(w, "hint: %d of the %d tasks built with default schedules have records for target %q (another --threads?)\n", len(tasks[t]), len(untuned), t)
+		if n > 0 && t != m.Target {
+			fmt.Fprintf(w, "hint: %d of the %d tasks built with default schedules have records for target %q (another --threads?)\n", n, len(untuned), t)
+		}
 	}
 	return nil
 }

@@ -47,6 +47,15 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// flagSet returns the flag set of command name, reporting to stderr, with
+// the flags of f registered.
+func flagSet(name string, stderr io.Writer, f interface{ register(*flag.FlagSet) }) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f.register(fs)
+	return fs
+}
+
 // modelFlags are the flags of every command that reads a model.
 type modelFlags struct {
 	inputs   shapesFlag

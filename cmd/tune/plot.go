@@ -40,10 +40,8 @@ plotted; without, every task stored in --db that has records on the target.
 
 // runPlot is `tune records plot [flags] [model.onnx]` (package curveplot).
 func runPlot(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("tune records plot", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var pf plotFlags
-	pf.register(fs)
+	fs := flagSet("tune records plot", stderr, &pf)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -108,7 +106,11 @@ func (pf *plotFlags) curve(store *records.Store, pos []string) (*records.Curve, 
 	} else if tasks, err = store.Tasks(); err != nil {
 		return nil, nil, "", err
 	}
-	targets, err := store.Targets(tasks)
+	keys := make([]string, len(tasks))
+	for i, t := range tasks {
+		keys[i] = t.Key
+	}
+	targets, err := store.Targets(keys)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -117,7 +119,7 @@ func (pf *plotFlags) curve(store *records.Store, pos []string) (*records.Curve, 
 		return nil, nil, "", err
 	}
 	if len(pos) == 0 {
-		tasks = slices.DeleteFunc(tasks, func(t records.TaskInfo) bool { return targets[key][t.Key] == 0 })
+		tasks = slices.DeleteFunc(tasks, func(t records.TaskInfo) bool { return targets[key][t.Key].Records == 0 })
 		for _, t := range tasks {
 			names = append(names, shortKey(t.Key))
 		}

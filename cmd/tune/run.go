@@ -45,10 +45,8 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 
 // runModel is `tune run DIR --input name=FILE ... [--reference name=FILE ...] [-o DIR]`.
 func runModel(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("tune run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var rf runFlags
-	rf.register(fs)
+	fs := flagSet("tune run", stderr, &rf)
 	model, err := openBuildDir(fs, args)
 	if err != nil {
 		return err

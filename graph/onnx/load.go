@@ -34,6 +34,12 @@ func Load(path string, opts LoadOptions) (*Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Prepare(g, path, opts)
+}
+
+// Prepare is Load of a decoded graph g; path names its file in notes and
+// errors.
+func Prepare(g *graph.Graph, path string, opts LoadOptions) (*Loaded, error) {
 	l := &Loaded{Graph: g, Before: graph.StatsOf(g)}
 	for _, name := range g.Shadowed {
 		l.Notes = append(l.Notes, fmt.Sprintf("input %s has an initializer in %s (a default value): it is taken as a constant, not an input", name, path))

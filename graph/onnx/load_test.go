@@ -10,20 +10,24 @@ import (
 	"tessera/graph"
 )
 
-// rateModel writes a model whose int64 input sr selects y = x·x (sr =
-// 16000) or y = x: once sr is frozen, the condition folds to a constant.
-// x has a dynamic batch.
-func rateModel(t *testing.T) string {
-	t.Helper()
+// rateModel is a model whose int64 input sr selects y = x·x (sr = 16000)
+// or y = x: once sr is frozen, the condition folds to a constant. x has a
+// dynamic batch.
+func rateModel() *graph.Graph {
 	g := graph.New("rate", 17)
-	g.AddInput("x", graph.Float32, []int{-1, 3})
-	g.AddInput("sr", graph.Int64, []int{})
 	g.AddConst("k16", graph.Int64Tensor([]int{}, []int64{16000}))
-	g.AddNode(&graph.Node{Name: "eq", OpType: "Equal", Inputs: []string{"sr", "k16"}, Outputs: []string{"is16"}})
+	g.AddInput("x", graph.Float32, []int{-1, 3})
 	g.AddNode(&graph.Node{Name: "sq", OpType: "Mul", Inputs: []string{"x", "x"}, Outputs: []string{"xx"}})
+	g.AddInput("sr", graph.Int64, []int{})
+	g.AddNode(&graph.Node{Name: "eq", OpType: "Equal", Inputs: []string{"sr", "k16"}, Outputs: []string{"is16"}})
 	g.AddNode(&graph.Node{Name: "pick", OpType: "Where", Inputs: []string{"is16", "xx", "x"}, Outputs: []string{"y"}})
 	g.Outputs = []string{"y"}
-	data, err := Encode(g)
+	return g
+}
+
+// TestLoad reads a model file as every command does.
+func TestLoad(t *testing.T) {
+	data, err := Encode(rateModel())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,11 +35,6 @@ func rateModel(t *testing.T) string {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return path
-}
-
-func TestLoad(t *testing.T) {
-	path := rateModel(t)
 	l, err := Load(path, LoadOptions{Inputs: map[string][]int{"x": {2, 3}}, Freeze: map[string][]string{"sr": {"16000"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -50,13 +49,12 @@ func TestLoad(t *testing.T) {
 	if l.After.Nodes != 2 || l.After.Ops["Equal"] != 0 || l.After.Consts != 1 || l.After.ConstBytes != 8 {
 		t.Errorf("after the passes: %+v, want Equal folded to a bool constant", l.After)
 	}
-	if _, err := Load(path, LoadOptions{NoPass: map[string]bool{"fold-constants": true}}); err == nil || !strings.Contains(err.Error(), "--input") {
+	if _, err := Prepare(rateModel(), "rate", LoadOptions{NoPass: map[string]bool{"fold-constants": true}}); err == nil || !strings.Contains(err.Error(), "--input") {
 		t.Errorf("a dynamic batch left unbound: %v", err)
 	}
 }
 
 func TestLoadFreezeErrors(t *testing.T) {
-	path := rateModel(t)
 	for _, c := range []struct {
 		freeze map[string][]string
 		want   string
@@ -66,7 +64,7 @@ func TestLoadFreezeErrors(t *testing.T) {
 		{map[string][]string{"sr": {"1", "2"}}, "--freeze sr: 2 values for shape [] (1 elements)"},
 		{map[string][]string{"x": {"1", "2", "3"}}, "--freeze x: its shape [-1 3] has dynamic dimensions: bind them with --input x=d0,d1,..."},
 	} {
-		if _, err := Load(path, LoadOptions{Freeze: c.freeze}); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := Prepare(rateModel(), "rate", LoadOptions{Freeze: c.freeze}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("--freeze %v: error %v, want %q", c.freeze, err, c.want)
 		}
 	}
