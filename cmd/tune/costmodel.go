@@ -49,13 +49,10 @@ counted).
 	}
 }
 
-// runCostModel is `tune costmodel train|eval|pretrain`.
+// runCostModel is `tune costmodel train|eval`.
 func runCostModel(args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "pretrain" {
-		return runPretrain(args[1:], stdout, stderr)
-	}
 	if len(args) == 0 || (args[0] != "train" && args[0] != "eval") {
-		fmt.Fprintln(stderr, "usage: tune costmodel train --db FILE... --model M.onnx... -o model.txt\n       tune costmodel eval --db FILE... --model M.onnx... model.txt\n       tune costmodel pretrain --db FILE... [-o model.txt]")
+		fmt.Fprintln(stderr, "usage: tune costmodel train --db FILE... --model M.onnx... -o model.txt\n       tune costmodel eval --db FILE... --model M.onnx... model.txt")
 		return errUsage
 	}
 	verb, args := args[0], args[1:]
