@@ -13,6 +13,13 @@ import (
 	"tessera/measure"
 )
 
+// benchUsage is the help of the command, before its flags.
+const benchUsage = "usage: tune bench DIR [--threads N] [--warmup W] [--repeat R] [--profile]\n\n" +
+	"Times the model built into DIR end to end on random inputs (loaded into this\n" +
+	"process, as a program would), and prints the fastest and the median run:\n  min ms = X\n  median ms = Y\n" +
+	"With --profile, first a table of the steps: each kernel call's mean time in\n" +
+	"the model against the time its task's record was measured at alone.\n\nflags:\n"
+
 // runBench is `tune bench DIR [--threads N] [--warmup W] [--repeat R]`.
 func runBench(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tune bench", flag.ContinueOnError)
@@ -22,14 +29,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	repeat := fs.Int("repeat", 20, "timed runs")
 	profile := fs.Bool("profile", false, "also time every step (kernel call) and print it against its task's record")
 	maxMemory := maxMemoryFlag(fs, "the most memory a run may take (inputs, outputs, weights, arena), e.g. 8GiB")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: tune bench DIR [--threads N] [--warmup W] [--repeat R] [--profile]\n\n"+
-			"Times the model built into DIR end to end on random inputs (loaded into this\n"+
-			"process, as a program would), and prints the fastest and the median run:\n  min ms = X\n  median ms = Y\n"+
-			"With --profile, first a table of the steps: each kernel call's mean time in\n"+
-			"the model against the time its task's record was measured at alone.\n\nflags:\n")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, benchUsage)
 	model, err := openBuildDir(fs, args)
 	if err != nil {
 		return err

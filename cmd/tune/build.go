@@ -19,6 +19,14 @@ import (
 	"tessera/target"
 )
 
+// buildUsage is the help of the command, before its flags.
+const buildUsage = "usage: tune build model.onnx [--db FILE | --no-records] -o DIR [flags]\n\n" +
+	"Compiles the whole model with the best record of every task in --db (a task\n" +
+	"without one gets a default schedule and a warning) into DIR: a shared library,\n" +
+	"its C header, the weights and a manifest. With records of both activation\n" +
+	"layouts (tune, and tune --no-pass convert-layout), it builds both, times them\n" +
+	"end to end and keeps the faster (--layout).\n\nflags:\n"
+
 // buildFlags are the flags of `tune build`.
 type buildFlags struct {
 	mf                    modelFlags
@@ -38,15 +46,7 @@ func (b *buildFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.cpu, "cpu", cpuDefault(), cpuFlagHelp+"; the library refuses to load on a processor without the level's features")
 	fs.BoolVar(&b.singleFile, "single-file", false, "embed the weights in the library: libmodel.so alone is the model (no weights.bin)")
 	fs.StringVar(&b.layout, "layout", "auto", "activation layout: nhwc (the convert-layout pass), nchw (as the model gives it), or auto: the one whose tasks have records; where both have, both are built, timed end to end, and the faster is kept")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: tune build model.onnx [--db FILE | --no-records] -o DIR [flags]\n\n"+
-			"Compiles the whole model with the best record of every task in --db (a task\n"+
-			"without one gets a default schedule and a warning) into DIR: a shared library,\n"+
-			"its C header, the weights and a manifest. With records of both activation\n"+
-			"layouts (tune, and tune --no-pass convert-layout), it builds both, times them\n"+
-			"end to end and keeps the faster (--layout).\n\nflags:\n")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, buildUsage)
 }
 
 // runBuild is `tune build model.onnx [--db FILE | --no-records] -o DIR`:

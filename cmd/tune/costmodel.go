@@ -12,6 +12,22 @@ import (
 	"tessera/te"
 )
 
+// costModelUsage is the help of the command, before its flags.
+const costModelUsage = `usage: tune costmodel train [flags] -o model.txt
+       tune costmodel eval [flags] model.txt
+
+train fits a cost model to every successful record of the --db files;
+eval reports a model's ranking quality on held-out records as TenSet does:
+pairwise accuracy and top-1/top-5 (average peak) scores per task, averaged
+weighted by the task's records. A task is a (workload, target): programs are
+only compared with programs of the same task measured on the same target.
+
+Records keep workload keys, not DAGs: --model names the ONNX models whose
+tasks the records measured (records of other workloads are left out and
+counted).
+
+`
+
 // costModelFlags are the flags of `tune costmodel train|eval`.
 type costModelFlags struct {
 	dbs, models listFlag
@@ -30,23 +46,7 @@ func (c *costModelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.out, "o", "", "write the model to `FILE` (LightGBM text; train)")
 	fs.StringVar(&c.objective, "objective", "pack-sum", "training objective: pack-sum (Ansor's) or pairwise (RankNet's; train)")
 	fs.Uint64Var(&c.seed, "seed", 1, "random seed of the validation split and pair sampling (train)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), `usage: tune costmodel train [flags] -o model.txt
-       tune costmodel eval [flags] model.txt
-
-train fits a cost model to every successful record of the --db files;
-eval reports a model's ranking quality on held-out records as TenSet does:
-pairwise accuracy and top-1/top-5 (average peak) scores per task, averaged
-weighted by the task's records. A task is a (workload, target): programs are
-only compared with programs of the same task measured on the same target.
-
-Records keep workload keys, not DAGs: --model names the ONNX models whose
-tasks the records measured (records of other workloads are left out and
-counted).
-
-`)
-		fs.PrintDefaults()
-	}
+	setUsage(fs, costModelUsage)
 }
 
 // runCostModel is `tune costmodel train|eval`.

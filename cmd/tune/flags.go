@@ -56,6 +56,14 @@ func flagSet(name string, stderr io.Writer, f interface{ register(*flag.FlagSet)
 	return fs
 }
 
+// setUsage makes -h print usage, then the flags.
+func setUsage(fs *flag.FlagSet, usage string) {
+	fs.Usage = func() {
+		io.WriteString(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+}
+
 // modelFlags are the flags of every command that reads a model.
 type modelFlags struct {
 	inputs   shapesFlag

@@ -10,6 +10,9 @@ import (
 	"tessera/partition"
 )
 
+// inspectUsage is the help of the command, before its flags.
+const inspectUsage = "usage: tune inspect model.onnx [--input name=d0,d1,... ...] [--no-pass NAME ...]\n\nflags:\n"
+
 // runInspect is `tune inspect model.onnx [--input name=dims ...] [--no-pass NAME ...]`:
 // the graph's size before and after the passes, the fused groups and the
 // task table.
@@ -21,10 +24,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	groups := fs.Bool("groups", true, "list the fused groups")
 	maxDepth := fs.Int("max-fuse-depth", partition.DefaultMaxFuseDepth, "largest group fusion may build, in ops")
 	dag := fs.Int("dag", -1, "print the compute DAG of task `N`")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: tune inspect model.onnx [--input name=d0,d1,... ...] [--no-pass NAME ...]\n\nflags:\n")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, inspectUsage)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err

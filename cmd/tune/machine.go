@@ -12,6 +12,9 @@ import (
 	"tessera/target/machine"
 )
 
+// machineUsage is the help of the command, before its flags.
+const machineUsage = "usage: tune machine [--cpu NAME] [--peak]\n\nPrints the machine model the cpu target compiles for (ISA level, vector\nwidth, registers, caches, cores), the target key's machine part, and which\nportable levels this machine runs.\n\n"
+
 // runMachine is `tune machine [--cpu NAME] [--peak]`: the machine model the
 // cpu target compiles for, and the levels this host runs.
 func runMachine(args []string, stdout, stderr io.Writer) error {
@@ -19,10 +22,7 @@ func runMachine(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	cpu := fs.String("cpu", cpuDefault(), cpuFlagHelp)
 	peak := fs.Bool("peak", false, "also measure one core's FMA peak for it (cached per machine)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: tune machine [--cpu NAME] [--peak]\n\nPrints the machine model the cpu target compiles for (ISA level, vector\nwidth, registers, caches, cores), the target key's machine part, and which\nportable levels this machine runs.\n\n")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, machineUsage)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err

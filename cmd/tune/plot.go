@@ -14,6 +14,16 @@ import (
 	"tessera/records/curveplot"
 )
 
+// plotUsage is the help of the command, before its flags.
+const plotUsage = `usage: tune records plot [flags] [model.onnx]
+
+Draws the tuning curve of --db: the estimated model latency (the sum over
+tasks of weight × best latency so far) and each task's best GFLOP/s, against
+the trials in measurement order. With a model, its tasks and weights are
+plotted; without, every task stored in --db that has records on the target.
+
+`
+
 // plotFlags are the flags of `tune records plot`.
 type plotFlags struct {
 	mf              modelFlags
@@ -25,17 +35,7 @@ func (p *plotFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.db, "db", "tuning.db", "records database `FILE`")
 	fs.StringVar(&p.target, "target", "", "target key, or a part of it that names one target (default: the only target of the records)")
 	fs.StringVar(&p.out, "o", "tuning.svg", "output `FILE`: .svg or .png")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), `usage: tune records plot [flags] [model.onnx]
-
-Draws the tuning curve of --db: the estimated model latency (the sum over
-tasks of weight × best latency so far) and each task's best GFLOP/s, against
-the trials in measurement order. With a model, its tasks and weights are
-plotted; without, every task stored in --db that has records on the target.
-
-`)
-		fs.PrintDefaults()
-	}
+	setUsage(fs, plotUsage)
 }
 
 // runPlot is `tune records plot [flags] [model.onnx]` (package curveplot).

@@ -15,6 +15,12 @@ import (
 	"tessera/build"
 )
 
+// runUsage is the help of the command, before its flags.
+const runUsage = "usage: tune run DIR --input name=FILE ... [--reference name=FILE ...] [-o DIR]\n\n" +
+	"Runs the model built into DIR by tune build once, writes its outputs as\n" +
+	"NAME.npy (or .pb, .bin) and compares them with the references: an element\n" +
+	"differs when |got-want| > atol + rtol·|want|.\n\nflags:\n"
+
 // runFlags are the flags of `tune run`.
 type runFlags struct {
 	inputs, refs   filesFlag
@@ -34,13 +40,7 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&r.rtol, "rtol", 1e-3, "relative tolerance of the comparison with --reference")
 	fs.Float64Var(&r.atol, "atol", 1e-4, "absolute tolerance of the comparison with --reference")
 	r.maxMemory = maxMemoryFlag(fs, "the most memory a run may take (inputs, outputs, weights, arena), e.g. 8GiB")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: tune run DIR --input name=FILE ... [--reference name=FILE ...] [-o DIR]\n\n"+
-			"Runs the model built into DIR by tune build once, writes its outputs as\n"+
-			"NAME.npy (or .pb, .bin) and compares them with the references: an element\n"+
-			"differs when |got-want| > atol + rtol·|want|.\n\nflags:\n")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, runUsage)
 }
 
 // runModel is `tune run DIR --input name=FILE ... [--reference name=FILE ...] [-o DIR]`.
