@@ -49,10 +49,13 @@ func (c *costModelFlags) register(fs *flag.FlagSet) {
 	setUsage(fs, costModelUsage)
 }
 
-// runCostModel is `tune costmodel train|eval`.
+// runCostModel is `tune costmodel train|eval|pretrain`.
 func runCostModel(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "pretrain" {
+		return runPretrain(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || (args[0] != "train" && args[0] != "eval") {
-		fmt.Fprintln(stderr, "usage: tune costmodel train --db FILE... --model M.onnx... -o model.txt\n       tune costmodel eval --db FILE... --model M.onnx... model.txt")
+		fmt.Fprintln(stderr, "usage: tune costmodel train --db FILE... --model M.onnx... -o model.txt\n       tune costmodel eval --db FILE... --model M.onnx... model.txt\n       tune costmodel pretrain --db FILE... [-o model.txt]")
 		return errUsage
 	}
 	verb, args := args[0], args[1:]

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"tessera/costmodel"
+	"tessera/measure"
+	"tessera/tuning"
+)
+
+// pretrainFlags are the flags of `tune costmodel pretrain`.
+type pretrainFlags struct {
+	dbs, models listFlag
+	generated   string
+	testdata    string
+	holdOut     float64
+	out         string
+	seed        uint64
+}
+
+// pretrainTestData are the test data's models pretraining reads: the
+// PyTorch-converted layers whose tasks the models tune (convolutions,
+// depthwise and grouped ones, linear layers, pools, softmax).
+var pretrainTestData = []string{"test_Conv1d", "test_Conv2d", "test_Linear", "test_Softmax", "test_LogSoftmax",
+	"test_MaxPool2d", "test_AvgPool2d", "test_BatchNorm2d_eval", "test_PReLU_2d", "test_ELU"}
+
+func (p *pretrainFlags) register(fs *flag.FlagSet) {
+	fs.Var(&p.dbs, "db", "records database `FILE` (repeatable)")
+	fs.Var(&p.models, "model", "another ONNX model `FILE` whose tasks the records measured (repeatable)")
+	fs.StringVar(&p.generated, "generated", "tiny,resnet18,resnet50,densenet121", "the generated models (cmd/genmodels) whose records it learns from; a model left out is held out (MobileNetV2 and the BERT layer are, by default)")
+	fs.StringVar(&p.testdata, "testdata", "/usr/share/libonnx-testdata/data/pytorch-converted", "`DIR` of the test data's PyTorch-converted models (Debian's libonnx-testdata), whose layers' records it learns from")
+	fs.Float64Var(&p.holdOut, "hold-out", 0.2, "share of the workloads held out to report how the model ranks programs of workloads it did not see")
+	fs.StringVar(&p.out, "o", "tuning/pretrained/cpu-amd64.txt", "write the model to `FILE` (LightGBM text): the default is the model tune ships, embedded when tune is built")
+	fs.Uint64Var(&p.seed, "seed", 1, "random seed of the validation split")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `usage: tune costmodel pretrain --db FILE... [flags]
+
+pretrain trains the cost model tune starts from (--cost-model pretrained)
+on every successful record of the --db files that measures a task of the
+generated models, the test data's layers or the --model files, on any
+target. Before it trains on all of them it holds out a share of the
+workloads, trains on the rest and reports TenSet's metrics on them
+(pretrained), next to a model trained on the first half of each held-out
+task's own records (cold), both judged on the second half.
+
+`)
+		fs.PrintDefaults()
+	}
+}
+
+// runPretrain is `tune costmodel pretrain`.
+func runPretrain(args []string, stdout, stderr io.Writer) error {
+	var p pretrainFlags
+	fs := flagSet("tune costmodel pretrain", stderr, &p)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 || len(p.dbs) == 0 {
+		fmt.Fprintln(stderr, "usage: tune costmodel pretrain --db FILE... [-o model.txt] (run 'tune costmodel pretrain -h')")
+		return errUsage
+	}
+	params := costmodel.DefaultParams()
+	params.Seed = p.seed
+	opts := tuning.PretrainOptions{DBs: p.dbs, Models: append(p.models, tuning.TestDataModels(p.testdata, pretrainTestData...)...),
+		HoldOut: p.holdOut, Params: params}
+	if p.generated != "" {
+		opts.Generated = strings.Split(p.generated, ",")
+	}
+	m, rep, err := tuning.Pretrain(opts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, rep.Data)
+	if rep.HeldOutTasks > 0 {
+		fmt.Fprintf(stdout, "held out: %d tasks, %d records\n", rep.HeldOutTasks, rep.HeldOutRecords)
+		for _, r := range []struct {
+			name string
+			m    costmodel.TenSetMetrics
+		}{{"pretrained", rep.Pretrained}, {"cold", rep.Cold}} {
+			fmt.Fprintf(stdout, "  %-10s pairwise %.4f, top-1 %.4f, top-5 %.4f\n", r.name, r.m.Pairwise, r.m.Top1, r.m.Top5)
+		}
+	}
+	f, err := os.Create(p.out)
+	if err != nil {
+		return err
+	}
+	if err := m.Save(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	st, _ := os.Stat(p.out)
+	fmt.Fprintf(stdout, "trained %d trees on %d programs in %v; wrote %s (%s)\n", m.Info.Trees, m.Info.Programs, m.Info.Duration.Round(1e6), p.out, measure.Bytes(st.Size()))
+	return nil
+}
