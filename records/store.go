@@ -106,6 +106,10 @@ func openStore(path string, readOnly bool) (st *Store, err error) {
 		return nil, fmt.Errorf("records: open %s: %w", path, err)
 	}
 	s := &Store{db: db, path: path, readOnly: readOnly}
+	if err := s.checkSize(); err != nil {
+		db.Close()
+		return nil, err
+	}
 	check := s.init
 	if readOnly {
 		check = s.checkSchema
@@ -115,6 +119,22 @@ func openStore(path string, readOnly bool) (st *Store, err error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// checkSize refuses a file shorter than the pages its last transaction
+// wrote: a truncated copy whose first pages still read would otherwise
+// open, with whatever lay beyond the cut (records, the saved model) lost.
+func (s *Store) checkSize() error {
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		return fmt.Errorf("records: %w", err)
+	}
+	return s.db.View(func(tx *bolt.Tx) error {
+		if tx.Size() > fi.Size() {
+			return fmt.Errorf("records: %s is truncated: %d bytes, its last transaction wrote %d", s.path, fi.Size(), tx.Size())
+		}
+		return nil
+	})
 }
 
 // checkSchema checks an existing database without writing to it.

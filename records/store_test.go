@@ -152,6 +152,17 @@ func TestOpenErrors(t *testing.T) {
 		data, _ := os.ReadFile(filepath.Join(dir, "full.db"))
 		os.WriteFile(truncated, data[:len(data)/3], 0o644)
 	}
+	// A database whose live pages lie past its first ones: the cut loses
+	// them while the pages it keeps still read.
+	cutTail := filepath.Join(dir, "cut-tail.db")
+	{
+		s := open(t, filepath.Join(dir, "big.db"))
+		s.Add([]Record{rec("w", []float64{1e-3}, "none")})
+		s.SaveModel("t", bytes.Repeat([]byte{'m'}, 1<<20))
+		s.Close()
+		data, _ := os.ReadFile(filepath.Join(dir, "big.db"))
+		os.WriteFile(cutTail, data[:len(data)/3], 0o644)
+	}
 	foreign := filepath.Join(dir, "foreign.db")
 	{
 		db, err := bolt.Open(foreign, 0o644, nil)
@@ -164,6 +175,7 @@ func TestOpenErrors(t *testing.T) {
 	for _, tc := range []struct{ path, want string }{
 		{garbage, "not a tessera records database"},
 		{truncated, "tessera"},
+		{cutTail, "truncated"},
 		{foreign, "something else"},
 		{filepath.Join(dir, "no", "such", "dir.db"), "open"},
 	} {

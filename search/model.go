@@ -73,8 +73,12 @@ func (m *GBDTModel) UseBase(base *costmodel.Model) error {
 // the next retraining.
 func (m *GBDTModel) Use(p costmodel.Predictor) { m.pred = p }
 
-// Trained returns the trained model, or nil while predictions are random.
+// Trained returns the model trained on the run's data (boosted from Base
+// when there is one), or nil while predictions are random or Base's alone.
 func (m *GBDTModel) Trained() *costmodel.Model {
 	t, _ := m.pred.(*costmodel.Model)
+	if t == m.Base {
+		return nil
+	}
 	return t
 }
