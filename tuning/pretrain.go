@@ -161,6 +161,21 @@ func evalHeldOut(data *costmodel.Dataset, trainIdx, testIdx []int, params costmo
 	return nil
 }
 
+// PretrainTestData are the prefixes of the test data's models pretraining
+// reads (TestDataModels): the PyTorch-converted layers whose tasks the
+// models tune (convolutions, depthwise and grouped ones, linear layers,
+// pools, softmax).
+var PretrainTestData = []string{"test_Conv1d", "test_Conv2d", "test_Linear", "test_Softmax", "test_LogSoftmax",
+	"test_MaxPool2d", "test_AvgPool2d", "test_BatchNorm2d_eval", "test_PReLU_2d", "test_ELU"}
+
+// PretrainGenerated are the generated models pretraining reads by default:
+// MobileNetV2 and the BERT models are held out.
+var PretrainGenerated = []string{"tiny", "resnet18", "resnet50", "densenet121"}
+
+// TestDataDir is where Debian's libonnx-testdata keeps the PyTorch-converted
+// models.
+const TestDataDir = "/usr/share/libonnx-testdata/data/pytorch-converted"
+
 // TestDataModels returns the ONNX models of Debian's libonnx-testdata
 // under dir whose names start with one of prefixes (its PyTorch-converted
 // convolutions, linear layers, pools...); none when it is not installed.

@@ -124,3 +124,28 @@ func splitList(s string) []string {
 	}
 	return strings.Split(s, ",")
 }
+
+// heldOutTasks pretrains as `tune costmodel pretrain` does on the
+// databases and prints its report on the workloads held out of training:
+// the model of the other workloads (pretrained) against one trained on the
+// first half of each held-out task's own records (cold), both judged on
+// the second half.
+func heldOutTasks(dbs []string) error {
+	opts := tuning.PretrainOptions{DBs: dbs, Generated: tuning.PretrainGenerated,
+		Models: tuning.TestDataModels(tuning.TestDataDir, tuning.PretrainTestData...), Params: costmodel.DefaultParams()}
+	_, rep, err := tuning.Pretrain(opts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, rep.Data)
+	fmt.Printf("heldout-task tasks = %d, records = %d\n", rep.HeldOutTasks, rep.HeldOutRecords)
+	for _, m := range []struct {
+		name string
+		m    costmodel.TenSetMetrics
+	}{{"cold", rep.Cold}, {"pretrained", rep.Pretrained}} {
+		fmt.Printf("heldout-task %s pairwise = %.4f\n", m.name, m.m.Pairwise)
+		fmt.Printf("heldout-task %s top-1 = %.4f\n", m.name, m.m.Top1)
+		fmt.Printf("heldout-task %s top-5 = %.4f\n", m.name, m.m.Top5)
+	}
+	return nil
+}

@@ -56,7 +56,14 @@ func main() {
 	hmodels := flag.String("heldout-model", "", "comma-separated ONNX `models` whose tasks the -heldout-db records measured")
 	seen := flag.Int("seen", 64, "with -heldout-db: records of each task the cold and boosted models train on (the rest are the test set)")
 	pretrained := flag.String("pretrained", "", "with -heldout-db: the pretrained model `FILE` (default: the one shipped for this machine)")
+	pdbs := flag.String("pretrain-db", "", "comma-separated records `DBs` to pretrain on (the generated models but MobileNetV2 and the BERT layer, the test data's layers): report the pretrained model against a cold one on held-out workloads of them instead of searching")
 	flag.Parse()
+	if *pdbs != "" {
+		if err := heldOutTasks(splitList(*pdbs)); err != nil {
+			benchutil.Fatal(err)
+		}
+		return
+	}
 	if *hdbs != "" {
 		if err := heldOut(splitList(*hdbs), splitList(*hmodels), *seen, *pretrained); err != nil {
 			benchutil.Fatal(err)
