@@ -133,6 +133,7 @@ func splitList(s string) []string {
 func heldOutTasks(dbs []string) error {
 	opts := tuning.PretrainOptions{DBs: dbs, Generated: tuning.PretrainGenerated,
 		Models: tuning.TestDataModels(tuning.TestDataDir, tuning.PretrainTestData...), Params: costmodel.DefaultParams()}
+	opts.Params.Seed = 1 // tune costmodel pretrain's default
 	_, rep, err := tuning.Pretrain(opts)
 	if err != nil {
 		return err
