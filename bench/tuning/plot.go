@@ -11,8 +11,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
+
+	"tessera/records/curveplot"
 )
 
 var modeColors = map[string]color.Color{
@@ -90,16 +90,7 @@ func newPanel(title, xlabel string) *plot.Plot {
 
 // writeTiles draws the panels one above the other.
 func writeTiles(w io.Writer, ext string, panels ...*plot.Plot) error {
-	width, height := 8*vg.Inch, 7*vg.Inch
-	var c interface {
-		vg.CanvasSizer
-		io.WriterTo
-	}
-	if ext == ".svg" {
-		c = vgsvg.New(width, height)
-	} else {
-		c = vgimg.PngCanvas{Canvas: vgimg.New(width, height)}
-	}
+	c := curveplot.NewCanvas(ext, 8*vg.Inch, 7*vg.Inch)
 	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadTop: vg.Points(8), PadBottom: vg.Points(8),
 		PadLeft: vg.Points(8), PadRight: vg.Points(16), PadY: vg.Points(24)}
 	rows := make([][]*plot.Plot, len(panels))

@@ -208,18 +208,24 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
+// Canvas is a canvas that writes itself as an image file.
+type Canvas interface {
+	vg.CanvasSizer
+	io.WriterTo
+}
+
+// NewCanvas returns an SVG canvas for format ".svg", else a PNG one.
+func NewCanvas(format string, width, height vg.Length) Canvas {
+	if format == ".svg" {
+		return vgsvg.New(width, height)
+	}
+	return vgimg.PngCanvas{Canvas: vgimg.New(width, height)}
+}
+
 // writePanels lays the panels out one above the other, their data areas
 // aligned, and writes them as SVG or PNG.
 func writePanels(w io.Writer, format string, panels []panel) error {
-	var c interface {
-		vg.CanvasSizer
-		io.WriterTo
-	}
-	if format == ".svg" {
-		c = vgsvg.New(width, height)
-	} else {
-		c = vgimg.PngCanvas{Canvas: vgimg.New(width, height)}
-	}
+	c := NewCanvas(format, width, height)
 	const labelWidth = 24 // points left of each panel for its y label
 	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadTop: vg.Points(8), PadBottom: vg.Points(8),
 		PadLeft: vg.Points(labelWidth), PadRight: vg.Points(16), PadY: vg.Points(28)}
