@@ -1,0 +1,164 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"tessera/measure"
+)
+
+// Shapes collects repeated `--input name=d0,d1,...` flags: static shapes
+// by name. Make it before registering it.
+type Shapes map[string][]int
+
+func (s Shapes) String() string {
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(s)) {
+		dims := make([]string, len(s[n]))
+		for k, d := range s[n] {
+			dims[k] = strconv.Itoa(d)
+		}
+		parts = append(parts, n+"="+strings.Join(dims, ","))
+	}
+	return strings.Join(parts, " ")
+}
+
+func (s Shapes) Set(v string) error {
+	name, dims, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("want name=d0,d1,... (e.g. input=1,3,224,224), got %q", v)
+	}
+	if _, dup := s[name]; dup {
+		return fmt.Errorf("input %s given twice", name)
+	}
+	var shape []int
+	if dims != "" {
+		for _, f := range strings.Split(dims, ",") {
+			d, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || d <= 0 {
+				return fmt.Errorf("dimension %q of %s is not a positive integer", f, name)
+			}
+			shape = append(shape, d)
+		}
+	}
+	s[name] = shape
+	return nil
+}
+
+// Values collects repeated `--freeze name=v0,v1,...` flags: the values as
+// written, parsed once the input's dtype is known (onnx.Load). Make it
+// before registering it.
+type Values map[string][]string
+
+func (f Values) String() string {
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(f)) {
+		parts = append(parts, n+"="+strings.Join(f[n], ","))
+	}
+	return strings.Join(parts, " ")
+}
+
+func (f Values) Set(v string) error {
+	name, vals, ok := strings.Cut(v, "=")
+	if !ok || name == "" || strings.TrimSpace(vals) == "" {
+		return fmt.Errorf("want name=v0,v1,... (e.g. sr=16000), got %q", v)
+	}
+	if _, dup := f[name]; dup {
+		return fmt.Errorf("input %s frozen twice", name)
+	}
+	for _, s := range strings.Split(vals, ",") {
+		f[name] = append(f[name], strings.TrimSpace(s))
+	}
+	return nil
+}
+
+// Names collects a repeated flag's values as a set (`--no-pass cse
+// --no-pass dce`; commas separate several names too). Make it before
+// registering it.
+type Names map[string]bool
+
+func (n Names) String() string { return strings.Join(slices.Sorted(maps.Keys(n)), ",") }
+
+func (n Names) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			n[s] = true
+		}
+	}
+	return nil
+}
+
+// List collects a repeated flag's values in order (`--db a.db --db b.db`).
+type List []string
+
+func (l *List) String() string { return strings.Join(*l, " ") }
+
+func (l *List) Set(v string) error {
+	*l = append(*l, v)
+	return nil
+}
+
+// Files collects repeated `name=FILE` flags; a bare FILE is stored under
+// the name "" (the only tensor of a model, say). Make it before
+// registering it.
+type Files map[string]string
+
+func (f Files) String() string {
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(f)) {
+		parts = append(parts, n+"="+f[n])
+	}
+	return strings.Join(parts, " ")
+}
+
+func (f Files) Set(v string) error {
+	name, file, ok := strings.Cut(v, "=")
+	if !ok {
+		name, file = "", v
+	}
+	if file == "" {
+		return fmt.Errorf("want name=FILE, got %q", v)
+	}
+	if _, dup := f[name]; dup {
+		return fmt.Errorf("%q given twice", name)
+	}
+	f[name] = file
+	return nil
+}
+
+// Bytes is a byte count given with an optional binary unit: 8GiB,
+// 512MiB, 8G (= 8GiB), 1048576.
+type Bytes int64
+
+func (b *Bytes) String() string { return measure.Bytes(int64(*b)) }
+
+func (b *Bytes) Set(v string) error {
+	s := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(v), "B"), "i")
+	shift := 0
+	if n := len(s); n > 0 {
+		if k := strings.IndexByte("KMGT", s[n-1]); k >= 0 {
+			shift = 10 * (k + 1)
+			s = s[:n-1]
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt64>>shift {
+		return fmt.Errorf("want a positive size such as 8GiB, 512MiB or 1048576, got %q", v)
+	}
+	*b = Bytes(n << shift)
+	return nil
+}
+
+// MaxMemory registers --max-memory, the memory limit of a run or of
+// measuring a task (measure.DefaultMaxMemory unless given), whose help
+// says what it bounds.
+func MaxMemory(fs *flag.FlagSet, help string) *Bytes {
+	b := Bytes(measure.DefaultMaxMemory)
+	fs.Var(&b, "max-memory", help)
+	return &b
+}
