@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"strings"
 
 	"tessera/graph/onnx"
 	"tessera/measure"
@@ -188,4 +189,52 @@ func race(ctx context.Context, lms []*LayoutModel, opts Options, run RunOptions)
 		}
 	}
 	return best, nil
+}
+
+// Layouts returns the layouts tune build's --layout asks for (auto, nhwc
+// or nchw), in order of preference on a tie. Without the convert-layout
+// pass (noConvert: --no-pass convert-layout) only NCHW is left.
+func Layouts(layout string, noConvert bool) ([]string, error) {
+	switch layout {
+	case "auto":
+		if noConvert {
+			return []string{LayoutNCHW}, nil
+		}
+		return []string{LayoutNHWC, LayoutNCHW}, nil
+	case LayoutNHWC:
+		if noConvert {
+			return nil, fmt.Errorf("--layout nhwc needs the convert-layout pass, which --no-pass convert-layout disables")
+		}
+		return []string{LayoutNHWC}, nil
+	case LayoutNCHW:
+		return []string{LayoutNCHW}, nil
+	}
+	return nil, fmt.Errorf("--layout %q: want auto, nhwc or nchw", layout)
+}
+
+// Reason says why the layout was chosen, where there was a choice (""
+// where there was none): the race's times at threads (the RunOptions of
+// ChooseLayout) and the directory it is built into, or what the records
+// cover of each layout.
+func (c *LayoutChoice) Reason(threads int, dir string) string {
+	var b strings.Builder
+	switch {
+	case c.Raced:
+		fmt.Fprintf(&b, "both layouts are tuned; end to end, %d threads, median of %d rounds of %d runs:", threads, RaceRounds, RaceRepeat)
+		for _, lm := range c.Weighed {
+			if lm.Share >= MinTunedShare {
+				fmt.Fprintf(&b, " %s %.3f ms (records' estimate %.3f);", lm.Layout, lm.Median*1e3, lm.Estimate*1e3)
+			}
+		}
+		fmt.Fprintf(&b, " building %s into %s", c.Chosen.Layout, dir)
+	case len(c.Weighed) > 1:
+		fmt.Fprintf(&b, "layout %s: records cover %.1f%% of its FLOPs", c.Chosen.Layout, c.Chosen.Share)
+		for _, lm := range c.Weighed {
+			if lm != c.Chosen {
+				fmt.Fprintf(&b, ", %.1f%% of %s's", lm.Share, lm.Layout)
+			}
+		}
+		fmt.Fprintf(&b, " (layouts are raced end to end when records cover %d%% of each)", MinTunedShare)
+	}
+	return b.String()
 }

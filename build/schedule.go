@@ -118,7 +118,7 @@ func scheduleTasks(plan *partition.Plan, recs RecordSource, tg *target.Target, w
 				k.report.Schedule = FromRecord
 				k.report.Record = &RecordUsed{Steps: rec.Steps, Cost: rec.Cost(), At: rec.At.UTC().Format(time.RFC3339Nano), Tool: rec.Tool}
 				if len(skipped) > 0 {
-					warn("task %d (%s, %s): %d faster records do not apply (first: %s); using the next", i, t.Ops(), shortKey(t.Key), len(skipped), skipped[0])
+					warn("task %d (%s, %s): %d faster records do not apply (first: %s); using the next", i, t.Ops(), records.ShortKey(t.Key), len(skipped), skipped[0])
 				}
 			case len(skipped) == 1:
 				why = "its best record does not apply: " + skipped[0]
@@ -140,7 +140,7 @@ func scheduleTasks(plan *partition.Plan, recs RecordSource, tg *target.Target, w
 			}
 			k.report.Schedule = FromDefault
 			k.report.Default = &DefaultUsed{Why: why, Rule: rule, Steps: steps}
-			warn("task %d (%s, %s): %s; using the default schedule", i, t.Ops(), shortKey(t.Key), why)
+			warn("task %d (%s, %s): %s; using the default schedule", i, t.Ops(), records.ShortKey(t.Key), why)
 		}
 		for a, p := range k.f.Params {
 			if p.Packed != nil {
@@ -166,7 +166,7 @@ func checkGroups(t *partition.Task) error {
 			ok = d.Outputs[i].Size() == t.DAG.Outputs[i].Size()
 		}
 		if !ok {
-			return fmt.Errorf("build: group %d (%s) does not match its task %s", grp.ID, grp.Ops(), shortKey(t.Key))
+			return fmt.Errorf("build: group %d (%s) does not match its task %s", grp.ID, grp.Ops(), records.ShortKey(t.Key))
 		}
 	}
 	return nil
@@ -195,12 +195,4 @@ func defaultSchedule(tg *target.Target, t *partition.Task, name string) (*schedu
 		return nil, nil, "", fmt.Errorf("the default schedule does not lower: %w", err)
 	}
 	return st, f, rule, nil
-}
-
-// shortKey is the part of a workload key a message shows.
-func shortKey(key string) string {
-	if len(key) > 11 {
-		return key[:11]
-	}
-	return key
 }

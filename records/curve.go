@@ -1,6 +1,8 @@
 package records
 
 import (
+	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -103,4 +105,57 @@ func (c *Curve) Latency() []CurvePoint {
 		out = append(out, CurvePoint{e.trial, sum})
 	}
 	return out
+}
+
+// CurveOf returns the tuning curve to plot of the tasks on the target
+// want names (PickTarget, which names the database by its path): with
+// tasks nil, of every stored task that has records on that target. A
+// curve without records, or without a successful one, is an error:
+// nothing to plot.
+func (s *Store) CurveOf(tasks []TaskInfo, want string) (*Curve, error) {
+	all := tasks == nil
+	if all {
+		var err error
+		if tasks, err = s.Tasks(); err != nil {
+			return nil, err
+		}
+	}
+	keys := make([]string, len(tasks))
+	for i, t := range tasks {
+		keys[i] = t.Key
+	}
+	targets, err := s.Targets(keys)
+	if err != nil {
+		return nil, err
+	}
+	key, err := PickTarget(slices.Collect(maps.Keys(targets)), want, s.path)
+	if err != nil {
+		return nil, err
+	}
+	if all {
+		tasks = slices.DeleteFunc(tasks, func(t TaskInfo) bool { return targets[key][t.Key].Records == 0 })
+	}
+	c, err := s.Curve(key, tasks)
+	switch {
+	case err != nil:
+		return nil, err
+	case c.Trials == 0:
+		return nil, fmt.Errorf("%s has no records of these tasks on %s: nothing to plot", s.path, key)
+	case c.Valid == 0:
+		return nil, fmt.Errorf("%s has %d records of these tasks on %s, none successful: nothing to plot", s.path, c.Trials, key)
+	}
+	return c, nil
+}
+
+// Summary says in two lines what the curve holds and how the estimated
+// model latency fell: from the first trial after which every task has a
+// successful record to the last.
+func (c *Curve) Summary() string {
+	s := fmt.Sprintf("%d trials (%d successful) of %d tasks on %s\n", c.Trials, c.Valid, len(c.Tasks), c.Target)
+	lat := c.Latency()
+	if len(lat) == 0 {
+		return s + "estimated model latency: not defined yet (a task has no successful record)"
+	}
+	return s + fmt.Sprintf("estimated model latency: %.4f ms after trial %d, %.4f ms after trial %d",
+		lat[0].Value*1e3, lat[0].Trial, lat[len(lat)-1].Value*1e3, lat[len(lat)-1].Trial)
 }

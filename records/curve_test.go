@@ -4,6 +4,7 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -57,5 +58,52 @@ func TestCurve(t *testing.T) {
 	}
 	if c, err := s.Curve("no such target", tasks); err != nil || c.Trials != 0 || c.Latency() != nil {
 		t.Errorf("unknown target: %+v %v", c, err)
+	}
+}
+
+// TestCurveOf picks the target and, without tasks, takes every stored
+// task with records on it; a curve with nothing to plot is an error.
+func TestCurveOf(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.db")
+	s := open(t, path)
+	defer s.Close()
+	for _, k := range []string{"w1", "w2", "w3"} {
+		if err := s.PutTask(TaskInfo{Key: k, Weight: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failed := rec("w2", nil, "runtime_error")
+	failed.Target = "cpu-other"
+	if err := s.Add([]Record{rec("w1", []float64{2e-3}, "none"), rec("w2", []float64{1e-3}, "none"), failed}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CurveOf(nil, ""); err == nil || !strings.Contains(err.Error(), "records of 2 targets; name one with --target") {
+		t.Errorf("two targets, none named: %v", err)
+	}
+	c, err := s.CurveOf(nil, "cpu-test")
+	if err != nil || len(c.Tasks) != 2 || c.Trials != 2 {
+		t.Fatalf("every task of cpu-test: %+v, %v", c, err)
+	}
+	want := "2 trials (2 successful) of 2 tasks on cpu-test\nestimated model latency: 3.0000 ms after trial 2, 3.0000 ms after trial 2"
+	if got := c.Summary(); got != want {
+		t.Errorf("Summary:\n%s\nwant\n%s", got, want)
+	}
+	if _, err := s.CurveOf(nil, "other"); err == nil || err.Error() != path+" has 1 records of these tasks on cpu-other, none successful: nothing to plot" {
+		t.Errorf("only failed records: %v", err)
+	}
+	if _, err := s.CurveOf([]TaskInfo{}, ""); err == nil || err.Error() != path+" has no records of these tasks" {
+		t.Errorf("no tasks: %v", err)
+	}
+}
+
+func TestWriteStats(t *testing.T) {
+	var b strings.Builder
+	WriteStats(&b, []Stat{{WorkloadKey: "w1", Target: "cpu", Records: 3, Errors: 1, Best: 2e-3}, {WorkloadKey: "w2", Target: "cpu", Records: 1, Errors: 1, Best: math.Inf(1)}})
+	want := "workload  records  errors  best ms  target\nw1        3        1       2.0000   cpu\nw2        1        1       -        cpu\n"
+	if b.String() != want {
+		t.Errorf("WriteStats:\n%s\nwant\n%s", b.String(), want)
+	}
+	if ShortKey("v2-4e89717c8d06c431") != "v2-4e89717c" || ShortKey("w1") != "w1" {
+		t.Error("ShortKey")
 	}
 }

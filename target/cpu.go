@@ -2,7 +2,6 @@ package target
 
 import (
 	"fmt"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -128,8 +127,8 @@ func RunsHere(m machine.Machine) error {
 // for a lower level than the host's: on an AVX-512 machine,
 // TESSERA_CPU=x86-64-v3 go test ./... runs what an AVX2 machine would.
 func DefaultMachine() (machine.Machine, error) {
-	name := os.Getenv("TESSERA_CPU")
-	if name == "" || name == "native" {
+	name := DefaultCPU()
+	if name == "native" {
 		return NativeMachine(), nil
 	}
 	m, err := machine.Resolve(name, (&measure.Builder{}).Command())

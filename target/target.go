@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"strings"
 
+	"tessera/codegen"
 	"tessera/costmodel"
 	"tessera/measure"
 	"tessera/schedule"
@@ -158,4 +159,17 @@ func LowerOf(key string) (func(s *schedule.State, name string) (*tir.PrimFunc, e
 		return schedule.LowerGPU, nil
 	}
 	return nil, fmt.Errorf("target key %q: %w", key, ErrUnknown)
+}
+
+// Generator returns the Generate of this target with the C printer's
+// options cg (a job's codegen options, measure/remote): Generate itself
+// for the zero cg; only the cpu target prints C with other options.
+func (t *Target) Generator(cg codegen.COptions) (func(*schedule.State) (measure.Program, error), error) {
+	if cg == (codegen.COptions{}) {
+		return t.Generate, nil
+	}
+	if t.Name != "cpu" {
+		return nil, fmt.Errorf("codegen options %+v for target %s", cg, t.Name)
+	}
+	return CPU(CPUConfig{Threads: t.Runner.Opts.Threads, Builder: t.Host, Codegen: cg, Machine: t.Machine}).Generate, nil
 }

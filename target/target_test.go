@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"tessera/codegen"
 	"tessera/costmodel"
 	"tessera/measure"
 	"tessera/schedule"
@@ -64,5 +65,31 @@ func TestCPU(t *testing.T) {
 	}
 	if res[0].Kind != measure.None {
 		t.Errorf("naive schedule: %v: %s", res[0].Kind, res[0].Msg)
+	}
+}
+
+// TestNew: a target by name, and the errors of the flags that name one.
+func TestNew(t *testing.T) {
+	t.Setenv("TESSERA_CPU", "")
+	host := &measure.Builder{}
+	tg, err := target.New(target.Config{Name: "cpu", CPU: "native", Threads: 1, Host: host})
+	if err != nil || tg.Name != "cpu" || tg.Runner.Opts.Threads != 1 {
+		t.Fatalf("cpu: %v, %v", tg, err)
+	}
+	defer tg.Close()
+	for _, c := range []struct {
+		cfg  target.Config
+		want string
+	}{
+		{target.Config{Name: "tpu", Host: host}, `--target "tpu": unknown target (known: cpu, opencl, cuda)`},
+		{target.Config{Name: "opencl", CPU: "x86-64-v2", Host: host}, "--cpu x86-64-v2: only the cpu target takes --cpu, not opencl"},
+		{target.Config{Name: "cpu", CPU: "no-such-cpu", Host: host}, "--cpu: "},
+	} {
+		if _, err := target.New(c.cfg); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("New(%+v) = %v, want %q", c.cfg, err, c.want)
+		}
+	}
+	if g, err := tg.Generator(codegen.COptions{}); err != nil || g == nil {
+		t.Errorf("Generator of the zero options: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package onnx
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -22,6 +23,7 @@ type LoadOptions struct {
 // Loaded is a model read, frozen, bound and simplified.
 type Loaded struct {
 	Graph         *graph.Graph
+	Options       LoadOptions // how it was loaded
 	Before, After graph.Stats // the graph's size as decoded and after the passes
 	Notes         []string    // what a user should know of how the model was read
 }
@@ -40,7 +42,7 @@ func Load(path string, opts LoadOptions) (*Loaded, error) {
 // Prepare is Load of a decoded graph g; path names its file in notes and
 // errors.
 func Prepare(g *graph.Graph, path string, opts LoadOptions) (*Loaded, error) {
-	l := &Loaded{Graph: g, Before: graph.StatsOf(g)}
+	l := &Loaded{Graph: g, Options: opts, Before: graph.StatsOf(g)}
 	for _, name := range g.Shadowed {
 		l.Notes = append(l.Notes, fmt.Sprintf("input %s has an initializer in %s (a default value): it is taken as a constant, not an input", name, path))
 	}
@@ -122,4 +124,45 @@ func appendValue(t *graph.Tensor, s string) error {
 		t.I64 = append(t.I64, k)
 	}
 	return nil
+}
+
+// WriteSummary writes what Load made of the model at path: its inputs
+// and outputs with their shapes, the inputs frozen, and the graph's size
+// before and after the passes, with the passes that ran (tune inspect).
+func (l *Loaded) WriteSummary(w io.Writer, path string) {
+	g := l.Graph
+	values := func(names []string) string {
+		parts := make([]string, len(names))
+		for i, n := range names {
+			dims := make([]string, len(g.Values[n].Shape))
+			for k, d := range g.Values[n].Shape {
+				dims[k] = fmt.Sprint(d)
+			}
+			parts[i] = n + "[" + strings.Join(dims, ",") + "]"
+		}
+		return strings.Join(parts, " ")
+	}
+	fmt.Fprintf(w, "model %s: graph %q, opset %d\n", path, g.Name, g.Opset)
+	fmt.Fprintf(w, "  inputs:  %s\n  outputs: %s\n", values(g.Inputs), values(g.Outputs))
+	if freeze := l.Options.Freeze; len(freeze) > 0 {
+		var parts []string
+		for _, n := range slices.Sorted(maps.Keys(freeze)) {
+			parts = append(parts, n+"="+strings.Join(freeze[n], ","))
+		}
+		fmt.Fprintf(w, "  frozen:  %s\n", strings.Join(parts, " "))
+	}
+	var run []string
+	for _, name := range graph.PassNames() {
+		if !l.Options.NoPass[name] {
+			run = append(run, name)
+		}
+	}
+	fmt.Fprintf(w, "\ngraph                 nodes  constants  constant MB\n")
+	for _, r := range []struct {
+		name string
+		s    graph.Stats
+	}{{"decoded", l.Before}, {"after passes", l.After}} {
+		fmt.Fprintf(w, "  %-18s %6d %10d %12.1f   %s\n", r.name, r.s.Nodes, r.s.Consts, float64(r.s.ConstBytes)/1e6, r.s.OpsString())
+	}
+	fmt.Fprintf(w, "  passes: %s\n", strings.Join(run, ", "))
 }

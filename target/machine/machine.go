@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -512,6 +513,26 @@ func RunnableLevels(host Machine) (run []Machine, skipped map[string][]string) {
 		run = append(run, m)
 	}
 	return run, skipped
+}
+
+// WriteReport writes m (String), its features and its key, then which
+// portable levels host runs and what host lacks for each of the others
+// (tune machine).
+func (m Machine) WriteReport(w io.Writer, host Machine) {
+	fmt.Fprintln(w, m)
+	fmt.Fprintf(w, "features: %s\n", strings.Join(m.Features, " "))
+	fmt.Fprintf(w, "key: %s\n", m.Key())
+	run, skipped := RunnableLevels(host)
+	var names []string
+	for _, l := range run {
+		names = append(names, l.Name)
+	}
+	fmt.Fprintf(w, "this machine runs: %s\n", strings.Join(names, " "))
+	for _, name := range Levels() {
+		if miss, ok := skipped[name]; ok {
+			fmt.Fprintf(w, "this machine lacks for %s: %s\n", name, strings.Join(miss, " "))
+		}
+	}
 }
 
 // LoadCheck is one ISA extension a library checks for when it is loaded:

@@ -1,0 +1,35 @@
+package records
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"text/tabwriter"
+)
+
+// Tables of records for people: `tune records stats` and the short keys
+// of task tables.
+
+// WriteStats writes a table of stats, one line per (workload, target):
+// records, errors and the best cost in ms.
+func WriteStats(w io.Writer, stats []Stat) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "workload\trecords\terrors\tbest ms\ttarget")
+	for _, s := range stats {
+		best := "-"
+		if !math.IsInf(s.Best, 1) {
+			best = fmt.Sprintf("%.4f", s.Best*1e3)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", s.WorkloadKey, s.Records, s.Errors, best, s.Target)
+	}
+	return tw.Flush()
+}
+
+// ShortKey abbreviates a workload key as task tables and messages show
+// it: its first 11 characters.
+func ShortKey(key string) string {
+	if len(key) > 11 {
+		return key[:11]
+	}
+	return key
+}
