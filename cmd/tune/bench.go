@@ -3,13 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"runtime"
-	"text/tabwriter"
 
 	"tessera/build"
+	"tessera/internal/cli"
 	"tessera/measure"
 )
 
@@ -22,14 +21,13 @@ const benchUsage = "usage: tune bench DIR [--threads N] [--warmup W] [--repeat R
 
 // runBench is `tune bench DIR [--threads N] [--warmup W] [--repeat R]`.
 func runBench(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("tune bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("tune bench", stderr, nil)
 	threads := fs.Int("threads", runtime.NumCPU(), "threads of the model (OMP_NUM_THREADS)")
 	warmup := fs.Int("warmup", 3, "untimed runs before the timed ones")
 	repeat := fs.Int("repeat", 20, "timed runs")
 	profile := fs.Bool("profile", false, "also time every step (kernel call) and print it against its task's record")
-	maxMemory := maxMemoryFlag(fs, "the most memory a run may take (inputs, outputs, weights, arena), e.g. 8GiB")
-	setUsage(fs, benchUsage)
+	maxMemory := cli.MaxMemory(fs, "the most memory a run may take (inputs, outputs, weights, arena), e.g. 8GiB")
+	cli.SetUsage(fs, benchUsage)
 	model, err := openBuildDir(fs, args)
 	if err != nil {
 		return err
@@ -54,40 +52,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		for _, t := range times {
 			mean += t / float64(len(times))
 		}
-		writeProfile(stdout, model.Manifest, steps, mean)
+		model.Manifest.WriteProfile(stdout, steps, mean)
 	}
 	fmt.Fprintf(stdout, "min ms = %.3f\n", r.Min()*1e3)
 	fmt.Fprintf(stdout, "median ms = %.3f\n", r.Median()*1e3)
 	return nil
-}
-
-// writeProfile prints the mean time of every step of a built model (a
-// kernel call) next to the time its task's record was measured at (alone,
-// with warm caches), the sum over the steps, and the rest of the mean run
-// (copies, the executor, the clock).
-func writeProfile(w io.Writer, m *build.Manifest, steps []float64, mean float64) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "step\ttask\tms\trecord ms\tratio\tshare\t ops")
-	sum := 0.0
-	for _, t := range steps {
-		sum += t
-	}
-	for i, st := range m.Steps {
-		rec, ratio := "-", "-"
-		if st.Task >= 0 && st.Task < len(m.Tasks) && m.Tasks[st.Task].Record != nil {
-			c := m.Tasks[st.Task].Record.Cost
-			rec = fmt.Sprintf("%.4f", c*1e3)
-			if c > 0 {
-				ratio = fmt.Sprintf("%.2f", steps[i]/c)
-			}
-		}
-		share := 0.0
-		if sum > 0 {
-			share = 100 * steps[i] / sum
-		}
-		fmt.Fprintf(tw, "%d\t%d\t%.4f\t%s\t%s\t%.1f%%\t %s\n", i, st.Task, steps[i]*1e3, rec, ratio, share, st.Ops)
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "steps sum ms = %.3f\n", sum*1e3)
-	fmt.Fprintf(w, "outside steps ms = %.3f (mean run %.3f)\n", (mean-sum)*1e3, mean*1e3)
 }

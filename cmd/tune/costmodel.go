@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"tessera/costmodel"
+	"tessera/internal/cli"
 	"tessera/records/dataset"
 	"tessera/te"
 )
@@ -30,7 +31,7 @@ counted).
 
 // costModelFlags are the flags of `tune costmodel train|eval`.
 type costModelFlags struct {
-	dbs, models listFlag
+	dbs, models cli.List
 	target      string
 	mf          modelFlags
 	out         string
@@ -38,15 +39,15 @@ type costModelFlags struct {
 	seed        uint64
 }
 
-func (c *costModelFlags) register(fs *flag.FlagSet) {
-	c.mf.register(fs)
+func (c *costModelFlags) Register(fs *flag.FlagSet) {
+	c.mf.Register(fs)
 	fs.Var(&c.dbs, "db", "records database `FILE` (repeatable; default tuning.db)")
 	fs.Var(&c.models, "model", "ONNX model `FILE` whose tasks the records measured (repeatable; --input and --no-pass apply to each)")
 	fs.StringVar(&c.target, "target", "", "only the records of this target: its key, or a part of it that names one target (default: all)")
 	fs.StringVar(&c.out, "o", "", "write the model to `FILE` (LightGBM text; train)")
 	fs.StringVar(&c.objective, "objective", "pack-sum", "training objective: pack-sum (Ansor's) or pairwise (RankNet's; train)")
 	fs.Uint64Var(&c.seed, "seed", 1, "random seed of the validation split and pair sampling (train)")
-	setUsage(fs, costModelUsage)
+	cli.SetUsage(fs, costModelUsage)
 }
 
 // runCostModel is `tune costmodel train|eval|pretrain`.
@@ -55,26 +56,22 @@ func runCostModel(args []string, stdout, stderr io.Writer) error {
 		return runPretrain(args[1:], stdout, stderr)
 	}
 	if len(args) == 0 || (args[0] != "train" && args[0] != "eval") {
-		fmt.Fprintln(stderr, "usage: tune costmodel train --db FILE... --model M.onnx... -o model.txt\n       tune costmodel eval --db FILE... --model M.onnx... model.txt\n       tune costmodel pretrain --db FILE... [-o model.txt]")
-		return errUsage
+		return cli.Usagef(stderr, "usage: tune costmodel train --db FILE... --model M.onnx... -o model.txt\n       tune costmodel eval --db FILE... --model M.onnx... model.txt\n       tune costmodel pretrain --db FILE... [-o model.txt]")
 	}
 	verb, args := args[0], args[1:]
 	var cf costModelFlags
-	fs := flagSet("tune costmodel "+verb, stderr, &cf)
-	pos, err := parseArgs(fs, args)
+	pos, err := cli.Parse(cli.NewFlagSet("tune costmodel "+verb, stderr, &cf), args)
 	if err != nil {
 		return err
 	}
 	if verb == "eval" {
 		if len(pos) != 1 {
-			fmt.Fprintln(stderr, "usage: tune costmodel eval [flags] model.txt (run 'tune costmodel eval -h')")
-			return errUsage
+			return cli.Usagef(stderr, "usage: tune costmodel eval [flags] model.txt (run 'tune costmodel eval -h')")
 		}
 		return evalCostModel(cf, pos[0], stdout)
 	}
 	if len(pos) > 0 || cf.out == "" {
-		fmt.Fprintln(stderr, "usage: tune costmodel train [flags] -o model.txt (models go with --model; run 'tune costmodel train -h')")
-		return errUsage
+		return cli.Usagef(stderr, "usage: tune costmodel train [flags] -o model.txt (models go with --model; run 'tune costmodel train -h')")
 	}
 	params := costmodel.DefaultParams()
 	switch cf.objective {
@@ -97,16 +94,8 @@ func trainCostModel(cf costModelFlags, params costmodel.Params, stdout io.Writer
 	if err != nil {
 		return err
 	}
-	f, err := os.Create(cf.out)
-	if err != nil {
+	if err := cli.WriteOutput(cf.out, m.Save); err != nil {
 		return err
-	}
-	err = m.Save(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("-o %s: %w", cf.out, err)
 	}
 	info := m.Info
 	valid := "no validation split (fewer than 500 programs): stopped on the training set"

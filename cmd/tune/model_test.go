@@ -20,7 +20,7 @@ func tinyReference(t *testing.T, x []float32) []float32 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := build.Reference(l.g, [][]float32{x})
+	out, err := build.Reference(l.Graph, [][]float32{x})
 	if err != nil {
 		t.Fatal(err)
 	}

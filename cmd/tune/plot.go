@@ -4,12 +4,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
+	"tessera/internal/cli"
 	"tessera/records"
 	"tessera/records/curveplot"
 )
@@ -30,25 +28,23 @@ type plotFlags struct {
 	db, target, out string
 }
 
-func (p *plotFlags) register(fs *flag.FlagSet) {
-	p.mf.register(fs)
+func (p *plotFlags) Register(fs *flag.FlagSet) {
+	p.mf.Register(fs)
 	fs.StringVar(&p.db, "db", "tuning.db", "records database `FILE`")
 	fs.StringVar(&p.target, "target", "", "target key, or a part of it that names one target (default: the only target of the records)")
 	fs.StringVar(&p.out, "o", "tuning.svg", "output `FILE`: .svg or .png")
-	setUsage(fs, plotUsage)
+	cli.SetUsage(fs, plotUsage)
 }
 
 // runPlot is `tune records plot [flags] [model.onnx]` (package curveplot).
 func runPlot(args []string, stdout, stderr io.Writer) error {
 	var pf plotFlags
-	fs := flagSet("tune records plot", stderr, &pf)
-	pos, err := parseArgs(fs, args)
+	pos, err := cli.Parse(cli.NewFlagSet("tune records plot", stderr, &pf), args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 1 {
-		fmt.Fprintln(stderr, "usage: tune records plot [flags] [model.onnx] (at most one model; run 'tune records plot -h')")
-		return errUsage
+		return cli.Usagef(stderr, "usage: tune records plot [flags] [model.onnx] (at most one model; run 'tune records plot -h')")
 	}
 	format := strings.ToLower(filepath.Ext(pf.out))
 	if format != ".svg" && format != ".png" {
@@ -63,83 +59,39 @@ func runPlot(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Create(pf.out)
+	err = cli.WriteOutput(pf.out, func(w io.Writer) error { return curveplot.Draw(w, format, c, names, title) })
 	if err != nil {
 		return err
 	}
-	err = curveplot.Draw(f, format, c, names, title)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("-o %s: %w", pf.out, err)
-	}
-	lat := c.Latency()
-	fmt.Fprintf(stdout, "wrote %s: %d trials (%d successful) of %d tasks on %s\n", pf.out, c.Trials, c.Valid, len(c.Tasks), c.Target)
-	if len(lat) == 0 {
-		fmt.Fprintln(stdout, "estimated model latency: not defined yet (a task has no successful record)")
-	} else {
-		fmt.Fprintf(stdout, "estimated model latency: %.4f ms after trial %d, %.4f ms after trial %d\n",
-			lat[0].Value*1e3, lat[0].Trial, lat[len(lat)-1].Value*1e3, lat[len(lat)-1].Trial)
-	}
+	fmt.Fprintf(stdout, "wrote %s: %s\n", pf.out, c.Summary())
 	return nil
 }
 
-// curve returns the curve to plot, its tasks' names and the figure's
-// title: the model's tasks (pos holds the model), or every task stored
-// in the database that has records on the target, named by its key.
+// curve returns the curve to plot (Store.CurveOf), its tasks' names and
+// the figure's title: the model's tasks (pos holds the model), or every
+// task stored in the database that has records on the target, named by
+// its key.
 func (pf *plotFlags) curve(store *records.Store, pos []string) (*records.Curve, []string, string, error) {
-	var tasks []records.TaskInfo
-	var names []string
-	title := filepath.Base(pf.db)
-	var err error
-	if len(pos) == 1 {
-		mts, err := modelTasks(pos[0], pf.mf)
+	if len(pos) == 0 {
+		c, err := store.CurveOf(nil, pf.target)
 		if err != nil {
 			return nil, nil, "", err
 		}
-		for i, t := range mts {
-			tasks = append(tasks, records.TaskInfo{Key: t.Key, FLOPs: t.FLOPs, Weight: t.Weight})
-			names = append(names, fmt.Sprintf("%d %s", i, t.Ops()))
+		var names []string
+		for _, t := range c.Tasks {
+			names = append(names, records.ShortKey(t.Key))
 		}
-		title = filepath.Base(pos[0])
-	} else if tasks, err = store.Tasks(); err != nil {
-		return nil, nil, "", err
+		return c, names, filepath.Base(pf.db), nil
 	}
-	keys := make([]string, len(tasks))
-	for i, t := range tasks {
-		keys[i] = t.Key
-	}
-	targets, err := store.Targets(keys)
+	mts, err := modelTasks(pos[0], pf.mf)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	key, err := records.PickTarget(slices.Collect(maps.Keys(targets)), pf.target, pf.db)
-	if err != nil {
-		return nil, nil, "", err
+	tasks, names := make([]records.TaskInfo, len(mts)), make([]string, len(mts))
+	for i, t := range mts {
+		tasks[i] = records.TaskInfo{Key: t.Key, FLOPs: t.FLOPs, Weight: t.Weight}
+		names[i] = fmt.Sprintf("%d %s", i, t.Ops())
 	}
-	if len(pos) == 0 {
-		tasks = slices.DeleteFunc(tasks, func(t records.TaskInfo) bool { return targets[key][t.Key].Records == 0 })
-		for _, t := range tasks {
-			names = append(names, shortKey(t.Key))
-		}
-	}
-	c, err := store.Curve(key, tasks)
-	switch {
-	case err != nil:
-		return nil, nil, "", err
-	case c.Trials == 0:
-		return nil, nil, "", fmt.Errorf("%s has no records of these tasks on %s: nothing to plot", pf.db, key)
-	case c.Valid == 0:
-		return nil, nil, "", fmt.Errorf("%s has %d records of these tasks on %s, none successful: nothing to plot", pf.db, c.Trials, key)
-	}
-	return c, names, title, nil
-}
-
-// shortKey abbreviates a workload key as the task tables do.
-func shortKey(key string) string {
-	if len(key) > 11 {
-		return key[:11]
-	}
-	return key
+	c, err := store.CurveOf(tasks, pf.target)
+	return c, names, filepath.Base(pos[0]), err
 }

@@ -8,13 +8,27 @@ import (
 	"strings"
 
 	"tessera/costmodel"
+	"tessera/internal/cli"
 	"tessera/measure"
 	"tessera/tuning"
 )
 
+// pretrainUsage is the help of the command, before its flags.
+const pretrainUsage = `usage: tune costmodel pretrain --db FILE... [flags]
+
+pretrain trains the cost model tune starts from (--cost-model pretrained)
+on every successful record of the --db files that measures a task of the
+generated models, the test data's layers or the --model files, on any
+target. Before it trains on all of them it holds out a share of the
+workloads, trains on the rest and reports TenSet's metrics on them
+(pretrained), next to a model trained on the first half of each held-out
+task's own records (cold), both judged on the second half.
+
+`
+
 // pretrainFlags are the flags of `tune costmodel pretrain`.
 type pretrainFlags struct {
-	dbs, models listFlag
+	dbs, models cli.List
 	generated   string
 	testdata    string
 	holdOut     float64
@@ -28,7 +42,7 @@ type pretrainFlags struct {
 var pretrainTestData = []string{"test_Conv1d", "test_Conv2d", "test_Linear", "test_Softmax", "test_LogSoftmax",
 	"test_MaxPool2d", "test_AvgPool2d", "test_BatchNorm2d_eval", "test_PReLU_2d", "test_ELU"}
 
-func (p *pretrainFlags) register(fs *flag.FlagSet) {
+func (p *pretrainFlags) Register(fs *flag.FlagSet) {
 	fs.Var(&p.dbs, "db", "records database `FILE` (repeatable)")
 	fs.Var(&p.models, "model", "another ONNX model `FILE` whose tasks the records measured (repeatable)")
 	fs.StringVar(&p.generated, "generated", "tiny,resnet18,resnet50,densenet121", "the generated models (cmd/genmodels) whose records it learns from; a model left out is held out (MobileNetV2 and the BERT layer are, by default)")
@@ -36,33 +50,18 @@ func (p *pretrainFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&p.holdOut, "hold-out", 0.2, "share of the workloads held out to report how the model ranks programs of workloads it did not see")
 	fs.StringVar(&p.out, "o", "tuning/pretrained/cpu-amd64.txt", "write the model to `FILE` (LightGBM text): the default is the model tune ships, embedded when tune is built")
 	fs.Uint64Var(&p.seed, "seed", 1, "random seed of the validation split")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), `usage: tune costmodel pretrain --db FILE... [flags]
-
-pretrain trains the cost model tune starts from (--cost-model pretrained)
-on every successful record of the --db files that measures a task of the
-generated models, the test data's layers or the --model files, on any
-target. Before it trains on all of them it holds out a share of the
-workloads, trains on the rest and reports TenSet's metrics on them
-(pretrained), next to a model trained on the first half of each held-out
-task's own records (cold), both judged on the second half.
-
-`)
-		fs.PrintDefaults()
-	}
+	cli.SetUsage(fs, pretrainUsage)
 }
 
 // runPretrain is `tune costmodel pretrain`.
 func runPretrain(args []string, stdout, stderr io.Writer) error {
 	var p pretrainFlags
-	fs := flagSet("tune costmodel pretrain", stderr, &p)
-	pos, err := parseArgs(fs, args)
+	pos, err := cli.Parse(cli.NewFlagSet("tune costmodel pretrain", stderr, &p), args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 || len(p.dbs) == 0 {
-		fmt.Fprintln(stderr, "usage: tune costmodel pretrain --db FILE... [-o model.txt] (run 'tune costmodel pretrain -h')")
-		return errUsage
+		return cli.Usagef(stderr, "usage: tune costmodel pretrain --db FILE... [-o model.txt] (run 'tune costmodel pretrain -h')")
 	}
 	params := costmodel.DefaultParams()
 	params.Seed = p.seed
@@ -85,15 +84,7 @@ func runPretrain(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "  %-10s pairwise %.4f, top-1 %.4f, top-5 %.4f\n", r.name, r.m.Pairwise, r.m.Top1, r.m.Top5)
 		}
 	}
-	f, err := os.Create(p.out)
-	if err != nil {
-		return err
-	}
-	if err := m.Save(f); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := cli.WriteOutput(p.out, m.Save); err != nil {
 		return err
 	}
 	st, _ := os.Stat(p.out)

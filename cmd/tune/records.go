@@ -2,22 +2,19 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"strings"
-	"text/tabwriter"
 
+	"tessera/internal/cli"
 	"tessera/records"
 )
 
 // runRecords is `tune records export|import|distill|stats|plot`.
 func runRecords(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: tune records export|import|distill|stats|plot [--db FILE] ...")
-		return errUsage
+		return cli.Usagef(stderr, "usage: tune records export|import|distill|stats|plot [--db FILE] ...")
 	}
 	verb, args := args[0], args[1:]
 	if verb == "plot" {
@@ -28,12 +25,11 @@ func runRecords(args []string, stdout, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("unknown records command %q (export, import, distill, stats, plot)", verb)
 	}
-	fs := flag.NewFlagSet("tune records "+verb, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("tune records "+verb, stderr, nil)
 	db := fs.String("db", "tuning.db", "records database `FILE`")
 	out := fs.String("o", "-", "output `FILE` (- for standard output)")
 	k := fs.Int("k", 1, "records kept per task and target (distill)")
-	pos, err := parseArgs(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
@@ -58,9 +54,13 @@ func runRecords(args []string, stdout, stderr io.Writer) error {
 	case "import":
 		return importRecords(stdout, store, pos)
 	case "stats":
-		return writeStats(stdout, store)
+		st, err := store.Stats()
+		if err != nil {
+			return err
+		}
+		return records.WriteStats(stdout, st)
 	}
-	w, closeOut, err := create(*out, stdout)
+	w, closeOut, err := cli.Create(*out, stdout)
 	if err != nil {
 		return err
 	}
@@ -100,34 +100,4 @@ func importRecords(stdout io.Writer, store *records.Store, files []string) error
 		return fmt.Errorf("import: no record added: all %d lines were skipped (the reasons are above)", skipped)
 	}
 	return nil
-}
-
-// writeStats prints a table of the records of every (workload, target).
-func writeStats(stdout io.Writer, store *records.Store) error {
-	st, err := store.Stats()
-	if err != nil {
-		return err
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "workload\trecords\terrors\tbest ms\ttarget")
-	for _, s := range st {
-		best := "-"
-		if !math.IsInf(s.Best, 1) {
-			best = fmt.Sprintf("%.4f", s.Best*1e3)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", s.WorkloadKey, s.Records, s.Errors, best, s.Target)
-	}
-	return tw.Flush()
-}
-
-// create opens path for writing, or returns stdout for "-".
-func create(path string, stdout io.Writer) (io.Writer, func() error, error) {
-	if path == "-" {
-		return stdout, func() error { return nil }, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	return f, f.Close, nil
 }

@@ -6,15 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
-
+	"tessera/internal/cli"
 	"tessera/measure"
 	"tessera/measure/remote"
 	"tessera/partition"
@@ -31,77 +27,8 @@ const defaultTrials = 1000
 // toolVersion is written into every record.
 const toolVersion = "tessera-dev"
 
-// runTune is the tuning command, `tune [flags] model.onnx`: flags, the
-// model's tasks, the measurer, and a tuning.Session that does the rest.
-func runTune(args []string, stdout, stderr io.Writer) error {
-	if !strings.HasPrefix(args[0], "-") && !strings.HasSuffix(args[0], ".onnx") {
-		return fmt.Errorf("unknown command %q (run 'tune -h' for the commands)", args[0])
-	}
-	var f tuneFlags
-	fs := f.register(stderr)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "tune: want exactly one model file (run 'tune -h')")
-		return errUsage
-	}
-	if err := f.check(); err != nil {
-		return err
-	}
-	tasks, err := f.tasks(pos[0], stderr)
-	if err != nil {
-		return err
-	}
-	tg, err := newTarget(f.target, f.cpu, f.threads, f.timing(), &measure.Builder{}, true)
-	if err != nil {
-		return err
-	}
-	defer tg.Close()
-	ctx, caught, stop := signalContext()
-	defer stop()
-	m, err := f.measurer(ctx, tg, stdout)
-	if err != nil {
-		return err
-	}
-	defer m.close()
-	store, err := records.Open(f.db)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	opts, err := f.options(tg, stdout)
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	bar := f.progress(&opts, stderr, start)
-	s, err := tuning.New(store, tasks, m.key, m, opts)
-	if err != nil {
-		return err
-	}
-	bar.todo(s.ToGo())
-	f.printStart(stdout, pos[0], s, tg)
-	sum, err := s.Run(ctx)
-	bar.finish()
-	if errors.Is(err, search.ErrMeasure) {
-		return fmt.Errorf("%w\nevery batch measured before is in %s; run the same command to resume", err, f.db)
-	}
-	interrupted := caught() != 0 && errors.Is(err, context.Canceled)
-	if err != nil && !interrupted {
-		return err
-	}
-	tuning.WriteSummary(stdout, sum)
-	if !interrupted && sum.Trials < s.ToGo() {
-		fmt.Fprintf(stdout, "stopped at %d of %d trials: no task has a schedule left to measure\n", sum.Trials, s.ToGo())
-	}
-	m.printTimes(stdout, sum, time.Since(start), f.maxDeliver)
-	if interrupted {
-		return &interruptedError{sig: caught(), msg: fmt.Sprintf("every measured batch is in %s; run the same command to resume", f.db)}
-	}
-	return nil
-}
+// tuneUsage is the help of the command, before its flags.
+const tuneUsage = "usage: tune [flags] model.onnx\n\nTunes every task of the model and stores each measurement in --db.\nRunning the same command again resumes.\n\n"
 
 // tuneFlags are the flags of `tune`.
 type tuneFlags struct {
@@ -115,18 +42,16 @@ type tuneFlags struct {
 	seed                           uint64
 	verify, flushCache             bool
 	timeout, ackWait, workerWait   time.Duration
-	maxMemory                      bytesFlag
+	maxMemory                      *cli.Bytes
 }
 
-func (f *tuneFlags) register(stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("tune", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	f.model.register(fs)
+func (f *tuneFlags) Register(fs *flag.FlagSet) {
+	f.model.Register(fs)
 	fs.IntVar(&f.trials, "trials", defaultTrials, "measurements across all tasks, earlier runs of the same target included")
 	fs.StringVar(&f.target, "target", "cpu", "target to tune for: "+strings.Join(target.Names, ", "))
 	fs.StringVar(&f.db, "db", "tuning.db", "records database `FILE`")
 	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "threads of every measured kernel")
-	fs.StringVar(&f.cpu, "cpu", cpuDefault(), cpuFlagHelp)
+	fs.StringVar(&f.cpu, "cpu", target.DefaultCPU(), cpuFlagHelp)
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed of the search")
 	fs.IntVar(&f.perRound, "per-round", 64, "measurements per round")
 	fs.IntVar(&f.pop, "population", search.DefaultOptions(nil).Population, "states per generation of the evolutionary search (fewer: faster rounds, worse picks)")
@@ -143,13 +68,85 @@ func (f *tuneFlags) register(stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&f.ackWait, "ack-wait", 30*time.Second, "with --nats: a job without a worker's heartbeat for this long goes to another worker")
 	fs.IntVar(&f.maxDeliver, "max-deliver", 3, "with --nats: deliveries of a job before it is recorded as a failure of its candidate")
 	fs.DurationVar(&f.workerWait, "worker-wait", time.Minute, "with --nats: how long to wait while no worker of the target is up")
-	f.maxMemory = bytesFlag(measure.DefaultMaxMemory)
-	fs.Var(&f.maxMemory, "max-memory", "the most memory measuring one task may take (its tensors at once), e.g. 8GiB or 512MiB")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: tune [flags] model.onnx\n\nTunes every task of the model and stores each measurement in --db.\nRunning the same command again resumes.\n\n")
-		fs.PrintDefaults()
+	f.maxMemory = cli.MaxMemory(fs, "the most memory measuring one task may take (its tensors at once), e.g. 8GiB or 512MiB")
+	cli.SetUsage(fs, tuneUsage)
+}
+
+// runTune is the tuning command, `tune [flags] model.onnx`: flags, the
+// model's tasks and the target; tune does the rest.
+func runTune(args []string, stdout, stderr io.Writer) error {
+	if !strings.HasPrefix(args[0], "-") && !strings.HasSuffix(args[0], ".onnx") {
+		return fmt.Errorf("unknown command %q (run 'tune -h' for the commands)", args[0])
 	}
-	return fs
+	var f tuneFlags
+	pos, err := cli.Parse(cli.NewFlagSet("tune", stderr, &f), args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return cli.Usagef(stderr, "tune: want exactly one model file (run 'tune -h')")
+	}
+	if err := f.check(); err != nil {
+		return err
+	}
+	tasks, err := f.tasks(pos[0], stderr)
+	if err != nil {
+		return err
+	}
+	tg, err := target.New(target.Config{Name: f.target, CPU: f.cpu, Threads: f.threads, Run: f.timing(), Host: &measure.Builder{}, Measures: true})
+	if err != nil {
+		return err
+	}
+	defer tg.Close()
+	return f.tune(pos[0], tasks, tg, stdout, stderr)
+}
+
+// tune runs a tuning.Session on the tasks, measured where the flags say,
+// and prints its summary. A signal ends it once the batch measured is
+// committed.
+func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *target.Target, stdout, stderr io.Writer) error {
+	ctx, sigs := cli.NotifySignals()
+	defer sigs.Stop()
+	m, err := f.measurer(ctx, tg, stdout)
+	if err != nil {
+		return err
+	}
+	defer m.close()
+	store, err := records.Open(f.db)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	opts, err := f.options(tg, stdout)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	bar := progress(&opts, stderr, start)
+	s, err := tuning.New(store, tasks, m.key, m, opts)
+	if err != nil {
+		return err
+	}
+	bar.SetMax(s.ToGo())
+	f.printStart(stdout, model, s, tg)
+	sum, err := s.Run(ctx)
+	bar.Finish()
+	if errors.Is(err, search.ErrMeasure) {
+		return fmt.Errorf("%w\nevery batch measured before is in %s; run the same command to resume", err, f.db)
+	}
+	interrupted := sigs.Caught() != 0 && errors.Is(err, context.Canceled)
+	if err != nil && !interrupted {
+		return err
+	}
+	tuning.WriteSummary(stdout, sum)
+	if !interrupted && sum.Trials < s.ToGo() {
+		fmt.Fprintf(stdout, "stopped at %d of %d trials: no task has a schedule left to measure\n", sum.Trials, s.ToGo())
+	}
+	m.printTimes(stdout, sum, time.Since(start), f.maxDeliver)
+	if interrupted {
+		return sigs.Interrupted(nil, fmt.Sprintf("every measured batch is in %s; run the same command to resume", f.db))
+	}
+	return nil
 }
 
 func (f *tuneFlags) check() error {
@@ -165,13 +162,13 @@ func (f *tuneFlags) tasks(path string, stderr io.Writer) ([]*partition.Task, err
 	if err != nil {
 		return nil, err
 	}
-	l.printNotes(stderr, "tune")
-	plan, err := partition.Extract(l.g, f.model.partitionOptions())
+	cli.Notes(stderr, "tune", l.Notes)
+	plan, err := partition.Extract(l.Graph, partition.Options{Winograd: f.model.winograd})
 	if err != nil {
 		return nil, err
 	}
 	for i, t := range plan.Tasks {
-		if err := measure.CheckFootprint(t.DAG, int64(f.maxMemory)); err != nil {
+		if err := measure.CheckFootprint(t.DAG, int64(*f.maxMemory)); err != nil {
 			return nil, fmt.Errorf("task %d (%s) cannot be tuned: %w (--max-memory)", i, t.Ops(), err)
 		}
 	}
@@ -221,7 +218,7 @@ func (f *tuneFlags) printStart(w io.Writer, model string, s *tuning.Session, tg 
 		retried = fmt.Sprintf(", %d of them build timeouts that may be measured again", s.Retry)
 	}
 	fmt.Fprintf(w, "tuning %s: %d tasks, %d trials (%d from earlier runs%s, %d to go), target %s, records in %s\n",
-		printable(model), len(s.Tasks), f.trials, s.Done, retried, s.ToGo(), tg.Name, printable(f.db))
+		cli.Printable(model), len(s.Tasks), f.trials, s.Done, retried, s.ToGo(), tg.Name, cli.Printable(f.db))
 	if n := len(s.Seeds); n > 0 {
 		fmt.Fprintf(w, "%d tasks without records start from the schedules of similar workloads\n", n)
 	}
@@ -230,45 +227,18 @@ func (f *tuneFlags) printStart(w io.Writer, model string, s *tuning.Session, tg 
 	}
 }
 
-// progressBar is a progress bar on a terminal; elsewhere, one line per
-// committed round.
-type progressBar struct {
-	bar *progressbar.ProgressBar
-	w   io.Writer
-}
-
-func (f *tuneFlags) progress(opts *tuning.Options, stderr io.Writer, start time.Time) *progressBar {
-	file, ok := stderr.(*os.File)
-	if !ok || !term.IsTerminal(int(file.Fd())) {
+// progress adds the session's progress report to opts: a bar on a
+// terminal (returned), elsewhere one line per committed round.
+func progress(opts *tuning.Options, stderr io.Writer, start time.Time) *cli.Bar {
+	bar := cli.NewBar(stderr, "tuning")
+	if bar == nil {
 		opts.Progress = append(opts.Progress, tuning.LogProgress(stderr, start))
-		return &progressBar{}
+		return nil
 	}
-	bar := progressbar.NewOptions(1,
-		progressbar.OptionSetWriter(stderr),
-		progressbar.OptionSetDescription("tuning"),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionThrottle(200*time.Millisecond),
-	)
 	opts.Progress = append(opts.Progress, func(p search.Progress) {
-		bar.Describe(fmt.Sprintf("task %d/%d, est. model latency %s", p.Task+1, len(p.Tasks), tuning.Estimate(p.Objective, p.Complete)))
-		bar.Set(p.Trials)
+		bar.Set(fmt.Sprintf("task %d/%d, est. model latency %s", p.Task+1, len(p.Tasks), tuning.Estimate(p.Objective, p.Complete)), p.Trials)
 	})
-	return &progressBar{bar, stderr}
-}
-
-func (b *progressBar) todo(n int) {
-	if b.bar != nil {
-		b.bar.ChangeMax(max(n, 1))
-	}
-}
-
-func (b *progressBar) finish() {
-	if b.bar != nil {
-		b.bar.Finish()
-		fmt.Fprintln(b.w)
-	}
+	return bar
 }
 
 // measurer is where candidates are measured: this machine, or the
@@ -278,14 +248,14 @@ type measurer struct {
 	times  func() measure.Times
 	key    string // the target key the records are measured on
 	remote *remote.Measurer
-	nc     *nats.Conn
+	close  func()
 }
 
 func (f *tuneFlags) measurer(ctx context.Context, tg *target.Target, stdout io.Writer) (*measurer, error) {
 	local := tg.Measurer(f.verify)
-	local.MaxMemory = int64(f.maxMemory)
+	local.MaxMemory = int64(*f.maxMemory)
 	if f.nats.url == "" {
-		return &measurer{Measurer: local, times: local.Times, key: tg.Key()}, nil
+		return &measurer{Measurer: local, times: local.Times, key: tg.Key(), close: func() {}}, nil
 	}
 	nc, err := f.nats.connect("tessera tuner")
 	if err != nil {
@@ -303,14 +273,7 @@ func (f *tuneFlags) measurer(ctx context.Context, tg *target.Target, stdout io.W
 		return nil, err
 	}
 	fmt.Fprintf(stdout, "measuring on the workers of target key %s through %s (run %s)\n", key, f.nats.url, rm.Run())
-	return &measurer{Measurer: rm, times: rm.Times, key: key, remote: rm, nc: nc}, nil
-}
-
-func (m *measurer) close() {
-	if m.remote != nil {
-		m.remote.Close()
-		m.nc.Close()
-	}
+	return &measurer{Measurer: rm, times: rm.Times, key: key, remote: rm, close: func() { rm.Close(); nc.Close() }}, nil
 }
 
 func (m *measurer) printTimes(w io.Writer, sum search.Summary, wall time.Duration, maxDeliver int) {
