@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 
@@ -184,6 +185,25 @@ func Load(r io.Reader) (*Model, error) {
 		return nil, fmt.Errorf("costmodel: load (leaves): %w", err)
 	}
 	m.ens = ens
+	return m, nil
+}
+
+// LoadFile reads a model file and checks that it takes the features
+// Tessera extracts (NumFeatures): a model of another version's features
+// would score garbage.
+func LoadFile(path string) (*Model, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m, err := Load(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if m.NumFeatures() != NumFeatures {
+		return nil, fmt.Errorf("%s: a model of %d features; Tessera extracts %d", path, m.NumFeatures(), NumFeatures)
+	}
 	return m, nil
 }
 

@@ -44,3 +44,21 @@ func Pretrained(tg *target.Target) (*costmodel.Model, error) {
 	}
 	return m, nil
 }
+
+// StartingModel returns the cost model a session starts from by name:
+// "pretrained" (the shipped one; where there is none, nil and a note that
+// says why), "none" (nil: cold), or a model file. note says which it is.
+func StartingModel(name string, tg *target.Target) (m *costmodel.Model, note string, err error) {
+	switch name {
+	case "none":
+		return nil, "", nil
+	case "pretrained":
+		m, err := Pretrained(tg)
+		if err != nil {
+			return nil, fmt.Sprintf("cost model: cold (%v)", err), nil
+		}
+		return m, "cost model: pretrained " + PretrainedName(tg), nil
+	}
+	m, err = costmodel.LoadFile(name)
+	return m, "", err
+}

@@ -7,7 +7,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"tessera/measure"
 	"tessera/search"
+	"tessera/target"
 )
 
 // LogProgress returns a progress callback that writes one line per round
@@ -67,4 +69,31 @@ func WriteSummary(w io.Writer, sum search.Summary) {
 			fmt.Fprintf(w, "task %d has no valid schedule; last error: %s\n", i, t.LastErrors)
 		}
 	}
+}
+
+// WriteStart writes what the session is about to do: the model, its
+// tasks, the budget and what earlier runs spent of it, the tasks seeded
+// by transfer, and the cpu target's machine.
+func (s *Session) WriteStart(w io.Writer, model, db string, tg *target.Target) {
+	retried := ""
+	if s.Retry > 0 {
+		retried = fmt.Sprintf(", %d of them build timeouts that may be measured again", s.Retry)
+	}
+	fmt.Fprintf(w, "tuning %s: %d tasks, %d trials (%d from earlier runs%s, %d to go), target %s, records in %s\n",
+		model, len(s.Tasks), s.opts.Trials, s.Done, retried, s.ToGo(), tg.Name, db)
+	if n := len(s.Seeds); n > 0 {
+		fmt.Fprintf(w, "%d tasks without records start from the schedules of similar workloads\n", n)
+	}
+	if tg.Name == "cpu" {
+		fmt.Fprintln(w, tg.Machine)
+	}
+}
+
+// WriteTimes writes where a run's wall time went: the search, and the
+// measurer's lowering, compiling and running.
+func WriteTimes(w io.Writer, sum search.Summary, mt measure.Times, wall time.Duration) {
+	fmt.Fprintf(w, "wall time %v: search %v, measure %v (lower %v, compile %v for %d of %d candidates, run %v), learn %v\n",
+		wall.Round(time.Second), sum.Times.Search.Round(time.Second), sum.Times.Measure.Round(time.Second),
+		mt.Lower.Round(time.Second), mt.Build.Round(time.Second), mt.Compiled, mt.Candidates, mt.Run.Round(time.Second),
+		sum.Times.Learn.Round(time.Second))
 }

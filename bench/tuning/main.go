@@ -175,9 +175,11 @@ func tune(ctx context.Context, c config, mode string, tg *target.Target, tasks [
 	case "cold":
 		opts.WarmUp, opts.RivalLead, opts.Transfer = 0, 0, 0
 	case "new":
-		if opts.Pretrained, err = costModel(c.costModel, tg); err != nil {
+		var note string
+		if opts.Pretrained, note, err = tuning.StartingModel(c.costModel, tg); err != nil {
 			return err
 		}
+		fmt.Fprintln(os.Stderr, note)
 		for _, f := range c.from {
 			if err := importFrom(store, f); err != nil {
 				return err
@@ -230,19 +232,6 @@ func baseTrials(c config, mode string, store *records.Store, tasks []*partition.
 }
 
 func startFile(c config, mode string) string { return filepath.Join(c.out, mode+".start") }
-
-// costModel is the new run's starting model.
-func costModel(name string, tg *target.Target) (*costmodel.Model, error) {
-	if name == "pretrained" {
-		return tuning.Pretrained(tg)
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return costmodel.Load(f)
-}
 
 // importFrom copies every record and task of the database at path into
 // store (once: a second import of the same records is a no-op).

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"tessera/costmodel"
 	"tessera/internal/cli"
@@ -108,7 +107,7 @@ func trainCostModel(cf costModelFlags, params costmodel.Params, stdout io.Writer
 }
 
 func evalCostModel(cf costModelFlags, path string, stdout io.Writer) error {
-	m, err := loadCostModel(path)
+	m, err := costmodel.LoadFile(path)
 	if err != nil {
 		return err
 	}
@@ -121,24 +120,6 @@ func evalCostModel(cf costModelFlags, path string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "pairwise accuracy = %.4f\ntop-1 score = %.4f\ntop-5 score = %.4f\n", r.Pairwise, r.Top1, r.Top5)
 	fmt.Fprintf(stdout, "(%d tasks, %d records)\n", r.Tasks, r.Programs)
 	return nil
-}
-
-// loadCostModel reads a LightGBM-text cost model and checks that it reads
-// the features Tessera extracts.
-func loadCostModel(path string) (*costmodel.Model, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	m, err := costmodel.Load(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if m.NumFeatures() != costmodel.NumFeatures {
-		return nil, fmt.Errorf("%s: a model of %d features; Tessera extracts %d", path, m.NumFeatures(), costmodel.NumFeatures)
-	}
-	return m, nil
 }
 
 // load makes the dataset of the flags' records (package dataset), the

@@ -128,7 +128,7 @@ func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *target.Targe
 		return err
 	}
 	bar.SetMax(s.ToGo())
-	f.printStart(stdout, model, s, tg)
+	s.WriteStart(stdout, cli.Printable(model), cli.Printable(f.db), tg)
 	sum, err := s.Run(ctx)
 	bar.Finish()
 	if errors.Is(err, search.ErrMeasure) {
@@ -192,39 +192,15 @@ func (f *tuneFlags) options(tg *target.Target, stdout io.Writer) (tuning.Options
 	opts.Scheduler.EarlyStopping = f.early
 	opts.CostModel.Seed = f.seed
 	opts.Version = toolVersion
-	switch f.costModel {
-	case "none":
-	case "pretrained":
-		m, err := tuning.Pretrained(tg)
-		if err != nil {
-			fmt.Fprintf(stdout, "cost model: cold (%v)\n", err)
-			break
-		}
-		opts.Pretrained = m
-		fmt.Fprintf(stdout, "cost model: pretrained %s\n", tuning.PretrainedName(tg))
-	default:
-		m, err := loadCostModel(f.costModel)
-		if err != nil {
-			return opts, fmt.Errorf("--cost-model: %w", err)
-		}
-		opts.Pretrained = m
+	m, note, err := tuning.StartingModel(f.costModel, tg)
+	if err != nil {
+		return opts, fmt.Errorf("--cost-model: %w", err)
 	}
+	if note != "" {
+		fmt.Fprintln(stdout, note)
+	}
+	opts.Pretrained = m
 	return opts, nil
-}
-
-func (f *tuneFlags) printStart(w io.Writer, model string, s *tuning.Session, tg *target.Target) {
-	retried := ""
-	if s.Retry > 0 {
-		retried = fmt.Sprintf(", %d of them build timeouts that may be measured again", s.Retry)
-	}
-	fmt.Fprintf(w, "tuning %s: %d tasks, %d trials (%d from earlier runs%s, %d to go), target %s, records in %s\n",
-		cli.Printable(model), len(s.Tasks), f.trials, s.Done, retried, s.ToGo(), tg.Name, cli.Printable(f.db))
-	if n := len(s.Seeds); n > 0 {
-		fmt.Fprintf(w, "%d tasks without records start from the schedules of similar workloads\n", n)
-	}
-	if tg.Name == "cpu" {
-		fmt.Fprintln(w, tg.Machine)
-	}
 }
 
 // progress adds the session's progress report to opts: a bar on a
@@ -277,11 +253,7 @@ func (f *tuneFlags) measurer(ctx context.Context, tg *target.Target, stdout io.W
 }
 
 func (m *measurer) printTimes(w io.Writer, sum search.Summary, wall time.Duration, maxDeliver int) {
-	mt := m.times()
-	fmt.Fprintf(w, "wall time %v: search %v, measure %v (lower %v, compile %v for %d of %d candidates, run %v), learn %v\n",
-		wall.Round(time.Second), sum.Times.Search.Round(time.Second), sum.Times.Measure.Round(time.Second),
-		mt.Lower.Round(time.Second), mt.Build.Round(time.Second), mt.Compiled, mt.Candidates, mt.Run.Round(time.Second),
-		sum.Times.Learn.Round(time.Second))
+	tuning.WriteTimes(w, sum, m.times(), wall)
 	if m.remote != nil {
 		st := m.remote.Stats()
 		fmt.Fprintf(w, "remote: %d jobs, %d results of a redelivered job, %d duplicate results dropped, %d jobs abandoned after %d deliveries\n",
