@@ -64,6 +64,7 @@ type config struct {
 	checkpoints           []int
 	modes                 []string
 	skipTune, skipRace    bool
+	buildOnly             bool
 	seconds               float64
 	seed                  uint64
 }
@@ -82,6 +83,7 @@ func main() {
 	cps := flag.String("checkpoints", "26,50,100,150,200,300,400,500,750,1000,1500,2000", "trial counts at which the model is built and timed")
 	modes := flag.String("modes", "cold,new", "the runs, in order")
 	flag.BoolVar(&c.skipTune, "skip-tune", false, "time the databases already in -o without tuning")
+	flag.BoolVar(&c.buildOnly, "build-only", false, "build the checkpoints of the runs in -o without timing them (a later run times them)")
 	flag.BoolVar(&c.skipRace, "skip-race", false, "tune only (a later run with the same -o races: a finished run is not tuned again)")
 	flag.Uint64Var(&c.seed, "seed", 1, "search seed of both runs")
 	flag.Parse()

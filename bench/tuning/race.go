@@ -138,6 +138,9 @@ func race(ctx context.Context, c config, tg *target.Target) error {
 		}
 		points = append(points, ps...)
 	}
+	if c.buildOnly {
+		return nil
+	}
 	tune := filepath.Join(c.out, "tune")
 	if out, err := exec.Command("go", "build", "-o", tune, "./cmd/tune").CombinedOutput(); err != nil {
 		return fmt.Errorf("go build ./cmd/tune: %v\n%s", err, out)
