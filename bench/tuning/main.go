@@ -36,6 +36,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -204,7 +205,7 @@ func tune(ctx context.Context, c config, mode string, tg *target.Target, tasks [
 	if err != nil {
 		return err
 	}
-	if s.Done == 0 {
+	if _, err := os.Stat(startFile(c, mode)); errors.Is(err, os.ErrNotExist) { // not a resumed run
 		if err := os.WriteFile(startFile(c, mode), []byte(start.Format(time.RFC3339Nano)), 0o644); err != nil {
 			return err
 		}
