@@ -56,6 +56,9 @@ func heldOut(dbs, models []string, seen int, pretrainedFile string) error {
 		}
 		count[data.Task(i)]++
 	}
+	if len(testIdx) == 0 || len(seenIdx) == 0 {
+		return fmt.Errorf("no task has more than %d records: nothing to test on (lower -seen)", seen)
+	}
 	train, test := data.Subset(seenIdx), data.Subset(testIdx)
 	fmt.Printf("heldout tasks = %d, seen records = %d, test records = %d\n", len(count), train.Len(), test.Len())
 	pre, err := pretrainedModel(pretrainedFile)
