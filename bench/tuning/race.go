@@ -26,19 +26,13 @@ import (
 	"tessera/target"
 )
 
-// loadModel decodes the model and runs every graph pass, as tune does.
+// loadModel loads the model as tune does (every graph pass).
 func loadModel(path string) (*graph.Graph, error) {
-	g, err := onnx.DecodeFile(path)
+	l, err := onnx.Load(path, onnx.LoadOptions{})
 	if err != nil {
 		return nil, err
 	}
-	if err := g.Bind(nil); err != nil {
-		return nil, err
-	}
-	if err := graph.RunPasses(g, nil); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return g, nil
+	return l.Graph, nil
 }
 
 // point is one checkpoint of a run: the model built from the records of
