@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"tessera/costmodel"
-	"tessera/graph"
 	"tessera/graph/onnx"
 	"tessera/modelgen"
 	"tessera/partition"
@@ -67,12 +66,12 @@ func Pretrain(opts PretrainOptions) (*costmodel.Model, PretrainReport, error) {
 		}
 	}
 	for _, path := range opts.Models {
-		l, err := onnx.Load(path, onnx.LoadOptions{})
+		tasks, err := ModelTasks(path)
 		if err != nil {
 			return nil, rep, err
 		}
-		if err := addTasks(dags, l.Graph, path); err != nil {
-			return nil, rep, err
+		for _, t := range tasks {
+			dags[t.Key] = t.DAG
 		}
 	}
 	data, drep, err := dataset.Load(dataset.Options{DBs: opts.DBs, DAGs: dags})
@@ -101,22 +100,18 @@ func Pretrain(opts PretrainOptions) (*costmodel.Model, PretrainReport, error) {
 	return m, rep, err
 }
 
-// addTasks adds the DAGs of the tasks of a graph as tune tunes it.
-func addTasks(dags map[string]*te.DAG, g *graph.Graph, name string) error {
-	if err := g.Bind(nil); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	if err := graph.RunPasses(g, nil); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	plan, err := partition.Extract(g, partition.Options{Winograd: true})
+// ModelTasks loads a model as tune does by default (every graph pass) and
+// returns the tasks tune tunes, Winograd alternatives included.
+func ModelTasks(path string) ([]*partition.Task, error) {
+	l, err := onnx.Load(path, onnx.LoadOptions{})
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
-	for _, t := range plan.Tasks {
-		dags[t.Key] = t.DAG
+	plan, err := partition.Extract(l.Graph, partition.Options{Winograd: true})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return nil
+	return plan.Tasks, nil
 }
 
 // heldOut says whether a dataset task ("workload @ target") is in the

@@ -6,9 +6,7 @@ import (
 	"strings"
 
 	"tessera/costmodel"
-	"tessera/graph/onnx"
 	"tessera/measure"
-	"tessera/partition"
 	"tessera/records/dataset"
 	"tessera/target"
 	"tessera/target/machine"
@@ -33,7 +31,7 @@ import (
 func heldOut(dbs, models []string, seen int, pretrainedFile string) error {
 	dags := map[string]*te.DAG{}
 	for _, path := range models {
-		ts, err := tasksOf(path)
+		ts, err := tuning.ModelTasks(path)
 		if err != nil {
 			return err
 		}
@@ -105,20 +103,6 @@ func pretrainedModel(file string) (*costmodel.Model, error) {
 		return nil, err
 	}
 	return tuning.Pretrained(target.CPU(target.CPUConfig{Threads: 1, Machine: m}))
-}
-
-// tasksOf returns the tasks tune tunes of a model (every graph pass,
-// Winograd alternatives).
-func tasksOf(path string) ([]*partition.Task, error) {
-	l, err := onnx.Load(path, onnx.LoadOptions{})
-	if err != nil {
-		return nil, err
-	}
-	plan, err := partition.Extract(l.Graph, partition.Options{Winograd: true})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return plan.Tasks, nil
 }
 
 func splitList(s string) []string {

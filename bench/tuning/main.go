@@ -48,6 +48,7 @@ import (
 	"time"
 
 	"tessera/costmodel"
+	"tessera/graph/onnx"
 	"tessera/measure"
 	"tessera/partition"
 	"tessera/records"
@@ -130,13 +131,18 @@ func run(ctx context.Context, c config) error {
 	timing.FlushCache = true
 	tg := target.CPU(target.CPUConfig{Threads: c.threads, Builder: &measure.Builder{}, Run: timing, Machine: m})
 	defer tg.Close()
-	tasks, err := modelTasks(c.model)
+	// One load: the tasks tuned are the plan's the checkpoints build.
+	l, err := onnx.Load(c.model, onnx.LoadOptions{})
+	if err != nil {
+		return err
+	}
+	plan, err := partition.Extract(l.Graph, partition.Options{Winograd: true})
 	if err != nil {
 		return err
 	}
 	if !c.skipTune {
 		for _, mode := range c.modes {
-			if err := tune(ctx, c, mode, tg, tasks); err != nil {
+			if err := tune(ctx, c, mode, tg, plan.Tasks); err != nil {
 				return fmt.Errorf("%s run: %w", mode, err)
 			}
 		}
@@ -144,21 +150,7 @@ func run(ctx context.Context, c config) error {
 	if c.skipRace {
 		return nil
 	}
-	return race(ctx, c, tg)
-}
-
-// modelTasks loads the model as tune does (every graph pass) and returns
-// the tasks tune tunes (Winograd alternatives included).
-func modelTasks(path string) ([]*partition.Task, error) {
-	l, err := loadModel(path)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := partition.Extract(l, partition.Options{Winograd: true})
-	if err != nil {
-		return nil, err
-	}
-	return plan.Tasks, nil
+	return race(ctx, c, tg, l.Graph, plan)
 }
 
 func dbPath(c config, mode string) string { return filepath.Join(c.out, mode+".db") }

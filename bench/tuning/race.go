@@ -19,21 +19,11 @@ import (
 
 	"tessera/build"
 	"tessera/graph"
-	"tessera/graph/onnx"
 	"tessera/measure"
 	"tessera/partition"
 	"tessera/records"
 	"tessera/target"
 )
-
-// loadModel loads the model as tune does (every graph pass).
-func loadModel(path string) (*graph.Graph, error) {
-	l, err := onnx.Load(path, onnx.LoadOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return l.Graph, nil
-}
 
 // point is one checkpoint of a run: the model built from the records of
 // its first trials.
@@ -115,15 +105,7 @@ func checkpoints(ctx context.Context, c config, mode string, tg *target.Target, 
 }
 
 // race builds every checkpoint and times them against onnxruntime.
-func race(ctx context.Context, c config, tg *target.Target) error {
-	g, err := loadModel(c.model)
-	if err != nil {
-		return err
-	}
-	plan, err := partition.Extract(g, partition.Options{Winograd: true})
-	if err != nil {
-		return err
-	}
+func race(ctx context.Context, c config, tg *target.Target, g *graph.Graph, plan *partition.Plan) error {
 	var points []*point
 	for _, mode := range c.modes {
 		ps, err := checkpoints(ctx, c, mode, tg, g, plan)
