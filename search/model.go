@@ -39,19 +39,16 @@ func (m *GBDTModel) Update(task string, programs [][][]float32, costs []float64)
 	return m.Retrain()
 }
 
-// Retrain trains on all the data (or stays random while there is too
-// little).
+// Retrain trains on all the data, boosting from Base when there is one;
+// while the run has fewer than MinTrainPrograms successful measurements,
+// Base predicts alone, or random scores without one (Ansor's policy).
 func (m *GBDTModel) Retrain() error {
-	if m.Base == nil {
-		pred, err := costmodel.TrainOrRandom(m.Data, m.Params)
-		if err != nil {
-			return err
-		}
-		m.pred = pred
-		return nil
-	}
 	if m.Data.Successes() < costmodel.MinTrainPrograms {
-		m.pred = m.Base
+		if m.Base != nil {
+			m.pred = m.Base
+		} else {
+			m.pred = costmodel.NewRandomModel(m.Params.Seed)
+		}
 		return nil
 	}
 	pred, err := costmodel.TrainFrom(m.Base, m.Data, m.Params)
@@ -61,17 +58,6 @@ func (m *GBDTModel) Retrain() error {
 	m.pred = pred
 	return nil
 }
-
-// UseBase makes base the model's pretrained start (see Base) and predicts
-// with it now, unless the run's own data already trained a model.
-func (m *GBDTModel) UseBase(base *costmodel.Model) error {
-	m.Base = base
-	return m.Retrain()
-}
-
-// Use replaces the current predictor, e.g. by a pretrained model, until
-// the next retraining.
-func (m *GBDTModel) Use(p costmodel.Predictor) { m.pred = p }
 
 // Trained returns the model trained on the run's data (boosted from Base
 // when there is one), or nil while predictions are random or Base's alone.
