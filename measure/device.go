@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,7 +67,8 @@ type Device struct {
 	// Timeout bounds one candidate's build; 0 means 60s (the drivers'
 	// compilers are slow, PoCL's especially).
 	Timeout time.Duration
-	// Parallel is the number of builds at a time; 0 means 2.
+	// Parallel is the number of builds at a time; 0 means one per CPU
+	// (at least 2): NVRTC compiles in the runner child, one core each.
 	Parallel int
 
 	mu      sync.Mutex
@@ -215,7 +217,7 @@ func (d *Device) Build(ctx context.Context, srcs []Source) []Built {
 	}
 	parallel := d.Parallel
 	if parallel <= 0 {
-		parallel = 2
+		parallel = max(2, runtime.NumCPU())
 	}
 	return buildEach(ctx, srcs, parallel, func(src Source) string { return cacheKey(d.API.String(), info.Key(d.API), src.Code) },
 		func(key string, src Source) Built {

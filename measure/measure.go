@@ -176,7 +176,7 @@ func (m *Measurer) Measure(ctx context.Context, inputs []Input) ([]Result, error
 			continue
 		}
 		d, p := inputs[i].State.DAG, progs[k]
-		job := Job{Lib: b.Path, Entry: p.Entry, Launches: p.Launches, Temps: p.Temps, Args: p.args(d), Workspace: p.Workspace, Cutoff: inputs[i].Cutoff}
+		job := Job{Lib: b.Path, Entry: p.Entry, Launches: p.Launches, Temps: p.Temps, Args: p.Args(d), Workspace: p.Workspace, Cutoff: inputs[i].Cutoff}
 		if m.Verify {
 			job.Inputs = tir.PackArgs(p.Params, m.reference(d).inputs)
 		} else {

@@ -29,9 +29,9 @@ type Program struct {
 	Params []*tir.Buffer
 }
 
-// args returns the arguments of the program's kernel for DAG d: sized by
+// Args returns the arguments of the program's kernel for DAG d: sized by
 // its parameters, or by d when the generator gave none.
-func (p Program) args(d *te.DAG) []Arg {
+func (p Program) Args(d *te.DAG) []Arg {
 	if p.Params == nil {
 		return Args(d)
 	}

@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"tessera/measure"
 	"tessera/schedule"
+	"tessera/schedule/schedtest"
 	"tessera/sketch"
 	"tessera/target"
 	"tessera/te"
@@ -142,4 +145,85 @@ func TestCUDATarget(t *testing.T) {
 			t.Errorf("%d: %v: %s", i, r.Kind, r.Msg)
 		}
 	}
+}
+
+// TestCUDARandomSchedules is the GPU sweep run as real CUDA: random legal
+// GPU schedules of every op of the library (schedtest's, which reach
+// corners the rules do not, and samples of the GPU sketch rules, what
+// tuning measures), built by NVRTC, run on the GPU and checked against the
+// reference evaluator. It needs an NVIDIA GPU, so CI (none) skips it; the
+// number per op and source is TESSERA_CUDA_SWEEP (default 3).
+func TestCUDARandomSchedules(t *testing.T) {
+	ctx := context.Background()
+	tg, err := target.CUDA(ctx, target.GPUConfig{Host: &measure.Builder{CacheDir: t.TempDir()},
+		Run: measure.RunOptions{Repeat: 1, MinRepeatMs: 1, Timeout: time.Minute}})
+	if errors.Is(err, measure.ErrNoDevice) {
+		t.Skipf("no CUDA device: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	perOp := 3
+	if v := os.Getenv("TESSERA_CUDA_SWEEP"); v != "" {
+		if perOp, err = strconv.Atoi(v); err != nil || perOp <= 0 {
+			t.Fatalf("TESSERA_CUDA_SWEEP=%q: want a positive count", v)
+		}
+	}
+	inputs, labels := sweepInputs(t, tg, perOp)
+	start := time.Now()
+	res, err := tg.Measurer(true).Measure(ctx, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := 0
+	for i, r := range res {
+		if r.Kind != measure.None {
+			wrong++
+			t.Errorf("%s: %v: %s\nsteps: %v", labels[i], r.Kind, r.Msg, inputs[i].State.Steps)
+		}
+	}
+	t.Logf("cuda: %d GPU schedules (%d ops) built by NVRTC and run on %q in %v, %d wrong",
+		len(inputs), len(te.ExampleDAGs()), tg.Key(), time.Since(start).Round(time.Second), wrong)
+}
+
+// sweepInputs returns perOp random schedules of every example DAG from
+// each source (schedtest's GPU generator and the GPU sketch rules), each
+// one lowerable for tg's device, and a label of each.
+func sweepInputs(t *testing.T, tg *target.Target, perOp int) ([]measure.Input, []string) {
+	t.Helper()
+	dags := te.ExampleDAGs()
+	names := slices.Sorted(maps.Keys(dags))
+	var inputs []measure.Input
+	var labels []string
+	for k, name := range names {
+		s0 := schedule.NewState(dags[name])
+		rng := rand.New(rand.NewPCG(23, uint64(k)))
+		for i, tries := 0, 0; i < perOp && tries < 50*perOp; tries++ {
+			s, _ := schedtest.RandomGPULowerable(rng, s0, 10)
+			if _, err := tg.Lower(s, "k"); err != nil {
+				continue // over this device's limits
+			}
+			inputs = append(inputs, measure.Input{State: s})
+			labels = append(labels, fmt.Sprintf("%s (random %d)", name, tries))
+			i++
+		}
+		sk, err := sketch.Generate(s0, tg.Sketch)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for i, tries := 0, 0; i < perOp && tries < 50*perOp; tries++ {
+			s, err := sketch.Sample(rng, sk[rng.IntN(len(sk))], tg.Sketch)
+			if err != nil {
+				continue
+			}
+			if _, err := tg.Lower(s, "k"); err != nil {
+				continue
+			}
+			inputs = append(inputs, measure.Input{State: s})
+			labels = append(labels, fmt.Sprintf("%s (sample %d)", name, tries))
+			i++
+		}
+	}
+	return inputs, labels
 }

@@ -49,6 +49,7 @@ import (
 	"time"
 
 	"tessera/bench/internal/benchutil"
+	"tessera/bench/internal/gpubench"
 	"tessera/measure"
 	"tessera/records"
 	"tessera/schedule"
@@ -72,7 +73,22 @@ func main() {
 	cpu := flag.String("cpu", "native", "compile for native, a level (x86-64-v2, x86-64-v3, x86-64-v4) or a -march name; oneDNN is restricted to its level")
 	winograd := flag.Bool("winograd", true, "also race the Winograd F(m×m, 3×3) alternative (its default schedule and its record in -db)")
 	flag.IntVar(&winogradTile, "m", winogradTile, fmt.Sprintf("the Winograd output tile m, one of %v", te.WinogradTileSizes()))
+	gpu := gpubench.Flags(flag.CommandLine)
 	flag.Parse()
+	if gpu.On() {
+		// On the GPU the convolution races cuDNN's in PyTorch's layout
+		// (NCHW, OIHW weights), the direct algorithm only.
+		d, err := convDAG(false, false)
+		if err != nil {
+			benchutil.Fatal(err)
+		}
+		err = gpu.Run(gpubench.Race{Name: fmt.Sprintf("conv %dx%dx%dx%d -> %d, %dx%d", conv.n, conv.c, conv.h, conv.w, conv.k, conv.r, conv.s),
+			Label: "resnet-3x3", DAG: d, Torch: fmt.Sprintf("conv2d:%d:%d", conv.pad, conv.stride), Library: "cudnn", Rounds: *rounds})
+		if err != nil {
+			benchutil.Fatal(err)
+		}
+		return
+	}
 	if flag.NArg() > 0 || *threads < 1 || *rounds < 1 || (*layout != "nhwc" && *layout != "nchw") {
 		flag.Usage()
 		os.Exit(2)

@@ -23,9 +23,11 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"tessera/bench/internal/benchutil"
+	"tessera/bench/internal/gpubench"
 	"tessera/measure"
 	"tessera/schedule"
 	"tessera/sketch"
@@ -42,7 +44,18 @@ func main() {
 	unroll := flag.Int("unroll", 0, "the expert's auto_unroll_max_step (default: its register tile's steps)")
 	dump := flag.String("dump", "", "write the expert kernel's C to `PREFIX`.c and its assembly to PREFIX.s")
 	cpu := flag.String("cpu", "native", "compile for native, a level (x86-64-v2, x86-64-v3, x86-64-v4) or a -march name; OpenBLAS is restricted to its level")
+	gpu := gpubench.Flags(flag.CommandLine)
 	flag.Parse()
+	if gpu.On() {
+		d, err := gemmDAG(*n)
+		if err != nil {
+			benchutil.Fatal(err)
+		}
+		if err := gpu.Run(gpubench.Race{Name: fmt.Sprintf("gemm %d", *n), Label: strconv.Itoa(*n), DAG: d, Torch: "matmul", Library: "cublas", Rounds: *rounds}); err != nil {
+			benchutil.Fatal(err)
+		}
+		return
+	}
 	m, err := benchutil.CPU(context.Background(), *cpu, &measure.Builder{})
 	if err != nil {
 		benchutil.Fatal(err)
