@@ -29,6 +29,8 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUevent_st *CUevent;
 typedef struct CUstream_st *CUstream;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 typedef struct _nvrtcProgram *nvrtcProgram;
 typedef int nvrtcResult;
 
@@ -38,6 +40,24 @@ typedef int nvrtcResult;
 #define CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE 38
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
+
+/* The stream and graph entry points a built model uses to launch its
+   kernels as one CUDA graph (device_cuda.c); optional: each is NULL where
+   the driver lacks it (a driver older than CUDA 11.4), and the model then
+   launches its kernels one by one. */
+static struct {
+  CUresult (*StreamCreate)(CUstream *, unsigned);
+  CUresult (*StreamSynchronize)(CUstream);
+  CUresult (*StreamBeginCapture)(CUstream, int);
+  CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+  CUresult (*GraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
+  CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+  CUresult (*GraphDestroy)(CUgraph);
+} tsr_cug;
+
+static const char *const tsr_cug_names[] = {"cuStreamCreate", "cuStreamSynchronize", "cuStreamBeginCapture_v2",
+  "cuStreamEndCapture", "cuGraphInstantiateWithFlags", "cuGraphLaunch", "cuGraphDestroy"};
 
 /* The driver's entry points, in the order of tsr_cu_names. */
 static struct {
@@ -126,6 +146,9 @@ static int tsr_cuda_open(char *err, size_t n) {
       return tsr_cu_fail(err, n, "no CUDA driver: %s lacks %s (a driver older than CUDA 11?)", lib, tsr_cu_names[i]);
   if (!(slots[nnames] = dlsym(h, "cuEventElapsedTime_v2")) && !(slots[nnames] = dlsym(h, "cuEventElapsedTime")))
     return tsr_cu_fail(err, n, "no CUDA driver: %s lacks cuEventElapsedTime", lib);
+  void **gslots = (void **)&tsr_cug;
+  for (size_t i = 0; i < sizeof tsr_cug_names / sizeof tsr_cug_names[0]; i++)
+    gslots[i] = dlsym(h, tsr_cug_names[i]);
 
   const char *rlibs[] = {getenv("TESSERA_NVRTC"), "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so"};
   void *r = NULL;
