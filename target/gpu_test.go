@@ -171,17 +171,24 @@ func TestCUDARandomSchedules(t *testing.T) {
 		}
 	}
 	inputs, labels := sweepInputs(t, tg, perOp)
+	// In batches, each logged, so that a run cut short still says how
+	// far it got.
 	start := time.Now()
-	res, err := tg.Measurer(true).Measure(ctx, inputs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := tg.Measurer(true)
 	wrong := 0
-	for i, r := range res {
-		if r.Kind != measure.None {
-			wrong++
-			t.Errorf("%s: %v: %s\nsteps: %v", labels[i], r.Kind, r.Msg, inputs[i].State.Steps)
+	for lo := 0; lo < len(inputs); lo += 64 {
+		hi := min(lo+64, len(inputs))
+		res, err := m.Measure(ctx, inputs[lo:hi])
+		if err != nil {
+			t.Fatal(err)
 		}
+		for i, r := range res {
+			if r.Kind != measure.None {
+				wrong++
+				t.Errorf("%s: %v: %s\nsteps: %v", labels[lo+i], r.Kind, r.Msg, inputs[lo+i].State.Steps)
+			}
+		}
+		t.Logf("cuda: %d of %d GPU schedules run, %d wrong, %v (%+v)", hi, len(inputs), wrong, time.Since(start).Round(time.Second), m.Times())
 	}
 	t.Logf("cuda: %d GPU schedules (%d ops) built by NVRTC and run on %q in %v, %d wrong",
 		len(inputs), len(te.ExampleDAGs()), tg.Key(), time.Since(start).Round(time.Second), wrong)
