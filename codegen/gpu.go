@@ -340,6 +340,20 @@ func (k *kernel) gpuVectorLoop(f *tir.For) error {
 
 var laneNames = [...]string{"x", "y", "z", "w"}
 
+// readsAny reports whether e reads one of the vector loads' placeholders.
+func readsAny(e tir.Expr, vls []vload) bool {
+	found := false
+	tir.WalkExpr(e, func(x tir.Expr) bool {
+		if v, ok := x.(*tir.Var); ok {
+			for _, vl := range vls {
+				found = found || vl.ph == v
+			}
+		}
+		return !found
+	})
+	return found
+}
+
 // vectorAt returns the start of a float2/float4 access at flat index flat
 // of bb in lane variable p.v, when it is contiguous and aligned to the
 // vector; ok false otherwise.
@@ -377,6 +391,13 @@ func (k *kernel) vecPtr(p *vplan, bb *bufBind, rest tir.Expr, cnst bool) (string
 	return fmt.Sprintf("(%stsr_float%d *)(&%s[%s])", c, p.L, bb.name, trimParens(r)), nil
 }
 
+// vload is a vector load of gpuVStore: its placeholder in the stored
+// value, and the name of the vector it reads into.
+type vload struct {
+	ph   *tir.Var
+	name string
+}
+
 func (k *kernel) gpuVStore(p *vplan, st *tir.Store) error {
 	bb, err := k.lookupBuf(st.Buf)
 	if err != nil {
@@ -384,10 +405,6 @@ func (k *kernel) gpuVStore(p *vplan, st *tir.Store) error {
 	}
 	// Loads that are contiguous, aligned and in bounds for every lane are
 	// read as one vector first; each lane then reads its component.
-	type vload struct {
-		ph   *tir.Var
-		name string
-	}
 	var vloads []vload
 	value := tir.MutateExpr(st.Value, func(e tir.Expr) tir.Expr {
 		ld, ok := e.(*tir.Load)
@@ -402,6 +419,11 @@ func (k *kernel) gpuVStore(p *vplan, st *tir.Store) error {
 		flat, ferr := p.flat(ld.Buf, ld.Indices)
 		if ferr != nil {
 			err = ferr
+			return e
+		}
+		// An index that reads a vector load's lane (a gather through
+		// loaded values: U[int(I[i])]) varies per lane however it looks.
+		if readsAny(flat, vloads) {
 			return e
 		}
 		rest, ok := k.vectorAt(p, lb, flat)

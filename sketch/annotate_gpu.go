@@ -243,20 +243,71 @@ func reversed(a []int) []int {
 // block within 256 threads (the last axis first: it is contiguous), or
 // within the device's threads when 256 leaves a stage under a warp (odd
 // extents), every other level 1; each reduce tile split loads tiles of up
-// to 8 along its axis into shared memory.
-func fillTilesGPU(sk *schedule.State, lim schedule.GPULimits) (*schedule.State, error) {
-	s, short, err := fillTilesGPUWithin(sk, 256, lim.WarpSize)
-	if err == nil && short && lim.MaxThreadsPerBlock > 256 {
-		s, _, err = fillTilesGPUWithin(sk, lim.MaxThreadsPerBlock, lim.WarpSize)
+// to 8 along its axis into shared memory. Where that is more shared memory
+// than a block has (a 3×3 convolution of 256 channels: 256 × 8 × 9
+// weights), the next choices load tiles of 4, 2 and 1, then blocks of 128
+// threads do.
+func fillTilesGPU(sk *schedule.State, lim schedule.GPULimits) ([]*schedule.State, error) {
+	var out []*schedule.State
+	for _, threads := range []int{256, 128} {
+		for _, reduce := range []int{8, 4, 2, 1} {
+			s, short, err := fillTilesGPUWithin(sk, threads, reduce, lim.WarpSize)
+			if err == nil && short && lim.MaxThreadsPerBlock > threads {
+				s, _, err = fillTilesGPUWithin(sk, lim.MaxThreadsPerBlock, reduce, lim.WarpSize)
+			}
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, s)
+		}
 	}
-	return s, err
+	return out, nil
+}
+
+// bindNaive is the naive state with the spatial loops of every root stage
+// fused and split into blocks of up to 256 threads: a GPU's last resort.
+func bindNaive(s0 *schedule.State, opts Options) (*schedule.State, error) {
+	s := s0
+	for i := 0; i < len(s.Stages); i++ {
+		st := s.Stages[i]
+		if st.IsPlaceholder() || st.Attach != schedule.Root {
+			continue
+		}
+		lead := 0
+		for _, it := range st.Iters {
+			if it.Kind != schedule.Spatial {
+				break
+			}
+			lead++
+		}
+		if lead == 0 {
+			continue
+		}
+		var err error
+		if s, err = fuseRange(s, i, 0, lead); err != nil {
+			return nil, err
+		}
+		t := min(256, s.Stages[i].Iters[0].Extent)
+		if opts.GPU.MaxThreadsPerBlock > 0 {
+			t = min(t, opts.GPU.MaxThreadsPerBlock)
+		}
+		for _, st := range []schedule.Step{
+			&schedule.Split{Stage: i, Iter: 0, Lengths: []int{t}},
+			&schedule.Annotate{Stage: i, Iter: 0, Ann: schedule.BlockX},
+			&schedule.Annotate{Stage: i, Iter: 1, Ann: schedule.ThreadX},
+		} {
+			if s, err = s.Apply(st); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s, nil
 }
 
 // fillTilesGPUWithin fills the tiles with at most blockThreads threads a
-// stage; short reports a stage left with fewer threads than a warp (or
+// stage and reduce tiles of up to reduceTileGPU; short reports a stage left with fewer threads than a warp (or
 // than its outputs, when fewer).
-func fillTilesGPUWithin(sk *schedule.State, blockThreads, warp int) (*schedule.State, bool, error) {
-	const reduceTileGPU = 8
+func fillTilesGPUWithin(sk *schedule.State, blockThreads, reduceTileGPU, warp int) (*schedule.State, bool, error) {
 	s := schedule.NewState(sk.DAG)
 	type tile struct{ threads, outputs int }
 	tiles := map[int]*tile{} // by stage index at the time of its splits

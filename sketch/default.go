@@ -41,17 +41,34 @@ func Default(s0 *schedule.State, opts Options) (*schedule.State, string, error) 
 	if err == nil && len(sketches) > 0 {
 		fill := opts.DefaultTiles
 		if fill == nil {
-			fill = func(sk *schedule.State) (*schedule.State, error) { return fillTiles(sk, opts.Lanes, opts.VectorRegs) }
-		}
-		filled, err := fill(sketches[0])
-		for a := 0; err == nil && a < defaultAttempts; a++ {
-			rng := rand.New(rand.NewPCG(defaultSeed, uint64(a)))
-			st, err := Sample(rng, filled, opts)
-			if err != nil {
-				continue
+			fill = func(sk *schedule.State) ([]*schedule.State, error) {
+				f, err := fillTiles(sk, opts.Lanes, opts.VectorRegs)
+				return []*schedule.State{f}, err
 			}
+		}
+		fills, err := fill(sketches[0])
+		for k := 0; err == nil && k < len(fills); k++ {
+			for a := 0; a < defaultAttempts; a++ {
+				rng := rand.New(rand.NewPCG(defaultSeed, uint64(a)))
+				st, err := Sample(rng, fills[k], opts)
+				if err != nil {
+					continue
+				}
+				if _, err := opts.lower(st, "default"); err == nil {
+					how := fmt.Sprintf("first sketch, rule tiles, sample %d of seed %#x", a, defaultSeed)
+					if k > 0 {
+						how = fmt.Sprintf("first sketch, rule tiles (choice %d), sample %d of seed %#x", k+1, a, defaultSeed)
+					}
+					return st, how, nil
+				}
+			}
+		}
+	}
+	if opts.GPU.WarpSize > 0 {
+		// A naive kernel on a GPU is one thread: bind its loops at least.
+		if st, err := bindNaive(s0, opts); err == nil {
 			if _, err := opts.lower(st, "default"); err == nil {
-				return st, fmt.Sprintf("first sketch, rule tiles, sample %d of seed %#x", a, defaultSeed), nil
+				return st, "naive, bound to blocks of threads (the first sketch does not lower)", nil
 			}
 		}
 	}

@@ -169,3 +169,46 @@ func TestGPUDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUDefaultWideConv: the 3×3 convolutions of ResNet-18's last stages
+// (256 and 512 channels) got the naive schedule, one thread per kernel,
+// on an H200: their first tile choice stages 256 × 8 × 9 weights, more
+// shared memory than a block has. The next choices fit; and the naive
+// last resort binds its loops to blocks of threads.
+func TestGPUDefaultWideConv(t *testing.T) {
+	opts := GPUOptions(testGPU)
+	for _, c := range []struct{ hw, ch int }{{14, 256}, {7, 512}} {
+		x := te.Placeholder("X", 1, c.hw, c.hw, c.ch)
+		w := te.Constant("W", c.ch, c.ch, 3, 3)
+		y, err := te.ConvNHWC("conv", x, w, nil, te.ConvAttrs{Pads: []int{1, 1, 1, 1}, Strides: []int{1, 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := te.NewDAG(y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, how, err := Default(schedule.NewState(d), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(how, "naive") {
+			t.Errorf("%d×%d×%d: default is %s", c.hw, c.hw, c.ch, how)
+		}
+	}
+	d := te.ExampleDAGs()["conv_bias_relu"]
+	s, err := bindNaive(schedule.NewState(d), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := opts.Lower(s, "kernel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(f.String(), "threadIdx.x") {
+		t.Errorf("the bound naive schedule binds no threads:\n%v", f)
+	}
+	if err := schedtest.CheckGPU(d, f, 1); err != nil {
+		t.Fatalf("%v\n%v", err, f)
+	}
+}

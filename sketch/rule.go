@@ -84,9 +84,10 @@ type Options struct {
 	// thread binding annotator tiles for its warp and keeps within its
 	// threads and virtual threads.
 	GPU schedule.GPULimits
-	// DefaultTiles fills the tile sizes of the default schedule (Default);
-	// nil means the CPU's register-tile rule.
-	DefaultTiles func(sketch *schedule.State) (*schedule.State, error)
+	// DefaultTiles fills the tile sizes of the default schedule (Default):
+	// the sketch filled, in order of preference (the first whose sample
+	// lowers wins); nil means the CPU's register-tile rule.
+	DefaultTiles func(sketch *schedule.State) ([]*schedule.State, error)
 }
 
 // CPUOptions returns Ansor's CPU rules and defaults for machine m: its

@@ -192,6 +192,6 @@ func GPUOptions(lim schedule.GPULimits) Options {
 		MaxVectorLanes:    4,
 		UnrollSteps:       []int{0, 16, 64, 512, 1024},
 		GPU:               lim,
-		DefaultTiles:      func(sk *schedule.State) (*schedule.State, error) { return fillTilesGPU(sk, lim) },
+		DefaultTiles:      func(sk *schedule.State) ([]*schedule.State, error) { return fillTilesGPU(sk, lim) },
 	}
 }

@@ -234,3 +234,31 @@ func sweepInputs(t *testing.T, tg *target.Target, perOp int) ([]measure.Input, [
 	}
 	return inputs, labels
 }
+
+// TestGPUGatherThroughVectorLoad: a vectorized store whose value gathers
+// through a loaded value (scatter_elements: U[int(last[i])][i]) made the
+// GPU printer read the gathered operand as one float4, its index taken
+// from a lane of another vector load (found by the sweep on an H200 as
+// "variable vec1 is not in scope"). It is built for PoCL and checked.
+func TestGPUGatherThroughVectorLoad(t *testing.T) {
+	tg := openCL(t)
+	d := te.ExampleDAGs()["scatter_elements"]
+	s := schedule.NewState(d)
+	last := len(s.Stages) - 1
+	for _, st := range []schedule.Step{
+		&schedule.Annotate{Stage: last, Iter: 0, Ann: schedule.VThread},
+		&schedule.Annotate{Stage: last, Iter: 1, Ann: schedule.Vectorize},
+	} {
+		var err error
+		if s, err = s.Apply(st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := tg.Measurer(true).Measure(context.Background(), []measure.Input{{State: s}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Kind != measure.None {
+		t.Fatalf("%v: %s", res[0].Kind, res[0].Msg)
+	}
+}

@@ -28,6 +28,7 @@ TUNE_SECONDS=${TUNE_SECONDS:-0}
 TARGET=${TARGET:-cuda}             # opencl: a dry run of the steps on PoCL
 TORCH_DEVICE=${TORCH_DEVICE:-cuda} # cpu: likewise
 MODELS=${MODELS:-tiny resnet18}
+ROUNDS=${ROUNDS:-3}
 
 say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
 # step NAME SECONDS CMD...: one command, bounded, its output in the log.
@@ -86,7 +87,7 @@ model() {
 	step "$name pytorch" 240 python3 "$ROOT/bench/cuda/torch_onnx.py" "$file" --dir "$d/in" --repeat 100 --warmup 20 --device "$TORCH_DEVICE"
 	step "$name check vs cpu" 120 tune run "$d/cuda" --input input="$d/in/input.bin" --reference output="$G/data/$name/cpu/output.bin" -o "$d/out"
 	step "$name check vs pytorch" 120 tune run "$d/cuda" --input input="$d/in/input.bin" --reference output="$d/in/torch_output.bin" -o "$d/out"
-	for round in 1 2 3; do
+	for round in $(seq "$ROUNDS"); do
 		step "$name race $round tessera graph" 120 tune bench "$d/cuda" --warmup 20 --repeat 100
 		step "$name race $round tessera no-graph" 120 env TESSERA_CUDA_GRAPH=0 tune bench "$d/cuda" --warmup 20 --repeat 100
 		step "$name race $round pytorch" 120 python3 "$ROOT/bench/cuda/torch_onnx.py" "$file" --dir "$d/in" --repeat 100 --warmup 20 --device "$TORCH_DEVICE"
@@ -109,9 +110,9 @@ kernels_step() {
 	if [ "$TUNE_SECONDS" -gt 0 ]; then
 		tune=(-trials 100000 -tune-for "${TUNE_SECONDS}s")
 	fi
-	step "gemm 1024" 600 gemm -target cuda -n 1024 -rounds 3 -gpu-db "$G/records/gemm1024.db" "${tune[@]}"
-	step "gemm 4096" 600 gemm -target cuda -n 4096 -rounds 3 -gpu-db "$G/records/gemm4096.db" "${tune[@]}"
-	step "conv" 600 conv -target cuda -rounds 3 -gpu-db "$G/records/conv.db" "${tune[@]}"
+	step "gemm 1024" 600 gemm -target cuda -n 1024 -rounds "$ROUNDS" -gpu-db "$G/records/gemm1024.db" "${tune[@]}"
+	step "gemm 4096" 600 gemm -target cuda -n 4096 -rounds "$ROUNDS" -gpu-db "$G/records/gemm4096.db" "${tune[@]}"
+	step "conv" 600 conv -target cuda -rounds "$ROUNDS" -gpu-db "$G/records/conv.db" "${tune[@]}"
 }
 
 tune_step() {
