@@ -221,14 +221,19 @@ func (d *Device) Build(ctx context.Context, srcs []Source) []Built {
 	}
 	return buildEach(ctx, srcs, parallel, func(src Source) string { return cacheKey(d.API.String(), info.Key(d.API), src.Code) },
 		func(key string, src Source) Built {
-			return d.compile(ctx, prog, filepath.Join(dir, key+d.programExt()), src.Code, timeout)
+			return d.compile(ctx, prog, filepath.Join(dir, key+d.programExt()), src.Code, info, timeout)
 		})
 }
 
 // compile builds one source into dst unless dst exists: the runner's
-// compile mode, which exits 4 for a source that does not build.
-func (d *Device) compile(ctx context.Context, prog, dst, code string, timeout time.Duration) Built {
-	return compileFile(ctx, timeout, dst, "kernels.src", Source{Code: code}, []string{prog, "compile", "kernels.src", "out"},
+// compile mode, which exits 4 for a source that does not build. CUDA
+// compiles for the probed architecture, with no CUDA context.
+func (d *Device) compile(ctx context.Context, prog, dst, code string, info DeviceInfo, timeout time.Duration) Built {
+	argv := []string{prog, "compile", "kernels.src", "out"}
+	if d.API == CUDA && info.Arch != "" {
+		argv = append(argv, info.Arch)
+	}
+	return compileFile(ctx, timeout, dst, "kernels.src", Source{Code: code}, argv,
 		func(err error) bool { return exitCode(err) == 4 })
 }
 

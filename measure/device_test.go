@@ -96,3 +96,33 @@ func TestCUDADeviceWithoutGPU(t *testing.T) {
 		t.Errorf("build without a GPU: %+v", b[0])
 	}
 }
+
+// TestCUDACompileWithoutContext: compiling for a probed architecture
+// starts no CUDA context, so it needs NVRTC but not the driver (this
+// machine has neither: the error names NVRTC, not the driver), and an
+// architecture that is not sm_XY is a usage error.
+func TestCUDACompileWithoutContext(t *testing.T) {
+	if _, err := exec.LookPath("nvidia-smi"); err == nil {
+		t.Skip("this machine has an NVIDIA driver")
+	}
+	d := &Device{API: CUDA, Builder: testBuilder()}
+	prog, err := d.program(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	src := dir + "/k.cu"
+	if err := os.WriteFile(src, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ arch, want string }{
+		{"sm_90", "no NVRTC"},
+		{"sm_100", "no NVRTC"},
+		{"gfx90a", "bad architecture"},
+	} {
+		out, err := exec.Command(prog, "compile", src, dir+"/out", c.arch).CombinedOutput()
+		if exitCode(err) != 1 || !strings.Contains(string(out), c.want) {
+			t.Errorf("compile for %s: exit %d, %q; want exit 1 and %q", c.arch, exitCode(err), out, c.want)
+		}
+	}
+}

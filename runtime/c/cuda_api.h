@@ -131,6 +131,36 @@ static const char *tsr_cu_errname(CUresult rc) {
   return "unknown error";
 }
 
+/* tsr_nvrtc_open loads NVRTC: $TESSERA_NVRTC, else the newest of the
+   sonames it knows. It returns 0, or -1 with the reason ("no NVRTC") in err. */
+static int tsr_nvrtc_open(char *err, size_t n) {
+  const char *rlibs[] = {getenv("TESSERA_NVRTC"), "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so"};
+  void *r = NULL;
+  const char *rlib = NULL;
+  for (size_t i = 0; i < sizeof rlibs / sizeof rlibs[0] && !r; i++)
+    if (rlibs[i] && *rlibs[i])
+      r = dlopen(rlib = rlibs[i], RTLD_NOW | RTLD_LOCAL);
+  if (!r)
+    return tsr_cu_fail(err, n, "no NVRTC: none of libnvrtc.so.13, .12, .11.2 loads (set TESSERA_NVRTC to its path)");
+  void **rslots = (void **)&tsr_rtc;
+  for (size_t i = 0; i < sizeof tsr_rtc_names / sizeof tsr_rtc_names[0]; i++)
+    if (!(rslots[i] = dlsym(r, tsr_rtc_names[i])))
+      return tsr_cu_fail(err, n, "no NVRTC: %s lacks %s", rlib, tsr_rtc_names[i]);
+  return 0;
+}
+
+/* tsr_cuda_open_compiler makes what compiling needs without the driver:
+   NVRTC, and the compute capability from arch ("sm_90", as the probe says
+   it), so that a compile starts no CUDA context. */
+static int tsr_cuda_open_compiler(const char *arch, char *err, size_t n) {
+  int cc = 0; /* sm_90: 9.0, sm_100: 10.0 (the minor is one digit) */
+  if (sscanf(arch, "sm_%d", &cc) != 1 || cc < 10)
+    return tsr_cu_fail(err, n, "bad architecture %s (want sm_XY)", arch);
+  tsr_cu_cc_major = cc / 10;
+  tsr_cu_cc_minor = cc % 10;
+  return tsr_nvrtc_open(err, n);
+}
+
 /* tsr_cuda_open loads the driver and NVRTC, picks the device and makes its
    primary context current. It returns 0, or -1 with the reason in err,
    which starts "no CUDA driver", "no NVRTC" or "no CUDA device". */
@@ -150,18 +180,8 @@ static int tsr_cuda_open(char *err, size_t n) {
   for (size_t i = 0; i < sizeof tsr_cug_names / sizeof tsr_cug_names[0]; i++)
     gslots[i] = dlsym(h, tsr_cug_names[i]);
 
-  const char *rlibs[] = {getenv("TESSERA_NVRTC"), "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so"};
-  void *r = NULL;
-  const char *rlib = NULL;
-  for (size_t i = 0; i < sizeof rlibs / sizeof rlibs[0] && !r; i++)
-    if (rlibs[i] && *rlibs[i])
-      r = dlopen(rlib = rlibs[i], RTLD_NOW | RTLD_LOCAL);
-  if (!r)
-    return tsr_cu_fail(err, n, "no NVRTC: none of libnvrtc.so.13, .12, .11.2 loads (set TESSERA_NVRTC to its path)");
-  void **rslots = (void **)&tsr_rtc;
-  for (size_t i = 0; i < sizeof tsr_rtc_names / sizeof tsr_rtc_names[0]; i++)
-    if (!(rslots[i] = dlsym(r, tsr_rtc_names[i])))
-      return tsr_cu_fail(err, n, "no NVRTC: %s lacks %s", rlib, tsr_rtc_names[i]);
+  if (tsr_nvrtc_open(err, n) != 0)
+    return -1;
 
   CUresult rc = tsr_cu.Init(0);
   if (rc != CUDA_SUCCESS)

@@ -23,6 +23,17 @@ static void api_init(void) {
 		die(EXIT_NODEV, "%s", err);
 }
 
+static void api_init_compiler(const char *arch) {
+	if (!arch) {
+		api_init();
+		return;
+	}
+	runner_name = "tessera-cuda";
+	char err[1024];
+	if (tsr_cuda_open_compiler(arch, err, sizeof err) != 0)
+		die(EXIT_NODEV, "%s", err);
+}
+
 static void api_probe(void) {
 	char name[256] = {0};
 	tsr_cu.DeviceGetName(name, sizeof name - 1, tsr_cu_device);

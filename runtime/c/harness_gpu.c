@@ -5,14 +5,17 @@
  * the runner builds on any machine and says plainly when there is no device.
  *
  * usage: RUNNER probe
- *        RUNNER compile SRC OUT
+ *        RUNNER compile SRC OUT [ARCH]
  *        RUNNER run PROGRAM NUMBER REPEAT MIN_REPEAT_MS BUDGET_MS CUTOFF_US FLUSH IN_FILE OUT_FILE ARG... -- TEMP... -- LAUNCH...
  *
  * probe prints the device: "tessera device NAME", "tessera driver VERSION",
  * "tessera compiler VERSION", "tessera arch ARCH", "tessera max_threads N",
  * "tessera shared_bytes N".
  * compile builds the source file SRC for the device and writes what run
- * loads to OUT (the program for OpenCL, the CUBIN or PTX for CUDA).
+ * loads to OUT (the program for OpenCL, the CUBIN or PTX for CUDA). With
+ * ARCH (the probe's arch), CUDA compiles for it without starting a CUDA
+ * context: NVRTC alone (a context costs a compile most of its time when
+ * many compile at once); OpenCL's compiler needs its device either way.
  * run loads PROGRAM (an output of compile) and times its launches, by the
  * protocol of harness.c: one call on zeroed outputs (its outputs are written
  * to OUT_FILE unless it is "-"), NUMBER grown until a repetition lasts
@@ -126,6 +129,7 @@ static void parse_launch(const char *s, launch_t *l) {
 
 /* The API part provides these. */
 static void api_init(void);                                   /* exits EXIT_NODEV without a device */
+static void api_init_compiler(const char *arch);              /* what compile needs; arch may be NULL */
 static void api_probe(void);                                  /* prints the probe lines */
 static void api_compile(const char *src, size_t len, const char *out);
 static void api_load(const char *program, size_t len, launch_t *ls, int nl);
@@ -156,18 +160,18 @@ static void launches_flush(void *p) {
 
 int main(int argc, char **argv) {
 	if (argc < 2)
-		die(EXIT_SETUP, "usage: %s probe | compile SRC OUT | run ...", argv[0]);
+		die(EXIT_SETUP, "usage: %s probe | compile SRC OUT [ARCH] | run ...", argv[0]);
 	if (strcmp(argv[1], "probe") == 0) {
 		api_init();
 		api_probe();
 		return 0;
 	}
 	if (strcmp(argv[1], "compile") == 0) {
-		if (argc != 4)
-			die(EXIT_SETUP, "usage: %s compile SRC OUT", argv[0]);
+		if (argc != 4 && argc != 5)
+			die(EXIT_SETUP, "usage: %s compile SRC OUT [ARCH]", argv[0]);
 		size_t len;
 		char *src = read_file(argv[2], &len);
-		api_init();
+		api_init_compiler(argc == 5 ? argv[4] : NULL);
 		api_compile(src, len, argv[3]);
 		return 0;
 	}

@@ -35,6 +35,13 @@ static void info_string(cl_uint what, int device, char *buf, size_t n) {
 			*c = ' ';
 }
 
+/* api_init_compiler: OpenCL builds a program for its device, so the
+   device is opened whatever the arch. */
+static void api_init_compiler(const char *arch) {
+	(void)arch;
+	api_init();
+}
+
 static void api_probe(void) {
 	char name[256], driver[256], cver[256], pname[256], pver[256], dver[256];
 	info_string(CL_DEVICE_NAME, 1, name, sizeof name);
