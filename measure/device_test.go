@@ -3,10 +3,12 @@ package measure
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"tessera/codegen"
 )
@@ -125,4 +127,66 @@ func TestCUDACompileWithoutContext(t *testing.T) {
 			t.Errorf("compile for %s: exit %d, %q; want exit 1 and %q", c.arch, exitCode(err), out, c.want)
 		}
 	}
+}
+
+// TestGPURunnerServes: the GPU runner child serves job after job without
+// starting again; a job that fails ends it and the next job gets a new
+// one with its right result; a job past its deadline is killed and
+// reported, and the one after it runs.
+func TestGPURunnerServes(t *testing.T) {
+	d := openCLDevice(t)
+	built := d.Build(context.Background(), []Source{{Code: scaleKernel + `
+__kernel void spin(__global float *T) { for (;;) T[0] += 1.0f; }
+`}})
+	if built[0].Kind != None {
+		t.Fatalf("build: %v: %s", built[0].Kind, built[0].Msg)
+	}
+	r := &Runner{Builder: testBuilder(), Device: d, Opts: RunOptions{Repeat: 1, MinRepeatMs: 1, Check: true, Timeout: 20 * time.Second}}
+	defer r.Close()
+	a := make([]float32, 32)
+	for i := range a {
+		a[i] = float32(i)
+	}
+	good := Job{Lib: built[0].Path, Args: []Arg{{Name: "A", Size: 32}, {Name: "B", Size: 32, Output: true}},
+		Inputs: [][]float32{a}, Temps: []int{32},
+		Launches: []codegen.Launch{
+			{Name: "fill", Grid: [3]int{4, 1, 1}, Block: [3]int{8, 1, 1}, Args: []int{2}},
+			{Name: "scale", Grid: [3]int{4, 1, 1}, Block: [3]int{8, 1, 1}, Args: []int{0, 1, 2}},
+		}}
+	bad := good
+	bad.Launches = []codegen.Launch{{Name: "missing", Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}, Args: []int{2}}}
+	spin := good
+	spin.Launches = []codegen.Launch{{Name: "spin", Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}, Args: []int{2}}}
+	check := func(what string, res Result) {
+		t.Helper()
+		if res.Kind != None {
+			t.Fatalf("%s: %v: %s", what, res.Kind, res.Msg)
+		}
+		for i, v := range res.Outputs[0] {
+			if v != 2*a[i]+1 {
+				t.Fatalf("%s: B[%d] = %v, want %v", what, i, v, 2*a[i]+1)
+			}
+		}
+	}
+	res := r.Run(context.Background(), []Job{good, good, good})
+	for i := range res {
+		check(fmt.Sprintf("job %d", i), res[i])
+	}
+	pid := r.server.cmd.Process.Pid
+	check("a fourth job", r.Run(context.Background(), []Job{good})[0])
+	if r.server == nil || r.server.cmd.Process.Pid != pid {
+		t.Errorf("the runner started again between jobs")
+	}
+	res = r.Run(context.Background(), []Job{bad, good})
+	if res[0].Kind != RuntimeError || !strings.Contains(res[0].Msg, "no kernel missing") {
+		t.Errorf("a job that fails: %v %s", res[0].Kind, res[0].Msg)
+	}
+	check("the job after a failed one", res[1])
+	short := r.Opts
+	short.Timeout = 2 * time.Second
+	res = r.RunWith(context.Background(), short, []Job{spin, good})
+	if res[0].Kind != RunTimeout {
+		t.Errorf("a job that does not end: %v %s", res[0].Kind, res[0].Msg)
+	}
+	check("the job after a killed one", res[1])
 }

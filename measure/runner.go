@@ -144,6 +144,7 @@ type Runner struct {
 	dataDir string            // input and output files; removed by Close
 	inputs  map[string]string // random input files by (seed, input sizes)
 	seq     int               // names the per-job files in dataDir
+	server  *gpuServer        // a GPU runner child serving jobs (serve.go)
 }
 
 // Run times jobs one after another, never overlapping, and returns one Result
@@ -197,6 +198,7 @@ func (r *Runner) Ready(ctx context.Context) error {
 func (r *Runner) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.stopServer()
 	if r.dataDir == "" {
 		return nil
 	}
@@ -291,6 +293,15 @@ func (r *Runner) run(ctx context.Context, opts RunOptions, job Job) Result {
 		argv = append(argv, gpuJobArgs(job)...)
 	}
 
+	if r.Device != nil {
+		res := r.runServed(ctx, opts, argv[1:])
+		if res.Kind == None && opts.Check {
+			if res.Outputs, err = readOutputs(outPath, job.Args); err != nil {
+				res.Kind, res.Msg = RuntimeError, err.Error()
+			}
+		}
+		return res
+	}
 	prog := r.harness
 	if len(r.Exec) > 0 {
 		prog, argv = r.Exec[0], append(append(slices.Clone(r.Exec[1:]), r.harness), argv...)

@@ -81,13 +81,16 @@ static struct {
   CUresult (*EventRecord)(CUevent, CUstream);
   CUresult (*EventSynchronize)(CUevent);
   CUresult (*GetErrorName)(CUresult, const char **);
+  CUresult (*MemFree)(CUdeviceptr);
+  CUresult (*ModuleUnload)(CUmodule);
   CUresult (*EventElapsedTime)(float *, CUevent, CUevent); /* cuEventElapsedTime_v2 where present */
 } tsr_cu;
 
 static const char *const tsr_cu_names[] = {"cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet",
   "cuDeviceGetName", "cuDeviceGetAttribute", "cuDevicePrimaryCtxRetain", "cuCtxSetCurrent", "cuCtxSynchronize",
   "cuModuleLoadData", "cuModuleGetFunction", "cuMemAlloc_v2", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuMemsetD8_v2",
-  "cuLaunchKernel", "cuEventCreate", "cuEventRecord", "cuEventSynchronize", "cuGetErrorName"};
+  "cuLaunchKernel", "cuEventCreate", "cuEventRecord", "cuEventSynchronize", "cuGetErrorName", "cuMemFree_v2",
+  "cuModuleUnload"};
 
 /* NVRTC's entry points, in the order of tsr_rtc_names. */
 static struct {

@@ -73,8 +73,21 @@ static void api_load(const char *prog, size_t len, launch_t *ls, int nl) {
 		if (rc != CUDA_SUCCESS)
 			die(EXIT_RUN, "no kernel %s: %s", ls[l].name, tsr_cu_errname(rc));
 	}
-	check(tsr_cu.EventCreate(&ev_start, 0), "cuEventCreate");
-	check(tsr_cu.EventCreate(&ev_end, 0), "cuEventCreate");
+	if (!ev_start) {
+		check(tsr_cu.EventCreate(&ev_start, 0), "cuEventCreate");
+		check(tsr_cu.EventCreate(&ev_end, 0), "cuEventCreate");
+	}
+}
+
+/* api_release frees a job's buffers and unloads its module, for the next
+ * job of a serving runner. */
+static void api_release(void **bufs, int nbufs, int nl) {
+	(void)nl;
+	for (int b = 0; b < nbufs; b++)
+		check(tsr_cu.MemFree((CUdeviceptr)(uintptr_t)bufs[b]), "cuMemFree_v2");
+	check(tsr_cu.ModuleUnload(module), "cuModuleUnload");
+	free(functions);
+	functions = NULL;
 }
 
 static void *api_alloc(size_t bytes) {

@@ -7,6 +7,7 @@
  * usage: RUNNER probe
  *        RUNNER compile SRC OUT [ARCH]
  *        RUNNER run PROGRAM NUMBER REPEAT MIN_REPEAT_MS BUDGET_MS CUTOFF_US FLUSH IN_FILE OUT_FILE ARG... -- TEMP... -- LAUNCH...
+ *        RUNNER serve
  *
  * probe prints the device: "tessera device NAME", "tessera driver VERSION",
  * "tessera compiler VERSION", "tessera arch ARCH", "tessera max_threads N",
@@ -28,6 +29,13 @@
  *   TEMP: <SIZE> (a device temporary, filled with NaN)
  *   LAUNCH: NAME:GX,GY,GZ:BX,BY,BZ:A,A,... (a kernel, its grid and block,
  *           and its arguments as indices into the ARGs then the TEMPs)
+ *
+ * serve opens the device once and then runs jobs read from stdin, one a
+ * line: the arguments of run after "run", separated by tabs. After each
+ * job it prints "tessera end" (and flushes); a job that fails ends the
+ * runner with the status run would have exited with, so a caller starts a
+ * new one for the next job. Opening the driver and its context once
+ * instead of once a candidate is most of a GPU measurement's cost.
  *
  * stdout: "tessera number N", up to REPEAT lines "tessera cost SECONDS", "tessera done".
  * exit status: 0 ok; 1 no device, driver or runtime compiler (one line on
@@ -139,6 +147,7 @@ static void api_download(float *host, void *dev, size_t bytes);
 static void api_fill(void *dev, unsigned char byte, size_t bytes);
 static double api_time(launch_t *ls, int nl, void **bufs, long long number); /* seconds for number calls */
 static void api_flush(void);                                  /* clears the last-level cache */
+static void api_release(void **bufs, int nbufs, int nl);      /* frees a job's buffers and program */
 
 /* launches is what the timing protocol (timing.h) times: every launch of
  * the candidate, in order. */
@@ -158,6 +167,9 @@ static void launches_flush(void *p) {
 	api_flush();
 }
 
+static void run_job(int argc, char **argv);
+static int serve(void);
+
 int main(int argc, char **argv) {
 	if (argc < 2)
 		die(EXIT_SETUP, "usage: %s probe | compile SRC OUT [ARCH] | run ...", argv[0]);
@@ -175,7 +187,20 @@ int main(int argc, char **argv) {
 		api_compile(src, len, argv[3]);
 		return 0;
 	}
-	if (strcmp(argv[1], "run") != 0 || argc < 11)
+	if (strcmp(argv[1], "serve") == 0) {
+		api_init();
+		return serve();
+	}
+	if (strcmp(argv[1], "run") != 0)
+		die(EXIT_SETUP, "usage: %s probe | compile SRC OUT [ARCH] | run ... | serve", argv[0]);
+	api_init();
+	run_job(argc, argv);
+	return 0;
+}
+
+/* run_job runs one job: argv is run's command line. */
+static void run_job(int argc, char **argv) {
+	if (argc < 11)
 		die(EXIT_SETUP, "usage: %s run PROGRAM NUMBER REPEAT MIN_REPEAT_MS BUDGET_MS CUTOFF_US FLUSH IN_FILE OUT_FILE ARG... -- TEMP... -- LAUNCH...", argv[0]);
 	const char *prog_path = argv[2], *in_path = argv[9], *out_path = argv[10];
 	long long number = parse_int(argv[3], "number");
@@ -240,7 +265,6 @@ int main(int argc, char **argv) {
 
 	size_t plen;
 	char *prog = read_file(prog_path, &plen);
-	api_init();
 	api_load(prog, plen, ls, nl);
 	for (int b = 0; b < nbufs; b++) {
 		size_t bytes = sizes[b] * sizeof(float);
@@ -274,5 +298,44 @@ int main(int argc, char **argv) {
 	timing t = {number, repeat, min_s, budget_s, slow, flush};
 	if (time_and_report(t, launches_rep, launches_flush, &c) != 0)
 		die(EXIT_SETUP, "out of memory");
+	api_release(bufs, nbufs, nl);
+	for (int a = 0; a < nargs; a++)
+		free(host[a]);
+	free(prog);
+	free(sizes);
+	free(is_out);
+	free(bufs);
+	free(host);
+	free(ls);
+}
+
+/* serve runs the jobs of stdin (see the top of this file). */
+static int serve(void) {
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	while ((n = getline(&line, &cap, stdin)) > 0) {
+		if (line[n - 1] == '\n')
+			line[--n] = 0;
+		if (n == 0)
+			continue;
+		int argc = 2;
+		for (char *p = line; *p; p++)
+			argc += *p == '\t';
+		argc++;
+		char **argv = calloc((size_t)argc + 1, sizeof *argv);
+		if (!argv)
+			die(EXIT_SETUP, "out of memory");
+		argv[0] = (char *)runner_name;
+		argv[1] = "run";
+		int k = 2;
+		for (char *p = line, *tok; (tok = strsep(&p, "\t")) != NULL;)
+			argv[k++] = tok;
+		run_job(k, argv);
+		free(argv);
+		printf("tessera end\n");
+		fflush(stdout);
+	}
+	free(line);
 	return 0;
 }

@@ -87,6 +87,18 @@ static void api_load(const char *prog, size_t len, launch_t *ls, int nl) {
 	}
 }
 
+/* api_release frees a job's buffers, kernels and program, for the next
+ * job of a serving runner. */
+static void api_release(void **bufs, int nbufs, int nl) {
+	for (int b = 0; b < nbufs; b++)
+		check(tsr_cl.ReleaseMemObject((cl_mem)bufs[b]), "clReleaseMemObject");
+	for (int l = 0; l < nl; l++)
+		check(tsr_cl.ReleaseKernel(kernels[l]), "clReleaseKernel");
+	check(tsr_cl.ReleaseProgram(program), "clReleaseProgram");
+	free(kernels);
+	kernels = NULL;
+}
+
 static void *api_alloc(size_t bytes) {
 	cl_int rc;
 	cl_mem m = tsr_cl.CreateBuffer(tsr_cl_context, CL_MEM_READ_WRITE, bytes, NULL, &rc);

@@ -69,12 +69,16 @@ static struct {
   cl_int (*Finish)(cl_command_queue);
   cl_int (*GetEventProfilingInfo)(cl_event, cl_uint, size_t, void *, size_t *);
   cl_int (*ReleaseEvent)(cl_event);
+  cl_int (*ReleaseMemObject)(cl_mem);
+  cl_int (*ReleaseKernel)(cl_kernel);
+  cl_int (*ReleaseProgram)(cl_program);
 } tsr_cl;
 
 static const char *const tsr_cl_names[] = {"clGetPlatformIDs", "clGetPlatformInfo", "clGetDeviceIDs", "clGetDeviceInfo",
   "clCreateContext", "clCreateCommandQueue", "clCreateProgramWithSource", "clBuildProgram", "clGetProgramBuildInfo",
   "clCreateKernel", "clSetKernelArg", "clCreateBuffer", "clEnqueueWriteBuffer", "clEnqueueReadBuffer",
-  "clEnqueueFillBuffer", "clEnqueueNDRangeKernel", "clFinish", "clGetEventProfilingInfo", "clReleaseEvent"};
+  "clEnqueueFillBuffer", "clEnqueueNDRangeKernel", "clFinish", "clGetEventProfilingInfo", "clReleaseEvent",
+  "clReleaseMemObject", "clReleaseKernel", "clReleaseProgram"};
 
 /* The device tsr_cl_open chose, its context and its queue. */
 static cl_platform_id tsr_cl_platform;
