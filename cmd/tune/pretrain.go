@@ -45,7 +45,7 @@ var pretrainTestData = []string{"test_Conv1d", "test_Conv2d", "test_Linear", "te
 func (p *pretrainFlags) Register(fs *flag.FlagSet) {
 	fs.Var(&p.dbs, "db", "records database `FILE` (repeatable)")
 	fs.Var(&p.models, "model", "another ONNX model `FILE` whose tasks the records measured (repeatable)")
-	fs.StringVar(&p.generated, "generated", "tiny,resnet18,resnet50,densenet121", "the generated models (cmd/genmodels) whose records it learns from; a model left out is held out (MobileNetV2 and the BERT layer are, by default)")
+	fs.StringVar(&p.generated, "generated", strings.Join(tuning.PretrainGenerated, ","), "the generated models (cmd/genmodels) whose records it learns from; a model left out is held out (MobileNetV2 and the BERT layer are, by default)")
 	fs.StringVar(&p.testdata, "testdata", "/usr/share/libonnx-testdata/data/pytorch-converted", "`DIR` of the test data's PyTorch-converted models (Debian's libonnx-testdata), whose layers' records it learns from")
 	fs.Float64Var(&p.holdOut, "hold-out", 0.2, "share of the workloads held out to report how the model ranks programs of workloads it did not see")
 	fs.StringVar(&p.out, "o", "tuning/pretrained/cpu-amd64.txt", "write the model to `FILE` (LightGBM text): the default is the model tune ships, embedded when tune is built")
