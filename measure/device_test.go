@@ -38,6 +38,21 @@ __kernel void scale(__global const float *A, __global float *B, __global const f
 }
 `
 
+// scaleJob is a job of scaleKernel's program at lib, B = 2A + 1 over 32
+// values, and its input A.
+func scaleJob(lib string) (Job, []float32) {
+	a := make([]float32, 32)
+	for i := range a {
+		a[i] = float32(i)
+	}
+	return Job{Lib: lib, Args: []Arg{{Name: "A", Size: 32}, {Name: "B", Size: 32, Output: true}},
+		Inputs: [][]float32{a}, Temps: []int{32},
+		Launches: []codegen.Launch{
+			{Name: "fill", Grid: [3]int{4, 1, 1}, Block: [3]int{8, 1, 1}, Args: []int{2}},
+			{Name: "scale", Grid: [3]int{4, 1, 1}, Block: [3]int{8, 1, 1}, Args: []int{0, 1, 2}},
+		}}, a
+}
+
 func TestOpenCLDeviceRuns(t *testing.T) {
 	d := openCLDevice(t)
 	built := d.Build(context.Background(), []Source{{Code: scaleKernel}, {Code: "__kernel void broken( {"}})
@@ -49,16 +64,7 @@ func TestOpenCLDeviceRuns(t *testing.T) {
 	}
 	r := &Runner{Builder: testBuilder(), Device: d, Opts: RunOptions{Repeat: 2, MinRepeatMs: 1, Check: true}}
 	defer r.Close()
-	a := make([]float32, 32)
-	for i := range a {
-		a[i] = float32(i)
-	}
-	job := Job{Lib: built[0].Path, Args: []Arg{{Name: "A", Size: 32}, {Name: "B", Size: 32, Output: true}},
-		Inputs: [][]float32{a}, Temps: []int{32},
-		Launches: []codegen.Launch{
-			{Name: "fill", Grid: [3]int{4, 1, 1}, Block: [3]int{8, 1, 1}, Args: []int{2}},
-			{Name: "scale", Grid: [3]int{4, 1, 1}, Block: [3]int{8, 1, 1}, Args: []int{0, 1, 2}},
-		}}
+	job, a := scaleJob(built[0].Path)
 	res := r.Run(context.Background(), []Job{job})[0]
 	if res.Kind != None {
 		t.Fatalf("%v: %s", res.Kind, res.Msg)
@@ -143,16 +149,7 @@ __kernel void spin(__global float *T) { for (;;) T[0] += 1.0f; }
 	}
 	r := &Runner{Builder: testBuilder(), Device: d, Opts: RunOptions{Repeat: 1, MinRepeatMs: 1, Check: true, Timeout: 20 * time.Second}}
 	defer r.Close()
-	a := make([]float32, 32)
-	for i := range a {
-		a[i] = float32(i)
-	}
-	good := Job{Lib: built[0].Path, Args: []Arg{{Name: "A", Size: 32}, {Name: "B", Size: 32, Output: true}},
-		Inputs: [][]float32{a}, Temps: []int{32},
-		Launches: []codegen.Launch{
-			{Name: "fill", Grid: [3]int{4, 1, 1}, Block: [3]int{8, 1, 1}, Args: []int{2}},
-			{Name: "scale", Grid: [3]int{4, 1, 1}, Block: [3]int{8, 1, 1}, Args: []int{0, 1, 2}},
-		}}
+	good, a := scaleJob(built[0].Path)
 	bad := good
 	bad.Launches = []codegen.Launch{{Name: "missing", Grid: [3]int{1, 1, 1}, Block: [3]int{1, 1, 1}, Args: []int{2}}}
 	spin := good
