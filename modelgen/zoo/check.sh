@@ -1,0 +1,39 @@
+#!/bin/bash
+# check.sh: every model of the zoo exported (export.py, when DIR lacks it),
+# built with default schedules and run on its input, its output compared
+# with PyTorch's (rtol 1e-3); the last line is "N of M models match".
+#
+# usage: modelgen/zoo/check.sh [-o DIR] [NAME ...]   (DIR: models/zoo)
+set -u
+cd "$(dirname "$0")/../.."
+dir=models/zoo
+if [ "${1:-}" = -o ]; then
+	dir=$2
+	shift 2
+fi
+names=("$@")
+[ ${#names[@]} -gt 0 ] || names=(resnext50_32x4d mobilenet_v3_large mnasnet1_0 densenet121 inception_v3 swin_t vit_b_32 text_encoder)
+if ! python3 -c 'import torch, torchvision' 2>/dev/null; then
+	echo "check.sh: no PyTorch (scripts/deps.sh installs python3-torch and python3-torchvision)" >&2
+	exit 2
+fi
+go build -o "$dir/.tune" ./cmd/tune || exit 1
+ok=0
+for m in "${names[@]}"; do
+	if [ ! -f "$dir/$m.onnx" ]; then
+		python3 modelgen/zoo/export.py -o "$dir" "$m" 2>&1 | grep -v Warning || { echo "$m: export failed"; continue; }
+	fi
+	t0=$SECONDS
+	if ! "$dir/.tune" build --no-records -o "$dir/build/$m" "$dir/$m.onnx" >"$dir/$m.build.log" 2>&1; then
+		echo "$m: build failed: $(grep -v '^warning' "$dir/$m.build.log" | tail -1)"
+		continue
+	fi
+	built=$((SECONDS - t0))
+	if out=$("$dir/.tune" run "$dir/build/$m" --input input="$dir/$m.input.npy" --reference output="$dir/$m.output.npy" -o "$dir/build/$m-out" 2>&1); then
+		ok=$((ok + 1))
+		echo "$m: matches PyTorch ($(echo "$out" | grep -o 'max abs error = [^,]*'), built in ${built}s)"
+	else
+		echo "$m: differs: $(echo "$out" | tail -1)"
+	fi
+done
+echo "$ok of ${#names[@]} models match"

@@ -1,0 +1,129 @@
+"""export.py: the model zoo as PyTorch users export it (issue 25).
+
+usage: python3 modelgen/zoo/export.py -o DIR [--opset 14] [NAME ...]
+
+Each model is built by torchvision (or, for "text_encoder", from
+torch.nn.TransformerEncoder with an embedding), given random weights from
+a fixed seed (batch-norm statistics too, so that they are not the identity),
+put in eval mode and exported by PyTorch's own exporter (torch.onnx.export)
+with a static batch of 1. Beside each DIR/NAME.onnx it writes the input it
+was run on (DIR/NAME.input.npy: float32, int64 token ids for the text
+model), PyTorch's output (DIR/NAME.output.npy, float32), for `tune run
+--input input=DIR/NAME.input.npy --reference output=DIR/NAME.output.npy`,
+and DIR/NAME.json: the
+input's name, shape and type, the output's name and shape, the opset, and
+PyTorch's eager latency on this CPU at 1 and 2 threads (min and median of
+20 runs after 3). Needs python3-torch and python3-torchvision
+(scripts/deps.sh).
+"""
+import argparse
+import json
+import os
+import time
+
+import numpy as np
+import torch
+import torchvision.models as tvm
+
+
+class TextEncoder(torch.nn.Module):
+    """A text classifier as users write one: token embedding plus learned
+    positions, torch.nn.TransformerEncoder (4 layers, 4 heads, GELU), mean
+    pooling and a linear head."""
+
+    def __init__(self, vocab=8000, seq=128, d=256, heads=4, layers=4, classes=4):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, d)
+        self.pos = torch.nn.Parameter(torch.randn(1, seq, d) * 0.02)
+        layer = torch.nn.TransformerEncoderLayer(d, heads, dim_feedforward=4 * d, activation="gelu", batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = torch.nn.Linear(d, classes)
+
+    def forward(self, ids):
+        x = self.embed(ids) + self.pos
+        return self.head(self.encoder(x).mean(dim=1))
+
+
+# name: (constructor, input shape); images are 224×224 but Inception's 299.
+MODELS = {
+    "resnext50_32x4d": (lambda: tvm.resnext50_32x4d(), (1, 3, 224, 224)),
+    "mobilenet_v3_large": (lambda: tvm.mobilenet_v3_large(), (1, 3, 224, 224)),
+    "mnasnet1_0": (lambda: tvm.mnasnet1_0(), (1, 3, 224, 224)),
+    "densenet121": (lambda: tvm.densenet121(), (1, 3, 224, 224)),
+    "inception_v3": (lambda: tvm.inception_v3(aux_logits=False, init_weights=True), (1, 3, 299, 299)),
+    "swin_t": (lambda: tvm.swin_t(), (1, 3, 224, 224)),
+    "vit_b_32": (lambda: tvm.vit_b_32(), (1, 3, 224, 224)),
+    "text_encoder": (lambda: TextEncoder(), (1, 128)),
+}
+
+
+def randomize(model, seed):
+    """Seeded random weights, and batch-norm statistics that are not the
+    identity (a freshly built model's running mean is 0 and variance 1)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (torch.nn.BatchNorm2d, torch.nn.BatchNorm1d)):
+                m.running_mean.copy_(torch.randn(m.running_mean.shape, generator=g) * 0.1)
+                m.running_var.copy_(torch.rand(m.running_var.shape, generator=g) * 0.5 + 0.75)
+    return model
+
+
+def latency(model, x, threads):
+    torch.set_num_threads(threads)
+    with torch.no_grad():
+        for _ in range(3):
+            model(x)
+        ts = []
+        for _ in range(20):
+            t0 = time.perf_counter()
+            model(x)
+            ts.append((time.perf_counter() - t0) * 1e3)
+    ts.sort()
+    return {"min_ms": round(ts[0], 3), "median_ms": round(ts[len(ts) // 2], 3)}
+
+
+def export(name, out, opset, seed):
+    build, shape = MODELS[name]
+    torch.manual_seed(seed)
+    model = randomize(build(), seed).eval()
+    g = torch.Generator().manual_seed(seed)
+    if name == "text_encoder":
+        x = torch.randint(0, 8000, shape, generator=g)
+    else:
+        x = torch.rand(shape, generator=g) * 2 - 1
+    with torch.no_grad():
+        y = model(x)
+    path = os.path.join(out, name + ".onnx")
+    torch.onnx.export(model, x, path, opset_version=opset, input_names=["input"], output_names=["output"],
+                      do_constant_folding=True)
+    np.save(os.path.join(out, name + ".input.npy"), x.numpy())
+    np.save(os.path.join(out, name + ".output.npy"), y.numpy().astype(np.float32))
+    meta = {
+        "model": name, "opset": opset, "seed": seed, "torch": torch.__version__,
+        "input": {"name": "input", "shape": list(shape), "type": str(x.dtype).replace("torch.", "")},
+        "output": {"name": "output", "shape": list(y.shape)},
+        "pytorch_eager": {"threads_1": latency(model, x, 1), "threads_2": latency(model, x, 2)},
+    }
+    with open(os.path.join(out, name + ".json"), "w") as f:
+        json.dump(meta, f, indent=1)
+    print(f"{path}: input {list(shape)}, output {list(y.shape)}, eager 1 thread {meta['pytorch_eager']['threads_1']['min_ms']} ms",
+          flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-o", required=True, help="output directory")
+    ap.add_argument("--opset", type=int, default=14)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("names", nargs="*", help=f"models (default all: {', '.join(MODELS)})")
+    o = ap.parse_args()
+    os.makedirs(o.o, exist_ok=True)
+    for name in o.names or MODELS:
+        if name not in MODELS:
+            raise SystemExit(f"export.py: unknown model {name!r} (models: {', '.join(MODELS)})")
+        export(name, o.o, o.opset, o.seed)
+
+
+if __name__ == "__main__":
+    main()
