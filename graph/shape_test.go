@@ -171,3 +171,23 @@ func TestShapeSubgraphIsKnown(t *testing.T) {
 		t.Errorf("y has shape %v", s)
 	}
 }
+
+// TestDropoutTrainingMode: a Dropout in training mode is refused unless
+// its ratio is 0, where it drops and scales nothing (torchvision's Swin
+// exports its attention dropout so).
+func TestDropoutTrainingMode(t *testing.T) {
+	for _, tc := range []struct {
+		ratio float32
+		want  string // error substring, "" for success
+	}{{0, ""}, {0.1, "training mode with ratio 0.1"}} {
+		consts := map[string]*Tensor{"r": Float32Tensor([]int{}, []float32{tc.ratio}), "m": {DType: Bool, Shape: []int{}, I64: []int64{1}}}
+		g := build(t, 13, []in{{"x", []int{2, 3}}}, consts, []*Node{node("Dropout d x,r,m -> y", nil)}, "y")
+		err := g.InferShapes()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("ratio %g: %v", tc.ratio, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("ratio %g: error %v, want one containing %q", tc.ratio, err, tc.want)
+		}
+	}
+}

@@ -118,7 +118,10 @@ func evalIdentity(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	return []*graph.Tensor{in[0]}, nil
 }
 
-// inferDropout: inference mode only; the optional mask output is all true.
+// inferDropout: inference mode only, or training mode with ratio 0 (no
+// element dropped, none scaled: torchvision's Swin calls F.dropout with
+// p=0 and the default training=True, which PyTorch exports so); the
+// optional mask output is all true.
 func inferDropout(c *inferCtx) error {
 	if c.Has(2) {
 		t, err := c.Constant(2, "training_mode")
@@ -126,7 +129,20 @@ func inferDropout(c *inferCtx) error {
 			return err
 		}
 		if t.Len() == 1 && t.Int64s()[0] != 0 {
-			return graph.Unsupportedf("Dropout at node %s: training mode", c.N.Name)
+			ratio := 0.5 // the ONNX default
+			if c.Has(1) {
+				r, err := c.Constant(1, "ratio")
+				if err != nil {
+					return err
+				}
+				if r.Len() != 1 {
+					return graph.Unsupportedf("Dropout at node %s: ratio of %d values", c.N.Name, r.Len())
+				}
+				ratio = r.Float64s()[0]
+			}
+			if ratio != 0 {
+				return graph.Unsupportedf("Dropout at node %s: training mode with ratio %g", c.N.Name, ratio)
+			}
 		}
 	}
 	c.Set(0, c.DType(0), c.Shape(0))
