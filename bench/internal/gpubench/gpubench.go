@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +30,7 @@ import (
 	"tessera/partition"
 	"tessera/records"
 	"tessera/schedule"
+	"tessera/schedule/schedtest"
 	"tessera/search"
 	"tessera/sketch"
 	"tessera/target"
@@ -114,7 +114,7 @@ func Run(ctx context.Context, r Race, w io.Writer) error {
 			fmt.Fprintf(w, "%s: no record of %s on this device\n", r.DB, d.WorkloadKey())
 		}
 	}
-	inputs := randomInputs(d)
+	inputs := schedtest.Inputs(d, 1) // uniform in [-1, 1), seeded
 	dir, err := os.MkdirTemp("", "gpubench")
 	if err != nil {
 		return err
@@ -335,23 +335,6 @@ func best(path string, d *te.DAG, key string) (*schedule.State, bool, error) {
 		return nil, false, fmt.Errorf("%s: the best record of %s does not replay: %w", path, d.WorkloadKey(), err)
 	}
 	return st, true, nil
-}
-
-// randomInputs are the DAG's inputs, uniform in [-1, 1), seeded.
-func randomInputs(d *te.DAG) [][]float32 {
-	rng := rand.New(rand.NewPCG(1, 2))
-	xs := make([][]float32, len(d.Inputs))
-	for i, t := range d.Inputs {
-		n := 1
-		for _, s := range t.Shape {
-			n *= s
-		}
-		xs[i] = make([]float32, n)
-		for k := range xs[i] {
-			xs[i][k] = 2*rng.Float32() - 1
-		}
-	}
-	return xs
 }
 
 // Options are a bench's GPU flags (Flags).
