@@ -2,11 +2,17 @@
 # Races Tessera builds of ONNX models against onnxruntime on the same files
 # and the same inputs:
 #
-#	bench/onnxruntime.sh [--model FILE]... [--db FILE | --no-records] [--rounds K]
-#	                     [--seconds S] [--warmup W] [--repeat R] [--cpu NAME]
+#	bench/onnxruntime.sh [--model FILE]... [--zoo] [--db FILE | --no-records]
+#	                     [--rounds K] [--seconds S] [--warmup W] [--repeat R] [--cpu NAME]
 #
 # With no --model it races models/resnet18.onnx, resnet50, mobilenetv2 and
-# bert_layer (cmd/genmodels), generating those that are missing. It installs
+# bert_layer (cmd/genmodels), generating those that are missing. --zoo races
+# the PyTorch model zoo (modelgen/zoo/models.txt, in models/zoo; export.py
+# exports those missing, with PyTorch from scripts/deps.sh) on PyTorch's own
+# input (NAME.input.npy), and checks both sides' outputs against PyTorch's
+# (NAME.output.npy, rtol 1e-3) before the race; a model exported with its
+# input and output .npy beside it is checked the same way when given with
+# --model. It installs
 # onnxruntime-node (pinned in bench/ort/package-lock.json, CPU library only:
 # ONNXRUNTIME_NODE_INSTALL=skip) into bench/ort/node_modules if it is
 # missing. For each model it writes random inputs (fixed seed), builds the
@@ -33,7 +39,10 @@
 #
 #	tessera/onnxruntime = <the same ratio for the first model at 1 thread>
 #
-# ResNet-18 unless --model says otherwise.
+# ResNet-18 unless --model says otherwise. With more than one model, the
+# lines before it give the geometric mean of the ratios at each thread count:
+#
+#	geomean threads=T tessera/onnxruntime = <g>
 #
 # --cpu NAME (default native) builds for that machine (tune build --cpu:
 # native, x86-64-v2, x86-64-v3, x86-64-v4, a -march name) from the records
@@ -60,7 +69,7 @@ given() {
 	if [[ $1 == /* ]]; then echo "$1"; else echo "$here/$1"; fi
 }
 usage() {
-	echo "usage: bench/onnxruntime.sh [--model FILE]... [--db FILE | --no-records] [--rounds K] [--seconds S] [--warmup W] [--repeat R] [--cpu NAME]" >&2
+	echo "usage: bench/onnxruntime.sh [--model FILE]... [--zoo] [--db FILE | --no-records] [--rounds K] [--seconds S] [--warmup W] [--repeat R] [--cpu NAME]" >&2
 	exit 2
 }
 while [ $# -gt 0 ]; do
@@ -83,6 +92,11 @@ while [ $# -gt 0 ]; do
 		;;
 	--no-records)
 		no_records=1
+		shift
+		;;
+	--zoo)
+		mapfile -t zoo <modelgen/zoo/models.txt
+		for m in "${zoo[@]}"; do models+=("models/zoo/$m.onnx"); done
 		shift
 		;;
 	-h | --help) usage ;;
@@ -162,14 +176,29 @@ declare -A tuned_with build_threads out
 prepare() {
 	model=$1
 	name=$(basename "$model" .onnx)
-	if [ ! -f "$model" ]; then
+	local base=${model%.onnx}
+	if [ ! -f "$model" ] && [ "$(dirname "$model")" = models/zoo ]; then
+		note "$model is missing: exporting it (modelgen/zoo/export.py -o models/zoo $name)"
+		"$(torch_python)" modelgen/zoo/export.py -o models/zoo "$name" >&2 || die "export.py $name failed"
+	elif [ ! -f "$model" ]; then
 		note "$model is missing: generating it (go run ./cmd/genmodels -o $(dirname "$model") $name)"
 		go run ./cmd/genmodels -o "$(dirname "$model")" "$name" >&2
-		[ -f "$model" ] || die "genmodels did not write $model"
 	fi
+	[ -f "$model" ] || die "no $model was written"
 	local dir=$work/$name written
 	mkdir -p "$dir"
-	written=$(node "$ort_dir/input.mjs" "$model" "$dir/in" 1) || die "could not write inputs for $model"
+	# PyTorch's input and output, where the model was exported with them
+	# (modelgen/zoo): its input is raced and both sides checked against
+	# its output; otherwise random inputs.
+	pytorch_ref=()
+	if [ -f "$base.input.npy" ] && [ -f "$base.output.npy" ] && [ -f "$base.json" ]; then
+		written=$(node -e 'const j = JSON.parse(require("fs").readFileSync(process.argv[1])); console.log(j.input.name + "\t" + j.output.name)' "$base.json") ||
+			die "cannot read $base.json"
+		written=${written%%$'\t'*}=$base.input.npy
+		pytorch_ref=("$base.output.npy")
+	else
+		written=$(node "$ort_dir/input.mjs" "$model" "$dir/in" 1) || die "could not write inputs for $model"
+	fi
 	local inputs=()
 	mapfile -t inputs <<<"$written"
 	input_flags=()
@@ -246,6 +275,16 @@ WARN
 				cat "$work/err" >&2
 				die "onnxruntime failed on $model"
 			}
+			if [ ${#pytorch_ref[@]} -gt 0 ]; then
+				printf 'onnxruntime.sh: %s: onnxruntime vs PyTorch: ' "$name" >&2
+				node "$ort_dir/compare.mjs" "$dir/ort.out" "${pytorch_ref[0]}" "$rtol" "$atol_rel" >&2 ||
+					die "$name: onnxruntime's output differs from PyTorch's: no race"
+			fi
+		fi
+		if [ ${#pytorch_ref[@]} -gt 0 ]; then
+			printf 'onnxruntime.sh: %s: Tessera (%s) vs PyTorch: ' "$name" "$(basename "${out[$t]}")" >&2
+			node "$ort_dir/compare.mjs" "$tfile" "${pytorch_ref[0]}" "$rtol" "$atol_rel" >&2 ||
+				die "$name: Tessera's output differs from PyTorch's: no race"
 		fi
 		what="records measured with ${build_threads[$t]} thread(s)"
 		[ "${tuned_with[${build_threads[$t]}]}" -gt 0 ] || what="default schedules"
@@ -253,6 +292,20 @@ WARN
 		node "$ort_dir/compare.mjs" "$tfile" "$dir/ort.out" "$rtol" "$atol_rel" >&2 ||
 			die "$name: Tessera's and onnxruntime's outputs differ: no race"
 	done
+}
+
+# torch_python: a Python that imports torch and torchvision (Debian's
+# python3-torch is /usr/bin/python3's, which a python3 earlier on PATH may
+# not see).
+torch_python() {
+	local p
+	for p in python3 /usr/bin/python3; do
+		if "$p" -c 'import torch, torchvision' 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+	die "no Python with PyTorch to export the zoo: run scripts/deps.sh (python3-torch, python3-torchvision)"
 }
 
 # tuned T: how many of the model's tasks have a valid record measured with T
@@ -356,4 +409,10 @@ for m in "${models[@]}"; do
 done
 note "load average $(load) after the race; $((SECONDS - start)) s in all"
 printf '%s\n' "${summary[@]}"
+if [ ${#models[@]} -gt 1 ]; then
+	for t in 1 2; do
+		for m in "${!ratio[@]}"; do [[ $m == *-$t ]] && echo "${ratio[$m]}"; done |
+			awk -v t="$t" '{ s += log($1); n++ } END { printf "geomean threads=%d tessera/onnxruntime = %.3g\n", t, exp(s / n) }'
+	done
+fi
 echo "tessera/onnxruntime = ${ratio[$first-1]}"

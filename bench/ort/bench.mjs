@@ -4,9 +4,10 @@
 //	node bench/ort/bench.mjs MODEL [--input NAME=FILE ...] [--shape NAME=D0,D1,...]
 //	    [--threads N] [--warmup W] [--repeat R] [--output [NAME=]FILE]
 //
-// Inputs are raw little-endian float32 files, the format `tune run` reads;
-// an input's shape comes from the model's input metadata unless --shape
-// gives it (needed for dynamic dimensions). The session runs sequentially
+// Inputs are raw little-endian float32 files, the format `tune run` reads,
+// or .npy files (float32 or int64: token ids), which carry their shape; a raw
+// input's shape comes from the model's input metadata unless --shape gives
+// it (needed for dynamic dimensions). The session runs sequentially
 // (interOpNumThreads = 1) with intraOpNumThreads = N and onnxruntime's full
 // graph optimization level, the defaults a user would get otherwise. After W
 // warm-up runs it times R runs one by one and prints, like `tune bench`,
@@ -22,6 +23,7 @@
 import fs from 'node:fs';
 import process from 'node:process';
 import ort from 'onnxruntime-node';
+import { readNpy } from './npy.mjs';
 
 function usage(msg) {
 	if (msg) process.stderr.write(`bench.mjs: ${msg}\n`);
@@ -83,7 +85,7 @@ function parseArgs(argv) {
 	return o;
 }
 
-// feedsFor builds one float32 tensor per model input from its file.
+// feedsFor builds one tensor per model input from its file.
 function feedsFor(session, o) {
 	const feeds = {};
 	for (const name of o.inputs.keys()) {
@@ -95,7 +97,13 @@ function feedsFor(session, o) {
 		const name = session.inputNames[i];
 		const file = o.inputs.get(name);
 		if (!file) throw new Error(`input ${name} has no --input ${name}=FILE`);
-		if (m.isTensor && m.type !== 'float32') throw new Error(`input ${name} is ${m.type}; only float32 inputs are read`);
+		if (file.endsWith('.npy')) {
+			const t = readNpy(file);
+			if (m.isTensor && m.type !== t.type) throw new Error(`input ${name} is ${m.type}; ${file} holds ${t.type}`);
+			feeds[name] = new ort.Tensor(t.type, t.data, t.dims);
+			return;
+		}
+		if (m.isTensor && m.type !== 'float32') throw new Error(`input ${name} is ${m.type}; raw files are float32 (give a .npy)`);
 		let shape = o.shapes.get(name);
 		if (!shape) {
 			if (!m.isTensor || m.shape.some((d) => typeof d !== 'number' || d < 0)) {

@@ -1,5 +1,5 @@
 // compare.mjs checks that two raw little-endian float32 files hold the same
-// values within tolerance:
+// values within tolerance (a .npy file, float32, may stand for either):
 //
 //	node bench/ort/compare.mjs GOT WANT [RTOL [ATOL_REL]]
 //
@@ -8,6 +8,7 @@
 // It prints one line with the largest differences and exits 1 on a mismatch.
 import fs from 'node:fs';
 import process from 'node:process';
+import { readNpy } from './npy.mjs';
 
 const [gotPath, wantPath, rtolArg = '1e-3', atolArg = '1e-4'] = process.argv.slice(2);
 if (!gotPath || !wantPath) {
@@ -15,6 +16,11 @@ if (!gotPath || !wantPath) {
 	process.exit(2);
 }
 const read = (p) => {
+	if (p.endsWith('.npy')) {
+		const t = readNpy(p);
+		if (t.type !== 'float32') throw new Error(`${p}: ${t.type} values, not float32`);
+		return t.data;
+	}
 	const b = fs.readFileSync(p);
 	if (b.length % 4) throw new Error(`${p}: ${b.length} bytes is not a whole number of float32`);
 	return new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.length));

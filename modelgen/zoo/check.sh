@@ -12,7 +12,7 @@ if [ "${1:-}" = -o ]; then
 	shift 2
 fi
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(resnext50_32x4d mobilenet_v3_large mnasnet1_0 densenet121 inception_v3 swin_t vit_b_32 text_encoder)
+[ ${#names[@]} -gt 0 ] || mapfile -t names <modelgen/zoo/models.txt
 if ! python3 -c 'import torch, torchvision' 2>/dev/null; then
 	echo "check.sh: no PyTorch (scripts/deps.sh installs python3-torch and python3-torchvision)" >&2
 	exit 2
