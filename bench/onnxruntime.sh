@@ -411,7 +411,9 @@ note "load average $(load) after the race; $((SECONDS - start)) s in all"
 printf '%s\n' "${summary[@]}"
 if [ ${#models[@]} -gt 1 ]; then
 	for t in 1 2; do
-		for m in "${!ratio[@]}"; do [[ $m == *-$t ]] && echo "${ratio[$m]}"; done |
+		for m in "${!ratio[@]}"; do
+			if [[ $m == *-$t ]]; then echo "${ratio[$m]}"; fi
+		done |
 			awk -v t="$t" '{ s += log($1); n++ } END { printf "geomean threads=%d tessera/onnxruntime = %.3g\n", t, exp(s / n) }'
 	done
 fi

@@ -31,29 +31,12 @@ func foldBatchNorm(g *Graph) (bool, error) {
 		if p == nil || (p.OpType != "Conv" && p.OpType != "Gemm") || p.Domain != "" || len(consumers[x]) != 1 || g.IsOutput(x) {
 			continue
 		}
-		var params [4][]float64
-		ok := true
-		for k := range params {
-			t := g.ConstOf(bn.Inputs[1+k])
-			if t == nil || t.DType != Float32 {
-				ok = false
-				break
-			}
-			params[k] = t.Float64s()
-		}
-		if !ok {
-			continue
-		}
-		eps, err := bn.Float("epsilon", 1e-5)
+		s, shift, ok, err := bnAffine(g, bn)
 		if err != nil {
 			return false, err
 		}
-		scale, bias, mean, variance := params[0], params[1], params[2], params[3]
-		s := make([]float64, len(scale))
-		shift := make([]float64, len(scale))
-		for c := range s {
-			s[c] = scale[c] / math.Sqrt(variance[c]+float64(eps))
-			shift[c] = bias[c] - mean[c]*s[c]
+		if !ok {
+			continue
 		}
 		var done bool
 		if p.OpType == "Conv" {
@@ -80,6 +63,82 @@ func foldBatchNorm(g *Graph) (bool, error) {
 		changed = true
 		producers, consumers = g.Producers(), g.Consumers()
 	}
+	return changed, nil
+}
+
+// bnAffine returns the per-channel scale s = scale / sqrt(var + eps) and
+// shift = bias - mean*s of inference-mode BatchNormalization bn, computed
+// in float64; ok is false when a parameter is not a float32 constant of
+// one element per channel, or bn is in training mode or writes its
+// running statistics.
+func bnAffine(g *Graph, bn *Node) (s, shift []float64, ok bool, err error) {
+	if bn.OpType != "BatchNormalization" || bn.Domain != "" || len(bn.Inputs) != 5 || bn.Output(1) != "" || bn.Output(2) != "" {
+		return nil, nil, false, nil
+	}
+	if tm, err := bn.Int("training_mode", 0); err != nil || tm != 0 {
+		return nil, nil, false, err
+	}
+	var params [4][]float64
+	for k := range params {
+		t := g.ConstOf(bn.Inputs[1+k])
+		if t == nil || t.DType != Float32 || len(t.Shape) != 1 || (k > 0 && t.Shape[0] != len(params[0])) {
+			return nil, nil, false, nil
+		}
+		params[k] = t.Float64s()
+	}
+	eps, err := bn.Float("epsilon", 1e-5)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	scale, bias, mean, variance := params[0], params[1], params[2], params[3]
+	s = make([]float64, len(scale))
+	shift = make([]float64, len(scale))
+	for c := range s {
+		s[c] = scale[c] / math.Sqrt(variance[c]+float64(eps))
+		shift[c] = bias[c] - mean[c]*s[c]
+	}
+	return s, shift, true, nil
+}
+
+// decomposeBatchNorm writes an inference-mode BatchNormalization that
+// fold-batchnorm could not fold (its input is not a Conv's or a Gemm's
+// own: a Concat's in DenseNet, a graph input) as Mul by the per-channel
+// scale and Add of the shift (bnAffine), constants of shape [C, 1, ...]:
+// the same arithmetic, but elementwise ops that fuse like any other and
+// that the layout pass carries channels-last.
+func decomposeBatchNorm(g *Graph) (bool, error) {
+	changed := false
+	var out []*Node
+	for _, bn := range g.Nodes {
+		x := g.Values[bn.Input(0)]
+		s, shift, ok, err := bnAffine(g, bn)
+		if err != nil {
+			return false, err
+		}
+		if !ok || x == nil || len(x.Shape) < 2 || x.DType != Float32 || x.Shape[1] != len(s) {
+			out = append(out, bn)
+			continue
+		}
+		shape := make([]int, len(x.Shape)-1)
+		for i := range shape {
+			shape[i] = 1
+		}
+		shape[0] = len(s)
+		f32 := func(v []float64) *Tensor {
+			d := make([]float32, len(v))
+			for i, x := range v {
+				d[i] = float32(x)
+			}
+			return Float32Tensor(slices.Clone(shape), d)
+		}
+		scaled := g.FreshName(bn.Outputs[0] + "_scaled")
+		g.Value(scaled).DType = Float32
+		out = append(out,
+			&Node{Name: bn.Name + "/scale", OpType: "Mul", Inputs: []string{bn.Inputs[0], g.newConst(bn.Name+"_scale", f32(s))}, Outputs: []string{scaled}},
+			&Node{Name: bn.Name + "/shift", OpType: "Add", Inputs: []string{scaled, g.newConst(bn.Name+"_shift", f32(shift))}, Outputs: []string{bn.Outputs[0]}})
+		changed = true
+	}
+	g.Nodes = out
 	return changed, nil
 }
 

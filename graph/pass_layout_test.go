@@ -10,8 +10,9 @@ import (
 
 // TestConvertLayout: a chain of convolutions, elementwise ops and pools
 // runs channels-last, with one Transpose where the chain begins and one
-// where an NCHW reader (Flatten) and the graph output need the NCHW value;
-// the pass is idempotent.
+// where the graph output needs the NCHW value; the pooled [1, 1, 1, C]
+// value goes back to NCHW as a Reshape (the same data), which
+// merge-reshapes merges with the model's Flatten. The pass is idempotent.
 func TestConvertLayout(t *testing.T) {
 	w := func(o, i, k int) *Tensor {
 		data := make([]float32, o*i*k*k)
@@ -49,11 +50,11 @@ func TestConvertLayout(t *testing.T) {
 			}
 		}
 	}
-	want := "Transpose,Conv,Add,Relu,MaxPool,Conv,Mul,Add,GlobalAveragePool,Transpose,Flatten,Transpose"
+	want := "Transpose,Conv,Add,Relu,MaxPool,Conv,Mul,Add,GlobalAveragePool,Reshape,Transpose"
 	if got := strings.Join(ops, ","); got != want {
 		t.Errorf("nodes %s\nwant  %s", got, want)
 	}
-	for name, shape := range map[string]string{"f": "[1 4 4 4]", "f_nhwc": "[1 4 4 4]", "c_nhwc": "[1 4 4 4]", "a_nhwc": "[1 8 8 4]", "h_nhwc": "[1 1 1 4]", "h": "[1 4 1 1]", "y": "[1 4]", "bias_nhwc": "[1 1 1 4]"} {
+	for name, shape := range map[string]string{"f": "[1 4 4 4]", "f_nhwc": "[1 4 4 4]", "c_nhwc": "[1 4 4 4]", "a_nhwc": "[1 8 8 4]", "h_nhwc": "[1 1 1 4]", "y": "[1 4]", "bias_nhwc": "[1 1 1 4]"} {
 		v := g.Values[name]
 		if v == nil {
 			t.Errorf("no value %s", name)
@@ -62,6 +63,9 @@ func TestConvertLayout(t *testing.T) {
 		if fmt.Sprint(v.Shape) != shape {
 			t.Errorf("%s: shape %v, want %s", name, v.Shape, shape)
 		}
+	}
+	if p := g.Producers()["y"]; p == nil || p.OpType != "Reshape" || p.Inputs[0] != "h_nhwc" {
+		t.Errorf("y is written by %+v, want a Reshape of h_nhwc", p)
 	}
 	if b := g.Values["bias_nhwc"]; b.Const == nil || fmt.Sprint(b.Const.F32) != "[1 2 3 4]" {
 		t.Errorf("bias_nhwc: %+v", b.Const)
@@ -75,5 +79,71 @@ func TestConvertLayout(t *testing.T) {
 		[]*Node{node("Conv c1 x,w1 -> y", nil)}, "y")
 	if err := RunPasses(g2, map[string]bool{"convert-layout": true}); err != nil || len(g2.Nodes) != 1 || g2.Nodes[0].HasAttr(LayoutAttr) {
 		t.Errorf("convert-layout off: %v, %d nodes", err, len(g2.Nodes))
+	}
+}
+
+// TestConvertLayoutDenseBlock: a DenseNet block as PyTorch exports it —
+// Concat of the block's features, BatchNormalization (which cannot fold:
+// a Concat feeds it), Relu, Conv, then a transition's AveragePool, and a
+// Split — runs channels-last from the first Transpose to the last:
+// decompose-batchnorm writes the normalizations as Mul and Add, Concat
+// and Split take the permuted axis, and no Transpose is left in between
+// (y2, of one channel, goes back to NCHW as a Reshape).
+func TestConvertLayoutDenseBlock(t *testing.T) {
+	w := func(o, i, k int) *Tensor {
+		data := make([]float32, o*i*k*k)
+		for j := range data {
+			data[j] = float32(j%5) - 2
+		}
+		return Float32Tensor([]int{o, i, k, k}, data)
+	}
+	consts := map[string]*Tensor{"w0": w(4, 3, 3), "w1": w(2, 4, 1), "w2": w(2, 6, 3), "w3": w(4, 8, 1), "sizes": i64(3, 1)}
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"n1", 4}, {"n2", 6}, {"n3", 8}} {
+		v := make([]float32, c.n)
+		for j := range v {
+			v[j] = 1 + float32(j)/8
+		}
+		for _, p := range []string{"s", "b", "m", "v"} {
+			consts[c.name+p] = Float32Tensor([]int{c.n}, v)
+		}
+	}
+	bn := func(name, x, params, y string) *Node {
+		return node("BatchNormalization "+name+" "+x+","+params+"s,"+params+"b,"+params+"m,"+params+"v -> "+y, nil)
+	}
+	g := build(t, 17, []in{{"x", []int{1, 3, 8, 8}}}, consts, []*Node{
+		node("Conv c0 x,w0 -> a", map[string]Attr{"pads": ints(1, 1, 1, 1)}),
+		bn("bn1", "a", "n1", "a1"),
+		node("Relu r1 a1 -> a2", nil),
+		node("Conv c1 a2,w1 -> f1", nil),
+		node("Concat cat1 a,f1 -> k1", map[string]Attr{"axis": intA(1)}),
+		bn("bn2", "k1", "n2", "k2"),
+		node("Relu r2 k2 -> k3", nil),
+		node("Conv c2 k3,w2 -> f2", map[string]Attr{"pads": ints(1, 1, 1, 1)}),
+		node("Concat cat2 a,f1,f2 -> k4", map[string]Attr{"axis": intA(-3)}),
+		bn("bn3", "k4", "n3", "k5"),
+		node("Relu r3 k5 -> k6", nil),
+		node("Conv c3 k6,w3 -> t1", nil),
+		node("AveragePool ap t1 -> t2", map[string]Attr{"kernel_shape": ints(2, 2), "strides": ints(2, 2)}),
+		node("Split sp t2,sizes -> y1,y2", map[string]Attr{"axis": intA(1)}),
+	}, "y1", "y2")
+	if err := RunPasses(g, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := "Transpose,Conv,Mul,Add,Relu,Conv,Concat,Mul,Add,Relu,Conv,Concat,Mul,Add,Relu,Conv,AveragePool,Split,Transpose,Reshape"
+	if got := ops(g); got != want {
+		t.Errorf("nodes %s\nwant  %s", got, want)
+	}
+	for _, n := range g.Nodes {
+		if a, _ := n.Int("axis", 0); (n.OpType == "Concat" || n.OpType == "Split") && a != 3 {
+			t.Errorf("%s %s: axis %d, want 3 (channels-last)", n.OpType, n.Name, a)
+		}
+	}
+	for name, shape := range map[string]string{"k4_nhwc": "[1 8 8 8]", "t2_nhwc": "[1 4 4 4]", "y1": "[1 3 4 4]", "y2": "[1 1 4 4]", "y2_nhwc": "[1 4 4 1]"} {
+		if v := g.Values[name]; v == nil || fmt.Sprint(v.Shape) != shape {
+			t.Errorf("%s: %v, want shape %s", name, v, shape)
+		}
 	}
 }

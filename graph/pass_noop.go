@@ -3,9 +3,10 @@ package graph
 import "slices"
 
 // removeNoops removes the nodes that copy their input: Identity, Dropout
-// in inference mode (its mask unused), and Reshape, Transpose, Squeeze,
+// in inference mode (its mask unused), Reshape, Transpose, Squeeze,
 // Unsqueeze, Flatten, Expand and Cast whose output has the input's shape,
-// element order and dtype. Readers of the output read the input instead.
+// element order and dtype, and Pad by zero everywhere (PyTorch writes one
+// before an AveragePool). Readers of the output read the input instead.
 // When the output is a graph output, the input's producer is made to write
 // it under the output's name, so graph outputs keep their names; when that
 // is impossible (the input is a graph input or constant) the node stays.
@@ -77,6 +78,64 @@ func isNoop(g *Graph, n *Node) bool {
 			}
 		}
 		return true
+	case "Pad":
+		return zeroPads(g, n)
 	}
 	return false
+}
+
+// zeroPads reports whether Pad node n pads nothing: its pads (the input
+// from opset 11, the attribute before) are known and all zero.
+func zeroPads(g *Graph, n *Node) bool {
+	var pads []int64
+	if n.HasAttr("pads") {
+		p, err := n.Ints("pads")
+		if err != nil {
+			return false
+		}
+		pads = p
+	} else {
+		t := g.ConstOf(n.Input(1))
+		if t == nil || !t.DType.IsInt() {
+			return false
+		}
+		pads = t.Int64s()
+	}
+	return !slices.ContainsFunc(pads, func(p int64) bool { return p != 0 })
+}
+
+// reshapeLike lists the ops whose output is their first input's data in
+// the same order, only the shape changed.
+var reshapeLike = map[string]bool{"Reshape": true, "Flatten": true, "Squeeze": true, "Unsqueeze": true}
+
+// mergeReshapes makes a reshape of a reshape (Reshape, Flatten, Squeeze,
+// Unsqueeze: the data in the same order) one Reshape, to the outer one's
+// static shape, of the inner one's input; the inner one is left to dce
+// when nothing else reads it. The layout pass leaves such pairs: the
+// Reshape back to NCHW of a pooled [1, 1, 1, C] value, then the model's
+// Flatten.
+func mergeReshapes(g *Graph) (bool, error) {
+	producers := g.Producers()
+	changed := false
+	for _, n := range g.Nodes {
+		if n.Domain != "" || !reshapeLike[n.OpType] || len(n.Outputs) != 1 {
+			continue
+		}
+		p := producers[n.Input(0)]
+		if p == nil || p.Domain != "" || !reshapeLike[p.OpType] || len(p.Outputs) != 1 || p.Input(0) == "" {
+			continue
+		}
+		out, in := g.Values[n.Outputs[0]], g.Values[p.Input(0)]
+		if out == nil || in == nil || out.Shape == nil || in.DType != out.DType || slices.Contains(out.Shape, 0) {
+			continue
+		}
+		shape := make([]int64, len(out.Shape))
+		for i, d := range out.Shape {
+			shape[i] = int64(d)
+		}
+		n.OpType, n.Attrs = "Reshape", nil
+		n.Inputs = []string{p.Input(0), g.newConst(n.Name+"_shape", Int64Tensor([]int{len(shape)}, shape))}
+		changed = true
+	}
+	return changed, nil
 }

@@ -19,7 +19,9 @@ type Pass struct {
 var Passes = []Pass{
 	{"fold-constants", foldConstants},
 	{"remove-noops", removeNoops},
+	{"merge-reshapes", mergeReshapes},
 	{"fold-batchnorm", foldBatchNorm},
+	{"decompose-batchnorm", decomposeBatchNorm},
 	{"cse", eliminateCommonSubexpressions},
 	{"dce", eliminateDeadCode},
 	{"convert-layout", convertLayout},
@@ -32,8 +34,11 @@ var passOrder = []struct{ before, after, reason string }{
 	{"remove-noops", "fold-batchnorm", "an Identity or Dropout between Conv and BatchNormalization hides the pattern"},
 	{"fold-constants", "cse", "folded constants let equal shape computations compare equal"},
 	{"cse", "dce", "CSE leaves the duplicate nodes dead"},
+	{"merge-reshapes", "dce", "a merged reshape leaves the inner one dead"},
 	{"fold-batchnorm", "dce", "folding leaves the original weights unused"},
 	{"fold-batchnorm", "convert-layout", "BatchNormalization folds into an NCHW Conv it reads directly"},
+	{"fold-batchnorm", "decompose-batchnorm", "a BatchNormalization that folds into its Conv costs nothing; Mul and Add cost a pass over the data"},
+	{"decompose-batchnorm", "convert-layout", "Mul and Add run channels-last, BatchNormalization does not"},
 }
 
 func init() {

@@ -171,6 +171,38 @@ type OpRule struct {
 	// Size, EyeLike): it runs whether or not their contents are known, a
 	// nil tensor standing for an input computed at run time.
 	ShapesOnly bool
+	// Layout is what the layout pass may do with the op.
+	Layout Layout
+}
+
+// Layout says what the layout pass (convert-layout) may do with an op: how
+// the op's meaning depends on the order of its inputs' axes.
+type Layout uint8
+
+const (
+	// LayoutFixed: the op reads its inputs in the layout the model gives
+	// them (the default).
+	LayoutFixed Layout = iota
+	// LayoutFree: each output element is computed from the same element
+	// of every input, with numpy broadcasting (Relu, Add, Where): the op
+	// runs in any layout, its constant operands permuted alike.
+	LayoutFree
+	// LayoutChannelsLast: a 2-D sliding-window op with a channels-last
+	// form, chosen by its data_layout attribute (Conv, the pools).
+	LayoutChannelsLast
+	// LayoutAxis: the op works along the axis its axis attribute names and
+	// is otherwise layout-free (Concat, Split): it runs channels-last with
+	// the axis permuted.
+	LayoutAxis
+)
+
+// LayoutOf returns the layout rule of node n's op (LayoutFixed for an op
+// of another domain or an unknown one).
+func LayoutOf(n *Node) Layout {
+	if n.Domain != "" {
+		return LayoutFixed
+	}
+	return rules[n.OpType].Layout
 }
 
 // rules holds the registered op rules by op type (default domain).

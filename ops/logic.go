@@ -16,7 +16,7 @@ func init() {
 	for name, cmp := range map[string]tir.CmpOp{
 		"Equal": tir.EQ, "Less": tir.LT, "Greater": tir.GT, "LessOrEqual": tir.LE, "GreaterOrEqual": tir.GE,
 	} {
-		define(&Op{Name: name, MinIn: 2, MaxIn: 2, Pattern: Broadcast, OutType: fixed(graph.Bool),
+		define(&Op{Name: name, MinIn: 2, MaxIn: 2, Pattern: Broadcast, Layout: graph.LayoutFree, OutType: fixed(graph.Bool),
 			Lower: elementwise(func(_ *lowerCtx, v []tir.Expr) tir.Expr { return boolE(tir.Cmp(cmp, v[0], v[1])) }),
 			Eval:  evalElementwise(fixed(graph.Bool), func(v []float64) float64 { return b2f(compare(cmp, v[0], v[1])) })})
 	}
@@ -26,7 +26,7 @@ func init() {
 		"Xor": func(a, b bool) bool { return a != b },
 	}
 	for name, f := range logic {
-		define(&Op{Name: name, MinIn: 2, MaxIn: 2, Pattern: Broadcast, OutType: fixed(graph.Bool),
+		define(&Op{Name: name, MinIn: 2, MaxIn: 2, Pattern: Broadcast, Layout: graph.LayoutFree, OutType: fixed(graph.Bool),
 			Lower: elementwise(func(_ *lowerCtx, v []tir.Expr) tir.Expr {
 				a, b := truthE(v[0]), truthE(v[1])
 				switch name {
@@ -40,11 +40,11 @@ func init() {
 			Eval: evalElementwise(fixed(graph.Bool), func(v []float64) float64 { return b2f(f(v[0] != 0, v[1] != 0)) })})
 	}
 	define(
-		&Op{Name: "Not", MinIn: 1, MaxIn: 1, Pattern: ElemWise, OutType: fixed(graph.Bool),
+		&Op{Name: "Not", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, OutType: fixed(graph.Bool),
 			Lower: elementwise(func(_ *lowerCtx, v []tir.Expr) tir.Expr { return boolE(tir.Cmp(tir.EQ, v[0], tir.F32(0))) }),
 			Eval:  evalElementwise(fixed(graph.Bool), func(v []float64) float64 { return b2f(v[0] == 0) })},
 		// Where(cond, x, y) broadcasts all three.
-		&Op{Name: "Where", MinIn: 3, MaxIn: 3, Pattern: Broadcast, OutType: sameAs(1),
+		&Op{Name: "Where", MinIn: 3, MaxIn: 3, Pattern: Broadcast, Layout: graph.LayoutFree, OutType: sameAs(1),
 			Lower: elementwise(func(_ *lowerCtx, v []tir.Expr) tir.Expr { return tir.SelectE(truthE(v[0]), v[1], v[2]) }),
 			Eval: evalElementwise(sameAs(1), func(v []float64) float64 {
 				if v[0] != 0 {
@@ -52,8 +52,8 @@ func init() {
 				}
 				return v[2]
 			})},
-		&Op{Name: "Cast", MinIn: 1, MaxIn: 1, Pattern: ElemWise, OutType: castType, Lower: lowerCastOp, Eval: evalCast},
-		&Op{Name: "CastLike", MinIn: 2, MaxIn: 2, Pattern: ElemWise, OutType: sameAs(1), Lower: lowerCastOp, Eval: evalCast},
+		&Op{Name: "Cast", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, OutType: castType, Lower: lowerCastOp, Eval: evalCast},
+		&Op{Name: "CastLike", MinIn: 2, MaxIn: 2, Pattern: ElemWise, Layout: graph.LayoutFree, OutType: sameAs(1), Lower: lowerCastOp, Eval: evalCast},
 	)
 }
 

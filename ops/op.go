@@ -56,6 +56,11 @@ type Op struct {
 	// ShapesOnly says that Eval needs only the inputs' shapes (Shape, Size,
 	// EyeLike): it folds whether the inputs are constants or not.
 	ShapesOnly bool
+	// Layout is what the graph's layout pass may do with the op: run it
+	// in any layout (elementwise ops), pick its channels-last form
+	// (sliding windows), or permute its axis (Concat); the zero value
+	// keeps the layout the model gives.
+	Layout graph.Layout
 	// Lower maps the node to te tensors, one per output (nil for an
 	// omitted output). nil: the op never reaches a kernel (it must be
 	// folded away first).
@@ -81,7 +86,7 @@ func define(ops ...*Op) {
 			panic("ops: " + op.Name + " must have Infer or Lower, or else Expand")
 		}
 		table[op.Name] = op
-		r := graph.OpRule{MinIn: op.MinIn, MaxIn: op.MaxIn, ShapesOnly: op.ShapesOnly}
+		r := graph.OpRule{MinIn: op.MinIn, MaxIn: op.MaxIn, ShapesOnly: op.ShapesOnly, Layout: op.Layout}
 		if op.Expand != nil {
 			r.Expand = func(c *graph.InferCtx) ([]*graph.Node, error) { return op.Expand(&inferCtx{c}) }
 		} else {

@@ -17,7 +17,7 @@ func init() {
 		"HardSwish": te.HardSwish,
 	}
 	for name, f := range unary {
-		op := &Op{Name: name, MinIn: 1, MaxIn: 1, Pattern: ElemWise, Lower: lowerUnary(f)}
+		op := &Op{Name: name, MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Lower: lowerUnary(f)}
 		if _, ok := floatUnary[name]; ok {
 			op.Eval = evalUnary
 		}
@@ -29,7 +29,7 @@ func init() {
 		"Asin": "asin", "Acos": "acos", "Atan": "atan", "Sinh": "sinh", "Cosh": "cosh",
 		"Asinh": "asinh", "Acosh": "acosh", "Atanh": "atanh",
 	} {
-		op := &Op{Name: name, MinIn: 1, MaxIn: 1, Pattern: ElemWise,
+		op := &Op{Name: name, MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree,
 			Lower: elementwise(func(_ *lowerCtx, v []tir.Expr) tir.Expr { return tir.CallE(fn, v[0]) })}
 		if _, ok := floatUnary[name]; ok {
 			op.Eval = evalUnary
@@ -37,9 +37,9 @@ func init() {
 		define(op)
 	}
 	define(
-		&Op{Name: "IsNaN", MinIn: 1, MaxIn: 1, Pattern: ElemWise, OutType: fixed(graph.Bool),
+		&Op{Name: "IsNaN", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, OutType: fixed(graph.Bool),
 			Lower: elementwise(func(_ *lowerCtx, v []tir.Expr) tir.Expr { return boolE(tir.Cmp(tir.NE, v[0], v[0])) })},
-		&Op{Name: "IsInf", MinIn: 1, MaxIn: 1, Pattern: ElemWise, OutType: fixed(graph.Bool),
+		&Op{Name: "IsInf", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, OutType: fixed(graph.Bool),
 			Lower: elementwise(func(c *lowerCtx, v []tir.Expr) tir.Expr {
 				pos, _ := c.n.Int("detect_positive", 1)
 				neg, _ := c.n.Int("detect_negative", 1)
@@ -53,33 +53,33 @@ func init() {
 				return boolE(hit)
 			})},
 		// Shrink: x+bias below -lambd, x-bias above lambd, 0 between.
-		&Op{Name: "Shrink", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Lower: elementwise(func(c *lowerCtx, v []tir.Expr) tir.Expr {
+		&Op{Name: "Shrink", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Lower: elementwise(func(c *lowerCtx, v []tir.Expr) tir.Expr {
 			l, _ := c.n.Float("lambd", 0.5)
 			b, _ := c.n.Float("bias", 0)
 			x := v[0]
 			return tir.SelectE(tir.Cmp(tir.LT, x, tir.F32(-float64(l))), tir.AddE(x, tir.F32(float64(b))),
 				tir.SelectE(tir.Cmp(tir.GT, x, tir.F32(float64(l))), tir.SubE(x, tir.F32(float64(b))), tir.F32(0)))
 		})},
-		&Op{Name: "ThresholdedRelu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Lower: elementwise(func(c *lowerCtx, v []tir.Expr) tir.Expr {
+		&Op{Name: "ThresholdedRelu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Lower: elementwise(func(c *lowerCtx, v []tir.Expr) tir.Expr {
 			a, _ := c.n.Float("alpha", 1)
 			return tir.SelectE(tir.Cmp(tir.GT, v[0], tir.F32(float64(a))), v[0], tir.F32(0))
 		})},
-		&Op{Name: "LeakyRelu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Lower: lowerLeakyRelu},
-		&Op{Name: "HardSigmoid", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Lower: lowerHardSigmoid},
-		&Op{Name: "Gelu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Lower: lowerGelu},
-		&Op{Name: "Elu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Lower: lowerElu},
-		&Op{Name: "Selu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Lower: lowerElu},
-		&Op{Name: "Celu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Lower: lowerCelu},
-		&Op{Name: "Softplus", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Lower: lowerSoftplus},
-		&Op{Name: "Softsign", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Lower: lowerSoftsign},
+		&Op{Name: "LeakyRelu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Lower: lowerLeakyRelu},
+		&Op{Name: "HardSigmoid", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Lower: lowerHardSigmoid},
+		&Op{Name: "Gelu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Lower: lowerGelu},
+		&Op{Name: "Elu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Lower: lowerElu},
+		&Op{Name: "Selu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Lower: lowerElu},
+		&Op{Name: "Celu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Lower: lowerCelu},
+		&Op{Name: "Softplus", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Lower: lowerSoftplus},
+		&Op{Name: "Softsign", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Lower: lowerSoftsign},
 		// Clip's bounds are attributes before opset 11, optional inputs after.
-		&Op{Name: "Clip", MinIn: 1, MaxIn: 3, Pattern: ElemWise, Lower: lowerClip},
-		&Op{Name: "Sign", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Eval: evalUnary, Lower: elementwise(func(_ *lowerCtx, v []tir.Expr) tir.Expr {
+		&Op{Name: "Clip", MinIn: 1, MaxIn: 3, Pattern: ElemWise, Layout: graph.LayoutFree, Lower: lowerClip},
+		&Op{Name: "Sign", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Eval: evalUnary, Lower: elementwise(func(_ *lowerCtx, v []tir.Expr) tir.Expr {
 			return tir.SelectE(tir.Cmp(tir.GT, v[0], tir.F32(0)), tir.F32(1),
 				tir.SelectE(tir.Cmp(tir.LT, v[0], tir.F32(0)), tir.F32(-1), tir.F32(0)))
 		})},
-		&Op{Name: "Identity", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Infer: inferUnary, Eval: evalIdentity, Lower: lowerCopy},
-		&Op{Name: "Dropout", MinIn: 1, MaxIn: 3, Pattern: ElemWise, Infer: inferDropout, Eval: evalDropout, Lower: lowerDropout},
+		&Op{Name: "Identity", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Infer: inferUnary, Eval: evalIdentity, Lower: lowerCopy},
+		&Op{Name: "Dropout", MinIn: 1, MaxIn: 3, Pattern: ElemWise, Layout: graph.LayoutFree, Infer: inferDropout, Eval: evalDropout, Lower: lowerDropout},
 	)
 }
 

@@ -34,11 +34,11 @@ func (c *lowerCtx) nhwc() (bool, error) {
 
 func init() {
 	define(
-		&Op{Name: "Conv", MinIn: 2, MaxIn: 3, Pattern: OutEWiseFusable, Lower: lowerConv},
+		&Op{Name: "Conv", MinIn: 2, MaxIn: 3, Pattern: OutEWiseFusable, Layout: graph.LayoutChannelsLast, Lower: lowerConv},
 		&Op{Name: "ConvTranspose", MinIn: 2, MaxIn: 3, Pattern: OutEWiseFusable, Lower: lowerConvTranspose},
-		&Op{Name: "MaxPool", MinIn: 1, MaxIn: 1, Pattern: OutEWiseFusable, Lower: lowerPool},
-		&Op{Name: "AveragePool", MinIn: 1, MaxIn: 1, Pattern: OutEWiseFusable, Lower: lowerPool},
-		&Op{Name: "GlobalAveragePool", MinIn: 1, MaxIn: 1, Pattern: OutEWiseFusable, Lower: lowerGlobalPool},
+		&Op{Name: "MaxPool", MinIn: 1, MaxIn: 1, Pattern: OutEWiseFusable, Layout: graph.LayoutChannelsLast, Lower: lowerPool},
+		&Op{Name: "AveragePool", MinIn: 1, MaxIn: 1, Pattern: OutEWiseFusable, Layout: graph.LayoutChannelsLast, Lower: lowerPool},
+		&Op{Name: "GlobalAveragePool", MinIn: 1, MaxIn: 1, Pattern: OutEWiseFusable, Layout: graph.LayoutChannelsLast, Lower: lowerGlobalPool},
 		&Op{Name: "GlobalMaxPool", MinIn: 1, MaxIn: 1, Pattern: OutEWiseFusable, Lower: lowerGlobalPool},
 	)
 }
@@ -139,7 +139,7 @@ func lowerPool(c *lowerCtx) ([]*te.Tensor, error) {
 		return one(te.MaxPoolNHWC(c.name(0), x, a))
 	}
 	if nhwc {
-		return nil, c.n.Errorf("%s has no NHWC form", c.n.OpType)
+		return one(te.AveragePoolNHWC(c.name(0), x, a))
 	}
 	if c.n.OpType == "MaxPool" {
 		return one(te.MaxPool(c.name(0), x, a))

@@ -33,7 +33,12 @@ import (
 //   - phase 2: what is still an injective group goes into a following
 //     reduction or out-elementwise-fusable group as its prologue (the
 //     Reshape/Transpose to attention heads before a MatMul, the Flatten
-//     before the classifier's Gemm), when every op on the way is injective.
+//     before the classifier's Gemm), when every op on the way is
+//     injective; into an out-elementwise-fusable group only when it moves
+//     data and computes nothing: an elementwise prologue (DenseNet's
+//     Concat+BatchNormalization+Relu before each convolution) would be
+//     computed again for every output channel that reads it, and stays a
+//     kernel of its own.
 //
 // Phase 2 is ours: TVM leaves such groups alone and its auto-scheduler
 // then skips them as too simple to tune, so they run as extra copies. Here
@@ -154,8 +159,11 @@ type fuser struct {
 	parent  []int
 	size    []int
 	pattern []Pattern
-	maxSize int
-	visited []bool // scratch for path walks
+	// computes: the group holds an elementwise or broadcast op (work per
+	// element, not only data movement)
+	computes []bool
+	maxSize  int
+	visited  []bool // scratch for path walks
 }
 
 func newFuser(g *graph.Graph, maxSize int) *fuser {
@@ -185,9 +193,10 @@ func newFuser(g *graph.Graph, maxSize int) *fuser {
 		f.nodes[i] = fn
 	}
 	n := len(f.nodes)
-	f.parent, f.size, f.pattern = make([]int, n), make([]int, n), make([]Pattern, n)
+	f.parent, f.size, f.pattern, f.computes = make([]int, n), make([]int, n), make([]Pattern, n), make([]bool, n)
 	for i := range f.nodes {
 		f.parent[i], f.size[i], f.pattern[i] = i, 1, f.nodes[i].pattern
+		f.computes[i] = f.pattern[i] <= Broadcast
 	}
 	f.visited = make([]bool, n)
 	f.buildTree()
@@ -258,6 +267,7 @@ func (f *fuser) merge(child, parent int) {
 	f.parent[c] = p
 	f.size[p] += f.size[c]
 	f.pattern[p] = Combine(f.pattern[p], f.pattern[c])
+	f.computes[p] = f.computes[p] || f.computes[c]
 }
 
 // walk visits every node on the paths from src's consumers to sink
@@ -310,6 +320,12 @@ func (f *fuser) sizeAfter(src, sink int) int {
 		return true
 	})
 	return n
+}
+
+// movesOnly reports whether the group of src and every group on the way
+// to sink (sink excluded) only move data.
+func (f *fuser) movesOnly(src, sink int) bool {
+	return !f.computes[f.find(src)] && f.walk(src, sink, func(j int, isSink bool) bool { return isSink || !f.computes[f.find(j)] })
 }
 
 // commit fuses src, sink and every node between them into sink's group.
@@ -378,6 +394,13 @@ func (f *fuser) phase(phase int) {
 			}
 		}
 		if ok == nil || !f.checkPath(i, sink, ok) {
+			continue
+		}
+		// Into an anchor, data movement only: it re-reads its input
+		// (every output channel of a convolution reads each input
+		// element) and would compute an inlined elementwise prologue
+		// again each time. A reduction reads each element once.
+		if phase == 2 && f.pattern[f.find(sink)] == OutEWiseFusable && !f.movesOnly(i, sink) {
 			continue
 		}
 		if f.sizeAfter(i, sink) > f.maxSize {

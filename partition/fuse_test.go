@@ -152,8 +152,16 @@ var fusionCases = []fusionCase{
 		x := b.input("x", 1, 4, 8, 8)
 		y := batchNorm(b, "bn", conv3x3(b, "conv", x, 4, 4, false), 4)
 		y = b.op("add", "Add", []string{y, x})
-		return b.done(t, map[string]bool{"fold-batchnorm": true, "convert-layout": true}, b.op("relu", "Relu", []string{y}))
+		return b.done(t, map[string]bool{"fold-batchnorm": true, "decompose-batchnorm": true, "convert-layout": true}, b.op("relu", "Relu", []string{y}))
 	}, Options{}, []string{"Conv+BatchNormalization+Add+Relu"}},
+	// Not folded, decompose-batchnorm writes it as Mul and Add.
+	{"conv+bn+add+relu decomposed", func(t *testing.T) *graph.Graph {
+		b := newTG(17)
+		x := b.input("x", 1, 4, 8, 8)
+		y := batchNorm(b, "bn", conv3x3(b, "conv", x, 4, 4, false), 4)
+		y = b.op("add", "Add", []string{y, x})
+		return b.done(t, map[string]bool{"fold-batchnorm": true, "convert-layout": true}, b.op("relu", "Relu", []string{y}))
+	}, Options{}, []string{"Conv+Mul+Add×2+Relu"}},
 	{"elementwise chain", func(t *testing.T) *graph.Graph {
 		b := newTG(17)
 		y := b.op("e", "Exp", []string{b.input("x", 2, 3)})

@@ -270,6 +270,25 @@ func TestPassesPreserveResults(t *testing.T) {
 				mkNode("Tanh", "t2", []string{"g2"}, []string{"b2"}, nil),
 				mkNode("Add", "add", []string{"a", "b2"}, []string{"y"}, nil),
 			}},
+		// A DenseNet block: the BatchNormalization of a Concat cannot
+		// fold (decompose-batchnorm), and the layout pass carries Concat,
+		// AveragePool and Split channels-last.
+		{"dense block: concat, batchnorm, average pool, split", []int{1, 3, 7, 7},
+			map[string]*graph.Tensor{"w0": randT(4, 3, 3, 3), "w1": randT(2, 4, 1, 1), "w2": randT(4, 6, 1, 1),
+				"s": pos(6), "bb": randT(6), "m": randT(6), "v": pos(6), "sizes": graph.Int64Tensor([]int{2}, []int64{3, 1})},
+			[]*graph.Node{
+				mkNode("Conv", "c0", []string{"x", "w0"}, []string{"a"}, map[string]graph.Attr{"pads": ints(1, 1, 1, 1)}),
+				mkNode("Relu", "r0", []string{"a"}, []string{"a1"}, nil),
+				mkNode("Conv", "c1", []string{"a1", "w1"}, []string{"f1"}, nil),
+				mkNode("Concat", "cat", []string{"a", "f1"}, []string{"k"}, map[string]graph.Attr{"axis": intA(1)}),
+				mkNode("BatchNormalization", "bn", []string{"k", "s", "bb", "m", "v"}, []string{"k1"}, bnAttrs),
+				mkNode("Relu", "r1", []string{"k1"}, []string{"k2"}, nil),
+				mkNode("Conv", "c2", []string{"k2", "w2"}, []string{"t"}, nil),
+				mkNode("AveragePool", "ap", []string{"t"}, []string{"t1"}, map[string]graph.Attr{"kernel_shape": ints(3, 3), "strides": ints(2, 2),
+					"pads": ints(1, 1, 1, 1), "count_include_pad": intA(0)}),
+				mkNode("Split", "sp", []string{"t1", "sizes"}, []string{"y1", "y2"}, map[string]graph.Attr{"axis": intA(1)}),
+				mkNode("Concat", "cat2", []string{"y2", "y1"}, []string{"y"}, map[string]graph.Attr{"axis": intA(1)}),
+			}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

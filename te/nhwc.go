@@ -117,6 +117,27 @@ func MaxPoolNHWC(name string, x *Tensor, a PoolAttrs) (*Tensor, error) {
 	}), nil
 }
 
+// AveragePoolNHWC is AveragePool on channels-last activations x [N, H, W,
+// C]: the same windows and counts as AveragePool, over axes 1 and 2.
+func AveragePoolNHWC(name string, x *Tensor, a PoolAttrs) (*Tensor, error) {
+	name = orDefault(name, "average_pool")
+	if err := checkInputs("AveragePool", name, x); err != nil {
+		return nil, err
+	}
+	sp, err := spatialNHWC("AveragePool", name, x)
+	if err != nil {
+		return nil, err
+	}
+	if len(a.KernelShape) == 0 {
+		return nil, opError("AveragePool", name, "kernel_shape is required")
+	}
+	ws, err := windows("AveragePool", name, sp, a.KernelShape, a.Strides, a.Dilations, a.Pads, a.AutoPad, a.CeilMode)
+	if err != nil {
+		return nil, err
+	}
+	return averagePool(name, x, a, ws, 1), nil
+}
+
 // GlobalAveragePoolNHWC averages x [N, H, W, C] over H and W: a sum stage
 // name_sum [N, C], then the division; the output is [N, 1, 1, C].
 func GlobalAveragePoolNHWC(name string, x *Tensor) (*Tensor, error) {

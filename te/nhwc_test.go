@@ -88,6 +88,27 @@ func TestNHWCMatchesNCHW(t *testing.T) {
 		have := evalOne(t, got, map[string][]float32{"x": toNHWC(xv, 2, 3, 9, 9)})
 		checkClose(t, have, toNHWC(want, 2, 3, 5, 5), 0)
 	})
+	for _, a := range []PoolAttrs{
+		{KernelShape: []int{2, 2}, Strides: []int{2, 2}}, // DenseNet's transition
+		{KernelShape: []int{3, 3}, Pads: []int{1, 1, 1, 1}},
+		{KernelShape: []int{3, 3}, Pads: []int{1, 1, 1, 1}, CountIncludePad: true}, // Inception's
+		{KernelShape: []int{3, 2}, Strides: []int{2, 2}, Pads: []int{0, 1, 1, 0}, CeilMode: true},
+	} {
+		t.Run(fmt.Sprintf("average pool %+v", a), func(t *testing.T) {
+			xv := randomData(rng, 2*3*9*8)
+			ref, err := AveragePool("ref", Placeholder("x", 2, 3, 9, 8), a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := AveragePoolNHWC("got", Placeholder("x", 2, 9, 8, 3), a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := evalOne(t, ref, map[string][]float32{"x": xv})
+			have := evalOne(t, got, map[string][]float32{"x": toNHWC(xv, 2, 3, 9, 8)})
+			checkClose(t, have, toNHWC(want, ref.Shape[0], ref.Shape[1], ref.Shape[2], ref.Shape[3]), 0)
+		})
+	}
 	t.Run("global average pool", func(t *testing.T) {
 		xv := randomData(rng, 2*5*4*3)
 		ref, _ := GlobalAveragePool("ref", Placeholder("x", 2, 5, 4, 3))

@@ -429,10 +429,25 @@ func AveragePool(name string, x *Tensor, a PoolAttrs) (*Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := padStage(name, x, ws, 0)
-	out, rshape := poolShapes(x, ws)
+	return averagePool(name, x, a, ws, 2), nil
+}
+
+// averagePool is AveragePool over the axes first, first+1, ... of x, one
+// per window: 2 for NCHW, 1 for NHWC.
+func averagePool(name string, x *Tensor, a PoolAttrs, ws []window, first int) *Tensor {
+	src := padAxes(name, x, first, ws, 0)
+	out := slices.Clone(x.Shape)
+	var rshape []int
+	for s, w := range ws {
+		out[first+s] = w.out
+		rshape = append(rshape, w.k)
+	}
 	sum := Reduce(name+"_sum", out, Sum, rshape, func(i, r []tir.Expr) tir.Expr {
-		return src.At(poolIndex(ws, i, r)...)
+		idx := slices.Clone(i)
+		for s, w := range ws {
+			idx[first+s] = iadd(imulc(i[first+s], w.s), imulc(r[s], w.d))
+		}
+		return src.At(idx...)
 	})
 	// counted region per axis, in input coordinates: [lo, hi)
 	region := func(w window) (int, int) {
@@ -467,7 +482,7 @@ func AveragePool(name string, x *Tensor, a PoolAttrs) (*Tensor, error) {
 		for _, s := range varAxes {
 			w := ws[s]
 			lo, hi := region(w)
-			c := windowCountExpr(w, i[2+s], lo, hi)
+			c := windowCountExpr(w, i[first+s], lo, hi)
 			if cnt == nil {
 				cnt = c
 			} else {
@@ -475,7 +490,7 @@ func AveragePool(name string, x *Tensor, a PoolAttrs) (*Tensor, error) {
 			}
 		}
 		return tir.DivE(sum.At(i...), toFloat(imulc(cnt, constCount)))
-	}), nil
+	})
 }
 
 // windowCount counts the taps of window o inside [lo, hi).

@@ -108,13 +108,13 @@ func TestRun(t *testing.T) {
 		stderr []string
 	}{
 		{"inspect", []string{"inspect", tiny}, 0,
-			[]string{"after passes", "BatchNormalization×1", "fused groups (4)", "Conv+Relu", "Flatten+Gemm", "MFLOP", "4 tasks, 4 groups, 0.266 MFLOP per inference"}, nil},
-		{"flags after the model", []string{"inspect", tiny, "--no-pass", "fold-batchnorm", "--groups=false", "--no-pass", "convert-layout"}, 0,
-			[]string{"Conv+BatchNormalization+Relu", "passes: fold-constants, remove-noops, cse, dce\n"}, nil},
+			[]string{"after passes", "BatchNormalization×1", "fused groups (4)", "Conv+Relu", "Reshape+Gemm", "MFLOP", "4 tasks, 4 groups, 0.266 MFLOP per inference"}, nil},
+		{"flags after the model", []string{"inspect", tiny, "--no-pass", "fold-batchnorm", "--groups=false", "--no-pass", "convert-layout", "--no-pass", "decompose-batchnorm"}, 0,
+			[]string{"Conv+BatchNormalization+Relu", "passes: fold-constants, remove-noops, merge-reshapes, cse, dce\n"}, nil},
 		{"flags before the model", []string{"inspect", "--input", "input=1,3,16,16", tiny}, 0, []string{"input[1,3,16,16]"}, nil},
 		{"bind a dynamic batch", []string{"inspect", dyn, "--input", "input=4,3,16,16"}, 0, []string{"input[4,3,16,16]", "[4,16,16,8]", "output[4,10]"}, nil},
 		{"unbound batch", []string{"inspect", dyn}, 1, nil, []string{"tune inspect: ", "input[0] (batch)", "--input"}},
-		{"dag", []string{"inspect", tiny, "--dag", "3"}, 0, []string{"task 3 (Transpose+Flatten+Gemm, key v2-", "= placeholder[1 1 1 16]", "sum("}, nil},
+		{"dag", []string{"inspect", tiny, "--dag", "3"}, 0, []string{"task 3 (Reshape+Gemm, key v2-", "= placeholder[1 1 1 16]", "sum("}, nil},
 		{"dag out of range", []string{"inspect", tiny, "--dag", "4"}, 1, nil, []string{"--dag 4: the model has 4 tasks"}},
 		{"shape arithmetic left", []string{"inspect", bertPath(t), "--no-pass", "fold-constants"}, 1, nil,
 			[]string{"unsupported op Shape", "fold-constants pass disabled"}},
