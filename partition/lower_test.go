@@ -289,6 +289,22 @@ func TestPassesPreserveResults(t *testing.T) {
 				mkNode("Split", "sp", []string{"t1", "sizes"}, []string{"y1", "y2"}, map[string]graph.Attr{"axis": intA(1)}),
 				mkNode("Concat", "cat2", []string{"y2", "y1"}, []string{"y"}, map[string]graph.Attr{"axis": intA(1)}),
 			}},
+		// nn.LayerNorm as PyTorch exports it below opset 17
+		// (fuse-layernorm).
+		{"layer norm written out", []int{1, 5, 8},
+			map[string]*graph.Tensor{"two": graph.Float32Tensor([]int{}, []float32{2}), "eps": graph.Float32Tensor([]int{}, []float32{1e-5}),
+				"gamma": randT(8), "beta": randT(8)},
+			[]*graph.Node{
+				mkNode("ReduceMean", "m", []string{"x"}, []string{"mu"}, map[string]graph.Attr{"axes": ints(-1)}),
+				mkNode("Sub", "s", []string{"x", "mu"}, []string{"d"}, nil),
+				mkNode("Pow", "p", []string{"d", "two"}, []string{"d2"}, nil),
+				mkNode("ReduceMean", "v", []string{"d2"}, []string{"var"}, map[string]graph.Attr{"axes": ints(-1)}),
+				mkNode("Add", "a", []string{"var", "eps"}, []string{"ve"}, nil),
+				mkNode("Sqrt", "q", []string{"ve"}, []string{"sd"}, nil),
+				mkNode("Div", "n", []string{"d", "sd"}, []string{"nx"}, nil),
+				mkNode("Mul", "g", []string{"nx", "gamma"}, []string{"gx"}, nil),
+				mkNode("Add", "b", []string{"gx", "beta"}, []string{"y"}, nil),
+			}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -314,7 +330,7 @@ func TestPassesPreserveResults(t *testing.T) {
 			g := mk()
 			opt := evalGraph(t, g, nil, map[string][]float32{"x": x})
 			for _, n := range g.Nodes {
-				if n.OpType == "BatchNormalization" || n.OpType == "Identity" {
+				if n.OpType == "BatchNormalization" || n.OpType == "Identity" || n.OpType == "ReduceMean" {
 					t.Errorf("%s left after the passes", n.OpType)
 				}
 			}
