@@ -105,3 +105,52 @@ func matmul64(t *testing.T) *te.DAG {
 	}
 	return d
 }
+
+// TestRowLength: the register tile's rows divide the axis where a divisor
+// of at least half the tile exists, else cover it with the least padding.
+func TestRowLength(t *testing.T) {
+	for _, c := range []struct{ ext, rows, want int }{
+		{56, 16, 14}, {28, 16, 14}, {7, 16, 7}, {14, 16, 14}, {112, 16, 16},
+		{17, 16, 9}, {149, 16, 15}, {71, 16, 12}, {35, 16, 12}, {17, 6, 6}, {147, 16, 15},
+	} {
+		if got := rowLength(c.ext, c.rows); got != c.want {
+			t.Errorf("rowLength(%d, %d) = %d, want %d", c.ext, c.rows, got, c.want)
+		}
+	}
+}
+
+// TestDefaultPrimeRows: a channels-last convolution to 17×17 (Inception
+// v3's) gets a register tile of several rows, the last tile guarded, and
+// computes what the reference evaluator computes.
+func TestDefaultPrimeRows(t *testing.T) {
+	x := te.Placeholder("x", 1, 35, 35, 8)
+	w := te.Constant("w", 16, 8, 3, 3)
+	conv, err := te.ConvNHWC("conv", x, w, nil, te.ConvAttrs{Strides: []int{2, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := te.NewDAG(conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, rule, err := Default(schedule.NewState(d), testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := false
+	for _, step := range st.Steps {
+		if sp, ok := step.(*schedule.Split); ok && sp.Lengths[len(sp.Lengths)-1] == 9 {
+			rows = true
+		}
+	}
+	if !rows {
+		t.Errorf("%s: no 9-row tile of the 17 output columns:\n%v", rule, st)
+	}
+	f, err := schedule.Lower(st, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schedtest.Check(d, f, 3); err != nil {
+		t.Errorf("%s: %v\n%v", rule, err, st)
+	}
+}
