@@ -12,6 +12,17 @@ import "slices"
 // is impossible (the input is a graph input or constant) the node stays.
 func removeNoops(g *Graph) (bool, error) {
 	changed := false
+	// A Dropout's mask that nothing reads is no output (PyTorch names it
+	// in training-mode exports: Swin's attention dropout).
+	consumers := g.Consumers()
+	for _, n := range g.Nodes {
+		if n.OpType == "Dropout" && n.Domain == "" && len(n.Outputs) > 1 && n.Outputs[1] != "" &&
+			len(consumers[n.Outputs[1]]) == 0 && !g.IsOutput(n.Outputs[1]) {
+			delete(g.Values, n.Outputs[1])
+			n.Outputs = n.Outputs[:1]
+			changed = true
+		}
+	}
 	producers := g.Producers()
 	for i := 0; i < len(g.Nodes); i++ {
 		n := g.Nodes[i]

@@ -19,6 +19,7 @@ func TestRemoveNoops(t *testing.T) {
 	}{
 		{"identity", []*Node{node("Identity i x -> a", nil), node("Relu r a -> y", nil)}, "y", "Relu", "x"},
 		{"dropout", []*Node{node("Dropout d x -> a", nil), node("Relu r a -> y", nil)}, "y", "Relu", "x"},
+		{"dropout with an unread mask", []*Node{node("Dropout d x -> a,mask", nil), node("Relu r a -> y", nil)}, "y", "Relu", "x"},
 		{"same-shape reshape", []*Node{node("Reshape s x,shp -> a", nil), node("Relu r a -> y", nil)}, "y", "Relu", "x"},
 		{"identity transpose", []*Node{node("Transpose t x -> a", map[string]Attr{"perm": ints(0, 1)}), node("Relu r a -> y", nil)}, "y", "Relu", "x"},
 		{"real transpose stays", []*Node{node("Transpose t x -> a", map[string]Attr{"perm": ints(1, 0)}), node("Relu r a -> y", nil)}, "y", "Transpose,Relu", "a"},

@@ -305,6 +305,16 @@ func TestPassesPreserveResults(t *testing.T) {
 				mkNode("Mul", "g", []string{"nx", "gamma"}, []string{"gx"}, nil),
 				mkNode("Add", "b", []string{"gx", "beta"}, []string{"y"}, nil),
 			}},
+		// ScatterND of constants folds (Swin's attention mask): the
+		// folded values are the kernel's.
+		{"scatternd of constants", []int{4, 3},
+			map[string]*graph.Tensor{"data": randT(4, 3), "idx": graph.Int64Tensor([]int{2, 1}, []int64{1, -1}), "upd": randT(2, 3),
+				"idx2": graph.Int64Tensor([]int{3, 2}, []int64{0, 1, 2, 2, 0, 1}), "upd2": randT(3)},
+			[]*graph.Node{
+				mkNode("ScatterND", "s1", []string{"data", "idx", "upd"}, []string{"s"}, nil),
+				mkNode("ScatterND", "s2", []string{"s", "idx2", "upd2"}, []string{"s2"}, map[string]graph.Attr{"reduction": {Kind: graph.AttrString, S: "add"}}),
+				mkNode("Add", "a", []string{"x", "s2"}, []string{"y"}, nil),
+			}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -330,7 +340,7 @@ func TestPassesPreserveResults(t *testing.T) {
 			g := mk()
 			opt := evalGraph(t, g, nil, map[string][]float32{"x": x})
 			for _, n := range g.Nodes {
-				if n.OpType == "BatchNormalization" || n.OpType == "Identity" || n.OpType == "ReduceMean" {
+				if n.OpType == "BatchNormalization" || n.OpType == "Identity" || n.OpType == "ReduceMean" || n.OpType == "ScatterND" {
 					t.Errorf("%s left after the passes", n.OpType)
 				}
 			}
