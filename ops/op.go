@@ -105,6 +105,14 @@ func define(ops ...*Op) {
 // nil.
 func Lookup(name string) *Op { return table[name] }
 
+// FoldOnly reports whether op type name of the default domain is defined
+// but never reaches a kernel (Shape, Size, Range, Constant, ...): constant
+// folding must remove it before a group is lowered.
+func FoldOnly(name string) bool {
+	op := table[name]
+	return op != nil && op.Lower == nil && op.Expand == nil
+}
+
 // LoweredNames lists the ops that have a lowering, sorted.
 func LoweredNames() []string {
 	var out []string

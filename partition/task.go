@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"tessera/graph"
+	"tessera/ops"
 	"tessera/te"
 	"tessera/tir"
 )
@@ -88,7 +89,7 @@ func Extract(g *graph.Graph, opts Options) (*Plan, error) {
 		dag, err := LowerGroup(g, grp)
 		if err != nil {
 			var uo *graph.UnsupportedOpError
-			if errors.As(err, &uo) && shapeOps[uo.Op] {
+			if errors.As(err, &uo) && (uo.Domain == "" || uo.Domain == "ai.onnx") && ops.FoldOnly(uo.Op) {
 				err = fmt.Errorf("%w (shape arithmetic must be folded away: is the fold-constants pass disabled, or an input dimension unbound?)", err)
 			}
 			return nil, fmt.Errorf("partition: group %d (%s): %w", grp.ID, grp.Ops(), err)
@@ -126,10 +127,6 @@ func (p *Plan) addToTask(byKey map[string]*Task, grp *Group, dag *te.DAG) {
 	t.Weight++
 	grp.Task = t
 }
-
-// shapeOps compute shapes and indices: the graph passes fold them into
-// constants, and none reaches a kernel.
-var shapeOps = map[string]bool{"Shape": true, "Size": true, "Gather": true, "ConstantOfShape": true, "Range": true, "Constant": true}
 
 // LowerGroup builds the compute DAG of grp's nodes and sets grp.DAG,
 // grp.Inputs (the graph values behind the DAG's placeholders) and grp.Key.

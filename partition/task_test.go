@@ -217,3 +217,33 @@ func TestWinogradAlternative(t *testing.T) {
 		})
 	}
 }
+
+// TestExtractFoldOnlyHint: an op that never reaches a kernel (Shape, an
+// ops.FoldOnly op) left in the graph because constant folding is off
+// gets an error that says so; another unsupported op does not.
+func TestExtractFoldOnlyHint(t *testing.T) {
+	for _, c := range []struct {
+		op   string
+		hint bool
+	}{{"Shape", true}, {"NonZero", false}} {
+		g := graph.New("test", 17)
+		g.AddInput("x", graph.Float32, []int{2, 3})
+		g.AddNode(mkNode(c.op, "n", []string{"x"}, []string{"s"}, nil))
+		g.AddNode(mkNode("Cast", "c", []string{"s"}, []string{"y"}, map[string]graph.Attr{"to": {Kind: graph.AttrInt, I: int64(graph.Float32)}}))
+		g.Outputs = []string{"y"}
+		off := map[string]bool{}
+		for _, p := range graph.PassNames() {
+			off[p] = true
+		}
+		err := graph.RunPasses(g, off)
+		if err == nil {
+			_, err = Extract(g, Options{})
+		}
+		if err == nil {
+			t.Fatalf("%s: no error", c.op)
+		}
+		if got := strings.Contains(err.Error(), "must be folded away"); got != c.hint {
+			t.Errorf("%s: hint %v: %v", c.op, got, err)
+		}
+	}
+}
