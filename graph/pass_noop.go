@@ -2,11 +2,12 @@ package graph
 
 import "slices"
 
-// removeNoops removes the nodes that copy their input: Identity, Dropout
-// in inference mode (its mask unused), Reshape, Transpose, Squeeze,
-// Unsqueeze, Flatten, Expand and Cast whose output has the input's shape,
-// element order and dtype, and Pad by zero everywhere (PyTorch writes one
-// before an AveragePool). Readers of the output read the input instead.
+// removeNoops removes the nodes that copy their input: those of an op
+// whose Copy rule (OpRule.Copy: Identity, the reshapes, Expand, Cast,
+// Dropout in inference mode with its mask unused) makes them copies when
+// the output has the input's shape and dtype, a Transpose by the identity
+// permutation, and Pad by zero everywhere (PyTorch writes one before an
+// AveragePool). Readers of the output read the input instead.
 // When the output is a graph output, the input's producer is made to write
 // it under the output's name, so graph outputs keep their names; when that
 // is impossible (the input is a graph input or constant) the node stays.
@@ -70,11 +71,12 @@ func isNoop(g *Graph, n *Node) bool {
 	if in == nil || out == nil || in.DType != out.DType || !slices.Equal(in.Shape, out.Shape) || in.Shape == nil {
 		return false
 	}
-	switch n.OpType {
-	case "Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Expand", "Cast":
+	// Shape inference rejects a Dropout in training mode with a ratio
+	// above 0, or with a used mask.
+	if CopyOf(n) != CopyNever {
 		return true
-	case "Dropout":
-		return true // shape inference rejects training mode and a used mask
+	}
+	switch n.OpType {
 	case "Transpose":
 		p, err := n.Ints("perm")
 		if err != nil {
@@ -115,10 +117,6 @@ func zeroPads(g *Graph, n *Node) bool {
 	return !slices.ContainsFunc(pads, func(p int64) bool { return p != 0 })
 }
 
-// reshapeLike lists the ops whose output is their first input's data in
-// the same order, only the shape changed.
-var reshapeLike = map[string]bool{"Reshape": true, "Flatten": true, "Squeeze": true, "Unsqueeze": true}
-
 // mergeReshapes makes a reshape of a reshape (Reshape, Flatten, Squeeze,
 // Unsqueeze: the data in the same order) one Reshape, to the outer one's
 // static shape, of the inner one's input; the inner one is left to dce
@@ -129,11 +127,11 @@ func mergeReshapes(g *Graph) (bool, error) {
 	producers := g.Producers()
 	changed := false
 	for _, n := range g.Nodes {
-		if n.Domain != "" || !reshapeLike[n.OpType] || len(n.Outputs) != 1 {
+		if CopyOf(n) != CopyReshape || len(n.Outputs) != 1 {
 			continue
 		}
 		p := producers[n.Input(0)]
-		if p == nil || p.Domain != "" || !reshapeLike[p.OpType] || len(p.Outputs) != 1 || p.Input(0) == "" {
+		if p == nil || CopyOf(p) != CopyReshape || len(p.Outputs) != 1 || p.Input(0) == "" {
 			continue
 		}
 		out, in := g.Values[n.Outputs[0]], g.Values[p.Input(0)]

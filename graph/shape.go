@@ -173,6 +173,34 @@ type OpRule struct {
 	ShapesOnly bool
 	// Layout is what the layout pass may do with the op.
 	Layout Layout
+	// Copy says when the op's first output is its first input's data.
+	Copy Copy
+}
+
+// Copy says when an op's first output is its first input's data, for the
+// passes that remove copies (remove-noops) and merge reshapes.
+type Copy uint8
+
+const (
+	// CopyNever: the op computes (the default).
+	CopyNever Copy = iota
+	// CopyReshape: the output holds the input's elements in the same
+	// order, only the shape may differ (Identity, Reshape, Flatten,
+	// Squeeze, Unsqueeze): a copy where the shapes are equal, and a
+	// reshape of such a value is one Reshape of the first.
+	CopyReshape
+	// CopyWhenUnchanged: a copy where the output has the input's shape and
+	// dtype (Expand, Cast, Dropout in inference mode).
+	CopyWhenUnchanged
+)
+
+// CopyOf returns the copy rule of node n's op (CopyNever for an op of
+// another domain or an unknown one).
+func CopyOf(n *Node) Copy {
+	if n.Domain != "" {
+		return CopyNever
+	}
+	return rules[n.OpType].Copy
 }
 
 // Layout says what the layout pass (convert-layout) may do with an op: how

@@ -52,7 +52,7 @@ func init() {
 				}
 				return v[2]
 			})},
-		&Op{Name: "Cast", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, OutType: castType, Lower: lowerCastOp, Eval: evalCast},
+		&Op{Name: "Cast", Copy: graph.CopyWhenUnchanged, MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, OutType: castType, Lower: lowerCastOp, Eval: evalCast},
 		&Op{Name: "CastLike", MinIn: 2, MaxIn: 2, Pattern: ElemWise, Layout: graph.LayoutFree, OutType: sameAs(1), Lower: lowerCastOp, Eval: evalCast},
 	)
 }

@@ -61,6 +61,10 @@ type Op struct {
 	// (sliding windows), or permute its axis (Concat); the zero value
 	// keeps the layout the model gives.
 	Layout graph.Layout
+	// Copy says when the op's first output is its first input's data
+	// (reshapes, Identity; Expand and Cast that change nothing): the
+	// graph passes remove such copies and merge reshapes.
+	Copy graph.Copy
 	// Lower maps the node to te tensors, one per output (nil for an
 	// omitted output). nil: the op never reaches a kernel (it must be
 	// folded away first).
@@ -86,7 +90,7 @@ func define(ops ...*Op) {
 			panic("ops: " + op.Name + " must have Infer or Lower, or else Expand")
 		}
 		table[op.Name] = op
-		r := graph.OpRule{MinIn: op.MinIn, MaxIn: op.MaxIn, ShapesOnly: op.ShapesOnly, Layout: op.Layout}
+		r := graph.OpRule{MinIn: op.MinIn, MaxIn: op.MaxIn, ShapesOnly: op.ShapesOnly, Layout: op.Layout, Copy: op.Copy}
 		if op.Expand != nil {
 			r.Expand = func(c *graph.InferCtx) ([]*graph.Node, error) { return op.Expand(&inferCtx{c}) }
 		} else {

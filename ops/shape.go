@@ -15,15 +15,15 @@ import (
 
 func init() {
 	define(
-		&Op{Name: "Reshape", MinIn: 1, MaxIn: 2, Pattern: Injective, Infer: inferReshape, Eval: evalReshape, Lower: lowerReshape},
-		&Op{Name: "Flatten", MinIn: 1, MaxIn: 1, Pattern: Injective, Infer: inferFlatten, Eval: evalReshape, Lower: lowerFlatten},
-		&Op{Name: "Squeeze", MinIn: 1, MaxIn: 2, Pattern: Injective, Infer: inferSqueeze, Eval: evalReshape, Lower: lowerWithInts("axes", "axes", te.Squeeze)},
-		&Op{Name: "Unsqueeze", MinIn: 1, MaxIn: 2, Pattern: Injective, Infer: inferUnsqueeze, Eval: evalReshape, Lower: lowerWithInts("axes", "axes", te.Unsqueeze)},
+		&Op{Name: "Reshape", Copy: graph.CopyReshape, MinIn: 1, MaxIn: 2, Pattern: Injective, Infer: inferReshape, Eval: evalReshape, Lower: lowerReshape},
+		&Op{Name: "Flatten", Copy: graph.CopyReshape, MinIn: 1, MaxIn: 1, Pattern: Injective, Infer: inferFlatten, Eval: evalReshape, Lower: lowerFlatten},
+		&Op{Name: "Squeeze", Copy: graph.CopyReshape, MinIn: 1, MaxIn: 2, Pattern: Injective, Infer: inferSqueeze, Eval: evalReshape, Lower: lowerWithInts("axes", "axes", te.Squeeze)},
+		&Op{Name: "Unsqueeze", Copy: graph.CopyReshape, MinIn: 1, MaxIn: 2, Pattern: Injective, Infer: inferUnsqueeze, Eval: evalReshape, Lower: lowerWithInts("axes", "axes", te.Unsqueeze)},
 		&Op{Name: "Transpose", MinIn: 1, MaxIn: 1, Pattern: Injective, Infer: inferTranspose, Eval: evalTranspose, Lower: lowerTranspose},
 		&Op{Name: "Concat", MinIn: 1, MaxIn: -1, Pattern: Injective, Layout: graph.LayoutAxis, Infer: inferConcat, Eval: evalConcat, Lower: lowerConcat},
 		&Op{Name: "Slice", MinIn: 1, MaxIn: 5, Pattern: Injective, Infer: inferSlice, Eval: evalSlice, Lower: lowerSlice},
 		&Op{Name: "Pad", MinIn: 1, MaxIn: 4, Pattern: Injective, Lower: lowerPad},
-		&Op{Name: "Expand", MinIn: 2, MaxIn: 2, Pattern: Broadcast, Infer: inferExpand, Eval: evalExpand, Lower: lowerWithInts("", "shape", te.Expand)},
+		&Op{Name: "Expand", Copy: graph.CopyWhenUnchanged, MinIn: 2, MaxIn: 2, Pattern: Broadcast, Infer: inferExpand, Eval: evalExpand, Lower: lowerWithInts("", "shape", te.Expand)},
 		&Op{Name: "Tile", MinIn: 2, MaxIn: 2, Pattern: Injective, Infer: inferTile, Eval: evalTile, Lower: lowerTile},
 		&Op{Name: "Split", MinIn: 1, MaxIn: 2, Pattern: Injective, Layout: graph.LayoutAxis, Infer: inferSplit, Lower: lowerSplit},
 		&Op{Name: "DepthToSpace", MinIn: 1, MaxIn: 1, Pattern: Injective, Infer: inferDepthToSpace, Lower: lowerDepthToSpace},

@@ -78,8 +78,8 @@ func init() {
 			return tir.SelectE(tir.Cmp(tir.GT, v[0], tir.F32(0)), tir.F32(1),
 				tir.SelectE(tir.Cmp(tir.LT, v[0], tir.F32(0)), tir.F32(-1), tir.F32(0)))
 		})},
-		&Op{Name: "Identity", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Infer: inferUnary, Eval: evalIdentity, Lower: lowerCopy},
-		&Op{Name: "Dropout", MinIn: 1, MaxIn: 3, Pattern: ElemWise, Layout: graph.LayoutFree, Infer: inferDropout, Eval: evalDropout, Lower: lowerDropout},
+		&Op{Name: "Identity", Copy: graph.CopyReshape, MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Infer: inferUnary, Eval: evalIdentity, Lower: lowerCopy},
+		&Op{Name: "Dropout", Copy: graph.CopyWhenUnchanged, MinIn: 1, MaxIn: 3, Pattern: ElemWise, Layout: graph.LayoutFree, Infer: inferDropout, Eval: evalDropout, Lower: lowerDropout},
 	)
 }
 
