@@ -196,11 +196,15 @@ const (
 
 // CopyOf returns the copy rule of node n's op (CopyNever for an op of
 // another domain or an unknown one).
-func CopyOf(n *Node) Copy {
-	if n.Domain != "" {
-		return CopyNever
+func CopyOf(n *Node) Copy { return ruleOf(n).Copy }
+
+// ruleOf returns the registered rule of node n's op: the zero rule for an
+// op of another domain or an unknown one.
+func ruleOf(n *Node) OpRule {
+	if !defaultDomain(n) {
+		return OpRule{}
 	}
-	return rules[n.OpType].Copy
+	return rules[n.OpType]
 }
 
 // Layout says what the layout pass (convert-layout) may do with an op: how
@@ -226,12 +230,7 @@ const (
 
 // LayoutOf returns the layout rule of node n's op (LayoutFixed for an op
 // of another domain or an unknown one).
-func LayoutOf(n *Node) Layout {
-	if n.Domain != "" {
-		return LayoutFixed
-	}
-	return rules[n.OpType].Layout
-}
+func LayoutOf(n *Node) Layout { return ruleOf(n).Layout }
 
 // rules holds the registered op rules by op type (default domain).
 var rules = map[string]OpRule{}
