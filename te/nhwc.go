@@ -93,20 +93,26 @@ func ConvNHWC(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
 	}), nil
 }
 
-// MaxPoolNHWC is MaxPool on channels-last activations x [N, H, W, C].
-func MaxPoolNHWC(name string, x *Tensor, a PoolAttrs) (*Tensor, error) {
-	name = orDefault(name, "max_pool")
-	if err := checkInputs("MaxPool", name, x); err != nil {
+// poolWindowsNHWC checks the input of pool op on channels-last x [N, H, W,
+// C] and returns its windows over H and W (poolWindows for NHWC).
+func poolWindowsNHWC(op, name string, x *Tensor, a PoolAttrs) ([]window, error) {
+	if err := checkInputs(op, name, x); err != nil {
 		return nil, err
 	}
-	sp, err := spatialNHWC("MaxPool", name, x)
+	sp, err := spatialNHWC(op, name, x)
 	if err != nil {
 		return nil, err
 	}
 	if len(a.KernelShape) == 0 {
-		return nil, opError("MaxPool", name, "kernel_shape is required")
+		return nil, opError(op, name, "kernel_shape is required")
 	}
-	ws, err := windows("MaxPool", name, sp, a.KernelShape, a.Strides, a.Dilations, a.Pads, a.AutoPad, a.CeilMode)
+	return windows(op, name, sp, a.KernelShape, a.Strides, a.Dilations, a.Pads, a.AutoPad, a.CeilMode)
+}
+
+// MaxPoolNHWC is MaxPool on channels-last activations x [N, H, W, C].
+func MaxPoolNHWC(name string, x *Tensor, a PoolAttrs) (*Tensor, error) {
+	name = orDefault(name, "max_pool")
+	ws, err := poolWindowsNHWC("MaxPool", name, x, a)
 	if err != nil {
 		return nil, err
 	}
@@ -121,17 +127,7 @@ func MaxPoolNHWC(name string, x *Tensor, a PoolAttrs) (*Tensor, error) {
 // C]: the same windows and counts as AveragePool, over axes 1 and 2.
 func AveragePoolNHWC(name string, x *Tensor, a PoolAttrs) (*Tensor, error) {
 	name = orDefault(name, "average_pool")
-	if err := checkInputs("AveragePool", name, x); err != nil {
-		return nil, err
-	}
-	sp, err := spatialNHWC("AveragePool", name, x)
-	if err != nil {
-		return nil, err
-	}
-	if len(a.KernelShape) == 0 {
-		return nil, opError("AveragePool", name, "kernel_shape is required")
-	}
-	ws, err := windows("AveragePool", name, sp, a.KernelShape, a.Strides, a.Dilations, a.Pads, a.AutoPad, a.CeilMode)
+	ws, err := poolWindowsNHWC("AveragePool", name, x, a)
 	if err != nil {
 		return nil, err
 	}
