@@ -1,16 +1,105 @@
 package build
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 )
 
-// The files of a run from the command line: tune run's --input and
-// --reference flags name a file per tensor (MatchFiles), its inputs are
-// read from theirs (ReadInputs) and its outputs written to files named
-// after them (OutputPaths).
+// The files of a run from the command line (RunFiles): tune run's
+// --input and --reference flags name a file per tensor (MatchFiles), its
+// inputs are read from theirs (ReadInputs) and its outputs written to
+// files named after them (OutputPaths).
+
+// FileRun is one run of a built model on files, as tune run makes it.
+type FileRun struct {
+	// Inputs and References map a tensor name to its file; the name ""
+	// stands for the only input or output (MatchFiles).
+	Inputs, References map[string]string
+	OutDir             string // where the outputs are written
+	Format             string // of the written outputs: npy, pb or raw
+	RTol, ATol         float64
+	RunOptions
+}
+
+// WrittenOutput is an output RunFiles wrote, and how it compares with its
+// reference, where it has one.
+type WrittenOutput struct {
+	Tensor    TensorInfo
+	Path      string
+	Reference string     // the reference file; "" for none
+	Diff      *DiffStats // nil without a reference
+}
+
+// Verdict says whether the output is within the tolerances of r, in words.
+func (o WrittenOutput) Verdict(r FileRun) string {
+	if o.Diff.Bad == 0 {
+		return "ok"
+	}
+	return fmt.Sprintf("FAIL: %d of %d elements beyond atol %g + rtol %g·|want|", o.Diff.Bad, o.Tensor.Elems(), r.ATol, r.RTol)
+}
+
+// RunFiles runs the model once on the input files, writes its outputs
+// into r.OutDir and compares those with a reference with it. It returns
+// the outputs written; the error names the outputs that differ from
+// their references, after all are written.
+func (m *Model) RunFiles(ctx context.Context, r FileRun) ([]WrittenOutput, error) {
+	ext, ok := map[string]string{"npy": ".npy", "pb": ".pb", "raw": ".bin"}[r.Format]
+	if !ok {
+		return nil, fmt.Errorf("--format %q: want npy, pb or raw", r.Format)
+	}
+	man := m.Manifest
+	inFiles, err := MatchFiles("input", r.Inputs, man.Inputs)
+	if err != nil {
+		return nil, err
+	}
+	refFiles, err := MatchFiles("reference", r.References, man.Outputs)
+	if err != nil {
+		return nil, err
+	}
+	paths, err := OutputPaths(man.Outputs, r.OutDir, ext)
+	if err != nil {
+		return nil, err
+	}
+	data, err := ReadInputs(man.Inputs, inFiles)
+	if err != nil {
+		return nil, err
+	}
+	outs, err := m.Run(ctx, data, r.RunOptions)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(r.OutDir, 0o755); err != nil {
+		return nil, err
+	}
+	var written []WrittenOutput
+	var bad []string
+	for i, t := range man.Outputs {
+		if err := WriteTensor(paths[i], t, outs[i]); err != nil {
+			return written, err
+		}
+		o := WrittenOutput{Tensor: t, Path: paths[i], Reference: refFiles[t.Name]}
+		if o.Reference != "" {
+			want, err := ReadTensor(o.Reference, t)
+			if err != nil {
+				return written, fmt.Errorf("reference %s: %w", t.Name, err)
+			}
+			d := Diff(outs[i], want, r.RTol, r.ATol)
+			o.Diff = &d
+			if d.Bad > 0 {
+				bad = append(bad, t.Name)
+			}
+		}
+		written = append(written, o)
+	}
+	if len(bad) > 0 {
+		return written, fmt.Errorf("output %s differs from the reference", strings.Join(bad, ", "))
+	}
+	return written, nil
+}
 
 // MatchFiles maps the files of the flag --flag (name → file; the name ""
 // for a bare FILE) to the tensors ts: a bare FILE goes to the only

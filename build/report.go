@@ -3,6 +3,8 @@ package build
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -50,8 +52,13 @@ func (m *Manifest) WriteReport(w io.Writer, dir string, took time.Duration) {
 // WriteProfile writes the mean time of every step of the built model (a
 // kernel call; steps from Model.Profile) next to the time its task's
 // record was measured at (alone, with warm caches), the sum over the
-// steps, and the rest of the mean run (copies, the executor, the clock).
-func (m *Manifest) WriteProfile(w io.Writer, steps []float64, mean float64) {
+// steps, and the rest of the mean of the runs (copies, the executor, the
+// clock), whose times are runs.
+func (m *Manifest) WriteProfile(w io.Writer, steps, runs []float64) {
+	mean := 0.0
+	for _, t := range runs {
+		mean += t / float64(len(runs))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "step\ttask\tms\trecord ms\tratio\tshare\t ops")
 	sum := 0.0
@@ -76,6 +83,17 @@ func (m *Manifest) WriteProfile(w io.Writer, steps []float64, mean float64) {
 	tw.Flush()
 	fmt.Fprintf(w, "steps sum ms = %.3f\n", sum*1e3)
 	fmt.Fprintf(w, "outside steps ms = %.3f (mean run %.3f)\n", (mean-sum)*1e3, mean*1e3)
+}
+
+// WriteOtherTargets writes a hint for every target but the build's own
+// on which tasks built with default schedules have records
+// (OtherTargets).
+func (m *Manifest) WriteOtherTargets(w io.Writer, store *records.Store) error {
+	others, untuned, err := m.OtherTargets(store)
+	for _, t := range slices.Sorted(maps.Keys(others)) {
+		fmt.Fprintf(w, "hint: %d of the %d tasks built with default schedules have records for target %q (another --threads?)\n", others[t], untuned, t)
+	}
+	return err
 }
 
 // OtherTargets returns, for every target but the build's own, how many

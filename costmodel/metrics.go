@@ -1,6 +1,7 @@
 package costmodel
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -300,6 +301,10 @@ type TenSetMetrics struct {
 	Top1, Top5 float64 // PeakScore at k = 1 and k = 5
 	Tasks      int     // groups with at least one program evaluated
 	Programs   int     // programs evaluated (failed measurements excluded)
+}
+
+func (m TenSetMetrics) String() string {
+	return fmt.Sprintf("pairwise %.4f, top-1 %.4f, top-5 %.4f", m.Pairwise, m.Top1, m.Top5)
 }
 
 // EvaluateTenSet computes TenSet's figures of scores on a dataset's

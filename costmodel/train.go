@@ -28,6 +28,18 @@ const (
 	PairwiseRank
 )
 
+// ParseObjective returns the objective named s: pack-sum, or pairwise
+// (pairwise-rank).
+func ParseObjective(s string) (Objective, error) {
+	switch s {
+	case "pack-sum":
+		return PackSum, nil
+	case "pairwise", "pairwise-rank":
+		return PairwiseRank, nil
+	}
+	return 0, fmt.Errorf("objective %q: want pack-sum or pairwise", s)
+}
+
 func (o Objective) String() string {
 	switch o {
 	case PackSum:
@@ -169,6 +181,16 @@ type TrainInfo struct {
 	UsedFeats   int     // features with more than one bin
 	Duration    time.Duration
 	ValidCurves []float64 // the metric after every round
+}
+
+// String says in one line what was trained, on what, and how it stopped.
+func (i TrainInfo) String() string {
+	valid := "no validation split (fewer than 500 programs): stopped on the training set"
+	if i.Valid {
+		valid = "stopped on a held-out fifth"
+	}
+	return fmt.Sprintf("a %s model: %d trees of %d rounds on %d programs (%d feature rows), %s, in %v",
+		i.Objective, i.Trees, i.Rounds, i.Programs, i.Rows, valid, i.Duration.Round(time.Millisecond))
 }
 
 // Train fits a model to the dataset. The result depends only on the data,

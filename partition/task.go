@@ -226,6 +226,31 @@ func shortKey(key string) string {
 	return key
 }
 
+// WritePlan prints what tune inspect shows of a plan: the fused groups
+// (with groups), the task table (WriteTasks) and, for dag ≥ 0, the compute
+// DAG of task dag.
+func WritePlan(w io.Writer, g *graph.Graph, p *Plan, groups bool, dag int) error {
+	if dag >= len(p.Tasks) {
+		return fmt.Errorf("--dag %d: the model has %d tasks", dag, len(p.Tasks))
+	}
+	if groups {
+		fmt.Fprintf(w, "\nfused groups (%d):\n", len(p.Groups))
+		if err := WriteGroups(w, g, p.Groups); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "\ntasks:\n")
+	if err := WriteTasks(w, g, p); err != nil {
+		return err
+	}
+	if dag >= 0 {
+		t := p.Tasks[dag]
+		_, err := fmt.Fprintf(w, "\ntask %d (%s, key %s), DAG of group %d:\n%s", dag, t.Ops(), t.Key, t.Groups[0].ID, t.DAG)
+		return err
+	}
+	return nil
+}
+
 // WriteTasks prints the task table: key prefix, ops, output shape, GFLOP
 // of one occurrence (MFLOP for models under 0.1 GFLOP), weight and share
 // of the total FLOPs, then the totals.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"sort"
 	"time"
 
@@ -127,6 +128,37 @@ type Skipped struct {
 
 // maxLine bounds one JSON line on import.
 const maxLine = 16 << 20
+
+// ImportFiles imports the JSON lines files one after the other (Import)
+// and writes to w what each added and skipped, with the reasons. That no
+// line of any file was added is an error.
+func (s *Store) ImportFiles(w io.Writer, files []string) error {
+	if len(files) == 0 {
+		return errors.New("import: name the JSON lines files to import")
+	}
+	added, skipped := 0, 0
+	for _, path := range files {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		rep, err := s.Import(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		fmt.Fprintf(w, "%s: %d records added, %d lines skipped\n", path, rep.Added, len(rep.Skipped))
+		for _, sk := range rep.Skipped {
+			fmt.Fprintf(w, "  line %d: %s\n", sk.Line, sk.Reason)
+		}
+		added += rep.Added
+		skipped += len(rep.Skipped)
+	}
+	if added == 0 && skipped > 0 {
+		return fmt.Errorf("import: no record added: all %d lines were skipped (the reasons are above)", skipped)
+	}
+	return nil
+}
 
 // Import reads JSON lines and adds the valid records in one transaction;
 // every other line is reported with its reason. A line is skipped when it

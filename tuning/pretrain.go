@@ -3,6 +3,7 @@ package tuning
 import (
 	"fmt"
 	"hash/fnv"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +13,6 @@ import (
 	"tessera/modelgen"
 	"tessera/partition"
 	"tessera/records/dataset"
-	"tessera/te"
 )
 
 // PretrainOptions say what a pretrained cost model learns from.
@@ -41,6 +41,16 @@ type PretrainReport struct {
 	Pretrained, Cold             costmodel.TenSetMetrics
 }
 
+// Write writes the report: the data, and the held-out metrics of the
+// pretrained and the cold model.
+func (r PretrainReport) Write(w io.Writer) {
+	fmt.Fprintln(w, r.Data)
+	if r.HeldOutTasks > 0 {
+		fmt.Fprintf(w, "held out: %d tasks, %d records\n", r.HeldOutTasks, r.HeldOutRecords)
+		fmt.Fprintf(w, "  pretrained %s\n  cold       %s\n", r.Pretrained, r.Cold)
+	}
+}
+
 // Pretrain trains a cost model on every record of the databases that
 // measures a task of the models. Before it trains on all of them, it
 // holds out a share of the workloads (by a hash of their key), trains on
@@ -48,7 +58,6 @@ type PretrainReport struct {
 // model never saw.
 func Pretrain(opts PretrainOptions) (*costmodel.Model, PretrainReport, error) {
 	var rep PretrainReport
-	dags := map[string]*te.DAG{}
 	if len(opts.Generated) > 0 {
 		// The generated models go through their ONNX files, as tune reads
 		// them.
@@ -65,14 +74,9 @@ func Pretrain(opts PretrainOptions) (*costmodel.Model, PretrainReport, error) {
 			opts.Models = append(opts.Models, path)
 		}
 	}
-	for _, path := range opts.Models {
-		tasks, err := ModelTasks(path)
-		if err != nil {
-			return nil, rep, err
-		}
-		for _, t := range tasks {
-			dags[t.Key] = t.DAG
-		}
+	dags, err := TaskDAGs(opts.Models, onnx.LoadOptions{}, partition.Options{Winograd: true})
+	if err != nil {
+		return nil, rep, err
 	}
 	data, drep, err := dataset.Load(dataset.Options{DBs: opts.DBs, DAGs: dags})
 	rep.Data = drep
@@ -98,20 +102,6 @@ func Pretrain(opts PretrainOptions) (*costmodel.Model, PretrainReport, error) {
 	}
 	m, err := costmodel.Train(data, opts.Params)
 	return m, rep, err
-}
-
-// ModelTasks loads a model as tune does by default (every graph pass) and
-// returns the tasks tune tunes, Winograd alternatives included.
-func ModelTasks(path string) ([]*partition.Task, error) {
-	l, err := onnx.Load(path, onnx.LoadOptions{})
-	if err != nil {
-		return nil, err
-	}
-	plan, err := partition.Extract(l.Graph, partition.Options{Winograd: true})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return plan.Tasks, nil
 }
 
 // heldOut says whether a dataset task ("workload @ target") is in the

@@ -9,6 +9,7 @@ import (
 
 	"tessera/measure"
 	"tessera/partition"
+	"tessera/records"
 	"tessera/search"
 	"tessera/target"
 )
@@ -106,6 +107,17 @@ func (s *Session) WriteStart(w io.Writer, model, db string, tg *target.Target) {
 	}
 }
 
+// WriteEnd writes the end of a run: its summary (WriteSummary), why it
+// stopped short of the budget where it did and was not cancelled, and
+// where its wall time went (WriteTimes).
+func (s *Session) WriteEnd(w io.Writer, sum search.Summary, cancelled bool, mt measure.Times, wall time.Duration) {
+	WriteSummary(w, sum)
+	if !cancelled && sum.Trials < s.ToGo() {
+		fmt.Fprintf(w, "stopped at %d of %d trials: no task has a schedule left to measure\n", sum.Trials, s.ToGo())
+	}
+	WriteTimes(w, sum, mt, wall)
+}
+
 // WriteTimes writes where a run's wall time went: the search, and the
 // measurer's lowering, compiling and running.
 func WriteTimes(w io.Writer, sum search.Summary, mt measure.Times, wall time.Duration) {
@@ -113,4 +125,29 @@ func WriteTimes(w io.Writer, sum search.Summary, mt measure.Times, wall time.Dur
 		wall.Round(time.Second), sum.Times.Search.Round(time.Second), sum.Times.Measure.Round(time.Second),
 		mt.Lower.Round(time.Second), mt.Build.Round(time.Second), mt.Compiled, mt.Candidates, mt.Run.Round(time.Second),
 		sum.Times.Learn.Round(time.Second))
+}
+
+// Curve returns the tuning curve of the plan's tasks in store on target
+// (records.Store.CurveOf) and a name for each task, "index ops"; for a nil
+// plan, of every task stored with records on the target, named by its
+// short key.
+func Curve(store *records.Store, plan *partition.Plan, target string) (*records.Curve, []string, error) {
+	if plan == nil {
+		c, err := store.CurveOf(nil, target)
+		if err != nil {
+			return nil, nil, err
+		}
+		var names []string
+		for _, t := range c.Tasks {
+			names = append(names, records.ShortKey(t.Key))
+		}
+		return c, names, nil
+	}
+	tasks, names := make([]records.TaskInfo, len(plan.Tasks)), make([]string, len(plan.Tasks))
+	for i, t := range plan.Tasks {
+		tasks[i] = records.TaskInfo{Key: t.Key, FLOPs: t.FLOPs, Weight: t.Weight}
+		names[i] = fmt.Sprintf("%d %s", i, t.Ops())
+	}
+	c, err := store.CurveOf(tasks, target)
+	return c, names, err
 }

@@ -92,6 +92,7 @@ type Session struct {
 
 	opts     Options
 	measurer search.Measurer
+	owned    bool // the store is Open's, closed by Close
 }
 
 // New opens a session: it records the tasks in the store, replays the
@@ -123,6 +124,30 @@ func New(store *records.Store, tasks []*partition.Task, target string, m search.
 		}
 	}
 	return s, nil
+}
+
+// Open opens the records database at db (records.Open) and a session on
+// it (New); the session's Close closes the database.
+func Open(db string, tasks []*partition.Task, target string, m search.Measurer, opts Options) (*Session, error) {
+	store, err := records.Open(db)
+	if err != nil {
+		return nil, err
+	}
+	s, err := New(store, tasks, target, m, opts)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	s.owned = true
+	return s, nil
+}
+
+// Close closes the records database where Open opened it.
+func (s *Session) Close() error {
+	if s.owned {
+		return s.Store.Close()
+	}
+	return nil
 }
 
 // TaskInfo is the task as the records store keeps it.

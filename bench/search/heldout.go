@@ -6,11 +6,12 @@ import (
 	"strings"
 
 	"tessera/costmodel"
+	"tessera/graph/onnx"
 	"tessera/measure"
+	"tessera/partition"
 	"tessera/records/dataset"
 	"tessera/target"
 	"tessera/target/machine"
-	"tessera/te"
 	"tessera/tuning"
 )
 
@@ -29,15 +30,9 @@ import (
 // its pairwise accuracy, top-1 and top-5 peak scores and top-5 recall on
 // the test records.
 func heldOut(dbs, models []string, seen int, pretrainedFile string) error {
-	dags := map[string]*te.DAG{}
-	for _, path := range models {
-		ts, err := tuning.ModelTasks(path)
-		if err != nil {
-			return err
-		}
-		for _, t := range ts {
-			dags[t.Key] = t.DAG
-		}
+	dags, err := tuning.TaskDAGs(models, onnx.LoadOptions{}, partition.Options{Winograd: true})
+	if err != nil {
+		return err
 	}
 	data, rep, err := dataset.Load(dataset.Options{DBs: dbs, DAGs: dags})
 	if err != nil {

@@ -48,11 +48,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	r := measure.Result{Costs: times}
 	if *profile {
-		mean := 0.0
-		for _, t := range times {
-			mean += t / float64(len(times))
-		}
-		model.Manifest.WriteProfile(stdout, steps, mean)
+		model.Manifest.WriteProfile(stdout, steps, times)
 	}
 	fmt.Fprintf(stdout, "min ms = %.3f\n", r.Min()*1e3)
 	fmt.Fprintf(stdout, "median ms = %.3f\n", r.Median()*1e3)

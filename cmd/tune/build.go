@@ -5,10 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"runtime"
-	"slices"
 	"strings"
 	"time"
 
@@ -85,11 +83,7 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	if err != nil || store == nil {
 		return err
 	}
-	others, untuned, err := m.OtherTargets(store)
-	for _, t := range slices.Sorted(maps.Keys(others)) {
-		fmt.Fprintf(stderr, "hint: %d of the %d tasks built with default schedules have records for target %q (another --threads?)\n", others[t], untuned, t)
-	}
-	return err
+	return m.WriteOtherTargets(stderr, store)
 }
 
 // build chooses the layout and builds the model into -o; a signal stops

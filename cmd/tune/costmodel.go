@@ -8,8 +8,9 @@ import (
 
 	"tessera/costmodel"
 	"tessera/internal/cli"
+	"tessera/partition"
 	"tessera/records/dataset"
-	"tessera/te"
+	"tessera/tuning"
 )
 
 // costModelUsage is the help of the command, before its flags.
@@ -73,12 +74,8 @@ func runCostModel(args []string, stdout, stderr io.Writer) error {
 		return cli.Usagef(stderr, "usage: tune costmodel train [flags] -o model.txt (models go with --model; run 'tune costmodel train -h')")
 	}
 	params := costmodel.DefaultParams()
-	switch cf.objective {
-	case "pack-sum":
-	case "pairwise", "pairwise-rank":
-		params.Objective = costmodel.PairwiseRank
-	default:
-		return fmt.Errorf("--objective %q: pack-sum or pairwise", cf.objective)
+	if params.Objective, err = costmodel.ParseObjective(cf.objective); err != nil {
+		return fmt.Errorf("--%w", err) // --objective "x": ...
 	}
 	params.Seed = cf.seed
 	return trainCostModel(cf, params, stdout)
@@ -96,13 +93,7 @@ func trainCostModel(cf costModelFlags, params costmodel.Params, stdout io.Writer
 	if err := cli.WriteOutput(cf.out, m.Save); err != nil {
 		return err
 	}
-	info := m.Info
-	valid := "no validation split (fewer than 500 programs): stopped on the training set"
-	if info.Valid {
-		valid = "stopped on a held-out fifth"
-	}
-	fmt.Fprintf(stdout, "trained a %s model: %d trees of %d rounds on %d programs (%d feature rows), %s, in %v\nwrote %s\n",
-		info.Objective, info.Trees, info.Rounds, info.Programs, info.Rows, valid, info.Duration.Round(1e6), cf.out)
+	fmt.Fprintf(stdout, "trained %s\nwrote %s\n", m.Info, cf.out)
 	return nil
 }
 
@@ -125,21 +116,16 @@ func evalCostModel(cf costModelFlags, path string, stdout io.Writer) error {
 // load makes the dataset of the flags' records (package dataset), the
 // tasks of the --model files giving the DAGs, and prints what it holds.
 func (c *costModelFlags) load(stdout io.Writer) (*costmodel.Dataset, error) {
-	opts := dataset.Options{DBs: c.dbs, Target: c.target, DAGs: map[string]*te.DAG{}}
-	if len(opts.DBs) == 0 {
-		opts.DBs = []string{"tuning.db"}
-	}
 	if len(c.models) == 0 {
 		return nil, errors.New("name the models whose tasks the records measured with --model (records keep workload keys, not the DAGs)")
 	}
-	for _, path := range c.models {
-		tasks, err := modelTasks(path, c.mf)
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range tasks {
-			opts.DAGs[t.Key] = t.DAG
-		}
+	dags, err := tuning.TaskDAGs(c.models, c.mf.loadOptions(), partition.Options{Winograd: c.mf.winograd})
+	if err != nil {
+		return nil, err
+	}
+	opts := dataset.Options{DBs: c.dbs, Target: c.target, DAGs: dags}
+	if len(opts.DBs) == 0 {
+		opts.DBs = []string{"tuning.db"}
 	}
 	data, rep, err := dataset.Load(opts)
 	if err != nil {

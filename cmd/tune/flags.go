@@ -2,11 +2,7 @@ package main
 
 import (
 	"flag"
-	"fmt"
-	"os"
 	"strings"
-
-	"github.com/nats-io/nats.go"
 
 	"tessera/graph"
 	"tessera/graph/onnx"
@@ -14,10 +10,11 @@ import (
 	"tessera/measure/remote"
 	"tessera/partition"
 	"tessera/target/machine"
+	"tessera/tuning"
 )
 
 // The flags several commands share: those of a model (modelFlags), of a
-// NATS server (natsFlags), and --cpu's help.
+// NATS server (registerNATS), and --cpu's help.
 
 // cpuFlagHelp is the help of --cpu (target.Config.CPU).
 var cpuFlagHelp = "the processor to compile for: native (this machine), a portable level (" +
@@ -44,51 +41,21 @@ func (m *modelFlags) loadOptions() onnx.LoadOptions {
 	return onnx.LoadOptions{Inputs: m.inputs, Freeze: m.freeze, NoPass: m.noPass}
 }
 
-// loadModel reads the model at path as the flags say (onnx.Load).
-func loadModel(path string, mf modelFlags) (*onnx.Loaded, error) {
-	return onnx.Load(path, mf.loadOptions())
+// load loads the model at path as the flags say and extracts its tasks
+// (tuning.LoadModel).
+func (m *modelFlags) load(path string) (*onnx.Loaded, *partition.Plan, error) {
+	return tuning.LoadModel(path, m.loadOptions(), partition.Options{Winograd: m.winograd})
 }
 
-// modelTasks loads a model and returns its tasks.
-func modelTasks(path string, mf modelFlags) ([]*partition.Task, error) {
-	l, err := loadModel(path, mf)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := partition.Extract(l.Graph, partition.Options{Winograd: mf.winograd})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return plan.Tasks, nil
-}
-
-// natsFlags are the flags of the commands that talk to a NATS server: the
-// URL and where the credentials are (files or the environment; never the
-// command line itself).
-type natsFlags struct {
-	url   string
-	files remote.AuthFiles
-}
-
-func (n *natsFlags) register(fs *flag.FlagSet, urlHelp string) {
-	fs.StringVar(&n.url, "nats", "", urlHelp)
-	fs.StringVar(&n.files.Password, "nats-password-file", "", "`FILE` with user:password on its first line (else $"+remote.EnvUser+" and $"+remote.EnvPassword+")")
-	fs.StringVar(&n.files.NKey, "nats-nkey", "", "`FILE` with an NKey user seed (else $"+remote.EnvNKey+")")
-	fs.StringVar(&n.files.Creds, "nats-creds", "", "JWT user credentials `FILE`")
-	fs.StringVar(&n.files.CA, "nats-ca", "", "CA certificate `FILE` that verifies the server (turns TLS on)")
-	fs.StringVar(&n.files.Cert, "nats-cert", "", "client certificate `FILE` (with --nats-key)")
-	fs.StringVar(&n.files.Key, "nats-key", "", "client key `FILE` (with --nats-cert)")
-}
-
-// connect connects as name with the credentials the flags name.
-func (n *natsFlags) connect(name string) (*nats.Conn, error) {
-	auth, err := remote.LoadAuth(n.files, os.Getenv)
-	if err != nil {
-		return nil, err
-	}
-	nc, err := remote.Connect(n.url, auth, name)
-	if err != nil {
-		return nil, fmt.Errorf("--nats: %w", err)
-	}
-	return nc, nil
+// registerNATS registers the flags of a command that talks to a NATS
+// server: its URL (--nats, whose help is urlHelp) and where the
+// credentials are (files or the environment; never the command line).
+func registerNATS(fs *flag.FlagSet, d *remote.DialOptions, urlHelp string) {
+	fs.StringVar(&d.URL, "nats", "", urlHelp)
+	fs.StringVar(&d.Auth.Password, "nats-password-file", "", "`FILE` with user:password on its first line (else $"+remote.EnvUser+" and $"+remote.EnvPassword+")")
+	fs.StringVar(&d.Auth.NKey, "nats-nkey", "", "`FILE` with an NKey user seed (else $"+remote.EnvNKey+")")
+	fs.StringVar(&d.Auth.Creds, "nats-creds", "", "JWT user credentials `FILE`")
+	fs.StringVar(&d.Auth.CA, "nats-ca", "", "CA certificate `FILE` that verifies the server (turns TLS on)")
+	fs.StringVar(&d.Auth.Cert, "nats-cert", "", "client certificate `FILE` (with --nats-key)")
+	fs.StringVar(&d.Auth.Key, "nats-key", "", "client key `FILE` (with --nats-cert)")
 }

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"strings"
 
 	"tessera/internal/cli"
 	"tessera/partition"
+	"tessera/tuning"
 )
 
 // inspectUsage is the help of the command, before its flags.
@@ -30,33 +30,15 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return cli.ErrUsage
 	}
-	m, err := loadModel(pos[0], mf)
+	m, p, err := tuning.LoadModel(pos[0], mf.loadOptions(), partition.Options{MaxFuseDepth: *maxDepth, Winograd: mf.winograd})
 	if err != nil {
 		return err
 	}
 	cli.Notes(stderr, "tune inspect", m.Notes)
-	p, err := partition.Extract(m.Graph, partition.Options{MaxFuseDepth: *maxDepth, Winograd: mf.winograd})
-	if err != nil {
-		return err
-	}
 	var b strings.Builder
 	m.WriteSummary(&b, pos[0])
-	if *groups {
-		fmt.Fprintf(&b, "\nfused groups (%d):\n", len(p.Groups))
-		if err := partition.WriteGroups(&b, m.Graph, p.Groups); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintf(&b, "\ntasks:\n")
-	if err := partition.WriteTasks(&b, m.Graph, p); err != nil {
+	if err := partition.WritePlan(&b, m.Graph, p, *groups, *dag); err != nil {
 		return err
-	}
-	if *dag >= 0 {
-		if *dag >= len(p.Tasks) {
-			return fmt.Errorf("--dag %d: the model has %d tasks", *dag, len(p.Tasks))
-		}
-		t := p.Tasks[*dag]
-		fmt.Fprintf(&b, "\ntask %d (%s, key %s), DAG of group %d:\n%s", *dag, t.Ops(), t.Key, t.Groups[0].ID, t.DAG)
 	}
 	_, err = io.WriteString(stdout, cli.PrintableLines(b.String()))
 	return err

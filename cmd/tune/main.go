@@ -1,19 +1,11 @@
-// Command tune is Tessera's command line: it tunes the kernels of an ONNX
-// model and inspects what it would tune.
-//
-//	tune [flags] model.onnx          tune the model's tasks, recording every measurement
-//	tune inspect model.onnx [flags]  print the graph, fused groups and tasks
-//	tune build model.onnx -o DIR     compile the model from the records (package build)
-//	tune run DIR --input x=FILE      run a built model; tune bench DIR times it
-//	tune records VERB [flags]        export, import, distill, stats, plot
-//	tune costmodel train|eval        train a cost model on records, evaluate one
-//	tune worker --nats URL           measure jobs sent by `tune --nats` (package measure/remote)
-//
-// Each subcommand is an entry of the program's table, in a file of its
-// own; package internal/cli dispatches, parses the flags and turns errors
-// into one-line messages and exit statuses: 1 for a failure, 130 or 143
-// (128 + the signal) for a run stopped by Ctrl-C or SIGTERM once it has
-// committed what it measured, 2 for a bug (a panic).
+// Command tune is Tessera's command line: `tune [flags] model.onnx` tunes
+// the kernels of an ONNX model; its subcommands (inspect, build, run,
+// bench, records, costmodel, machine, worker; `tune -h` lists them) are
+// each an entry of the table below, in a file of its own, with the work
+// done by the library packages. Package internal/cli dispatches, parses
+// the flags and turns errors into one-line messages and exit statuses: 1
+// for a failure, 130 or 143 (128 + the signal) for a run stopped by Ctrl-C
+// or SIGTERM once it has committed what it measured, 2 for a bug (a panic).
 package main
 
 import (

@@ -10,13 +10,14 @@ import (
 	"testing"
 
 	"tessera/build"
+	"tessera/graph/onnx"
 )
 
 // tinyReference evaluates testdata/tiny.onnx on x with the reference
 // evaluator.
 func tinyReference(t *testing.T, x []float32) []float32 {
 	t.Helper()
-	l, err := loadModel(tiny, modelFlags{})
+	l, err := onnx.Load(tiny, onnx.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,10 @@ import (
 	"strings"
 
 	"tessera/internal/cli"
+	"tessera/partition"
 	"tessera/records"
 	"tessera/records/curveplot"
+	"tessera/tuning"
 )
 
 // plotUsage is the help of the command, before its flags.
@@ -55,7 +57,15 @@ func runPlot(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer store.Close()
-	c, names, title, err := pf.curve(store, pos)
+	var plan *partition.Plan
+	title := filepath.Base(pf.db)
+	if len(pos) == 1 {
+		if _, plan, err = pf.mf.load(pos[0]); err != nil {
+			return err
+		}
+		title = filepath.Base(pos[0])
+	}
+	c, names, err := tuning.Curve(store, plan, pf.target)
 	if err != nil {
 		return err
 	}
@@ -65,33 +75,4 @@ func runPlot(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s: %s\n", pf.out, c.Summary())
 	return nil
-}
-
-// curve returns the curve to plot (Store.CurveOf), its tasks' names and
-// the figure's title: the model's tasks (pos holds the model), or every
-// task stored in the database that has records on the target, named by
-// its key.
-func (pf *plotFlags) curve(store *records.Store, pos []string) (*records.Curve, []string, string, error) {
-	if len(pos) == 0 {
-		c, err := store.CurveOf(nil, pf.target)
-		if err != nil {
-			return nil, nil, "", err
-		}
-		var names []string
-		for _, t := range c.Tasks {
-			names = append(names, records.ShortKey(t.Key))
-		}
-		return c, names, filepath.Base(pf.db), nil
-	}
-	mts, err := modelTasks(pos[0], pf.mf)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	tasks, names := make([]records.TaskInfo, len(mts)), make([]string, len(mts))
-	for i, t := range mts {
-		tasks[i] = records.TaskInfo{Key: t.Key, FLOPs: t.FLOPs, Weight: t.Weight}
-		names[i] = fmt.Sprintf("%d %s", i, t.Ops())
-	}
-	c, err := store.CurveOf(tasks, pf.target)
-	return c, names, filepath.Base(pos[0]), err
 }

@@ -13,6 +13,7 @@ import (
 
 	"tessera/measure"
 	"tessera/records"
+	"tessera/tuning"
 )
 
 const fakeTarget = "cpu threads=1 | fake compiler"
@@ -23,7 +24,7 @@ const fakeTarget = "cpu threads=1 | fake compiler"
 // rounds of 3 successful records and 1 failed, then a round of 4 failed.
 func fakeRun(t *testing.T, path, target string, okRounds int) {
 	t.Helper()
-	tasks, err := modelTasks(tiny, modelFlags{})
+	tasks, err := tuning.ModelTasks(tiny)
 	if err != nil {
 		t.Fatal(err)
 	}

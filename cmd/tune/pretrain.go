@@ -36,17 +36,11 @@ type pretrainFlags struct {
 	seed        uint64
 }
 
-// pretrainTestData are the test data's models pretraining reads: the
-// PyTorch-converted layers whose tasks the models tune (convolutions,
-// depthwise and grouped ones, linear layers, pools, softmax).
-var pretrainTestData = []string{"test_Conv1d", "test_Conv2d", "test_Linear", "test_Softmax", "test_LogSoftmax",
-	"test_MaxPool2d", "test_AvgPool2d", "test_BatchNorm2d_eval", "test_PReLU_2d", "test_ELU"}
-
 func (p *pretrainFlags) Register(fs *flag.FlagSet) {
 	fs.Var(&p.dbs, "db", "records database `FILE` (repeatable)")
 	fs.Var(&p.models, "model", "another ONNX model `FILE` whose tasks the records measured (repeatable)")
 	fs.StringVar(&p.generated, "generated", strings.Join(tuning.PretrainGenerated, ","), "the generated models (cmd/genmodels) whose records it learns from; a model left out is held out (MobileNetV2 and the BERT layer are, by default)")
-	fs.StringVar(&p.testdata, "testdata", "/usr/share/libonnx-testdata/data/pytorch-converted", "`DIR` of the test data's PyTorch-converted models (Debian's libonnx-testdata), whose layers' records it learns from")
+	fs.StringVar(&p.testdata, "testdata", tuning.TestDataDir, "`DIR` of the test data's PyTorch-converted models (Debian's libonnx-testdata), whose layers' records it learns from")
 	fs.Float64Var(&p.holdOut, "hold-out", 0.2, "share of the workloads held out to report how the model ranks programs of workloads it did not see")
 	fs.StringVar(&p.out, "o", "tuning/pretrained/cpu-amd64.txt", "write the model to `FILE` (LightGBM text): the default is the model tune ships, embedded when tune is built")
 	fs.Uint64Var(&p.seed, "seed", 1, "random seed of the validation split")
@@ -65,7 +59,7 @@ func runPretrain(args []string, stdout, stderr io.Writer) error {
 	}
 	params := costmodel.DefaultParams()
 	params.Seed = p.seed
-	opts := tuning.PretrainOptions{DBs: p.dbs, Models: append(p.models, tuning.TestDataModels(p.testdata, pretrainTestData...)...),
+	opts := tuning.PretrainOptions{DBs: p.dbs, Models: append(p.models, tuning.TestDataModels(p.testdata, tuning.PretrainTestData...)...),
 		HoldOut: p.holdOut, Params: params}
 	if p.generated != "" {
 		opts.Generated = strings.Split(p.generated, ",")
@@ -74,16 +68,7 @@ func runPretrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, rep.Data)
-	if rep.HeldOutTasks > 0 {
-		fmt.Fprintf(stdout, "held out: %d tasks, %d records\n", rep.HeldOutTasks, rep.HeldOutRecords)
-		for _, r := range []struct {
-			name string
-			m    costmodel.TenSetMetrics
-		}{{"pretrained", rep.Pretrained}, {"cold", rep.Cold}} {
-			fmt.Fprintf(stdout, "  %-10s pairwise %.4f, top-1 %.4f, top-5 %.4f\n", r.name, r.m.Pairwise, r.m.Top1, r.m.Top5)
-		}
-	}
+	rep.Write(stdout)
 	if err := cli.WriteOutput(p.out, m.Save); err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"tessera/internal/cli"
@@ -52,7 +51,7 @@ func runRecords(args []string, stdout, stderr io.Writer) error {
 	defer store.Close()
 	switch verb {
 	case "import":
-		return importRecords(stdout, store, pos)
+		return store.ImportFiles(stdout, pos)
 	case "stats":
 		st, err := store.Stats()
 		if err != nil {
@@ -70,34 +69,4 @@ func runRecords(args []string, stdout, stderr io.Writer) error {
 		err = store.Distill(w, *k)
 	}
 	return errors.Join(err, closeOut())
-}
-
-// importRecords imports the JSON lines files into the store and says what
-// each added and skipped.
-func importRecords(stdout io.Writer, store *records.Store, files []string) error {
-	if len(files) == 0 {
-		return errors.New("import: name the JSON lines files to import")
-	}
-	added, skipped := 0, 0
-	for _, path := range files {
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		rep, err := store.Import(f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		fmt.Fprintf(stdout, "%s: %d records added, %d lines skipped\n", path, rep.Added, len(rep.Skipped))
-		for _, s := range rep.Skipped {
-			fmt.Fprintf(stdout, "  line %d: %s\n", s.Line, s.Reason)
-		}
-		added += rep.Added
-		skipped += len(rep.Skipped)
-	}
-	if added == 0 && skipped > 0 {
-		return fmt.Errorf("import: no record added: all %d lines were skipped (the reasons are above)", skipped)
-	}
-	return nil
 }

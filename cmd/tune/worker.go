@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
-	"time"
 
 	"tessera/internal/cli"
 	"tessera/measure"
@@ -25,14 +24,14 @@ var workerUsage = "usage: tune worker --nats URL [flags]\n\nTakes the measuremen
 
 // workerFlags are the flags of `tune worker`.
 type workerFlags struct {
-	nats                 natsFlags
+	nats                 remote.DialOptions
 	target, cpu, name    string
 	threads, concurrency int
 	maxMemory            *cli.Bytes
 }
 
 func (w *workerFlags) Register(fs *flag.FlagSet) {
-	w.nats.register(fs, "NATS server `URL` (nats://host:4222, tls://...); required")
+	registerNATS(fs, &w.nats, "NATS server `URL` (nats://host:4222, tls://...); required")
 	fs.StringVar(&w.target, "target", "cpu", "target this host measures: "+strings.Join(target.Names, ", "))
 	fs.IntVar(&w.threads, "threads", runtime.NumCPU(), "threads of every measured kernel (part of the target key)")
 	fs.StringVar(&w.cpu, "cpu", target.DefaultCPU(), cpuFlagHelp)
@@ -50,18 +49,18 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 0 || wf.nats.url == "" {
+	if len(pos) != 0 || wf.nats.URL == "" {
 		return cli.Usagef(stderr, "tune worker: want --nats URL and no arguments (run 'tune worker -h')")
 	}
 	if wf.threads <= 0 || wf.concurrency <= 0 {
 		return errors.New("--threads and --concurrency must be positive")
 	}
-	tg, err := target.New(target.Config{Name: wf.target, CPU: wf.cpu, Threads: wf.threads, Run: runOptions(wf.threads, 10*time.Second), Host: &measure.Builder{}, Measures: true})
+	tg, err := target.New(target.Config{Name: wf.target, CPU: wf.cpu, Threads: wf.threads, Run: measure.SearchRunOptions(wf.threads), Host: &measure.Builder{}, Measures: true})
 	if err != nil {
 		return err
 	}
 	defer tg.Close()
-	nc, err := wf.nats.connect("tessera worker")
+	nc, err := remote.Dial(wf.nats.URL, wf.nats.Auth, "tessera worker")
 	if err != nil {
 		return err
 	}
@@ -69,7 +68,7 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(stdout, "worker pid %d: target key %s (id %s), concurrency %d, jobs from %s on %s\n",
-		os.Getpid(), tg.Key(), remote.KeyID(tg.Key()), wf.concurrency, remote.JobsStream, wf.nats.url)
+		os.Getpid(), tg.Key(), remote.KeyID(tg.Key()), wf.concurrency, remote.JobsStream, wf.nats.URL)
 	return remote.RunWorker(ctx, nc, remote.WorkerConfig{
 		Target:      tg.Key(),
 		Measurer:    remote.Measurers(tg.Generator, tg.Builder, tg.Runner, wf.threads, int64(*wf.maxMemory)),

@@ -77,6 +77,8 @@ type Measurer struct {
 	mu    sync.Mutex
 	times measure.Times
 	stats Stats
+
+	nc *nats.Conn // closed by Close where Open made it
 }
 
 // NewMeasurer prepares a run: the streams and bucket (Setup), the target
@@ -328,7 +330,8 @@ func (m *Measurer) purge() error {
 	return nil
 }
 
-// Close purges the run's jobs and results and stops its subscriptions.
+// Close purges the run's jobs and results, stops its subscriptions and
+// closes the connection Open made.
 func (m *Measurer) Close() error {
 	close(m.done)
 	m.consume.Stop()
@@ -338,6 +341,9 @@ func (m *Measurer) Close() error {
 	defer cancel()
 	if perr := m.results.Purge(ctx, jetstream.WithPurgeSubject(resultsSubject(m.opts.Run))); perr != nil && err == nil {
 		err = fmt.Errorf("remote: purge the results of run %s: %w", m.opts.Run, perr)
+	}
+	if m.nc != nil {
+		m.nc.Close()
 	}
 	return err
 }

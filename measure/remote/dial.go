@@ -1,0 +1,68 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Dial connects to the NATS server at url as name, with the credentials
+// of files, else of the environment (LoadAuth, Connect).
+func Dial(url string, files AuthFiles, name string) (*nats.Conn, error) {
+	auth, err := LoadAuth(files, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := Connect(url, auth, name)
+	if err != nil {
+		return nil, fmt.Errorf("--nats: %w", err)
+	}
+	return nc, nil
+}
+
+// DialOptions say where a tuner's Measurer finds its workers.
+type DialOptions struct {
+	URL  string    // the NATS server
+	Auth AuthFiles // its credentials (else the environment's)
+	// WorkerKey picks the workers' target key when workers of several
+	// keys are up: the key, or a part of it that names one (FindTarget).
+	WorkerKey string
+	// Options configure the Measurer; Target is left empty: it is the
+	// key of the workers found. NoWorker is also how long Open waits for
+	// a first worker.
+	Options
+}
+
+// Open connects to the server, waits for a worker of target name (FindTarget)
+// and returns a Measurer of that worker's target key that owns the
+// connection: Close closes it too.
+func Open(ctx context.Context, name string, o DialOptions) (*Measurer, error) {
+	nc, err := Dial(o.URL, o.Auth, "tessera tuner")
+	if err != nil {
+		return nil, err
+	}
+	opts := o.Options.withDefaults()
+	if opts.Target, err = FindTarget(ctx, nc, name, o.WorkerKey, opts.NoWorker, o.URL); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	m, err := NewMeasurer(ctx, nc, opts)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	m.nc = nc
+	return m, nil
+}
+
+// Key returns the target key of the workers that measure.
+func (m *Measurer) Key() string { return m.opts.Target }
+
+// Summary is one line on what the fault handling did, for the end of a run.
+func (m *Measurer) Summary() string {
+	st := m.Stats()
+	return fmt.Sprintf("remote: %d jobs, %d results of a redelivered job, %d duplicate results dropped, %d jobs abandoned after %d deliveries",
+		st.Jobs, st.Redelivered, st.Duplicates, st.Abandoned, m.opts.MaxDeliver)
+}
