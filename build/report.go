@@ -1,6 +1,7 @@
 package build
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"maps"
@@ -8,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"tessera/measure"
 	"tessera/records"
 )
 
@@ -83,6 +85,29 @@ func (m *Manifest) WriteProfile(w io.Writer, steps, runs []float64) {
 	tw.Flush()
 	fmt.Fprintf(w, "steps sum ms = %.3f\n", sum*1e3)
 	fmt.Fprintf(w, "outside steps ms = %.3f (mean run %.3f)\n", (mean-sum)*1e3, mean*1e3)
+}
+
+// WriteBench times the model as tune bench does (Bench, or Profile with
+// profile) and writes the fastest and the median run, "min ms = X" and
+// "median ms = Y", after the table of the steps with profile
+// (WriteProfile).
+func (m *Model) WriteBench(ctx context.Context, w io.Writer, warmup, repeat int, profile bool, opts RunOptions) error {
+	var times, steps []float64
+	var err error
+	if profile {
+		times, steps, err = m.Profile(ctx, warmup, repeat, opts)
+	} else {
+		times, err = m.Bench(ctx, warmup, repeat, opts)
+	}
+	if err != nil {
+		return err
+	}
+	if profile {
+		m.Manifest.WriteProfile(w, steps, times)
+	}
+	r := measure.Result{Costs: times}
+	_, err = fmt.Fprintf(w, "min ms = %.3f\nmedian ms = %.3f\n", r.Min()*1e3, r.Median()*1e3)
+	return err
 }
 
 // WriteOtherTargets writes a hint for every target but the build's own

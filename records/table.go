@@ -10,6 +10,15 @@ import (
 // Tables of records for people: `tune records stats` and the short keys
 // of task tables.
 
+// WriteStats writes the table of the store's Stats (WriteStats).
+func (s *Store) WriteStats(w io.Writer) error {
+	st, err := s.Stats()
+	if err != nil {
+		return err
+	}
+	return WriteStats(w, st)
+}
+
 // WriteStats writes a table of stats, one line per (workload, target):
 // records, errors and the best cost in ms.
 func WriteStats(w io.Writer, stats []Stat) error {

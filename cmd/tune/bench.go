@@ -9,7 +9,6 @@ import (
 
 	"tessera/build"
 	"tessera/internal/cli"
-	"tessera/measure"
 )
 
 // benchUsage is the help of the command, before its flags.
@@ -37,20 +36,5 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "bench %s (%s): %d threads, %d warm-up runs, %d timed runs\n", model.Dir, model.Manifest.Model, *threads, *warmup, *repeat)
 	opts := build.RunOptions{Threads: *threads, MaxMemory: int64(*maxMemory)}
-	var times, steps []float64
-	if *profile {
-		times, steps, err = model.Profile(context.Background(), *warmup, *repeat, opts)
-	} else {
-		times, err = model.Bench(context.Background(), *warmup, *repeat, opts)
-	}
-	if err != nil {
-		return err
-	}
-	r := measure.Result{Costs: times}
-	if *profile {
-		model.Manifest.WriteProfile(stdout, steps, times)
-	}
-	fmt.Fprintf(stdout, "min ms = %.3f\n", r.Min()*1e3)
-	fmt.Fprintf(stdout, "median ms = %.3f\n", r.Median()*1e3)
-	return nil
+	return model.WriteBench(context.Background(), stdout, *warmup, *repeat, *profile, opts)
 }

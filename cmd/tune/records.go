@@ -2,12 +2,17 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"tessera/internal/cli"
+	"tessera/partition"
 	"tessera/records"
+	"tessera/records/curveplot"
+	"tessera/tuning"
 )
 
 // runRecords is `tune records export|import|distill|stats|plot`.
@@ -49,24 +54,83 @@ func runRecords(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer store.Close()
-	switch verb {
-	case "import":
+	if verb == "import" {
 		return store.ImportFiles(stdout, pos)
-	case "stats":
-		st, err := store.Stats()
-		if err != nil {
-			return err
-		}
-		return records.WriteStats(stdout, st)
 	}
 	w, closeOut, err := cli.Create(*out, stdout)
 	if err != nil {
 		return err
 	}
-	if verb == "export" {
+	switch verb {
+	case "export":
 		err = store.Export(w)
-	} else {
+	case "distill":
 		err = store.Distill(w, *k)
+	case "stats":
+		err = store.WriteStats(w)
 	}
 	return errors.Join(err, closeOut())
+}
+
+// plotUsage is the help of the command, before its flags.
+const plotUsage = `usage: tune records plot [flags] [model.onnx]
+
+Draws the tuning curve of --db: the estimated model latency (the sum over
+tasks of weight × best latency so far) and each task's best GFLOP/s, against
+the trials in measurement order. With a model, its tasks and weights are
+plotted; without, every task stored in --db that has records on the target.
+
+`
+
+// plotFlags are the flags of `tune records plot`.
+type plotFlags struct {
+	mf              modelFlags
+	db, target, out string
+}
+
+func (p *plotFlags) Register(fs *flag.FlagSet) {
+	p.mf.Register(fs)
+	fs.StringVar(&p.db, "db", "tuning.db", "records database `FILE`")
+	fs.StringVar(&p.target, "target", "", "target key, or a part of it that names one target (default: the only target of the records)")
+	fs.StringVar(&p.out, "o", "tuning.svg", "output `FILE`: .svg or .png")
+	cli.SetUsage(fs, plotUsage)
+}
+
+// runPlot is `tune records plot [flags] [model.onnx]` (package curveplot).
+func runPlot(args []string, stdout, stderr io.Writer) error {
+	var pf plotFlags
+	pos, err := cli.Parse(cli.NewFlagSet("tune records plot", stderr, &pf), args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		return cli.Usagef(stderr, "usage: tune records plot [flags] [model.onnx] (at most one model; run 'tune records plot -h')")
+	}
+	format := strings.ToLower(filepath.Ext(pf.out))
+	if format != ".svg" && format != ".png" {
+		return fmt.Errorf("-o %s: the output is .svg or .png", pf.out)
+	}
+	store, err := records.OpenReadOnly(pf.db)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	var plan *partition.Plan
+	title := filepath.Base(pf.db)
+	if len(pos) == 1 {
+		if _, plan, err = pf.mf.load(pos[0]); err != nil {
+			return err
+		}
+		title = filepath.Base(pos[0])
+	}
+	c, names, err := tuning.Curve(store, plan, pf.target)
+	if err != nil {
+		return err
+	}
+	err = cli.WriteOutput(pf.out, func(w io.Writer) error { return curveplot.Draw(w, format, c, names, title) })
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s: %s\n", pf.out, c.Summary())
+	return nil
 }

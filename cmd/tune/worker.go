@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
 	"strings"
-	"syscall"
 
 	"tessera/internal/cli"
 	"tessera/measure"
@@ -65,8 +62,8 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer nc.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, sigs := cli.NotifySignals()
+	defer sigs.Stop()
 	fmt.Fprintf(stdout, "worker pid %d: target key %s (id %s), concurrency %d, jobs from %s on %s\n",
 		os.Getpid(), tg.Key(), remote.KeyID(tg.Key()), wf.concurrency, remote.JobsStream, wf.nats.URL)
 	return remote.RunWorker(ctx, nc, remote.WorkerConfig{
