@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -36,6 +37,27 @@ func (p Peak) String() string {
 		return fmt.Sprintf("%.1f GFLOP/s per core (no FMA; %.2f GHz)", p.GFLOPS, p.GHz)
 	}
 	return fmt.Sprintf("%.1f GFLOP/s per core (%d FMA units at %.2f GHz)", p.GFLOPS, p.FMAUnits, p.GHz)
+}
+
+// WriteMachine writes what tune machine shows: the machine model cpu
+// resolves to (ResolveMachine) next to this host's, and with peak one
+// core's FMA peak for it (MeasurePeak).
+func WriteMachine(ctx context.Context, w io.Writer, cpu string, peak bool) error {
+	b := &measure.Builder{}
+	m, err := ResolveMachine(cpu, b)
+	if err != nil {
+		return err
+	}
+	m.WriteReport(w, NativeMachine())
+	if !peak {
+		return nil
+	}
+	p, err := MeasurePeak(ctx, b, m)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "peak: %s\n", p)
+	return err
 }
 
 // MeasurePeak runs the FMA-throughput probe for machine m on this host,

@@ -108,14 +108,23 @@ func (s *Session) WriteStart(w io.Writer, model, db string, tg *target.Target) {
 }
 
 // WriteEnd writes the end of a run: its summary (WriteSummary), why it
-// stopped short of the budget where it did and was not cancelled, and
-// where its wall time went (WriteTimes).
-func (s *Session) WriteEnd(w io.Writer, sum search.Summary, cancelled bool, mt measure.Times, wall time.Duration) {
+// stopped short of the budget where it did and was not cancelled, where
+// its wall time went (WriteTimes, with the measurer's Times where it keeps
+// them) and the measurer's own Summary line where it has one (a remote
+// measurer's fault handling).
+func (s *Session) WriteEnd(w io.Writer, sum search.Summary, cancelled bool, wall time.Duration) {
 	WriteSummary(w, sum)
 	if !cancelled && sum.Trials < s.ToGo() {
 		fmt.Fprintf(w, "stopped at %d of %d trials: no task has a schedule left to measure\n", sum.Trials, s.ToGo())
 	}
+	var mt measure.Times
+	if m, ok := s.measurer.(interface{ Times() measure.Times }); ok {
+		mt = m.Times()
+	}
 	WriteTimes(w, sum, mt, wall)
+	if m, ok := s.measurer.(interface{ Summary() string }); ok {
+		fmt.Fprintln(w, m.Summary())
+	}
 }
 
 // WriteTimes writes where a run's wall time went: the search, and the

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"tessera/internal/cli"
-	"tessera/measure"
 	"tessera/target"
 )
 
@@ -27,18 +25,5 @@ func runMachine(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 0 {
 		return cli.Usagef(stderr, "tune machine: no arguments (run 'tune machine -h')")
 	}
-	b := &measure.Builder{}
-	m, err := target.ResolveMachine(*cpu, b)
-	if err != nil {
-		return err
-	}
-	m.WriteReport(stdout, target.NativeMachine())
-	if *peak {
-		p, err := target.MeasurePeak(context.Background(), b, m)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "peak: %s\n", p)
-	}
-	return nil
+	return target.WriteMachine(context.Background(), stdout, *cpu, *peak)
 }

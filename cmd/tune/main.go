@@ -1,11 +1,10 @@
 // Command tune is Tessera's command line: `tune [flags] model.onnx` tunes
-// the kernels of an ONNX model; its subcommands (inspect, build, run,
-// bench, records, costmodel, machine, worker; `tune -h` lists them) are
-// each an entry of the table below, in a file of its own, with the work
-// done by the library packages. Package internal/cli dispatches, parses
-// the flags and turns errors into one-line messages and exit statuses: 1
-// for a failure, 130 or 143 (128 + the signal) for a run stopped by Ctrl-C
-// or SIGTERM once it has committed what it measured, 2 for a bug (a panic).
+// the kernels of an ONNX model; each subcommand (`tune -h` lists them) is
+// an entry of the table below, in a file of its own, its work done by the
+// library packages. Package internal/cli dispatches, parses the flags and
+// turns errors into one line and an exit status: 1 for a failure, 130 or
+// 143 (128 + the signal) for a run stopped by Ctrl-C or SIGTERM once it
+// has committed what it measured, 2 for a bug (a panic).
 package main
 
 import (

@@ -106,9 +106,9 @@ func runPlot(args []string, stdout, stderr io.Writer) error {
 	if len(pos) > 1 {
 		return cli.Usagef(stderr, "usage: tune records plot [flags] [model.onnx] (at most one model; run 'tune records plot -h')")
 	}
-	format := strings.ToLower(filepath.Ext(pf.out))
-	if format != ".svg" && format != ".png" {
-		return fmt.Errorf("-o %s: the output is .svg or .png", pf.out)
+	format, err := curveplot.FormatOf(pf.out)
+	if err != nil {
+		return err
 	}
 	store, err := records.OpenReadOnly(pf.db)
 	if err != nil {

@@ -79,14 +79,19 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 1 {
 		return cli.Usagef(stderr, "tune: want exactly one model file (run 'tune -h')")
 	}
-	if err := f.check(); err != nil {
+	if o := f.opts; o.Trials < 0 || o.PerRound <= 0 || f.threads <= 0 || f.pop <= 0 || o.WarmUp < 0 || o.Transfer < 0 {
+		return errors.New("--trials, --per-round, --population and --threads must be positive (--warm-up and --transfer not negative)")
+	} else if err := search.CheckStrategy(o.Scheduler.Strategy); err != nil {
 		return err
 	}
 	tasks, err := f.tasks(pos[0], stderr)
 	if err != nil {
 		return err
 	}
-	tg, err := target.New(target.Config{Name: f.target, CPU: f.cpu, Threads: f.threads, Run: f.timing(), Host: &measure.Builder{}, Measures: true})
+	timing := &f.remote.Timing // the timing protocol, of workers too
+	*timing = measure.SearchRunOptions(f.threads)
+	timing.Timeout, timing.FlushCache = f.timeout, f.flushCache
+	tg, err := target.New(target.Config{Name: f.target, CPU: f.cpu, Threads: f.threads, Run: *timing, Host: &measure.Builder{}, Measures: true})
 	if err != nil {
 		return err
 	}
@@ -128,22 +133,11 @@ func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *target.Targe
 	if err != nil && !interrupted {
 		return err
 	}
-	s.WriteEnd(stdout, sum, interrupted, m.Times(), time.Since(start))
-	if rm, ok := m.(*remote.Measurer); ok {
-		fmt.Fprintln(stdout, rm.Summary())
-	}
+	s.WriteEnd(stdout, sum, interrupted, time.Since(start))
 	if interrupted {
 		return sigs.Interrupted(nil, fmt.Sprintf("every measured batch is in %s; run the same command to resume", f.db))
 	}
 	return nil
-}
-
-func (f *tuneFlags) check() error {
-	o := f.opts
-	if o.Trials < 0 || o.PerRound <= 0 || f.threads <= 0 || f.pop <= 0 || o.WarmUp < 0 || o.Transfer < 0 {
-		return errors.New("--trials, --per-round, --population and --threads must be positive (--warm-up and --transfer not negative)")
-	}
-	return search.CheckStrategy(o.Scheduler.Strategy)
 }
 
 // tasks loads the model and returns its tasks, each within --max-memory.
@@ -159,12 +153,6 @@ func (f *tuneFlags) tasks(path string, stderr io.Writer) ([]*partition.Task, err
 		}
 	}
 	return plan.Tasks, nil
-}
-
-func (f *tuneFlags) timing() measure.RunOptions {
-	timing := measure.SearchRunOptions(f.threads)
-	timing.Timeout, timing.FlushCache = f.timeout, f.flushCache
-	return timing
 }
 
 // options are the session's options the flags give, the search's set
@@ -199,23 +187,17 @@ func progress(opts *tuning.Options, stderr io.Writer, start time.Time) *cli.Bar 
 	return bar
 }
 
-// measurer is where candidates are measured: this machine
-// (measure.Measurer), or the workers of a NATS server (remote.Measurer).
-type measurer interface {
-	search.Measurer
-	Times() measure.Times
-}
-
-// measurer returns where candidates are measured and the target key of
-// what measures them.
-func (f *tuneFlags) measurer(ctx context.Context, tg *target.Target, stdout io.Writer) (measurer, string, error) {
+// measurer returns where candidates are measured, this machine
+// (measure.Measurer) or the workers of a NATS server (remote.Measurer),
+// and the target key of what measures them.
+func (f *tuneFlags) measurer(ctx context.Context, tg *target.Target, stdout io.Writer) (search.Measurer, string, error) {
 	if f.remote.URL == "" {
 		local := tg.Measurer(f.verify)
 		local.MaxMemory = int64(*f.maxMemory)
 		return local, tg.Key(), nil
 	}
 	r := f.remote
-	r.Verify, r.Timing = f.verify, f.timing()
+	r.Verify = f.verify
 	rm, err := remote.Open(ctx, tg.Name, r)
 	if err != nil {
 		return nil, "", err

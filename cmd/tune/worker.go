@@ -21,10 +21,11 @@ var workerUsage = "usage: tune worker --nats URL [flags]\n\nTakes the measuremen
 
 // workerFlags are the flags of `tune worker`.
 type workerFlags struct {
-	nats                 remote.DialOptions
-	target, cpu, name    string
-	threads, concurrency int
-	maxMemory            *cli.Bytes
+	nats        remote.DialOptions
+	cfg         remote.WorkerConfig
+	target, cpu string
+	threads     int
+	maxMemory   *cli.Bytes
 }
 
 func (w *workerFlags) Register(fs *flag.FlagSet) {
@@ -32,8 +33,8 @@ func (w *workerFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&w.target, "target", "cpu", "target this host measures: "+strings.Join(target.Names, ", "))
 	fs.IntVar(&w.threads, "threads", runtime.NumCPU(), "threads of every measured kernel (part of the target key)")
 	fs.StringVar(&w.cpu, "cpu", target.DefaultCPU(), cpuFlagHelp)
-	fs.IntVar(&w.concurrency, "concurrency", 1, "jobs held at a time: their builds run in parallel, their timing runs take turns")
-	fs.StringVar(&w.name, "name", "", "worker name in results and presence (default host-pid)")
+	fs.IntVar(&w.cfg.Concurrency, "concurrency", 1, "jobs held at a time: their builds run in parallel, their timing runs take turns")
+	fs.StringVar(&w.cfg.Name, "name", "", "worker name in results and presence (default host-pid)")
 	w.maxMemory = cli.MaxMemory(fs, "the most memory measuring one task may take on this host, e.g. 8GiB")
 	cli.SetUsage(fs, workerUsage)
 }
@@ -49,7 +50,7 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 0 || wf.nats.URL == "" {
 		return cli.Usagef(stderr, "tune worker: want --nats URL and no arguments (run 'tune worker -h')")
 	}
-	if wf.threads <= 0 || wf.concurrency <= 0 {
+	if wf.threads <= 0 || wf.cfg.Concurrency <= 0 {
 		return errors.New("--threads and --concurrency must be positive")
 	}
 	tg, err := target.New(target.Config{Name: wf.target, CPU: wf.cpu, Threads: wf.threads, Run: measure.SearchRunOptions(wf.threads), Host: &measure.Builder{}, Measures: true})
@@ -57,20 +58,12 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer tg.Close()
-	nc, err := remote.Dial(wf.nats.URL, wf.nats.Auth, "tessera worker")
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
 	ctx, sigs := cli.NotifySignals()
 	defer sigs.Stop()
 	fmt.Fprintf(stdout, "worker pid %d: target key %s (id %s), concurrency %d, jobs from %s on %s\n",
-		os.Getpid(), tg.Key(), remote.KeyID(tg.Key()), wf.concurrency, remote.JobsStream, wf.nats.URL)
-	return remote.RunWorker(ctx, nc, remote.WorkerConfig{
-		Target:      tg.Key(),
-		Measurer:    remote.Measurers(tg.Generator, tg.Builder, tg.Runner, wf.threads, int64(*wf.maxMemory)),
-		Concurrency: wf.concurrency,
-		Name:        wf.name,
-		Log:         stderr,
-	})
+		os.Getpid(), tg.Key(), remote.KeyID(tg.Key()), wf.cfg.Concurrency, remote.JobsStream, wf.nats.URL)
+	cfg := wf.cfg
+	cfg.Target, cfg.Log = tg.Key(), stderr
+	cfg.Measurer = remote.Measurers(tg.Generator, tg.Builder, tg.Runner, wf.threads, int64(*wf.maxMemory))
+	return remote.Serve(ctx, wf.nats, cfg)
 }

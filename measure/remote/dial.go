@@ -66,3 +66,14 @@ func (m *Measurer) Summary() string {
 	return fmt.Sprintf("remote: %d jobs, %d results of a redelivered job, %d duplicate results dropped, %d jobs abandoned after %d deliveries",
 		st.Jobs, st.Redelivered, st.Duplicates, st.Abandoned, m.opts.MaxDeliver)
 }
+
+// Serve connects to the server of d and works as a worker (RunWorker)
+// until ctx ends.
+func Serve(ctx context.Context, d DialOptions, cfg WorkerConfig) error {
+	nc, err := Dial(d.URL, d.Auth, "tessera worker")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	return RunWorker(ctx, nc, cfg)
+}

@@ -10,6 +10,7 @@ import (
 	"image/color"
 	"io"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -33,6 +34,16 @@ const (
 // LegendTasks is how many tasks the GFLOP/s panel names; the others are
 // drawn in grey under one legend entry.
 const LegendTasks = 8
+
+// FormatOf returns the format Draw writes for the file at path: ".svg" or
+// ".png", from its extension.
+func FormatOf(path string) (string, error) {
+	format := strings.ToLower(filepath.Ext(path))
+	if format != ".svg" && format != ".png" {
+		return "", fmt.Errorf("-o %s: the output is .svg or .png", path)
+	}
+	return format, nil
+}
 
 // Draw draws the curve's two panels (only the GFLOP/s one while the
 // latency is not defined) and writes them in format (".svg" or ".png").
