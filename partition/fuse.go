@@ -3,6 +3,7 @@ package partition
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"tessera/graph"
@@ -12,7 +13,7 @@ import (
 // Fusion: graph nodes → groups, along the post-dominator tree.
 //
 //	graph.Graph ──dataflow graph (edges with patterns)──▶ post-dominator tree
-//	            ──phase 0, 1, 2 (below)──▶ union-find groups ──▶ []*Group
+//	            ──phase 0, 1, sandwiches, phase 2 (below)──▶ union-find groups ──▶ []*Group
 //
 // This is TVM's FuseOps on graph nodes. A node may only be fused into its
 // immediate post-dominator (the first node that every path from it to the
@@ -30,6 +31,11 @@ import (
 //   - phase 1: injective ops (and the groups they head) go into their
 //     post-dominator when every op on the way, the post-dominator included,
 //     is at most injective (reshape+transpose chains);
+//   - normalizations between two anchors: an anchor group that leads
+//     only into a normalization (Softmax, LayerNormalization: a reduction
+//     that keeps its input's shape) which leads only into another anchor
+//     becomes one group with both (sandwiches): attention's scores, their
+//     softmax and its product with the values;
 //   - phase 2: what is still an injective group goes into a following
 //     reduction or out-elementwise-fusable group as its prologue (the
 //     Reshape/Transpose to attention heads before a MatMul, the Flatten
@@ -40,11 +46,13 @@ import (
 //     computed again for every output channel that reads it, and stays a
 //     kernel of its own.
 //
-// Phase 2 is ours: TVM leaves such groups alone and its auto-scheduler
-// then skips them as too simple to tune, so they run as extra copies. Here
-// the sketch rules inline a strictly inlineable producer into the anchor's
-// loads, so a layout change becomes the anchor's index arithmetic instead
-// of a kernel of its own.
+// The sandwiches and phase 2 are ours. TVM never puts two anchors in one
+// group; it leaves phase 2's groups alone and its auto-scheduler then
+// skips them as too simple to tune, so they run as extra copies. Here the
+// sketch rules tile each anchor of a group in a loop nest of its own, and
+// inline a strictly inlineable producer into the anchor's loads, so a
+// layout change becomes the anchor's index arithmetic instead of a kernel
+// of its own.
 //
 // A node whose output is a graph output has no post-dominator (it must be
 // materialized), so it ends its group. No group grows beyond
@@ -164,6 +172,7 @@ type fuser struct {
 	computes []bool
 	maxSize  int
 	visited  []bool // scratch for path walks
+	g        *graph.Graph
 }
 
 func newFuser(g *graph.Graph, maxSize int) *fuser {
@@ -172,7 +181,7 @@ func newFuser(g *graph.Graph, maxSize int) *fuser {
 		idx[n] = i
 	}
 	consumers := g.Consumers()
-	f := &fuser{nodes: make([]fnode, len(g.Nodes)), maxSize: maxSize}
+	f := &fuser{nodes: make([]fnode, len(g.Nodes)), maxSize: maxSize, g: g}
 	for i, n := range g.Nodes {
 		fn := fnode{node: n, pattern: PatternOf(n)}
 		for _, o := range n.Outputs {
@@ -307,6 +316,16 @@ func (f *fuser) checkPath(src, sink int, ok func(p Pattern, isSink bool) bool) b
 	return f.walk(src, sink, func(i int, isSink bool) bool { return ok(f.pattern[f.find(i)], isSink) })
 }
 
+// intoGroup reports whether every way from src to sink crosses only
+// injective groups and sink's own group: a prologue read at several
+// places of a group that already holds them all (the query, key and value
+// of one attention, sliced from one tensor).
+func (f *fuser) intoGroup(src, sink int) bool {
+	g := f.find(sink)
+	return (f.pattern[g] == CommReduce || f.pattern[g] == OutEWiseFusable) &&
+		f.walk(src, sink, func(i int, _ bool) bool { return f.find(i) == g || f.pattern[f.find(i)] <= Injective })
+}
+
 // sizeAfter returns the size of the group that fusing src into sink
 // would make.
 func (f *fuser) sizeAfter(src, sink int) int {
@@ -323,9 +342,10 @@ func (f *fuser) sizeAfter(src, sink int) int {
 }
 
 // movesOnly reports whether the group of src and every group on the way
-// to sink (sink excluded) only move data.
+// to sink (sink's own excluded) only move data.
 func (f *fuser) movesOnly(src, sink int) bool {
-	return !f.computes[f.find(src)] && f.walk(src, sink, func(j int, isSink bool) bool { return isSink || !f.computes[f.find(j)] })
+	g := f.find(sink)
+	return !f.computes[f.find(src)] && f.walk(src, sink, func(j int, _ bool) bool { return f.find(j) == g || !f.computes[f.find(j)] })
 }
 
 // commit fuses src, sink and every node between them into sink's group.
@@ -393,7 +413,7 @@ func (f *fuser) phase(phase int) {
 				ok = intoAnchor
 			}
 		}
-		if ok == nil || !f.checkPath(i, sink, ok) {
+		if ok == nil || !f.checkPath(i, sink, ok) && !(phase == 2 && f.intoGroup(i, sink)) {
 			continue
 		}
 		// Into an anchor, data movement only: it re-reads its input
@@ -410,14 +430,76 @@ func (f *fuser) phase(phase int) {
 	}
 }
 
+// normalizes reports whether the group rooted at r is a normalization:
+// a reduction whose root writes a value of its first input's shape
+// (Softmax, LayerNormalization), not one that reduces axes away.
+func (f *fuser) normalizes(r int) bool {
+	if f.pattern[r] != CommReduce {
+		return false
+	}
+	n := f.nodes[r].node
+	in, out := f.g.Values[n.Input(0)], f.g.Values[n.Outputs[0]]
+	return in != nil && out != nil && in.Shape != nil && slices.Equal(in.Shape, out.Shape)
+}
+
+// sandwiches fuses a normalization between two anchors into one group
+// with both: an out-elementwise-fusable group whose every way on leads,
+// through injective ops, into a normalization (its immediate
+// post-dominator is in the normalization's group), which leads so into
+// another anchor. That is attention, the scores q·kᵀ (with their scale,
+// bias and mask), their softmax and its product with v: one task per head
+// group instead of three kernels, the scores and the probabilities never
+// leaving the kernel. Each anchor keeps a loop nest of its own in the
+// schedule (the sketch rules tile both), so nothing is computed twice.
+func (f *fuser) sandwiches() {
+	for a := range f.nodes {
+		if f.find(a) != a || f.pattern[a] != OutEWiseFusable {
+			continue
+		}
+		to := f.past(a)
+		if to < 0 || !f.normalizes(f.find(to)) {
+			continue
+		}
+		r := f.find(to)
+		on := f.past(r)
+		if on < 0 || f.pattern[f.find(on)] != OutEWiseFusable || f.find(on) == a {
+			continue
+		}
+		b := f.find(on)
+		into := func(group int) func(i int, isSink bool) bool {
+			return func(i int, isSink bool) bool { return f.find(i) == group || f.pattern[f.find(i)] <= Injective }
+		}
+		if !f.walk(a, to, into(r)) || !f.walk(r, on, into(b)) {
+			continue
+		}
+		if f.sizeAfter(a, to)+f.sizeAfter(r, on)-f.size[r] > f.maxSize {
+			continue
+		}
+		f.commit(a, to)
+		f.commit(r, on)
+	}
+}
+
+// past returns the node the post-dominators of the group rooted at i lead
+// to past injective groups (-1 for none): the first one in a group that
+// computes more than an injective op does.
+func (f *fuser) past(i int) int {
+	p := f.tree[i].parent
+	for p >= 0 && f.pattern[f.find(p)] <= Injective {
+		p = f.tree[f.find(p)].parent
+	}
+	return p
+}
+
 // Fuse partitions g (shapes inferred, passes run) into groups of nodes,
 // in execution order. Graph inputs and constants are not nodes: they are
 // inputs of the groups that read them.
 func Fuse(g *graph.Graph, opts Options) ([]*Group, error) {
 	f := newFuser(g, opts.maxDepth())
-	for phase := range 3 {
-		f.phase(phase)
-	}
+	f.phase(0)
+	f.phase(1)
+	f.sandwiches()
+	f.phase(2)
 	// Members in node order; groups in the order of their roots, which is
 	// topological since only roots are read outside a group.
 	members := map[int][]*graph.Node{}

@@ -233,6 +233,42 @@ var fusionCases = []fusionCase{
 		s = b.op("masked", "Add", []string{s, b.input("mask", 1, 1, 1, 4)})
 		return b.done(t, nil, b.op("p", "Softmax", []string{s}, "axis", -1))
 	}, Options{}, []string{"MatMul+Div+Add", "Softmax"}},
+	// Attention: the scores (their scale moved after the matmul by the
+	// matmul-scale pass), their softmax and its product with the values
+	// are one group, a normalization between two anchors; the heads'
+	// reshapes join it as prologues.
+	{"attention", func(t *testing.T) *graph.Graph {
+		b := newTG(17)
+		q := b.op("q", "Div", []string{b.input("xq", 1, 2, 4, 3), b.scalar("sqrt_d", 1.7)})
+		s := b.op("s", "MatMul", []string{q, b.input("k", 1, 2, 3, 4)})
+		p := b.op("p", "Softmax", []string{s}, "axis", -1)
+		return b.done(t, nil, b.op("o", "MatMul", []string{p, b.input("v", 1, 2, 4, 5)}))
+	}, Options{}, []string{"MatMul+Div+Softmax+MatMul"}},
+	{"attention with heads and a mask", func(t *testing.T) *graph.Graph {
+		b := newTG(17)
+		heads := func(name string, perm ...int64) string {
+			y := b.op(name+".r", "Reshape", []string{b.input(name, 1, 4, 6), b.ints(name+".shape", 1, 4, 2, 3)})
+			return b.op(name+".t", "Transpose", []string{y}, "perm", perm)
+		}
+		s := b.op("s", "MatMul", []string{heads("xq", 0, 2, 1, 3), heads("xk", 0, 2, 3, 1)})
+		s = b.op("masked", "Add", []string{s, b.weight("mask", 1, 1, 4, 4)})
+		p := b.op("p", "Softmax", []string{s}, "axis", -1)
+		return b.done(t, nil, b.op("o", "MatMul", []string{p, heads("xv", 0, 2, 1, 3)}))
+	}, Options{}, []string{"Reshape+Transpose+Reshape+Transpose+MatMul+Add+Softmax+Reshape+Transpose+MatMul"}},
+	// Not a sandwich: the probabilities are a graph output; the classifier
+	// after a convolution's global pool (a reduction that shrinks).
+	{"attention probabilities read", func(t *testing.T) *graph.Graph {
+		b := newTG(17)
+		s := b.op("s", "MatMul", []string{b.input("q", 2, 4, 3), b.input("k", 2, 3, 4)})
+		p := b.op("p", "Softmax", []string{s}, "axis", -1)
+		return b.done(t, nil, p, b.op("o", "MatMul", []string{p, b.input("v", 2, 4, 5)}))
+	}, Options{}, []string{"MatMul", "Softmax", "MatMul"}},
+	{"conv, pool, classifier", func(t *testing.T) *graph.Graph {
+		b := newTG(17)
+		y := b.op("gap", "GlobalAveragePool", []string{conv3x3(b, "c", b.input("x", 1, 3, 4, 4), 3, 8, true)})
+		y = b.op("flat", "Flatten", []string{y}, "axis", 1)
+		return b.done(t, nil, b.op("fc", "Gemm", []string{y, b.weight("w", 3, 8), b.weight("b", 3)}, "transB", 1))
+	}, Options{}, []string{"Conv", "GlobalAveragePool", "Flatten+Gemm"}},
 	{"pooling epilogue", func(t *testing.T) *graph.Graph {
 		b := newTG(17)
 		y := b.op("mp", "MaxPool", []string{b.input("x", 1, 2, 6, 6)}, "kernel_shape", []int64{2, 2}, "strides", []int64{2, 2})

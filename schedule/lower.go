@@ -29,7 +29,11 @@ func Lower(s *State, name string) (*tir.PrimFunc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lower: %w", err)
 	}
-	return l.function(name, body), nil
+	f := l.function(name, body)
+	if err := tir.CheckScopes(f); err != nil {
+		return nil, fmt.Errorf("lower: a stage reads a buffer where it is not computed (a gather index attached apart from its reader): %w", err)
+	}
+	return f, nil
 }
 
 // regions runs the passes before the loop nests: inline, bound, pack.

@@ -349,3 +349,35 @@ func TestRandomSchedulesAllOps(t *testing.T) {
 		})
 	}
 }
+
+// TestLowerRefusesIndexComputedLater: a cache of a gathered tensor
+// computed inside its reader's loops needs the gather's index, itself
+// computed inside those loops; lowered, the cache read the index's
+// global buffer, which no kernel has (the C compiler refused the kernel
+// a random schedule of reverse_sequence made). Lower refuses such a state;
+// with the cache at the root it lowers.
+func TestLowerRefusesIndexComputedLater(t *testing.T) {
+	d := te.ExampleDAGs()["reverse_sequence"] // X, L, L_index, reverse_sequence
+	steps := []schedule.Step{
+		&schedule.CacheRead{Stage: 0, Scope: tir.Local, Readers: []int{3}}, // X, X.local, L, L_index, reverse_sequence
+		&schedule.ComputeAt{Stage: 3, TargetStage: 4, TargetIter: 2},
+		&schedule.ComputeAt{Stage: 1, TargetStage: 4, TargetIter: 1},
+	}
+	for _, indexAt := range []int{0, 2} {
+		steps[1] = &schedule.ComputeAt{Stage: 3, TargetStage: 4, TargetIter: indexAt}
+		s, err := schedule.Replay(schedule.NewState(d), steps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, err := schedule.Lower(s, "k"); err == nil || !strings.Contains(err.Error(), "L_index") {
+			t.Fatalf("index at loop %d: lowered without the error naming L_index: %v\n%v", indexAt, err, f)
+		}
+	}
+	s, err := schedule.Replay(schedule.NewState(d), steps[:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := schedule.Lower(s, "k"); err != nil {
+		t.Fatalf("cache at the root: %v", err)
+	}
+}

@@ -11,7 +11,7 @@ import (
 // shapes, so that Eval runs in milliseconds), a few variants (strided,
 // grouped and depthwise convolution, batched matmul, ...) and some fused
 // subgraphs: "conv_bias_relu", "matmul_bias_relu", "conv_bn_add_relu",
-// "elemwise_chain", "softmax", "layernorm" and "reduce_small_output". The
+// "elemwise_chain", "softmax", "layernorm", "attention" and "reduce_small_output". The
 // keys are stable; every call builds fresh DAGs.
 //
 // Each DAG gives finite results for finite inputs in [-1, 1] (except at
@@ -229,6 +229,17 @@ func (b *exampleBuilder) build() {
 		shifted := mustExample(Add("bn_shift", scaled, K("shift", 4, 1, 1)))
 		res := mustExample(Add("residual", shifted, P("R", 1, 4, 7, 9)))
 		b.add("conv_bn_add_relu")(Relu("relu", res))
+	}
+	{
+		// Attention as fusion groups it (partition's sandwiches): the
+		// scores of 3 heads (queries 5, keys 7, head size 4), scaled, with
+		// an additive mask, their softmax, and its product with the values.
+		q, kt, v := P("Q", 3, 5, 4), P("Kt", 3, 4, 7), P("V", 3, 7, 6)
+		s := mustExample(MatMul("scores", q, kt))
+		scaled := mustExample(Mul("scale", s, K("c", 1)))
+		masked := mustExample(Add("mask", scaled, K("M", 5, 7)))
+		p := mustExample(Softmax("probs", masked, -1))
+		b.add("attention")(MatMul("attention", p, v))
 	}
 	{
 		a := mustExample(Add("add", P("A", 5, 7, 9), P("B", 5, 7, 9)))
