@@ -239,7 +239,8 @@ func tiledStages(s *schedule.State) map[int]bool {
 
 // changeComputeLocation gives each stage that no rule placed (not tiled,
 // not inlined, not an output) a random location: where it is, inlined if
-// it can be, or at one of the spatial loops of its only consumer.
+// it can be and no consumer reads it again (readAgain), or at one of the
+// spatial loops of its only consumer.
 func changeComputeLocation(rng *rand.Rand, s *schedule.State, tiled map[int]bool, opts Options) (*schedule.State, error) {
 	for i := len(s.Stages) - 1; i >= 0; i-- {
 		st := s.Stages[i]
@@ -247,7 +248,7 @@ func changeComputeLocation(rng *rand.Rand, s *schedule.State, tiled map[int]bool
 			continue
 		}
 		var choices []schedule.Step
-		if st.Tensor.Reducer == 0 && len(s.Consumers(i)) > 0 {
+		if st.Tensor.Reducer == 0 && len(s.Consumers(i)) > 0 && !readAgain(s, i) {
 			choices = append(choices, &schedule.ComputeInline{Stage: i})
 		}
 		if cons := effectiveConsumers(s, i); len(cons) == 1 {
@@ -271,6 +272,20 @@ func changeComputeLocation(rng *rand.Rand, s *schedule.State, tiled map[int]bool
 		}
 	}
 	return s, nil
+}
+
+// readAgain reports whether a consumer of stage i reads each of its
+// elements many times (a matmul, a convolution: data reuse). Such a stage
+// reached the annotator because it is costly (exp, a division by a
+// computed value); inlined, it would be computed again for every reuse:
+// a softmax's probabilities once per output column of the matmul after it.
+func readAgain(s *schedule.State, i int) bool {
+	for _, c := range effectiveConsumers(s, i) {
+		if te.NeedsMultiLevelTiling(s.Stages[c].Tensor) {
+			return true
+		}
+	}
+	return false
 }
 
 // attachedIters returns the positions of stage i's iterators that have

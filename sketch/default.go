@@ -2,6 +2,7 @@ package sketch
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -19,9 +20,11 @@ import (
 // rule gives the register tile of a hand-written kernel. The unroll step
 // is pinned so the register tile is unrolled and kept in registers. The
 // remaining random choice of Sample (where a stage no rule placed is
-// computed) comes from a fixed seed; the first of defaultAttempts seeds
-// whose state lowers wins, and the naive schedule (no steps, every stage
-// at the root) is the last resort; "lowers" means the target's lowering
+// computed) comes from defaultAttempts fixed seeds; of the states that
+// lower, the one whose kernel does the least work wins (tir.Work: a
+// softmax's row maximum attached below the loop over the row computes it
+// again for every element), the first on a tie, and the naive schedule
+// (no steps, every stage at the root) is the last resort; "lowers" means the target's lowering
 // (Options.Lower) accepts it. Everything here is deterministic: the same
 // DAG gets the same schedule on the same machine (the core count is a
 // sketch option).
@@ -48,19 +51,29 @@ func Default(s0 *schedule.State, opts Options) (*schedule.State, string, error) 
 		}
 		fills, err := fill(sketches[0])
 		for k := 0; err == nil && k < len(fills); k++ {
+			var best *schedule.State
+			var how string
+			least := math.Inf(1)
 			for a := 0; a < defaultAttempts; a++ {
 				rng := rand.New(rand.NewPCG(defaultSeed, uint64(a)))
 				st, err := Sample(rng, fills[k], opts)
 				if err != nil {
 					continue
 				}
-				if _, err := opts.lower(st, "default"); err == nil {
-					how := fmt.Sprintf("first sketch, rule tiles, sample %d of seed %#x", a, defaultSeed)
+				f, err := opts.lower(st, "default")
+				if err != nil {
+					continue
+				}
+				if w := tir.Work(f); w < least {
+					best, least = st, w
+					how = fmt.Sprintf("first sketch, rule tiles, sample %d of seed %#x", a, defaultSeed)
 					if k > 0 {
 						how = fmt.Sprintf("first sketch, rule tiles (choice %d), sample %d of seed %#x", k+1, a, defaultSeed)
 					}
-					return st, how, nil
 				}
+			}
+			if best != nil {
+				return best, how, nil
 			}
 		}
 	}

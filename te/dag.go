@@ -181,16 +181,23 @@ var expensiveCalls = map[string]bool{"exp": true, "log": true, "tanh": true, "er
 // for tensors that schedules create (cache and rfactor stages) as well.
 
 // IsStrictlyInlineable reports whether t is a cheap injective computation:
-// no reduction and no expensive math call. Such a stage is always inlined
-// into its consumers on CPU.
+// no reduction, no expensive math call and no division by a computed
+// value (a division costs several multiplications: a softmax's e / Σe,
+// inlined into the matmul that reads the probabilities, is computed again
+// for every output column). Such a stage is always inlined into its
+// consumers on CPU.
 func IsStrictlyInlineable(t *Tensor) bool {
 	if t.IsPlaceholder() || t.Reducer != NoReduce {
 		return false
 	}
 	cheap := true
 	tir.WalkExpr(t.Body, func(e tir.Expr) bool {
-		if c, ok := e.(*tir.Call); ok && expensiveCalls[c.Fn] {
-			cheap = false
+		switch e := e.(type) {
+		case *tir.Call:
+			cheap = !expensiveCalls[e.Fn]
+		case *tir.Binary:
+			_, byConst := e.B.(*tir.FloatImm)
+			cheap = e.Op != tir.Div || byConst
 		}
 		return cheap
 	})
