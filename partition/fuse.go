@@ -33,9 +33,10 @@ import (
 //     is at most injective (reshape+transpose chains);
 //   - normalizations between two anchors: an anchor group that leads
 //     only into a normalization (Softmax, LayerNormalization: a reduction
-//     that keeps its input's shape) which leads only into another anchor
-//     becomes one group with both (sandwiches): attention's scores, their
-//     softmax and its product with the values;
+//     that keeps its input's shape) which leads only into another anchor,
+//     both products of activations, becomes one group with both
+//     (sandwiches): attention's scores, their softmax and its product
+//     with the values;
 //   - phase 2: what is still an injective group goes into a following
 //     reduction or out-elementwise-fusable group as its prologue (the
 //     Reshape/Transpose to attention heads before a MatMul, the Flatten
@@ -446,23 +447,27 @@ func (f *fuser) normalizes(r int) bool {
 // with both: an out-elementwise-fusable group whose every way on leads,
 // through injective ops, into a normalization (its immediate
 // post-dominator is in the normalization's group), which leads so into
-// another anchor. That is attention, the scores q·kᵀ (with their scale,
-// bias and mask), their softmax and its product with v: one task per head
-// group instead of three kernels, the scores and the probabilities never
-// leaving the kernel. Each anchor keeps a loop nest of its own in the
-// schedule (the sketch rules tile both), so nothing is computed twice.
+// another anchor, both anchors products of activations (no weights).
+// That is attention, the scores q·kᵀ (with their scale, bias and mask),
+// their softmax and its product with v: one task per head group instead
+// of three kernels, the scores and the probabilities never leaving the
+// kernel. Each anchor keeps a loop nest of its own in the schedule (the
+// sketch rules tile both), so nothing is computed twice. A layer's
+// matmul, its LayerNormalization and the next layer's matmul (a
+// transformer's last block and its classifier) stay apart: each is
+// tuned better alone, and the first is shared with the other blocks.
 func (f *fuser) sandwiches() {
 	for a := range f.nodes {
 		if f.find(a) != a || f.pattern[a] != OutEWiseFusable {
 			continue
 		}
 		to := f.past(a)
-		if to < 0 || !f.normalizes(f.find(to)) {
+		if to < 0 || !f.normalizes(f.find(to)) || f.weighted(a) {
 			continue
 		}
 		r := f.find(to)
 		on := f.past(r)
-		if on < 0 || f.pattern[f.find(on)] != OutEWiseFusable || f.find(on) == a {
+		if on < 0 || f.pattern[f.find(on)] != OutEWiseFusable || f.find(on) == a || f.weighted(f.find(on)) {
 			continue
 		}
 		b := f.find(on)
@@ -478,6 +483,23 @@ func (f *fuser) sandwiches() {
 		f.commit(a, to)
 		f.commit(r, on)
 	}
+}
+
+// weighted reports whether an anchor of the group rooted at r reads a
+// constant (a layer's weights): a product of activations, attention's,
+// reads none.
+func (f *fuser) weighted(r int) bool {
+	for i, fn := range f.nodes {
+		if f.find(i) != r || fn.pattern != OutEWiseFusable {
+			continue
+		}
+		for _, in := range fn.node.Inputs {
+			if v := f.g.Values[in]; v != nil && v.Const != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // past returns the node the post-dominators of the group rooted at i lead

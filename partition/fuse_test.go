@@ -263,6 +263,15 @@ var fusionCases = []fusionCase{
 		p := b.op("p", "Softmax", []string{s}, "axis", -1)
 		return b.done(t, nil, p, b.op("o", "MatMul", []string{p, b.input("v", 2, 4, 5)}))
 	}, Options{}, []string{"MatMul", "Softmax", "MatMul"}},
+	// A layer's matmul, a LayerNormalization and the classifier: the
+	// anchors read weights, so they stay apart.
+	{"matmul, layernorm, classifier", func(t *testing.T) *graph.Graph {
+		b := newTG(17)
+		y := b.op("mm", "MatMul", []string{b.input("x", 1, 4, 8), b.weight("w", 8, 8)})
+		y = b.op("ln", "LayerNormalization", []string{y, b.weight("gamma", 8), b.weight("beta", 8)}, "axis", -1)
+		y = b.op("flat", "Reshape", []string{y, b.ints("shape", 4, 8)})
+		return b.done(t, nil, b.op("fc", "Gemm", []string{y, b.weight("w2", 3, 8), b.weight("b2", 3)}, "transB", 1))
+	}, Options{}, []string{"MatMul", "LayerNormalization", "Reshape+Gemm"}},
 	{"conv, pool, classifier", func(t *testing.T) *graph.Graph {
 		b := newTG(17)
 		y := b.op("gap", "GlobalAveragePool", []string{conv3x3(b, "c", b.input("x", 1, 3, 4, 4), 3, 8, true)})
