@@ -323,8 +323,13 @@ func (f *fuser) checkPath(src, sink int, ok func(p Pattern, isSink bool) bool) b
 // of one attention, sliced from one tensor).
 func (f *fuser) intoGroup(src, sink int) bool {
 	g := f.find(sink)
-	return (f.pattern[g] == CommReduce || f.pattern[g] == OutEWiseFusable) &&
-		f.walk(src, sink, func(i int, _ bool) bool { return f.find(i) == g || f.pattern[f.find(i)] <= Injective })
+	return (f.pattern[g] == CommReduce || f.pattern[g] == OutEWiseFusable) && f.walk(src, sink, f.injectiveOr(g))
+}
+
+// injectiveOr is a walk's visit that accepts a node of group g or of an
+// injective group.
+func (f *fuser) injectiveOr(g int) func(i int, isSink bool) bool {
+	return func(i int, _ bool) bool { return f.find(i) == g || f.pattern[f.find(i)] <= Injective }
 }
 
 // sizeAfter returns the size of the group that fusing src into sink
@@ -470,11 +475,7 @@ func (f *fuser) sandwiches() {
 		if on < 0 || f.pattern[f.find(on)] != OutEWiseFusable || f.find(on) == a || f.weighted(f.find(on)) {
 			continue
 		}
-		b := f.find(on)
-		into := func(group int) func(i int, isSink bool) bool {
-			return func(i int, isSink bool) bool { return f.find(i) == group || f.pattern[f.find(i)] <= Injective }
-		}
-		if !f.walk(a, to, into(r)) || !f.walk(r, on, into(b)) {
+		if !f.walk(a, to, f.injectiveOr(r)) || !f.walk(r, on, f.injectiveOr(f.find(on))) {
 			continue
 		}
 		if f.sizeAfter(a, to)+f.sizeAfter(r, on)-f.size[r] > f.maxSize {

@@ -24,8 +24,8 @@ import (
 // lower, the one whose kernel does the least work wins (tir.Work: a
 // softmax's row maximum attached below the loop over the row computes it
 // again for every element), the first on a tie, and the naive schedule
-// (no steps, every stage at the root) is the last resort; "lowers" means the target's lowering
-// (Options.Lower) accepts it. Everything here is deterministic: the same
+// (no steps, every stage at the root) is the last resort; "lowers" means
+// the target's lowering (Options.Lower) accepts it. Everything here is deterministic: the same
 // DAG gets the same schedule on the same machine (the core count is a
 // sketch option).
 const (

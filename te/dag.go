@@ -194,10 +194,13 @@ func IsStrictlyInlineable(t *Tensor) bool {
 	tir.WalkExpr(t.Body, func(e tir.Expr) bool {
 		switch e := e.(type) {
 		case *tir.Call:
-			cheap = !expensiveCalls[e.Fn]
+			if expensiveCalls[e.Fn] {
+				cheap = false
+			}
 		case *tir.Binary:
-			_, byConst := e.B.(*tir.FloatImm)
-			cheap = e.Op != tir.Div || byConst
+			if _, byConst := e.B.(*tir.FloatImm); e.Op == tir.Div && !byConst {
+				cheap = false
+			}
 		}
 		return cheap
 	})

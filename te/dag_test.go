@@ -51,6 +51,31 @@ func TestEvalMatmulRelu(t *testing.T) {
 	}
 }
 
+// TestStrictlyInlineable: an expensive call or a division by a computed
+// value anywhere in the body makes a stage costly, also when a cheap
+// operation follows it in the walk (exp(x) + a·b, x / y + a·b).
+func TestStrictlyInlineable(t *testing.T) {
+	x, y := Placeholder("x", 4), Placeholder("y", 4)
+	for _, c := range []struct {
+		name string
+		body func(i []tir.Expr) tir.Expr
+		want bool
+	}{
+		{"mul add", func(i []tir.Expr) tir.Expr { return tir.AddE(x.At(i...), tir.MulE(y.At(i...), y.At(i...))) }, true},
+		{"div by a constant", func(i []tir.Expr) tir.Expr { return tir.DivE(x.At(i...), tir.F32(8)) }, true},
+		{"exp then mul", func(i []tir.Expr) tir.Expr {
+			return tir.AddE(tir.CallE("exp", x.At(i...)), tir.MulE(y.At(i...), y.At(i...)))
+		}, false},
+		{"div by a value then mul", func(i []tir.Expr) tir.Expr {
+			return tir.AddE(tir.DivE(x.At(i...), y.At(i...)), tir.MulE(y.At(i...), y.At(i...)))
+		}, false},
+	} {
+		if got := IsStrictlyInlineable(Compute(c.name, []int{4}, c.body)); got != c.want {
+			t.Errorf("%s: strictly inlineable %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
 func TestDAGAnalysis(t *testing.T) {
 	d, _, _ := matmul(8, 8, 8)
 	if len(d.Tensors) != 4 || len(d.Inputs) != 2 {
