@@ -355,7 +355,7 @@ func TestBuildChoosesAlgorithm(t *testing.T) {
 	if err := graph.RunPasses(g, nil); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := partition.Extract(g, partition.Options{Winograd: true})
+	plan, err := partition.Extract(g, partition.Options{Alternatives: true})
 	if err != nil {
 		t.Fatal(err)
 	}

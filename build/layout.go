@@ -107,7 +107,7 @@ func loadLayout(path string, load onnx.LoadOptions, layout string) (*LayoutModel
 	if err != nil {
 		return nil, err
 	}
-	plan, err := partition.Extract(l.Graph, partition.Options{Winograd: true})
+	plan, err := partition.Extract(l.Graph, partition.Options{Alternatives: true})
 	if err != nil {
 		return nil, err
 	}

@@ -5,9 +5,9 @@ import "slices"
 // removeNoops removes the nodes that copy their input: those of an op
 // whose Copy rule (OpRule.Copy: Identity, the reshapes, Expand, Cast,
 // Dropout in inference mode with its mask unused) makes them copies when
-// the output has the input's shape and dtype, a Transpose by the identity
-// permutation, and Pad by zero everywhere (PyTorch writes one before an
-// AveragePool). Readers of the output read the input instead.
+// the output has the input's shape and dtype, and those its CopyIf rule
+// says copy (a Transpose by the identity permutation, a Pad by zero
+// everywhere: PyTorch writes one before an AveragePool). Readers of the output read the input instead.
 // When the output is a graph output, the input's producer is made to write
 // it under the output's name, so graph outputs keep their names; when that
 // is impossible (the input is a graph input or constant) the node stays.
@@ -76,45 +76,8 @@ func isNoop(g *Graph, n *Node) bool {
 	if CopyOf(n) != CopyNever {
 		return true
 	}
-	switch n.OpType {
-	case "Transpose":
-		p, err := n.Ints("perm")
-		if err != nil {
-			return false
-		}
-		if p == nil {
-			return len(in.Shape) <= 1
-		}
-		for i, a := range p {
-			if a != int64(i) {
-				return false
-			}
-		}
-		return true
-	case "Pad":
-		return zeroPads(g, n)
-	}
-	return false
-}
-
-// zeroPads reports whether Pad node n pads nothing: its pads (the input
-// from opset 11, the attribute before) are known and all zero.
-func zeroPads(g *Graph, n *Node) bool {
-	var pads []int64
-	if n.HasAttr("pads") {
-		p, err := n.Ints("pads")
-		if err != nil {
-			return false
-		}
-		pads = p
-	} else {
-		t := g.ConstOf(n.Input(1))
-		if t == nil || !t.DType.IsInt() {
-			return false
-		}
-		pads = t.Int64s()
-	}
-	return !slices.ContainsFunc(pads, func(p int64) bool { return p != 0 })
+	r := ruleOf(n)
+	return r.CopyIf != nil && r.CopyIf(g, n)
 }
 
 // mergeReshapes makes a reshape of a reshape (Reshape, Flatten, Squeeze,

@@ -175,6 +175,12 @@ type OpRule struct {
 	Layout Layout
 	// Copy says when the op's first output is its first input's data.
 	Copy Copy
+	// CopyIf, for an op whose Copy is CopyNever, reports whether node n
+	// copies its first input all the same, with the attributes and
+	// constant inputs it has (a Transpose by the identity permutation, a
+	// Pad by zeros). The output's shape and dtype are checked by the
+	// caller.
+	CopyIf func(g *Graph, n *Node) bool
 }
 
 // Copy says when an op's first output is its first input's data, for the

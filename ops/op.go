@@ -6,7 +6,8 @@
 //	graph.Node ──Lookup(op)──▶ *Op ─┬─ Infer / derived from Lower ─▶ shapes (package graph)
 //	                                ├─ Eval ─▶ folded constants       (package graph)
 //	                                ├─ Pattern ─▶ fusion              (package partition)
-//	                                └─ Lower ─▶ te tensors            (package partition)
+//	                                ├─ Lower ─▶ te tensors            (package partition)
+//	                                └─ Alternatives ─▶ rival tasks    (package partition)
 //
 // The shape rule of an op that has a lowering is derived from it: shape
 // inference lowers the node onto placeholders of its inputs' shapes and
@@ -65,6 +66,10 @@ type Op struct {
 	// (reshapes, Identity; Expand and Cast that change nothing): the
 	// graph passes remove such copies and merge reshapes.
 	Copy graph.Copy
+	// CopyIf reports whether node n copies its first input although the
+	// op computes in general (a Transpose by the identity permutation, a
+	// Pad by zeros); the graph passes remove such nodes too.
+	CopyIf func(g *graph.Graph, n *graph.Node) bool
 	// Lower maps the node to te tensors, one per output (nil for an
 	// omitted output). nil: the op never reaches a kernel (it must be
 	// folded away first).
@@ -74,6 +79,10 @@ type Op struct {
 	// by its cells unrolled over the sequence); see graph.OpRule. An op
 	// that expands has nothing else.
 	Expand func(c *inferCtx) ([]*graph.Node, error)
+	// Alternatives returns the op's other compute definitions that apply
+	// to node n (Winograd for a 3×3 Conv; nil: none), adding to g the
+	// constants they read; see Alternative.
+	Alternatives func(g *graph.Graph, n *graph.Node) ([]Alternative, error)
 }
 
 // table holds every op by name.
@@ -90,7 +99,7 @@ func define(ops ...*Op) {
 			panic("ops: " + op.Name + " must have Infer or Lower, or else Expand")
 		}
 		table[op.Name] = op
-		r := graph.OpRule{MinIn: op.MinIn, MaxIn: op.MaxIn, ShapesOnly: op.ShapesOnly, Layout: op.Layout, Copy: op.Copy}
+		r := graph.OpRule{MinIn: op.MinIn, MaxIn: op.MaxIn, ShapesOnly: op.ShapesOnly, Layout: op.Layout, Copy: op.Copy, CopyIf: op.CopyIf}
 		if op.Expand != nil {
 			r.Expand = func(c *graph.InferCtx) ([]*graph.Node, error) { return op.Expand(&inferCtx{c}) }
 		} else {

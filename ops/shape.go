@@ -19,10 +19,10 @@ func init() {
 		&Op{Name: "Flatten", Copy: graph.CopyReshape, MinIn: 1, MaxIn: 1, Pattern: Injective, Infer: inferFlatten, Eval: evalReshape, Lower: lowerFlatten},
 		&Op{Name: "Squeeze", Copy: graph.CopyReshape, MinIn: 1, MaxIn: 2, Pattern: Injective, Infer: inferSqueeze, Eval: evalReshape, Lower: lowerWithInts("axes", "axes", te.Squeeze)},
 		&Op{Name: "Unsqueeze", Copy: graph.CopyReshape, MinIn: 1, MaxIn: 2, Pattern: Injective, Infer: inferUnsqueeze, Eval: evalReshape, Lower: lowerWithInts("axes", "axes", te.Unsqueeze)},
-		&Op{Name: "Transpose", MinIn: 1, MaxIn: 1, Pattern: Injective, Infer: inferTranspose, Eval: evalTranspose, Lower: lowerTranspose},
+		&Op{Name: "Transpose", MinIn: 1, MaxIn: 1, Pattern: Injective, Infer: inferTranspose, Eval: evalTranspose, Lower: lowerTranspose, CopyIf: identityPerm},
 		&Op{Name: "Concat", MinIn: 1, MaxIn: -1, Pattern: Injective, Layout: graph.LayoutAxis, Infer: inferConcat, Eval: evalConcat, Lower: lowerConcat},
 		&Op{Name: "Slice", MinIn: 1, MaxIn: 5, Pattern: Injective, Infer: inferSlice, Eval: evalSlice, Lower: lowerSlice},
-		&Op{Name: "Pad", MinIn: 1, MaxIn: 4, Pattern: Injective, Lower: lowerPad},
+		&Op{Name: "Pad", MinIn: 1, MaxIn: 4, Pattern: Injective, Lower: lowerPad, CopyIf: padsNothing},
 		&Op{Name: "Expand", Copy: graph.CopyWhenUnchanged, MinIn: 2, MaxIn: 2, Pattern: Broadcast, Infer: inferExpand, Eval: evalExpand, Lower: lowerWithInts("", "shape", te.Expand)},
 		&Op{Name: "Tile", MinIn: 2, MaxIn: 2, Pattern: Injective, Infer: inferTile, Eval: evalTile, Lower: lowerTile},
 		&Op{Name: "Split", MinIn: 1, MaxIn: 2, Pattern: Injective, Layout: graph.LayoutAxis, Infer: inferSplit, Lower: lowerSplit},
@@ -247,6 +247,38 @@ func lowerTranspose(c *lowerCtx) ([]*te.Tensor, error) {
 		return nil, err
 	}
 	return one(te.Transpose(c.name(0), x, perm))
+}
+
+// identityPerm reports whether Transpose node n keeps every axis in place.
+func identityPerm(g *graph.Graph, n *graph.Node) bool {
+	p, err := n.Ints("perm")
+	if err != nil {
+		return false
+	}
+	if p == nil { // the default perm reverses the axes
+		x := g.Values[n.Input(0)]
+		return x != nil && x.Shape != nil && len(x.Shape) <= 1
+	}
+	for i, a := range p {
+		if a != int64(i) {
+			return false
+		}
+	}
+	return true
+}
+
+// padsNothing reports whether Pad node n's pads are known and all zero.
+func padsNothing(g *graph.Graph, n *graph.Node) bool {
+	x := g.Values[n.Input(0)]
+	if x == nil || x.Shape == nil {
+		return false
+	}
+	p, err := ResolvePads(g, n, len(x.Shape))
+	if err != nil {
+		return false
+	}
+	nonzero := func(v int) bool { return v != 0 }
+	return !slices.ContainsFunc(p.Begin, nonzero) && !slices.ContainsFunc(p.End, nonzero)
 }
 
 func (c *inferCtx) concatAxis() (int, error) {

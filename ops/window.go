@@ -34,7 +34,7 @@ func (c *lowerCtx) nhwc() (bool, error) {
 
 func init() {
 	define(
-		&Op{Name: "Conv", MinIn: 2, MaxIn: 3, Pattern: OutEWiseFusable, Layout: graph.LayoutChannelsLast, Lower: lowerConv},
+		&Op{Name: "Conv", MinIn: 2, MaxIn: 3, Pattern: OutEWiseFusable, Layout: graph.LayoutChannelsLast, Lower: lowerConv, Alternatives: convAlternatives},
 		&Op{Name: "ConvTranspose", MinIn: 2, MaxIn: 3, Pattern: OutEWiseFusable, Lower: lowerConvTranspose},
 		&Op{Name: "MaxPool", MinIn: 1, MaxIn: 1, Pattern: OutEWiseFusable, Layout: graph.LayoutChannelsLast, Lower: lowerPool},
 		&Op{Name: "AveragePool", MinIn: 1, MaxIn: 1, Pattern: OutEWiseFusable, Layout: graph.LayoutChannelsLast, Lower: lowerPool},

@@ -70,10 +70,11 @@ type Options struct {
 	// MaxFuseDepth is the most ops a group may hold; 0 means
 	// DefaultMaxFuseDepth, 1 disables fusion.
 	MaxFuseDepth int
-	// Winograd gives every eligible 3×3 convolution a Winograd
-	// alternative (algorithm.go). Off, every group is lowered by the op
-	// library's definitions only.
-	Winograd bool
+	// Alternatives gives a group whose anchor has other compute
+	// definitions (ops.Op.Alternatives: a 3×3 convolution's Winograd) an
+	// alternative task per definition (algorithm.go). Off, every group is
+	// lowered by the op library's direct definitions only.
+	Alternatives bool
 }
 
 func (o Options) maxDepth() int {

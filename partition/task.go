@@ -95,14 +95,14 @@ func Extract(g *graph.Graph, opts Options) (*Plan, error) {
 			return nil, fmt.Errorf("partition: group %d (%s): %w", grp.ID, grp.Ops(), err)
 		}
 		p.addToTask(byKey, grp, dag)
-		if !opts.Winograd {
+		if !opts.Alternatives {
 			continue
 		}
-		alt, err := winogradAlternative(g, grp)
+		alts, err := alternatives(g, grp)
 		if err != nil {
 			return nil, fmt.Errorf("partition: group %d (%s): %w", grp.ID, grp.Ops(), err)
 		}
-		if alt != nil {
+		for _, alt := range alts {
 			grp.Alternatives = append(grp.Alternatives, alt)
 			p.addToTask(byKey, alt, alt.DAG)
 		}

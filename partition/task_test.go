@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"tessera/graph"
+	"tessera/ops"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/keys.golden")
@@ -150,7 +151,7 @@ func TestTasksDedupe(t *testing.T) {
 // Winograd alternative task (m=4 on a 12×12 output, m=2 on 6×6), the two
 // are rivals, Choose keeps the faster, and the alternative computes what
 // the direct group does (checkComputes); a strided or narrow convolution,
-// or without Options.Winograd, gets none.
+// or without Options.Alternatives, gets none.
 func TestWinogradAlternative(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -160,12 +161,12 @@ func TestWinogradAlternative(t *testing.T) {
 		opts   Options
 		nchw   bool // with convert-layout off
 	}{
-		{"12x12", 16, 12, 1, Winograd(4), Options{Winograd: true}, true},
-		{"6x6", 16, 6, 1, Winograd(2), Options{Winograd: true}, true},
-		{"12x12 NHWC", 16, 12, 1, Winograd(4), Options{Winograd: true}, false},
-		{"6x6 NHWC", 16, 6, 1, Winograd(2), Options{Winograd: true}, false},
-		{"strided", 16, 12, 2, "", Options{Winograd: true}, true},
-		{"narrow", 8, 12, 1, "", Options{Winograd: true}, true},
+		{"12x12", 16, 12, 1, ops.Winograd(4), Options{Alternatives: true}, true},
+		{"6x6", 16, 6, 1, ops.Winograd(2), Options{Alternatives: true}, true},
+		{"12x12 NHWC", 16, 12, 1, ops.Winograd(4), Options{Alternatives: true}, false},
+		{"6x6 NHWC", 16, 6, 1, ops.Winograd(2), Options{Alternatives: true}, false},
+		{"strided", 16, 12, 2, "", Options{Alternatives: true}, true},
+		{"narrow", 8, 12, 1, "", Options{Alternatives: true}, true},
 		{"direct only", 16, 12, 1, "", Options{}, true},
 	}
 	for _, c := range cases {

@@ -26,7 +26,7 @@ func LoadModel(path string, lo onnx.LoadOptions, po partition.Options) (*onnx.Lo
 // ModelTasks loads a model as tune does by default (every graph pass) and
 // returns the tasks tune tunes, Winograd alternatives included.
 func ModelTasks(path string) ([]*partition.Task, error) {
-	_, plan, err := LoadModel(path, onnx.LoadOptions{}, partition.Options{Winograd: true})
+	_, plan, err := LoadModel(path, onnx.LoadOptions{}, partition.Options{Alternatives: true})
 	if err != nil {
 		return nil, err
 	}

@@ -74,7 +74,7 @@ func Pretrain(opts PretrainOptions) (*costmodel.Model, PretrainReport, error) {
 			opts.Models = append(opts.Models, path)
 		}
 	}
-	dags, err := TaskDAGs(opts.Models, onnx.LoadOptions{}, partition.Options{Winograd: true})
+	dags, err := TaskDAGs(opts.Models, onnx.LoadOptions{}, partition.Options{Alternatives: true})
 	if err != nil {
 		return nil, rep, err
 	}

@@ -25,7 +25,7 @@ func TestPretrain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := partition.Extract(l.Graph, partition.Options{Winograd: true})
+	plan, err := partition.Extract(l.Graph, partition.Options{Alternatives: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func TestFusedIsResNet18Task(t *testing.T) {
 	if err := graph.RunPasses(g, nil); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := partition.Extract(g, partition.Options{Winograd: true})
+	plan, err := partition.Extract(g, partition.Options{Alternatives: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ import (
 // its pairwise accuracy, top-1 and top-5 peak scores and top-5 recall on
 // the test records.
 func heldOut(dbs, models []string, seen int, pretrainedFile string) error {
-	dags, err := tuning.TaskDAGs(models, onnx.LoadOptions{}, partition.Options{Winograd: true})
+	dags, err := tuning.TaskDAGs(models, onnx.LoadOptions{}, partition.Options{Alternatives: true})
 	if err != nil {
 		return err
 	}

@@ -132,7 +132,7 @@ func run(ctx context.Context, c config) error {
 	tg := target.CPU(target.CPUConfig{Threads: c.threads, Builder: &measure.Builder{}, Run: timing, Machine: m})
 	defer tg.Close()
 	// One load: the tasks tuned are the plan's the checkpoints build.
-	l, plan, err := tuning.LoadModel(c.model, onnx.LoadOptions{}, partition.Options{Winograd: true})
+	l, plan, err := tuning.LoadModel(c.model, onnx.LoadOptions{}, partition.Options{Alternatives: true})
 	if err != nil {
 		return err
 	}

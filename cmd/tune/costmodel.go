@@ -146,7 +146,7 @@ func (c *costModelFlags) load(stdout io.Writer) (*costmodel.Dataset, error) {
 	if len(c.models) == 0 {
 		return nil, errors.New("name the models whose tasks the records measured with --model (records keep workload keys, not the DAGs)")
 	}
-	dags, err := tuning.TaskDAGs(c.models, c.mf.loadOptions(), partition.Options{Winograd: c.mf.winograd})
+	dags, err := tuning.TaskDAGs(c.models, c.mf.loadOptions(), partition.Options{Alternatives: c.mf.winograd})
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ func (m *modelFlags) loadOptions() onnx.LoadOptions {
 // load loads the model at path as the flags say and extracts its tasks
 // (tuning.LoadModel).
 func (m *modelFlags) load(path string) (*onnx.Loaded, *partition.Plan, error) {
-	return tuning.LoadModel(path, m.loadOptions(), partition.Options{Winograd: m.winograd})
+	return tuning.LoadModel(path, m.loadOptions(), partition.Options{Alternatives: m.winograd})
 }
 
 // registerNATS registers the flags of a command that talks to a NATS

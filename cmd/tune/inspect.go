@@ -30,7 +30,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return cli.ErrUsage
 	}
-	m, p, err := tuning.LoadModel(pos[0], mf.loadOptions(), partition.Options{MaxFuseDepth: *maxDepth, Winograd: mf.winograd})
+	m, p, err := tuning.LoadModel(pos[0], mf.loadOptions(), partition.Options{MaxFuseDepth: *maxDepth, Alternatives: mf.winograd})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,185 @@
+package ops
+
+import (
+	"fmt"
+	"slices"
+
+	"tessera/graph"
+	"tessera/te"
+	"tessera/tir"
+)
+
+// Alternative is another compute definition of one node: the same outputs
+// by other arithmetic (Winograd for a 3×3 convolution). Partition gives a
+// group whose anchor has alternatives one more task per alternative, tuned
+// like any task; the build runs whichever measured fastest.
+type Alternative struct {
+	// Name names the algorithm and its parameters: "winograd F(4×4,3×3)".
+	Name string
+	// Lower lowers the node by the algorithm, reading its operands (and
+	// the constants the algorithm added to the graph) from src.
+	Lower func(src TensorSource) ([]*te.Tensor, error)
+}
+
+// HasAlternatives reports whether node n's op has other compute
+// definitions (for some nodes; AlternativesOf says which apply to n).
+func HasAlternatives(n *graph.Node) bool {
+	op := table[n.OpType]
+	return op != nil && defaultDomain(n) && op.Alternatives != nil
+}
+
+// AlternativesOf returns the alternatives of node n of g (nil where its op
+// has none, or none applies to n), adding to g the constants they read the
+// first time they are asked for.
+func AlternativesOf(g *graph.Graph, n *graph.Node) ([]Alternative, error) {
+	if !HasAlternatives(n) {
+		return nil, nil
+	}
+	alts, err := table[n.OpType].Alternatives(g, n)
+	if err != nil {
+		return nil, fmt.Errorf("%s at node %s: %w", n.OpType, n.Name, err)
+	}
+	return alts, nil
+}
+
+// The one alternative today is Winograd F(m×m, 3×3) for 3×3, stride-1,
+// ungrouped 2-D convolutions with constant weights (te.WinogradConv2D). Its
+// weights are transformed once, when the alternative is made, into a new
+// constant value of the graph (WinogradWeightsName), which the build stores
+// in the weights file like any other.
+
+// Winograd names the Winograd F(m×m, 3×3) algorithm.
+func Winograd(m int) string { return fmt.Sprintf("winograd F(%d×%d,3×3)", m, m) }
+
+// WinogradWeightsName is the graph value holding weights w transformed for
+// F(m×m, 3×3).
+func WinogradWeightsName(w string, m int) string { return fmt.Sprintf("%s.winograd%d", w, m) }
+
+// minWinogradChannels is the fewest input and output channels for which a
+// convolution gets a Winograd alternative: below it the transforms cost
+// more than the multiplications they save.
+const minWinogradChannels = 16
+
+// convAlternatives returns the Winograd alternative of Conv node n, if it
+// has one.
+func convAlternatives(g *graph.Graph, n *graph.Node) ([]Alternative, error) {
+	m := winogradTile(g, n)
+	if m == 0 {
+		return nil, nil
+	}
+	pads, err := winogradPads(n)
+	if err != nil {
+		return nil, nil
+	}
+	nhwc, err := (&lowerCtx{n: n}).nhwc()
+	if err != nil {
+		return nil, err
+	}
+	wName := n.Inputs[1]
+	uName := WinogradWeightsName(wName, m)
+	if _, ok := g.Values[uName]; !ok {
+		w := g.Values[wName]
+		K, C := w.Shape[0], w.Shape[1]
+		u, err := te.WinogradWeights(w.Const.F32, K, C, m)
+		if err != nil {
+			return nil, err
+		}
+		g.AddConst(uName, graph.Float32Tensor([]int{m + 2, m + 2, C, K}, u))
+	}
+	lower := func(src TensorSource) ([]*te.Tensor, error) {
+		x, err := src(n.Inputs[0])
+		if err != nil {
+			return nil, err
+		}
+		u, err := src(uName)
+		if err != nil {
+			return nil, err
+		}
+		wino, channel := te.WinogradConv2D, 1
+		if nhwc {
+			wino, channel = te.WinogradConv2DNHWC, 3
+		}
+		out, err := wino(n.Outputs[0]+"_winograd", x, u, m, pads)
+		if err != nil {
+			return nil, n.Errorf("%v", err)
+		}
+		if b := n.Input(2); b != "" {
+			bias, err := src(b)
+			if err != nil {
+				return nil, err
+			}
+			conv := out
+			out = te.Compute(n.Outputs[0]+"_bias", conv.Shape, func(i []tir.Expr) tir.Expr {
+				return tir.AddE(conv.At(i...), bias.At(i[channel]))
+			})
+		}
+		return []*te.Tensor{out}, nil
+	}
+	return []Alternative{{Name: Winograd(m), Lower: lower}}, nil
+}
+
+// winogradTile returns the m of the Winograd alternative of Conv node n, or
+// 0 when n has none: 4 when both output sides are at least 8, else 2.
+// Measured with default schedules on a Zen 5 (go run ./bench/conv -fused
+// -cpu L -m M, ResNet-18's 56×56 3×3 Conv+Relu, one thread, against
+// oneDNN at the same ISA), F(4×4) ran 1.6× F(2×2) natively (AVX-512:
+// 1.97 vs 1.21) and 1.5× at x86-64-v3 (AVX2, 16 registers: 1.91 vs
+// 1.27), though its 6×6 transforms hold more values than 16 registers:
+// no level measured prefers the smaller tile where the larger fits.
+func winogradTile(g *graph.Graph, n *graph.Node) int {
+	if len(n.Inputs) < 2 {
+		return 0
+	}
+	x, w := g.Values[n.Inputs[0]], g.Values[n.Inputs[1]]
+	out := g.Values[n.Outputs[0]]
+	if x == nil || w == nil || out == nil || len(x.Shape) != 4 || len(out.Shape) != 4 {
+		return 0
+	}
+	if w.Const == nil || w.Const.DType != graph.Float32 || !slices.Equal(w.Shape[2:], []int{3, 3}) {
+		return 0
+	}
+	if w.Shape[0] < minWinogradChannels || w.Shape[1] < minWinogradChannels {
+		return 0
+	}
+	if grp, err := n.Int("group", 1); err != nil || grp != 1 {
+		return 0
+	}
+	if ap, err := n.Str("auto_pad", "NOTSET"); err != nil || (ap != "NOTSET" && ap != "") {
+		return 0
+	}
+	for _, attr := range []string{"strides", "dilations"} {
+		if n.HasAttr(attr) {
+			v, err := n.Ints(attr)
+			if err != nil || slices.ContainsFunc(v, func(s int64) bool { return s != 1 }) {
+				return 0
+			}
+		}
+	}
+	if _, err := winogradPads(n); err != nil {
+		return 0
+	}
+	oh, ow := out.Shape[2], out.Shape[3]
+	if l, _ := n.Str(DataLayout, "NCHW"); l == "NHWC" {
+		oh, ow = out.Shape[1], out.Shape[2]
+	}
+	if oh >= 8 && ow >= 8 {
+		return 4
+	}
+	return 2
+}
+
+// winogradPads returns a 2-D Conv's pads as [top, left, bottom, right],
+// each 0 to 2 (what te.WinogradConv2D takes).
+func winogradPads(n *graph.Node) ([]int, error) {
+	if !n.HasAttr("pads") {
+		return []int{0, 0, 0, 0}, nil
+	}
+	v, err := n.Ints("pads")
+	if err != nil {
+		return nil, err
+	}
+	if len(v) != 4 || slices.ContainsFunc(v, func(p int64) bool { return p < 0 || p > 2 }) {
+		return nil, fmt.Errorf("pads %v", v)
+	}
+	return []int{int(v[0]), int(v[1]), int(v[2]), int(v[3])}, nil
+}
