@@ -3,6 +3,7 @@
 //
 //	node bench/ort/bench.mjs MODEL [--input NAME=FILE ...] [--shape NAME=D0,D1,...]
 //	    [--threads N] [--warmup W] [--repeat R] [--output [NAME=]FILE]
+//	    [--profile PREFIX]
 //
 // Inputs are raw little-endian float32 files, the format `tune run` reads,
 // or .npy files (float32 or int64: token ids), which carry their shape; a raw
@@ -20,6 +21,12 @@
 // stderr says what ran and how many threads were busy while timed (had at
 // least a fifth of the process's CPU time): that is the check that N took
 // effect. Node itself keeps about ten idle threads; onnxruntime adds N − 1.
+//
+// --profile turns onnxruntime's profiler on (its JSON trace goes to
+// PREFIX_<date>.json) and prints, after the times, where the timed runs
+// spent their time: per op type, then the slowest nodes, each as mean ms
+// per run (the profiler's own overhead included), the counterpart of
+// `tune bench --profile`.
 import fs from 'node:fs';
 import process from 'node:process';
 import ort from 'onnxruntime-node';
@@ -28,13 +35,13 @@ import { readNpy } from './npy.mjs';
 function usage(msg) {
 	if (msg) process.stderr.write(`bench.mjs: ${msg}\n`);
 	process.stderr.write('usage: node bench.mjs MODEL [--input NAME=FILE ...] [--shape NAME=D0,D1,...] ' +
-		'[--threads N] [--warmup W] [--repeat R] [--output [NAME=]FILE]\n');
+		'[--threads N] [--warmup W] [--repeat R] [--output [NAME=]FILE] [--profile PREFIX]\n');
 	process.exit(2);
 }
 
 // parseArgs reads the command line; every flag takes a value.
 function parseArgs(argv) {
-	const o = { model: '', inputs: new Map(), shapes: new Map(), threads: 1, warmup: 10, repeat: 50, output: '', outputName: '' };
+	const o = { model: '', inputs: new Map(), shapes: new Map(), threads: 1, warmup: 10, repeat: 50, output: '', outputName: '', profile: '' };
 	const nonNegInt = (flag, v, min) => {
 		if (!/^[0-9]+$/.test(v) || Number(v) < min) usage(`${flag} wants an integer ≥ ${min}, got "${v}"`);
 		return Number(v);
@@ -77,6 +84,7 @@ function parseArgs(argv) {
 			if (i > 0) { o.outputName = v.slice(0, i); o.output = v.slice(i + 1); } else o.output = v;
 			break;
 		}
+		case '--profile': o.profile = v; break;
 		case '-h': case '--help': usage(); break;
 		default: usage(`unknown flag ${a}`);
 		}
@@ -175,6 +183,7 @@ async function main() {
 		interOpNumThreads: 1,
 		executionMode: 'sequential',
 		graphOptimizationLevel: 'all',
+		...(o.profile ? { enableProfiling: true, profileFilePrefix: o.profile } : {}),
 	});
 	const feeds = feedsFor(session, o);
 
@@ -202,7 +211,48 @@ async function main() {
 		`${o.repeat} timed runs; ${ticks1.size} threads in the process, ` +
 		`${busyThreads(ticks0, ticks1, wallMs)}\n`);
 	process.stdout.write(`min ms = ${ms[0].toFixed(3)}\nmedian ms = ${median.toFixed(3)}\n`);
+	if (o.profile) {
+		session.endProfiling();
+		printProfile(o);
+	}
 	await session.release();
+}
+
+// printProfile reads the newest trace PREFIX_*.json and prints the node
+// times of its last R runs (the timed ones) per op type and per node.
+function printProfile(o) {
+	const dir = o.profile.includes('/') ? o.profile.slice(0, o.profile.lastIndexOf('/')) || '/' : '.';
+	const base = o.profile.slice(o.profile.lastIndexOf('/') + 1);
+	const files = fs.readdirSync(dir).filter((f) => f.startsWith(base + '_') && f.endsWith('.json'))
+		.map((f) => `${dir}/${f}`).sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs);
+	if (!files.length) throw new Error(`--profile: no trace ${o.profile}_*.json was written`);
+	const events = JSON.parse(fs.readFileSync(files[0], 'utf8'));
+	const runs = events.filter((e) => e.cat === 'Session' && e.name === 'model_run');
+	const timed = runs.slice(-o.repeat);
+	if (!timed.length) throw new Error(`${files[0]}: no model_run events`);
+	const from = timed[0].ts;
+	const byOp = new Map();
+	const byNode = new Map();
+	for (const e of events) {
+		if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time') || e.ts < from) continue;
+		const op = e.args?.op_name ?? '?';
+		const node = e.name.slice(0, -'_kernel_time'.length);
+		byOp.set(op, (byOp.get(op) ?? 0) + e.dur);
+		const n = byNode.get(node) ?? { op, us: 0 };
+		n.us += e.dur;
+		byNode.set(node, n);
+	}
+	const total = [...byOp.values()].reduce((a, b) => a + b, 0);
+	const perRun = (us) => (us / 1000 / timed.length).toFixed(4);
+	process.stdout.write(`profile (${files[0]}): ${timed.length} runs, nodes ${perRun(total)} ms per run\n`);
+	process.stdout.write('op type                          ms/run   share\n');
+	for (const [op, us] of [...byOp].sort((a, b) => b[1] - a[1])) {
+		process.stdout.write(`${op.padEnd(30)} ${perRun(us).padStart(8)}  ${(100 * us / total).toFixed(1).padStart(5)}%\n`);
+	}
+	process.stdout.write('slowest nodes                                        op                ms/run\n');
+	for (const [node, n] of [...byNode].sort((a, b) => b[1].us - a[1].us).slice(0, 25)) {
+		process.stdout.write(`${node.slice(0, 52).padEnd(52)} ${n.op.padEnd(16)} ${perRun(n.us).padStart(8)}\n`);
+	}
 }
 
 main().catch((e) => {
