@@ -383,7 +383,13 @@ func annotateVectorize(rng *rand.Rand, s *schedule.State, tiled map[int]bool, op
 		prod, first := 1, last+1
 		for p := last; p >= 0; p-- {
 			it := st.Iters[p]
-			if it.Kind != schedule.Spatial || it.Ann != schedule.NoAnn || att[p] || it.Extent == 0 || prod*it.Extent > opts.MaxVectorLanes {
+			limit := opts.MaxVectorLanes
+			if p == last && opts.Lanes > 0 {
+				// One loop, not a fusion: whole vectors and a remainder
+				// (a Swin window's 49 keys: 3 × 16 lanes + 1).
+				limit = max(limit, maxWholeVectors*opts.Lanes)
+			}
+			if it.Kind != schedule.Spatial || it.Ann != schedule.NoAnn || att[p] || it.Extent == 0 || prod*it.Extent > limit {
 				break
 			}
 			prod *= it.Extent

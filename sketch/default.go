@@ -94,7 +94,9 @@ func Default(s0 *schedule.State, opts Options) (*schedule.State, string, error) 
 // Tile sizes of the default schedule, the register tile of a hand-written
 // kernel: the last spatial axis a stage splits (the contiguous one) gets
 // vectorTile lanes at the innermost level if a power of two of at least
-// minLanes divides it, else 1; the row axis gets up to rowTile rows. The
+// minLanes divides it; else, when it spans one to maxWholeVectors vectors,
+// all of it (the printer splits it into whole vectors and a remainder:
+// a Swin window's 49 keys are 3 × 16 lanes + 1), else 1; the row axis gets up to rowTile rows. The
 // row axis is the longest other split spatial axis that the loads reading
 // along the vector axis do not use, so that each vector load serves every
 // row: a convolution's output channels (not its rows), a matmul's rows. A
@@ -111,9 +113,10 @@ func Default(s0 *schedule.State, opts Options) (*schedule.State, string, error) 
 // rows; an axis that gets fewer vectors gets more rows (TileRows), so the
 // accumulators stay within the register file.
 const (
-	minLanes     = 4 // fewer lanes than this are not worth a vector
-	reduceWindow = 7 // a reduce axis this short stays whole
-	reduceTile   = 4
+	minLanes        = 4 // fewer lanes than this are not worth a vector
+	maxWholeVectors = 4 // a vector axis no power of two divides is tiled whole up to this many vectors
+	reduceWindow    = 7 // a reduce axis this short stays whole
+	reduceTile      = 4
 )
 
 // fillTiles returns the sketch with every unfilled split filled by the
@@ -126,7 +129,8 @@ func fillTiles(sk *schedule.State, lanes, regs int) (*schedule.State, error) {
 		stage   int
 		ext     int
 		spatial bool
-		axis    string // the root axis the split iterator is
+		axis    string     // the root axis the split iterator is
+		tensor  *te.Tensor // of the stage, which later steps may move to another index
 	}
 	// First pass: the extent and kind of every unfilled split.
 	var splits []split
@@ -134,7 +138,7 @@ func fillTiles(sk *schedule.State, lanes, regs int) (*schedule.State, error) {
 	for k, st := range sk.Steps {
 		if sp, ok := st.(*schedule.Split); ok && slices.Contains(sp.Lengths, 0) {
 			it := s.Stages[sp.Stage].Iters[sp.Iter]
-			splits = append(splits, split{k, sp.Stage, it.Extent, it.Kind == schedule.Spatial, it.Name})
+			splits = append(splits, split{k, sp.Stage, it.Extent, it.Kind == schedule.Spatial, it.Name, s.Stages[sp.Stage].Tensor})
 		}
 		var err error
 		if s, err = s.Apply(st); err != nil {
@@ -159,15 +163,18 @@ func fillTiles(sk *schedule.State, lanes, regs int) (*schedule.State, error) {
 		}
 		done[vec.stage] = true
 		vecs, tile := 1, vectorTile
-		if len(constMatrixIndexVars(s.Stages[vec.stage].Tensor)) > 0 {
+		if len(constMatrixIndexVars(vec.tensor)) > 0 {
 			tile = min(tile, lanes) // one vector register (maxInnerSplit)
 		}
 		if l := largestDivisor(vec.ext, tile, true); l >= minLanes && l&(l-1) == 0 {
 			inner[vec.k] = l
 			vecs = (l + lanes - 1) / lanes
+		} else if lanes >= minLanes && vec.ext >= lanes && vec.ext <= maxWholeVectors*lanes {
+			inner[vec.k] = vec.ext // 49 keys of a Swin window: 3 × 16 lanes + 1
+			vecs = (vec.ext + lanes - 1) / lanes
 		}
 		rowTile := TileRows(vecs, regs)
-		shared := axesBesideVector(s.Stages[vec.stage].Tensor, vec.axis)
+		shared := axesBesideVector(vec.tensor, vec.axis)
 		row, rowShared := -1, false
 		for r, o := range splits {
 			if !o.spatial || o.stage != vec.stage || o.k == vec.k {

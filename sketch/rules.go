@@ -13,6 +13,7 @@ import (
 // writing its type and putting it here; no rule knows about the others.
 var cpuRules = []Rule{
 	inlineOrKeepGuardedWindow{},
+	inlineOrKeepTranspose{},
 	alwaysInline{},
 	simplifyConstTensor{},
 	addRfactor{},
@@ -82,6 +83,82 @@ func (inlineOrKeepGuardedWindow) Apply(g *generator, s *schedule.State, i int) (
 		return nil, err
 	}
 	return append(inlined, next{s, i - 1}), nil
+}
+
+// inlineOrKeepTranspose forks on a cheap injective stage that moves its
+// last axis (a transpose: attention's Kᵀ) and that a data-reuse stage (a
+// matmul) reads along its own last spatial axis, the one the register
+// tile vectorizes: one sketch inlines it, as always_inline would; in the
+// other it stays a stage of its own, for the annotator to place (at the
+// root, or under the consumer's outer loops: one head's Kᵀ at a time);
+// that sketch comes first, so the default schedule keeps it.
+// Inlined, every vector load of the tile is a gather across the source's
+// rows; kept, the transpose is a copy (its reads strided once) and the
+// matmul's loads are contiguous, as a GEMM library packs its operand.
+type inlineOrKeepTranspose struct{}
+
+func (inlineOrKeepTranspose) Name() string { return "inline_or_keep_transpose" }
+
+func (inlineOrKeepTranspose) Condition(g *generator, s *schedule.State, i int) Cond {
+	if (alwaysInline{}).Condition(g, s, i) == Skip || !movesLastAxis(s.Stages[i].Tensor) {
+		return Skip
+	}
+	for _, c := range effectiveConsumers(s, i) {
+		if te.NeedsMultiLevelTiling(s.Stages[c].Tensor) && readsAlongLast(s, i, c) {
+			return ApplyAndSkipRest
+		}
+	}
+	return Skip
+}
+
+func (inlineOrKeepTranspose) Apply(g *generator, s *schedule.State, i int) ([]next, error) {
+	inlined, err := alwaysInline{}.Apply(g, s, i)
+	if err != nil {
+		return nil, err
+	}
+	// Kept first: the default schedule is made from the first sketch.
+	return append([]next{{s, i - 1}}, inlined...), nil
+}
+
+// movesLastAxis reports whether t reads its inputs, each load of them,
+// with an index whose last position does not use t's last axis: walking t
+// along its last axis strides through what it reads.
+func movesLastAxis(t *te.Tensor) bool {
+	if t.Body == nil || len(t.Axis) == 0 {
+		return false
+	}
+	last := t.Axis[len(t.Axis)-1].Var
+	loads, moved := 0, 0
+	tir.WalkExpr(t.Body, func(e tir.Expr) bool {
+		if l, ok := e.(*tir.Load); ok && len(l.Indices) > 0 {
+			loads++
+			if !tir.UsesVar(l.Indices[len(l.Indices)-1], func(v *tir.Var) bool { return v == last }) &&
+				slices.ContainsFunc(l.Indices, func(ix tir.Expr) bool { return tir.UsesVar(ix, func(v *tir.Var) bool { return v == last }) }) {
+				moved++
+			}
+		}
+		return true
+	})
+	return loads > 0 && moved == loads
+}
+
+// readsAlongLast reports whether stage c reads stage i with c's last
+// spatial axis in the last index: contiguous along the vector axis.
+func readsAlongLast(s *schedule.State, i, c int) bool {
+	ct := s.Stages[c].Tensor
+	if len(ct.Axis) == 0 {
+		return false
+	}
+	last := ct.Axis[len(ct.Axis)-1].Var
+	buf := s.Stages[i].Tensor.Buf
+	found := false
+	tir.WalkExpr(effectiveBody(s, c), func(e tir.Expr) bool {
+		if l, ok := e.(*tir.Load); ok && l.Buf == buf && len(l.Indices) > 0 {
+			found = found || tir.UsesVar(l.Indices[len(l.Indices)-1], func(v *tir.Var) bool { return v == last })
+		}
+		return !found
+	})
+	return found
 }
 
 // guarded reports whether e contains a Select.

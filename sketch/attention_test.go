@@ -1,0 +1,104 @@
+package sketch
+
+import (
+	"testing"
+
+	"tessera/schedule"
+	"tessera/schedule/schedtest"
+	"tessera/te"
+)
+
+// attentionDAG is one window of attention as the exporter writes it: K
+// given [heads, keys, size] and transposed for the scores matmul, 49 keys
+// (a Swin window: no power of two divides it), more heads than queries.
+func attentionDAG(t *testing.T) *te.DAG {
+	t.Helper()
+	q, k, v := te.Placeholder("Q", 12, 10, 16), te.Placeholder("K", 12, 49, 16), te.Placeholder("V", 12, 49, 16)
+	kt, err := te.Transpose("kt", k, []int{0, 2, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := te.MatMul("scores", q, kt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := te.Softmax("probs", s, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := te.MatMul("attention", p, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := te.NewDAG(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func stageNamed(t *testing.T, s *schedule.State, name string) *schedule.Stage {
+	t.Helper()
+	for _, st := range s.Stages {
+		if st.Tensor.Name == name {
+			return st
+		}
+	}
+	t.Fatalf("no stage %s in\n%v", name, s)
+	return nil
+}
+
+// TestKeepTranspose: the transposed K a matmul reads along its vector axis
+// is kept as a stage of its own in the first sketch and inlined in
+// another (inline_or_keep_transpose); the default schedule keeps it,
+// vectorizes the scores over all 49 keys (3 × 16 lanes + 1), takes the
+// register tile's rows of the second matmul from the queries (the axis
+// its vector loads do not use) and computes what the reference does.
+func TestKeepTranspose(t *testing.T) {
+	d := attentionDAG(t)
+	sketches, err := Generate(schedule.NewState(d), testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, inlined := 0, 0
+	for n, sk := range sketches {
+		if stageNamed(t, sk, "kt").Attach == schedule.Inlined {
+			inlined++
+		} else {
+			kept++
+			if n == 0 && inlined > 0 {
+				t.Error("an inlining sketch comes before the first that keeps Kᵀ")
+			}
+		}
+	}
+	if kept == 0 || inlined == 0 || stageNamed(t, sketches[0], "kt").Attach == schedule.Inlined {
+		t.Fatalf("%d sketches keep Kᵀ, %d inline it, the first inlines it: %v", kept, inlined, stageNamed(t, sketches[0], "kt").Attach == schedule.Inlined)
+	}
+
+	st, how, err := Default(schedule.NewState(d), testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stageNamed(t, st, "kt").Attach == schedule.Inlined {
+		t.Errorf("the default inlines Kᵀ:\n%v", st)
+	}
+	scores := stageNamed(t, st, "scores.local")
+	if last := scores.Iters[len(scores.Iters)-1]; last.Ann != schedule.Vectorize || last.Extent != 49 {
+		t.Errorf("the scores' innermost loop is %s(%d), want 49 lanes vectorized:\n%v", last.Name, last.Extent, st)
+	}
+	att := stageNamed(t, st, "attention.local")
+	rows := map[string]int{}
+	for _, it := range att.Iters {
+		rows[it.Name] = it.Extent
+	}
+	if rows["i0.3"] != 1 || rows["i1.3"] < 2 {
+		t.Errorf("the second matmul's register tile has %d heads and %d queries as rows, want the queries:\n%v", rows["i0.3"], rows["i1.3"], st)
+	}
+	f, err := schedule.Lower(st, "default")
+	if err != nil {
+		t.Fatalf("%s: %v", how, err)
+	}
+	if err := schedtest.Check(d, f, 3); err != nil {
+		t.Errorf("%s: %v\n%v", how, err, st)
+	}
+}
