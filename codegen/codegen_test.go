@@ -405,7 +405,8 @@ func cases() []ccase {
 	}
 
 	{ // runs of updates of one element: the partial sums stay in registers
-		// (forwardUpdates), one store per element; a guarded term (padding);
+		// (forwardUpdates), one store per element, a long run of one
+		// associative operation in interleaved chains; a guarded term (padding);
 		// runs that must stay: an element read twice per term, another
 		// element read, a store every lane makes to one element
 		A, O, P, Q, R := gbuf("A", 64), gbuf("O", 4, 16), gbuf("P", 4), gbuf("Q", 16), gbuf("R", 1)
@@ -435,7 +436,9 @@ func cases() []ccase {
 			loop(v[5], 16, tir.Vectorized, st(Q, ld(A, v[5]), v[5])),
 			loop(v[6], 16, tir.Vectorized, st(Q, add(ld(Q, c(3)), ld(A, v[6])), c(3))),
 			tir.SeqOf(long...)),
-			src:    []string{"tsr_store_v16f(&O[i * 16], ((tsr_splat_v16f(0.0f) + ", "const float P_sum = P[i] * P[i];", "P[i] = P_sum_1;", "P[0] = P_sum_1;", "Q[3] = Q[3] + A[w];", "R[0] = R_sum_63;", "R[0] = R_sum_69;"},
+			src: []string{"tsr_store_v16f(&O[i * 16], ((tsr_splat_v16f(0.0f) + ", "const float P_sum = P[i] * P[i];", "P[i] = P_sum_1;", "P[0] = P_sum_1;", "Q[3] = Q[3] + A[w];",
+				// 64 updates of R[0] in 4 interleaved chains, then 6 in one
+				"const float R_sum_1 = A[1];", "const float R_sum_4 = R_sum + A[4];", "const float R_sum_66 = R_sum_64 + R_sum_65;", "R[0] = R_sum_66;", "R[0] = R_sum_72;"},
 			notSrc: []string{"tsr_store_v16f(&O[i * 16], tsr_splat_v16f(0.0f));"}})
 	}
 

@@ -18,7 +18,14 @@ import "tessera/tir"
 // such a run into one statement that stores the element once: lets bind
 // the partial sums, a term's load of B[i] reading the previous let. The
 // operations and their order are the same, so the result is bitwise the
-// same.
+// same, with one exception: a long run whose every term combines the
+// partial result by one associative operation (B = B + t, max, min: a
+// softmax's row maximum and sum, a layer norm's mean) is one chain of
+// dependent operations, each waiting for the last (4 cycles for an add).
+// Such a run is split into interleaved chains (term k goes to chain k mod
+// chains) combined at the end, which the processor runs side by side.
+// Max and min give the same result; a sum is rounded in another order,
+// as a split or factored reduction is.
 
 // forwardUpdates merges every run of updates of one element (see above)
 // in the sequences of s.
@@ -154,6 +161,13 @@ func mergeUpdates(stmts []tir.Stmt) []tir.Stmt {
 	return out
 }
 
+// chains is how many interleaved chains a reassociable run is split into
+// (see above), and minChainTerms the fewest terms per chain worth it.
+const (
+	chains        = 4
+	minChainTerms = 2
+)
+
 // mergeRun is the run of updates as lets of the partial sums and one
 // store.
 func mergeRun(first update, run []tir.Stmt) tir.Stmt {
@@ -162,6 +176,9 @@ func mergeRun(first update, run []tir.Stmt) tir.Stmt {
 		v = first.loop.Var
 	}
 	buf := first.st.Buf
+	if body := interleaved(first, run, v); body != nil {
+		return body
+	}
 	sums := make([]*tir.Var, len(run))
 	values := make([]tir.Expr, len(run))
 	for k, s := range run {
@@ -187,4 +204,84 @@ func mergeRun(first update, run []tir.Stmt) tir.Stmt {
 		return body
 	}
 	return &tir.For{Var: v, Extent: first.loop.Extent, Kind: tir.Vectorized, Thread: first.loop.Thread, Body: body}
+}
+
+// interleaved returns the run as interleaved chains of one associative
+// operation (see above), or nil when some update is not B = op(B, t) of
+// one op for all (the first update, which starts the run, may be
+// anything) or the run is too short to split.
+func interleaved(first update, run []tir.Stmt, v *tir.Var) tir.Stmt {
+	buf := first.st.Buf
+	if buf.DType != tir.Float32 || len(run)-1 < chains*minChainTerms {
+		return nil
+	}
+	var op tir.BinOp
+	terms := make([]tir.Expr, len(run)) // terms[0]: the first value, whole
+	for k, s := range run {
+		u, _ := asUpdate(s)
+		val := u.lane(u.st.Value, v)
+		if k == 0 {
+			terms[0] = val
+			continue
+		}
+		b, ok := val.(*tir.Binary)
+		if !ok || (b.Op != tir.Add && b.Op != tir.Max && b.Op != tir.Min) || k > 1 && b.Op != op {
+			return nil
+		}
+		op = b.Op
+		isElem := func(e tir.Expr) bool { l, ok := e.(*tir.Load); return ok && l.Buf == buf }
+		switch {
+		case isElem(b.A) && !reads(b.B, buf):
+			terms[k] = b.B
+		case isElem(b.B) && !reads(b.A, buf):
+			terms[k] = b.A
+		default:
+			return nil
+		}
+	}
+	// Lets in term order, so that neighbouring lets are independent.
+	type let struct {
+		v   *tir.Var
+		val tir.Expr
+	}
+	var lets []let
+	heads := make([]tir.Expr, chains)
+	bind := func(val tir.Expr) *tir.Var {
+		x := &tir.Var{Name: buf.Name + "_sum", T: buf.DType}
+		lets = append(lets, let{x, val})
+		return x
+	}
+	for k, t := range terms {
+		c := k % chains
+		if heads[c] == nil {
+			heads[c] = bind(t)
+		} else {
+			heads[c] = bind(&tir.Binary{Op: op, A: heads[c], B: t})
+		}
+	}
+	for n := chains; n > 1; n /= 2 {
+		for c := 0; c < n/2; c++ {
+			heads[c] = bind(&tir.Binary{Op: op, A: heads[c], B: heads[c+n/2]})
+		}
+	}
+	var body tir.Stmt = &tir.Store{Buf: buf, Indices: first.st.Indices, Value: heads[0]}
+	for k := len(lets) - 1; k >= 0; k-- {
+		body = &tir.Let{Var: lets[k].v, Value: lets[k].val, Body: body}
+	}
+	if first.loop == nil {
+		return body
+	}
+	return &tir.For{Var: v, Extent: first.loop.Extent, Kind: tir.Vectorized, Thread: first.loop.Thread, Body: body}
+}
+
+// reads reports whether e loads from buf.
+func reads(e tir.Expr, buf *tir.Buffer) bool {
+	found := false
+	tir.WalkExpr(e, func(x tir.Expr) bool {
+		if l, ok := x.(*tir.Load); ok && l.Buf == buf {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
