@@ -67,11 +67,11 @@ func convAlternatives(g *graph.Graph, n *graph.Node) ([]Alternative, error) {
 	if m == 0 {
 		return nil, nil
 	}
-	pads, err := winogradPads(n)
+	pads, err := winogradPads(n) // checked by winogradTile
 	if err != nil {
-		return nil, nil
+		return nil, err
 	}
-	nhwc, err := (&lowerCtx{n: n}).nhwc()
+	nhwc, err := channelsLast(n)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func winogradTile(g *graph.Graph, n *graph.Node) int {
 		return 0
 	}
 	oh, ow := out.Shape[2], out.Shape[3]
-	if l, _ := n.Str(DataLayout, "NCHW"); l == "NHWC" {
+	if nhwc, _ := channelsLast(n); nhwc {
 		oh, ow = out.Shape[1], out.Shape[2]
 	}
 	if oh >= 8 && ow >= 8 {

@@ -16,10 +16,13 @@ import (
 // DataLayout is the attribute the layout pass sets.
 const DataLayout = graph.LayoutAttr
 
-// nhwc reports whether node c is channels-last; any other data_layout
-// than NCHW and NHWC is an error.
-func (c *lowerCtx) nhwc() (bool, error) {
-	l, err := c.n.Str(DataLayout, "NCHW")
+// nhwc reports whether the node is channels-last (channelsLast).
+func (c *lowerCtx) nhwc() (bool, error) { return channelsLast(c.n) }
+
+// channelsLast reports whether node n is channels-last; any other
+// data_layout than NCHW and NHWC is an error.
+func channelsLast(n *graph.Node) (bool, error) {
+	l, err := n.Str(DataLayout, "NCHW")
 	if err != nil {
 		return false, err
 	}
@@ -29,7 +32,7 @@ func (c *lowerCtx) nhwc() (bool, error) {
 	case "NHWC":
 		return true, nil
 	}
-	return false, c.n.Errorf("%s %q (NCHW or NHWC)", DataLayout, l)
+	return false, n.Errorf("%s %q (NCHW or NHWC)", DataLayout, l)
 }
 
 func init() {
