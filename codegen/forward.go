@@ -196,8 +196,15 @@ func mergeRun(first update, run []tir.Stmt) tir.Stmt {
 		sums[k] = &tir.Var{Name: buf.Name + "_sum", T: buf.DType}
 		values[k] = val
 	}
-	var body tir.Stmt = &tir.Store{Buf: buf, Indices: first.st.Indices, Value: sums[len(run)-1]}
-	for k := len(run) - 1; k >= 0; k-- {
+	return storeAfter(first, v, sums, values, sums[len(run)-1])
+}
+
+// storeAfter is the lets sums[k] = values[k], in order, then one store of
+// result to the run's element, in the run's vectorized loop (lane v) when
+// it has one.
+func storeAfter(first update, v *tir.Var, sums []*tir.Var, values []tir.Expr, result tir.Expr) tir.Stmt {
+	var body tir.Stmt = &tir.Store{Buf: first.st.Buf, Indices: first.st.Indices, Value: result}
+	for k := len(sums) - 1; k >= 0; k-- {
 		body = &tir.Let{Var: sums[k], Value: values[k], Body: body}
 	}
 	if first.loop == nil {
@@ -216,6 +223,7 @@ func interleaved(first update, run []tir.Stmt, v *tir.Var) tir.Stmt {
 		return nil
 	}
 	var op tir.BinOp
+	isElem := func(e tir.Expr) bool { l, ok := e.(*tir.Load); return ok && l.Buf == buf }
 	terms := make([]tir.Expr, len(run)) // terms[0]: the first value, whole
 	for k, s := range run {
 		u, _ := asUpdate(s)
@@ -229,26 +237,22 @@ func interleaved(first update, run []tir.Stmt, v *tir.Var) tir.Stmt {
 			return nil
 		}
 		op = b.Op
-		isElem := func(e tir.Expr) bool { l, ok := e.(*tir.Load); return ok && l.Buf == buf }
 		switch {
-		case isElem(b.A) && !reads(b.B, buf):
+		case isElem(b.A) && !tir.Reads(b.B, buf):
 			terms[k] = b.B
-		case isElem(b.B) && !reads(b.A, buf):
+		case isElem(b.B) && !tir.Reads(b.A, buf):
 			terms[k] = b.A
 		default:
 			return nil
 		}
 	}
 	// Lets in term order, so that neighbouring lets are independent.
-	type let struct {
-		v   *tir.Var
-		val tir.Expr
-	}
-	var lets []let
+	var sums []*tir.Var
+	var values []tir.Expr
 	heads := make([]tir.Expr, chains)
 	bind := func(val tir.Expr) *tir.Var {
 		x := &tir.Var{Name: buf.Name + "_sum", T: buf.DType}
-		lets = append(lets, let{x, val})
+		sums, values = append(sums, x), append(values, val)
 		return x
 	}
 	for k, t := range terms {
@@ -264,24 +268,5 @@ func interleaved(first update, run []tir.Stmt, v *tir.Var) tir.Stmt {
 			heads[c] = bind(&tir.Binary{Op: op, A: heads[c], B: heads[c+n/2]})
 		}
 	}
-	var body tir.Stmt = &tir.Store{Buf: buf, Indices: first.st.Indices, Value: heads[0]}
-	for k := len(lets) - 1; k >= 0; k-- {
-		body = &tir.Let{Var: lets[k].v, Value: lets[k].val, Body: body}
-	}
-	if first.loop == nil {
-		return body
-	}
-	return &tir.For{Var: v, Extent: first.loop.Extent, Kind: tir.Vectorized, Thread: first.loop.Thread, Body: body}
-}
-
-// reads reports whether e loads from buf.
-func reads(e tir.Expr, buf *tir.Buffer) bool {
-	found := false
-	tir.WalkExpr(e, func(x tir.Expr) bool {
-		if l, ok := x.(*tir.Load); ok && l.Buf == buf {
-			found = true
-		}
-		return !found
-	})
-	return found
+	return storeAfter(first, v, sums, values, heads[0])
 }

@@ -7,7 +7,8 @@ import "slices"
 // Dropout in inference mode with its mask unused) makes them copies when
 // the output has the input's shape and dtype, and those its CopyIf rule
 // says copy (a Transpose by the identity permutation, a Pad by zero
-// everywhere: PyTorch writes one before an AveragePool). Readers of the output read the input instead.
+// everywhere: PyTorch writes one before an AveragePool). Readers of the
+// output read the input instead.
 // When the output is a graph output, the input's producer is made to write
 // it under the output's name, so graph outputs keep their names; when that
 // is impossible (the input is a graph input or constant) the node stays.

@@ -134,7 +134,7 @@ func (l *lowerer) inferRegion(i int) error {
 	hi := make([]tir.Expr, n)
 	found := false
 	for j := i + 1; j < len(l.s.Stages); j++ {
-		if !l.live(j) || !readsBuf(l.stages[j].body, t.Buf) {
+		if !l.live(j) || !tir.Reads(l.stages[j].body, t.Buf) {
 			continue
 		}
 		found = true

@@ -57,7 +57,7 @@ func (l *lowerer) packLayouts() error {
 		}
 		reader := -1
 		for i := range l.s.Stages {
-			if l.live(i) && readsBuf(l.stages[i].body, p.Tensor.Buf) {
+			if l.live(i) && tir.Reads(l.stages[i].body, p.Tensor.Buf) {
 				if reader >= 0 {
 					return fmt.Errorf("rewrite_layout(%s): read by stages %s and %s; a packed layout serves one loop nest",
 						p.Tensor.Name, l.s.Stages[reader].Tensor.Name, l.s.Stages[i].Tensor.Name)

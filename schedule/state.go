@@ -331,17 +331,6 @@ func (s *State) Consumers(i int) []int { return s.index().consumers[i] }
 // its body first reads them. The caller must not change the slice.
 func (s *State) Producers(i int) []int { return s.index().producers[i] }
 
-func readsBuf(e tir.Expr, b *tir.Buffer) bool {
-	found := false
-	tir.WalkExpr(e, func(x tir.Expr) bool {
-		if l, ok := x.(*tir.Load); ok && l.Buf == b {
-			found = true
-		}
-		return !found
-	})
-	return found
-}
-
 // String prints the state as a loop-nest preview, e.g.
 //
 //	C: i.0@parallel(4) j.0(8) k.0(64) i.1(32) j.1@vectorize(16) k.1(8)

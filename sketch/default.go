@@ -96,12 +96,13 @@ func Default(s0 *schedule.State, opts Options) (*schedule.State, string, error) 
 // vectorTile lanes at the innermost level if a power of two of at least
 // minLanes divides it; else, when it spans one to maxWholeVectors vectors,
 // all of it (the printer splits it into whole vectors and a remainder:
-// a Swin window's 49 keys are 3 × 16 lanes + 1), else 1; the row axis gets up to rowTile rows. The
-// row axis is the longest other split spatial axis that the loads reading
-// along the vector axis do not use, so that each vector load serves every
-// row: a convolution's output channels (not its rows), a matmul's rows. A
-// reduce axis keeps a short window (a 3×3 kernel's rows) whole at its
-// inner level and up to reduceTile of a long one. Every other level is 1
+// a Swin window's 49 keys are 3 × 16 lanes + 1), else 1; the row axis
+// gets up to rowTile rows. The row axis is the longest other split
+// spatial axis that the loads reading along the vector axis do not use, so
+// that each vector load serves every row: a convolution's output channels
+// (not its rows), a matmul's rows. A reduce axis keeps a short window (a
+// 3×3 kernel's rows) whole at its inner level and up to reduceTile of a
+// long one. Every other level is 1
 // (Sample's parallel annotation fuses what is left outside).
 // Measured on ResNet-18's 3×3 convolutions, one thread: 80 to 88 GFLOP/s
 // at 56×56 and 112×112 (a 16 × 16 or 16 × 8 tile), 11 to 13 at 14×14 and

@@ -131,6 +131,18 @@ func UsesVar(e Expr, pred func(*Var) bool) bool {
 	return found
 }
 
+// Reads reports whether e loads from buffer b.
+func Reads(e Expr, b *Buffer) bool {
+	found := false
+	WalkExpr(e, func(x Expr) bool {
+		if l, ok := x.(*Load); ok && l.Buf == b {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
 // StmtFuncs are the callbacks of MutateStmt. Expr, if set, rewrites every
 // expression (indices, values, conditions, let values); Stmt, if set, is
 // called bottom-up on every statement after its children were rebuilt.
