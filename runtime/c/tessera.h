@@ -15,8 +15,13 @@
  *   tessera_close(m);
  *
  * One opened model serves concurrent tessera_run calls from any number of
- * threads: the weights are shared read-only (mapped from the file), and
- * each call takes a workspace of its own from the model's pool.
+ * threads: the weights are shared read-only, and each call takes a
+ * workspace of its own from the model's pool. Weights of 2 MiB or more are
+ * copied into (transparent) huge pages when the kernel gives them, and so
+ * is an arena that large: a run streams its weights, and in 4 KiB pages it
+ * pays a TLB miss and a prefetcher restart every page. Set
+ * TESSERA_NO_HUGE_PAGES in the environment to keep the weights file's own
+ * pages (shared through the page cache by every process that maps it).
  *
  * Every function that can fail returns a tessera_status; on failure
  * tessera_last_error() describes it (per thread: the message of this
