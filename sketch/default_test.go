@@ -154,3 +154,56 @@ func TestDefaultPrimeRows(t *testing.T) {
 		t.Errorf("%s: %v\n%v", rule, err, st)
 	}
 }
+
+// TestDefaultStreamsWeights: a matmul of few rows by a weight larger than
+// any core's L2 gets its row tiles inside the weight's column tiles (the
+// row split's lengths cover all 60 rows, level 0 is 1), so each panel of
+// the weight is read once; a weight that fits keeps the row tiles outside.
+// The new order computes what the reference evaluator computes.
+func TestDefaultStreamsWeights(t *testing.T) {
+	for _, c := range []struct {
+		cols   int
+		inside bool
+	}{
+		{1280, true}, // 512 × 1280 floats: 2.5 MiB
+		{1024, true}, // 2 MiB
+		{992, false}, // just under 2 MiB
+	} {
+		a, b := te.Placeholder("A", 60, 512), te.Constant("B", 512, c.cols)
+		mm, err := te.MatMul("C", a, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := te.NewDAG(mm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, rule, err := Default(schedule.NewState(d), testOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		inside := false
+		for _, step := range st.Steps {
+			if sp, ok := step.(*schedule.Split); ok {
+				n := 1
+				for _, l := range sp.Lengths {
+					n *= l
+				}
+				inside = inside || n == 60
+			}
+		}
+		if inside != c.inside {
+			t.Errorf("60 × 512 by 512 × %d: row tiles inside the column tiles %v, want %v (%s):\n%v", c.cols, inside, c.inside, rule, st)
+		}
+		if c.cols != 1280 {
+			continue
+		}
+		f, err := schedule.Lower(st, "default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := schedtest.Check(d, f, 1); err != nil {
+			t.Errorf("512 × %d: %v\n%v", c.cols, err, st)
+		}
+	}
+}
