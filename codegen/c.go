@@ -349,6 +349,9 @@ func (k *kernel) forLoop(f *tir.For) error {
 	case tir.ThreadBound:
 		k.line("/* %s, run serially */", comment(f.Thread))
 	case tir.Serial:
+		if done, err := k.reductionLoop(f); done {
+			return err
+		}
 	default:
 		return fmt.Errorf("unknown loop kind %v", f.Kind)
 	}
