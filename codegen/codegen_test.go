@@ -148,6 +148,22 @@ func cases() []ccase {
 			notSrc: []string{"C_acc"}})
 	}
 
+	{ // under the auto-unroll pragma: a row of 96 stays a loop and runs
+		// in vectors (keepForVectors), a row of 40 (under 4 vectors) is
+		// unrolled into interleaved chains
+		A, S, T := gbuf("A", 2, 96), gbuf("S", 2), gbuf("T", 2)
+		v := vars("i", "r", "q")
+		i, r, q := v[0], v[1], v[2]
+		cs = append(cs, ccase{name: "row_reductions_unrolled", f: fnc("row_reductions_unrolled", []*tir.Buffer{A, S, T},
+			&tir.Pragma{Key: "auto_unroll_max_step", Value: 512, Body: loop(i, 2, tir.Serial,
+				st(S, fc(0), i),
+				loop(r, 96, tir.Serial, st(S, add(ld(S, i), ld(A, i, r)), i)),
+				st(T, fc(0), i),
+				loop(q, 40, tir.Serial, st(T, add(ld(T, i), ld(A, i, q)), i)))}),
+			src:    []string{"tsr_v16f S_acc", "T_sum"},
+			notSrc: []string{"T_acc"}})
+	}
+
 	{ // vector loads with coefficients 1, 0 and other; gather and scatter
 		A, B, S := gbuf("A", 64), gbuf("B", 64), gbuf("S", 4)
 		O1, O2, O3, O4 := gbuf("O1", 64), gbuf("O2", 64), gbuf("O3", 4, 16), gbuf("O4", 64)

@@ -22,20 +22,47 @@ import (
 // accumulator of L lanes, a tree across the lanes, the remaining E mod L
 // terms in scalar code, and one update of B[i]. Max and min give the same
 // result; a sum is rounded in another order, as a split or factored
-// reduction is (and as the interleaved chains of forward.go are).
+// reduction is (and as the interleaved chains of forward.go are). The
+// auto-unroll pragma leaves such a loop rolled when it spans minVectorRow
+// vectors or more (keepForVectors); an explicitly unrolled one is unrolled.
 
-// reductionLoop emits f as a vector row reduction (see above) and reports
-// whether it did; it returns false, having emitted nothing, when f is not
-// one.
-func (k *kernel) reductionLoop(f *tir.For) (bool, error) {
-	L := k.m.lanes
+// minVectorRow is the shortest row, in vectors, that an auto-unrolled loop
+// leaves rolled to run as a row reduction (keepForVectors): shorter ones
+// unroll into interleaved scalar chains (forward.go), about as fast (a
+// Swin window's 49 keys are 3 vectors and a remainder).
+const minVectorRow = 4
+
+// keepForVectors reports whether the auto-unroll pragma should leave the
+// serial loop f rolled: a row reduction of at least minVectorRow vectors
+// of lanes, which the printer runs in vector registers instead.
+func keepForVectors(f *tir.For, lanes int) bool {
+	if f.Extent < minVectorRow*lanes {
+		return false
+	}
+	_, ok := matchRowReduction(f, lanes, domain{})
+	return ok
+}
+
+// rowReduction is a loop found to be a row reduction (see above).
+type rowReduction struct {
+	st    *tir.Store // B[i] = op(B[i], term)
+	op    tir.BinOp
+	term  tir.Expr // t(r)
+	chunk *tir.Var // r = chunk*L + lane
+	p     *vplan   // the lane, L and the domain with chunk and lane
+	vterm tir.Expr // t(chunk*L + lane)
+}
+
+// matchRowReduction returns f as a row reduction of L lanes within the
+// enclosing ranges dom, or false.
+func matchRowReduction(f *tir.For, L int, dom domain) (*rowReduction, bool) {
 	st, ok := f.Body.(*tir.Store)
-	if !ok || L < 4 || f.Extent < 2*L || st.Buf == nil || st.Buf.DType != tir.Float32 {
-		return false, nil
+	if !ok || f.Var == nil || L < 4 || f.Extent < 2*L || st.Buf == nil || st.Buf.DType != tir.Float32 {
+		return nil, false
 	}
 	b, ok := st.Value.(*tir.Binary)
 	if !ok || b.Op != tir.Add && b.Op != tir.Max && b.Op != tir.Min {
-		return false, nil
+		return nil, false
 	}
 	isElem := func(e tir.Expr) bool {
 		l, ok := e.(*tir.Load)
@@ -49,53 +76,63 @@ func (k *kernel) reductionLoop(f *tir.For) (bool, error) {
 		}
 		return true
 	}
-	var term tir.Expr
+	r := &rowReduction{st: st, op: b.Op}
 	switch {
 	case isElem(b.A) && !tir.Reads(b.B, st.Buf):
-		term = b.B
+		r.term = b.B
 	case isElem(b.B) && !tir.Reads(b.A, st.Buf):
-		term = b.A
+		r.term = b.A
 	default:
-		return false, nil
+		return nil, false
 	}
 	for _, ix := range st.Indices {
 		if dependsOn(ix, f.Var) {
-			return false, nil
+			return nil, false
 		}
 	}
-	// The vector body: r = c*L + v, c the chunk, v the lane.
-	chunks := f.Extent / L
-	c := &tir.Var{Name: f.Var.Name + "_c", T: tir.Int}
+	r.chunk = &tir.Var{Name: f.Var.Name + "_c", T: tir.Int}
 	v := &tir.Var{Name: f.Var.Name + "_l", T: tir.Int}
-	vterm := tir.Substitute(term, map[*tir.Var]tir.Expr{f.Var: tir.AddE(tir.MulE(c, tir.Const(int64(L))), v)})
-	dom := copyDom(k.dom)
-	dom[c] = tir.Interval{Lo: 0, Hi: int64(chunks) - 1}
-	dom[v] = tir.Interval{Lo: 0, Hi: int64(L) - 1}
-	p := &vplan{v: v, L: L, dom: dom}
-	if !contiguousLoads(p, vterm) {
+	r.vterm = tir.Substitute(r.term, map[*tir.Var]tir.Expr{f.Var: tir.AddE(tir.MulE(r.chunk, tir.Const(int64(L))), v)})
+	vdom := copyDom(dom)
+	vdom[r.chunk] = tir.Interval{Lo: 0, Hi: int64(f.Extent/L) - 1}
+	vdom[v] = tir.Interval{Lo: 0, Hi: int64(L) - 1}
+	r.p = &vplan{v: v, L: L, dom: vdom}
+	if !contiguousLoads(r.p, r.vterm) {
+		return nil, false
+	}
+	return r, true
+}
+
+// reductionLoop emits f as a vector row reduction (see above) and reports
+// whether it did; it returns false, having emitted nothing, when f is not
+// one.
+func (k *kernel) reductionLoop(f *tir.For) (bool, error) {
+	L := k.m.lanes
+	r, ok := matchRowReduction(f, L, k.dom)
+	if !ok {
 		return false, nil
 	}
-
+	st, chunks := r.st, f.Extent/L
 	k.line("{")
 	k.indent++
 	k.openScope()
 	defer k.closeScope()
-	identity, vop, sop := reduceOps(b.Op, L)
+	identity, vop, sop := reduceOps(r.op, L)
 	acc := k.declare(st.Buf.Name + "_acc")
 	k.m.used[L] = true
 	k.line("%s %s = tsr_splat_v%df(%s);", vt(L), acc, L, identity)
-	cname := k.declare(c.Name)
-	unbind := k.bindVar(c, cname)
+	cname := k.declare(r.chunk.Name)
+	unbind := k.bindVar(r.chunk, cname)
 	saved := k.dom
-	k.dom = dom
-	code, isVec, err := k.vexpr(p, vterm)
+	k.dom = r.p.dom
+	code, isVec, err := k.vexpr(r.p, r.vterm)
 	k.dom = saved
 	unbind()
 	if err != nil {
 		return true, err
 	}
 	if !isVec {
-		return true, fmt.Errorf("internal: row reduction term %s does not depend on its lane", tir.ExprString(vterm))
+		return true, fmt.Errorf("internal: row reduction term %s does not depend on its lane", tir.ExprString(r.vterm))
 	}
 	k.line("for (%s %s = 0; %s < %d; ++%s) {", k.intType(), cname, cname, chunks, cname)
 	k.line("  %s = %s;", acc, vop(acc, trimParens(code)))
@@ -116,14 +153,14 @@ func (k *kernel) reductionLoop(f *tir.For) (bool, error) {
 	sname := k.declare(sum.Name)
 	k.line("float %s = %s;", sname, lanes[0])
 	defer k.bindVar(sum, sname)()
-	for r := chunks * L; r < f.Extent; r++ {
-		t, err := k.expr(tir.Substitute(term, map[*tir.Var]tir.Expr{f.Var: tir.Const(int64(r))}))
+	for i := chunks * L; i < f.Extent; i++ {
+		t, err := k.expr(tir.Substitute(r.term, map[*tir.Var]tir.Expr{f.Var: tir.Const(int64(i))}))
 		if err != nil {
 			return true, err
 		}
 		k.line("%s = %s;", sname, sop(sname, trimParens(t)))
 	}
-	var value tir.Expr = &tir.Binary{Op: b.Op, A: &tir.Load{Buf: st.Buf, Indices: st.Indices}, B: sum}
+	var value tir.Expr = &tir.Binary{Op: r.op, A: &tir.Load{Buf: st.Buf, Indices: st.Indices}, B: sum}
 	if err := k.stmt(&tir.Store{Buf: st.Buf, Indices: st.Indices, Value: value}); err != nil {
 		return true, err
 	}

@@ -20,7 +20,7 @@ const maxUnrollSteps = 1024
 // vectorized loops split into native-width chunks, then loops unrolled,
 // then the runs of updates of one element merged (forwardUpdates).
 func prepare(s tir.Stmt, lanes int) tir.Stmt {
-	return forwardUpdates(dropNoopUpdates(foldFloats(unroll(unrollLocalLoops(splitVectors(s, lanes)), 0))))
+	return forwardUpdates(dropNoopUpdates(foldFloats(unroll(unrollLocalLoops(splitVectors(s, lanes)), 0, lanes))))
 }
 
 // maxLocalUnrollSteps bounds a serial loop that unrollLocalLoops unrolls.
@@ -164,10 +164,10 @@ func splitVectors(s tir.Stmt, lanes int) tir.Stmt {
 }
 
 // unroll unrolls loops; auto is the auto_unroll_max_step in effect (0: none).
-func unroll(s tir.Stmt, auto int) tir.Stmt {
+func unroll(s tir.Stmt, auto, lanes int) tir.Stmt {
 	switch s := s.(type) {
 	case *tir.For:
-		body := unroll(s.Body, auto)
+		body := unroll(s.Body, auto, lanes)
 		if s.Var == nil || s.Extent <= 0 {
 			return &tir.For{Var: s.Var, Extent: s.Extent, Kind: s.Kind, Thread: s.Thread, Body: body}
 		}
@@ -192,7 +192,7 @@ func unroll(s tir.Stmt, auto int) tir.Stmt {
 			}
 			return tir.SeqOf(out...)
 		}
-		if steps <= limit {
+		if steps <= limit && !(s.Kind == tir.Serial && keepForVectors(s, lanes)) {
 			return copies()
 		}
 		// An explicit unroll a little over the limit is taken when the
@@ -207,21 +207,21 @@ func unroll(s tir.Stmt, auto int) tir.Stmt {
 		return &tir.For{Var: s.Var, Extent: s.Extent, Kind: s.Kind, Thread: s.Thread, Body: body}
 	case *tir.Pragma:
 		if s.Key == "auto_unroll_max_step" {
-			return unroll(s.Body, s.Value)
+			return unroll(s.Body, s.Value, lanes)
 		}
-		return &tir.Pragma{Key: s.Key, Value: s.Value, Body: unroll(s.Body, auto)}
+		return &tir.Pragma{Key: s.Key, Value: s.Value, Body: unroll(s.Body, auto, lanes)}
 	case *tir.Seq:
 		out := make([]tir.Stmt, 0, len(s.Stmts))
 		for _, c := range s.Stmts {
-			out = append(out, unroll(c, auto))
+			out = append(out, unroll(c, auto, lanes))
 		}
 		return tir.SeqOf(out...)
 	case *tir.Let:
-		return &tir.Let{Var: s.Var, Value: s.Value, Body: unroll(s.Body, auto)}
+		return &tir.Let{Var: s.Var, Value: s.Value, Body: unroll(s.Body, auto, lanes)}
 	case *tir.Allocate:
-		return &tir.Allocate{Buf: s.Buf, Body: unroll(s.Body, auto)}
+		return &tir.Allocate{Buf: s.Buf, Body: unroll(s.Body, auto, lanes)}
 	case *tir.IfThenElse:
-		return &tir.IfThenElse{Cond: s.Cond, Then: unroll(s.Then, auto), Else: unroll(s.Else, auto)}
+		return &tir.IfThenElse{Cond: s.Cond, Then: unroll(s.Then, auto, lanes), Else: unroll(s.Else, auto, lanes)}
 	}
 	return s
 }
