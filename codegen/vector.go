@@ -955,7 +955,11 @@ func vectorHelpers(L int) string {
 //     (truncation below 6e-9 relative), evaluated by Horner in float32:
 //     within 2 ulp. Lanes outside [−87, 88] (where 2^n leaves the normal
 //     range), infinities and NaN take expf, so overflow, underflow to
-//     subnormals and NaN are libm's.
+//     subnormals and NaN are libm's (the lanes are tested only when the
+//     mask, folded by OR, says one is out). tsr_exp_normal is the same without
+//     that check, for callers whose argument is in range (erf's −x²,
+//     |x| ≤ 4): GELU's erf ran its exp's 16-lane check loop on every
+//     vector.
 //   - erf: for |x| < 0.5 its Taylor series to x¹³ (truncation below
 //     4e-10); above, 1 − e^(−x²)·Q(u), u = 1 / (1 + |x|/2), where Q, of
 //     degree 8, is the Chebyshev fit (mpmath's chebyfit, 9 terms) of
@@ -969,9 +973,7 @@ func vectorHelpers(L int) string {
 // are: a lane of a scalar loop and a lane of a vector may differ by these
 // errors, well within the tolerance every kernel is checked at
 // (te.DAG.Tolerance, at least 2e-5).
-const vectorMath = `static inline VF tsr_exp_vLf(VF x) {
-  VI in = (x >= -87.0f) & (x <= 88.0f);
-  VF xc = tsr_select_vLf(in, x, tsr_splat_vLf(0.0f));
+const vectorMath = `static inline VF tsr_exp_normal_vLf(VF xc) {
   VF t = xc * 1.44269504088896341f;
   VI n = __builtin_convertvector(t + tsr_select_vLf(t < 0.0f, tsr_splat_vLf(-0.5f), tsr_splat_vLf(0.5f)), VI);
   VF nf = __builtin_convertvector(n, VF);
@@ -987,10 +989,21 @@ const vectorMath = `static inline VF tsr_exp_vLf(VF x) {
   VI bits = (n + 127) << 23;
   VF y;
   __builtin_memcpy(&y, &bits, sizeof y);
-  y *= p;
-  for (int l = 0; l < L; ++l)
-    if (!in[l])
-      y[l] = expf(x[l]);
+  return y * p;
+}
+static inline VF tsr_exp_vLf(VF x) {
+  VI in = (x >= -87.0f) & (x <= 88.0f);
+  VF y = tsr_exp_normal_vLf(tsr_select_vLf(in, x, tsr_splat_vLf(0.0f)));
+  /* Any lane out of range? The mask folded by OR, 64 bits at a time. */
+  uint64_t w[(L + 1) / 2] = {0}, out = 0;
+  VI not_in = ~in;
+  __builtin_memcpy(w, &not_in, sizeof not_in);
+  for (int i = 0; i < (L + 1) / 2; ++i)
+    out |= w[i];
+  if (out)
+    for (int l = 0; l < L; ++l)
+      if (!in[l])
+        y[l] = expf(x[l]);
   return y;
 }
 static inline VF tsr_sigmoid_vLf(VF x) { return 1.0f / (1.0f + tsr_exp_vLf(-x)); }
@@ -1018,7 +1031,7 @@ static inline VF tsr_erf_vLf(VF x) {
   q = q * u + 2.44208375117002191e-01f;
   q = q * u + 2.87117734000639002e-01f;
   q = q * u - 2.90068574415931800e-04f;
-  VF big = 1.0f - q * tsr_exp_vLf(-a2);
+  VF big = 1.0f - q * tsr_exp_normal_vLf(-a2); /* -a2 in [-16, 0] */
   VF y = tsr_select_vLf(a < 0.5f, s, big);
   VI yb, xb;
   __builtin_memcpy(&yb, &y, sizeof y);
