@@ -177,8 +177,8 @@ func copyToTemp(path string) (string, error) {
 	return f.Name(), nil
 }
 
-// lastError returns this thread's tessera_last_error. The caller must
-// hold its goroutine on the thread of the failed call (LockOSThread).
+// lastError returns this thread's tessera_last_error. The caller must be
+// on the thread of the failed call (a runner: call).
 func (l *library) lastError() string {
 	p, _, _ := purego.SyscallN(l.fn.lastError)
 	return cString(p)
@@ -196,16 +196,18 @@ func cString(p uintptr) string {
 	return string(unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), p)), n))
 }
 
-// call runs fn with args and returns its status as an *Error (nil for
-// TESSERA_OK), with the message the library gives for this thread.
+// call runs fn with args on a runner thread (threads.go) and returns its
+// status as an *Error (nil for TESSERA_OK), with the message the library
+// gives for that thread.
 func (l *library) call(fn uintptr, args ...uintptr) error {
-	goruntime.LockOSThread()
-	defer goruntime.UnlockOSThread()
-	st, _, _ := purego.SyscallN(fn, args...)
-	if Status(int32(st)) == OK {
-		return nil
-	}
-	return &Error{Status: Status(int32(st)), Msg: l.lastError()}
+	var err error
+	onRunner(func() {
+		st, _, _ := purego.SyscallN(fn, args...)
+		if Status(int32(st)) != OK {
+			err = &Error{Status: Status(int32(st)), Msg: l.lastError()}
+		}
+	})
+	return err
 }
 
 // Open loads a built model: path is its build folder (libmodel.so and
