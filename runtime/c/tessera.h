@@ -22,6 +22,11 @@
  * pays a TLB miss and a prefetcher restart every page. Set
  * TESSERA_NO_HUGE_PAGES in the environment to keep the weights file's own
  * pages (shared through the page cache by every process that maps it).
+ * The kernels run on OpenMP, which keeps a pool of worker threads for each
+ * thread that calls tessera_run: call it from a stable set of threads (a
+ * program's own workers), not from a new thread per call, or the pools
+ * multiply and their workers sleep between parallel loops (the Go package
+ * makes its calls from a few locked threads for this reason).
  *
  * Every function that can fail returns a tessera_status; on failure
  * tessera_last_error() describes it (per thread: the message of this
