@@ -17,8 +17,11 @@ import (
 // two threads took 4.0 ms a run in a loop of 400 (1.7 ms in short loops,
 // before the pools had multiplied; 3.0 ms at one thread). Every call into
 // the library is therefore made from one of a few locked threads (runners),
-// the most recently idle first: as many as calls have ever been in flight
-// at once, one for a program that runs one model at a time.
+// the most recently idle first: one for a program that runs one model at a
+// time, as many as calls in flight at once otherwise. At most GOMAXPROCS
+// stay idle; a runner beyond them ends with its thread (and libgomp frees
+// that thread's pool), so a burst of concurrent calls leaves no more
+// threads behind than the process runs Go code on.
 
 // runner is a goroutine locked to its OS thread that runs the calls sent to
 // it.
@@ -57,6 +60,12 @@ func onRunner(f func()) {
 	}
 	<-done
 	runners.Lock()
-	runners.idle = append(runners.idle, r)
+	keep := len(runners.idle) < goruntime.GOMAXPROCS(0)
+	if keep {
+		runners.idle = append(runners.idle, r)
+	}
 	runners.Unlock()
+	if !keep {
+		close(r.calls) // its goroutine returns still locked: the thread exits
+	}
 }

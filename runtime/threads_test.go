@@ -12,10 +12,11 @@ import (
 // TestRunnerThreads: calls made one after another, each from a goroutine
 // of its own on a thread of its own (locked and never unlocked, so that
 // the thread ends with the goroutine: as a Go program's calls land on
-// whatever thread the scheduler picks), all run on one OS thread; four calls in flight at once
-// run on four, and later calls reuse those. OpenMP keeps a pool of workers
-// per calling thread, so the threads that call the library must not grow
-// with the calls (threads.go).
+// whatever thread the scheduler picks), all run on one OS thread; four
+// calls in flight at once run on four, later calls reuse those, and no
+// more than GOMAXPROCS stay idle. OpenMP keeps a pool of workers per
+// calling thread, so the threads that call the library must not grow with
+// the calls (threads.go).
 func TestRunnerThreads(t *testing.T) {
 	tid := func() int {
 		var id int
@@ -62,5 +63,11 @@ func TestRunnerThreads(t *testing.T) {
 		if id := tid(); !seen[id] {
 			t.Fatalf("call %d after the concurrent ones ran on a new thread %d", i+1, id)
 		}
+	}
+	runners.Lock()
+	idle := len(runners.idle)
+	runners.Unlock()
+	if most := goruntime.GOMAXPROCS(0); idle > most {
+		t.Errorf("%d runners idle, want at most GOMAXPROCS = %d", idle, most)
 	}
 }
