@@ -46,6 +46,7 @@ func keepForVectors(f *tir.For, lanes int) bool {
 // rowReduction is a loop found to be a row reduction (see above).
 type rowReduction struct {
 	st    *tir.Store // B[i] = op(B[i], term)
+	elem  *tir.Load  // B[i]
 	op    tir.BinOp
 	term  tir.Expr // t(r)
 	chunk *tir.Var // r = chunk*L + lane
@@ -64,19 +65,9 @@ func matchRowReduction(f *tir.For, L int, dom domain) (*rowReduction, bool) {
 	if !ok || b.Op != tir.Add && b.Op != tir.Max && b.Op != tir.Min {
 		return nil, false
 	}
-	isElem := func(e tir.Expr) bool {
-		l, ok := e.(*tir.Load)
-		if !ok || l.Buf != st.Buf || len(l.Indices) != len(st.Indices) {
-			return false
-		}
-		for i := range l.Indices {
-			if !exprEqual(l.Indices[i], st.Indices[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	r := &rowReduction{st: st, op: b.Op}
+	elem := &tir.Load{Buf: st.Buf, Indices: st.Indices}
+	isElem := func(e tir.Expr) bool { return exprEqual(e, elem) }
+	r := &rowReduction{st: st, elem: elem, op: b.Op}
 	switch {
 	case isElem(b.A) && !tir.Reads(b.B, st.Buf):
 		r.term = b.B
@@ -160,7 +151,7 @@ func (k *kernel) reductionLoop(f *tir.For) (bool, error) {
 		}
 		k.line("%s = %s;", sname, sop(sname, trimParens(t)))
 	}
-	var value tir.Expr = &tir.Binary{Op: r.op, A: &tir.Load{Buf: st.Buf, Indices: st.Indices}, B: sum}
+	value := &tir.Binary{Op: r.op, A: r.elem, B: sum}
 	if err := k.stmt(&tir.Store{Buf: st.Buf, Indices: st.Indices, Value: value}); err != nil {
 		return true, err
 	}

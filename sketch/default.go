@@ -204,8 +204,9 @@ func fillTiles(sk *schedule.State, lanes, regs int) (*schedule.State, error) {
 		for i := range lengths {
 			lengths[i] = 1
 		}
-		lengths[len(lengths)-1] = max(inner[sp.k], 1)
-		if in := max(inner[sp.k], 1); rowsInside[sp.k] && len(lengths) >= 2 && sp.ext%in == 0 {
+		in := max(inner[sp.k], 1)
+		lengths[len(lengths)-1] = in
+		if rowsInside[sp.k] && len(lengths) >= 2 && sp.ext%in == 0 {
 			lengths[0] = sp.ext / in // level 1, inside the vector axis's outer loop
 		}
 		steps[sp.k] = &schedule.Split{Stage: old.Stage, Iter: old.Iter, Lengths: lengths}
@@ -216,12 +217,12 @@ func fillTiles(sk *schedule.State, lanes, regs int) (*schedule.State, error) {
 // streamingWeights is the size in bytes from which a weight read along
 // the vector axis counts as streamed (streamsWeights): more than a core's
 // L2 holds on every machine we know (512 KiB to 2 MiB). Below it the order
-// loses: the text encoder's 1 MiB weights ran 7-18% slower with the rows
-// inside (one thread, AMD EPYC Zen 5).
+// loses: with a 256 KiB bound the text encoder (1 MiB weights) ran 7%
+// slower, its matmul steps 3-23% (one thread, AMD EPYC Zen 5).
 const streamingWeights = 2 << 20
 
 // streamsWeights reports whether the weights t reads along its vector axis
-// vec (constant placeholders) are over streamingWeights bytes and larger
+// vec (constant placeholders) are streamingWeights bytes or more and larger
 // than everything else it reads: a matmul of few rows by a large weight
 // (a transformer's linear layers at batch 1). Its default tile order then
 // puts the row tiles inside the vector axis's outer loop, so each panel of

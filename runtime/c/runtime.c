@@ -146,9 +146,13 @@ enum { huge_page_bytes = 2 << 20 };
    run: in 4 KiB pages every page costs a TLB miss, and the processor's
    prefetchers stop at every page boundary (ViT-B/32's matmuls ran 17-30%
    slower in the model than alone). On success *base and *len are the
-   mapping to unmap; NULL when the memory cannot be mapped or the kernel
-   has no huge pages to give (then the caller keeps what it had). */
+   mapping to unmap; NULL when the memory cannot be mapped, when the
+   kernel refuses the advice (built without transparent huge pages) or
+   when TESSERA_NO_HUGE_PAGES is set: then the caller keeps what it had. */
 static void *huge_pages(size_t bytes, void **base, size_t *len) {
+  *base = NULL;
+  if (getenv("TESSERA_NO_HUGE_PAGES"))
+    return NULL;
   size_t body = (bytes + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes;
   *len = body + huge_page_bytes;
   *base = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -167,12 +171,11 @@ static void *huge_pages(size_t bytes, void **base, size_t *len) {
 }
 
 /* weights_to_huge_pages copies the weights (n bytes) into huge pages and
-   drops the file's mapping, unless they are smaller than one huge page,
-   the kernel gives none, or TESSERA_NO_HUGE_PAGES is set (then the pages
-   stay the file's, shared through the page cache by every process that
-   maps it). */
+   drops the file's mapping, unless they are smaller than one huge page or
+   huge_pages gives none (then the pages stay the file's, shared through
+   the page cache by every process that maps it). */
 static void weights_to_huge_pages(tessera_model *m, size_t n) {
-  if (n < huge_page_bytes || getenv("TESSERA_NO_HUGE_PAGES"))
+  if (n < huge_page_bytes)
     return;
   void *base;
   size_t len;
@@ -264,7 +267,7 @@ static ctx *new_ctx(const tsr_model_desc *d) {
     return NULL;
   c->in = calloc((size_t)d->num_inputs + 1, sizeof *c->in);
   c->out = calloc((size_t)d->num_outputs + 1, sizeof *c->out);
-  if (d->arena_bytes >= huge_page_bytes && !getenv("TESSERA_NO_HUGE_PAGES"))
+  if (d->arena_bytes >= huge_page_bytes)
     c->arena = huge_pages(d->arena_bytes, &c->arena_map, &c->arena_map_bytes);
   if (!c->arena)
     c->arena = alloc64(d->arena_bytes);
