@@ -199,6 +199,14 @@ func cString(p uintptr) string {
 // call runs fn with args on a runner thread (threads.go) and returns its
 // status as an *Error (nil for TESSERA_OK), with the message the library
 // gives for that thread.
+//
+// The caller's goroutine waits parked while the runner makes the call, and
+// the garbage collector may move a parked goroutine's stack: a pointer
+// converted to uintptr in a call of call is therefore moved to the heap and
+// kept alive until call returns (go:uintptrescapes), as purego.SyscallN
+// does for its own arguments.
+//
+//go:uintptrescapes
 func (l *library) call(fn uintptr, args ...uintptr) error {
 	var err error
 	onRunner(func() {
