@@ -11,59 +11,65 @@ import (
 const LayoutAttr = "data_layout"
 
 // convertLayout makes the 2-D convolutions and pools of the model, and the
-// ops between them that do not depend on the layout (elementwise ops,
-// Concat and Split along an axis), run on channels-last (NHWC)
-// activations, which vectorize along the channels: contiguous loads of the
-// input, a register tile of output channels, weights packed to match
-// (package schedule's RewriteLayout). What an op allows is its LayoutOf
-// (package ops declares it). Values keep their NCHW names and meaning: a
-// converted op writes a new value NAME_nhwc, and a Transpose back to NAME
-// is inserted only where something still reads the NCHW value (an op
-// without an NHWC form, a graph output); a Transpose to NHWC only where a
-// chain begins (a graph input, or a value an NCHW op computed). A chain of
-// converted ops passes NHWC values from one to the next, so no two
-// transposes ever cancel. `--no-pass convert-layout` keeps every value
-// NCHW.
+// ops between them that do not depend on the layout, run on channels-last
+// (NHWC) activations, which vectorize along the channels: contiguous loads
+// of the input, a register tile of output channels, weights packed to
+// match (package schedule's RewriteLayout). Values keep their NCHW names
+// and meaning: a converted op writes a channels-last twin NAME_nhwc, and a
+// Transpose back to NAME is inserted only where something still reads the
+// NCHW value (an op without a channels-last form, a graph output); a
+// Transpose to NHWC only where a chain begins (a graph input, or a value
+// an NCHW op computed). A chain of converted ops passes twins from one to
+// the next, so no two transposes ever cancel.
+//
+// What an op allows is its LayoutOf (package ops declares it): elementwise
+// ops run on twins (their constants permuted alike), ops along named axes
+// (Concat, Split, Slice, Pad) rename them, a Transpose composes its
+// permutation with the twin's, and a reshape that splits or merges the
+// channels of a twin ([N, C, H, W] ↔ [N, G, C/G, H, W], as a channel
+// shuffle writes it) reshapes the twin. A twin of rank r holds the axes
+// N, H, W (the last two of the original) and then the channel axes in
+// their order: channelsLast(r). `--no-pass convert-layout` keeps every
+// value NCHW.
 func convertLayout(g *Graph) (bool, error) {
-	nhwcOf := map[string]string{}  // NCHW value → its NHWC twin
-	pending := map[string]string{} // converted values whose NCHW form is not written yet
+	twinOf := map[string]string{}  // value → its channels-last twin
+	pending := map[string]string{} // converted values whose own form is not written yet
 	var out []*Node
 	changed := false
-	fresh := func(base string) string {
+	fresh := func(base, like string) string {
 		name := base
 		for k := 2; g.Values[name] != nil; k++ {
 			name = fmt.Sprintf("%s%d", base, k)
 		}
-		g.Value(name).DType = Float32
+		g.Value(name).DType = g.Values[like].DType
 		return name
 	}
 	// transpose writes in, of shape from, permuted by perm as outName: a
 	// Reshape when the permutation keeps the order of the axes longer
 	// than 1 (a pooled [1, 1, 1, C] value), the same data; else a
 	// Transpose.
-	transpose := func(in, outName, name string, from []int, perm ...int64) {
+	transpose := func(in, outName, name string, from []int, perm []int) {
 		if to, ok := sameOrder(from, perm); ok {
-			shape := g.FreshName(name + "/shape")
-			g.AddConst(shape, Int64Tensor([]int{len(to)}, to))
-			out = append(out, &Node{Name: name, OpType: "Reshape", Inputs: []string{in, shape}, Outputs: []string{outName}})
+			reshape(g, &out, in, outName, name, to)
 			return
 		}
 		out = append(out, &Node{Name: name, OpType: "Transpose", Inputs: []string{in}, Outputs: []string{outName},
-			Attrs: map[string]Attr{"perm": {Kind: AttrInts, Ints: perm}}})
+			Attrs: map[string]Attr{"perm": {Kind: AttrInts, Ints: ints64(perm)}}})
 	}
 	toNHWC := func(name string) string {
-		if t, ok := nhwcOf[name]; ok {
+		if t, ok := twinOf[name]; ok {
 			return t
 		}
-		t := fresh(name + "_nhwc")
-		transpose(name, t, name+"/to_nhwc", g.Values[name].Shape, 0, 2, 3, 1)
-		nhwcOf[name] = t
+		t := fresh(name+"_nhwc", name)
+		transpose(name, t, name+"/to_nhwc", g.Values[name].Shape, channelsLast(4))
+		twinOf[name] = t
 		return t
 	}
 	needNCHW := func(name string) {
 		if t, ok := pending[name]; ok {
-			s := g.Values[name].Shape // NCHW
-			transpose(t, name, name+"/to_nchw", []int{s[0], s[2], s[3], s[1]}, 0, 3, 1, 2)
+			s := g.Values[name].Shape
+			perm := channelsLast(len(s))
+			transpose(t, name, name+"/to_nchw", permuted(s, perm), inverse(perm))
 			delete(pending, name)
 		}
 	}
@@ -72,18 +78,11 @@ func convertLayout(g *Graph) (bool, error) {
 			if o == "" {
 				continue
 			}
-			t := fresh(o + "_nhwc")
+			t := fresh(o+"_nhwc", o)
 			n.Outputs[i] = t
-			nhwcOf[o], pending[o] = t, t
+			twinOf[o], pending[o] = t, t
 		}
 		changed = true
-	}
-	setAttr := func(n *Node, name string, a Attr) {
-		n.Attrs = maps.Clone(n.Attrs) // nodes may share one attribute map
-		if n.Attrs == nil {
-			n.Attrs = map[string]Attr{}
-		}
-		n.Attrs[name] = a
 	}
 	for _, n := range g.Nodes {
 		switch {
@@ -91,27 +90,58 @@ func convertLayout(g *Graph) (bool, error) {
 			n.Inputs[0] = toNHWC(n.Inputs[0])
 			setAttr(n, LayoutAttr, Attr{Kind: AttrString, S: "NHWC"})
 			convertOutputs(n)
-		case g.followsLayout(n, nhwcOf):
+		case g.followsLayout(n, twinOf):
+			r := len(g.Values[n.Outputs[0]].Shape)
 			for i, in := range n.Inputs {
-				if t, ok := nhwcOf[in]; ok {
+				if t, ok := twinOf[in]; ok {
 					n.Inputs[i] = t
 				} else if v := g.Values[in]; in != "" && v.Const != nil && NumElems(v.Shape) > 1 {
-					t := fresh(in + "_nhwc")
-					g.AddConst(t, constNHWC(v.Const))
-					nhwcOf[in] = t
+					t := fresh(in+"_nhwc", in)
+					g.AddConst(t, permuteConst(v.Const, channelsLast(r)))
 					n.Inputs[i] = t
 				}
 			}
 			convertOutputs(n)
-		case g.axisFollowsLayout(n, nhwcOf):
+		case g.axesFollowLayout(n, twinOf):
 			for i, in := range n.Inputs {
-				if t, ok := nhwcOf[in]; ok {
+				if t, ok := twinOf[in]; ok {
 					n.Inputs[i] = t
 				}
 			}
-			axis, _ := n.Int("axis", 0)
-			setAttr(n, "axis", Attr{Kind: AttrInt, I: nhwcAxis[(axis+4)%4]})
 			convertOutputs(n)
+		case LayoutOf(n) == LayoutTranspose && twinOf[n.Input(0)] != "":
+			// The output is the input permuted by p; the twin is the
+			// input permuted by q. A permutation that keeps N, H and W
+			// in place permutes the twin's channel axes: the output
+			// gets a twin. Any other is one permutation of the twin.
+			p, _ := n.Ints("perm")
+			x := g.Values[n.Input(0)].Shape
+			q := channelsLast(len(x))
+			if t, ok := keepsSpatial(p); ok {
+				convertOutputs(n)
+				transpose(twinOf[n.Input(0)], n.Outputs[0], n.Name, permuted(x, q), t)
+				changed = true
+				continue
+			}
+			if len(p) != len(x) {
+				needNCHW(n.Input(0))
+				break
+			}
+			qinv := inverse(q)
+			t := make([]int, len(p))
+			for j, a := range p {
+				t[j] = qinv[a]
+			}
+			transpose(twinOf[n.Input(0)], n.Outputs[0], n.Name, permuted(x, q), t)
+			changed = true
+			continue
+		case CopyOf(n) == CopyReshape && twinOf[n.Input(0)] != "" && len(n.Outputs) == 1 &&
+			splitsChannels(g.Values[n.Input(0)].Shape, g.Values[n.Outputs[0]].Shape):
+			in := twinOf[n.Input(0)]
+			shape := g.Values[n.Outputs[0]].Shape
+			convertOutputs(n)
+			reshape(g, &out, in, n.Outputs[0], n.Name, ints64(permuted(shape, channelsLast(len(shape)))))
+			continue
 		default:
 			for _, in := range n.Inputs {
 				needNCHW(in)
@@ -126,15 +156,101 @@ func convertLayout(g *Graph) (bool, error) {
 	return changed, nil
 }
 
+// reshape appends to nodes a Reshape named name of in to shape, written as
+// outName.
+func reshape(g *Graph, nodes *[]*Node, in, outName, name string, shape []int64) {
+	c := g.FreshName(name + "/shape")
+	g.AddConst(c, Int64Tensor([]int{len(shape)}, shape))
+	*nodes = append(*nodes, &Node{Name: name, OpType: "Reshape", Inputs: []string{in, c}, Outputs: []string{outName}})
+}
+
+// setAttr gives n a copy of its attributes with name set to a: nodes may
+// share one attribute map.
+func setAttr(n *Node, name string, a Attr) {
+	n.Attrs = maps.Clone(n.Attrs)
+	if n.Attrs == nil {
+		n.Attrs = map[string]Attr{}
+	}
+	n.Attrs[name] = a
+}
+
+// channelsLast is the permutation from a value of rank r ≥ 3 (N, the
+// channel axes, H, W) to its twin: N, H, W, then the channel axes.
+// channelsLast(4) is [0, 2, 3, 1].
+func channelsLast(r int) []int {
+	perm := []int{0, r - 2, r - 1}
+	for a := 1; a < r-2; a++ {
+		perm = append(perm, a)
+	}
+	return perm
+}
+
+// keepsSpatial returns, for a Transpose by p of a value of rank len(p) ≥ 4
+// that keeps axes 0 and the last two in place, the permutation of the
+// twins: the same permutation of the channel axes, after N, H, W.
+func keepsSpatial(p []int64) ([]int, bool) {
+	r := len(p)
+	if r < 4 || p[0] != 0 || p[r-2] != int64(r-2) || p[r-1] != int64(r-1) {
+		return nil, false
+	}
+	t := []int{0, 1, 2}
+	for _, a := range p[1 : r-2] {
+		if a < 1 || a >= int64(r-2) {
+			return nil, false
+		}
+		t = append(t, int(a)+2)
+	}
+	return t, true
+}
+
+// splitsChannels reports whether a reshape from shape in to shape out, both
+// of rank ≥ 4, keeps N and the last two axes and only splits or merges the
+// channel axes between them: then its twin is a reshape of the input's
+// twin.
+func splitsChannels(in, out []int) bool {
+	ri, ro := len(in), len(out)
+	if ri < 4 || ro < 4 || in[0] != out[0] || in[ri-2] != out[ro-2] || in[ri-1] != out[ro-1] {
+		return false
+	}
+	return NumElems(in[1:ri-2]) == NumElems(out[1:ro-2])
+}
+
+// permuted returns shape permuted by perm: axis i of the result is axis
+// perm[i] of shape.
+func permuted(shape []int, perm []int) []int {
+	out := make([]int, len(perm))
+	for i, p := range perm {
+		out[i] = shape[p]
+	}
+	return out
+}
+
+// inverse returns the inverse of permutation perm.
+func inverse(perm []int) []int {
+	inv := make([]int, len(perm))
+	for i, p := range perm {
+		inv[p] = i
+	}
+	return inv
+}
+
+func ints64(v []int) []int64 {
+	out := make([]int64, len(v))
+	for i, x := range v {
+		out[i] = int64(x)
+	}
+	return out
+}
+
 // sameOrder returns the shape of a value of shape from permuted by perm,
 // and whether the permutation keeps the order of the axes longer than 1:
 // then it moves no data.
-func sameOrder(from []int, perm []int64) ([]int64, bool) {
+func sameOrder(from []int, perm []int) ([]int64, bool) {
 	if len(from) != len(perm) {
 		return nil, false
 	}
 	to := make([]int64, len(perm))
-	last := int64(-1)
+	last := -1
 	ok := true
 	for i, p := range perm {
 		to[i] = int64(from[p])
@@ -145,10 +261,6 @@ func sameOrder(from []int, perm []int64) ([]int64, bool) {
 	}
 	return to, ok
 }
-
-// nhwcAxis maps an axis of a 4-D NCHW value to the same axis of its NHWC
-// twin.
-var nhwcAxis = [4]int64{0, 3, 1, 2}
 
 // nhwcWindowOp reports whether n is a 2-D sliding-window op with a
 // channels-last form (LayoutChannelsLast) that has no layout yet.
@@ -165,20 +277,21 @@ func (g *Graph) nhwcWindowOp(n *Node) bool {
 }
 
 // followsLayout reports whether n is a layout-free op whose tensor inputs
-// all have NHWC twins, or are omitted, of one element, or constants that
-// broadcast against a 4-D NCHW value (a per-channel bias [C, 1, 1]: the
-// pass gives them an NHWC twin, constNHWC), so that it can run on the
-// twins.
-func (g *Graph) followsLayout(n *Node, nhwcOf map[string]string) bool {
+// all have twins of its output's rank, or are omitted, of one element, or
+// constants that broadcast against its output (a per-channel bias
+// [C, 1, 1]: the pass gives them a twin, permuteConst), so that it can run
+// on the twins.
+func (g *Graph) followsLayout(n *Node, twinOf map[string]string) bool {
 	if LayoutOf(n) != LayoutFree || len(n.Outputs) != 1 {
 		return false
 	}
+	o := g.Values[n.Outputs[0]]
+	if o == nil || len(o.Shape) < 3 {
+		return false
+	}
+	r := len(o.Shape)
 	some := false
 	for _, in := range n.Inputs {
-		if _, ok := nhwcOf[in]; ok {
-			some = true
-			continue
-		}
 		if in == "" {
 			continue
 		}
@@ -186,55 +299,64 @@ func (g *Graph) followsLayout(n *Node, nhwcOf map[string]string) bool {
 		if v == nil || v.Shape == nil {
 			return false
 		}
-		if NumElems(v.Shape) != 1 && (v.Const == nil || v.Const.DType != Float32 || len(v.Shape) > 4) {
+		if _, ok := twinOf[in]; ok {
+			if len(v.Shape) != r {
+				return false
+			}
+			some = true
+			continue
+		}
+		if NumElems(v.Shape) != 1 && (v.Const == nil || v.Const.DType != Float32 || len(v.Shape) > r) {
 			return false
 		}
 	}
 	return some
 }
 
-// axisFollowsLayout reports whether n is an op along an axis (Concat,
-// Split) whose 4-D inputs all have NHWC twins: it then runs on the twins
-// along the permuted axis. Its other inputs (Split's sizes) do not depend
-// on the layout.
-func (g *Graph) axisFollowsLayout(n *Node, nhwcOf map[string]string) bool {
-	if LayoutOf(n) != LayoutAxis || len(n.Inputs) == 0 {
+// axesFollowLayout reports whether n is an op along named axes (Concat,
+// Split, Slice, Pad) whose first input has a twin, as every other input of
+// its rank has, and rewrites it, by its PermuteAxes, to run on the twins.
+// Its other inputs (sizes, starts, pads) do not depend on the layout.
+func (g *Graph) axesFollowLayout(n *Node, twinOf map[string]string) bool {
+	if LayoutOf(n) != LayoutAxes || len(n.Inputs) == 0 || twinOf[n.Inputs[0]] == "" {
 		return false
 	}
-	if axis, err := n.Int("axis", 0); err != nil || axis < -4 || axis > 3 {
-		return false
-	}
+	r := len(g.Values[n.Inputs[0]].Shape)
 	for _, in := range n.Inputs {
 		v := g.Values[in]
-		if in == "" || v == nil || len(v.Shape) != 4 {
+		if in == "" || v == nil || len(v.Shape) != r {
 			continue
 		}
-		if _, ok := nhwcOf[in]; !ok {
+		if _, ok := twinOf[in]; !ok {
 			return false
 		}
 	}
-	_, ok := nhwcOf[n.Inputs[0]]
-	return ok
+	return g.permuteAxes(n, channelsLast(r))
 }
 
-// constNHWC returns constant c, broadcast against a 4-D NCHW value, in the
-// NHWC order: its shape is padded with leading ones to 4-D, then permuted
-// [0, 2, 3, 1] with its data.
-func constNHWC(c *Tensor) *Tensor {
-	s := append(make([]int, 4-len(c.Shape)), c.Shape...)
-	for i := range 4 - len(c.Shape) {
+// permuteConst returns constant c, broadcast against a value of rank
+// len(perm), permuted by perm: its shape is padded with leading ones to
+// that rank, then permuted with its data.
+func permuteConst(c *Tensor, perm []int) *Tensor {
+	r := len(perm)
+	s := make([]int, r)
+	for i := range r - len(c.Shape) {
 		s[i] = 1
 	}
-	n, ch, h, w := s[0], s[1], s[2], s[3]
+	copy(s[r-len(c.Shape):], c.Shape)
+	to := permuted(s, perm)
+	src := Strides(s)
+	dst := Strides(to)
 	out := make([]float32, len(c.F32))
-	for b := range n {
-		for k := range ch {
-			for y := range h {
-				for x := range w {
-					out[((b*h+y)*w+x)*ch+k] = c.F32[((b*ch+k)*h+y)*w+x]
-				}
-			}
+	idx := make([]int, r)
+	for k := range out {
+		rem, from := k, 0
+		for i := range r {
+			idx[i] = rem / dst[i]
+			rem %= dst[i]
+			from += idx[i] * src[perm[i]]
 		}
+		out[k] = c.F32[from]
 	}
-	return Float32Tensor([]int{n, h, w, ch}, out)
+	return Float32Tensor(to, out)
 }

@@ -173,6 +173,14 @@ type OpRule struct {
 	ShapesOnly bool
 	// Layout is what the layout pass may do with the op.
 	Layout Layout
+	// PermuteAxes, for a LayoutAxes op, rewrites node n to compute on
+	// inputs whose axes are permuted by perm (axis i of a permuted input is
+	// axis perm[i] of the original) what it computed on the originals,
+	// its outputs permuted alike. New constants are added to g; n's
+	// attribute map may be shared with other nodes and is replaced, not
+	// written. It reports false, n unchanged, where it cannot (axes
+	// computed at run time).
+	PermuteAxes func(g *Graph, n *Node, perm []int) bool
 	// Copy says when the op's first output is its first input's data.
 	Copy Copy
 	// CopyIf, for an op whose Copy is CopyNever, reports whether node n
@@ -228,15 +236,25 @@ const (
 	// LayoutChannelsLast: a 2-D sliding-window op with a channels-last
 	// form, chosen by its data_layout attribute (Conv, the pools).
 	LayoutChannelsLast
-	// LayoutAxis: the op works along the axis its axis attribute names and
-	// is otherwise layout-free (Concat, Split): it runs channels-last with
-	// the axis permuted.
-	LayoutAxis
+	// LayoutAxes: the op works along axes that its attributes or constant
+	// inputs name and is otherwise layout-free (Concat, Split, Slice,
+	// Pad): its rule's PermuteAxes renames them for permuted inputs.
+	LayoutAxes
+	// LayoutTranspose: the op permutes its input's axes by its perm
+	// attribute (Transpose): on a permuted input it permutes by the
+	// composition.
+	LayoutTranspose
 )
 
 // LayoutOf returns the layout rule of node n's op (LayoutFixed for an op
 // of another domain or an unknown one).
 func LayoutOf(n *Node) Layout { return ruleOf(n).Layout }
+
+// permuteAxes runs node n's PermuteAxes (false for an op without one).
+func (g *Graph) permuteAxes(n *Node, perm []int) bool {
+	f := ruleOf(n).PermuteAxes
+	return f != nil && f(g, n, perm)
+}
 
 // rules holds the registered op rules by op type (default domain).
 var rules = map[string]OpRule{}

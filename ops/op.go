@@ -59,9 +59,13 @@ type Op struct {
 	ShapesOnly bool
 	// Layout is what the graph's layout pass may do with the op: run it
 	// in any layout (elementwise ops), pick its channels-last form
-	// (sliding windows), or permute its axis (Concat); the zero value
-	// keeps the layout the model gives.
+	// (sliding windows), rename the axes it works along (Concat, Slice,
+	// Pad: PermuteAxes), or compose its permutation (Transpose); the zero
+	// value keeps the layout the model gives.
 	Layout graph.Layout
+	// PermuteAxes, for Layout graph.LayoutAxes, rewrites a node for
+	// permuted inputs (graph.OpRule.PermuteAxes).
+	PermuteAxes func(g *graph.Graph, n *graph.Node, perm []int) bool
 	// Copy says when the op's first output is its first input's data
 	// (reshapes, Identity; Expand and Cast that change nothing): the
 	// graph passes remove such copies and merge reshapes.
@@ -99,7 +103,7 @@ func define(ops ...*Op) {
 			panic("ops: " + op.Name + " must have Infer or Lower, or else Expand")
 		}
 		table[op.Name] = op
-		r := graph.OpRule{MinIn: op.MinIn, MaxIn: op.MaxIn, ShapesOnly: op.ShapesOnly, Layout: op.Layout, Copy: op.Copy, CopyIf: op.CopyIf}
+		r := graph.OpRule{MinIn: op.MinIn, MaxIn: op.MaxIn, ShapesOnly: op.ShapesOnly, Layout: op.Layout, PermuteAxes: op.PermuteAxes, Copy: op.Copy, CopyIf: op.CopyIf}
 		if op.Expand != nil {
 			r.Expand = func(c *graph.InferCtx) ([]*graph.Node, error) { return op.Expand(&inferCtx{c}) }
 		} else {

@@ -1,0 +1,131 @@
+package partition
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"tessera/graph"
+	"tessera/te"
+)
+
+// TestLayoutThroughShapeOps: the layout pass (convert-layout) carries the
+// channels-last twins through Slice, Pad, a channel shuffle (Reshape to
+// [N, G, C/G, H, W], a per-group scale, Transpose of the group axes,
+// Reshape back), so that the only transposes left are the one where the
+// chain begins, the one the graph output needs and the shuffle's own
+// permutation of the channel axes; a model's own Transpose to NHWC
+// becomes the twin itself. The converted graph computes what the graph
+// computes with the pass off.
+func TestLayoutThroughShapeOps(t *testing.T) {
+	conv := func(b *tg, out, x string, cin, cout int) string {
+		return b.op(out, "Conv", []string{x, b.weight(out+".w", cout, cin, 1, 1)})
+	}
+	cases := []struct {
+		name  string
+		opset int
+		build func(b *tg, x string) string
+		want  string // the ops with the pass on
+	}{
+		{"slice", 13, func(b *tg, x string) string {
+			s := b.op("s", "Slice", []string{conv(b, "c1", x, 8, 8), b.ints("st", 2, 1), b.ints("en", 6, 100), b.ints("ax", 1, -2), b.ints("sp", 1, 2)})
+			return conv(b, "c2", s, 4, 4)
+		}, "Transpose,Conv,Slice,Conv,Transpose"},
+		{"slice without axes", 13, func(b *tg, x string) string {
+			s := b.op("s", "Slice", []string{conv(b, "c1", x, 8, 8), b.ints("st", 0, 2), b.ints("en", 1, 6)})
+			return conv(b, "c2", s, 4, 4)
+		}, "Transpose,Conv,Slice,Conv,Transpose"},
+		{"slice attributes", 9, func(b *tg, x string) string {
+			s := b.op("s", "Slice", []string{conv(b, "c1", x, 8, 8)}, "starts", []int64{1, 1}, "ends", []int64{7, -1}, "axes", []int64{1, 3})
+			return conv(b, "c2", s, 6, 4)
+		}, "Transpose,Conv,Slice,Conv,Transpose"},
+		{"pad", 13, func(b *tg, x string) string {
+			p := b.op("p", "Pad", []string{conv(b, "c1", x, 8, 8), b.ints("pads", 0, 1, 1, 2, 0, 2, 2, 1), b.scalar("pv", 0.5)})
+			return conv(b, "c2", p, 11, 4)
+		}, "Transpose,Conv,Pad,Conv,Transpose"},
+		{"pad reflect", 13, func(b *tg, x string) string {
+			p := b.op("p", "Pad", []string{conv(b, "c1", x, 8, 8), b.ints("pads", 0, 0, 2, 1, 0, 0, 1, 2)})
+			b.g.Nodes[len(b.g.Nodes)-1].Attrs["mode"] = graph.Attr{Kind: graph.AttrString, S: "reflect"}
+			return conv(b, "c2", p, 8, 4)
+		}, "Transpose,Conv,Pad,Conv,Transpose"},
+		{"pad axes", 18, func(b *tg, x string) string {
+			p := b.op("p", "Pad", []string{conv(b, "c1", x, 8, 8), b.ints("pads", 1, 0, 3, 2), "", b.ints("ax", -1, 1)})
+			return conv(b, "c2", p, 10, 4)
+		}, "Transpose,Conv,Pad,Conv,Transpose"},
+		{"channel shuffle", 13, func(b *tg, x string) string {
+			y := conv(b, "c1", x, 8, 8)
+			g := b.op("g", "Reshape", []string{y, b.ints("gs", 1, 2, 4, 6, 6)})
+			g = b.op("gm", "Mul", []string{g, b.weight("gw", 1, 2, 4, 1, 1)})
+			s := b.op("sh", "Transpose", []string{g}, "perm", []int64{0, 2, 1, 3, 4})
+			m := b.op("m", "Reshape", []string{s, b.ints("ms", 1, -1, 6, 6)})
+			return conv(b, "c2", m, 8, 4)
+		}, "Transpose,Conv,Reshape,Mul,Transpose,Reshape,Conv,Transpose"},
+		{"model transposes to NHWC", 13, func(b *tg, x string) string {
+			y := b.op("t", "Transpose", []string{conv(b, "c1", x, 8, 8)}, "perm", []int64{0, 2, 3, 1})
+			return b.op("r", "Relu", []string{y})
+		}, "Transpose,Conv,Relu"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			build := func(layout bool) *graph.Graph {
+				b := newTG(c.opset)
+				b.g.Opsets[""] = c.opset
+				x := b.input("x", 1, 8, 6, 6)
+				y := c.build(b, x)
+				return b.done(t, map[string]bool{"convert-layout": !layout}, y)
+			}
+			nchw, nhwc := build(false), build(true)
+			var got []string
+			for _, n := range nhwc.Nodes {
+				got = append(got, n.OpType)
+			}
+			if s := strings.Join(got, ","); s != c.want {
+				t.Errorf("ops %s, want %s", s, c.want)
+			}
+			for _, n := range nhwc.Nodes {
+				if n.OpType == "Transpose" && n.Name == "sh" {
+					if p, _ := n.Ints("perm"); len(p) != 5 || p[3] != 4 || p[4] != 3 {
+						t.Errorf("the shuffle's twin permutes by %v, want [0 1 2 4 3]", p)
+					}
+				}
+			}
+			want, got2 := evalWhole(t, nchw), evalWhole(t, nhwc)
+			for i := range want {
+				if d := maxDiff(got2[i], want[i]); d > 1e-5 {
+					t.Errorf("output %d differs by %g with the layout pass", i, d)
+				}
+			}
+		})
+	}
+}
+
+// evalWhole lowers g and evaluates it on seeded random inputs.
+func evalWhole(t *testing.T, g *graph.Graph) [][]float32 {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(3, 4))
+	inputs := map[string][]float32{}
+	for _, name := range g.Inputs {
+		data := make([]float32, graph.NumElems(g.Values[name].Shape))
+		for i := range data {
+			data[i] = float32(rng.Float64()*2 - 1)
+		}
+		inputs[name] = data
+	}
+	l, err := Lower(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dag, err := te.NewDAG(l.Outputs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed, err := l.Feed(dag, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := dag.Eval(feed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
