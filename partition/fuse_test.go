@@ -476,32 +476,8 @@ func checkComputes(t *testing.T, g *graph.Graph, opts Options) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	inputs := map[string][]float32{}
-	for _, name := range g.Inputs {
-		data := make([]float32, graph.NumElems(g.Values[name].Shape))
-		for i := range data {
-			data[i] = float32(rng.Float64()*2 - 1)
-		}
-		inputs[name] = data
-	}
-
-	whole, err := Lower(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dag, err := te.NewDAG(whole.Outputs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	feed, err := whole.Feed(dag, inputs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := dag.Eval(feed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	inputs := randomInputs(g, rand.New(rand.NewPCG(1, 2)))
+	want := evalLowered(t, g, inputs)
 
 	vals := map[string][]float32{}
 	for k, v := range inputs {
@@ -563,6 +539,47 @@ func checkComputes(t *testing.T, g *graph.Graph, opts Options) {
 			t.Errorf("output %s: group-by-group result differs from the whole graph's by %g", o, d)
 		}
 	}
+}
+
+// evalWhole lowers g and evaluates it on seeded random inputs.
+func evalWhole(t *testing.T, g *graph.Graph) [][]float32 {
+	t.Helper()
+	return evalLowered(t, g, randomInputs(g, rand.New(rand.NewPCG(3, 4))))
+}
+
+// randomInputs draws every graph input of g uniformly from [-1, 1).
+func randomInputs(g *graph.Graph, rng *rand.Rand) map[string][]float32 {
+	inputs := map[string][]float32{}
+	for _, name := range g.Inputs {
+		data := make([]float32, graph.NumElems(g.Values[name].Shape))
+		for i := range data {
+			data[i] = float32(rng.Float64()*2 - 1)
+		}
+		inputs[name] = data
+	}
+	return inputs
+}
+
+// evalLowered lowers the whole of g and evaluates it on inputs.
+func evalLowered(t *testing.T, g *graph.Graph, inputs map[string][]float32) [][]float32 {
+	t.Helper()
+	l, err := Lower(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dag, err := te.NewDAG(l.Outputs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed, err := l.Feed(dag, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := dag.Eval(feed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // maxDiff is the largest elementwise difference relative to max(1, |b|).

@@ -1,12 +1,10 @@
 package partition
 
 import (
-	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"tessera/graph"
-	"tessera/te"
 )
 
 // TestLayoutThroughShapeOps: the layout pass (convert-layout) carries the
@@ -97,35 +95,4 @@ func TestLayoutThroughShapeOps(t *testing.T) {
 			}
 		})
 	}
-}
-
-// evalWhole lowers g and evaluates it on seeded random inputs.
-func evalWhole(t *testing.T, g *graph.Graph) [][]float32 {
-	t.Helper()
-	rng := rand.New(rand.NewPCG(3, 4))
-	inputs := map[string][]float32{}
-	for _, name := range g.Inputs {
-		data := make([]float32, graph.NumElems(g.Values[name].Shape))
-		for i := range data {
-			data[i] = float32(rng.Float64()*2 - 1)
-		}
-		inputs[name] = data
-	}
-	l, err := Lower(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dag, err := te.NewDAG(l.Outputs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	feed, err := l.Feed(dag, inputs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := dag.Eval(feed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
