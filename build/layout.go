@@ -38,10 +38,23 @@ const (
 type LayoutModel struct {
 	Layout string
 	*onnx.Loaded
-	Plan     *partition.Plan // every alternative algorithm offered: the build keeps the fastest
-	Share    float64         // percent of the FLOPs of one inference with a record
-	Estimate float64         // seconds: the records' costs summed over the plan
-	Median   float64         // seconds end to end in the race; 0 when not raced
+	Plan  *partition.Plan // every alternative algorithm offered: the build keeps the fastest
+	Share float64         // percent of the FLOPs of one inference with a record
+	// OwnShare is Share over the tasks no other layout has (100 when it
+	// has none): the tasks that make the layouts differ.
+	OwnShare float64
+	Estimate float64 // seconds: the records' costs summed over the plan
+	Median   float64 // seconds end to end in the race; 0 when not raced
+
+	tasks []taskCover // the plan's chosen tasks
+}
+
+// taskCover is one task of a plan: its key, its FLOPs per inference and
+// whether a record covers it.
+type taskCover struct {
+	key   string
+	flops float64
+	tuned bool
 }
 
 // LayoutChoice is the layout ChooseLayout chose and why.
@@ -55,7 +68,10 @@ type LayoutChoice struct {
 
 // ChooseLayout loads and partitions the model at path once per layout
 // (in order of preference on a tie) and returns the one to build: the one
-// whose plan the records cover (at least MinTunedShare of its FLOPs);
+// whose plan the records cover (at least MinTunedShare of its FLOPs, and
+// of the FLOPs of the tasks no other layout has: Swin-T's layouts share
+// every task but the patch embedding's, and a race against a layout whose
+// only own task runs its default schedule measures nothing but noise);
 // where every layout is covered, it builds each into a temporary
 // directory, times them end to end (RaceRounds alternating rounds, run
 // with run) and returns the fastest. Without records, the first layout.
@@ -77,11 +93,14 @@ func ChooseLayout(ctx context.Context, path string, load onnx.LoadOptions, layou
 			return nil, err
 		}
 		c.Weighed = append(c.Weighed, lm)
-		if lm.Share >= MinTunedShare {
-			covered = append(covered, lm)
-		}
 		if c.Chosen == nil || lm.Share > c.Chosen.Share {
 			c.Chosen = lm
+		}
+	}
+	ownShares(c.Weighed)
+	for _, lm := range c.Weighed {
+		if lm.Share >= MinTunedShare && lm.OwnShare >= MinTunedShare {
+			covered = append(covered, lm)
 		}
 	}
 	if len(covered) < 2 {
@@ -138,15 +157,46 @@ func (lm *LayoutModel) cover(opts Options) error {
 	for _, t := range chosen.Tasks {
 		flops := float64(t.Weight) * t.FLOPs
 		total += flops
-		if c, ok := cost(t); ok {
+		c, ok := cost(t)
+		if ok {
 			tuned += flops
 			lm.Estimate += float64(t.Weight) * c
 		}
+		lm.tasks = append(lm.tasks, taskCover{t.Key, flops, ok})
 	}
 	if total > 0 {
 		lm.Share = 100 * tuned / total
 	}
 	return lookupErr // a lookup of the loop above may have failed too
+}
+
+// ownShares sets each layout's OwnShare: the percent of the FLOPs of its
+// tasks that no other layout has which records cover.
+func ownShares(lms []*LayoutModel) {
+	for _, lm := range lms {
+		others := map[string]bool{}
+		for _, o := range lms {
+			if o != lm {
+				for _, t := range o.tasks {
+					others[t.key] = true
+				}
+			}
+		}
+		var total, tuned float64
+		for _, t := range lm.tasks {
+			if others[t.key] {
+				continue
+			}
+			total += t.flops
+			if t.tuned {
+				tuned += t.flops
+			}
+		}
+		lm.OwnShare = 100
+		if total > 0 {
+			lm.OwnShare = 100 * tuned / total
+		}
+	}
 }
 
 // race builds each layout's model into a temporary directory, times them
@@ -232,9 +282,12 @@ func (c *LayoutChoice) Reason(threads int, dir string) string {
 		for _, lm := range c.Weighed {
 			if lm != c.Chosen {
 				fmt.Fprintf(&b, ", %.1f%% of %s's", lm.Share, lm.Layout)
+				if lm.Share >= MinTunedShare {
+					fmt.Fprintf(&b, " but %.1f%% of the tasks only %s has", lm.OwnShare, lm.Layout)
+				}
 			}
 		}
-		fmt.Fprintf(&b, " (layouts are raced end to end when records cover %d%% of each)", MinTunedShare)
+		fmt.Fprintf(&b, " (layouts are raced end to end when records cover %d%% of each, and of the tasks only it has)", MinTunedShare)
 	}
 	return b.String()
 }

@@ -56,3 +56,28 @@ func TestChooseLayoutByCoverage(t *testing.T) {
 		t.Error("the chosen layout's model is not loaded and partitioned")
 	}
 }
+
+// TestOwnShares: a layout's own share counts only the tasks no other
+// layout has, so that two layouts sharing all but one task are raced only
+// when that task has a record (Swin-T: everything but the patch
+// embedding is the same in both).
+func TestOwnShares(t *testing.T) {
+	nhwc := &LayoutModel{Layout: LayoutNHWC, tasks: []taskCover{{"conv-nhwc", 2, true}, {"mlp", 90, true}, {"norm", 8, true}}}
+	nchw := &LayoutModel{Layout: LayoutNCHW, tasks: []taskCover{{"conv-nchw", 2, false}, {"mlp", 90, true}, {"norm", 8, true}}}
+	same := &LayoutModel{Layout: "same", tasks: []taskCover{{"mlp", 90, true}}}
+	for _, c := range []struct {
+		name string
+		lms  []*LayoutModel
+		want []float64
+	}{
+		{"own task untuned", []*LayoutModel{nhwc, nchw}, []float64{100, 0}},
+		{"no own task", []*LayoutModel{same, nhwc}, []float64{100, 100}},
+	} {
+		ownShares(c.lms)
+		for i, lm := range c.lms {
+			if lm.OwnShare != c.want[i] {
+				t.Errorf("%s: %s own share %g, want %g", c.name, lm.Layout, lm.OwnShare, c.want[i])
+			}
+		}
+	}
+}

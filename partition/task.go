@@ -38,10 +38,13 @@ type Task struct {
 	Rivals []*Task
 }
 
-// Ops returns the op list of the task's first group (see Group.Ops).
-// A task of an alternative algorithm names it: "Conv+Relu [winograd
-// F(4×4,3×3)]".
+// Ops returns the op list of the task's first group (see Group.Ops), ""
+// for a task made without groups. A task of an alternative algorithm
+// names it: "Conv+Relu [winograd F(4×4,3×3)]".
 func (t *Task) Ops() string {
+	if len(t.Groups) == 0 {
+		return ""
+	}
 	if a := t.Groups[0].Algorithm; a != "" {
 		return t.Groups[0].Ops() + " [" + a + "]"
 	}

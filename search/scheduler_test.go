@@ -120,3 +120,33 @@ func TestDecideRivals(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardBoundWithinGroup: the forward estimate's throughput bound
+// comes from the tasks of a task's group only. A memory-bound
+// matrix-vector product alone in its group (21 GFLOP/s, flat for ten
+// rounds) no longer looks five times from the convolutions' 250 GFLOP/s;
+// the round goes to the convolution instead. In one group, as every task
+// was before, the product takes it.
+func TestForwardBoundWithinGroup(t *testing.T) {
+	flat := func(v float64, n int) []float64 {
+		h := make([]float64, n)
+		for i := range h {
+			h[i] = v
+		}
+		return h
+	}
+	build := func(gemmGroup string) []*TaskProgress {
+		return []*TaskProgress{
+			{Weight: 1, FLOPs: 1e8, History: flat(0.4e-3, 40), Group: "Conv+Relu"}, // 250 GFLOP/s
+			{Weight: 1, FLOPs: 2e7, History: flat(0.1e-3, 5), Group: "Conv+Relu"},  // 200 GFLOP/s
+			{Weight: 1, FLOPs: 2.5e6, History: flat(0.12e-3, 10), Group: gemmGroup},
+		}
+	}
+	rr := 0
+	if got := NextTask(build("Reshape+Gemm"), DefaultSchedulerOptions(), &rr); got != 1 {
+		t.Errorf("the product in a group of its own: picked task %d, want the convolution 1", got)
+	}
+	if got := NextTask(build("Conv+Relu"), DefaultSchedulerOptions(), &rr); got != 2 {
+		t.Errorf("the product among the convolutions: picked task %d, want 2", got)
+	}
+}

@@ -118,7 +118,7 @@ func Tune(ctx context.Context, tasks []*partition.Task, prior map[string][]Measu
 		}
 		policies[i] = p
 		p.Seed(opts.Seeds[t.Key])
-		progress[i] = &TaskProgress{Weight: float64(t.Weight), FLOPs: t.DAG.FLOPs(), Rivals: rivalIndices(t, index)}
+		progress[i] = &TaskProgress{Weight: float64(t.Weight), FLOPs: t.DAG.FLOPs(), Rivals: rivalIndices(t, index), Group: t.Ops()}
 		sums[i] = TaskSummary{Task: t, Best: math.Inf(1)}
 		if pr := prior[t.Key]; len(pr) > 0 {
 			p.AddMeasured(pr)
