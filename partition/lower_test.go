@@ -42,23 +42,7 @@ func evalGraph(t *testing.T, g *graph.Graph, disabled map[string]bool, inputs ma
 	if err := graph.RunPasses(g, disabled); err != nil {
 		t.Fatal(err)
 	}
-	l, err := Lower(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := te.NewDAG(l.Outputs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	feed, err := l.Feed(d, inputs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := d.Eval(feed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return evalLowered(t, g, inputs)
 }
 
 func approxEqual(a, b []float32, tol float64) bool {
