@@ -16,6 +16,7 @@ package graph
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 )
@@ -372,6 +373,17 @@ func (n *Node) Floats(name string) ([]float32, error) {
 func (n *Node) HasAttr(name string) bool {
 	_, ok := n.Attrs[name]
 	return ok
+}
+
+// SetAttr sets attribute name to a on a copy of n's attributes: nodes may
+// share one attribute map.
+func (n *Node) SetAttr(name string, a Attr) {
+	attrs := maps.Clone(n.Attrs)
+	if attrs == nil {
+		attrs = map[string]Attr{}
+	}
+	attrs[name] = a
+	n.Attrs = attrs
 }
 
 func (n *Node) attrKindError(name string, a Attr, want AttrKind) error {

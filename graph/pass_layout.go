@@ -2,7 +2,6 @@ package graph
 
 import (
 	"fmt"
-	"maps"
 )
 
 // LayoutAttr is the attribute convert-layout sets on the sliding-window
@@ -32,8 +31,9 @@ const LayoutAttr = "data_layout"
 // their order: channelsLast(r). `--no-pass convert-layout` keeps every
 // value NCHW.
 func convertLayout(g *Graph) (bool, error) {
-	twinOf := map[string]string{}  // value → its channels-last twin
-	pending := map[string]string{} // converted values whose own form is not written yet
+	twinOf := map[string]string{}     // value → its channels-last twin
+	pending := map[string]string{}    // converted values whose own form is not written yet
+	constTwins := map[string]string{} // constant and rank → its permuted copy
 	var out []*Node
 	changed := false
 	fresh := func(base, like string) string {
@@ -88,7 +88,7 @@ func convertLayout(g *Graph) (bool, error) {
 		switch {
 		case g.nhwcWindowOp(n):
 			n.Inputs[0] = toNHWC(n.Inputs[0])
-			setAttr(n, LayoutAttr, Attr{Kind: AttrString, S: "NHWC"})
+			n.SetAttr(LayoutAttr, Attr{Kind: AttrString, S: "NHWC"})
 			convertOutputs(n)
 		case g.followsLayout(n, twinOf):
 			r := len(g.Values[n.Outputs[0]].Shape)
@@ -96,9 +96,12 @@ func convertLayout(g *Graph) (bool, error) {
 				if t, ok := twinOf[in]; ok {
 					n.Inputs[i] = t
 				} else if v := g.Values[in]; in != "" && v.Const != nil && NumElems(v.Shape) > 1 {
-					t := fresh(in+"_nhwc", in)
-					g.AddConst(t, permuteConst(v.Const, channelsLast(r)))
-					n.Inputs[i] = t
+					key := fmt.Sprintf("%s@%d", in, r)
+					if constTwins[key] == "" {
+						constTwins[key] = fresh(in+"_nhwc", in)
+						g.AddConst(constTwins[key], permuteConst(v.Const, channelsLast(r)))
+					}
+					n.Inputs[i] = constTwins[key]
 				}
 			}
 			convertOutputs(n)
@@ -116,16 +119,15 @@ func convertLayout(g *Graph) (bool, error) {
 			// gets a twin. Any other is one permutation of the twin.
 			p, _ := n.Ints("perm")
 			x := g.Values[n.Input(0)].Shape
+			if len(p) != len(x) { // the default perm, reversed axes
+				needNCHW(n.Input(0))
+				break
+			}
 			q := channelsLast(len(x))
 			if t, ok := keepsSpatial(p); ok {
 				convertOutputs(n)
 				transpose(twinOf[n.Input(0)], n.Outputs[0], n.Name, permuted(x, q), t)
-				changed = true
 				continue
-			}
-			if len(p) != len(x) {
-				needNCHW(n.Input(0))
-				break
 			}
 			qinv := inverse(q)
 			t := make([]int, len(p))
@@ -162,16 +164,6 @@ func reshape(g *Graph, nodes *[]*Node, in, outName, name string, shape []int64) 
 	c := g.FreshName(name + "/shape")
 	g.AddConst(c, Int64Tensor([]int{len(shape)}, shape))
 	*nodes = append(*nodes, &Node{Name: name, OpType: "Reshape", Inputs: []string{in, c}, Outputs: []string{outName}})
-}
-
-// setAttr gives n a copy of its attributes with name set to a: nodes may
-// share one attribute map.
-func setAttr(n *Node, name string, a Attr) {
-	n.Attrs = maps.Clone(n.Attrs)
-	if n.Attrs == nil {
-		n.Attrs = map[string]Attr{}
-	}
-	n.Attrs[name] = a
 }
 
 // channelsLast is the permutation from a value of rank r ≥ 3 (N, the

@@ -1,10 +1,6 @@
 package ops
 
-import (
-	"maps"
-
-	"tessera/graph"
-)
+import "tessera/graph"
 
 // The PermuteAxes rules of the ops that work along named axes
 // (graph.LayoutAxes): each renames the axes of a node for inputs permuted
@@ -42,17 +38,6 @@ func permutedAxes(perm []int, axes []int64) ([]int64, bool) {
 	return out, true
 }
 
-// setAttr gives n a copy of its attributes with name set to a: nodes may
-// share one attribute map.
-func setAttr(n *graph.Node, name string, a graph.Attr) {
-	attrs := maps.Clone(n.Attrs)
-	if attrs == nil {
-		attrs = map[string]graph.Attr{}
-	}
-	attrs[name] = a
-	n.Attrs = attrs
-}
-
 // setIntsInput makes input i of n a new int64 constant holding v.
 func setIntsInput(g *graph.Graph, n *graph.Node, i int, what string, v []int64) {
 	name := g.FreshName(n.Name + "/" + what)
@@ -73,7 +58,7 @@ func permuteAxisAttr(g *graph.Graph, n *graph.Node, perm []int) bool {
 	if !ok {
 		return false
 	}
-	setAttr(n, "axis", graph.Attr{Kind: graph.AttrInt, I: p})
+	n.SetAttr("axis", graph.Attr{Kind: graph.AttrInt, I: p})
 	return true
 }
 
@@ -101,7 +86,7 @@ func permuteSlice(g *graph.Graph, n *graph.Node, perm []int) bool {
 		return false
 	}
 	if attrs {
-		setAttr(n, "axes", graph.Attr{Kind: graph.AttrInts, Ints: moved})
+		n.SetAttr("axes", graph.Attr{Kind: graph.AttrInts, Ints: moved})
 	} else {
 		setIntsInput(g, n, 3, "axes", moved)
 	}
@@ -138,7 +123,7 @@ func permutePad(g *graph.Graph, n *graph.Node, perm []int) bool {
 		moved[i], moved[r+i] = pads[p], pads[r+p]
 	}
 	if n.HasAttr(attr) {
-		setAttr(n, attr, graph.Attr{Kind: graph.AttrInts, Ints: moved})
+		n.SetAttr(attr, graph.Attr{Kind: graph.AttrInts, Ints: moved})
 	} else {
 		setIntsInput(g, n, 1, "pads", moved)
 	}
