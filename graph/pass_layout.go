@@ -5,9 +5,15 @@ import (
 )
 
 // LayoutAttr is the attribute convert-layout sets on the sliding-window
-// ops it makes channels-last: data_layout = "NHWC". It is Tessera's own,
-// never read from a model file (package onnx refuses it).
-const LayoutAttr = "data_layout"
+// ops it makes channels-last: data_layout = "NHWC". OutLayoutAttr, with
+// data_layout "NCHW", marks a Conv that reads an NCHW graph input and
+// writes a channels-last output: out_layout = "NHWC" (Relay's names). They
+// are Tessera's own, never read from a model file (package onnx refuses
+// them).
+const (
+	LayoutAttr    = "data_layout"
+	OutLayoutAttr = "out_layout"
+)
 
 // convertLayout makes the 2-D convolutions and pools of the model, and the
 // ops between them that do not depend on the layout, run on channels-last
@@ -19,7 +25,10 @@ const LayoutAttr = "data_layout"
 // NCHW value (an op without a channels-last form, a graph output); a
 // Transpose to NHWC only where a chain begins (a graph input, or a value
 // an NCHW op computed). A chain of converted ops passes twins from one to
-// the next, so no two transposes ever cancel.
+// the next, so no two transposes ever cancel. A Conv that reads an image
+// the model takes as input reads it where it is, NCHW, and writes a twin
+// (out_layout): the model's input is not transposed before its first
+// convolution (readsInputNCHW).
 //
 // What an op allows is its LayoutOf (package ops declares it): elementwise
 // ops run on twins (their constants permuted alike), ops along named axes
@@ -86,6 +95,10 @@ func convertLayout(g *Graph) (bool, error) {
 	}
 	for _, n := range g.Nodes {
 		switch {
+		case g.nhwcWindowOp(n) && g.readsInputNCHW(n, twinOf):
+			n.SetAttr(LayoutAttr, Attr{Kind: AttrString, S: "NCHW"})
+			n.SetAttr(OutLayoutAttr, Attr{Kind: AttrString, S: "NHWC"})
+			convertOutputs(n)
 		case g.nhwcWindowOp(n):
 			n.Inputs[0] = toNHWC(n.Inputs[0])
 			n.SetAttr(LayoutAttr, Attr{Kind: AttrString, S: "NHWC"})
@@ -266,6 +279,22 @@ func (g *Graph) nhwcWindowOp(n *Node) bool {
 	// One output: MaxPool's Indices and storage order have no NHWC form.
 	so, err := n.Int("storage_order", 0)
 	return err == nil && so == 0 && (len(n.Outputs) == 1 || (len(n.Outputs) == 2 && n.Outputs[1] == ""))
+}
+
+// maxInputChannelsNCHW is the most channels of a graph input that a Conv
+// reads where it is, NCHW (readsInputNCHW): an image's 1, 3 or 4. Its
+// reduction reads those few channels of each tap either way, and a twin
+// would have too few to fill a vector; a wider input is transposed, so
+// that the convolution reads it contiguously and keeps its Winograd
+// alternative.
+const maxInputChannelsNCHW = 4
+
+// readsInputNCHW reports whether Conv n (a window op with a channels-last
+// form) reads a graph input of at most maxInputChannelsNCHW channels that
+// has no twin yet: it then reads it as NCHW and writes a twin.
+func (g *Graph) readsInputNCHW(n *Node, twinOf map[string]string) bool {
+	x := n.Inputs[0]
+	return n.OpType == "Conv" && twinOf[x] == "" && g.IsInput(x) && g.Values[x].Shape[1] <= maxInputChannelsNCHW
 }
 
 // followsLayout reports whether n is a layout-free op whose tensor inputs

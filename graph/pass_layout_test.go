@@ -9,8 +9,9 @@ import (
 )
 
 // TestConvertLayout: a chain of convolutions, elementwise ops and pools
-// runs channels-last, with one Transpose where the chain begins and one
-// where the graph output needs the NCHW value; the pooled [1, 1, 1, C]
+// runs channels-last: the first Conv reads the NCHW graph input and writes
+// a twin (out_layout), and one Transpose goes back where the graph output
+// needs the NCHW value; the pooled [1, 1, 1, C]
 // value goes back to NCHW as a Reshape (the same data), which
 // merge-reshapes merges with the model's Flatten. The pass is idempotent.
 func TestConvertLayout(t *testing.T) {
@@ -45,12 +46,18 @@ func TestConvertLayout(t *testing.T) {
 	for _, n := range g.Nodes {
 		ops = append(ops, n.OpType)
 		if n.OpType == "Conv" || n.OpType == "MaxPool" || n.OpType == "GlobalAveragePool" {
-			if l, _ := n.Str(LayoutAttr, ""); l != "NHWC" {
-				t.Errorf("%s %s: layout %q", n.OpType, n.Name, l)
+			in, out := "NHWC", ""
+			if n.Name == "c1" {
+				in, out = "NCHW", "NHWC"
+			}
+			l, _ := n.Str(LayoutAttr, "")
+			o, _ := n.Str(OutLayoutAttr, "")
+			if l != in || o != out {
+				t.Errorf("%s %s: data_layout %q, out_layout %q; want %q, %q", n.OpType, n.Name, l, o, in, out)
 			}
 		}
 	}
-	want := "Transpose,Conv,Add,Relu,MaxPool,Conv,Mul,Add,GlobalAveragePool,Reshape,Transpose"
+	want := "Conv,Add,Relu,MaxPool,Conv,Mul,Add,GlobalAveragePool,Reshape,Transpose"
 	if got := strings.Join(ops, ","); got != want {
 		t.Errorf("nodes %s\nwant  %s", got, want)
 	}
@@ -85,7 +92,8 @@ func TestConvertLayout(t *testing.T) {
 // TestConvertLayoutDenseBlock: a DenseNet block as PyTorch exports it —
 // Concat of the block's features, BatchNormalization (which cannot fold:
 // a Concat feeds it), Relu, Conv, then a transition's AveragePool, and a
-// Split — runs channels-last from the first Transpose to the last:
+// Split — runs channels-last from the first Conv (which reads the NCHW
+// input) to the last Transpose:
 // decompose-batchnorm writes the normalizations as Mul and Add, Concat
 // and Split take the permuted axis, and no Transpose is left in between
 // (y2, of one channel, goes back to NCHW as a Reshape).
@@ -132,7 +140,7 @@ func TestConvertLayoutDenseBlock(t *testing.T) {
 	if err := RunPasses(g, nil); err != nil {
 		t.Fatal(err)
 	}
-	want := "Transpose,Conv,Mul,Add,Relu,Conv,Concat,Mul,Add,Relu,Conv,Concat,Mul,Add,Relu,Conv,AveragePool,Split,Transpose,Reshape"
+	want := "Conv,Mul,Add,Relu,Conv,Concat,Mul,Add,Relu,Conv,Concat,Mul,Add,Relu,Conv,AveragePool,Split,Transpose,Reshape"
 	if got := ops(g); got != want {
 		t.Errorf("nodes %s\nwant  %s", got, want)
 	}

@@ -71,7 +71,7 @@ func convAlternatives(g *graph.Graph, n *graph.Node) ([]Alternative, error) {
 	if err != nil {
 		return nil, err
 	}
-	nhwc, err := channelsLast(n)
+	nhwc, _, err := layouts(n) // winogradTile checked they agree
 	if err != nil {
 		return nil, err
 	}
@@ -158,8 +158,13 @@ func winogradTile(g *graph.Graph, n *graph.Node) int {
 	if _, err := winogradPads(n); err != nil {
 		return 0
 	}
+	// A convolution that converts the layout has no Winograd form.
+	in, nhwc, err := layouts(n)
+	if err != nil || in != nhwc {
+		return 0
+	}
 	oh, ow := out.Shape[2], out.Shape[3]
-	if nhwc, _ := channelsLast(n); nhwc {
+	if nhwc {
 		oh, ow = out.Shape[1], out.Shape[2]
 	}
 	if oh >= 8 && ow >= 8 {

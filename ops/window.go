@@ -10,29 +10,62 @@ import (
 //
 // Conv, MaxPool and GlobalAveragePool also take Tessera's own attribute
 // data_layout (as Relay's conv2d does): "NHWC" when the graph's layout pass
-// (graph.ConvertLayout) made their activations channels-last. It never
-// comes from a model file: an ONNX node that carries it is refused.
+// (graph.ConvertLayout) made their activations channels-last. Conv also
+// takes out_layout (Relay's too): data_layout "NCHW" with out_layout
+// "NHWC" reads an NCHW input and writes a channels-last output, the first
+// convolution of a model. They never come from a model file: an ONNX node
+// that carries them is refused.
 
-// DataLayout is the attribute the layout pass sets.
-const DataLayout = graph.LayoutAttr
+// DataLayout and OutLayout are the attributes the layout pass sets.
+const (
+	DataLayout = graph.LayoutAttr
+	OutLayout  = graph.OutLayoutAttr
+)
 
-// nhwc reports whether the node is channels-last (channelsLast).
-func (c *lowerCtx) nhwc() (bool, error) { return channelsLast(c.n) }
+// nhwc reports whether the node's input and output are channels-last
+// (layouts).
+func (c *lowerCtx) nhwc() (in, out bool, err error) { return layouts(c.n) }
 
-// channelsLast reports whether node n is channels-last; any other
-// data_layout than NCHW and NHWC is an error.
-func channelsLast(n *graph.Node) (bool, error) {
-	l, err := n.Str(DataLayout, "NCHW")
-	if err != nil {
-		return false, err
+// layouts reports whether node n's input and its output are channels-last:
+// data_layout, NCHW (the default) or NHWC, and out_layout, which defaults
+// to data_layout. Any other value is an error, and so is an out_layout
+// that differs from data_layout anywhere but NCHW to NHWC on a Conv.
+func layouts(n *graph.Node) (in, out bool, err error) {
+	parse := func(attr, def string) (bool, error) {
+		l, err := n.Str(attr, def)
+		if err != nil {
+			return false, err
+		}
+		switch l {
+		case "NCHW":
+			return false, nil
+		case "NHWC":
+			return true, nil
+		}
+		return false, n.Errorf("%s %q (NCHW or NHWC)", attr, l)
 	}
-	switch l {
-	case "NCHW":
-		return false, nil
-	case "NHWC":
-		return true, nil
+	if in, err = parse(DataLayout, "NCHW"); err != nil {
+		return false, false, err
 	}
-	return false, n.Errorf("%s %q (NCHW or NHWC)", DataLayout, l)
+	def := "NCHW"
+	if in {
+		def = "NHWC"
+	}
+	if out, err = parse(OutLayout, def); err != nil {
+		return false, false, err
+	}
+	if in != out && (in || n.OpType != "Conv") {
+		return false, false, n.Errorf("%s %s with %s %s: only a Conv converts, and only from NCHW to NHWC",
+			DataLayout, layoutName(in), OutLayout, layoutName(out))
+	}
+	return in, out, nil
+}
+
+func layoutName(channelsLast bool) string {
+	if channelsLast {
+		return "NHWC"
+	}
+	return "NCHW"
 }
 
 func init() {
@@ -81,12 +114,14 @@ func lowerConv(c *lowerCtx) ([]*te.Tensor, error) {
 		return nil, err
 	}
 	a.AutoPad, a.Group = autoPad, group
-	nhwc, err := c.nhwc()
-	if err != nil {
+	in, out, err := c.nhwc()
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if nhwc {
+	case in:
 		return one(te.ConvNHWC(c.name(0), x, w, b, a))
+	case out:
+		return one(te.ConvToNHWC(c.name(0), x, w, b, a))
 	}
 	return one(te.Conv(c.name(0), x, w, b, a))
 }
@@ -134,7 +169,7 @@ func lowerPool(c *lowerCtx) ([]*te.Tensor, error) {
 			return nil, err
 		}
 	}
-	nhwc, err := c.nhwc()
+	nhwc, _, err := c.nhwc()
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +190,7 @@ func lowerGlobalPool(c *lowerCtx) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	nhwc, err := c.nhwc()
+	nhwc, _, err := c.nhwc()
 	if err != nil {
 		return nil, err
 	}

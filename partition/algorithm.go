@@ -60,10 +60,11 @@ func alternatives(g *graph.Graph, grp *Group) ([]*Group, error) {
 	return out, nil
 }
 
-// channelsLast reports whether the layout pass made n NHWC.
+// channelsLast reports whether the layout pass made n's output NHWC.
 func channelsLast(n *graph.Node) bool {
 	l, _ := n.Str(graph.LayoutAttr, "NCHW")
-	return l == "NHWC"
+	o, _ := n.Str(graph.OutLayoutAttr, l)
+	return o == "NHWC"
 }
 
 // Choose returns the plan that runs, for every group with alternatives,

@@ -5,13 +5,15 @@ import (
 	"testing"
 
 	"tessera/graph"
+	"tessera/te"
 )
 
 // TestLayoutThroughShapeOps: the layout pass (convert-layout) carries the
 // channels-last twins through Slice, Pad, a channel shuffle (Reshape to
 // [N, G, C/G, H, W], a per-group scale, Transpose of the group axes,
 // Reshape back), so that the only transposes left are the one where the
-// chain begins, the one the graph output needs and the shuffle's own
+// chain begins (none where a Conv reads an image input: it reads it NCHW
+// into a twin), the one the graph output needs and the shuffle's own
 // permutation of the channel axes; a model's own Transpose to NHWC
 // becomes the twin itself. The converted graph computes what the graph
 // computes with the pass off.
@@ -62,6 +64,10 @@ func TestLayoutThroughShapeOps(t *testing.T) {
 			y := b.op("t", "Transpose", []string{conv(b, "c1", x, 8, 8)}, "perm", []int64{0, 2, 3, 1})
 			return b.op("r", "Relu", []string{y})
 		}, "Transpose,Conv,Relu"},
+		{"image input read NCHW", 13, func(b *tg, x string) string {
+			b.g.Values[x].Shape = []int{1, 3, 6, 6}
+			return conv(b, "c2", conv(b, "c1", x, 3, 8), 8, 4)
+		}, "Conv,Conv,Transpose"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -94,5 +100,79 @@ func TestLayoutThroughShapeOps(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLayoutAttributes: a node's data_layout and out_layout must name
+// NCHW or NHWC, and only a Conv converts, from NCHW to NHWC; anything else
+// is an error that names the node, not a kernel of the wrong layout.
+func TestLayoutAttributes(t *testing.T) {
+	for _, c := range []struct {
+		op, in, out string
+		want        string // "" for no error
+	}{
+		{"Conv", "NCHW", "NHWC", ""},
+		{"Conv", "NHWC", "", ""},
+		{"Conv", "NHWC", "NCHW", "only a Conv converts, and only from NCHW to NHWC"},
+		{"MaxPool", "NCHW", "NHWC", "only a Conv converts"},
+		{"Conv", "NCWH", "", `data_layout "NCWH" (NCHW or NHWC)`},
+		{"Conv", "NCHW", "CHWN", `out_layout "CHWN" (NCHW or NHWC)`},
+	} {
+		t.Run(c.op+" "+c.in+" "+c.out, func(t *testing.T) {
+			b := newTG(13)
+			var in []string
+			x := b.input("x", 1, 4, 6, 6) // NCHW, or NHWC of one size fewer
+			if c.in == "NHWC" {
+				b.g.Values[x].Shape = []int{1, 5, 5, 4}
+			}
+			if c.op == "Conv" {
+				in = []string{x, b.weight("w", 4, 4, 3, 3)}
+			} else {
+				in = []string{x}
+			}
+			y := b.op("y", c.op, in, "kernel_shape", []int64{3, 3})
+			n := b.g.Nodes[0]
+			n.SetAttr(graph.LayoutAttr, graph.Attr{Kind: graph.AttrString, S: c.in})
+			if c.out != "" {
+				n.SetAttr(graph.OutLayoutAttr, graph.Attr{Kind: graph.AttrString, S: c.out})
+			}
+			b.g.Values[y].Shape = []int{1, 4, 4, 4} // NCHW, NHWC alike
+			if c.in == "NHWC" {
+				b.g.Values[y].Shape = []int{1, 3, 3, 4}
+			}
+			_, err := LowerNode(b.g, n, func(name string) (*te.Tensor, error) {
+				if name == "w" {
+					return te.Constant(name, 4, 4, 3, 3), nil
+				}
+				return te.Placeholder(name, b.g.Values[name].Shape...), nil
+			})
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("error %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "y")):
+				t.Fatalf("error %v, want one naming node y and containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestConvertingConvHasNoWinograd: a Conv from NCHW to NHWC that Winograd
+// would otherwise take (16 channels, 3×3, stride 1) gets no alternative:
+// the Winograd forms read and write one layout.
+func TestConvertingConvHasNoWinograd(t *testing.T) {
+	b := newTG(13)
+	x := b.input("x", 1, 16, 8, 8)
+	y := conv3x3(b, "c", x, 16, 16, false)
+	g := b.done(t, nil, y)
+	n := g.Nodes[0]
+	n.SetAttr(graph.LayoutAttr, graph.Attr{Kind: graph.AttrString, S: "NCHW"})
+	n.SetAttr(graph.OutLayoutAttr, graph.Attr{Kind: graph.AttrString, S: "NHWC"})
+	g.Values[y].Shape = []int{1, 8, 8, 16}
+	p, err := Extract(g, Options{Alternatives: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alts := p.Groups[0].Alternatives; len(alts) != 0 {
+		t.Errorf("%d alternatives (%s), want none", len(alts), alts[0].Algorithm)
 	}
 }

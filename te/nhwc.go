@@ -26,18 +26,41 @@ func spatialNHWC(op, name string, x *Tensor) ([]int, error) {
 // reduction runs over (KH, KW, C/group), the input channel innermost, so
 // that it walks x contiguously.
 func ConvNHWC(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
+	return convNHWC(name, x, w, b, a, false)
+}
+
+// ConvToNHWC is Conv from NCHW activations x [N, C, H, W] to channels-last
+// ones [N, OH, OW, M] (Relay's conv2d with data_layout NCHW and out_layout
+// NHWC): the first convolution of a model whose input is NCHW, which
+// reads the input where it is instead of transposing it first, as
+// oneDNN's first-convolution kernels read a plain input into a blocked
+// output. The reduction is ConvNHWC's.
+func ConvToNHWC(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
+	return convNHWC(name, x, w, b, a, true)
+}
+
+// convNHWC is ConvNHWC, or ConvToNHWC when fromNCHW is set.
+func convNHWC(name string, x, w, b *Tensor, a ConvAttrs, fromNCHW bool) (*Tensor, error) {
 	name = orDefault(name, "conv")
 	if err := checkInputs("Conv", name, x, w); err != nil {
 		return nil, err
 	}
-	sp, err := spatialNHWC("Conv", name, x)
-	if err != nil {
-		return nil, err
+	// The axes of x: batch, the first spatial axis, channels.
+	xN, xH, xC := 0, 1, 3
+	if fromNCHW {
+		xH, xC = 2, 1
 	}
+	if len(x.Shape) != 4 {
+		if fromNCHW {
+			return nil, opError("Conv", name, "NCHW input %v must be [N, C, H, W]", x.Shape)
+		}
+		return nil, opError("Conv", name, "NHWC input %v must be [N, H, W, C]", x.Shape)
+	}
+	sp := x.Shape[xH : xH+2]
 	if len(w.Shape) != 4 {
 		return nil, opError("Conv", name, "weights %v must be [M, C/group, KH, KW]", w.Shape)
 	}
-	N, C := x.Shape[0], x.Shape[3]
+	N, C := x.Shape[xN], x.Shape[xC]
 	M, Cg := w.Shape[0], w.Shape[1]
 	G, err := checkConvOperands(name, C, w, b, a)
 	if err != nil {
@@ -48,7 +71,7 @@ func ConvNHWC(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := padAxes(name, x, 1, ws, 0)
+	src := padAxes(name, x, xH, ws, 0)
 	out := []int{N, ws[0].out, ws[1].out, M}
 	var rshape []int
 	for _, w := range ws {
@@ -79,9 +102,10 @@ func ConvNHWC(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
 		if G > 1 {
 			ch = iadd(imulc(idivc(i[3], mPerG), Cg), rc)
 		}
-		xi := []tir.Expr{i[0], nil, nil, ch}
+		xi := make([]tir.Expr, 4)
+		xi[xN], xi[xC] = i[0], ch
 		for s, w := range ws {
-			xi[1+s] = iadd(imulc(i[1+s], w.s), imulc(taps[s], w.d))
+			xi[xH+s] = iadd(imulc(i[1+s], w.s), imulc(taps[s], w.d))
 		}
 		return tir.MulE(src.At(xi...), w.At(i[3], rc, taps[0], taps[1]))
 	})

@@ -41,7 +41,8 @@ func evalOne(t *testing.T, out *Tensor, inputs map[string][]float32) []float32 {
 }
 
 // TestNHWCMatchesNCHW computes the channels-last ops and their NCHW
-// originals on the same data, transposed, and compares the results: the
+// originals on the same data, transposed (ConvToNHWC on the NCHW data
+// itself), and compares the results: the
 // sums run in the same order, so they agree to the last bit but for
 // Winograd, which meets its tolerance.
 func TestNHWCMatchesNCHW(t *testing.T) {
@@ -71,9 +72,16 @@ func TestNHWCMatchesNCHW(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			from, err := ConvToNHWC("from", Placeholder("x", c.n, c.c, c.h, c.w), w, b, c.a)
+			if err != nil {
+				t.Fatal(err)
+			}
 			want := evalOne(t, ref, map[string][]float32{"x": xv, "w": wv, "b": bv})
+			wantNHWC := toNHWC(want, ref.Shape[0], ref.Shape[1], ref.Shape[2], ref.Shape[3])
 			have := evalOne(t, got, map[string][]float32{"x": toNHWC(xv, c.n, c.c, c.h, c.w), "w": wv, "b": bv})
-			checkClose(t, have, toNHWC(want, ref.Shape[0], ref.Shape[1], ref.Shape[2], ref.Shape[3]), 1e-5)
+			checkClose(t, have, wantNHWC, 1e-5)
+			// The NCHW input read as it is, into a channels-last output.
+			checkClose(t, evalOne(t, from, map[string][]float32{"x": xv, "w": wv, "b": bv}), wantNHWC, 1e-5)
 		})
 	}
 	t.Run("maxpool", func(t *testing.T) {

@@ -319,7 +319,7 @@ func nodeFromProto(np *onnxpb.NodeProto, i int, opset int, opsets map[string]int
 		return nil, fmt.Errorf("node %s has no op type", n.Name)
 	}
 	for _, ap := range np.GetAttribute() {
-		if ap.GetName() == graph.LayoutAttr && n.Domain == "" {
+		if (ap.GetName() == graph.LayoutAttr || ap.GetName() == graph.OutLayoutAttr) && n.Domain == "" {
 			return nil, fmt.Errorf("node %s (%s): attribute %s is not ONNX's (Tessera's layout pass sets it)", n.Name, n.OpType, ap.GetName())
 		}
 		a, err := attrFromProto(ap)

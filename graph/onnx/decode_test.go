@@ -141,6 +141,16 @@ func TestDecodeErrors(t *testing.T) {
 		}), "input x has a sequence type", true},
 		{"undefined input", model(func(m *onnxpb.ModelProto) { m.Graph.Node[0].Input[0] = "nothing" }), "reads nothing, which is not defined", false},
 	}
+	for _, attr := range []string{graph.LayoutAttr, graph.OutLayoutAttr} {
+		tests = append(tests, struct {
+			name        string
+			data        []byte
+			want        string
+			unsupported bool
+		}{"Tessera's " + attr, model(func(m *onnxpb.ModelProto) {
+			m.Graph.Node[0].Attribute = append(m.Graph.Node[0].Attribute, &onnxpb.AttributeProto{Name: attr, Type: onnxpb.AttributeProto_STRING, S: []byte("NHWC")})
+		}), "node conv (Conv): attribute " + attr + " is not ONNX's", false})
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Decode(tc.data, "m.onnx")
