@@ -43,6 +43,8 @@ var Models = []Model{
 	{"bert_layer_gelu", "the same layer at opset 20 with the Gelu op", true, BERTLayerGelu},
 	{"bert_encoder", "a BERT-style encoder as PyTorch exports BertModel: int64 input_ids and attention_mask, Gather embeddings, mask by Cast/Equal/Where, 2 layers (seq 64, hidden 256, 4 heads)", true,
 		func(seed uint64) (*graph.Graph, error) { return BERTEncoder(BERTEncoderSmall, seed) }},
+	{"resnet18_dynamic", "ResNet-18 on a dynamic batch: input [N, 3, 224, 224]", true, ResNet18Dynamic},
+	{"bert_encoder_dynamic", "the BERT encoder on a dynamic batch and sequence length: input_ids and attention_mask [B, S]", true, BERTEncoderDynamic},
 }
 
 // Lookup returns the model named name.

@@ -55,3 +55,34 @@ func TestBERTEncoderAgainstOnnxruntime(t *testing.T) {
 		"--reference", "output="+filepath.Join(ort, "output.bin"), "--rtol", "1e-3", "-o", filepath.Join(dir, "res"))
 	t.Logf("%s", out)
 }
+
+// TestInspectRange: `tune inspect --range` of the dynamic BERT encoder
+// (batch B, sequence length S) and of the dynamic ResNet-18 (batch N)
+// prints their tasks as functions of the symbols; without a range the
+// dynamic dimension is an error that names the flag.
+func TestInspectRange(t *testing.T) {
+	dir := t.TempDir()
+	for _, m := range []struct {
+		name  string
+		args  []string
+		wants []string
+	}{
+		{"bert_encoder_dynamic", []string{"--range", "B=1..8", "--range", "S=16..256"}, []string{"MatMul+Add+Gelu", "[B,S,1024]", "[B,4,S,64]", "8 tasks (8 of them depend on the symbols)"}},
+		{"resnet18_dynamic", []string{"--range", "N=1..16"}, []string{"Conv+Relu          [N,112,112,64]", "Reshape+Gemm       [N,1000]"}},
+	} {
+		path, err := modelgen.Generate(dir, m.name, modelgen.DefaultSeed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := tuneCmd(t, append([]string{"inspect", path}, m.args...)...)
+		for _, want := range m.wants {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: no %q in\n%s", m.name, want, out)
+			}
+		}
+		var stdout, stderr strings.Builder
+		if st := run([]string{"inspect", path, m.args[0], m.args[1]}, &stdout, &stderr); m.name == "bert_encoder_dynamic" && (st == 0 || !strings.Contains(stderr.String(), "--range S=lo..hi")) {
+			t.Errorf("%s with one range: status %d, %s", m.name, st, stderr.String())
+		}
+	}
+}

@@ -10,7 +10,7 @@ import (
 )
 
 // inspectUsage is the help of the command, before its flags.
-const inspectUsage = "usage: tune inspect model.onnx [--input name=d0,d1,... ...] [--no-pass NAME ...]\n\nflags:\n"
+const inspectUsage = "usage: tune inspect model.onnx [--input name=d0,d1,... ...] [--range NAME=lo..hi ...] [--no-pass NAME ...]\n\nflags:\n"
 
 // runInspect is `tune inspect model.onnx [--input name=dims ...] [--no-pass NAME ...]`:
 // the graph's size before and after the passes, the fused groups and the
@@ -21,6 +21,8 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	groups := fs.Bool("groups", true, "list the fused groups")
 	maxDepth := fs.Int("max-fuse-depth", partition.DefaultMaxFuseDepth, "largest group fusion may build, in ops")
 	dag := fs.Int("dag", -1, "print the compute DAG of task `N`")
+	ranges := cli.Ranges{}
+	fs.Var(ranges, "range", "the values `NAME=lo..hi` of the inputs' dynamic dimension NAME (repeatable): print the tasks over the ranges, their shapes as functions of the dimensions")
 	cli.SetUsage(fs, inspectUsage)
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
@@ -29,6 +31,18 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 1 {
 		fs.Usage()
 		return cli.ErrUsage
+	}
+	if len(ranges) > 0 {
+		sp, err := tuning.LoadRange(pos[0], mf.loadOptions(), ranges, partition.Options{MaxFuseDepth: *maxDepth, Alternatives: mf.winograd})
+		if err != nil {
+			return err
+		}
+		var b strings.Builder
+		if err := partition.WriteSymbolic(&b, sp); err != nil {
+			return err
+		}
+		_, err = io.WriteString(stdout, cli.PrintableLines(b.String()))
+		return err
 	}
 	m, p, err := tuning.LoadModel(pos[0], mf.loadOptions(), partition.Options{MaxFuseDepth: *maxDepth, Alternatives: mf.winograd})
 	if err != nil {

@@ -50,6 +50,15 @@ func TestFlagValues(t *testing.T) {
 			t.Errorf("Shapes.Set(%q) succeeded", bad)
 		}
 	}
+	r := Ranges{}
+	if err := r.Set("N=1..16"); err != nil || r.String() != "N=1..16" {
+		t.Errorf("Ranges: %v, %q", err, r)
+	}
+	for _, bad := range []string{"N=2..8", "S=0..4", "S=8..4", "S=4", "=1..2", "S=a..b"} {
+		if r.Set(bad) == nil {
+			t.Errorf("Ranges.Set(%q) succeeded", bad)
+		}
+	}
 	v := Values{}
 	if err := v.Set("sr= 16000"); err != nil || v.String() != "sr=16000" || v.Set("sr=1") == nil || v.Set("q=") == nil {
 		t.Errorf("Values: %v, %q", err, v)

@@ -50,6 +50,37 @@ func (s Shapes) Set(v string) error {
 	return nil
 }
 
+// Ranges collects repeated `--range NAME=lo..hi` flags: the values a
+// dynamic dimension takes, lo and hi included, by the dimension's name.
+// Make it before registering it.
+type Ranges map[string][2]int
+
+func (r Ranges) String() string {
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(r)) {
+		parts = append(parts, fmt.Sprintf("%s=%d..%d", n, r[n][0], r[n][1]))
+	}
+	return strings.Join(parts, " ")
+}
+
+func (r Ranges) Set(v string) error {
+	name, span, ok := strings.Cut(v, "=")
+	los, his, ok2 := strings.Cut(span, "..")
+	if !ok || !ok2 || name == "" {
+		return fmt.Errorf("want NAME=lo..hi (e.g. N=1..16), got %q", v)
+	}
+	if _, dup := r[name]; dup {
+		return fmt.Errorf("range of %s given twice", name)
+	}
+	lo, err1 := strconv.Atoi(strings.TrimSpace(los))
+	hi, err2 := strconv.Atoi(strings.TrimSpace(his))
+	if err1 != nil || err2 != nil || lo < 1 || hi < lo {
+		return fmt.Errorf("range %q of %s: want integers 1 ≤ lo ≤ hi", span, name)
+	}
+	r[name] = [2]int{lo, hi}
+	return nil
+}
+
 // Values collects repeated `--freeze name=v0,v1,...` flags: the values as
 // written, parsed once the input's dtype is known (onnx.Load). Make it
 // before registering it.

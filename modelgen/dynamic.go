@@ -1,0 +1,75 @@
+package modelgen
+
+import (
+	"fmt"
+
+	"tessera/graph"
+)
+
+// Models with dynamic dimensions, as PyTorch exports them with
+// dynamic_axes: the inputs' dimensions named (ONNX dim_param), every
+// reshape's target computed from Shape or written with 0 and -1, so that
+// one file serves every batch size or sequence length.
+
+// ResNet18Dynamic is ResNet-18 on a batch of N images: input [N, 3, 224,
+// 224].
+func ResNet18Dynamic(seed uint64) (*graph.Graph, error) {
+	g, err := ResNet(ResNetConfig{Name: "resnet18_dynamic", Blocks: ResNet18Config.Blocks, Width: 64, Input: 224, Classes: 1000}, seed)
+	if err != nil {
+		return nil, err
+	}
+	return dynamic(g, map[string]map[int]string{"input": {0: "N"}})
+}
+
+// BERTEncoderDynamic is the catalog's BERT encoder (BERTEncoderSmall) on
+// B sequences of S tokens: input_ids and attention_mask [B, S].
+func BERTEncoderDynamic(seed uint64) (*graph.Graph, error) {
+	c := BERTEncoderSmall
+	c.Name = "bert_encoder_dynamic"
+	g, err := BERTEncoder(c, seed)
+	if err != nil {
+		return nil, err
+	}
+	return dynamic(g, map[string]map[int]string{"input_ids": {0: "B", 1: "S"}, "attention_mask": {0: "B", 1: "S"}})
+}
+
+// dynamic makes the named dimensions of g's inputs dynamic (dims: input →
+// axis → symbol) and forgets the shapes of every other value but the
+// constants (inferred at the static shape the model was built for), then
+// checks that the graph binds and infers shapes at other values of the
+// symbols.
+func dynamic(g *graph.Graph, dims map[string]map[int]string) (*graph.Graph, error) {
+	for in, axes := range dims {
+		v := g.Values[in]
+		if v == nil || !g.IsInput(in) {
+			return nil, fmt.Errorf("modelgen: %s: no input %s", g.Name, in)
+		}
+		v.DimParams = make([]string, len(v.Shape))
+		for axis, name := range axes {
+			v.Shape[axis], v.DimParams[axis] = -1, name
+		}
+	}
+	for name, v := range g.Values {
+		if v.Const == nil && !g.IsInput(name) {
+			v.Shape = nil
+		}
+	}
+	for _, n := range []int{2, 3} {
+		h := g.Clone()
+		bound := map[string][]int{}
+		for in, axes := range dims {
+			shape := append([]int(nil), h.Values[in].Shape...)
+			for axis := range axes {
+				shape[axis] = n + axis
+			}
+			bound[in] = shape
+		}
+		if err := h.Bind(bound); err != nil {
+			return nil, fmt.Errorf("modelgen: %s: %w", g.Name, err)
+		}
+		if err := h.InferShapes(); err != nil {
+			return nil, fmt.Errorf("modelgen: %s at %v: %w", g.Name, bound, err)
+		}
+	}
+	return g, nil
+}

@@ -1,0 +1,81 @@
+package tuning
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tessera/graph"
+	"tessera/graph/onnx"
+	"tessera/partition"
+)
+
+// dynamicModel writes a model of a dynamic batch N and sequence length S
+// (a MatMul by a weight, then Relu) and returns its path.
+func dynamicModel(t *testing.T, named bool) string {
+	t.Helper()
+	g := graph.New("dyn", 17)
+	x := g.AddInput("x", graph.Float32, []int{-1, -1, 8})
+	x.DimParams = []string{"N", "S", ""}
+	if !named {
+		x.DimParams[1] = ""
+	}
+	w := make([]float32, 8*4)
+	for i := range w {
+		w[i] = float32(i%5) - 2
+	}
+	g.AddConst("w", graph.Float32Tensor([]int{8, 4}, w))
+	g.AddNode(&graph.Node{Name: "mm", OpType: "MatMul", Inputs: []string{"x", "w"}, Outputs: []string{"m"}})
+	g.AddNode(&graph.Node{Name: "relu", OpType: "Relu", Inputs: []string{"m"}, Outputs: []string{"y"}})
+	g.Outputs = []string{"y"}
+	data, err := onnx.Encode(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "dyn.onnx")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestLoadRange: a model's dynamic dimensions, named by the file and
+// ranged by the caller, give a symbolic plan whose task writes [N, S, 4];
+// binding one input leaves no symbol of it; a symbol without a range, a
+// range of no symbol and an unnamed dynamic dimension are errors that say
+// what to do.
+func TestLoadRange(t *testing.T) {
+	path := dynamicModel(t, true)
+	sp, err := LoadRange(path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 8}, "S": {16, 128}}, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sp.Tasks) != 1 {
+		t.Fatalf("%d tasks", len(sp.Tasks))
+	}
+	var dims []string
+	for _, p := range sp.Tasks[0].Output {
+		dims = append(dims, p.String())
+	}
+	if got := strings.Join(dims, ","); got != "N,S,4" {
+		t.Errorf("output [%s], want [N,S,4]", got)
+	}
+	for _, c := range []struct {
+		name   string
+		path   string
+		lo     onnx.LoadOptions
+		ranges map[string][2]int
+		want   string
+	}{
+		{"no range", path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 8}}, "dimension 1 (S) is dynamic: give it a range with --range S=lo..hi"},
+		{"unknown", path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 8}, "S": {16, 128}, "T": {1, 4}}, "--range T: no dynamic dimension"},
+		{"bound", path, onnx.LoadOptions{Inputs: map[string][]int{"x": {2, 5, 8}}}, map[string][2]int{"N": {1, 8}}, "--range N: no dynamic dimension"},
+		{"unnamed", dynamicModel(t, false), onnx.LoadOptions{}, map[string][2]int{"N": {1, 8}}, "dimension 1 is dynamic and has no name"},
+		{"narrow", path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 3}, "S": {16, 128}}, "too narrow"},
+	} {
+		if _, err := LoadRange(c.path, c.lo, c.ranges, partition.Options{}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error containing %q", c.name, err, c.want)
+		}
+	}
+}
