@@ -376,7 +376,7 @@ func symbolicTask(syms []Symbol, points []map[string]int, tasks []*Task) (*Symbo
 			return v, err == nil && v == math.Trunc(v)
 		})
 		if err != nil {
-			return nil, fmt.Errorf("the number %s of its DAG (%s): %w", tok.text, context(forms[0], j), err)
+			return nil, fmt.Errorf("the number %s of its DAG (%s): %w", tok.text, around(forms[0], j), err)
 		}
 		b.WriteString("⟨" + p.String() + "⟩")
 	}
@@ -479,8 +479,8 @@ func tokens(s string) []token {
 	return out
 }
 
-// context prints the tokens around token j, for errors.
-func context(toks []token, j int) string {
+// around prints the tokens around token j, for errors.
+func around(toks []token, j int) string {
 	var b strings.Builder
 	for k := max(0, j-6); k < min(len(toks), j+4); k++ {
 		b.WriteString(toks[k].text)
