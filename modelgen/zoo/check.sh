@@ -3,10 +3,20 @@
 # built with default schedules and run on its input, its output compared
 # with PyTorch's (rtol 1e-3); the last line is "N of M models match".
 #
-# usage: modelgen/zoo/check.sh [-o DIR] [NAME ...]   (DIR: models/zoo)
+# With --dynamic it checks the exports with a dynamic batch instead
+# (export.py --dynamic, NAME_dynamic.onnx): `tune inspect --range N=1..16`
+# must derive each one's tasks over the range; the last line is "N of M
+# models give their tasks over N=1..16".
+#
+# usage: modelgen/zoo/check.sh [--dynamic] [-o DIR] [NAME ...]   (DIR: models/zoo)
 set -u
 cd "$(dirname "$0")/../.."
 dir=models/zoo
+dynamic=0
+if [ "${1:-}" = --dynamic ]; then
+	dynamic=1
+	shift
+fi
 if [ "${1:-}" = -o ]; then
 	dir=$2
 	shift 2
@@ -17,8 +27,24 @@ if ! python3 -c 'import torch, torchvision' 2>/dev/null; then
 	echo "check.sh: no PyTorch (scripts/deps.sh installs python3-torch and python3-torchvision)" >&2
 	exit 2
 fi
+mkdir -p "$dir"
 go build -o "$dir/.tune" ./cmd/tune || exit 1
 ok=0
+if [ $dynamic = 1 ]; then
+	for m in "${names[@]}"; do
+		if [ ! -f "$dir/${m}_dynamic.onnx" ]; then
+			python3 modelgen/zoo/export.py -o "$dir" --dynamic "$m" 2>&1 | grep -v Warning || { echo "$m: export failed"; continue; }
+		fi
+		if out=$("$dir/.tune" inspect "$dir/${m}_dynamic.onnx" --range N=1..16 2>&1); then
+			ok=$((ok + 1))
+			echo "$m: $(echo "$out" | tail -1)"
+		else
+			echo "$m: no plan over N=1..16: $(echo "$out" | tail -1)"
+		fi
+	done
+	echo "$ok of ${#names[@]} models give their tasks over N=1..16"
+	exit 0
+fi
 for m in "${names[@]}"; do
 	if [ ! -f "$dir/$m.onnx" ]; then
 		python3 modelgen/zoo/export.py -o "$dir" "$m" 2>&1 | grep -v Warning || { echo "$m: export failed"; continue; }

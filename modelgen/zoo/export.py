@@ -1,6 +1,6 @@
 """export.py: the model zoo as PyTorch users export it (issue 25).
 
-usage: python3 modelgen/zoo/export.py -o DIR [--opset 14] [NAME ...]
+usage: python3 modelgen/zoo/export.py -o DIR [--opset 14] [--dynamic] [NAME ...]
 
 Each model is built by torchvision (or, for "text_encoder", from
 torch.nn.TransformerEncoder with an embedding), given random weights from
@@ -90,6 +90,25 @@ def latency(model, x, threads):
     return {"min_ms": round(ts[0], 3), "median_ms": round(ts[len(ts) // 2], 3)}
 
 
+def export_dynamic(name, out, opset, seed):
+    """DIR/NAME_dynamic.onnx: the same model exported with a dynamic batch
+    (dynamic_axes: the input's and output's axis 0 named N), as users export
+    one model for every batch size; `tune inspect --range N=lo..hi` reads it."""
+    build, shape = MODELS[name]
+    torch.manual_seed(seed)
+    model = randomize(build(), seed).eval()
+    g = torch.Generator().manual_seed(seed)
+    shape = (2,) + tuple(shape[1:])  # traced at 2: a batch of 1 may be specialized away
+    if name == "text_encoder":
+        x = torch.randint(0, 8000, shape, generator=g)
+    else:
+        x = torch.rand(shape, generator=g) * 2 - 1
+    path = os.path.join(out, name + "_dynamic.onnx")
+    torch.onnx.export(model, x, path, opset_version=opset, input_names=["input"], output_names=["output"],
+                      do_constant_folding=True, dynamic_axes={"input": {0: "N"}, "output": {0: "N"}})
+    print(f"{path}: input [N, {', '.join(map(str, shape[1:]))}]", flush=True)
+
+
 def export(name, out, opset, seed):
     build, shape = MODELS[name]
     torch.manual_seed(seed)
@@ -123,13 +142,14 @@ def main():
     ap.add_argument("-o", required=True, help="output directory")
     ap.add_argument("--opset", type=int, default=14)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--dynamic", action="store_true", help="export NAME_dynamic.onnx, a dynamic batch N, instead")
     ap.add_argument("names", nargs="*", help=f"models (default all: {', '.join(MODELS)})")
     o = ap.parse_args()
     os.makedirs(o.o, exist_ok=True)
     for name in o.names or MODELS:
         if name not in MODELS:
             raise SystemExit(f"export.py: unknown model {name!r} (models: {', '.join(MODELS)})")
-        export(name, o.o, o.opset, o.seed)
+        (export_dynamic if o.dynamic else export)(name, o.o, o.opset, o.seed)
 
 
 if __name__ == "__main__":
