@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"tessera/graph"
 	"tessera/graph/onnx"
 	"tessera/partition"
 	"tessera/te"
@@ -54,31 +55,68 @@ func TaskDAGs(paths []string, lo onnx.LoadOptions, po partition.Options) (map[st
 }
 
 // Symbols returns the dynamic dimensions of the graph inputs at path that
-// lo.Inputs leaves unbound, by the name the model gives them (their ONNX
+// lo.Inputs leaves unbound, by name (lo.DimNames, else the model's ONNX
 // dim_param), each with its range from ranges. A dynamic dimension without
-// a name, a symbol without a range, or a range of no symbol is an error.
+// a name, a symbol without a range, a range of no symbol, or a name given
+// to a dimension the model fixes is an error.
 func Symbols(path string, lo onnx.LoadOptions, ranges map[string][2]int) ([]partition.Symbol, error) {
 	g, err := onnx.DecodeFile(path)
 	if err != nil {
 		return nil, err
 	}
+	syms, _, err := symbols(g, path, lo, ranges)
+	return syms, err
+}
+
+// dynInput is a graph input with dynamic dimensions: its shape, -1 where
+// dynamic, and each dimension's name ("" for a static one).
+type dynInput struct {
+	shape []int
+	names []string
+}
+
+// symbols is Symbols of the decoded graph g; it also returns the inputs
+// the symbols are dimensions of.
+func symbols(g *graph.Graph, path string, lo onnx.LoadOptions, ranges map[string][2]int) ([]partition.Symbol, map[string]dynInput, error) {
 	seen := map[string]bool{}
 	var syms []partition.Symbol
+	inputs := map[string]dynInput{}
 	for _, in := range g.Inputs {
-		v := g.Values[in]
-		if _, bound := lo.Inputs[in]; bound || lo.Freeze[in] != nil {
+		if lo.Freeze[in] != nil {
 			continue
 		}
-		for i, d := range v.Shape {
-			if d >= 0 {
+		v := g.Values[in]
+		d := dynInput{shape: slices.Clone(v.Shape), names: make([]string, len(v.Shape))}
+		copy(d.names, v.DimParams)
+		if given, ok := lo.Inputs[in]; ok {
+			named := lo.DimNames[in]
+			if named == nil {
+				continue // bound to a static shape
+			}
+			if v.Shape != nil && len(given) != len(v.Shape) {
+				return nil, nil, fmt.Errorf("--input %s: %d dimensions, the model gives it %d", in, len(given), len(v.Shape))
+			}
+			for i := range given {
+				switch {
+				case given[i] >= 0:
+					d.names[i] = ""
+				case v.Shape != nil && v.Shape[i] >= 0:
+					return nil, nil, fmt.Errorf("--input %s: dimension %d is named %s, but %s fixes it to %d (exported for that size only)", in, i, named[i], path, v.Shape[i])
+				default:
+					d.names[i] = named[i]
+				}
+			}
+			d.shape = slices.Clone(given)
+		}
+		dynamic := false
+		for i, n := range d.shape {
+			if n >= 0 {
 				continue
 			}
-			name := ""
-			if i < len(v.DimParams) {
-				name = v.DimParams[i]
-			}
+			dynamic = true
+			name := d.names[i]
 			if name == "" {
-				return nil, fmt.Errorf("%s: input %s: dimension %d is dynamic and has no name: bind it with --input %s=d0,d1,...", path, in, i, in)
+				return nil, nil, fmt.Errorf("%s: input %s: dimension %d is dynamic and has no name: bind it, or name it, with --input %s=d0,d1,...", path, in, i, in)
 			}
 			if seen[name] {
 				continue
@@ -86,17 +124,20 @@ func Symbols(path string, lo onnx.LoadOptions, ranges map[string][2]int) ([]part
 			seen[name] = true
 			r, ok := ranges[name]
 			if !ok {
-				return nil, fmt.Errorf("%s: input %s: dimension %d (%s) is dynamic: give it a range with --range %s=lo..hi, or bind the input with --input", path, in, i, name, name)
+				return nil, nil, fmt.Errorf("%s: input %s: dimension %d (%s) is dynamic: give it a range with --range %s=lo..hi, or bind the input with --input", path, in, i, name, name)
 			}
 			syms = append(syms, partition.Symbol{Name: name, Lo: r[0], Hi: r[1]})
+		}
+		if dynamic {
+			inputs[in] = d
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(ranges)) {
 		if !seen[name] {
-			return nil, fmt.Errorf("--range %s: no dynamic dimension of the inputs of %s is named %s (dynamic: %s)", name, path, name, strings.Join(slices.Sorted(maps.Keys(seen)), ", "))
+			return nil, nil, fmt.Errorf("--range %s: no dynamic dimension of the inputs of %s is named %s (dynamic: %s)", name, path, name, strings.Join(slices.Sorted(maps.Keys(seen)), ", "))
 		}
 	}
-	return syms, nil
+	return syms, inputs, nil
 }
 
 // LoadRange loads the model at path over the ranges of its dynamic
@@ -104,7 +145,11 @@ func Symbols(path string, lo onnx.LoadOptions, ranges map[string][2]int) ([]part
 // loaded with the dimensions bound to the point's values, then
 // partition.Symbolic of them.
 func LoadRange(path string, lo onnx.LoadOptions, ranges map[string][2]int, po partition.Options) (*partition.SymbolicPlan, error) {
-	syms, err := Symbols(path, lo, ranges)
+	g, err := onnx.DecodeFile(path)
+	if err != nil {
+		return nil, err
+	}
+	syms, inputs, err := symbols(g, path, lo, ranges)
 	if err != nil {
 		return nil, err
 	}
@@ -115,26 +160,18 @@ func LoadRange(path string, lo onnx.LoadOptions, ranges map[string][2]int, po pa
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	g, err := onnx.DecodeFile(path)
-	if err != nil {
-		return nil, err
-	}
 	samples := make([]partition.Sample, len(points))
 	for i, p := range points {
 		at := lo
-		at.Inputs = maps.Clone(lo.Inputs)
+		at.Inputs, at.DimNames = maps.Clone(lo.Inputs), nil
 		if at.Inputs == nil {
 			at.Inputs = map[string][]int{}
 		}
-		for _, in := range g.Inputs {
-			v := g.Values[in]
-			if _, bound := lo.Inputs[in]; bound || lo.Freeze[in] != nil || !slices.Contains(v.Shape, -1) {
-				continue
-			}
-			shape := slices.Clone(v.Shape)
-			for d := range shape {
-				if shape[d] < 0 {
-					shape[d] = p[v.DimParams[d]]
+		for in, d := range inputs {
+			shape := slices.Clone(d.shape)
+			for k := range shape {
+				if shape[k] < 0 {
+					shape[k] = p[d.names[k]]
 				}
 			}
 			at.Inputs[in] = shape

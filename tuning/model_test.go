@@ -42,9 +42,11 @@ func dynamicModel(t *testing.T, named bool) string {
 
 // TestLoadRange: a model's dynamic dimensions, named by the file and
 // ranged by the caller, give a symbolic plan whose task writes [N, S, 4];
-// binding one input leaves no symbol of it; a symbol without a range, a
-// range of no symbol and an unnamed dynamic dimension are errors that say
-// what to do.
+// an unnamed one may be named by --input (x=N,T,8); binding one input
+// leaves no symbol of it; a symbol without a range, a range of no symbol,
+// an unnamed dynamic dimension and a name for a dimension the model fixes
+// are errors that say what to do, and so is a named dimension given to a
+// plain Load.
 func TestLoadRange(t *testing.T) {
 	path := dynamicModel(t, true)
 	sp, err := LoadRange(path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 8}, "S": {16, 128}}, partition.Options{})
@@ -61,6 +63,14 @@ func TestLoadRange(t *testing.T) {
 	if got := strings.Join(dims, ","); got != "N,S,4" {
 		t.Errorf("output [%s], want [N,S,4]", got)
 	}
+	// The unnamed dimension named on the command line (--input x=N,T,8).
+	named := onnx.LoadOptions{Inputs: map[string][]int{"x": {-1, -1, 8}}, DimNames: map[string][]string{"x": {"N", "T", ""}}}
+	if sp, err := LoadRange(dynamicModel(t, false), named, map[string][2]int{"N": {1, 8}, "T": {4, 64}}, partition.Options{}); err != nil || sp.Tasks[0].Output[1].String() != "T" {
+		t.Errorf("--input x=N,T,8: %v", err)
+	}
+	if _, err := onnx.Load(path, named); err == nil || !strings.Contains(err.Error(), "--range N=lo..hi") {
+		t.Errorf("Load of a named dimension: %v", err)
+	}
 	for _, c := range []struct {
 		name   string
 		path   string
@@ -73,6 +83,8 @@ func TestLoadRange(t *testing.T) {
 		{"bound", path, onnx.LoadOptions{Inputs: map[string][]int{"x": {2, 5, 8}}}, map[string][2]int{"N": {1, 8}}, "--range N: no dynamic dimension"},
 		{"unnamed", dynamicModel(t, false), onnx.LoadOptions{}, map[string][2]int{"N": {1, 8}}, "dimension 1 is dynamic and has no name"},
 		{"narrow", path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 3}, "S": {16, 128}}, "too narrow"},
+		{"fixed named", path, onnx.LoadOptions{Inputs: map[string][]int{"x": {-1, -1, -1}}, DimNames: map[string][]string{"x": {"N", "S", "C"}}},
+			map[string][2]int{"N": {1, 8}, "S": {16, 128}, "C": {2, 9}}, "dimension 2 is named C, but"},
 	} {
 		if _, err := LoadRange(c.path, c.lo, c.ranges, partition.Options{}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error containing %q", c.name, err, c.want)

@@ -30,7 +30,7 @@ type modelFlags struct {
 
 func (m *modelFlags) Register(fs *flag.FlagSet) {
 	m.inputs, m.freeze, m.noPass = cli.Shapes{}, cli.Values{}, cli.Names{}
-	fs.Var(m.inputs, "input", "bind graph input `name=d0,d1,...` to a static shape (repeatable)")
+	fs.Var(m.inputs, "input", "bind graph input `name=d0,d1,...` to a static shape (repeatable); a dimension the model leaves dynamic may be named instead (N), for tune inspect --range")
 	fs.Var(m.freeze, "freeze", "freeze graph input `name=v0,v1,...` to these values, a constant of the compiled model (a sample rate an If branches on; repeatable)")
 	fs.Var(m.noPass, "no-pass", "disable graph pass `NAME` (repeatable; passes: "+strings.Join(graph.PassNames(), ", ")+")")
 	fs.BoolVar(&m.winograd, "winograd", true, "give 3×3 stride-1 convolutions a Winograd alternative task (tuned like any task; the build keeps the faster; --winograd=false: direct only)")
@@ -38,7 +38,7 @@ func (m *modelFlags) Register(fs *flag.FlagSet) {
 
 // loadOptions are the options of onnx.Load the flags give.
 func (m *modelFlags) loadOptions() onnx.LoadOptions {
-	return onnx.LoadOptions{Inputs: m.inputs, Freeze: m.freeze, NoPass: m.noPass}
+	return onnx.LoadOptions{Inputs: m.inputs.Dims(), DimNames: m.inputs.Names(), Freeze: m.freeze, NoPass: m.noPass}
 }
 
 // load loads the model at path as the flags say and extracts its tasks

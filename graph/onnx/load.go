@@ -15,9 +15,13 @@ import (
 // LoadOptions say how Load prepares a model: the flags --input, --freeze
 // and --no-pass of tune, whose names Load's errors use.
 type LoadOptions struct {
-	Inputs map[string][]int    // graph input → the static shape bound to it
-	Freeze map[string][]string // graph input → the values it is frozen to, as written
-	NoPass map[string]bool     // graph passes not to run (graph.PassNames)
+	Inputs map[string][]int // graph input → the static shape bound to it (-1: a dimension DimNames names)
+	// DimNames names, per graph input, the dimensions that Inputs leaves
+	// dynamic (-1) and that a range of values will bind
+	// (tuning.LoadRange); Load itself refuses them.
+	DimNames map[string][]string
+	Freeze   map[string][]string // graph input → the values it is frozen to, as written
+	NoPass   map[string]bool     // graph passes not to run (graph.PassNames)
 }
 
 // Loaded is a model read, frozen, bound and simplified.
@@ -60,6 +64,13 @@ func Prepare(g *graph.Graph, path string, opts LoadOptions) (*Loaded, error) {
 			return nil, err
 		}
 		delete(inputs, name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(opts.DimNames)) {
+		for i, d := range opts.DimNames[name] {
+			if d != "" {
+				return nil, fmt.Errorf("--input %s: dimension %d is named %s: tuning and building take fixed shapes (a number); tune inspect --range %s=lo..hi lists the tasks over a range", name, i, d, d)
+			}
+		}
 	}
 	if err := g.Bind(inputs); err != nil {
 		return nil, err

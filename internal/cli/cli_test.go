@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -45,10 +46,13 @@ func TestFlagValues(t *testing.T) {
 	if err := s.Set("x=1,3,8,8"); err != nil || s.String() != "x=1,3,8,8" {
 		t.Errorf("Shapes: %v, %q", err, s)
 	}
-	for _, bad := range []string{"x=1,3", "y=0", "=1", "z"} {
+	for _, bad := range []string{"x=1,3", "y=0", "=1", "z", "w=3x,1", "v=-1"} {
 		if s.Set(bad) == nil {
 			t.Errorf("Shapes.Set(%q) succeeded", bad)
 		}
+	}
+	if err := s.Set("ids=batch_size, 128"); err != nil || fmt.Sprint(s.Dims()["ids"]) != "[-1 128]" || fmt.Sprint(s.Names()) != "map[ids:[batch_size ]]" {
+		t.Errorf("a named dimension: %v, dims %v, names %q", err, s.Dims(), s.Names())
 	}
 	r := Ranges{}
 	if err := r.Set("N=1..16"); err != nil || r.String() != "N=1..16" {

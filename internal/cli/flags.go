@@ -12,18 +12,16 @@ import (
 	"tessera/measure"
 )
 
-// Shapes collects repeated `--input name=d0,d1,...` flags: static shapes
-// by name. Make it before registering it.
-type Shapes map[string][]int
+// Shapes collects repeated `--input name=d0,d1,...` flags: shapes by
+// input name, each dimension a positive integer or the name of a dynamic
+// dimension (N in input=N,3,224,224, given a range with --range). Make it
+// before registering it.
+type Shapes map[string][]string
 
 func (s Shapes) String() string {
 	var parts []string
 	for _, n := range slices.Sorted(maps.Keys(s)) {
-		dims := make([]string, len(s[n]))
-		for k, d := range s[n] {
-			dims[k] = strconv.Itoa(d)
-		}
-		parts = append(parts, n+"="+strings.Join(dims, ","))
+		parts = append(parts, n+"="+strings.Join(s[n], ","))
 	}
 	return strings.Join(parts, " ")
 }
@@ -36,18 +34,66 @@ func (s Shapes) Set(v string) error {
 	if _, dup := s[name]; dup {
 		return fmt.Errorf("input %s given twice", name)
 	}
-	var shape []int
+	shape := []string{}
 	if dims != "" {
 		for _, f := range strings.Split(dims, ",") {
-			d, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || d <= 0 {
-				return fmt.Errorf("dimension %q of %s is not a positive integer", f, name)
+			f = strings.TrimSpace(f)
+			d, err := strconv.Atoi(f)
+			if (err != nil || d <= 0) && !isSymbol(f) {
+				return fmt.Errorf("dimension %q of %s is neither a positive integer nor a name (N, batch_size)", f, name)
 			}
-			shape = append(shape, d)
+			shape = append(shape, f)
 		}
 	}
 	s[name] = shape
 	return nil
+}
+
+// isSymbol reports whether f is a dimension's name: a letter or _, then
+// letters, digits and _.
+func isSymbol(f string) bool {
+	for i, c := range f {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return f != ""
+}
+
+// Dims returns the shapes with -1 for every named dimension.
+func (s Shapes) Dims() map[string][]int {
+	out := map[string][]int{}
+	for n, dims := range s {
+		shape := make([]int, len(dims))
+		for k, f := range dims {
+			if d, err := strconv.Atoi(f); err == nil {
+				shape[k] = d
+			} else {
+				shape[k] = -1
+			}
+		}
+		out[n] = shape
+	}
+	return out
+}
+
+// Names returns, for the inputs with a named dimension, each dimension's
+// name ("" for a number).
+func (s Shapes) Names() map[string][]string {
+	out := map[string][]string{}
+	for n, dims := range s {
+		if !slices.ContainsFunc(dims, isSymbol) {
+			continue
+		}
+		names := make([]string, len(dims))
+		for k, f := range dims {
+			if isSymbol(f) {
+				names[k] = f
+			}
+		}
+		out[n] = names
+	}
+	return out
 }
 
 // Ranges collects repeated `--range NAME=lo..hi` flags: the values a
