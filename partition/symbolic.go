@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -21,9 +22,11 @@ import (
 // must be a polynomial of degree at most one in each symbol, with integer
 // coefficients (N·49, 64·B·S + 1). Three values per symbol fix and check
 // that: two determine the polynomial (a grid of 2^k plans for k symbols),
-// a third, away from the grid, must agree with it. A dimension that is no
-// such polynomial (a strided convolution of a dynamic height, ⌈H/2⌉) is an
-// error that names the task.
+// a third, away from the grid, must agree with it; at the corners of the
+// ranges (1 included) the plan must have the same groups, writing the
+// shapes the polynomials give. A dimension that is no such polynomial (a
+// strided convolution of a dynamic height, ⌈H/2⌉) is an error that names
+// the task.
 
 // A Symbol is a dynamic dimension of the model's inputs and the values it
 // takes, Lo..Hi inclusive.
@@ -42,10 +45,12 @@ type Sample struct {
 
 // SamplePoints returns the values of the symbols to extract plans at, in
 // the order Symbolic takes them: the 2^k points of the grid of each
-// symbol's first two values, then one point of their third values. The
-// values are the smallest of the range above 1 (a dimension of 1
+// symbol's first two values, one point of their third values, then the
+// corners of the ranges (each symbol at its lo or hi) not among them. The
+// three values are the smallest of the range above 1 (a dimension of 1
 // broadcasts, and passes may treat it apart), so a range needs three
-// values above 1.
+// values above 1; the corners check that the plan holds at the ends of
+// the ranges, 1 included.
 func SamplePoints(syms []Symbol) ([]map[string]int, error) {
 	vals := make([][3]int, len(syms))
 	for i, s := range syms {
@@ -70,7 +75,20 @@ func SamplePoints(syms []Symbol) ([]map[string]int, error) {
 	for i, s := range syms {
 		check[s.Name] = vals[i][2]
 	}
-	return append(points, check), nil
+	points = append(points, check)
+	for m := range 1 << len(syms) {
+		p := map[string]int{}
+		for i, s := range syms {
+			p[s.Name] = s.Lo
+			if m>>i&1 == 1 {
+				p[s.Name] = s.Hi
+			}
+		}
+		if !slices.ContainsFunc(points, func(q map[string]int) bool { return maps.Equal(p, q) }) {
+			points = append(points, p)
+		}
+	}
+	return points, nil
 }
 
 // A Poly is an integer polynomial of degree at most one in each symbol:
@@ -245,7 +263,16 @@ type SymbolicTask struct {
 	Ops    string  // the fused ops, as Task.Ops
 	Weight int     // groups that run it in one inference
 	Output []Poly  // the shape of its first output
-	Tasks  []*Task // the task at each sample, in SamplePoints' order
+	Tasks  []*Task // the task at each point of the grid and at the check point
+}
+
+// outputString prints the output shape: [N,112,112,64].
+func (t *SymbolicTask) outputString() string {
+	dims := make([]string, len(t.Output))
+	for d, p := range t.Output {
+		dims[d] = p.String()
+	}
+	return "[" + strings.Join(dims, ",") + "]"
 }
 
 // Dynamic reports whether the task's work depends on the symbols.
@@ -288,6 +315,7 @@ func Symbolic(syms []Symbol, samples []Sample) (*SymbolicPlan, error) {
 			return nil, fmt.Errorf("the plan at %s differs from the one at %s: %w", valuesString(syms, samples[i+1].Values), valuesString(syms, samples[0].Values), err)
 		}
 	}
+	fit := 1<<len(syms) + 1 // the grid and the check point; the corners after them
 	sp := &SymbolicPlan{Symbols: syms, Groups: make([]int, len(first.Groups))}
 	index := map[*Task]int{}
 	for g, grp := range first.Groups {
@@ -295,11 +323,11 @@ func Symbolic(syms []Symbol, samples []Sample) (*SymbolicPlan, error) {
 			sp.Groups[g] = k
 			continue
 		}
-		tasks := make([]*Task, len(samples))
-		for i, s := range samples {
+		tasks := make([]*Task, fit)
+		for i, s := range samples[:fit] {
 			tasks[i] = s.Plan.Groups[g].Task
 		}
-		st, err := symbolicTask(syms, points, tasks)
+		st, err := symbolicTask(syms, points[:fit], tasks)
 		if err != nil {
 			return nil, fmt.Errorf("group %d (%s): %w", g, grp.Ops(), err)
 		}
@@ -307,8 +335,21 @@ func Symbolic(syms []Symbol, samples []Sample) (*SymbolicPlan, error) {
 		sp.Groups[g] = len(sp.Tasks)
 		sp.Tasks = append(sp.Tasks, st)
 	}
-	// Groups that share a task at one sample must share it at all.
-	for i, s := range samples[1:] {
+	// At the corners, every group writes the shape the polynomials give.
+	for _, s := range samples[fit:] {
+		for g, grp := range s.Plan.Groups {
+			st := sp.Tasks[sp.Groups[g]]
+			got := grp.Task.DAG.Outputs[0].Shape
+			for d, p := range st.Output {
+				if d >= len(got) || int64(got[d]) != p.Eval(s.Values) {
+					return nil, fmt.Errorf("group %d (%s) writes %v at %s, not the shape its plan over the range gives there (%s)", g, grp.Ops(), got, valuesString(syms, s.Values), st.outputString())
+				}
+			}
+		}
+	}
+	// Groups that share a task at one sample point must share it at all
+	// (at the corners, equal shapes may make two tasks one).
+	for i, s := range samples[1:fit] {
 		for g, grp := range s.Plan.Groups {
 			for h := range g {
 				if (first.Groups[g].Task == first.Groups[h].Task) != (grp.Task == s.Plan.Groups[h].Task) {
@@ -501,16 +542,12 @@ func WriteSymbolic(w io.Writer, sp *SymbolicPlan) error {
 	t := table{header: []string{"task", "key", "ops", "output", "weight", "dynamic"}, right: "100010"}
 	dynamic := 0
 	for i, st := range sp.Tasks {
-		dims := make([]string, len(st.Output))
-		for d, p := range st.Output {
-			dims[d] = p.String()
-		}
 		dyn := "no"
 		if st.Dynamic() {
 			dyn = "yes"
 			dynamic++
 		}
-		t.add(fmt.Sprint(i), shortKey(st.Key), st.Ops, "["+strings.Join(dims, ",")+"]", fmt.Sprint(st.Weight), dyn)
+		t.add(fmt.Sprint(i), shortKey(st.Key), st.Ops, st.outputString(), fmt.Sprint(st.Weight), dyn)
 	}
 	if err := t.write(w); err != nil {
 		return err

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"tessera/graph"
 )
 
 // TestFitPoly: the polynomials of degree one in each symbol come back from
@@ -46,8 +48,9 @@ func TestFitPoly(t *testing.T) {
 	}
 }
 
-// TestSamplePoints: three values per symbol, all above 1; a range without
-// three such values is refused with the advice to bind the dimension.
+// TestSamplePoints: three values per symbol, all above 1, then the
+// corners of the ranges; a range without three values above 1 is refused
+// with the advice to bind the dimension.
 func TestSamplePoints(t *testing.T) {
 	points, err := SamplePoints([]Symbol{{"B", 1, 8}, {"S", 16, 256}})
 	if err != nil {
@@ -57,7 +60,7 @@ func TestSamplePoints(t *testing.T) {
 	for _, p := range points {
 		got = append(got, valuesString([]Symbol{{Name: "B"}, {Name: "S"}}, p))
 	}
-	want := []string{"B=2, S=16", "B=3, S=16", "B=2, S=17", "B=3, S=17", "B=4, S=18"}
+	want := []string{"B=2, S=16", "B=3, S=16", "B=2, S=17", "B=3, S=17", "B=4, S=18", "B=1, S=16", "B=8, S=16", "B=1, S=256", "B=8, S=256"}
 	if !slices.Equal(got, want) {
 		t.Errorf("points %q, want %q", got, want)
 	}
@@ -111,7 +114,7 @@ func samplePlans(t *testing.T, syms []Symbol, build func(b *tg, v map[string]int
 // every N, their output shapes [N, ...], their keys the same from one
 // model to another and different for another range; a convolution of
 // stride 2 along a dynamic height is refused, naming its group, and so is
-// a graph whose fusion changes with N.
+// a graph whose fusion changes with N, or whose shapes do at N=1.
 func TestSymbolic(t *testing.T) {
 	cnn := func(b *tg, v map[string]int) string {
 		x := b.input("x", v["N"], 3, 8, 8)
@@ -171,6 +174,17 @@ func TestSymbolic(t *testing.T) {
 	}
 	if _, err := Symbolic(syms, samplePlans(t, syms, changing)); err == nil || !strings.Contains(err.Error(), "N=4") {
 		t.Errorf("a plan that changes with N: %v", err)
+	}
+
+	// Squeeze without axes drops the batch axis too at N=1: the corner
+	// N=1 writes [4], not [N,4].
+	squeeze := func(b *tg, v map[string]int) string {
+		x := b.input("x", v["N"], 1, 4)
+		b.g.AddNode(&graph.Node{Name: "sq", OpType: "Squeeze", Inputs: []string{x}, Outputs: []string{"sq"}})
+		return b.op("y", "Relu", []string{"sq"})
+	}
+	if _, err := Symbolic(syms, samplePlans(t, syms, squeeze)); err == nil || !strings.Contains(err.Error(), "writes [4] at N=1") {
+		t.Errorf("Squeeze at N=1: %v", err)
 	}
 }
 
