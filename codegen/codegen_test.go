@@ -126,25 +126,30 @@ func cases() []ccase {
 			src: []string{"INFINITY", "NAN", "expf(", "erff(", "powf(", "tsr_sigmoidf(", "tsr_mini(", "tsr_maxf(", "const int64_t t = "}})
 	}
 
-	{ // row reductions (reduce.go): sum, max with a NaN, min, each over
-		// 83 = 5 × 16 + 3 contiguous elements; and a column sum, whose
-		// loads are strided, left scalar
-		A, S, M, N, B, C := gbuf("A", 5, 83), gbuf("S", 5), gbuf("M", 5), gbuf("N", 5), gbuf("B", 83, 5), gbuf("C", 5)
-		v := vars("i", "r", "r2", "r3", "j", "q")
-		i, r, r2, r3, j, q := v[0], v[1], v[2], v[3], v[4], v[5]
+	{ // row reductions (reduce.go): sum, max with a NaN, min, a sum of a
+		// select (top-k's: its scalar tail once printed row + c ? a : b,
+		// which C reads as (row + c) ? a : b), each over 83 = 5 × 16 + 3
+		// contiguous elements; and a column sum, whose loads are strided,
+		// left scalar
+		A, S, M, N, B, C, P := gbuf("A", 5, 83), gbuf("S", 5), gbuf("M", 5), gbuf("N", 5), gbuf("B", 83, 5), gbuf("C", 5), gbuf("P", 5)
+		v := vars("i", "r", "r2", "r3", "j", "q", "r4")
+		i, r, r2, r3, j, q, r4 := v[0], v[1], v[2], v[3], v[4], v[5], v[6]
 		nan := sel(and(tir.Cmp(tir.EQ, i, c(2)), tir.Cmp(tir.EQ, r2, c(40))), fc(math.NaN()), ld(A, i, r2))
-		cs = append(cs, ccase{name: "row_reductions", f: fnc("row_reductions", []*tir.Buffer{A, S, M, N, B, C},
+		positive := sel(tir.Cmp(tir.GT, ld(A, i, r4), fc(0)), ld(A, i, r4), fc(0))
+		cs = append(cs, ccase{name: "row_reductions", f: fnc("row_reductions", []*tir.Buffer{A, S, M, N, B, C, P},
 			loop(i, 5, tir.Serial,
 				st(S, fc(0), i),
 				loop(r, 83, tir.Serial, st(S, add(ld(S, i), mul(ld(A, i, r), fc(2))), i)),
 				st(M, fc(math.Inf(-1)), i),
 				loop(r2, 83, tir.Serial, st(M, tir.MaxE(ld(M, i), nan), i)),
 				st(N, fc(0.5), i),
-				loop(r3, 83, tir.Serial, st(N, tir.MinE(ld(A, i, r3), ld(N, i)), i))),
+				loop(r3, 83, tir.Serial, st(N, tir.MinE(ld(A, i, r3), ld(N, i)), i)),
+				st(P, fc(0), i),
+				loop(r4, 83, tir.Serial, st(P, add(ld(P, i), positive), i))),
 			loop(j, 5, tir.Serial,
 				st(C, fc(0), j),
 				loop(q, 83, tir.Serial, st(C, add(ld(C, j), ld(B, q, j)), j)))),
-			src:    []string{"tsr_v16f S_acc = tsr_splat_v16f(0.0f)", "tsr_max_v16f(M_acc", "tsr_min_v16f(N_acc", "for (int64_t r_c = 0; r_c < 5; ++r_c)"},
+			src:    []string{"tsr_v16f S_acc = tsr_splat_v16f(0.0f)", "tsr_max_v16f(M_acc", "tsr_min_v16f(N_acc", "for (int64_t r_c = 0; r_c < 5; ++r_c)", "P_row = (P_row + ("},
 			notSrc: []string{"C_acc"}})
 	}
 

@@ -126,7 +126,7 @@ func (k *kernel) reductionLoop(f *tir.For) (bool, error) {
 		return true, fmt.Errorf("internal: row reduction term %s does not depend on its lane", tir.ExprString(r.vterm))
 	}
 	k.line("for (%s %s = 0; %s < %d; ++%s) {", k.intType(), cname, cname, chunks, cname)
-	k.line("  %s = %s;", acc, vop(acc, trimParens(code)))
+	k.line("  %s = %s;", acc, vop(acc, code))
 	k.line("}")
 	// A tree across the lanes, then the tail in scalar code.
 	lanes := make([]string, L)
@@ -149,7 +149,7 @@ func (k *kernel) reductionLoop(f *tir.For) (bool, error) {
 		if err != nil {
 			return true, err
 		}
-		k.line("%s = %s;", sname, sop(sname, trimParens(t)))
+		k.line("%s = %s;", sname, sop(sname, t))
 	}
 	value := &tir.Binary{Op: r.op, A: r.elem, B: sum}
 	if err := k.stmt(&tir.Store{Buf: st.Buf, Indices: st.Indices, Value: value}); err != nil {

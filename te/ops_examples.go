@@ -200,6 +200,9 @@ func (b *exampleBuilder) build() {
 		x, w, bias := P("X", 1, 7, 9, 5), K("W", 8, 5, 3, 3), K("bias", 8)
 		c := mustExample(ConvNHWC("conv", x, w, bias, ConvAttrs{Pads: []int{1, 1, 1, 1}}))
 		b.add("conv_nhwc_bias_relu")(Relu("relu", c))
+		// A model's first convolution: its NCHW image read as it is.
+		ct := mustExample(ConvToNHWC("conv", P("X", 1, 3, 9, 7), K("W", 8, 3, 3, 3), K("bias", 8), ConvAttrs{Pads: []int{1, 1, 1, 1}, Strides: []int{2, 2}}))
+		b.add("conv_to_nhwc_bias_relu")(Relu("relu", ct))
 		b.add("maxpool_nhwc")(MaxPoolNHWC("maxpool_nhwc", P("X", 1, 9, 9, 6), PoolAttrs{KernelShape: []int{3, 3}, Strides: []int{2, 2}, Pads: []int{1, 1, 1, 1}}))
 		u := K("U", 6, 6, 5, 8)
 		wc := mustExample(WinogradConv2DNHWC("conv", P("X", 1, 7, 7, 5), u, 4, []int{1, 1, 1, 1}))
