@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"strings"
 
@@ -20,7 +21,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("tune inspect", stderr, &mf)
 	groups := fs.Bool("groups", true, "list the fused groups")
 	maxDepth := fs.Int("max-fuse-depth", partition.DefaultMaxFuseDepth, "largest group fusion may build, in ops")
-	dag := fs.Int("dag", -1, "print the compute DAG of task `N`")
+	dag := fs.Int("dag", -1, "print the compute DAG of task `N` (with --range: its form over the ranges)")
 	ranges := cli.Ranges{}
 	fs.Var(ranges, "range", "the values `NAME=lo..hi` of the inputs' dynamic dimension NAME (repeatable): print the tasks over the ranges, their shapes as functions of the dimensions")
 	cli.SetUsage(fs, inspectUsage)
@@ -40,6 +41,12 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		var b strings.Builder
 		if err := partition.WriteSymbolic(&b, sp); err != nil {
 			return err
+		}
+		if *dag >= len(sp.Tasks) {
+			return fmt.Errorf("--dag %d: the model has %d tasks", *dag, len(sp.Tasks))
+		}
+		if *dag >= 0 {
+			fmt.Fprintf(&b, "\ntask %d (%s, key %s), its DAG over the ranges:\n%s", *dag, sp.Tasks[*dag].Ops, sp.Tasks[*dag].Key, sp.Tasks[*dag].Form)
 		}
 		_, err = io.WriteString(stdout, cli.PrintableLines(b.String()))
 		return err
