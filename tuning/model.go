@@ -54,20 +54,6 @@ func TaskDAGs(paths []string, lo onnx.LoadOptions, po partition.Options) (map[st
 	return dags, nil
 }
 
-// Symbols returns the dynamic dimensions of the graph inputs at path that
-// lo.Inputs leaves unbound, by name (lo.DimNames, else the model's ONNX
-// dim_param), each with its range from ranges. A dynamic dimension without
-// a name, a symbol without a range, a range of no symbol, or a name given
-// to a dimension the model fixes is an error.
-func Symbols(path string, lo onnx.LoadOptions, ranges map[string][2]int) ([]partition.Symbol, error) {
-	g, err := onnx.DecodeFile(path)
-	if err != nil {
-		return nil, err
-	}
-	syms, _, err := symbols(g, path, lo, ranges)
-	return syms, err
-}
-
 // dynInput is a graph input with dynamic dimensions: its shape, -1 where
 // dynamic, and each dimension's name ("" for a static one).
 type dynInput struct {
@@ -75,8 +61,12 @@ type dynInput struct {
 	names []string
 }
 
-// symbols is Symbols of the decoded graph g; it also returns the inputs
-// the symbols are dimensions of.
+// symbols returns the dynamic dimensions of the inputs of graph g (read
+// from path) that lo.Inputs leaves unbound, by name (lo.DimNames, else the
+// model's ONNX dim_param), each with its range from ranges, and the inputs
+// they are dimensions of. A dynamic dimension without a name, a symbol
+// without a range, a range of no symbol, or a name given to a dimension
+// the model fixes is an error.
 func symbols(g *graph.Graph, path string, lo onnx.LoadOptions, ranges map[string][2]int) ([]partition.Symbol, map[string]dynInput, error) {
 	seen := map[string]bool{}
 	var syms []partition.Symbol
@@ -141,7 +131,7 @@ func symbols(g *graph.Graph, path string, lo onnx.LoadOptions, ranges map[string
 }
 
 // LoadRange loads the model at path over the ranges of its dynamic
-// dimensions (Symbols): the plan at each of partition.SamplePoints, each
+// dimensions (symbols): the plan at each of partition.SamplePoints, each
 // loaded with the dimensions bound to the point's values, then
 // partition.Symbolic of them.
 func LoadRange(path string, lo onnx.LoadOptions, ranges map[string][2]int, po partition.Options) (*partition.SymbolicPlan, error) {

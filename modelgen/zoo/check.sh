@@ -30,11 +30,14 @@ fi
 mkdir -p "$dir"
 go build -o "$dir/.tune" ./cmd/tune || exit 1
 ok=0
+# exported FILE NAME [FLAG]: FILE exists, or export.py FLAG writes it.
+exported() {
+	[ -f "$1" ] && return 0
+	python3 modelgen/zoo/export.py -o "$dir" ${3:+"$3"} "$2" 2>&1 | grep -v Warning || { echo "$2: export failed"; return 1; }
+}
 if [ $dynamic = 1 ]; then
 	for m in "${names[@]}"; do
-		if [ ! -f "$dir/${m}_dynamic.onnx" ]; then
-			python3 modelgen/zoo/export.py -o "$dir" --dynamic "$m" 2>&1 | grep -v Warning || { echo "$m: export failed"; continue; }
-		fi
+		exported "$dir/${m}_dynamic.onnx" "$m" --dynamic || continue
 		if out=$("$dir/.tune" inspect "$dir/${m}_dynamic.onnx" --range N=1..16 2>&1); then
 			ok=$((ok + 1))
 			echo "$m: $(echo "$out" | tail -1)"
@@ -46,9 +49,7 @@ if [ $dynamic = 1 ]; then
 	exit 0
 fi
 for m in "${names[@]}"; do
-	if [ ! -f "$dir/$m.onnx" ]; then
-		python3 modelgen/zoo/export.py -o "$dir" "$m" 2>&1 | grep -v Warning || { echo "$m: export failed"; continue; }
-	fi
+	exported "$dir/$m.onnx" "$m" || continue
 	t0=$SECONDS
 	if ! "$dir/.tune" build --no-records -o "$dir/build/$m" "$dir/$m.onnx" >"$dir/$m.build.log" 2>&1; then
 		echo "$m: build failed: $(grep -v '^warning' "$dir/$m.build.log" | tail -1)"
