@@ -48,6 +48,11 @@ type Options struct {
 	// SingleFile embeds the weights in the library (no weights.bin): the
 	// library alone is the model.
 	SingleFile bool
+	// Batch builds the model over a dynamic batch: the graph and plan
+	// given to Generate are the model at batch 1 (Batch.One), every group
+	// runs once per sample of a run's batch, and the arena holds the
+	// range's largest. CPU targets only.
+	Batch *partition.BatchPlan
 }
 
 // LibraryTimeout is the default time limit of compiling a model's library:
@@ -78,6 +83,9 @@ func Generate(g *graph.Graph, plan *partition.Plan, opts Options) (*Files, error
 	if opts.Target == nil {
 		return nil, errors.New("build: no target")
 	}
+	if opts.Batch != nil && opts.Target.GPU() {
+		return nil, fmt.Errorf("build: a model over a dynamic batch (%s) is built for the CPU only", opts.Batch.Symbol)
+	}
 	plan, err := chooseAlgorithms(plan, opts.Records, opts.Target)
 	if err != nil {
 		return nil, err
@@ -89,7 +97,7 @@ func Generate(g *graph.Graph, plan *partition.Plan, opts Options) (*Files, error
 	if err := printKernels(kernels, opts.Target); err != nil {
 		return nil, err
 	}
-	p, err := planProgram(g, plan, kernels)
+	p, err := planProgram(g, plan, kernels, opts.Batch)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +112,7 @@ func Generate(g *graph.Graph, plan *partition.Plan, opts Options) (*Files, error
 			File: WeightsFile, Bytes: int64(len(p.weights.payload)), Checksum: fmt.Sprintf("%016x", checksum(p.weights.payload)),
 			Tensors: len(p.weights.order), Layout: weightsLayout,
 		},
-		Inputs: p.inputs, Outputs: p.outputs, Frozen: opts.Frozen,
+		Inputs: p.inputs, Outputs: p.outputs, Frozen: opts.Frozen, Batch: p.batch,
 		Memory: MemoryInfo{ArenaBytes: p.mem.Peak, IntermediatesBytes: p.mem.Sum, LiveMaxBytes: p.mem.LiveMax, Intermediates: len(p.bufs), WorkspaceBytes: p.workspace},
 	}
 	if m.Model == "." {

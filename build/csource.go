@@ -91,25 +91,39 @@ const baseAttr = `#if defined(__x86_64__)
 #endif
 `
 
-// executorC returns tsm_execute.
+// executorC returns tsm_execute. A call that reads or writes a batched
+// value loops over the run's samples (batch; 1 in a model of static
+// shapes), its batched arguments advanced by a sample each time.
 func executorC(p *program) string {
 	var b strings.Builder
-	b.WriteString("\n/* tsm_execute runs every kernel in plan order: w is the weights payload, a the arena. */\n")
-	b.WriteString("static int tsm_execute(const float *const *in, float *const *out, float *w, float *a, double *profile) {\n")
-	b.WriteString("  int rc;\n  double t0 = 0;\n  (void)in; (void)out; (void)w; (void)a; (void)rc; (void)t0;\n")
+	b.WriteString("\n/* tsm_execute runs every kernel in plan order: w is the weights payload, a the arena, batch the run's batch. */\n")
+	b.WriteString("static int tsm_execute(const float *const *in, float *const *out, float *w, float *a, double *profile, int64_t batch) {\n")
+	b.WriteString("  int rc;\n  double t0 = 0;\n  (void)in; (void)out; (void)w; (void)a; (void)rc; (void)t0; (void)batch;\n")
 	for s, c := range p.calls {
 		fmt.Fprintf(&b, "  /* step %d: group %d, %s */\n", s, c.group.ID, cComment(c.group.Ops()))
+		b.WriteString("  {\n    if (profile)\n      t0 = omp_get_wtime();\n")
+		indent, n := "    ", "0"
+		if c.batched() {
+			b.WriteString("    for (int64_t n = 0; n < batch; n++) {\n")
+			indent, n = "      ", "n"
+		}
 		args := make([]string, len(c.args))
 		for i, pl := range c.args {
-			args[i] = pl.cExpr()
+			args[i] = pl.cExprAt(n)
 		}
-		fmt.Fprintf(&b, "  {\n    float *const args[] = {%s};\n", strings.Join(args, ", "))
-		b.WriteString("    if (profile)\n      t0 = omp_get_wtime();\n")
-		fmt.Fprintf(&b, "    if ((rc = %s(args)) != 0)\n      return rc;\n", kernelName(c.task))
+		fmt.Fprintf(&b, "%sfloat *const args[] = {%s};\n", indent, strings.Join(args, ", "))
+		fmt.Fprintf(&b, "%sif ((rc = %s(args)) != 0)\n%s  return rc;\n", indent, kernelName(c.task), indent)
+		if c.batched() {
+			b.WriteString("    }\n")
+		}
 		fmt.Fprintf(&b, "    if (profile)\n      profile[%d] += omp_get_wtime() - t0;\n  }\n", s)
 	}
 	for _, c := range p.copies {
-		fmt.Fprintf(&b, "  memcpy(out[%d], %s, %d * sizeof(float));\n", c.dst, c.src.cExpr(), c.src.elems)
+		count := fmt.Sprint(c.src.elems)
+		if c.src.batched {
+			count += " * batch"
+		}
+		fmt.Fprintf(&b, "  memcpy(out[%d], %s, %s * sizeof(float));\n", c.dst, c.src.cExpr(), count)
 	}
 	b.WriteString("  return 0;\n}\n")
 	return b.String()
@@ -131,14 +145,17 @@ func descriptorC(p *program, targetKey, execute string, dev deviceFields, embedd
 			for k, d := range t.Shape {
 				dims[k] = strconv.Itoa(d)
 			}
+			if t.Batched {
+				dims[0] = "-1" // the batch: given by each run
+			}
 			if len(dims) == 0 {
 				dims = []string{"1"} // a scalar: the array must not be empty
 			}
 			fmt.Fprintf(&b, "static const int64_t tsm_%s%d_shape[] = {%s};\n", what, i, strings.Join(dims, ", "))
-			entries = append(entries, fmt.Sprintf("  {%s, %s, %d, tsm_%s%d_shape, %dULL},", cString(t.Name), dt, len(t.Shape), what, i, t.Elems()))
+			entries = append(entries, fmt.Sprintf("  {%s, %s, %d, tsm_%s%d_shape, %dULL, %d},", cString(t.Name), dt, len(t.Shape), what, i, t.Elems(), b2i(t.Batched)))
 		}
 		if len(entries) == 0 {
-			entries = []string{"  {NULL, TESSERA_FLOAT32, 0, NULL, 0},"}
+			entries = []string{"  {NULL, TESSERA_FLOAT32, 0, NULL, 0, 0},"}
 		}
 		return fmt.Sprintf("static const tsr_tensor_desc tsm_%ss[] = {\n%s\n};\n", what, strings.Join(entries, "\n")), nil
 	}
@@ -173,8 +190,19 @@ func descriptorC(p *program, targetKey, execute string, dev deviceFields, embedd
 	if dev.setup != "" {
 		setup, serial, noProfile = dev.setup, 1, cString(dev.noProfile)
 	}
-	fmt.Fprintf(&b, "  .setup = %s, .serial = %d, .no_profile = %s,\n};\n", setup, serial, noProfile)
+	fmt.Fprintf(&b, "  .setup = %s, .serial = %d, .no_profile = %s,\n", setup, serial, noProfile)
+	if p.batch != nil {
+		fmt.Fprintf(&b, "  .batch_name = %s, .batch_lo = %d, .batch_hi = %d,\n", cString(p.batch.Name), p.batch.Lo, p.batch.Hi)
+	}
+	b.WriteString("};\n")
 	return b.String(), nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // deviceFields are a GPU build's fields of tsr_model: the C function that

@@ -20,6 +20,12 @@ import (
 // no group computes (an input or a constant passed through, or a value
 // listed twice among the outputs) is copied into its buffer after the last
 // call.
+//
+// A model built over a dynamic batch (Options.Batch) is planned at batch
+// 1: a call that reads or writes a batched value runs once per sample of
+// the run's batch, each batched value's address advanced by its elements
+// per sample, and the arena holds its batched tensors at the range's
+// largest batch.
 
 // placeKind says which memory holds a value.
 type placeKind uint8
@@ -38,6 +44,9 @@ type place struct {
 	offset int64 // bytes into the weights payload or the arena
 	elems  int
 	buf    int // inArena: the buffer in program.bufs whose offset it is
+	// batched: the value's leading dimension is the batch; elems are one
+	// sample's, and sample n starts n·elems floats in.
+	batched bool
 }
 
 // cExpr returns the value's address in the executor's C, where in and out
@@ -52,6 +61,26 @@ func (p place) cExpr() string {
 		return fmt.Sprintf("w + %d", p.offset/4)
 	}
 	return fmt.Sprintf("a + %d", p.offset/4)
+}
+
+// cExprAt returns the address of sample n's part of a batched value (the
+// value's address for any other), where n is a C variable.
+func (p place) cExprAt(n string) string {
+	if !p.batched {
+		return p.cExpr()
+	}
+	return fmt.Sprintf("%s + %s * %d", p.cExpr(), n, p.elems)
+}
+
+// batched reports whether the call reads or writes a batched value: it
+// runs once per sample.
+func (c call) batched() bool {
+	for _, a := range c.args {
+		if a.batched {
+			return true
+		}
+	}
+	return false
 }
 
 // call is one kernel call of the executor.
@@ -76,6 +105,7 @@ type program struct {
 	bufs            []Buffer // the arena's tensors and the kernels' workspaces
 	workspace       int64    // the largest kernel workspace
 	mem             *MemoryPlan
+	batch           *BatchInfo // nil for a model of static shapes
 }
 
 // planProgram places every value of the plan's groups and plans the arena.
@@ -84,9 +114,17 @@ type program struct {
 // layout it is read in. A kernel's workspace (kernel.workspace) is a
 // buffer of the arena that lives during its call only, passed after its
 // parameters: a run's memory is its context's arena, whatever runs
-// beside it.
-func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel) (*program, error) {
+// beside it. batch is nil, or the plan over a dynamic batch whose model at
+// batch 1 g and plan are.
+func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel, batch *partition.BatchPlan) (*program, error) {
 	p := &program{}
+	batched := func(string) bool { return false }
+	samples := int64(1) // the most samples a batched buffer holds
+	if batch != nil {
+		p.batch = &BatchInfo{Name: batch.Symbol.Name, Lo: batch.Symbol.Lo, Hi: batch.Symbol.Hi}
+		batched = func(name string) bool { return batch.Batched[name] }
+		samples = int64(batch.Symbol.Hi)
+	}
 	taskOf := map[*partition.Task]int{}
 	for i, t := range plan.Tasks {
 		taskOf[t] = i
@@ -103,8 +141,9 @@ func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel) (*progr
 		if err != nil {
 			return nil, err
 		}
+		ti.Batched = batched(name)
 		p.inputs = append(p.inputs, ti)
-		places[name] = place{kind: inInput, index: i, elems: ti.Elems()}
+		places[name] = place{kind: inInput, index: i, elems: ti.Elems(), batched: ti.Batched}
 	}
 	var passThrough []int // outputs no group writes directly
 	for j, name := range g.Outputs {
@@ -112,12 +151,13 @@ func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel) (*progr
 		if err != nil {
 			return nil, err
 		}
+		ti.Batched = batched(name)
 		p.outputs = append(p.outputs, ti)
 		if _, placed := places[name]; placed || !computed[name] {
 			passThrough = append(passThrough, j)
 			continue
 		}
-		places[name] = place{kind: inOutput, index: j, elems: ti.Elems()}
+		places[name] = place{kind: inOutput, index: j, elems: ti.Elems(), batched: ti.Batched}
 	}
 
 	// A constant goes to the weights the first time it is read in a
@@ -162,8 +202,12 @@ func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel) (*progr
 			if !ok {
 				n := graph.NumElems(g.Values[name].Shape)
 				arena[name] = len(p.bufs)
-				pl = place{kind: inArena, elems: n, buf: len(p.bufs)}
-				p.bufs = append(p.bufs, Buffer{Name: name, Bytes: 4 * int64(n), First: s, Last: s})
+				pl = place{kind: inArena, elems: n, buf: len(p.bufs), batched: batched(name)}
+				bytes := 4 * int64(n)
+				if pl.batched {
+					bytes *= samples
+				}
+				p.bufs = append(p.bufs, Buffer{Name: name, Bytes: bytes, First: s, Last: s})
 				places[name] = pl
 			}
 			c.args = append(c.args, pl)

@@ -68,6 +68,10 @@ func (m *Model) RunFiles(ctx context.Context, r FileRun) ([]WrittenOutput, error
 	if err != nil {
 		return nil, err
 	}
+	batch, err := m.checkInputs(data)
+	if err != nil {
+		return nil, err
+	}
 	outs, err := m.Run(ctx, data, r.RunOptions)
 	if err != nil {
 		return nil, err
@@ -77,7 +81,7 @@ func (m *Model) RunFiles(ctx context.Context, r FileRun) ([]WrittenOutput, error
 	}
 	var written []WrittenOutput
 	var bad []string
-	for i, t := range man.Outputs {
+	for i, t := range at(man.Outputs, batch) {
 		if err := WriteTensor(paths[i], t, outs[i]); err != nil {
 			return written, err
 		}

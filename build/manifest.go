@@ -43,6 +43,9 @@ type Manifest struct {
 	// ("sr=16000"): not inputs of the library, which computes the model
 	// for those values only.
 	Frozen []string `json:"frozen,omitempty"`
+	// Batch is the range of the dynamic batch of a model built over one
+	// (Options.Batch); nil for a model of static shapes.
+	Batch *BatchInfo `json:"batch,omitempty"`
 
 	Memory   MemoryInfo   `json:"memory"`
 	Coverage Coverage     `json:"coverage"`
@@ -53,8 +56,29 @@ type Manifest struct {
 // TensorInfo is one input or output of the model.
 type TensorInfo struct {
 	Name  string `json:"name"`
-	Shape []int  `json:"shape"`
+	Shape []int  `json:"shape"` // of a batched tensor: at batch 1
 	DType string `json:"dtype"`
+	// Batched says that the leading dimension is the model's batch
+	// (Manifest.Batch): a run at batch n gives it n there.
+	Batched bool `json:"batched,omitempty"`
+}
+
+// BatchInfo is the dynamic batch of a model built over a range of it.
+type BatchInfo struct {
+	Name string `json:"name"` // the dimension's name (N)
+	Lo   int    `json:"lo"`
+	Hi   int    `json:"hi"`
+}
+
+// At returns the tensor's description in a run at batch n: of a batched
+// tensor, its static shape there (t itself if it is not batched).
+func (t TensorInfo) At(n int) TensorInfo {
+	if !t.Batched {
+		return t
+	}
+	t.Shape = append([]int{n}, t.Shape[1:]...)
+	t.Batched = false
+	return t
 }
 
 // String returns "name[d0,d1,...]".

@@ -83,12 +83,19 @@ type RunOptions struct {
 	// -L /usr/aarch64-linux-gnu), whose runner Builder compiles.
 	Exec    []string
 	Builder *measure.Builder // compiles the runner for Exec; nil means a zero Builder
+	// Batch is the batch Bench and Profile run a model built over a
+	// dynamic batch at (Manifest.Batch); 0 means the range's largest. Run
+	// takes the batch from its inputs.
+	Batch int
 }
 
 // Run runs the model once on inputs (one per manifest input, in order,
-// each of the input's size) and returns the outputs.
+// each of the input's size; a batched input of a model built over a
+// dynamic batch holds the run's batch of samples) and returns the
+// outputs.
 func (m *Model) Run(ctx context.Context, inputs [][]float32, opts RunOptions) ([][]float32, error) {
-	if err := m.checkInputs(inputs); err != nil {
+	batch, err := m.checkInputs(inputs)
+	if err != nil {
 		return nil, err
 	}
 	if len(opts.Exec) > 0 {
@@ -103,7 +110,7 @@ func (m *Model) Run(ctx context.Context, inputs [][]float32, opts RunOptions) ([
 	if err != nil {
 		return nil, err
 	}
-	in, err := m.typed(m.Manifest.Inputs, inputs)
+	in, err := m.typed(at(m.Manifest.Inputs, batch), inputs)
 	if err != nil {
 		return nil, err
 	}
@@ -139,9 +146,22 @@ func (m *Model) bench(ctx context.Context, warmup, repeat int, profile bool, opt
 	if warmup < 0 || repeat < 1 {
 		return nil, nil, fmt.Errorf("build: bench: %d warm-up runs and %d repetitions (want ≥ 0 and ≥ 1)", warmup, repeat)
 	}
+	batch := 1
+	if b := m.Manifest.Batch; b != nil {
+		batch = b.Hi
+		if opts.Batch != 0 {
+			batch = opts.Batch
+		}
+		if batch < b.Lo || batch > b.Hi {
+			return nil, nil, fmt.Errorf("%s: batch %s=%d is outside the range %d..%d the model was built for", m.Dir, b.Name, batch, b.Lo, b.Hi)
+		}
+	} else if opts.Batch > 1 {
+		return nil, nil, fmt.Errorf("%s: a batch of %d: the model was built for its static shapes (tune build --range builds it over a batch)", m.Dir, opts.Batch)
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	inputs := make([][]float32, len(m.Manifest.Inputs))
-	for i, t := range m.Manifest.Inputs {
+	ins := at(m.Manifest.Inputs, batch)
+	inputs := make([][]float32, len(ins))
+	for i, t := range ins {
 		inputs[i] = make([]float32, t.Elems())
 		for k := range inputs[i] {
 			inputs[i][k] = float32(rng.Float64()*2 - 1)
@@ -159,12 +179,13 @@ func (m *Model) bench(ctx context.Context, warmup, repeat int, profile bool, opt
 	if err != nil {
 		return nil, nil, err
 	}
-	in, err := m.typed(m.Manifest.Inputs, inputs)
+	in, err := m.typed(ins, inputs)
 	if err != nil {
 		return nil, nil, err
 	}
 	outs := make([]tsrt.Tensor, len(rt.Outputs()))
 	for i, o := range rt.Outputs() {
+		o = o.At(int64(batch))
 		outs[i] = tsrt.Tensor{DType: o.DType, Shape: o.Shape, Data: make([]byte, o.Elems()*o.DType.Size())}
 	}
 	run := func() error {
@@ -208,9 +229,13 @@ func (m *Model) bench(ctx context.Context, warmup, repeat int, profile bool, opt
 // weights and the arena of its intermediate tensors.
 func (m *Model) Footprint() int64 {
 	var io int64
+	batch := 1
+	if m.Manifest.Batch != nil {
+		batch = m.Manifest.Batch.Hi
+	}
 	for _, ts := range [][]TensorInfo{m.Manifest.Inputs, m.Manifest.Outputs} {
 		for _, t := range ts {
-			io += 4 * int64(t.Elems())
+			io += 4 * int64(t.At(batch).Elems())
 		}
 	}
 	return 2*io + m.Manifest.Weights.Bytes + m.Manifest.Memory.ArenaBytes
@@ -245,10 +270,14 @@ func (m *Model) load(opts RunOptions) (*tsrt.Model, error) {
 		}
 		lib := make(map[string][]libTensor)
 		for _, t := range rt.Inputs() {
-			lib["input"] = append(lib["input"], libTensor{t.Name, t.DType.String(), t.Elems()})
+			lib["input"] = append(lib["input"], libTensor{t.Name, t.DType.String(), t.At(1).Elems()})
 		}
 		for _, t := range rt.Outputs() {
-			lib["output"] = append(lib["output"], libTensor{t.Name, t.DType.String(), t.Elems()})
+			lib["output"] = append(lib["output"], libTensor{t.Name, t.DType.String(), t.At(1).Elems()})
+		}
+		if b := rt.Batch(); (b.Name != "") != (m.Manifest.Batch != nil) {
+			rt.Close()
+			return nil, fmt.Errorf("%s: %s and the library %s disagree on the model's batch (%v, %+v): the manifest does not belong to this library", m.Dir, ManifestFile, m.Manifest.Library, m.Manifest.Batch, b)
 		}
 		if err := m.checkLibrary(lib); err != nil {
 			rt.Close()
@@ -270,6 +299,9 @@ func (m *Model) load(opts RunOptions) (*tsrt.Model, error) {
 // checks the manifest against the library (once per Model); it returns
 // the runner's path.
 func (m *Model) prepareChild(ctx context.Context, opts RunOptions) (string, error) {
+	if m.Manifest.Batch != nil {
+		return "", fmt.Errorf("%s: a model built over a dynamic batch runs in this process only, not under %s", m.Dir, strings.Join(opts.Exec, " "))
+	}
 	if err := m.checkMemory(opts); err != nil {
 		return "", err
 	}
@@ -386,16 +418,45 @@ func (m *Model) checkLibrary(lib map[string][]libTensor) error {
 	return nil
 }
 
-func (m *Model) checkInputs(inputs [][]float32) error {
+// checkInputs checks the number and sizes of a run's inputs and returns
+// its batch: of a model built over a dynamic batch, the samples its first
+// batched input holds; else 1.
+func (m *Model) checkInputs(inputs [][]float32) (int, error) {
 	if len(inputs) != len(m.Manifest.Inputs) {
-		return fmt.Errorf("%d inputs given, the model has %d (%s)", len(inputs), len(m.Manifest.Inputs), TensorList(m.Manifest.Inputs))
+		return 0, fmt.Errorf("%d inputs given, the model has %d (%s)", len(inputs), len(m.Manifest.Inputs), TensorList(m.Manifest.Inputs))
 	}
-	for i, t := range m.Manifest.Inputs {
-		if len(inputs[i]) != t.Elems() {
-			return fmt.Errorf("input %s: %d values, its shape takes %d", t, len(inputs[i]), t.Elems())
+	batch := 1
+	if b := m.Manifest.Batch; b != nil {
+		for i, t := range m.Manifest.Inputs {
+			if !t.Batched {
+				continue
+			}
+			per := t.Elems()
+			if len(inputs[i])%per != 0 {
+				return 0, fmt.Errorf("input %s: %d values, not a whole number of samples of %d", t.Name, len(inputs[i]), per)
+			}
+			batch = len(inputs[i]) / per
+			if batch < b.Lo || batch > b.Hi {
+				return 0, fmt.Errorf("input %s: %d values, %d samples: batch %s=%d is outside the range %d..%d the model was built for", t.Name, len(inputs[i]), batch, b.Name, batch, b.Lo, b.Hi)
+			}
+			break
 		}
 	}
-	return nil
+	for i, t := range at(m.Manifest.Inputs, batch) {
+		if len(inputs[i]) != t.Elems() {
+			return 0, fmt.Errorf("input %s: %d values, its shape takes %d", t, len(inputs[i]), t.Elems())
+		}
+	}
+	return batch, nil
+}
+
+// at returns the tensors' descriptions in a run at this batch.
+func at(ts []TensorInfo, batch int) []TensorInfo {
+	out := make([]TensorInfo, len(ts))
+	for i, t := range ts {
+		out[i] = t.At(batch)
+	}
+	return out
 }
 
 // TensorList prints "name[d0,d1] name2[...]".

@@ -30,20 +30,41 @@ type Model struct {
 	outputs []TensorInfo
 	steps   []string
 	target  string
+	batch   Batch
 
 	mu         sync.RWMutex // Run holds it shared, Close exclusively
 	closed     bool
 	profilePin goruntime.Pinner // the array Profile set
 }
 
-// TensorInfo describes an input or output of a model.
+// TensorInfo describes an input or output of a model. In a model built
+// over a dynamic batch (Model.Batch), a batched tensor's leading dimension
+// is -1: each run gives it (TensorInfo.At).
 type TensorInfo struct {
 	Name  string
 	DType DType
 	Shape []int64
 }
 
-// Elems returns the number of elements of a tensor of this shape.
+// Batch is the dynamic batch of a model built over a range of it: its
+// name and range, Lo..Hi inclusive. The zero Batch is a model of static
+// shapes.
+type Batch struct {
+	Name   string
+	Lo, Hi int64
+}
+
+// At returns the tensor's description in a run at batch n: its dynamic
+// leading dimension (-1) set to n.
+func (t TensorInfo) At(n int64) TensorInfo {
+	if len(t.Shape) > 0 && t.Shape[0] < 0 {
+		t.Shape = append([]int64{n}, t.Shape[1:]...)
+	}
+	return t
+}
+
+// Elems returns the number of elements of a tensor of this shape (of a
+// dynamic one, -1: see At).
 func (t TensorInfo) Elems() int {
 	n := 1
 	for _, d := range t.Shape {
@@ -71,7 +92,7 @@ type library struct {
 	id   fileID
 	fn   struct {
 		abiVersion, open, close, numInputs, numOutputs, inputInfo, outputInfo,
-		run, setThreads, numSteps, stepName, profile, target, lastError uintptr
+		run, setThreads, numSteps, stepName, profile, target, lastError, batchRange uintptr
 	}
 }
 
@@ -140,7 +161,7 @@ func loadLibrary(path string) (*library, error) {
 		{"tessera_run", &l.fn.run}, {"tessera_set_num_threads", &l.fn.setThreads},
 		{"tessera_num_steps", &l.fn.numSteps}, {"tessera_step_name", &l.fn.stepName},
 		{"tessera_profile", &l.fn.profile}, {"tessera_target", &l.fn.target},
-		{"tessera_last_error", &l.fn.lastError},
+		{"tessera_last_error", &l.fn.lastError}, {"tessera_batch_range", &l.fn.batchRange},
 	} {
 		p, err := purego.Dlsym(h, s.name)
 		if err != nil {
@@ -254,6 +275,12 @@ func Open(path string) (*Model, error) {
 	}
 	p, _, _ := purego.SyscallN(l.fn.target, m.h)
 	m.target = cString(p)
+	var name uintptr
+	if err := l.call(l.fn.batchRange, m.h, uintptr(unsafe.Pointer(&name)), uintptr(unsafe.Pointer(&m.batch.Lo)), uintptr(unsafe.Pointer(&m.batch.Hi))); err != nil {
+		purego.SyscallN(l.fn.close, m.h)
+		return nil, fmt.Errorf("tessera: open %s: %w", path, err)
+	}
+	m.batch.Name = cString(name)
 	return m, nil
 }
 
@@ -287,6 +314,10 @@ func (m *Model) Steps() []string { return m.steps }
 // Target is the target the library was built for (its records' key).
 func (m *Model) Target() string { return m.target }
 
+// Batch is the model's dynamic batch; the zero Batch for a model of
+// static shapes.
+func (m *Model) Batch() Batch { return m.batch }
+
 // cTensor is tessera_tensor.
 type cTensor struct {
 	dtype int32
@@ -296,10 +327,23 @@ type cTensor struct {
 }
 
 // Run runs the model once on inputs (one per Inputs entry, of its dtype
-// and shape) and returns new output tensors.
+// and shape) and returns new output tensors. In a model built over a
+// dynamic batch, the run's batch is the leading dimension of its first
+// batched input.
 func (m *Model) Run(ctx context.Context, inputs []Tensor) ([]Tensor, error) {
+	batch := int64(1)
+	for i, t := range m.inputs {
+		if len(t.Shape) > 0 && t.Shape[0] < 0 && i < len(inputs) && len(inputs[i].Shape) > 0 {
+			batch = inputs[i].Shape[0]
+			break
+		}
+	}
+	if m.batch.Name != "" && (batch < m.batch.Lo || batch > m.batch.Hi) {
+		return nil, &Error{Status: ShapeMismatch, Msg: fmt.Sprintf("tessera: run: batch %s=%d is outside the range %d..%d the model was built for", m.batch.Name, batch, m.batch.Lo, m.batch.Hi)}
+	}
 	outs := make([]Tensor, len(m.outputs))
 	for i, o := range m.outputs {
+		o = o.At(batch)
 		outs[i] = Tensor{DType: o.DType, Shape: o.Shape, Data: make([]byte, o.Elems()*o.DType.Size())}
 	}
 	if err := m.RunInto(ctx, inputs, outs); err != nil {

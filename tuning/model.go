@@ -152,27 +152,9 @@ func LoadRange(path string, lo onnx.LoadOptions, ranges map[string][2]int, po pa
 	}
 	samples := make([]partition.Sample, len(points))
 	for i, p := range points {
-		at := lo
-		at.Inputs, at.DimNames = maps.Clone(lo.Inputs), nil
-		if at.Inputs == nil {
-			at.Inputs = map[string][]int{}
-		}
-		for in, d := range inputs {
-			shape := slices.Clone(d.shape)
-			for k := range shape {
-				if shape[k] < 0 {
-					shape[k] = p[d.names[k]]
-				}
-			}
-			at.Inputs[in] = shape
-		}
-		l, err := onnx.Prepare(g.Clone(), path, at)
+		_, plan, err := prepareAt(g, path, lo, syms, inputs, p, po)
 		if err != nil {
-			return nil, fmt.Errorf("at %s: %w", pointString(syms, p), err)
-		}
-		plan, err := partition.Extract(l.Graph, po)
-		if err != nil {
-			return nil, fmt.Errorf("%s at %s: %w", path, pointString(syms, p), err)
+			return nil, err
 		}
 		samples[i] = partition.Sample{Values: p, Plan: plan}
 	}
@@ -181,6 +163,76 @@ func LoadRange(path string, lo onnx.LoadOptions, ranges map[string][2]int, po pa
 		return nil, fmt.Errorf("%s over %s: %w", path, rangesString(syms), err)
 	}
 	return sp, nil
+}
+
+// prepareAt prepares graph g (decoded from path, not changed) with its
+// dynamic inputs bound at point p of the symbols, and extracts its plan.
+func prepareAt(g *graph.Graph, path string, lo onnx.LoadOptions, syms []partition.Symbol, inputs map[string]dynInput, p map[string]int, po partition.Options) (*onnx.Loaded, *partition.Plan, error) {
+	at := lo
+	at.Inputs, at.DimNames = maps.Clone(lo.Inputs), nil
+	if at.Inputs == nil {
+		at.Inputs = map[string][]int{}
+	}
+	for in, d := range inputs {
+		shape := slices.Clone(d.shape)
+		for k := range shape {
+			if shape[k] < 0 {
+				shape[k] = p[d.names[k]]
+			}
+		}
+		at.Inputs[in] = shape
+	}
+	l, err := onnx.Prepare(g.Clone(), path, at)
+	if err != nil {
+		return nil, nil, fmt.Errorf("at %s: %w", pointString(syms, p), err)
+	}
+	plan, err := partition.Extract(l.Graph, po)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s at %s: %w", path, pointString(syms, p), err)
+	}
+	return l, plan, nil
+}
+
+// LoadBatch loads the model at path over the range of its one dynamic
+// dimension, a batch that every group computes sample by sample
+// (partition.Batch): the model at batch 1, which tune tunes and the build
+// runs once per sample, and the plan over the batch. The plan over the
+// range (LoadRange) is derived first: it checks that the model has the
+// same groups at every batch of the range, its ends included. A model
+// over several dynamic dimensions, or whose groups combine samples, is an
+// error that says why.
+func LoadBatch(path string, lo onnx.LoadOptions, ranges map[string][2]int, po partition.Options) (*onnx.Loaded, *partition.BatchPlan, error) {
+	if _, err := LoadRange(path, lo, ranges, po); err != nil {
+		return nil, nil, err
+	}
+	g, err := onnx.DecodeFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	syms, inputs, err := symbols(g, path, lo, ranges)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(syms) != 1 {
+		return nil, nil, fmt.Errorf("%s over %s: a build over a range takes one dynamic dimension, the batch (kernels whose inner extents vary at run time are not built yet): bind all but one with --input", path, rangesString(syms))
+	}
+	var at [3]partition.BatchSample
+	var one *onnx.Loaded
+	for i := range at {
+		l, plan, err := prepareAt(g, path, lo, syms, inputs, map[string]int{syms[0].Name: i + 1}, po)
+		if err != nil {
+			return nil, nil, err
+		}
+		at[i] = partition.BatchSample{Graph: l.Graph, Plan: plan}
+		if i == 0 {
+			one = l
+		}
+	}
+	bp, err := partition.Batch(syms[0], at[0], at[1], at[2])
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s over %s, one sample at a time: %w", path, syms[0], err)
+	}
+	return one, bp, nil
 }
 
 func pointString(syms []partition.Symbol, p map[string]int) string {

@@ -5,14 +5,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
 	"strings"
 	"time"
 
 	"tessera/build"
+	"tessera/graph"
+	"tessera/graph/onnx"
 	"tessera/internal/cli"
 	"tessera/measure"
+	"tessera/partition"
 	"tessera/records"
 	"tessera/target"
 )
@@ -93,20 +97,47 @@ func (bf *buildFlags) build(model string, layouts []string, opts build.Options, 
 	defer sigs.Stop()
 	stopped := "the build was stopped; " + bf.out + " is incomplete"
 	start := time.Now()
-	c, err := build.ChooseLayout(ctx, model, bf.mf.loadOptions(), layouts, opts, build.RunOptions{Threads: bf.threads})
-	if err != nil {
-		return nil, sigs.Interrupted(err, stopped)
+	var g *graph.Graph
+	var plan *partition.Plan
+	if len(bf.mf.ranges) > 0 {
+		l, bp, err := bf.loadBatch(model, layouts[0])
+		if err != nil {
+			return nil, err
+		}
+		cli.Notes(stderr, "tune build", l.Notes)
+		g, plan, opts.Batch = bp.One.Graph, bp.One.Plan, bp
+	} else {
+		c, err := build.ChooseLayout(ctx, model, bf.mf.loadOptions(), layouts, opts, build.RunOptions{Threads: bf.threads})
+		if err != nil {
+			return nil, sigs.Interrupted(err, stopped)
+		}
+		if why := c.Reason(bf.threads, bf.out); why != "" {
+			fmt.Fprintf(stderr, "tune build: %s\n", why)
+		}
+		cli.Notes(stderr, "tune build", c.Chosen.Notes)
+		g, plan = c.Chosen.Graph, c.Chosen.Plan
 	}
-	if why := c.Reason(bf.threads, bf.out); why != "" {
-		fmt.Fprintf(stderr, "tune build: %s\n", why)
-	}
-	cli.Notes(stderr, "tune build", c.Chosen.Notes)
-	m, err := build.Build(ctx, c.Chosen.Graph, c.Chosen.Plan, bf.out, opts)
+	m, err := build.Build(ctx, g, plan, bf.out, opts)
 	if err != nil {
 		return nil, sigs.Interrupted(err, stopped)
 	}
 	m.WriteReport(stdout, bf.out, time.Since(start))
 	return m, nil
+}
+
+// loadBatch loads the model over --range (tuning.LoadBatch) in one
+// layout: a build over a batch does not race the two (with --layout auto,
+// channels-last, the layout tune tunes by default).
+func (bf *buildFlags) loadBatch(model, layout string) (*onnx.Loaded, *partition.BatchPlan, error) {
+	lo := bf.mf.loadOptions()
+	if layout == build.LayoutNCHW {
+		lo.NoPass = maps.Clone(lo.NoPass)
+		if lo.NoPass == nil {
+			lo.NoPass = map[string]bool{}
+		}
+		lo.NoPass["convert-layout"] = true
+	}
+	return bf.mf.loadBatch(model, lo)
 }
 
 // openBuildRecords opens the records database of a build: a missing one

@@ -22,8 +22,6 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	groups := fs.Bool("groups", true, "list the fused groups")
 	maxDepth := fs.Int("max-fuse-depth", partition.DefaultMaxFuseDepth, "largest group fusion may build, in ops")
 	dag := fs.Int("dag", -1, "print the compute DAG of task `N` (with --range: its form over the ranges)")
-	ranges := cli.Ranges{}
-	fs.Var(ranges, "range", "the values `NAME=lo..hi` of the inputs' dynamic dimension NAME (repeatable): print the tasks over the ranges, their shapes as functions of the dimensions")
 	cli.SetUsage(fs, inspectUsage)
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
@@ -33,8 +31,8 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return cli.ErrUsage
 	}
-	if len(ranges) > 0 {
-		sp, err := tuning.LoadRange(pos[0], mf.loadOptions(), ranges, partition.Options{MaxFuseDepth: *maxDepth, Alternatives: mf.winograd})
+	if len(mf.ranges) > 0 {
+		sp, err := tuning.LoadRange(pos[0], mf.loadOptions(), mf.ranges, partition.Options{MaxFuseDepth: *maxDepth, Alternatives: mf.winograd})
 		if err != nil {
 			return err
 		}

@@ -261,6 +261,14 @@ static void free_ctx(const tsr_model_desc *d, ctx *c) {
   free(c);
 }
 
+/* elems returns the elements of tensor t in a run at this batch. */
+static uint64_t elems(const tsr_tensor_desc *t, int64_t batch) { return t->batched ? t->elems * (uint64_t)batch : t->elems; }
+
+/* most_elems returns the elements of tensor t at the model's largest batch. */
+static uint64_t most_elems(const tsr_model_desc *d, const tsr_tensor_desc *t) {
+  return elems(t, d->batch_name ? d->batch_hi : 1);
+}
+
 static ctx *new_ctx(const tsr_model_desc *d) {
   ctx *c = calloc(1, sizeof *c);
   if (!c)
@@ -275,10 +283,10 @@ static ctx *new_ctx(const tsr_model_desc *d) {
   if (!c->in || !c->out || !c->arena || !c->profile)
     goto fail;
   for (int i = 0; i < d->num_inputs; i++)
-    if (d->inputs[i].dtype != TESSERA_FLOAT32 && !(c->in[i] = alloc64(d->inputs[i].elems * sizeof(float))))
+    if (d->inputs[i].dtype != TESSERA_FLOAT32 && !(c->in[i] = alloc64(most_elems(d, &d->inputs[i]) * sizeof(float))))
       goto fail;
   for (int i = 0; i < d->num_outputs; i++)
-    if (d->outputs[i].dtype != TESSERA_FLOAT32 && !(c->out[i] = alloc64(d->outputs[i].elems * sizeof(float))))
+    if (d->outputs[i].dtype != TESSERA_FLOAT32 && !(c->out[i] = alloc64(most_elems(d, &d->outputs[i]) * sizeof(float))))
       goto fail;
   return c;
 fail:
@@ -431,8 +439,9 @@ API tessera_status tessera_profile(tessera_model *m, double *seconds) {
   return TESSERA_OK;
 }
 
-/* check says why tensor t cannot be the model's tensor d, or returns OK. */
-static tessera_status check(const char *what, int32_t i, const tessera_tensor *t, const tsr_tensor_desc *d) {
+/* check says why tensor t cannot be the model's tensor d in a run at this
+   batch, or returns OK. */
+static tessera_status check(const char *what, int32_t i, const tessera_tensor *t, const tsr_tensor_desc *d, int64_t batch) {
   if (!t->data)
     return fail(TESSERA_INVALID_ARGUMENT, "tessera_run: %s %d (%s): data is NULL", what, i, d->name);
   if (t->dtype != d->dtype)
@@ -440,14 +449,14 @@ static tessera_status check(const char *what, int32_t i, const tessera_tensor *t
                 dtype_name(t->dtype), dtype_name(d->dtype));
   int same = t->rank == d->rank && (t->rank == 0 || t->shape);
   for (int k = 0; same && k < d->rank; k++)
-    same = t->shape[k] == d->shape[k];
+    same = t->shape[k] == (k == 0 && d->batched ? batch : d->shape[k]);
   if (!same) {
     char got[256] = "", want[256] = "";
     size_t g = 0, w = 0;
     for (int k = 0; k < t->rank && t->shape && g < sizeof got - 24; k++)
       g += (size_t)snprintf(got + g, sizeof got - g, "%s%lld", k ? "," : "", (long long)t->shape[k]);
     for (int k = 0; k < d->rank && w < sizeof want - 24; k++)
-      w += (size_t)snprintf(want + w, sizeof want - w, "%s%lld", k ? "," : "", (long long)d->shape[k]);
+      w += (size_t)snprintf(want + w, sizeof want - w, "%s%lld", k ? "," : "", (long long)(k == 0 && d->batched ? batch : d->shape[k]));
     return fail(TESSERA_SHAPE_MISMATCH, "tessera_run: %s %d (%s) has shape [%s]%s, the model's is [%s]", what, i, d->name, got,
                 t->rank > 0 && !t->shape ? " (shape is NULL)" : "", want);
   }
@@ -482,6 +491,37 @@ static void from_float(void *dst, const float *src, tessera_dtype t, uint64_t n)
   }
 }
 
+/* run_batch sets *batch to the batch of a run of a model built over one:
+   the leading dimension of its first batched input, which must lie in the
+   model's range. */
+static tessera_status run_batch(const tsr_model_desc *d, const tessera_tensor *inputs, int64_t *batch) {
+  for (int i = 0; i < d->num_inputs; i++) {
+    if (!d->inputs[i].batched)
+      continue;
+    if (inputs[i].rank != d->inputs[i].rank || !inputs[i].shape)
+      return check("input", i, &inputs[i], &d->inputs[i], 0);
+    int64_t n = inputs[i].shape[0];
+    if (n < d->batch_lo || n > d->batch_hi)
+      return fail(TESSERA_SHAPE_MISMATCH, "tessera_run: input %d (%s) has batch %s=%lld, outside the range %lld..%lld the model was built for",
+                  i, d->inputs[i].name, d->batch_name, (long long)n, (long long)d->batch_lo, (long long)d->batch_hi);
+    *batch = n;
+    return TESSERA_OK;
+  }
+  return TESSERA_OK;
+}
+
+API tessera_status tessera_batch_range(const tessera_model *m, const char **name, int64_t *lo, int64_t *hi) {
+  if (!m)
+    return fail(TESSERA_INVALID_ARGUMENT, "tessera_batch_range: model is NULL");
+  if (name)
+    *name = m->d->batch_name;
+  if (lo)
+    *lo = m->d->batch_name ? m->d->batch_lo : 0;
+  if (hi)
+    *hi = m->d->batch_name ? m->d->batch_hi : 0;
+  return TESSERA_OK;
+}
+
 API tessera_status tessera_run(tessera_model *m, const tessera_tensor *inputs, int32_t num_inputs,
                                const tessera_tensor *outputs, int32_t num_outputs) {
   if (!m)
@@ -493,11 +533,14 @@ API tessera_status tessera_run(tessera_model *m, const tessera_tensor *inputs, i
   if ((d->num_inputs > 0 && !inputs) || (d->num_outputs > 0 && !outputs))
     return fail(TESSERA_INVALID_ARGUMENT, "tessera_run: %s is NULL", !inputs ? "inputs" : "outputs");
   tessera_status st;
+  int64_t batch = 1;
+  if (d->batch_name && (st = run_batch(d, inputs, &batch)) != TESSERA_OK)
+    return st;
   for (int i = 0; i < d->num_inputs; i++)
-    if ((st = check("input", i, &inputs[i], &d->inputs[i])) != TESSERA_OK)
+    if ((st = check("input", i, &inputs[i], &d->inputs[i], batch)) != TESSERA_OK)
       return st;
   for (int i = 0; i < d->num_outputs; i++)
-    if ((st = check("output", i, &outputs[i], &d->outputs[i])) != TESSERA_OK)
+    if ((st = check("output", i, &outputs[i], &d->outputs[i], batch)) != TESSERA_OK)
       return st;
 
   pthread_mutex_lock(&m->lock);
@@ -513,7 +556,7 @@ API tessera_status tessera_run(tessera_model *m, const tessera_tensor *inputs, i
   float *out[d->num_outputs + 1];
   for (int i = 0; i < d->num_inputs; i++) {
     if (c->in[i]) {
-      to_float(c->in[i], inputs[i].data, d->inputs[i].dtype, d->inputs[i].elems);
+      to_float(c->in[i], inputs[i].data, d->inputs[i].dtype, elems(&d->inputs[i], batch));
       in[i] = c->in[i];
     } else {
       in[i] = inputs[i].data;
@@ -531,7 +574,7 @@ API tessera_status tessera_run(tessera_model *m, const tessera_tensor *inputs, i
   last_error[0] = 0;
   if (d->serial)
     pthread_mutex_lock(&m->serial);
-  int rc = d->execute(in, out, m->weights, c->arena, profile ? c->profile : NULL);
+  int rc = d->execute(in, out, m->weights, c->arena, profile ? c->profile : NULL, batch);
   if (d->serial)
     pthread_mutex_unlock(&m->serial);
   if (threads > 0)
@@ -541,7 +584,7 @@ API tessera_status tessera_run(tessera_model *m, const tessera_tensor *inputs, i
 
   for (int i = 0; rc == 0 && i < d->num_outputs; i++)
     if (c->out[i])
-      from_float(outputs[i].data, c->out[i], d->outputs[i].dtype, d->outputs[i].elems);
+      from_float(outputs[i].data, c->out[i], d->outputs[i].dtype, elems(&d->outputs[i], batch));
   pthread_mutex_lock(&m->lock);
   if (profile && m->profile == profile)
     for (int s = 0; s < d->num_steps; s++)

@@ -44,7 +44,7 @@ extern "C" {
 
 /* The version of this header. tessera_open refuses a caller compiled
    against another version. */
-#define TESSERA_ABI_VERSION 1
+#define TESSERA_ABI_VERSION 2
 
 /* Element types: ONNX's TensorProto numbers. */
 typedef enum tessera_dtype {
@@ -99,7 +99,8 @@ void tessera_close(tessera_model *model);
 
 /* The model's inputs and outputs, by index. name, dtype, rank and shape may
    each be NULL when not wanted; the strings and shapes live as long as the
-   model. */
+   model. In a model built over a dynamic batch (tessera_batch_range), a
+   batched tensor's leading dimension is -1: each run gives it. */
 int32_t tessera_num_inputs(const tessera_model *model);
 int32_t tessera_num_outputs(const tessera_model *model);
 tessera_status tessera_input_info(const tessera_model *model, int32_t i, const char **name,
@@ -107,8 +108,16 @@ tessera_status tessera_input_info(const tessera_model *model, int32_t i, const c
 tessera_status tessera_output_info(const tessera_model *model, int32_t i, const char **name,
                                    tessera_dtype *dtype, int32_t *rank, const int64_t **shape);
 
+/* tessera_batch_range gives the dynamic batch of a model built over a
+   range of it (tune build --range N=lo..hi): its name and its range, lo..hi
+   inclusive. A model of static shapes gives NULL, 0 and 0. Any argument
+   but model may be NULL. */
+tessera_status tessera_batch_range(const tessera_model *model, const char **name, int64_t *lo, int64_t *hi);
+
 /* tessera_run runs the model once: inputs[i] is input i, outputs[i] output
-   i, each of the dtype and shape the model declares. Outputs must not
+   i, each of the dtype and shape the model declares, a batched tensor's
+   leading dimension the run's batch (the same in all of them, within the
+   model's range: else TESSERA_SHAPE_MISMATCH). Outputs must not
    overlap each other or the inputs. Safe to call from many threads at once
    on one model. */
 tessera_status tessera_run(tessera_model *model, const tessera_tensor *inputs, int32_t num_inputs,

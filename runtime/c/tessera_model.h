@@ -21,8 +21,9 @@ typedef struct tsr_tensor_desc {
   const char *name;
   tessera_dtype dtype;
   int32_t rank;
-  const int64_t *shape;
-  uint64_t elems;
+  const int64_t *shape; /* -1 at the leading dimension of a batched tensor */
+  uint64_t elems;       /* of a batched tensor: one sample's */
+  int32_t batched;      /* the leading dimension is the model's batch */
 } tsr_tensor_desc;
 
 typedef struct tsr_model_desc {
@@ -43,9 +44,10 @@ typedef struct tsr_model_desc {
   const char *(*cpu_check)(void);
   /* execute runs the model: in and out are float32 buffers of the
      inputs' and outputs' elements, w the weights payload, arena
-     arena_bytes of scratch. With profile set, it adds the seconds of each
+     arena_bytes of scratch, batch the run's batch (1 in a model of static
+     shapes). With profile set, it adds the seconds of each
      step to profile[step]. It returns 0, or a kernel's non-zero code. */
-  int (*execute)(const float *const *in, float *const *out, float *w, float *arena, double *profile);
+  int (*execute)(const float *const *in, float *const *out, float *w, float *arena, double *profile, int64_t batch);
   /* A GPU build's device: setup, called once by tessera_open with the
      weights, finds the device, builds the kernels, makes the buffers and
      uploads the weights; it returns 0, or non-zero after tsr_error. The
@@ -55,6 +57,11 @@ typedef struct tsr_model_desc {
   int (*setup)(const float *w);
   int serial;
   const char *no_profile;
+  /* A model built over a dynamic batch: its name and range (a run's batch
+     is the leading dimension of its batched tensors). NULL, 0, 0 for a
+     model of static shapes. */
+  const char *batch_name;
+  int64_t batch_lo, batch_hi;
 } tsr_model_desc;
 
 extern TSR_HIDDEN const tsr_model_desc tsr_model;

@@ -18,7 +18,7 @@ import os
 
 import numpy as np
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 # tessera_dtype (ONNX's numbers) <-> numpy.
 _DTYPES = {
@@ -76,6 +76,8 @@ def _library(path):
         "tessera_set_num_threads": (I32, [P, I32]),
         "tessera_target": (ctypes.c_char_p, [P]),
         "tessera_last_error": (ctypes.c_char_p, []),
+        "tessera_batch_range": (I32, [P, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_int64),
+                                      ctypes.POINTER(ctypes.c_int64)]),
     }
     for name, (res, args) in sig.items():
         try:
@@ -118,6 +120,12 @@ class Model:
         self.inputs = self._infos(self._lib.tessera_num_inputs, self._lib.tessera_input_info)
         self.outputs = self._infos(self._lib.tessera_num_outputs, self._lib.tessera_output_info)
         self.target = self._lib.tessera_target(self._h).decode()
+        name, lo, hi = ctypes.c_char_p(), ctypes.c_int64(), ctypes.c_int64()
+        self._check(self._lib.tessera_batch_range(self._h, ctypes.byref(name), ctypes.byref(lo), ctypes.byref(hi)),
+                    "open %s" % path)
+        # batch: (name, lo, hi) of a model built over a dynamic batch (a
+        # batched tensor's shape starts with -1), else None.
+        self.batch = (name.value.decode(), lo.value, hi.value) if name.value else None
 
     def _check(self, status, what):
         if status != 0:
@@ -140,7 +148,8 @@ class Model:
 
     def run(self, inputs):
         """Runs the model on {name: array} (every input, of its dtype and
-        shape) and returns {name: array} of its outputs."""
+        shape; the leading dimension of a batched one, -1 in its shape, is
+        the run's batch) and returns {name: array} of its outputs."""
         if self._h is None:
             raise Error(1, "run: the model is closed")
         if not isinstance(inputs, dict):
@@ -166,7 +175,16 @@ class Model:
             arr = np.ascontiguousarray(inputs[t.name])
             keep.append(arr)
             ins[i] = tensor(arr)
-        outs = {t.name: np.empty(t.shape, t.dtype) for t in self.outputs}
+        batch = 1
+        for t in self.inputs:
+            if t.shape and t.shape[0] < 0:
+                batch = np.shape(inputs[t.name])[0] if np.ndim(inputs[t.name]) > 0 else 1
+                break
+        if self.batch and not self.batch[1] <= batch <= self.batch[2]:
+            raise Error(2, "run: batch %s=%d is outside the range %d..%d the model was built for"
+                        % (self.batch[0], batch, self.batch[1], self.batch[2]))
+        outs = {t.name: np.empty(tuple(batch if k == 0 and d < 0 else d for k, d in enumerate(t.shape)), t.dtype)
+                for t in self.outputs}
         arr_outs = (_Tensor * max(len(self.outputs), 1))()
         for i, t in enumerate(self.outputs):
             arr_outs[i] = tensor(outs[t.name])

@@ -1,0 +1,143 @@
+package build
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tessera/graph"
+	"tessera/graph/onnx"
+	"tessera/partition"
+	tsrt "tessera/runtime"
+	"tessera/tuning"
+)
+
+// batchModel writes a small image classifier on a dynamic batch N (input
+// [N, 3, 10, 10]: two convolutions, the second with a Winograd
+// alternative, a pooled Gemm and a softmax; outputs the probabilities and
+// the first convolution's activations) and returns its path.
+func batchModel(t *testing.T) string {
+	t.Helper()
+	g := graph.New("batch", 17)
+	x := g.AddInput("x", graph.Float32, []int{-1, 3, 10, 10})
+	x.DimParams = []string{"N", "", "", ""}
+	rng := rand.New(rand.NewPCG(5, 5))
+	weight := func(name string, shape ...int) string {
+		data := make([]float32, graph.NumElems(shape))
+		for i := range data {
+			data[i] = float32(rng.Float64()-0.5) / 4
+		}
+		g.AddConst(name, graph.Float32Tensor(shape, data))
+		return name
+	}
+	pads := map[string]graph.Attr{"pads": {Kind: graph.AttrInts, Ints: []int64{1, 1, 1, 1}}}
+	g.AddNode(&graph.Node{Name: "c1", OpType: "Conv", Inputs: []string{"x", weight("w1", 16, 3, 3, 3), weight("b1", 16)}, Outputs: []string{"y1"}, Attrs: pads})
+	g.AddNode(&graph.Node{Name: "r1", OpType: "Relu", Inputs: []string{"y1"}, Outputs: []string{"z1"}})
+	g.AddNode(&graph.Node{Name: "c2", OpType: "Conv", Inputs: []string{"z1", weight("w2", 16, 16, 3, 3)}, Outputs: []string{"y2"}, Attrs: pads})
+	g.AddNode(&graph.Node{Name: "pool", OpType: "GlobalAveragePool", Inputs: []string{"y2"}, Outputs: []string{"p"}})
+	g.AddNode(&graph.Node{Name: "flat", OpType: "Flatten", Inputs: []string{"p"}, Outputs: []string{"f"}})
+	g.AddNode(&graph.Node{Name: "fc", OpType: "Gemm", Inputs: []string{"f", weight("wf", 5, 16), weight("bf", 5)}, Outputs: []string{"l"},
+		Attrs: map[string]graph.Attr{"transB": {Kind: graph.AttrInt, I: 1}}})
+	g.AddNode(&graph.Node{Name: "sm", OpType: "Softmax", Inputs: []string{"l"}, Outputs: []string{"prob"}, Attrs: map[string]graph.Attr{"axis": {Kind: graph.AttrInt, I: 1}}})
+	g.Outputs = []string{"prob", "z1"}
+	data, err := onnx.Encode(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "batch.onnx")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestBatchBuild builds a model over N=1..7 (default schedules) and runs
+// it at batches 1, 2, 3, 5 and 7: every output equals the reference
+// evaluator's on the model bound to that batch. A batch outside the range
+// is one clear error, from the build's runner, the Go package and the
+// library itself.
+func TestBatchBuild(t *testing.T) {
+	path := batchModel(t)
+	_, bp, err := tuning.LoadBatch(path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 7}}, partition.Options{Alternatives: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	m, err := Build(context.Background(), bp.One.Graph, bp.One.Plan, dir, Options{Target: testTarget("batch", nil), Batch: bp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Batch == nil || *m.Batch != (BatchInfo{Name: "N", Lo: 1, Hi: 7}) || !m.Inputs[0].Batched || !m.Outputs[0].Batched || !m.Outputs[1].Batched {
+		t.Fatalf("manifest: batch %+v, inputs %+v, outputs %+v", m.Batch, m.Inputs, m.Outputs)
+	}
+	model, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, n := range []int{1, 2, 3, 5, 7} {
+		in := make([]float32, n*3*10*10)
+		for i := range in {
+			in[i] = float32(rng.Float64()*2 - 1)
+		}
+		got, err := model.Run(context.Background(), [][]float32{in}, RunOptions{Threads: 2})
+		if err != nil {
+			t.Fatalf("N=%d: %v", n, err)
+		}
+		l, err := onnx.Load(path, onnx.LoadOptions{Inputs: map[string][]int{"x": {n, 3, 10, 10}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Reference(l.Graph, [][]float32{in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, o := range m.Outputs {
+			if len(got[i]) != len(want[i]) {
+				t.Fatalf("N=%d: output %s has %d values, want %d", n, o.Name, len(got[i]), len(want[i]))
+			}
+			if ok, msg := compareOutputs(got[i], want[i]); !ok {
+				t.Errorf("N=%d: output %s: %s", n, o.Name, msg)
+			}
+		}
+	}
+
+	// Out of the range: each layer says so.
+	if _, err := model.Run(context.Background(), [][]float32{make([]float32, 8*300)}, RunOptions{}); err == nil || !strings.Contains(err.Error(), "batch N=8 is outside the range 1..7") {
+		t.Errorf("Run at N=8: %v", err)
+	}
+	if _, err := model.Bench(context.Background(), 0, 1, RunOptions{Batch: 8}); err == nil || !strings.Contains(err.Error(), "outside the range 1..7") {
+		t.Errorf("Bench at N=8: %v", err)
+	}
+	rt, err := tsrt.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if b := rt.Batch(); b != (tsrt.Batch{Name: "N", Lo: 1, Hi: 7}) || rt.Inputs()[0].Shape[0] != -1 {
+		t.Fatalf("runtime: batch %+v, input %v", b, rt.Inputs()[0])
+	}
+	x := tsrt.NewTensor([]int64{8, 3, 10, 10}, make([]float32, 8*300))
+	if _, err := rt.Run(context.Background(), []tsrt.Tensor{x}); err == nil || !strings.Contains(err.Error(), "outside the range 1..7") {
+		t.Errorf("runtime Run at N=8: %v", err)
+	}
+	// The library's own check, past the Go package's.
+	outs := []tsrt.Tensor{
+		tsrt.NewTensor([]int64{8, 5}, make([]float32, 8*5)),
+		tsrt.NewTensor([]int64{8, 16, 10, 10}, make([]float32, 8*1600)),
+	}
+	var e *tsrt.Error
+	if err := rt.RunInto(context.Background(), []tsrt.Tensor{x}, outs); !errors.As(err, &e) || e.Status != tsrt.ShapeMismatch || !strings.Contains(err.Error(), "batch N=8, outside the range 1..7") {
+		t.Errorf("library at N=8: %v", err)
+	}
+	// Outputs of another batch than the inputs'.
+	x2 := tsrt.NewTensor([]int64{2, 3, 10, 10}, make([]float32, 2*300))
+	if err := rt.RunInto(context.Background(), []tsrt.Tensor{x2}, outs); !errors.As(err, &e) || e.Status != tsrt.ShapeMismatch {
+		t.Errorf("outputs at N=8, inputs at N=2: %v", err)
+	}
+}

@@ -1,0 +1,68 @@
+package te
+
+import (
+	"strings"
+	"testing"
+
+	"tessera/tir"
+)
+
+// TestSampleWise: per-sample computations pass; every way of mixing the
+// samples (a reduction over the batch, a read of another sample, the
+// sample index used as a value, a softmax over the batch) is refused,
+// naming the tensor.
+func TestSampleWise(t *testing.T) {
+	const n = 5 // the batch; no other extent below is 5
+	x := func() *Tensor { return Placeholder("x", n, 3, 8, 8) }
+	cases := []struct {
+		name  string
+		build func() (*Tensor, error)
+		want  string // "" for sample-wise
+	}{
+		{"conv and softmax", func() (*Tensor, error) {
+			c, err := Conv("conv", x(), Constant("w", 4, 3, 3, 3), Constant("b", 4), ConvAttrs{Pads: []int{1, 1, 1, 1}})
+			if err != nil {
+				return nil, err
+			}
+			return Softmax("sm", c, 1)
+		}, ""},
+		{"softmax over the batch", func() (*Tensor, error) { return Softmax("sm", x(), 0) }, "combines the samples"},
+		{"sum over the batch", func() (*Tensor, error) {
+			in := x()
+			return Reduce("s", []int{3}, Sum, []int{n}, func(i, r []tir.Expr) tir.Expr {
+				return in.At(r[0], i[0], tir.Const(0), tir.Const(0))
+			}), nil
+		}, "combines the samples"},
+		{"read of the next sample", func() (*Tensor, error) {
+			in := x()
+			return Compute("shift", []int{n, 3}, func(i []tir.Expr) tir.Expr {
+				return in.At(tir.FloorModE(tir.AddE(i[0], tir.Const(1)), tir.Const(n)), i[1], tir.Const(0), tir.Const(0))
+			}), nil
+		}, "not at its own"},
+		{"sample index as a value", func() (*Tensor, error) {
+			in := x()
+			return Compute("first", []int{n, 3}, func(i []tir.Expr) tir.Expr {
+				return tir.SelectE(tir.Cmp(tir.EQ, i[0], tir.Const(0)), in.At(i[0], i[1], tir.Const(0), tir.Const(0)), tir.F32(0))
+			}), nil
+		}, "outside the leading index"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := c.build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := NewDAG(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = SampleWise(d, func(t *Tensor) bool { return !t.Const && len(t.Shape) > 0 && t.Shape[0] == n })
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Fatalf("got %v, want an error saying %q", err, c.want)
+			}
+		})
+	}
+}
