@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"tessera/graph"
 	"tessera/graph/onnx"
@@ -55,57 +56,80 @@ func batchModel(t *testing.T) string {
 	return path
 }
 
-// TestBatchBuild builds a model over N=1..7 (default schedules) and runs
-// it at batches 1, 2, 3, 5 and 7: every output equals the reference
-// evaluator's on the model bound to that batch. A batch outside the range
-// is one clear error, from the build's runner, the Go package and the
-// library itself.
+// TestBatchBuild builds a model over N=1..7 twice, with default schedules
+// and with schedules sampled at random (a seed drawn per run), and runs
+// each at batches drawn per run: 1, a prime and one more of the range.
+// Every output equals the reference evaluator's on the model bound to
+// that batch. A batch outside the range is one clear error, from the
+// build's runner, the Go package and the library itself.
 func TestBatchBuild(t *testing.T) {
 	path := batchModel(t)
 	_, bp, err := tuning.LoadBatch(path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 7}}, partition.Options{Alternatives: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	m, err := Build(context.Background(), bp.One.Graph, bp.One.Plan, dir, Options{Target: testTarget("batch", nil), Batch: bp})
-	if err != nil {
-		t.Fatal(err)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d (schedules and batches)", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	sampled, _ := sampledRecords(t, prepared{bp.One.Graph, bp.One.Plan}, seed)
+	var dir string
+	var m *Manifest
+	checked := 0
+	for _, build := range []struct {
+		name    string
+		records RecordSource
+	}{{"default", nil}, {"sampled", sampled}} {
+		dir = t.TempDir()
+		m, err = Build(context.Background(), bp.One.Graph, bp.One.Plan, dir, Options{Target: testTarget(recordsKey, nil), Batch: bp, Records: build.records})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Batch == nil || *m.Batch != (BatchInfo{Name: "N", Lo: 1, Hi: 7}) || !m.Inputs[0].Batched || !m.Outputs[0].Batched || !m.Outputs[1].Batched {
+			t.Fatalf("manifest: batch %+v, inputs %+v, outputs %+v", m.Batch, m.Inputs, m.Outputs)
+		}
+		if build.records != nil && m.Coverage.TunedTasks != m.Coverage.Tasks {
+			t.Fatalf("%s: %d of %d tasks built from records", build.name, m.Coverage.TunedTasks, m.Coverage.Tasks)
+		}
+		model, err := Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer model.Close()
+		primes := []int{2, 3, 5, 7}
+		for _, n := range []int{1, primes[rng.IntN(len(primes))], 1 + rng.IntN(7)} {
+			in := make([]float32, n*3*10*10)
+			for i := range in {
+				in[i] = float32(rng.Float64()*2 - 1)
+			}
+			got, err := model.Run(context.Background(), [][]float32{in}, RunOptions{Threads: 2})
+			if err != nil {
+				t.Fatalf("%s, N=%d: %v", build.name, n, err)
+			}
+			l, err := onnx.Load(path, onnx.LoadOptions{Inputs: map[string][]int{"x": {n, 3, 10, 10}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := Reference(l.Graph, [][]float32{in})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, o := range m.Outputs {
+				if len(got[i]) != len(want[i]) {
+					t.Fatalf("%s, N=%d: output %s has %d values, want %d", build.name, n, o.Name, len(got[i]), len(want[i]))
+				}
+				if ok, msg := compareOutputs(got[i], want[i]); !ok {
+					t.Errorf("%s, N=%d: output %s: %s", build.name, n, o.Name, msg)
+				}
+			}
+			checked++
+		}
 	}
-	if m.Batch == nil || *m.Batch != (BatchInfo{Name: "N", Lo: 1, Hi: 7}) || !m.Inputs[0].Batched || !m.Outputs[0].Batched || !m.Outputs[1].Batched {
-		t.Fatalf("manifest: batch %+v, inputs %+v, outputs %+v", m.Batch, m.Inputs, m.Outputs)
-	}
+	t.Logf("2 builds, %d runs checked", checked)
 	model, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer model.Close()
-	rng := rand.New(rand.NewPCG(1, 1))
-	for _, n := range []int{1, 2, 3, 5, 7} {
-		in := make([]float32, n*3*10*10)
-		for i := range in {
-			in[i] = float32(rng.Float64()*2 - 1)
-		}
-		got, err := model.Run(context.Background(), [][]float32{in}, RunOptions{Threads: 2})
-		if err != nil {
-			t.Fatalf("N=%d: %v", n, err)
-		}
-		l, err := onnx.Load(path, onnx.LoadOptions{Inputs: map[string][]int{"x": {n, 3, 10, 10}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := Reference(l.Graph, [][]float32{in})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, o := range m.Outputs {
-			if len(got[i]) != len(want[i]) {
-				t.Fatalf("N=%d: output %s has %d values, want %d", n, o.Name, len(got[i]), len(want[i]))
-			}
-			if ok, msg := compareOutputs(got[i], want[i]); !ok {
-				t.Errorf("N=%d: output %s: %s", n, o.Name, msg)
-			}
-		}
-	}
 
 	// Out of the range: each layer says so.
 	if _, err := model.Run(context.Background(), [][]float32{make([]float32, 8*300)}, RunOptions{}); err == nil || !strings.Contains(err.Error(), "batch N=8 is outside the range 1..7") {

@@ -213,13 +213,19 @@ func testTarget(key string, b *measure.Builder) *target.Target {
 // with a made-up cost, and returns it with the best step list of each task.
 func handMadeRecords(t *testing.T, p prepared) (*records.Store, map[string]string) {
 	t.Helper()
+	return sampledRecords(t, p, 42)
+}
+
+// sampledRecords is handMadeRecords with the schedules drawn from seed.
+func sampledRecords(t *testing.T, p prepared, seed uint64) (*records.Store, map[string]string) {
+	t.Helper()
 	store, err := records.Open(filepath.Join(t.TempDir(), "t.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
 	best := map[string]string{}
-	rng := rand.New(rand.NewPCG(42, 42))
+	rng := rand.New(rand.NewPCG(seed, seed))
 	opts := sketch.CPUOptions(target.MustDefaultMachine())
 	// Unrolling at most 16 steps: gcc takes half a minute on some sampled
 	// tiles unrolled 512 steps (ResNet-18's stem), and what these tests

@@ -112,7 +112,7 @@ func sampleWise(two, three *te.DAG) error {
 		d2, rest2, _ := strings.Cut(l2[i], " = ")
 		d3, rest3, _ := strings.Cut(l3[i], " = ")
 		if rest2 != rest3 {
-			return fmt.Errorf("tensor T%d depends on the batch other than by its extent: %q at batch 2, %q at 3", i, l2[i], l3[i])
+			return fmt.Errorf("tensor T%d depends on the batch other than by its leading extent (it reduces over the batch, or a number of it is the batch): %q at batch 2, %q at 3", i, l2[i], l3[i])
 		}
 		three := three.Tensors[i].Shape
 		switch {

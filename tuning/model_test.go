@@ -3,6 +3,7 @@ package tuning
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,6 +88,58 @@ func TestLoadRange(t *testing.T) {
 			map[string][2]int{"N": {1, 8}, "S": {16, 128}, "C": {2, 9}}, "dimension 2 is named C, but"},
 	} {
 		if _, err := LoadRange(c.path, c.lo, c.ranges, partition.Options{}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+// batchModel writes a model of input x [N, 4] whose node op (attributes
+// attrs) makes y of it, and returns its path.
+func batchModel(t *testing.T, op string, attrs map[string]graph.Attr) string {
+	t.Helper()
+	g := graph.New("batch_"+op, 17)
+	x := g.AddInput("x", graph.Float32, []int{-1, 4})
+	x.DimParams = []string{"N", ""}
+	g.AddNode(&graph.Node{Name: "n", OpType: op, Inputs: []string{"x"}, Outputs: []string{"y"}, Attrs: attrs})
+	g.Outputs = []string{"y"}
+	data, err := onnx.Encode(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), op+".onnx")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestLoadBatch: a model whose groups compute each sample apart loads at
+// batch 1 with its batched values named; one whose groups combine samples
+// (a reduction over the batch), moves the batch off the leading dimension
+// (a transpose) or ranges over two dimensions is refused, saying why.
+func TestLoadBatch(t *testing.T) {
+	lo := onnx.LoadOptions{Inputs: map[string][]int{"x": {-1, 5, 8}}, DimNames: map[string][]string{"x": {"N", "", ""}}}
+	l, bp, err := LoadBatch(dynamicModel(t, true), lo, map[string][2]int{"N": {1, 8}}, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Graph.Values["x"].Shape; !slices.Equal(got, []int{1, 5, 8}) || !bp.Batched["x"] || !bp.Batched["y"] || bp.Symbol != (partition.Symbol{Name: "N", Lo: 1, Hi: 8}) {
+		t.Errorf("at batch 1: x %v, batched %v, symbol %v", got, bp.Batched, bp.Symbol)
+	}
+	if _, _, err := LoadBatch(batchModel(t, "Softmax", map[string]graph.Attr{"axis": {Kind: graph.AttrInt, I: 1}}), onnx.LoadOptions{}, map[string][2]int{"N": {1, 8}}, partition.Options{}); err != nil {
+		t.Errorf("softmax over the features: %v", err)
+	}
+	for _, c := range []struct {
+		name, path string
+		lo         onnx.LoadOptions
+		ranges     map[string][2]int
+		want       string
+	}{
+		{"two dimensions", dynamicModel(t, true), onnx.LoadOptions{}, map[string][2]int{"N": {1, 8}, "S": {16, 128}}, "takes one dynamic dimension, the batch"},
+		{"softmax over the batch", batchModel(t, "Softmax", map[string]graph.Attr{"axis": {Kind: graph.AttrInt, I: 0}}), onnx.LoadOptions{}, map[string][2]int{"N": {1, 8}}, "T1 depends on the batch other than by its leading extent"},
+		{"transpose", batchModel(t, "Transpose", map[string]graph.Attr{"perm": {Kind: graph.AttrInts, Ints: []int64{1, 0}}}), onnx.LoadOptions{}, map[string][2]int{"N": {1, 8}}, "only the leading dimension may be the batch"},
+	} {
+		if _, _, err := LoadBatch(c.path, c.lo, c.ranges, partition.Options{}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error containing %q", c.name, err, c.want)
 		}
 	}

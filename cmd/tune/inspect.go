@@ -40,6 +40,13 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		if err := partition.WriteSymbolic(&b, sp); err != nil {
 			return err
 		}
+		// Whether tune and tune build take the range: one batch whose
+		// samples every group computes apart.
+		if _, bp, err := mf.loadBatch(pos[0], mf.loadOptions()); err != nil {
+			fmt.Fprintf(&b, "tune and tune build over %s: no: %v\n", mf.ranges, err)
+		} else {
+			fmt.Fprintf(&b, "tune and tune build over %s: yes, one sample at a time: the model at %s=1, %d tasks, each run once per sample\n", bp.Symbol, bp.Symbol.Name, len(bp.One.Plan.Tasks))
+		}
 		if *dag >= len(sp.Tasks) {
 			return fmt.Errorf("--dag %d: the model has %d tasks", *dag, len(sp.Tasks))
 		}

@@ -147,6 +147,9 @@ func (f *tuneFlags) tasks(path string, stderr io.Writer) ([]*partition.Task, err
 		return nil, err
 	}
 	cli.Notes(stderr, "tune", l.Notes)
+	if len(f.model.ranges) > 0 {
+		fmt.Fprintf(stderr, "tune: over %s one sample at a time: the tasks of the model at batch 1, which tune build --range runs once per sample\n", f.model.ranges)
+	}
 	for i, t := range plan.Tasks {
 		if err := measure.CheckFootprint(t.DAG, int64(*f.maxMemory)); err != nil {
 			return nil, fmt.Errorf("task %d (%s) cannot be tuned: %w (--max-memory)", i, t.Ops(), err)
