@@ -159,6 +159,11 @@ func TestBatchBuild(t *testing.T) {
 	if err := rt.RunInto(context.Background(), []tsrt.Tensor{x}, outs); !errors.As(err, &e) || e.Status != tsrt.ShapeMismatch || !strings.Contains(err.Error(), "batch N=8, outside the range 1..7") {
 		t.Errorf("library at N=8: %v", err)
 	}
+	// An input without its batch dimension.
+	x3 := tsrt.NewTensor([]int64{3, 10, 10}, make([]float32, 300))
+	if _, err := rt.Run(context.Background(), []tsrt.Tensor{x3}); !errors.As(err, &e) || e.Status != tsrt.ShapeMismatch || !strings.Contains(err.Error(), "has rank 3, the model's is 4 (its leading dimension the batch N)") {
+		t.Errorf("input of rank 3: %v", err)
+	}
 	// Outputs of another batch than the inputs'.
 	x2 := tsrt.NewTensor([]int64{2, 3, 10, 10}, make([]float32, 2*300))
 	if err := rt.RunInto(context.Background(), []tsrt.Tensor{x2}, outs); !errors.As(err, &e) || e.Status != tsrt.ShapeMismatch {

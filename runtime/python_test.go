@@ -9,7 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"tessera/build"
+	"tessera/graph/onnx"
+	"tessera/measure"
+	"tessera/partition"
 	"tessera/runtime"
+	"tessera/target"
+	"tessera/tuning"
 )
 
 // requirePython returns a Python 3 that imports numpy, or skips t (fails
@@ -95,4 +101,100 @@ print(status(lambda: model.run({inp.name: x})))
 		t.Errorf("statuses of the bad calls:\n%s\nwant\n%s", out, wantStatus)
 	}
 	t.Logf("python (%s): %s", py, strings.TrimSpace(strings.ReplaceAll(string(out), "\n", " ")))
+}
+
+// buildTinyBatch builds the tiny model over a dynamic batch N=1..4 (its
+// input [N, 3, 16, 16]).
+func buildTinyBatch(t *testing.T) string {
+	t.Helper()
+	g, err := onnx.DecodeFile("../testdata/tiny.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := g.Values[g.Inputs[0]]
+	in.Shape[0], in.DimParams = -1, []string{"N", "", "", ""}
+	for name, v := range g.Values {
+		if v.Const == nil && !g.IsInput(name) {
+			v.Shape = nil
+		}
+	}
+	data, err := onnx.Encode(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "tiny_batch.onnx")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, bp, err := tuning.LoadBatch(path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 4}}, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	tg := target.CPU(target.CPUConfig{Builder: &measure.Builder{Timeout: build.LibraryTimeout}})
+	if _, err := build.Build(context.Background(), bp.One.Graph, bp.One.Plan, dir, build.Options{Target: tg, Batch: bp}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestPythonBatch runs a model built over a dynamic batch from Python: the
+// range and the -1 of the batched shapes are there, a run at batch 3
+// gives the Go package's outputs to the last bit, and batch 5 raises
+// TESSERA_SHAPE_MISMATCH.
+func TestPythonBatch(t *testing.T) {
+	py := requirePython(t)
+	dir := buildTinyBatch(t)
+	m, err := runtime.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	info := m.Inputs()[0].At(3)
+	x := make([]float32, info.Elems())
+	for i := range x {
+		x[i] = float32(i%13) / 7
+	}
+	want, err := m.Run(context.Background(), []runtime.Tensor{runtime.NewTensor(info.Shape, x)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	in := runtime.NewTensor(info.Shape, x)
+	if err := os.WriteFile(filepath.Join(work, "in.bin"), in.Data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `
+import sys
+import numpy as np
+import tessera
+model = tessera.load(sys.argv[1])
+(inp,), (outp,) = model.inputs, model.outputs
+print(model.batch, inp.shape[0], outp.shape[0])
+x = np.fromfile(sys.argv[2], np.float32).reshape((3,) + inp.shape[1:])
+y = model.run({inp.name: x})[outp.name]
+print(y.shape[0])
+y.tofile(sys.argv[3])
+try:
+    model.run({inp.name: np.zeros((5,) + inp.shape[1:], np.float32)})
+    print("no error")
+except tessera.Error as e:
+    print(e.status)
+`
+	cmd := exec.Command(py, "-c", script, dir, filepath.Join(work, "in.bin"), filepath.Join(work, "out.bin"))
+	cmd.Env = append(os.Environ(), "PYTHONPATH=python")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got, wantOut := string(out), "('N', 1, 4) -1 -1\n3\nTESSERA_SHAPE_MISMATCH\n"; got != wantOut {
+		t.Errorf("python printed\n%s\nwant\n%s", got, wantOut)
+	}
+	got, err := os.ReadFile(filepath.Join(work, "out.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want[0].Data) {
+		t.Error("the Python module's output at batch 3 differs from the Go package's")
+	}
 }

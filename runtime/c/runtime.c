@@ -499,7 +499,8 @@ static tessera_status run_batch(const tsr_model_desc *d, const tessera_tensor *i
     if (!d->inputs[i].batched)
       continue;
     if (inputs[i].rank != d->inputs[i].rank || !inputs[i].shape)
-      return check("input", i, &inputs[i], &d->inputs[i], 0);
+      return fail(TESSERA_SHAPE_MISMATCH, "tessera_run: input %d (%s) has rank %d%s, the model's is %d (its leading dimension the batch %s)", i,
+                  d->inputs[i].name, inputs[i].rank, inputs[i].shape ? "" : " and no shape", d->inputs[i].rank, d->batch_name);
     int64_t n = inputs[i].shape[0];
     if (n < d->batch_lo || n > d->batch_hi)
       return fail(TESSERA_SHAPE_MISMATCH, "tessera_run: input %d (%s) has batch %s=%lld, outside the range %lld..%lld the model was built for",
