@@ -103,7 +103,9 @@ for n in $batches; do
 		--output "$dir/ort.out" >/dev/null 2>"$dir/err" || { cat "$dir/err" >&2; die "onnxruntime failed at $input=$shape"; }
 	for c in range shape; do
 		[ "$c" = range ] || [ -n "${shape_db[$n]:-}" ] || continue
-		ran=$("$tune" run "$dir/$c" --input "$input=$dir/in.bin" --threads "$threads" -o "$dir/out-$c" --format raw) || die "tune run $c at $n failed"
+		build=$dir/shape
+		[ "$c" = shape ] || build=$work/range
+		ran=$("$tune" run "$build" --input "$input=$dir/in.bin" --threads "$threads" -o "$dir/out-$c" --format raw) || die "tune run $c at $n failed"
 		tfile=$(sed -n 's/^output .* → \(.*\)$/\1/p' <<<"$ran" | head -1)
 		printf 'batch.sh: N=%s: %s build vs onnxruntime: ' "$n" "$c" >&2
 		node "$ort_dir/compare.mjs" "$tfile" "$dir/ort.out" 1e-3 1e-4 >&2 || die "N=$n: the $c build's output differs from onnxruntime's"
