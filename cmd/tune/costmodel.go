@@ -146,6 +146,11 @@ func (c *costModelFlags) load(stdout io.Writer) (*costmodel.Dataset, error) {
 	if len(c.models) == 0 {
 		return nil, errors.New("name the models whose tasks the records measured with --model (records keep workload keys, not the DAGs)")
 	}
+	if len(c.mf.ranges) > 0 {
+		// A range tuning's records are those of the model at batch 1:
+		// bind it there (--input NAME=1,...) to read them.
+		return nil, fmt.Errorf("--range %s: tune costmodel reads models of static shapes; bind the batch to 1 with --input to read the records of a tuning over a range", c.mf.ranges)
+	}
 	dags, err := tuning.TaskDAGs(c.models, c.mf.loadOptions(), partition.Options{Alternatives: c.mf.winograd})
 	if err != nil {
 		return nil, err

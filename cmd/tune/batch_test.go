@@ -1,0 +1,67 @@
+package main
+
+import (
+	"encoding/binary"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tessera/build"
+)
+
+// TestTuneBuildOverBatch: tune --range tunes the tiny model at batch 1,
+// tune build --range builds it over batch=1..5 from those records, tune
+// run takes an input of 3 samples and writes the output of 3, tune bench
+// runs at --batch 2, and a batch outside the range or a --range on tune
+// costmodel is an error that says why. (A GPU target refuses a batch
+// build in build.Generate; no target for it is made here without a GPU.)
+func TestTuneBuildOverBatch(t *testing.T) {
+	dyn := dynamicTiny(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "t.db")
+	var stderr strings.Builder
+	if st := run([]string{dyn, "--range", "batch=1..5", "--db", db, "--trials", "16", "--per-round", "8", "--population", testPopulation, "--threads", "1"}, new(strings.Builder), &stderr); st != 0 {
+		t.Fatalf("tune --range: status %d\n%s", st, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "over batch=1..5 one sample at a time") {
+		t.Errorf("tune --range says nothing of the batch:\n%s", stderr.String())
+	}
+	out := filepath.Join(dir, "build")
+	built := tuneCmd(t, "build", dyn, "--range", "batch=1..5", "--db", db, "--threads", "1", "-o", out)
+	m, err := build.ReadManifest(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Batch == nil || m.Batch.Hi != 5 || m.Coverage.TunedTasks == 0 {
+		t.Fatalf("manifest: batch %+v, %d of %d tasks tuned\n%s", m.Batch, m.Coverage.TunedTasks, m.Coverage.Tasks, built)
+	}
+	in := make([]byte, 4*3*3*16*16)
+	for i := range len(in) / 4 {
+		binary.LittleEndian.PutUint32(in[4*i:], math.Float32bits(float32(i%7)/7))
+	}
+	inFile := filepath.Join(dir, "in.bin")
+	if err := os.WriteFile(inFile, in, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ran := tuneCmd(t, "run", out, "--input", inFile, "-o", filepath.Join(dir, "out"), "--threads", "1")
+	if !strings.Contains(ran, "output[3,10]") {
+		t.Errorf("tune run on 3 samples:\n%s", ran)
+	}
+	if b := tuneCmd(t, "bench", out, "--batch", "2", "--repeat", "2", "--threads", "1"); !strings.Contains(b, "median ms = ") {
+		t.Errorf("tune bench --batch 2:\n%s", b)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", out, "--batch", "6", "--repeat", "1"}, "batch batch=6 is outside the range 1..5"},
+		{[]string{"costmodel", "train", "--model", dyn, "--range", "batch=1..5", "--db", db, "-o", filepath.Join(dir, "m.txt")}, "tune costmodel reads models of static shapes"},
+	} {
+		var stdout, stderr strings.Builder
+		if st := run(c.args, &stdout, &stderr); st == 0 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("tune %s: status %d, %s, want an error saying %q", strings.Join(c.args, " "), st, stderr.String(), c.want)
+		}
+	}
+}
