@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,12 +44,8 @@ func batchModel(t *testing.T) string {
 		Attrs: map[string]graph.Attr{"transB": {Kind: graph.AttrInt, I: 1}}})
 	g.AddNode(&graph.Node{Name: "sm", OpType: "Softmax", Inputs: []string{"l"}, Outputs: []string{"prob"}, Attrs: map[string]graph.Attr{"axis": {Kind: graph.AttrInt, I: 1}}})
 	g.Outputs = []string{"prob", "z1"}
-	data, err := onnx.Encode(g)
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "batch.onnx")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	if err := onnx.EncodeFile(path, g); err != nil {
 		t.Fatal(err)
 	}
 	return path

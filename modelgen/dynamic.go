@@ -18,7 +18,7 @@ func ResNet18Dynamic(seed uint64) (*graph.Graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	return dynamic(g, map[string]map[int]string{"input": {0: "N"}})
+	return Dynamic(g, map[string]map[int]string{"input": {0: "N"}})
 }
 
 // BERTEncoderDynamic is the catalog's BERT encoder (BERTEncoderSmall) on
@@ -30,15 +30,15 @@ func BERTEncoderDynamic(seed uint64) (*graph.Graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	return dynamic(g, map[string]map[int]string{"input_ids": {0: "B", 1: "S"}, "attention_mask": {0: "B", 1: "S"}})
+	return Dynamic(g, map[string]map[int]string{"input_ids": {0: "B", 1: "S"}, "attention_mask": {0: "B", 1: "S"}})
 }
 
-// dynamic makes the named dimensions of g's inputs dynamic (dims: input →
+// Dynamic makes the named dimensions of g's inputs dynamic (dims: input →
 // axis → symbol) and forgets the shapes of every other value but the
 // constants (inferred at the static shape the model was built for), then
 // checks that the graph binds and infers shapes at other values of the
-// symbols.
-func dynamic(g *graph.Graph, dims map[string]map[int]string) (*graph.Graph, error) {
+// symbols. It changes and returns g.
+func Dynamic(g *graph.Graph, dims map[string]map[int]string) (*graph.Graph, error) {
 	for in, axes := range dims {
 		v := g.Values[in]
 		if v == nil || !g.IsInput(in) {

@@ -12,6 +12,7 @@ import (
 	"tessera/build"
 	"tessera/graph/onnx"
 	"tessera/measure"
+	"tessera/modelgen"
 	"tessera/partition"
 	"tessera/runtime"
 	"tessera/target"
@@ -107,23 +108,15 @@ print(status(lambda: model.run({inp.name: x})))
 // input [N, 3, 16, 16]).
 func buildTinyBatch(t *testing.T) string {
 	t.Helper()
-	g, err := onnx.DecodeFile("../testdata/tiny.onnx")
-	if err != nil {
-		t.Fatal(err)
+	g, err := modelgen.Tiny(modelgen.DefaultSeed)
+	if err == nil {
+		g, err = modelgen.Dynamic(g, map[string]map[int]string{"input": {0: "N"}})
 	}
-	in := g.Values[g.Inputs[0]]
-	in.Shape[0], in.DimParams = -1, []string{"N", "", "", ""}
-	for name, v := range g.Values {
-		if v.Const == nil && !g.IsInput(name) {
-			v.Shape = nil
-		}
-	}
-	data, err := onnx.Encode(g)
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "tiny_batch.onnx")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	if err := onnx.EncodeFile(path, g); err != nil {
 		t.Fatal(err)
 	}
 	_, bp, err := tuning.LoadBatch(path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 4}}, partition.Options{})

@@ -1,7 +1,6 @@
 package tuning
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -30,12 +29,8 @@ func dynamicModel(t *testing.T, named bool) string {
 	g.AddNode(&graph.Node{Name: "mm", OpType: "MatMul", Inputs: []string{"x", "w"}, Outputs: []string{"m"}})
 	g.AddNode(&graph.Node{Name: "relu", OpType: "Relu", Inputs: []string{"m"}, Outputs: []string{"y"}})
 	g.Outputs = []string{"y"}
-	data, err := onnx.Encode(g)
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "dyn.onnx")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	if err := onnx.EncodeFile(path, g); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -102,12 +97,8 @@ func batchModel(t *testing.T, op string, attrs map[string]graph.Attr) string {
 	x.DimParams = []string{"N", ""}
 	g.AddNode(&graph.Node{Name: "n", OpType: op, Inputs: []string{"x"}, Outputs: []string{"y"}, Attrs: attrs})
 	g.Outputs = []string{"y"}
-	data, err := onnx.Encode(g)
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), op+".onnx")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	if err := onnx.EncodeFile(path, g); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -28,20 +28,11 @@ func dynamicTiny(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := g.Values["input"]
-	in.Shape[0], in.DimParams = -1, []string{"batch", "", "", ""}
-	for name, v := range g.Values {
-		if v.Const == nil && name != "input" {
-			v.Shape, v.DType = nil, graph.Undefined
-		}
-	}
-	g.Values["output"].DType = graph.Float32
-	data, err := onnx.Encode(g)
-	if err != nil {
+	if g, err = modelgen.Dynamic(g, map[string]map[int]string{"input": {0: "batch"}}); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "dyn.onnx")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	if err := onnx.EncodeFile(path, g); err != nil {
 		t.Fatal(err)
 	}
 	return path

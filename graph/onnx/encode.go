@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"os"
 	"sort"
 
 	"google.golang.org/protobuf/proto"
@@ -24,6 +25,15 @@ func Encode(g *graph.Graph) ([]byte, error) {
 		return nil, err
 	}
 	return proto.MarshalOptions{Deterministic: true}.Marshal(m)
+}
+
+// EncodeFile writes g to path as an ONNX model file (Encode).
+func EncodeFile(path string, g *graph.Graph) error {
+	data, err := Encode(g)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
 }
 
 // ToProto converts g to a ModelProto.
