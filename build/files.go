@@ -81,7 +81,7 @@ func (m *Model) RunFiles(ctx context.Context, r FileRun) ([]WrittenOutput, error
 	}
 	var written []WrittenOutput
 	var bad []string
-	for i, t := range at(man.Outputs, batch) {
+	for i, t := range atBatch(man.Outputs, batch) {
 		if err := WriteTensor(paths[i], t, outs[i]); err != nil {
 			return written, err
 		}

@@ -103,7 +103,20 @@ func (m *Model) WriteBench(ctx context.Context, w io.Writer, warmup, repeat int,
 		return err
 	}
 	if profile {
-		m.Manifest.WriteProfile(w, steps, times)
+		// A step of a model built over a batch runs once per sample: its
+		// time per sample is what its record measured.
+		runs := times
+		if batch, _ := m.benchBatch(opts); batch > 1 {
+			fmt.Fprintf(w, "per sample (batch %s=%d):\n", m.Manifest.Batch.Name, batch)
+			runs = make([]float64, len(times))
+			for i, t := range times {
+				runs[i] = t / float64(batch)
+			}
+			for i := range steps {
+				steps[i] /= float64(batch)
+			}
+		}
+		m.Manifest.WriteProfile(w, steps, runs)
 	}
 	r := measure.Result{Costs: times}
 	_, err = fmt.Fprintf(w, "min ms = %.3f\nmedian ms = %.3f\n", r.Min()*1e3, r.Median()*1e3)

@@ -110,7 +110,7 @@ func (m *Model) Run(ctx context.Context, inputs [][]float32, opts RunOptions) ([
 	if err != nil {
 		return nil, err
 	}
-	in, err := m.typed(at(m.Manifest.Inputs, batch), inputs)
+	in, err := m.typed(atBatch(m.Manifest.Inputs, batch), inputs)
 	if err != nil {
 		return nil, err
 	}
@@ -146,20 +146,12 @@ func (m *Model) bench(ctx context.Context, warmup, repeat int, profile bool, opt
 	if warmup < 0 || repeat < 1 {
 		return nil, nil, fmt.Errorf("build: bench: %d warm-up runs and %d repetitions (want ≥ 0 and ≥ 1)", warmup, repeat)
 	}
-	batch := 1
-	if b := m.Manifest.Batch; b != nil {
-		batch = b.Hi
-		if opts.Batch != 0 {
-			batch = opts.Batch
-		}
-		if batch < b.Lo || batch > b.Hi {
-			return nil, nil, fmt.Errorf("%s: batch %s=%d is outside the range %d..%d the model was built for", m.Dir, b.Name, batch, b.Lo, b.Hi)
-		}
-	} else if opts.Batch > 1 {
-		return nil, nil, fmt.Errorf("%s: a batch of %d: the model was built for its static shapes (tune build --range builds it over a batch)", m.Dir, opts.Batch)
+	batch, err := m.benchBatch(opts)
+	if err != nil {
+		return nil, nil, err
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	ins := at(m.Manifest.Inputs, batch)
+	ins := atBatch(m.Manifest.Inputs, batch)
 	inputs := make([][]float32, len(ins))
 	for i, t := range ins {
 		inputs[i] = make([]float32, t.Elems())
@@ -222,6 +214,26 @@ func (m *Model) bench(ctx context.Context, warmup, repeat int, profile bool, opt
 		}
 	}
 	return times, steps, nil
+}
+
+// benchBatch returns the batch Bench runs at: opts.Batch, or the range's
+// largest (1 for a model of static shapes).
+func (m *Model) benchBatch(opts RunOptions) (int, error) {
+	b := m.Manifest.Batch
+	if b == nil {
+		if opts.Batch > 1 {
+			return 0, fmt.Errorf("%s: a batch of %d: the model was built for its static shapes (tune build --range builds it over a batch)", m.Dir, opts.Batch)
+		}
+		return 1, nil
+	}
+	batch := b.Hi
+	if opts.Batch != 0 {
+		batch = opts.Batch
+	}
+	if batch < b.Lo || batch > b.Hi {
+		return 0, fmt.Errorf("%s: batch %s=%d is outside the range %d..%d the model was built for", m.Dir, b.Name, batch, b.Lo, b.Hi)
+	}
+	return batch, nil
 }
 
 // Footprint returns the bytes a run of the model takes at least: its
@@ -442,7 +454,7 @@ func (m *Model) checkInputs(inputs [][]float32) (int, error) {
 			break
 		}
 	}
-	for i, t := range at(m.Manifest.Inputs, batch) {
+	for i, t := range atBatch(m.Manifest.Inputs, batch) {
 		if len(inputs[i]) != t.Elems() {
 			return 0, fmt.Errorf("input %s: %d values, its shape takes %d", t, len(inputs[i]), t.Elems())
 		}
@@ -450,8 +462,8 @@ func (m *Model) checkInputs(inputs [][]float32) (int, error) {
 	return batch, nil
 }
 
-// at returns the tensors' descriptions in a run at this batch.
-func at(ts []TensorInfo, batch int) []TensorInfo {
+// atBatch returns the tensors' descriptions in a run at this batch.
+func atBatch(ts []TensorInfo, batch int) []TensorInfo {
 	out := make([]TensorInfo, len(ts))
 	for i, t := range ts {
 		out[i] = t.At(batch)
