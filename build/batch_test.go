@@ -11,6 +11,7 @@ import (
 
 	"tessera/graph"
 	"tessera/graph/onnx"
+	"tessera/modelgen"
 	"tessera/partition"
 	tsrt "tessera/runtime"
 	"tessera/tuning"
@@ -163,5 +164,66 @@ func TestBatchBuild(t *testing.T) {
 	x2 := tsrt.NewTensor([]int64{2, 3, 10, 10}, make([]float32, 2*300))
 	if err := rt.RunInto(context.Background(), []tsrt.Tensor{x2}, outs); !errors.As(err, &e) || e.Status != tsrt.ShapeMismatch {
 		t.Errorf("outputs at N=8, inputs at N=2: %v", err)
+	}
+}
+
+// TestBatchBuildBERT builds a BERT encoder (int64 token ids and mask, the
+// attention per sample) over B=1..4 at a sequence of 16 and checks its
+// output against the reference evaluator at batches 1 and 3.
+func TestBatchBuildBERT(t *testing.T) {
+	c := modelgen.BERTEncoderConfig{BERTConfig: modelgen.BERTConfig{Name: "bert_batch", Seq: 16, Hidden: 64, Heads: 4, FFN: 128, Opset: 17}, Layers: 1, Vocab: 100, MaxPositions: 32}
+	g, err := modelgen.BERTEncoder(c, modelgen.DefaultSeed)
+	if err == nil {
+		g, err = modelgen.Dynamic(g, map[string]map[int]string{"input_ids": {0: "B"}, "attention_mask": {0: "B"}})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "bert_batch.onnx")
+	if err := onnx.EncodeFile(path, g); err != nil {
+		t.Fatal(err)
+	}
+	_, bp, err := tuning.LoadBatch(path, onnx.LoadOptions{}, map[string][2]int{"B": {1, 4}}, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	m, err := Build(context.Background(), bp.One.Graph, bp.One.Plan, dir, Options{Target: testTarget(recordsKey, nil), Batch: bp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	rng := rand.New(rand.NewPCG(7, 7))
+	for _, n := range []int{1, 3} {
+		ids, mask := make([]float32, n*16), make([]float32, n*16)
+		for i := range ids {
+			ids[i] = float32(rng.IntN(c.Vocab))
+			mask[i] = float32(min(1, i%16/3)) // the first tokens of each sample masked out
+		}
+		inputs := [][]float32{ids, mask}
+		if m.Inputs[0].Name != "input_ids" {
+			inputs[0], inputs[1] = mask, ids
+		}
+		got, err := model.Run(context.Background(), inputs, RunOptions{Threads: 2})
+		if err != nil {
+			t.Fatalf("B=%d: %v", n, err)
+		}
+		l, err := onnx.Load(path, onnx.LoadOptions{Inputs: map[string][]int{"input_ids": {n, 16}, "attention_mask": {n, 16}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Reference(l.Graph, inputs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, o := range m.Outputs {
+			if ok, msg := compareOutputs(got[i], want[i]); !ok || len(got[i]) != n*16*64 {
+				t.Errorf("B=%d: output %s (%d values): %s", n, o.Name, len(got[i]), msg)
+			}
+		}
 	}
 }
