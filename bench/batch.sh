@@ -3,10 +3,11 @@
 # against builds tuned for single batches, at batches of the range:
 #
 #	bench/batch.sh --model FILE --range N=lo..hi --db FILE --batches "3 5 8"
-#	               [--shape-db N=FILE]... [--threads T] [--rounds K] [--repeat R]
+#	               [--shape-db N=FILE]... [--threads T] [--tuned-threads T] [--rounds K] [--repeat R]
 #
 # It builds the model once over the range (tune build --range, the records
-# of --db: tuned at batch 1 by tune --range), and for each --shape-db n=DB
+# of --db: tuned at batch 1 by tune --range, the records measured with
+# --tuned-threads, default --threads), and for each --shape-db n=DB
 # the model bound to batch n (tune build --input, the records of DB: a
 # tuning of that batch alone). At each batch of --batches it writes random
 # inputs (fixed seed), checks that every build and onnxruntime compute the
@@ -26,11 +27,11 @@ set -euo pipefail
 here=$PWD
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-model="" range="" db="" batches="" threads=1 rounds=3 repeat=""
+model="" range="" db="" batches="" threads=1 tuned="" rounds=3 repeat=""
 declare -A shape_db
 given() { if [[ $1 == /* ]]; then echo "$1"; else echo "$here/$1"; fi; }
 usage() {
-	echo 'usage: bench/batch.sh --model FILE --range N=lo..hi --db FILE --batches "n ..." [--shape-db n=FILE]... [--threads T] [--rounds K] [--repeat R]' >&2
+	echo 'usage: bench/batch.sh --model FILE --range N=lo..hi --db FILE --batches "n ..." [--shape-db n=FILE]... [--threads T] [--tuned-threads T] [--rounds K] [--repeat R]' >&2
 	exit 2
 }
 while [ $# -gt 0 ]; do
@@ -42,6 +43,7 @@ while [ $# -gt 0 ]; do
 	--batches) batches=$2 ;;
 	--shape-db) shape_db[${2%%=*}]=$(given "${2#*=}") ;;
 	--threads) threads=$2 ;;
+	--tuned-threads) tuned=$2 ;;
 	--rounds) rounds=$2 ;;
 	--repeat) repeat=$2 ;;
 	*) usage ;;
@@ -49,7 +51,8 @@ while [ $# -gt 0 ]; do
 	shift 2
 done
 [ -n "$model" ] && [ -n "$range" ] && [ -n "$db" ] && [ -n "$batches" ] || usage
-[[ $rounds =~ ^[1-9][0-9]*$ ]] && [[ $threads =~ ^[1-9][0-9]*$ ]] || usage
+tuned=${tuned:-$threads}
+[[ $rounds =~ ^[1-9][0-9]*$ ]] && [[ $threads =~ ^[1-9][0-9]*$ ]] && [[ $tuned =~ ^[1-9][0-9]*$ ]] || usage
 [ -z "$repeat" ] || [[ $repeat =~ ^[1-9][0-9]*$ ]] || usage
 note() { echo "batch.sh: $*" >&2; }
 die() {
@@ -68,7 +71,7 @@ go build -o "$work/tune" ./cmd/tune
 tune=$work/tune
 "$tune" machine --peak | grep -E '^(cpu|peak)' || die "tune machine failed"
 
-"$tune" build "$model" --range "$range" --db "$db" --threads "$threads" -o "$work/range" >"$work/build.log" 2>&1 ||
+"$tune" build "$model" --range "$range" --db "$db" --threads "$tuned" -o "$work/range" >"$work/build.log" 2>&1 ||
 	{ cat "$work/build.log" >&2; die "tune build --range $range failed"; }
 grep -E '^(built|tuned tasks|tuned FLOPs|arena peak) ' "$work/build.log" | sed 's/^/batch.sh: range build: /' >&2 || true
 # The batched input: "name d1,d2,..." (its dimensions after the batch).
@@ -94,7 +97,7 @@ for n in $batches; do
 	shape="$n,$rest"
 	contenders=(range)
 	if [ -n "${shape_db[$n]:-}" ]; then
-		"$tune" build "$model" --input "$input=$shape" --db "${shape_db[$n]}" --threads "$threads" -o "$dir/shape" >"$dir/build.log" 2>&1 ||
+		"$tune" build "$model" --input "$input=$shape" --db "${shape_db[$n]}" --threads "$tuned" -o "$dir/shape" >"$dir/build.log" 2>&1 ||
 			{ cat "$dir/build.log" >&2; die "tune build --input $input=$shape failed"; }
 		contenders+=(shape)
 	fi
