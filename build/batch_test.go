@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,9 +12,11 @@ import (
 
 	"tessera/graph"
 	"tessera/graph/onnx"
+	"tessera/measure"
 	"tessera/modelgen"
 	"tessera/partition"
 	tsrt "tessera/runtime"
+	"tessera/target"
 	"tessera/tuning"
 )
 
@@ -225,5 +228,59 @@ func TestBatchBuildBERT(t *testing.T) {
 				t.Errorf("B=%d: output %s (%d values): %s", n, o.Name, len(got[i]), msg)
 			}
 		}
+	}
+}
+
+// TestBatchRefusals: a GPU target refuses a build over a batch (the
+// executor's per-sample loop is the CPU's), and a run whose batched
+// inputs disagree on the batch is refused by the library.
+func TestBatchRefusals(t *testing.T) {
+	path := batchModel(t)
+	_, bp, err := tuning.LoadBatch(path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 4}}, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := target.OpenCL(context.Background(), target.GPUConfig{Host: &measure.Builder{Timeout: LibraryTimeout}})
+	switch {
+	case errors.Is(err, measure.ErrNoDevice) && os.Getenv("TESSERA_REQUIRE_GPU_TOOLS") == "":
+		t.Logf("no OpenCL device: the GPU refusal is not checked: %v", err)
+	case err != nil:
+		t.Fatal(err)
+	default:
+		defer tg.Close()
+		if _, err := Generate(bp.One.Graph, bp.One.Plan, Options{Target: tg, Batch: bp}); err == nil || !strings.Contains(err.Error(), "built for the CPU only") {
+			t.Errorf("OpenCL build over a batch: %v", err)
+		}
+	}
+
+	// Two batched inputs of different batches.
+	c := modelgen.BERTEncoderConfig{BERTConfig: modelgen.BERTConfig{Name: "bert_batch", Seq: 8, Hidden: 32, Heads: 2, FFN: 64, Opset: 17}, Layers: 1, Vocab: 50, MaxPositions: 16}
+	g, err := modelgen.BERTEncoder(c, modelgen.DefaultSeed)
+	if err == nil {
+		g, err = modelgen.Dynamic(g, map[string]map[int]string{"input_ids": {0: "B"}, "attention_mask": {0: "B"}})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(t.TempDir(), "bert.onnx")
+	if err := onnx.EncodeFile(path, g); err != nil {
+		t.Fatal(err)
+	}
+	if _, bp, err = tuning.LoadBatch(path, onnx.LoadOptions{}, map[string][2]int{"B": {1, 4}}, partition.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := Build(context.Background(), bp.One.Graph, bp.One.Plan, dir, Options{Target: testTarget(recordsKey, nil), Batch: bp}); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := tsrt.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ids := tsrt.NewTensor([]int64{2, 8}, make([]int64, 16))
+	mask := tsrt.NewTensor([]int64{3, 8}, make([]int64, 24))
+	if _, err := rt.Run(context.Background(), []tsrt.Tensor{ids, mask}); err == nil || !strings.Contains(err.Error(), "has shape [3,8], the model's is [2,8]") {
+		t.Errorf("inputs of batches 2 and 3: %v", err)
 	}
 }
