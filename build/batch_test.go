@@ -29,15 +29,7 @@ func batchModel(t *testing.T) string {
 	g := graph.New("batch", 17)
 	x := g.AddInput("x", graph.Float32, []int{-1, 3, 10, 10})
 	x.DimParams = []string{"N", "", "", ""}
-	rng := rand.New(rand.NewPCG(5, 5))
-	weight := func(name string, shape ...int) string {
-		data := make([]float32, graph.NumElems(shape))
-		for i := range data {
-			data[i] = float32(rng.Float64()-0.5) / 4
-		}
-		g.AddConst(name, graph.Float32Tensor(shape, data))
-		return name
-	}
+	weight := weights(g, 5, 1.0/8)
 	pads := map[string]graph.Attr{"pads": {Kind: graph.AttrInts, Ints: []int64{1, 1, 1, 1}}}
 	g.AddNode(&graph.Node{Name: "c1", OpType: "Conv", Inputs: []string{"x", weight("w1", 16, 3, 3, 3), weight("b1", 16)}, Outputs: []string{"y1"}, Attrs: pads})
 	g.AddNode(&graph.Node{Name: "r1", OpType: "Relu", Inputs: []string{"y1"}, Outputs: []string{"z1"}})
@@ -170,11 +162,10 @@ func TestBatchBuild(t *testing.T) {
 	}
 }
 
-// TestBatchBuildBERT builds a BERT encoder (int64 token ids and mask, the
-// attention per sample) over B=1..4 at a sequence of 16 and checks its
-// output against the reference evaluator at batches 1 and 3.
-func TestBatchBuildBERT(t *testing.T) {
-	c := modelgen.BERTEncoderConfig{BERTConfig: modelgen.BERTConfig{Name: "bert_batch", Seq: 16, Hidden: 64, Heads: 4, FFN: 128, Opset: 17}, Layers: 1, Vocab: 100, MaxPositions: 32}
+// bertBatch writes the BERT encoder c with a dynamic batch B (its token
+// ids and mask [B, Seq]) and loads it over B=1..4.
+func bertBatch(t *testing.T, c modelgen.BERTEncoderConfig) (string, *partition.BatchPlan) {
+	t.Helper()
 	g, err := modelgen.BERTEncoder(c, modelgen.DefaultSeed)
 	if err == nil {
 		g, err = modelgen.Dynamic(g, map[string]map[int]string{"input_ids": {0: "B"}, "attention_mask": {0: "B"}})
@@ -182,7 +173,7 @@ func TestBatchBuildBERT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "bert_batch.onnx")
+	path := filepath.Join(t.TempDir(), c.Name+".onnx")
 	if err := onnx.EncodeFile(path, g); err != nil {
 		t.Fatal(err)
 	}
@@ -190,6 +181,15 @@ func TestBatchBuildBERT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return path, bp
+}
+
+// TestBatchBuildBERT builds a BERT encoder (int64 token ids and mask, the
+// attention per sample) over B=1..4 at a sequence of 16 and checks its
+// output against the reference evaluator at batches 1 and 3.
+func TestBatchBuildBERT(t *testing.T) {
+	c := modelgen.BERTEncoderConfig{BERTConfig: modelgen.BERTConfig{Name: "bert_batch", Seq: 16, Hidden: 64, Heads: 4, FFN: 128, Opset: 17}, Layers: 1, Vocab: 100, MaxPositions: 32}
+	path, bp := bertBatch(t, c)
 	dir := t.TempDir()
 	m, err := Build(context.Background(), bp.One.Graph, bp.One.Plan, dir, Options{Target: testTarget(recordsKey, nil), Batch: bp})
 	if err != nil {
@@ -254,21 +254,7 @@ func TestBatchRefusals(t *testing.T) {
 	}
 
 	// Two batched inputs of different batches.
-	c := modelgen.BERTEncoderConfig{BERTConfig: modelgen.BERTConfig{Name: "bert_batch", Seq: 8, Hidden: 32, Heads: 2, FFN: 64, Opset: 17}, Layers: 1, Vocab: 50, MaxPositions: 16}
-	g, err := modelgen.BERTEncoder(c, modelgen.DefaultSeed)
-	if err == nil {
-		g, err = modelgen.Dynamic(g, map[string]map[int]string{"input_ids": {0: "B"}, "attention_mask": {0: "B"}})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	path = filepath.Join(t.TempDir(), "bert.onnx")
-	if err := onnx.EncodeFile(path, g); err != nil {
-		t.Fatal(err)
-	}
-	if _, bp, err = tuning.LoadBatch(path, onnx.LoadOptions{}, map[string][2]int{"B": {1, 4}}, partition.Options{}); err != nil {
-		t.Fatal(err)
-	}
+	_, bp = bertBatch(t, modelgen.BERTEncoderConfig{BERTConfig: modelgen.BERTConfig{Name: "bert_batch", Seq: 8, Hidden: 32, Heads: 2, FFN: 64, Opset: 17}, Layers: 1, Vocab: 50, MaxPositions: 16})
 	dir := t.TempDir()
 	if _, err := Build(context.Background(), bp.One.Graph, bp.One.Plan, dir, Options{Target: testTarget(recordsKey, nil), Batch: bp}); err != nil {
 		t.Fatal(err)

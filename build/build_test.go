@@ -48,6 +48,20 @@ func prepare(t testing.TB, g *graph.Graph) prepared {
 	return prepared{g, plan}
 }
 
+// weights returns a function that adds to g a constant of the shape given,
+// its values uniform in [-scale, scale) (seeded), and returns its name.
+func weights(g *graph.Graph, seed uint64, scale float64) func(name string, shape ...int) string {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	return func(name string, shape ...int) string {
+		data := make([]float32, graph.NumElems(shape))
+		for i := range data {
+			data[i] = float32((rng.Float64()*2 - 1) * scale)
+		}
+		g.AddConst(name, graph.Float32Tensor(shape, data))
+		return name
+	}
+}
+
 // randomInputs draws every graph input uniformly from [-1, 1).
 func randomInputs(m *Manifest, seed uint64) [][]float32 {
 	rng := rand.New(rand.NewPCG(seed, 7))
@@ -344,15 +358,7 @@ func TestDeterministic(t *testing.T) {
 func TestBuildChoosesAlgorithm(t *testing.T) {
 	g := graph.New("two_convs", 17)
 	g.AddInput("x", graph.Float32, []int{1, 16, 10, 10})
-	rng := rand.New(rand.NewPCG(3, 3))
-	weight := func(name string, shape ...int) string {
-		data := make([]float32, graph.NumElems(shape))
-		for i := range data {
-			data[i] = float32(rng.Float64()-0.5) / 8
-		}
-		g.AddConst(name, graph.Float32Tensor(shape, data))
-		return name
-	}
+	weight := weights(g, 3, 1.0/16)
 	pads := map[string]graph.Attr{"pads": {Kind: graph.AttrInts, Ints: []int64{1, 1, 1, 1}}}
 	g.AddNode(&graph.Node{Name: "c1", OpType: "Conv", Inputs: []string{"x", weight("w1", 16, 16, 3, 3), weight("b1", 16)}, Outputs: []string{"y1"}, Attrs: pads})
 	g.AddNode(&graph.Node{Name: "r1", OpType: "Relu", Inputs: []string{"y1"}, Outputs: []string{"z1"}})

@@ -3,7 +3,6 @@ package build
 import (
 	"bufio"
 	"context"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -44,15 +43,7 @@ func TestHugePages(t *testing.T) {
 	const rows, cols, inner = 1024, 1024, 8
 	g := graph.New("huge", 17)
 	g.AddInput("x", graph.Float32, []int{rows, inner})
-	rng := rand.New(rand.NewPCG(5, 5))
-	weight := func(name string, shape ...int) string {
-		data := make([]float32, graph.NumElems(shape))
-		for i := range data {
-			data[i] = float32(rng.Float64()*2 - 1)
-		}
-		g.AddConst(name, graph.Float32Tensor(shape, data))
-		return name
-	}
+	weight := weights(g, 5, 1)
 	g.AddNode(&graph.Node{Name: "mm1", OpType: "MatMul", Inputs: []string{"x", weight("w1", inner, cols)}, Outputs: []string{"y1"}})
 	g.AddNode(&graph.Node{Name: "bias", OpType: "Add", Inputs: []string{"y1", weight("b1", rows, cols)}, Outputs: []string{"z1"}})
 	g.AddNode(&graph.Node{Name: "relu", OpType: "Relu", Inputs: []string{"z1"}, Outputs: []string{"h"}})
