@@ -41,9 +41,14 @@ type BatchPlan struct {
 // a DAG does, or a group combines samples.
 func Batch(sym Symbol, one, two, three BatchSample) (*BatchPlan, error) {
 	bp := &BatchPlan{Symbol: sym, One: one, Batched: map[string]bool{}}
-	for name, v2 := range two.Graph.Values {
-		v1, v3 := one.Graph.Values[name], three.Graph.Values[name]
-		if v1 == nil || v3 == nil {
+	// In graph order: the first value in error is the one named.
+	names := slices.Clone(two.Graph.Inputs)
+	for _, n := range two.Graph.Nodes {
+		names = append(names, n.Outputs...)
+	}
+	for _, name := range names {
+		v1, v2, v3 := one.Graph.Values[name], two.Graph.Values[name], three.Graph.Values[name]
+		if v1 == nil || v2 == nil || v3 == nil {
 			continue // a value of one preparation only (a folded shape): checked by the groups' DAGs
 		}
 		switch batched, err := leadingBatch(v1.Shape, v2.Shape, v3.Shape); {
@@ -94,6 +99,10 @@ func leadingBatch(s1, s2, s3 []int) (bool, error) {
 	if len(s1) > 0 && len(s1) == len(s2) && len(s2) == len(s3) && s1[0] == 1 && s2[0] == 2 && s3[0] == 3 &&
 		slices.Equal(s1[1:], s2[1:]) && slices.Equal(s2[1:], s3[1:]) {
 		return true, nil
+	}
+	if len(s1) > 0 && len(s1) == len(s2) && len(s2) == len(s3) && s2[0] == 2*s1[0] && s3[0] == 3*s1[0] &&
+		slices.Equal(s1[1:], s2[1:]) && slices.Equal(s2[1:], s3[1:]) {
+		return false, fmt.Errorf("shape %v at batch 1, %v at 2, %v at 3: its leading dimension is %d·N, %d rows a sample (the batch folded with another axis), and only a leading dimension of N is built one sample at a time", s1, s2, s3, s1[0], s1[0])
 	}
 	return false, fmt.Errorf("shape %v at batch 1, %v at 2, %v at 3: only the leading dimension may be the batch", s1, s2, s3)
 }

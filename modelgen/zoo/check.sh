@@ -5,8 +5,12 @@
 #
 # With --dynamic it checks the exports with a dynamic batch instead
 # (export.py --dynamic, NAME_dynamic.onnx): `tune inspect --range N=1..16`
-# must derive each one's tasks over the range; the last line is "N of M
-# models give their tasks over N=1..16".
+# must derive each one's tasks over the range ("N of M models give their
+# tasks over N=1..16"), and those whose groups compute each sample apart
+# are built over the range (tune build --range, default schedules) and run
+# on PyTorch's input of batch 3 (NAME_dynamic.input.npy), their output
+# compared with PyTorch's; the last line is "N of M models build over
+# N=1..16 one sample at a time and match PyTorch at N=3".
 #
 # usage: modelgen/zoo/check.sh [--dynamic] [-o DIR] [NAME ...]   (DIR: models/zoo)
 set -u
@@ -36,16 +40,32 @@ exported() {
 	python3 modelgen/zoo/export.py -o "$dir" ${3:+"$3"} "$2" 2>&1 | grep -v Warning || { echo "$2: export failed"; return 1; }
 }
 if [ $dynamic = 1 ]; then
+	batched=0
 	for m in "${names[@]}"; do
-		exported "$dir/${m}_dynamic.onnx" "$m" --dynamic || continue
-		if out=$("$dir/.tune" inspect "$dir/${m}_dynamic.onnx" --range N=1..16 2>&1); then
-			ok=$((ok + 1))
-			echo "$m: $(echo "$out" | tail -1)"
-		else
+		base=$dir/${m}_dynamic
+		[ -f "$base.input.npy" ] || rm -f "$base.onnx" # exported before the check inputs were
+		exported "$base.onnx" "$m" --dynamic || continue
+		if ! out=$("$dir/.tune" inspect "$base.onnx" --range N=1..16 2>&1); then
 			echo "$m: no plan over N=1..16: $(echo "$out" | tail -1)"
+			continue
+		fi
+		ok=$((ok + 1))
+		verdict=$(echo "$out" | tail -1)
+		echo "$m: $verdict"
+		case $verdict in *": yes,"*) ;; *) continue ;; esac
+		# Built over the batch (default schedules) and run on PyTorch's
+		# input of batch 3.
+		if ! "$dir/.tune" build --no-records --range N=1..16 -o "$dir/build/${m}_dynamic" "$base.onnx" >"$base.build.log" 2>&1; then
+			echo "$m: build over N=1..16 failed: $(grep -v '^warning' "$base.build.log" | tail -1)"
+		elif out=$("$dir/.tune" run "$dir/build/${m}_dynamic" --input input="$base.input.npy" --reference output="$base.output.npy" -o "$dir/build/${m}_dynamic-out" 2>&1); then
+			batched=$((batched + 1))
+			echo "$m: built over N=1..16, matches PyTorch at N=3 ($(echo "$out" | grep -o 'max abs error = [^,]*'))"
+		else
+			echo "$m: built over N=1..16, differs at N=3: $(echo "$out" | tail -1)"
 		fi
 	done
 	echo "$ok of ${#names[@]} models give their tasks over N=1..16"
+	echo "$batched of ${#names[@]} models build over N=1..16 one sample at a time and match PyTorch at N=3"
 	exit 0
 fi
 for m in "${names[@]}"; do

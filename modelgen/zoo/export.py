@@ -93,7 +93,9 @@ def latency(model, x, threads):
 def export_dynamic(name, out, opset, seed):
     """DIR/NAME_dynamic.onnx: the same model exported with a dynamic batch
     (dynamic_axes: the input's and output's axis 0 named N), as users export
-    one model for every batch size; `tune inspect --range N=lo..hi` reads it."""
+    one model for every batch size; `tune inspect --range N=lo..hi` reads it.
+    With it NAME_dynamic.input.npy, a batch of 3, and NAME_dynamic.output.npy,
+    PyTorch's output for it."""
     build, shape = MODELS[name]
     torch.manual_seed(seed)
     model = randomize(build(), seed).eval()
@@ -106,6 +108,17 @@ def export_dynamic(name, out, opset, seed):
     path = os.path.join(out, name + "_dynamic.onnx")
     torch.onnx.export(model, x, path, opset_version=opset, input_names=["input"], output_names=["output"],
                       do_constant_folding=True, dynamic_axes={"input": {0: "N"}, "output": {0: "N"}})
+    # An input of batch 3 (neither the traced batch nor 1) and PyTorch's
+    # output for it: what a build over the batch is checked with.
+    shape3 = (3,) + tuple(shape[1:])
+    if name == "text_encoder":
+        x3 = torch.randint(0, 8000, shape3, generator=g)
+    else:
+        x3 = torch.rand(shape3, generator=g) * 2 - 1
+    with torch.no_grad():
+        y3 = model(x3)
+    np.save(os.path.join(out, name + "_dynamic.input.npy"), x3.numpy())
+    np.save(os.path.join(out, name + "_dynamic.output.npy"), y3.numpy().astype(np.float32))
     print(f"{path}: input [N, {', '.join(map(str, shape[1:]))}]", flush=True)
 
 
