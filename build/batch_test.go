@@ -270,3 +270,72 @@ func TestBatchRefusals(t *testing.T) {
 		t.Errorf("inputs of batches 2 and 3: %v", err)
 	}
 }
+
+// TestBatchBuildFolded builds a model whose Gemm runs on the batch folded
+// with the tokens ([N, 4, 6] reshaped to [4·N, 6], back to [N, 4, 5]: a
+// sample is 4 rows there) over N=1..5, and checks it at batches 1, 2 and
+// 5; a model whose output keeps the folded rows is refused.
+func TestBatchBuildFolded(t *testing.T) {
+	model := func(unfold bool) string {
+		g := graph.New("folded", 17)
+		g.AddInput("x", graph.Float32, []int{-1, 4, 6}).DimParams = []string{"N", "", ""}
+		weight := weights(g, 9, 0.5)
+		g.AddConst("flat", &graph.Tensor{DType: graph.Int64, Shape: []int{2}, I64: []int64{-1, 6}})
+		g.AddConst("back", &graph.Tensor{DType: graph.Int64, Shape: []int{3}, I64: []int64{-1, 4, 5}})
+		g.AddNode(&graph.Node{Name: "r1", OpType: "Reshape", Inputs: []string{"x", "flat"}, Outputs: []string{"f"}})
+		g.AddNode(&graph.Node{Name: "fc", OpType: "Gemm", Inputs: []string{"f", weight("w", 6, 5), weight("b", 5)}, Outputs: []string{"h"}})
+		g.AddNode(&graph.Node{Name: "relu", OpType: "Relu", Inputs: []string{"h"}, Outputs: []string{"z"}})
+		g.Outputs = []string{"z"}
+		if unfold {
+			g.AddNode(&graph.Node{Name: "r2", OpType: "Reshape", Inputs: []string{"z", "back"}, Outputs: []string{"y"}})
+			g.Outputs = []string{"y"}
+		}
+		path := filepath.Join(t.TempDir(), "folded.onnx")
+		if err := onnx.EncodeFile(path, g); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	if _, _, err := tuning.LoadBatch(model(false), onnx.LoadOptions{}, map[string][2]int{"N": {1, 5}}, partition.Options{}); err == nil || !strings.Contains(err.Error(), "value z, a model input or output: shape [4 5] at batch 1, [8 5] at 2: its leading dimension is 4·N") {
+		t.Errorf("an output of folded rows: %v", err)
+	}
+	path := model(true)
+	_, bp, err := tuning.LoadBatch(path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 5}}, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bp.Batched["h"] {
+		t.Fatalf("the folded [4·N, 5] is not batched: %v", bp.Batched)
+	}
+	dir := t.TempDir()
+	if _, err := Build(context.Background(), bp.One.Graph, bp.One.Plan, dir, Options{Target: testTarget(recordsKey, nil), Batch: bp}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	rng := rand.New(rand.NewPCG(3, 9))
+	for _, n := range []int{1, 2, 5} {
+		in := make([]float32, n*24)
+		for i := range in {
+			in[i] = float32(rng.Float64()*2 - 1)
+		}
+		got, err := m.Run(context.Background(), [][]float32{in}, RunOptions{Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := onnx.Load(path, onnx.LoadOptions{Inputs: map[string][]int{"x": {n, 4, 6}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Reference(l.Graph, [][]float32{in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, msg := compareOutputs(got[0], want[0]); !ok || len(got[0]) != n*20 {
+			t.Errorf("N=%d (%d values): %s", n, len(got[0]), msg)
+		}
+	}
+}

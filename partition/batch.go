@@ -16,8 +16,9 @@ import (
 // whose tile is one sample). Batch checks that this is exact: at two
 // batches (2 and 3) the groups' DAGs differ only in the leading extent of
 // the batched tensors, and each DAG computes sample i from sample i alone
-// (te.SampleWise); at batch 1 the groups are the same, reading and
-// writing the same values.
+// (te.SampleWise), a sample being one row of a batched tensor's leading
+// dimension or several (a reshape that folds windows or tokens into it);
+// at batch 1 the groups are the same, reading and writing the same values.
 
 // BatchSample is a model prepared at one value of its batch.
 type BatchSample struct {
@@ -30,8 +31,11 @@ type BatchSample struct {
 type BatchPlan struct {
 	Symbol Symbol
 	One    BatchSample // the model at batch 1: what is tuned and built
-	// Batched holds the values whose leading dimension is the batch (at
-	// batch 1 it is 1, and a run at batch n holds n times their elements).
+	// Batched holds the values whose leading dimension holds the batch: a
+	// run at batch n holds n times their elements at batch 1, sample i
+	// the i-th block. Inside the model a sample may be several rows there
+	// ([64·N, 49, 96]: 64 windows of each image); the model's inputs and
+	// outputs have the batch itself.
 	Batched map[string]bool
 }
 
@@ -54,6 +58,10 @@ func Batch(sym Symbol, one, two, three BatchSample) (*BatchPlan, error) {
 		switch batched, err := leadingBatch(v1.Shape, v2.Shape, v3.Shape); {
 		case err != nil:
 			return nil, fmt.Errorf("value %s: %w", name, err)
+		case batched && v1.Shape[0] != 1 && (slices.Contains(two.Graph.Inputs, name) || slices.Contains(two.Graph.Outputs, name)):
+			// The library's API gives a batched tensor the batch as its
+			// leading dimension; inside the model a sample may be rows.
+			return nil, fmt.Errorf("value %s, a model input or output: shape %v at batch 1, %v at 2: its leading dimension is %d·N, where the batch N is wanted", name, v1.Shape, v2.Shape, v1.Shape[0])
 		case batched:
 			bp.Batched[name] = true
 		}
@@ -96,13 +104,9 @@ func leadingBatch(s1, s2, s3 []int) (bool, error) {
 	if slices.Equal(s1, s2) && slices.Equal(s2, s3) {
 		return false, nil
 	}
-	if len(s1) > 0 && len(s1) == len(s2) && len(s2) == len(s3) && s1[0] == 1 && s2[0] == 2 && s3[0] == 3 &&
-		slices.Equal(s1[1:], s2[1:]) && slices.Equal(s2[1:], s3[1:]) {
-		return true, nil
-	}
 	if len(s1) > 0 && len(s1) == len(s2) && len(s2) == len(s3) && s2[0] == 2*s1[0] && s3[0] == 3*s1[0] &&
 		slices.Equal(s1[1:], s2[1:]) && slices.Equal(s2[1:], s3[1:]) {
-		return false, fmt.Errorf("shape %v at batch 1, %v at 2, %v at 3: its leading dimension is %d·N, %d rows a sample (the batch folded with another axis), and only a leading dimension of N is built one sample at a time", s1, s2, s3, s1[0], s1[0])
+		return true, nil // s1[0] rows a sample: N, or the batch folded with another axis (64·N windows)
 	}
 	return false, fmt.Errorf("shape %v at batch 1, %v at 2, %v at 3: only the leading dimension may be the batch", s1, s2, s3)
 }
@@ -116,7 +120,7 @@ func sampleWise(two, three *te.DAG) error {
 	if len(l2) != len(l3) {
 		return fmt.Errorf("its DAG has %d lines at batch 2 and %d at 3", len(l2), len(l3))
 	}
-	batched := map[*te.Tensor]bool{}
+	rows := map[*te.Tensor]int{} // of a sample, in a batched tensor's leading dimension
 	for i, t := range two.Tensors {
 		d2, rest2, _ := strings.Cut(l2[i], " = ")
 		d3, rest3, _ := strings.Cut(l3[i], " = ")
@@ -126,11 +130,11 @@ func sampleWise(two, three *te.DAG) error {
 		three := three.Tensors[i].Shape
 		switch {
 		case d2 == d3:
-		case len(t.Shape) == len(three) && t.Shape[0] == 2 && three[0] == 3 && slices.Equal(t.Shape[1:], three[1:]):
-			batched[t] = true
+		case len(t.Shape) == len(three) && t.Shape[0]%2 == 0 && three[0] == t.Shape[0]/2*3 && slices.Equal(t.Shape[1:], three[1:]):
+			rows[t] = t.Shape[0] / 2
 		default:
 			return fmt.Errorf("tensor T%d is %v at batch 2 and %v at 3: only the leading dimension may be the batch", i, t.Shape, three)
 		}
 	}
-	return te.SampleWise(two, func(t *te.Tensor) bool { return batched[t] })
+	return te.SampleWise(two, func(t *te.Tensor) int { return rows[t] })
 }

@@ -7,10 +7,11 @@ import (
 	"tessera/tir"
 )
 
-// TestSampleWise: per-sample computations pass; every way of mixing the
-// samples (a reduction over the batch, a read of another sample, the
-// sample index used as a value, a softmax over the batch) is refused,
-// naming the tensor.
+// TestSampleWise: per-sample computations pass, among them windows that
+// fold the batch ([2·N, ...]) and unfold it; every way of mixing the
+// samples (a reduction over the batch, a read of another sample or
+// window, the sample index used as a value, a softmax over the batch) is
+// refused, naming the tensor.
 func TestSampleWise(t *testing.T) {
 	const n = 5 // the batch; no other extent below is 5
 	x := func() *Tensor { return Placeholder("x", n, 3, 8, 8) }
@@ -45,6 +46,32 @@ func TestSampleWise(t *testing.T) {
 				return tir.SelectE(tir.Cmp(tir.EQ, i[0], tir.Const(0)), in.At(i[0], i[1], tir.Const(0), tir.Const(0)), tir.F32(0))
 			}), nil
 		}, "outside the leading index"},
+		// Windows: each sample's 4 rows as 2 windows of 2 ([2·N, 2, 8]),
+		// then back: sample-wise, the row within the sample used freely.
+		{"windows and back", func() (*Tensor, error) {
+			in := x()
+			win := Compute("win", []int{2 * n, 2, 8}, func(i []tir.Expr) tir.Expr {
+				row := tir.AddE(tir.MulE(tir.FloorModE(i[0], tir.Const(2)), tir.Const(2)), i[1])
+				v := in.At(tir.FloorDivE(i[0], tir.Const(2)), tir.Const(0), row, i[2])
+				return tir.SelectE(tir.Cmp(tir.EQ, tir.FloorModE(i[0], tir.Const(2)), tir.Const(0)), v, tir.MulE(v, tir.F32(2)))
+			})
+			return Compute("back", []int{n, 4, 8}, func(i []tir.Expr) tir.Expr {
+				return win.At(tir.AddE(tir.MulE(i[0], tir.Const(2)), tir.FloorDivE(i[1], tir.Const(2))), tir.FloorModE(i[1], tir.Const(2)), i[2])
+			}), nil
+		}, ""},
+		{"windows of the next sample", func() (*Tensor, error) {
+			in := x()
+			return Compute("win", []int{2 * n, 2, 8}, func(i []tir.Expr) tir.Expr {
+				return in.At(tir.FloorModE(tir.FloorDivE(tir.AddE(i[0], tir.Const(1)), tir.Const(2)), tir.Const(n)), tir.Const(0), i[1], i[2])
+			}), nil
+		}, "not at its own"},
+		{"the first window of the batch", func() (*Tensor, error) {
+			in := x()
+			return Compute("win", []int{2 * n, 2, 8}, func(i []tir.Expr) tir.Expr {
+				v := in.At(tir.FloorDivE(i[0], tir.Const(2)), tir.Const(0), i[1], i[2])
+				return tir.SelectE(tir.Cmp(tir.LT, i[0], tir.Const(2)), v, tir.F32(0))
+			}), nil
+		}, "differs from one sample to the next"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -56,7 +83,12 @@ func TestSampleWise(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = SampleWise(d, func(t *Tensor) bool { return !t.Const && len(t.Shape) > 0 && t.Shape[0] == n })
+			err = SampleWise(d, func(t *Tensor) int {
+				if t.Const || len(t.Shape) == 0 || t.Shape[0]%n != 0 {
+					return 0
+				}
+				return t.Shape[0] / n // x: 1 row a sample, the windows below 2
+			})
 			switch {
 			case c.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)
