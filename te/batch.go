@@ -67,17 +67,17 @@ func sampleWise(t *Tensor, rows func(*Tensor) int) error {
 				}
 				c.leading(p, rows(p), l.Indices[0])
 				for _, i := range l.Indices[1:] {
-					c.same(i)
+					tir.WalkExpr(i, walk)
 				}
 				return false
 			}
 			for _, i := range l.Indices {
-				c.same(i)
+				tir.WalkExpr(i, walk) // a gather's index may read a batched tensor
 			}
 			return false
 		}
-		if e.Type() != tir.Float32 && e.Type() != tir.Bool {
-			c.same(e) // an integer expression (a Cast's operand, a Compare's side)
+		if e.Type() != tir.Float32 && e.Type() != tir.Bool && c.usesSample(e) {
+			c.same(e) // an integer expression (an index, a Cast's operand, a Compare's side)
 			return false
 		}
 		return true
@@ -116,10 +116,27 @@ func (c *sampleCheck) leading(p *Tensor, rows int, e tir.Expr) {
 	}
 }
 
-// same checks that the integer expression e, if it uses the sample index,
+// usesSample reports whether e uses the sample index other than in the
+// indices of a read (which are checked as reads).
+func (c *sampleCheck) usesSample(e tir.Expr) bool {
+	if c.sample == nil {
+		return false
+	}
+	uses := false
+	tir.WalkExpr(e, func(x tir.Expr) bool {
+		if _, ok := x.(*tir.Load); ok {
+			return false
+		}
+		uses = uses || x == tir.Expr(c.sample)
+		return !uses
+	})
+	return uses
+}
+
+// same checks that the integer expression e, which uses the sample index,
 // has the same value in every sample.
 func (c *sampleCheck) same(e tir.Expr) {
-	if c.err != nil || c.sample == nil || !tir.UsesVar(e, func(v *tir.Var) bool { return v == c.sample }) {
+	if c.err != nil {
 		return
 	}
 	ok, err := c.everywhere(e, func(at func(shift int64) int64, i0 int64) bool {

@@ -27,6 +27,19 @@ func TestSampleWise(t *testing.T) {
 			}
 			return Softmax("sm", c, 1)
 		}, ""},
+		{"gather by a batched index", func() (*Tensor, error) {
+			in, table := x(), Constant("table", 10, 8)
+			return Compute("emb", []int{n, 8}, func(i []tir.Expr) tir.Expr {
+				id := tir.FloorModE(&tir.Cast{To: tir.Int, X: in.At(i[0], tir.Const(0), tir.Const(0), tir.Const(0))}, tir.Const(10))
+				return table.At(id, i[1])
+			}), nil
+		}, ""},
+		{"gather by the sample index", func() (*Tensor, error) {
+			in, table := x(), Constant("table", 10, 8)
+			return Compute("emb", []int{n, 8}, func(i []tir.Expr) tir.Expr {
+				return tir.AddE(table.At(i[0], i[1]), in.At(i[0], tir.Const(0), tir.Const(0), i[1]))
+			}), nil
+		}, "differs from one sample to the next"},
 		{"softmax over the batch", func() (*Tensor, error) { return Softmax("sm", x(), 0) }, "combines the samples"},
 		{"sum over the batch", func() (*Tensor, error) {
 			in := x()
