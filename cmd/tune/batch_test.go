@@ -15,8 +15,7 @@ import (
 // tune build --range builds it over batch=1..5 from those records, tune
 // run takes an input of 3 samples and writes the output of 3, tune bench
 // runs at --batch 2, and a batch outside the range or a --range on tune
-// costmodel is an error that says why. (A GPU target refuses a batch
-// build in build.Generate; no target for it is made here without a GPU.)
+// costmodel or with a GPU target is an error that says why.
 func TestTuneBuildOverBatch(t *testing.T) {
 	dyn := dynamicTiny(t)
 	dir := t.TempDir()
@@ -57,6 +56,7 @@ func TestTuneBuildOverBatch(t *testing.T) {
 		want string
 	}{
 		{[]string{"bench", out, "--batch", "6", "--repeat", "1"}, "batch batch=6 is outside the range 1..5"},
+		{[]string{dyn, "--range", "batch=1..5", "--target", "opencl", "--db", filepath.Join(dir, "gpu.db")}, "built for the CPU only"},
 		{[]string{"costmodel", "train", "--model", dyn, "--range", "batch=1..5", "--db", db, "-o", filepath.Join(dir, "m.txt")}, "tune costmodel reads models of static shapes"},
 	} {
 		var stdout, stderr strings.Builder

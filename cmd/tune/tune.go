@@ -84,6 +84,9 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	} else if err := search.CheckStrategy(o.Scheduler.Strategy); err != nil {
 		return err
 	}
+	if len(f.model.ranges) > 0 && f.target != "cpu" {
+		return fmt.Errorf("--range %s: a model over a dynamic batch is built for the CPU only (tune build --range); tune it with --target cpu", f.model.ranges)
+	}
 	tasks, err := f.tasks(pos[0], stderr)
 	if err != nil {
 		return err
