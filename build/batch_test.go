@@ -96,14 +96,7 @@ func TestBatchBuild(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s, N=%d: %v", build.name, n, err)
 			}
-			l, err := onnx.Load(path, onnx.LoadOptions{Inputs: map[string][]int{"x": {n, 3, 10, 10}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := Reference(l.Graph, [][]float32{in})
-			if err != nil {
-				t.Fatal(err)
-			}
+			want := referenceAt(t, path, map[string][]int{"x": {n, 3, 10, 10}}, [][]float32{in})
 			for i, o := range m.Outputs {
 				if len(got[i]) != len(want[i]) {
 					t.Fatalf("%s, N=%d: output %s has %d values, want %d", build.name, n, o.Name, len(got[i]), len(want[i]))
@@ -162,6 +155,21 @@ func TestBatchBuild(t *testing.T) {
 	}
 }
 
+// referenceAt returns the reference evaluator's outputs of the model at
+// path, its inputs bound to shapes, on inputs.
+func referenceAt(t *testing.T, path string, shapes map[string][]int, inputs [][]float32) [][]float32 {
+	t.Helper()
+	l, err := onnx.Load(path, onnx.LoadOptions{Inputs: shapes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Reference(l.Graph, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
 // bertBatch writes the BERT encoder c with a dynamic batch B (its token
 // ids and mask [B, Seq]) and loads it over B=1..4.
 func bertBatch(t *testing.T, c modelgen.BERTEncoderConfig) (string, *partition.BatchPlan) {
@@ -215,14 +223,7 @@ func TestBatchBuildBERT(t *testing.T) {
 		if err != nil {
 			t.Fatalf("B=%d: %v", n, err)
 		}
-		l, err := onnx.Load(path, onnx.LoadOptions{Inputs: map[string][]int{"input_ids": {n, 16}, "attention_mask": {n, 16}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := Reference(l.Graph, inputs)
-		if err != nil {
-			t.Fatal(err)
-		}
+		want := referenceAt(t, path, map[string][]int{"input_ids": {n, 16}, "attention_mask": {n, 16}}, inputs)
 		for i, o := range m.Outputs {
 			if ok, msg := compareOutputs(got[i], want[i]); !ok || len(got[i]) != n*16*64 {
 				t.Errorf("B=%d: output %s (%d values): %s", n, o.Name, len(got[i]), msg)
@@ -326,14 +327,7 @@ func TestBatchBuildFolded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := onnx.Load(path, onnx.LoadOptions{Inputs: map[string][]int{"x": {n, 4, 6}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := Reference(l.Graph, [][]float32{in})
-		if err != nil {
-			t.Fatal(err)
-		}
+		want := referenceAt(t, path, map[string][]int{"x": {n, 4, 6}}, [][]float32{in})
 		if ok, msg := compareOutputs(got[0], want[0]); !ok || len(got[0]) != n*20 {
 			t.Errorf("N=%d (%d values): %s", n, len(got[0]), msg)
 		}

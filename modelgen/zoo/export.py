@@ -90,6 +90,14 @@ def latency(model, x, threads):
     return {"min_ms": round(ts[0], 3), "median_ms": round(ts[len(ts) // 2], 3)}
 
 
+def sample_input(name, shape, g):
+    """A random input of the shape: token ids for the text encoder, else
+    values uniform in [-1, 1)."""
+    if name == "text_encoder":
+        return torch.randint(0, 8000, shape, generator=g)
+    return torch.rand(shape, generator=g) * 2 - 1
+
+
 def export_dynamic(name, out, opset, seed):
     """DIR/NAME_dynamic.onnx: the same model exported with a dynamic batch
     (dynamic_axes: the input's and output's axis 0 named N), as users export
@@ -101,20 +109,13 @@ def export_dynamic(name, out, opset, seed):
     model = randomize(build(), seed).eval()
     g = torch.Generator().manual_seed(seed)
     shape = (2,) + tuple(shape[1:])  # traced at 2: a batch of 1 may be specialized away
-    if name == "text_encoder":
-        x = torch.randint(0, 8000, shape, generator=g)
-    else:
-        x = torch.rand(shape, generator=g) * 2 - 1
+    x = sample_input(name, shape, g)
     path = os.path.join(out, name + "_dynamic.onnx")
     torch.onnx.export(model, x, path, opset_version=opset, input_names=["input"], output_names=["output"],
                       do_constant_folding=True, dynamic_axes={"input": {0: "N"}, "output": {0: "N"}})
     # An input of batch 3 (neither the traced batch nor 1) and PyTorch's
     # output for it: what a build over the batch is checked with.
-    shape3 = (3,) + tuple(shape[1:])
-    if name == "text_encoder":
-        x3 = torch.randint(0, 8000, shape3, generator=g)
-    else:
-        x3 = torch.rand(shape3, generator=g) * 2 - 1
+    x3 = sample_input(name, (3,) + tuple(shape[1:]), g)
     with torch.no_grad():
         y3 = model(x3)
     np.save(os.path.join(out, name + "_dynamic.input.npy"), x3.numpy())
@@ -127,10 +128,7 @@ def export(name, out, opset, seed):
     torch.manual_seed(seed)
     model = randomize(build(), seed).eval()
     g = torch.Generator().manual_seed(seed)
-    if name == "text_encoder":
-        x = torch.randint(0, 8000, shape, generator=g)
-    else:
-        x = torch.rand(shape, generator=g) * 2 - 1
+    x = sample_input(name, shape, g)
     with torch.no_grad():
         y = model(x)
     path = os.path.join(out, name + ".onnx")
