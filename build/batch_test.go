@@ -6,17 +6,20 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"tessera/graph"
 	"tessera/graph/onnx"
+	"tessera/internal/crosstest"
 	"tessera/measure"
 	"tessera/modelgen"
 	"tessera/partition"
 	tsrt "tessera/runtime"
 	"tessera/target"
+	"tessera/target/machine"
 	"tessera/tuning"
 )
 
@@ -332,4 +335,65 @@ func TestBatchBuildFolded(t *testing.T) {
 			t.Errorf("N=%d (%d values): %s", n, len(got[0]), msg)
 		}
 	}
+}
+
+// TestBatchRunner runs a model built over N=1..5 in a child process (the
+// runner, as under an emulator): natively at N=3 its outputs equal the
+// in-process run's to the bit, and built for aarch64 and run under
+// qemu-aarch64 at N=3 they agree with the reference evaluator (skipped
+// without the cross tools, unless TESSERA_REQUIRE_CROSS is set).
+func TestBatchRunner(t *testing.T) {
+	path := batchModel(t)
+	_, bp, err := tuning.LoadBatch(path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 5}}, partition.Options{Alternatives: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := make([]float32, 3*300)
+	rng := rand.New(rand.NewPCG(4, 4))
+	for i := range in {
+		in[i] = float32(rng.Float64()*2 - 1)
+	}
+	run := func(tg *target.Target, opts RunOptions) [][]float32 {
+		t.Helper()
+		dir := t.TempDir()
+		if _, err := Build(context.Background(), bp.One.Graph, bp.One.Plan, dir, Options{Target: tg, Batch: bp}); err != nil {
+			t.Fatal(err)
+		}
+		m, err := Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		got, err := m.Run(context.Background(), [][]float32{in}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Bench(context.Background(), 0, 1, RunOptions{Exec: opts.Exec, Builder: opts.Builder, Batch: 2}); err != nil {
+			t.Errorf("bench at N=2 in the runner: %v", err)
+		}
+		return got
+	}
+	tg := testTarget(recordsKey, nil)
+	here := run(tg, RunOptions{Threads: 1})
+	child := run(tg, RunOptions{Threads: 1, Exec: []string{"env"}})
+	for i := range here {
+		if !slices.Equal(here[i], child[i]) {
+			t.Errorf("output %d: the runner's differs from the in-process run's", i)
+		}
+	}
+
+	tools := crosstest.RequireAarch64(t)
+	arm, err := machine.Level("armv8-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &measure.Builder{CC: tools.CC, Timeout: LibraryTimeout}
+	got := run(target.CPU(target.CPUConfig{Builder: b, Machine: arm, Key: "cpu test aarch64"}), RunOptions{Builder: b, Exec: tools.Exec, Threads: 2})
+	want := referenceAt(t, path, map[string][]int{"x": {3, 3, 10, 10}}, [][]float32{in})
+	for i := range want {
+		if ok, msg := compareOutputs(got[i], want[i]); !ok || len(got[i]) != len(want[i]) {
+			t.Errorf("aarch64 output %d: %s", i, msg)
+		}
+	}
+	t.Logf("aarch64 (qemu) at N=3: %d outputs agree with the reference evaluator", len(want))
 }

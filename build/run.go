@@ -103,7 +103,7 @@ func (m *Model) Run(ctx context.Context, inputs [][]float32, opts RunOptions) ([
 		if err != nil {
 			return nil, err
 		}
-		outs, _, err := m.child(ctx, runner, inputs, true, 0, 0, false, opts)
+		outs, _, err := m.child(ctx, runner, inputs, batch, true, 0, 0, false, opts)
 		return outs, err
 	}
 	rt, err := m.load(opts)
@@ -164,7 +164,7 @@ func (m *Model) bench(ctx context.Context, warmup, repeat int, profile bool, opt
 		if err != nil {
 			return nil, nil, err
 		}
-		_, res, err := m.child(ctx, runner, inputs, false, warmup, repeat, profile, opts)
+		_, res, err := m.child(ctx, runner, inputs, batch, false, warmup, repeat, profile, opts)
 		return res.times, res.steps, err
 	}
 	rt, err := m.load(opts)
@@ -311,9 +311,6 @@ func (m *Model) load(opts RunOptions) (*tsrt.Model, error) {
 // checks the manifest against the library (once per Model); it returns
 // the runner's path.
 func (m *Model) prepareChild(ctx context.Context, opts RunOptions) (string, error) {
-	if m.Manifest.Batch != nil {
-		return "", fmt.Errorf("%s: a model built over a dynamic batch runs in this process only, not under %s", m.Dir, strings.Join(opts.Exec, " "))
-	}
 	if err := m.checkMemory(opts); err != nil {
 		return "", err
 	}
@@ -481,7 +478,7 @@ func TensorList(ts []TensorInfo) string {
 }
 
 // child runs the runner (built by prepare) once.
-func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, wantOutputs bool, warmup, repeat int, profile bool, opts RunOptions) ([][]float32, runnerResult, error) {
+func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, batch int, wantOutputs bool, warmup, repeat int, profile bool, opts RunOptions) ([][]float32, runnerResult, error) {
 	var none runnerResult
 	tmp, err := measure.TempDir("tessera-model-run")
 	if err != nil {
@@ -489,7 +486,7 @@ func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, wa
 	}
 	defer os.RemoveAll(tmp)
 	inPath, outPath := filepath.Join(tmp, "in.bin"), "-"
-	in, err := m.typed(m.Manifest.Inputs, inputs)
+	in, err := m.typed(atBatch(m.Manifest.Inputs, batch), inputs)
 	if err != nil {
 		return nil, none, err
 	}
@@ -524,7 +521,7 @@ func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, wa
 	cmd := opts.command(cctx, runner, args...)
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "OMP_NUM_THREADS=")
-	}), "OMP_NUM_THREADS="+strconv.Itoa(threads))
+	}), "OMP_NUM_THREADS="+strconv.Itoa(threads), "TESSERA_RUNNER_BATCH="+strconv.Itoa(batch))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()
@@ -550,8 +547,9 @@ func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, wa
 		return nil, none, err
 	}
 	want := 0
-	outs := make([]tsrt.Tensor, len(m.Manifest.Outputs))
-	for i, t := range m.Manifest.Outputs {
+	outInfo := atBatch(m.Manifest.Outputs, batch)
+	outs := make([]tsrt.Tensor, len(outInfo))
+	for i, t := range outInfo {
 		dt, err := tsrt.ParseDType(t.DType)
 		if err != nil {
 			return nil, none, fmt.Errorf("%s: output %s: %w", m.Dir, t.Name, err)
@@ -563,10 +561,10 @@ func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, wa
 		return nil, none, fmt.Errorf("the runner wrote %d bytes of outputs, the manifest's outputs take %d", len(data), want)
 	}
 	for i := range outs {
-		n := m.Manifest.Outputs[i].Elems() * outs[i].DType.Size()
+		n := outInfo[i].Elems() * outs[i].DType.Size()
 		outs[i].Data, data = data[:n], data[n:]
 	}
-	floats, err := m.floats(m.Manifest.Outputs, outs)
+	floats, err := m.floats(outInfo, outs)
 	return floats, res, err
 }
 

@@ -23,6 +23,11 @@
  * output DTYPE ELEMS HEXNAME" line per tensor, in order (DTYPE: the
  * tessera_dtype number; HEXNAME: the name's bytes in hex, "-" for an
  * empty name), then "tessera done".
+ *
+ * A model built over a dynamic batch runs at the batch
+ * $TESSERA_RUNNER_BATCH (default 1): its batched tensors (leading
+ * dimension -1) have that leading dimension, in IN_FILE and OUT_FILE too;
+ * --describe gives their elements at batch 1.
  * exit status: 0 ok; 2 a setup error (library, weights, input file);
  * 3 tessera_run failed. The message is on stderr.
  */
@@ -92,15 +97,22 @@ static struct {
   const char *(*last_error)(void);
 } api;
 
-/* tensors fills ts with the model's inputs or outputs, their data
-   allocated, and returns their total bytes. */
-static size_t tensors(tessera_model *m, int n, int input, tessera_tensor *ts, const char **names) {
+/* tensors fills ts with the model's inputs or outputs at this batch,
+   their data allocated, and returns their total bytes. */
+static size_t tensors(tessera_model *m, int n, int input, tessera_tensor *ts, const char **names, int64_t batch) {
   size_t total = 0;
   for (int i = 0; i < n; i++) {
     tessera_tensor *t = &ts[i];
-    tessera_status st = (input ? api.input_info : api.output_info)(m, i, &names[i], &t->dtype, &t->rank, &t->shape);
+    const int64_t *shape;
+    tessera_status st = (input ? api.input_info : api.output_info)(m, i, &names[i], &t->dtype, &t->rank, &shape);
     if (st != TESSERA_OK)
       die(2, "%s", api.last_error());
+    int64_t *own = calloc((size_t)t->rank + 1, sizeof *own);
+    if (!own)
+      die(2, "out of memory");
+    for (int k = 0; k < t->rank; k++)
+      own[k] = shape[k] < 0 ? batch : shape[k]; /* the dynamic batch */
+    t->shape = own;
     size_t bytes = dtype_size(t->dtype);
     for (int k = 0; k < t->rank; k++)
       bytes *= (size_t)t->shape[k];
@@ -147,8 +159,12 @@ int main(int argc, char **argv) {
   const char **in_names = calloc((size_t)nin + 1, sizeof *in_names), **out_names = calloc((size_t)nout + 1, sizeof *out_names);
   if (!in || !out || !in_names || !out_names)
     die(2, "out of memory");
-  size_t want = tensors(m, nin, 1, in, in_names);
-  tensors(m, nout, 0, out, out_names);
+  int64_t batch = 1;
+  const char *b = getenv("TESSERA_RUNNER_BATCH");
+  if (b && *b && !describe && (batch = parse_count(b, "batch (TESSERA_RUNNER_BATCH)")) < 1)
+    die(2, "batch %s: want at least 1", b);
+  size_t want = tensors(m, nin, 1, in, in_names, batch);
+  tensors(m, nout, 0, out, out_names, batch);
   if (describe) {
     for (int side = 0; side < 2; side++)
       for (int i = 0; i < (side ? nout : nin); i++) {
