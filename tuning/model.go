@@ -130,11 +130,28 @@ func symbols(g *graph.Graph, path string, lo onnx.LoadOptions, ranges map[string
 	return syms, inputs, nil
 }
 
+// Range is a model loaded over the ranges of its dynamic dimensions
+// (LoadRange): its plan as a function of them, and what Batch needs.
+type Range struct {
+	Plan *partition.SymbolicPlan
+
+	path   string
+	lo     onnx.LoadOptions
+	po     partition.Options
+	g      *graph.Graph
+	syms   []partition.Symbol
+	inputs map[string]dynInput
+	// batch holds the model prepared at batches 1, 2 and 3 where the
+	// sample points were those (a model of one dynamic dimension).
+	batch map[int]partition.BatchSample
+	one   *onnx.Loaded // at batch 1
+}
+
 // LoadRange loads the model at path over the ranges of its dynamic
 // dimensions (symbols): the plan at each of partition.SamplePoints, each
 // loaded with the dimensions bound to the point's values, then
 // partition.Symbolic of them.
-func LoadRange(path string, lo onnx.LoadOptions, ranges map[string][2]int, po partition.Options) (*partition.SymbolicPlan, error) {
+func LoadRange(path string, lo onnx.LoadOptions, ranges map[string][2]int, po partition.Options) (*Range, error) {
 	g, err := onnx.DecodeFile(path)
 	if err != nil {
 		return nil, err
@@ -150,19 +167,57 @@ func LoadRange(path string, lo onnx.LoadOptions, ranges map[string][2]int, po pa
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	r := &Range{path: path, lo: lo, po: po, g: g, syms: syms, inputs: inputs, batch: map[int]partition.BatchSample{}}
 	samples := make([]partition.Sample, len(points))
 	for i, p := range points {
-		_, plan, err := prepareAt(g, path, lo, syms, inputs, p, po)
+		l, plan, err := prepareAt(g, path, lo, syms, inputs, p, po)
 		if err != nil {
 			return nil, err
 		}
 		samples[i] = partition.Sample{Values: p, Plan: plan}
+		if v := p[syms[0].Name]; len(syms) == 1 && v <= 3 {
+			r.batch[v] = partition.BatchSample{Graph: l.Graph, Plan: plan}
+			if v == 1 {
+				r.one = l
+			}
+		}
 	}
-	sp, err := partition.Symbolic(syms, samples)
-	if err != nil {
+	if r.Plan, err = partition.Symbolic(syms, samples); err != nil {
 		return nil, fmt.Errorf("%s over %s: %w", path, rangesString(syms), err)
 	}
-	return sp, nil
+	return r, nil
+}
+
+// Batch returns the model over its one dynamic dimension as a batch that
+// every group computes sample by sample (partition.Batch): the model at
+// batch 1, which tune tunes and the build runs once per sample, and the
+// plan over the batch. A model over several dynamic dimensions, or whose
+// groups combine samples, is an error that says why.
+func (r *Range) Batch() (*onnx.Loaded, *partition.BatchPlan, error) {
+	if len(r.syms) != 1 {
+		return nil, nil, fmt.Errorf("%s over %s: a build over a range takes one dynamic dimension, the batch (kernels whose inner extents vary at run time are not built yet): bind all but one with --input", r.path, rangesString(r.syms))
+	}
+	var at [3]partition.BatchSample
+	for i := range at {
+		b, ok := r.batch[i+1]
+		if !ok { // not a sample point of the range
+			l, plan, err := prepareAt(r.g, r.path, r.lo, r.syms, r.inputs, map[string]int{r.syms[0].Name: i + 1}, r.po)
+			if err != nil {
+				return nil, nil, err
+			}
+			b = partition.BatchSample{Graph: l.Graph, Plan: plan}
+			if i == 0 {
+				r.one = l
+			}
+			r.batch[i+1] = b
+		}
+		at[i] = b
+	}
+	bp, err := partition.Batch(r.syms[0], at[0], at[1], at[2])
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s over %s, one sample at a time: %w", r.path, r.syms[0], err)
+	}
+	return r.one, bp, nil
 }
 
 // prepareAt prepares graph g (decoded from path, not changed) with its
@@ -194,45 +249,15 @@ func prepareAt(g *graph.Graph, path string, lo onnx.LoadOptions, syms []partitio
 }
 
 // LoadBatch loads the model at path over the range of its one dynamic
-// dimension, a batch that every group computes sample by sample
-// (partition.Batch): the model at batch 1, which tune tunes and the build
-// runs once per sample, and the plan over the batch. The plan over the
-// range (LoadRange) is derived first: it checks that the model has the
-// same groups at every batch of the range, its ends included. A model
-// over several dynamic dimensions, or whose groups combine samples, is an
-// error that says why.
+// dimension, a batch (LoadRange, then Range.Batch): the plan over the
+// range checks that the model has the same groups at every batch of it,
+// its ends included.
 func LoadBatch(path string, lo onnx.LoadOptions, ranges map[string][2]int, po partition.Options) (*onnx.Loaded, *partition.BatchPlan, error) {
-	if _, err := LoadRange(path, lo, ranges, po); err != nil {
-		return nil, nil, err
-	}
-	g, err := onnx.DecodeFile(path)
+	r, err := LoadRange(path, lo, ranges, po)
 	if err != nil {
 		return nil, nil, err
 	}
-	syms, inputs, err := symbols(g, path, lo, ranges)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(syms) != 1 {
-		return nil, nil, fmt.Errorf("%s over %s: a build over a range takes one dynamic dimension, the batch (kernels whose inner extents vary at run time are not built yet): bind all but one with --input", path, rangesString(syms))
-	}
-	var at [3]partition.BatchSample
-	var one *onnx.Loaded
-	for i := range at {
-		l, plan, err := prepareAt(g, path, lo, syms, inputs, map[string]int{syms[0].Name: i + 1}, po)
-		if err != nil {
-			return nil, nil, err
-		}
-		at[i] = partition.BatchSample{Graph: l.Graph, Plan: plan}
-		if i == 0 {
-			one = l
-		}
-	}
-	bp, err := partition.Batch(syms[0], at[0], at[1], at[2])
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s over %s, one sample at a time: %w", path, syms[0], err)
-	}
-	return one, bp, nil
+	return r.Batch()
 }
 
 func pointString(syms []partition.Symbol, p map[string]int) string {

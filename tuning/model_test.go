@@ -45,10 +45,11 @@ func dynamicModel(t *testing.T, named bool) string {
 // plain Load.
 func TestLoadRange(t *testing.T) {
 	path := dynamicModel(t, true)
-	sp, err := LoadRange(path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 8}, "S": {16, 128}}, partition.Options{})
+	r, err := LoadRange(path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 8}, "S": {16, 128}}, partition.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	sp := r.Plan
 	if len(sp.Tasks) != 1 {
 		t.Fatalf("%d tasks", len(sp.Tasks))
 	}
@@ -61,7 +62,7 @@ func TestLoadRange(t *testing.T) {
 	}
 	// The unnamed dimension named on the command line (--input x=N,T,8).
 	named := onnx.LoadOptions{Inputs: map[string][]int{"x": {-1, -1, 8}}, DimNames: map[string][]string{"x": {"N", "T", ""}}}
-	if sp, err := LoadRange(dynamicModel(t, false), named, map[string][2]int{"N": {1, 8}, "T": {4, 64}}, partition.Options{}); err != nil || sp.Tasks[0].Output[1].String() != "T" {
+	if r, err := LoadRange(dynamicModel(t, false), named, map[string][2]int{"N": {1, 8}, "T": {4, 64}}, partition.Options{}); err != nil || r.Plan.Tasks[0].Output[1].String() != "T" {
 		t.Errorf("--input x=N,T,8: %v", err)
 	}
 	if _, err := onnx.Load(path, named); err == nil || !strings.Contains(err.Error(), "--range N=lo..hi") {

@@ -32,17 +32,18 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		return cli.ErrUsage
 	}
 	if len(mf.ranges) > 0 {
-		sp, err := tuning.LoadRange(pos[0], mf.loadOptions(), mf.ranges, partition.Options{MaxFuseDepth: *maxDepth, Alternatives: mf.winograd})
+		r, err := tuning.LoadRange(pos[0], mf.loadOptions(), mf.ranges, partition.Options{MaxFuseDepth: *maxDepth, Alternatives: mf.winograd})
 		if err != nil {
 			return err
 		}
+		sp := r.Plan
 		var b strings.Builder
 		if err := partition.WriteSymbolic(&b, sp); err != nil {
 			return err
 		}
 		// Whether tune and tune build take the range: one batch whose
 		// samples every group computes apart.
-		if _, bp, err := mf.loadBatch(pos[0], mf.loadOptions()); err != nil {
+		if _, bp, err := r.Batch(); err != nil {
 			fmt.Fprintf(&b, "tune and tune build over %s: no: %v\n", mf.ranges, err)
 		} else {
 			fmt.Fprintf(&b, "tune and tune build over %s: yes, one sample at a time: the model at %s=1, %d tasks, each run once per sample\n", bp.Symbol, bp.Symbol.Name, len(bp.One.Plan.Tasks))
