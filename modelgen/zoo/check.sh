@@ -39,6 +39,24 @@ exported() {
 	[ -f "$1" ] && return 0
 	python3 modelgen/zoo/export.py -o "$dir" ${3:+"$3"} "$2" 2>&1 | grep -v Warning || { echo "$2: export failed"; return 1; }
 }
+# checked NAME MODEL OUT LOG INPUT OUTPUT [BUILD FLAG...]: builds MODEL
+# with default schedules into OUT and runs it on INPUT against PyTorch's
+# OUTPUT; prints the outcome after "NAME: " and says whether it matched.
+checked() {
+	local name=$1 model=$2 out=$3 log=$4 input=$5 output=$6 t0=$SECONDS res
+	shift 6
+	if ! "$dir/.tune" build --no-records "$@" -o "$out" "$model" >"$log" 2>&1; then
+		echo "$name: build failed: $(grep -v '^warning' "$log" | tail -1)"
+		return 1
+	fi
+	local built=$((SECONDS - t0))
+	if res=$("$dir/.tune" run "$out" --input input="$input" --reference output="$output" -o "$out-out" 2>&1); then
+		echo "$name: matches PyTorch ($(echo "$res" | grep -o 'max abs error = [^,]*'), built in ${built}s)"
+		return 0
+	fi
+	echo "$name: differs: $(echo "$res" | tail -1)"
+	return 1
+}
 if [ $dynamic = 1 ]; then
 	batched=0
 	for m in "${names[@]}"; do
@@ -55,13 +73,8 @@ if [ $dynamic = 1 ]; then
 		case $verdict in *": yes,"*) ;; *) continue ;; esac
 		# Built over the batch (default schedules) and run on PyTorch's
 		# input of batch 3.
-		if ! "$dir/.tune" build --no-records --range N=1..16 -o "$dir/build/${m}_dynamic" "$base.onnx" >"$base.build.log" 2>&1; then
-			echo "$m: build over N=1..16 failed: $(grep -v '^warning' "$base.build.log" | tail -1)"
-		elif out=$("$dir/.tune" run "$dir/build/${m}_dynamic" --input input="$base.input.npy" --reference output="$base.output.npy" -o "$dir/build/${m}_dynamic-out" 2>&1); then
+		if checked "$m over N=1..16, at N=3" "$base.onnx" "$dir/build/${m}_dynamic" "$base.build.log" "$base.input.npy" "$base.output.npy" --range N=1..16; then
 			batched=$((batched + 1))
-			echo "$m: built over N=1..16, matches PyTorch at N=3 ($(echo "$out" | grep -o 'max abs error = [^,]*'))"
-		else
-			echo "$m: built over N=1..16, differs at N=3: $(echo "$out" | tail -1)"
 		fi
 	done
 	echo "$ok of ${#names[@]} models give their tasks over N=1..16"
@@ -70,17 +83,8 @@ if [ $dynamic = 1 ]; then
 fi
 for m in "${names[@]}"; do
 	exported "$dir/$m.onnx" "$m" || continue
-	t0=$SECONDS
-	if ! "$dir/.tune" build --no-records -o "$dir/build/$m" "$dir/$m.onnx" >"$dir/$m.build.log" 2>&1; then
-		echo "$m: build failed: $(grep -v '^warning' "$dir/$m.build.log" | tail -1)"
-		continue
-	fi
-	built=$((SECONDS - t0))
-	if out=$("$dir/.tune" run "$dir/build/$m" --input input="$dir/$m.input.npy" --reference output="$dir/$m.output.npy" -o "$dir/build/$m-out" 2>&1); then
+	if checked "$m" "$dir/$m.onnx" "$dir/build/$m" "$dir/$m.build.log" "$dir/$m.input.npy" "$dir/$m.output.npy"; then
 		ok=$((ok + 1))
-		echo "$m: matches PyTorch ($(echo "$out" | grep -o 'max abs error = [^,]*'), built in ${built}s)"
-	else
-		echo "$m: differs: $(echo "$out" | tail -1)"
 	fi
 done
 echo "$ok of ${#names[@]} models match"
