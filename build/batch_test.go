@@ -158,6 +158,25 @@ func TestBatchBuild(t *testing.T) {
 	}
 }
 
+// buildBatch builds the model at batch 1 of bp over its batch for opts
+// (its Batch set here) into a new folder, and opens it (closed when the
+// test ends).
+func buildBatch(t *testing.T, bp *partition.BatchPlan, opts Options) (*Manifest, *Model) {
+	t.Helper()
+	dir := t.TempDir()
+	opts.Batch = bp
+	m, err := Build(context.Background(), bp.One.Graph, bp.One.Plan, dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { model.Close() })
+	return m, model
+}
+
 // referenceAt returns the reference evaluator's outputs of the model at
 // path, its inputs bound to shapes, on inputs.
 func referenceAt(t *testing.T, path string, shapes map[string][]int, inputs [][]float32) [][]float32 {
@@ -201,16 +220,7 @@ func bertBatch(t *testing.T, c modelgen.BERTEncoderConfig) (string, *partition.B
 func TestBatchBuildBERT(t *testing.T) {
 	c := modelgen.BERTEncoderConfig{BERTConfig: modelgen.BERTConfig{Name: "bert_batch", Seq: 16, Hidden: 64, Heads: 4, FFN: 128, Opset: 17}, Layers: 1, Vocab: 100, MaxPositions: 32}
 	path, bp := bertBatch(t, c)
-	dir := t.TempDir()
-	m, err := Build(context.Background(), bp.One.Graph, bp.One.Plan, dir, Options{Target: testTarget(recordsKey, nil), Batch: bp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	model, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer model.Close()
+	m, model := buildBatch(t, bp, Options{Target: testTarget(recordsKey, nil)})
 	rng := rand.New(rand.NewPCG(7, 7))
 	for _, n := range []int{1, 3} {
 		ids, mask := make([]float32, n*16), make([]float32, n*16)
@@ -311,15 +321,7 @@ func TestBatchBuildFolded(t *testing.T) {
 	if !bp.Batched["h"] {
 		t.Fatalf("the folded [4·N, 5] is not batched: %v", bp.Batched)
 	}
-	dir := t.TempDir()
-	if _, err := Build(context.Background(), bp.One.Graph, bp.One.Plan, dir, Options{Target: testTarget(recordsKey, nil), Batch: bp}); err != nil {
-		t.Fatal(err)
-	}
-	m, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	_, m := buildBatch(t, bp, Options{Target: testTarget(recordsKey, nil)})
 	rng := rand.New(rand.NewPCG(3, 9))
 	for _, n := range []int{1, 2, 5} {
 		in := make([]float32, n*24)
@@ -355,15 +357,7 @@ func TestBatchRunner(t *testing.T) {
 	}
 	run := func(tg *target.Target, opts RunOptions) [][]float32 {
 		t.Helper()
-		dir := t.TempDir()
-		if _, err := Build(context.Background(), bp.One.Graph, bp.One.Plan, dir, Options{Target: tg, Batch: bp}); err != nil {
-			t.Fatal(err)
-		}
-		m, err := Open(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
+		_, m := buildBatch(t, bp, Options{Target: tg})
 		got, err := m.Run(context.Background(), [][]float32{in}, opts)
 		if err != nil {
 			t.Fatal(err)
