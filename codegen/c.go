@@ -88,7 +88,7 @@ func (m *module) kernel(f *tir.PrimFunc) (out string, workspace int, err error) 
 			args = append(args, fmt.Sprintf("(%s *)args[%d]", t, i))
 		}
 	}
-	body := prepare(partitionLoops(f.Body), m.lanes)
+	body := prepare(partitionLoops(f.Body), m.lanes, f.Dynamic)
 
 	k.indent = 1
 	if err := k.stmt(body); err != nil {
@@ -98,6 +98,12 @@ func (m *module) kernel(f *tir.PrimFunc) (out string, workspace int, err error) 
 		params = append(params, "char *restrict "+wsName)
 		args = append(args, fmt.Sprintf("(char *)args[%d]", len(f.Params)))
 	}
+	entry := "float *const *args"
+	if m.opts.Dim {
+		params = append([]string{"int64_t " + DimParam}, params...)
+		args = append([]string{DimParam}, args...)
+		entry += ", int64_t " + DimParam
+	}
 	if len(params) == 0 {
 		params = []string{"void"}
 	}
@@ -106,9 +112,12 @@ func (m *module) kernel(f *tir.PrimFunc) (out string, workspace int, err error) 
 		fmt.Fprintf(&b, "static void *%s;\n", w)
 	}
 	fmt.Fprintf(&b, "static int tsr_impl_%s(%s) {\n", f.Name, strings.Join(params, ", "))
+	if m.opts.Dim {
+		fmt.Fprintf(&b, "  (void)%s;\n", DimParam)
+	}
 	b.WriteString(k.b.String())
 	b.WriteString("  return 0;\n}\n\n")
-	fmt.Fprintf(&b, "TSR_KERNEL int %s(float *const *args) {\n", f.Name)
+	fmt.Fprintf(&b, "TSR_KERNEL int %s(%s) {\n", f.Name, entry)
 	if len(args) == 0 {
 		b.WriteString("  (void)args;\n")
 	}

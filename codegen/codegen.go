@@ -46,7 +46,16 @@ type COptions struct {
 	// loop longer than VectorBits/32 lanes is split into chunks of that many
 	// lanes, so every vector value is one register. It must be set.
 	VectorBits int
+	// Dim gives every kernel one more parameter, the value of a dimension
+	// that varies at run time, named DimParam: the entry is "int
+	// NAME(float *const *args, int64_t tsr_dim)". The kernel printed at
+	// one value does not read it; a Family's kernels, printed over a range
+	// of values, compute their extents and strides from it.
+	Dim bool
 }
+
+// DimParam is the C name of a kernel's dynamic dimension (COptions.Dim).
+const DimParam = "tsr_dim"
 
 // CSource is a C translation unit of kernels and what their callers must
 // give them besides their parameters.

@@ -288,7 +288,7 @@ func prepareGPU(s tir.Stmt) tir.Stmt {
 		}
 		return st
 	}})
-	return prepare(s, 4)
+	return prepare(s, 4, nil)
 }
 
 // gpuLoop prints a loop of a GPU kernel.

@@ -1,6 +1,10 @@
 package codegen
 
-import "tessera/tir"
+import (
+	"maps"
+
+	"tessera/tir"
+)
 
 // Unrolling in the emitted source.
 //
@@ -19,8 +23,29 @@ const maxUnrollSteps = 1024
 // prepare rewrites a kernel body into the form the printer emits: long
 // vectorized loops split into native-width chunks, then loops unrolled,
 // then the runs of updates of one element merged (forwardUpdates).
-func prepare(s tir.Stmt, lanes int) tir.Stmt {
-	return forwardUpdates(dropNoopUpdates(foldFloats(unroll(unrollLocalLoops(splitVectors(s, lanes)), 0, lanes))))
+// A loop of dyn (tir.PrimFunc.Dynamic), and a loop around one, is never
+// unrolled: its extent varies with a dimension given at run time.
+func prepare(s tir.Stmt, lanes int, dyn map[*tir.Var]bool) tir.Stmt {
+	dyn = maps.Clone(dyn) // splitVectors adds its chunk loops
+	if dyn == nil {
+		dyn = map[*tir.Var]bool{}
+	}
+	return forwardUpdates(dropNoopUpdates(foldFloats(unroll(unrollLocalLoops(splitVectors(s, lanes, dyn), dyn), 0, lanes, dyn))))
+}
+
+// hasDynamic reports whether s is or holds a loop of dyn.
+func hasDynamic(s tir.Stmt, dyn map[*tir.Var]bool) bool {
+	if len(dyn) == 0 {
+		return false
+	}
+	found := false
+	tir.WalkStmt(s, func(st tir.Stmt) bool {
+		if f, ok := st.(*tir.For); ok && dyn[f.Var] {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 // maxLocalUnrollSteps bounds a serial loop that unrollLocalLoops unrolls.
@@ -36,7 +61,7 @@ const maxLocalUnrollSteps = 64
 // GFLOP/s in memory). Where some index would still vary, nothing is
 // unrolled: the copies would only make the C longer (random schedules'
 // modules grew 4× and compiled 4× slower before this check).
-func unrollLocalLoops(s tir.Stmt) tir.Stmt {
+func unrollLocalLoops(s tir.Stmt, dyn map[*tir.Var]bool) tir.Stmt {
 	if s == nil {
 		return nil
 	}
@@ -49,7 +74,7 @@ func unrollLocalLoops(s tir.Stmt) tir.Stmt {
 		body := tir.MutateStmt(a.Body, tir.StmtFuncs{Stmt: func(st tir.Stmt) tir.Stmt {
 			f, ok := st.(*tir.For)
 			if !ok || f.Kind != tir.Serial || f.Var == nil || f.Extent <= 1 ||
-				stepCount(f) > maxLocalUnrollSteps || !indexesBuffer(f.Body, a.Buf, f.Var) {
+				stepCount(f) > maxLocalUnrollSteps || !indexesBuffer(f.Body, a.Buf, f.Var) || hasDynamic(f, dyn) {
 				return st
 			}
 			marked = true
@@ -115,7 +140,10 @@ func anyIndex(s tir.Stmt, buf *tir.Buffer, pred func(*tir.Var) bool) bool {
 // loop of its own, in the original lane order. A lane count that is no power
 // of two would otherwise fall back to a scalar loop, which the compiler then
 // vectorizes itself, slowly and, under an unrolled outer loop, once per copy.
-func splitVectors(s tir.Stmt, lanes int) tir.Stmt {
+// The chunks of a loop of dyn are a loop of dyn too, whatever their number:
+// its text is then the same at every value of the dimension with the same
+// remainder.
+func splitVectors(s tir.Stmt, lanes int, dyn map[*tir.Var]bool) tir.Stmt {
 	if s == nil {
 		return nil
 	}
@@ -141,13 +169,14 @@ func splitVectors(s tir.Stmt, lanes int) tir.Stmt {
 		var parts []tir.Stmt
 		n := f.Extent / lanes
 		switch {
-		case n == 1:
+		case n == 1 && !dyn[f.Var]:
 			parts = append(parts, piece(nil, 0, lanes, f.Var.Name))
-		case n > 1:
+		case n >= 1:
 			outer := &tir.Var{Name: f.Var.Name + ".c", T: tir.Int}
 			kind := tir.Unrolled
-			if n > 8 {
+			if n > 8 || dyn[f.Var] {
 				kind = tir.Serial
+				dyn[outer] = dyn[f.Var]
 			}
 			chunk := piece(tir.MulE(outer, tir.Const(int64(lanes))), 0, lanes, f.Var.Name)
 			parts = append(parts, &tir.For{Var: outer, Extent: n, Kind: kind, Body: chunk})
@@ -164,11 +193,11 @@ func splitVectors(s tir.Stmt, lanes int) tir.Stmt {
 }
 
 // unroll unrolls loops; auto is the auto_unroll_max_step in effect (0: none).
-func unroll(s tir.Stmt, auto, lanes int) tir.Stmt {
+func unroll(s tir.Stmt, auto, lanes int, dyn map[*tir.Var]bool) tir.Stmt {
 	switch s := s.(type) {
 	case *tir.For:
-		body := unroll(s.Body, auto, lanes)
-		if s.Var == nil || s.Extent <= 0 {
+		body := unroll(s.Body, auto, lanes, dyn)
+		if s.Var == nil || s.Extent <= 0 || hasDynamic(s, dyn) {
 			return &tir.For{Var: s.Var, Extent: s.Extent, Kind: s.Kind, Thread: s.Thread, Body: body}
 		}
 		inner := stepCount(body)
@@ -207,21 +236,21 @@ func unroll(s tir.Stmt, auto, lanes int) tir.Stmt {
 		return &tir.For{Var: s.Var, Extent: s.Extent, Kind: s.Kind, Thread: s.Thread, Body: body}
 	case *tir.Pragma:
 		if s.Key == "auto_unroll_max_step" {
-			return unroll(s.Body, s.Value, lanes)
+			return unroll(s.Body, s.Value, lanes, dyn)
 		}
-		return &tir.Pragma{Key: s.Key, Value: s.Value, Body: unroll(s.Body, auto, lanes)}
+		return &tir.Pragma{Key: s.Key, Value: s.Value, Body: unroll(s.Body, auto, lanes, dyn)}
 	case *tir.Seq:
 		out := make([]tir.Stmt, 0, len(s.Stmts))
 		for _, c := range s.Stmts {
-			out = append(out, unroll(c, auto, lanes))
+			out = append(out, unroll(c, auto, lanes, dyn))
 		}
 		return tir.SeqOf(out...)
 	case *tir.Let:
-		return &tir.Let{Var: s.Var, Value: s.Value, Body: unroll(s.Body, auto, lanes)}
+		return &tir.Let{Var: s.Var, Value: s.Value, Body: unroll(s.Body, auto, lanes, dyn)}
 	case *tir.Allocate:
-		return &tir.Allocate{Buf: s.Buf, Body: unroll(s.Body, auto, lanes)}
+		return &tir.Allocate{Buf: s.Buf, Body: unroll(s.Body, auto, lanes, dyn)}
 	case *tir.IfThenElse:
-		return &tir.IfThenElse{Cond: s.Cond, Then: unroll(s.Then, auto, lanes), Else: unroll(s.Else, auto, lanes)}
+		return &tir.IfThenElse{Cond: s.Cond, Then: unroll(s.Then, auto, lanes, dyn), Else: unroll(s.Else, auto, lanes, dyn)}
 	}
 	return s
 }

@@ -89,6 +89,15 @@ func CPU(cfg CPUConfig) *Target {
 			}
 			return measure.Program{Code: src.Code, Workspace: src.Workspace[0]}, nil
 		},
+		dimModule: func(f *tir.PrimFunc) (measure.Program, error) {
+			dim := opts
+			dim.Dim = true
+			src, err := codegen.C(f, dim)
+			if err != nil {
+				return measure.Program{}, err
+			}
+			return measure.Program{Code: src.Code, Workspace: src.Workspace[0]}, nil
+		},
 		key: key,
 	}
 }

@@ -49,8 +49,11 @@ type Target struct {
 
 	lower  func(s *schedule.State, name string) (*tir.PrimFunc, error)
 	module func(f *tir.PrimFunc) (measure.Program, error)
-	gpu    *gpuInfo // nil on the CPU
-	key    func() string
+	// dimModule prints a kernel that takes a dimension's value at run time
+	// (codegen.COptions.Dim; nil: the target has none).
+	dimModule func(f *tir.PrimFunc) (measure.Program, error)
+	gpu       *gpuInfo // nil on the CPU
+	key       func() string
 }
 
 // Key is the target key of the records measured on this target: records

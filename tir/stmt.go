@@ -166,4 +166,9 @@ type PrimFunc struct {
 	Name   string
 	Params []*Buffer
 	Body   Stmt
+	// Dynamic holds the variables of the loops whose extents vary with a
+	// dimension given at run time (DynamicLoops): the C printer keeps them
+	// loops, never unrolling them or the loops around them, so that the
+	// kernel's text has the same shape at every value.
+	Dynamic map[*Var]bool
 }

@@ -1,0 +1,64 @@
+package target
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"tessera/codegen"
+	"tessera/schedule"
+	"tessera/tir"
+)
+
+// Family lowers states, one schedule applied to a task's DAG at each value
+// of a dimension given at run time (value → state), and prints them as few
+// kernels that take the value as a parameter (codegen.NewFamily). Each
+// kernel is lowered once; the loops whose extents differ from those of the
+// same loops at the range's ends and at the neighbouring values
+// (tir.DynamicLoops) stay loops, so that the kernels of most values share
+// a text. Each class's Workspace is the most its values need. CPU targets
+// only.
+func (t *Target) Family(states map[int]*schedule.State, name string) (*codegen.Family, error) {
+	if t.GPU() {
+		return nil, fmt.Errorf("kernels over a dynamic dimension are built for the CPU only, not %s", t.Name)
+	}
+	if t.dimModule == nil {
+		return nil, fmt.Errorf("target %s prints no kernels over a dynamic dimension", t.Name)
+	}
+	values := slices.Sorted(maps.Keys(states))
+	fs := make(map[int]*tir.PrimFunc, len(values))
+	for _, v := range values {
+		f, err := t.lower(states[v], name)
+		if err != nil {
+			return nil, fmt.Errorf("lowering at %d: %w", v, err)
+		}
+		fs[v] = f
+	}
+	codes := make(map[int]string, len(values))
+	ws := make(map[int]int, len(values))
+	for i, v := range values {
+		var others []*tir.PrimFunc
+		for _, j := range []int{0, len(values) - 1, i - 1, i + 1} {
+			if j >= 0 && j < len(values) && j != i {
+				others = append(others, fs[values[j]])
+			}
+		}
+		f := *fs[v]
+		f.Dynamic = tir.DynamicLoops(&f, others...)
+		p, err := t.dimModule(&f)
+		if err != nil {
+			return nil, fmt.Errorf("codegen at %d: %w", v, err)
+		}
+		codes[v], ws[v] = p.Code, p.Workspace
+	}
+	fam, err := codegen.NewFamily(codes)
+	if err != nil {
+		return nil, err
+	}
+	for c := range fam.Classes {
+		for _, v := range fam.Classes[c].Values {
+			fam.Classes[c].Workspace = max(fam.Classes[c].Workspace, ws[v])
+		}
+	}
+	return fam, nil
+}
