@@ -53,6 +53,13 @@ type Options struct {
 	// runs once per sample of a run's batch, and the arena holds the
 	// range's largest. CPU targets only.
 	Batch *partition.BatchPlan
+	// Dim builds the model over a dimension its kernels take at run time
+	// (a sequence length): the graph and plan given to Generate are the
+	// model at its largest value (Dim.Hi), every task's kernel is printed
+	// at every value as a family (target.Family), and the executor calls
+	// the one of a run's value. With Batch, the model at batch 1. CPU
+	// targets only.
+	Dim *partition.DimPlan
 }
 
 // LibraryTimeout is the default time limit of compiling a model's library:
@@ -63,7 +70,7 @@ const LibraryTimeout = 20 * time.Minute
 // library's.
 type Files struct {
 	Source   string
-	Kernels  []string          // on the CPU, each task's kernel (kernels/kernelN.c); nil for a GPU build
+	Kernels  []KernelSource    // on the CPU, the kernels (kernels/NAME.c); nil for a GPU build
 	Runtime  map[string]string // the runtime's C (tessera.h, runtime.c, ...), which Source includes
 	Weights  []byte
 	Manifest *Manifest
@@ -86,18 +93,31 @@ func Generate(g *graph.Graph, plan *partition.Plan, opts Options) (*Files, error
 	if opts.Batch != nil && opts.Target.GPU() {
 		return nil, fmt.Errorf("build: a model over a dynamic batch (%s) is built for the CPU only", opts.Batch.Symbol)
 	}
-	plan, err := chooseAlgorithms(plan, opts.Records, opts.Target)
-	if err != nil {
-		return nil, err
+	var kernels []kernel
+	if opts.Dim != nil {
+		if opts.Target.GPU() {
+			return nil, fmt.Errorf("build: a model over a dimension given at run time (%s) is built for the CPU only", opts.Dim.Symbol)
+		}
+		if err := checkDimConstants(opts.Dim); err != nil {
+			return nil, err
+		}
+		var err error
+		if kernels, err = scheduleFamilies(opts.Dim, opts.Records, opts.Target, warn); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if plan, err = chooseAlgorithms(plan, opts.Records, opts.Target); err != nil {
+			return nil, err
+		}
+		if kernels, err = scheduleTasks(plan, opts.Records, opts.Target, warn); err != nil {
+			return nil, err
+		}
+		if err := printKernels(kernels, opts.Target); err != nil {
+			return nil, err
+		}
 	}
-	kernels, err := scheduleTasks(plan, opts.Records, opts.Target, warn)
-	if err != nil {
-		return nil, err
-	}
-	if err := printKernels(kernels, opts.Target); err != nil {
-		return nil, err
-	}
-	p, err := planProgram(g, plan, kernels, opts.Batch)
+	p, err := planProgram(g, plan, kernels, opts.Batch, opts.Dim)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +132,7 @@ func Generate(g *graph.Graph, plan *partition.Plan, opts Options) (*Files, error
 			File: WeightsFile, Bytes: int64(len(p.weights.payload)), Checksum: fmt.Sprintf("%016x", checksum(p.weights.payload)),
 			Tensors: len(p.weights.order), Layout: weightsLayout,
 		},
-		Inputs: p.inputs, Outputs: p.outputs, Frozen: opts.Frozen, Batch: p.batch,
+		Inputs: p.inputs, Outputs: p.outputs, Frozen: opts.Frozen, Batch: p.batch, Dim: p.dim,
 		Memory: MemoryInfo{ArenaBytes: p.mem.Peak, IntermediatesBytes: p.mem.Sum, LiveMaxBytes: p.mem.LiveMax, Intermediates: len(p.bufs), WorkspaceBytes: p.workspace},
 	}
 	if m.Model == "." {
@@ -164,8 +184,8 @@ func Build(ctx context.Context, g *graph.Graph, plan *partition.Plan, dir string
 			files[name] = []byte(data)
 		}
 	}
-	for i, k := range f.Kernels {
-		files[kernelFile(i)] = []byte(k)
+	for _, k := range f.Kernels {
+		files[k.file()] = []byte(k.Code)
 	}
 	if len(f.Kernels) > 0 {
 		if err := os.MkdirAll(filepath.Join(dir, "kernels"), 0o755); err != nil {

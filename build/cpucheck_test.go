@@ -75,11 +75,13 @@ func TestBuildPerLevel(t *testing.T) {
 	}
 	f := &Files{Source: lacking, Runtime: tsrt.Files("")}
 	for i := range kernels {
-		k, err := os.ReadFile(filepath.Join(firstDir, kernelFile(i)))
+		k := KernelSource{Name: kernelName(i)}
+		code, err := os.ReadFile(filepath.Join(firstDir, k.file()))
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.Kernels = append(f.Kernels, string(k))
+		k.Code = string(code)
+		f.Kernels = append(f.Kernels, k)
 	}
 	lib, err := compileLibrary(context.Background(), f, firstTarget)
 	if err != nil {

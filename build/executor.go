@@ -47,6 +47,11 @@ type place struct {
 	// batched: the value's leading dimension is the batch; elems are one
 	// sample's, and sample n starts n·elems floats in.
 	batched bool
+	// sample, where set, is the C expression of one sample's elements in
+	// a run (a model input or output over the dimension given at run
+	// time: they are as many as the run's value makes them); elems are
+	// then those at the range's largest value.
+	sample string
 }
 
 // cExpr returns the value's address in the executor's C, where in and out
@@ -68,6 +73,9 @@ func (p place) cExpr() string {
 func (p place) cExprAt(n string) string {
 	if !p.batched {
 		return p.cExpr()
+	}
+	if p.sample != "" {
+		return fmt.Sprintf("%s + %s * %s", p.cExpr(), n, p.sample)
 	}
 	return fmt.Sprintf("%s + %s * %d", p.cExpr(), n, p.elems)
 }
@@ -106,6 +114,7 @@ type program struct {
 	workspace       int64    // the largest kernel workspace
 	mem             *MemoryPlan
 	batch           *BatchInfo // nil for a model of static shapes
+	dim             *BatchInfo // the dimension given at run time; nil if none
 }
 
 // planProgram places every value of the plan's groups and plans the arena.
@@ -115,9 +124,16 @@ type program struct {
 // buffer of the arena that lives during its call only, passed after its
 // parameters: a run's memory is its context's arena, whatever runs
 // beside it. batch is nil, or the plan over a dynamic batch whose model at
-// batch 1 g and plan are.
-func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel, batch *partition.BatchPlan) (*program, error) {
+// batch 1 g and plan are. dim is nil, or the plans over a dimension given
+// at run time, g and plan those at its largest value: every buffer is
+// placed at its size there, which holds it at any value.
+func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel, batch *partition.BatchPlan, dim *partition.DimPlan) (*program, error) {
 	p := &program{}
+	dimAxes := func(string) ([]int, error) { return nil, nil }
+	if dim != nil {
+		p.dim = &BatchInfo{Name: dim.Symbol.Name, Lo: dim.Symbol.Lo, Hi: dim.Symbol.Hi}
+		dimAxes = func(name string) ([]int, error) { return dimAxesOf(dim, name) }
+	}
 	batched := func(string) bool { return false }
 	samples := int64(1) // the most samples a batched buffer holds
 	if batch != nil {
@@ -142,8 +158,11 @@ func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel, batch *
 			return nil, err
 		}
 		ti.Batched = batched(name)
+		if ti.DimAxes, err = dimAxes(name); err != nil {
+			return nil, err
+		}
 		p.inputs = append(p.inputs, ti)
-		places[name] = place{kind: inInput, index: i, elems: ti.Elems(), batched: ti.Batched}
+		places[name] = place{kind: inInput, index: i, elems: ti.Elems(), batched: ti.Batched, sample: sampleExpr(ti)}
 	}
 	var passThrough []int // outputs no group writes directly
 	for j, name := range g.Outputs {
@@ -152,12 +171,15 @@ func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel, batch *
 			return nil, err
 		}
 		ti.Batched = batched(name)
+		if ti.DimAxes, err = dimAxes(name); err != nil {
+			return nil, err
+		}
 		p.outputs = append(p.outputs, ti)
 		if _, placed := places[name]; placed || !computed[name] {
 			passThrough = append(passThrough, j)
 			continue
 		}
-		places[name] = place{kind: inOutput, index: j, elems: ti.Elems(), batched: ti.Batched}
+		places[name] = place{kind: inOutput, index: j, elems: ti.Elems(), batched: ti.Batched, sample: sampleExpr(ti)}
 	}
 
 	// A constant goes to the weights the first time it is read in a

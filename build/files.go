@@ -64,15 +64,19 @@ func (m *Model) RunFiles(ctx context.Context, r FileRun) ([]WrittenOutput, error
 	if err != nil {
 		return nil, err
 	}
-	data, err := ReadInputs(man.Inputs, inFiles)
+	data, dim, err := readInputs(man.Inputs, inFiles)
 	if err != nil {
 		return nil, err
 	}
-	batch, err := m.checkInputs(data)
+	opts := r.RunOptions
+	if opts.Dim == 0 {
+		opts.Dim = dim
+	}
+	at, err := m.checkInputs(data, opts.Dim)
 	if err != nil {
 		return nil, err
 	}
-	outs, err := m.Run(ctx, data, r.RunOptions)
+	outs, err := m.Run(ctx, data, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +85,7 @@ func (m *Model) RunFiles(ctx context.Context, r FileRun) ([]WrittenOutput, error
 	}
 	var written []WrittenOutput
 	var bad []string
-	for i, t := range atBatch(man.Outputs, batch) {
+	for i, t := range at.tensors(man.Outputs) {
 		if err := WriteTensor(paths[i], t, outs[i]); err != nil {
 			return written, err
 		}
@@ -130,23 +134,36 @@ func MatchFiles(flag string, files map[string]string, ts []TensorInfo) (map[stri
 // ReadInputs reads every input of the model from its file (ReadTensor);
 // an input without one is an error that names tune run's --input.
 func ReadInputs(inputs []TensorInfo, files map[string]string) ([][]float32, error) {
+	data, _, err := readInputs(inputs, files)
+	return data, err
+}
+
+// readInputs is ReadInputs that also returns the value of the dimension
+// given at run time the inputs hold, where the first file of an input
+// that has it gives its shape (0 if none does).
+func readInputs(inputs []TensorInfo, files map[string]string) ([][]float32, int, error) {
 	data := make([][]float32, len(inputs))
 	var missing []string
+	dim := 0
 	for i, t := range inputs {
 		file, ok := files[t.Name]
 		if !ok {
 			missing = append(missing, t.String())
 			continue
 		}
-		var err error
-		if data[i], err = ReadTensor(file, t); err != nil {
-			return nil, fmt.Errorf("input %s: %w", t.Name, err)
+		shape, vals, err := readTensor(file, t)
+		if err != nil {
+			return nil, 0, fmt.Errorf("input %s: %w", t.Name, err)
+		}
+		data[i] = vals
+		if dim == 0 && len(t.DimAxes) > 0 && shape != nil {
+			dim = shape[t.DimAxes[0]]
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("no --input for %s", strings.Join(missing, ", "))
+		return nil, 0, fmt.Errorf("no --input for %s", strings.Join(missing, ", "))
 	}
-	return data, nil
+	return data, dim, nil
 }
 
 // OutputPaths returns the file each output is written to in dir: its

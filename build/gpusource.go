@@ -122,8 +122,8 @@ func gpuSource(p *program, kernels []kernel, tg *target.Target, singleFile bool)
 	var src strings.Builder
 	src.WriteString(b.String())
 	src.WriteString("\n/* tsm_execute uploads the inputs, launches the kernels in plan order and downloads the outputs. */\n")
-	src.WriteString("static int tsm_execute(const float *const *in, float *const *out, float *w, float *a, double *profile, int64_t batch) {\n")
-	src.WriteString("  int rc;\n  (void)in; (void)out; (void)w; (void)a; (void)rc; (void)profile; (void)batch;\n")
+	src.WriteString("static int tsm_execute(const float *const *in, float *const *out, float *w, float *a, double *profile, int64_t batch, int64_t dim) {\n")
+	src.WriteString("  int rc;\n  (void)in; (void)out; (void)w; (void)a; (void)rc; (void)profile; (void)batch; (void)dim;\n")
 	for i, d := range bufs {
 		if !d.temp && d.src.kind == inInput {
 			fmt.Fprintf(&src, "  if ((rc = tsm_dev_upload(%d, in[%d], %d)) != 0)\n    return rc;\n", i, d.src.index, 4*d.elems)

@@ -26,8 +26,18 @@ import (
 // object into the library, whose version script exports only the ABI
 // (tsrt.Exports). A GPU build's model.c is the whole library.
 
-// kernelFile is the path, in a build folder, of kernel i's source.
-func kernelFile(i int) string { return filepath.Join("kernels", fmt.Sprintf("kernel%d.c", i)) }
+// KernelSource is one CPU kernel of a build: its C, whose entry is
+// measure.KernelName, renamed Name when linked.
+type KernelSource struct {
+	Name string // tessera_kernelN; tessera_kernelN_cM, class M of a family
+	Code string
+}
+
+// file is the path, in a build folder, of the kernel's source:
+// kernels/kernelN.c.
+func (k KernelSource) file() string {
+	return filepath.Join("kernels", strings.TrimPrefix(k.Name, "tessera_")+".c")
+}
 
 // compileLibrary compiles the library of f for tg and returns its bytes.
 func compileLibrary(ctx context.Context, f *Files, tg *target.Target) ([]byte, error) {
@@ -42,14 +52,14 @@ func compileLibrary(ctx context.Context, f *Files, tg *target.Target) ([]byte, e
 	srcs := make([]measure.Source, 0, len(f.Kernels)+1)
 	srcs = append(srcs, measure.Source{Code: f.Source, Files: f.Runtime})
 	for _, k := range f.Kernels {
-		srcs = append(srcs, measure.Source{Code: k})
+		srcs = append(srcs, measure.Source{Code: k.Code})
 	}
 	objs := b.Objects(ctx, srcs)
 	for i, o := range objs {
 		if o.Kind != measure.None {
 			name := SourceFile
 			if i > 0 {
-				name = kernelFile(i - 1)
+				name = f.Kernels[i-1].file()
 			}
 			return nil, fmt.Errorf("compiling %s: %s: %s", name, o.Kind, o.Msg)
 		}
@@ -63,7 +73,7 @@ func compileLibrary(ctx context.Context, f *Files, tg *target.Target) ([]byte, e
 	paths := []string{objs[0].Path}
 	for i, o := range objs[1:] {
 		dst := filepath.Join(scratch, fmt.Sprintf("kernel%d.o", i))
-		cmd := exec.CommandContext(ctx, objcopy, "--redefine-sym", measure.KernelName+"="+kernelName(i), o.Path, dst)
+		cmd := exec.CommandContext(ctx, objcopy, "--redefine-sym", measure.KernelName+"="+f.Kernels[i].Name, o.Path, dst)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("%s (renaming kernel %d): %v: %s", objcopy, i, err, strings.TrimSpace(string(out)))
 		}

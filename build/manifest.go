@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,6 +47,9 @@ type Manifest struct {
 	// Batch is the range of the dynamic batch of a model built over one
 	// (Options.Batch); nil for a model of static shapes.
 	Batch *BatchInfo `json:"batch,omitempty"`
+	// Dim is the range of the dimension a model built over one takes at
+	// run time (Options.Dim, a sequence length); nil if none.
+	Dim *BatchInfo `json:"dim,omitempty"`
 
 	Memory   MemoryInfo   `json:"memory"`
 	Coverage Coverage     `json:"coverage"`
@@ -61,9 +65,13 @@ type TensorInfo struct {
 	// Batched says that the leading dimension is the model's batch
 	// (Manifest.Batch): a run at batch n gives it n there.
 	Batched bool `json:"batched,omitempty"`
+	// DimAxes are the dimensions that are the model's dimension given at
+	// run time (Manifest.Dim); Shape holds its largest value there.
+	DimAxes []int `json:"dim_axes,omitempty"`
 }
 
-// BatchInfo is the dynamic batch of a model built over a range of it.
+// BatchInfo is the dynamic batch of a model built over a range of it, or
+// the dimension it takes at run time (Manifest.Dim).
 type BatchInfo struct {
 	Name string `json:"name"` // the dimension's name (N)
 	Lo   int    `json:"lo"`
@@ -78,6 +86,20 @@ func (t TensorInfo) At(n int) TensorInfo {
 	}
 	t.Shape = append([]int{n}, t.Shape[1:]...)
 	t.Batched = false
+	return t
+}
+
+// WithDim returns the tensor's description in a run where the model's
+// dimension given at run time is v (t itself if it has none of it).
+func (t TensorInfo) WithDim(v int) TensorInfo {
+	if len(t.DimAxes) == 0 {
+		return t
+	}
+	t.Shape = slices.Clone(t.Shape)
+	for _, a := range t.DimAxes {
+		t.Shape[a] = v
+	}
+	t.DimAxes = nil
 	return t
 }
 
@@ -173,6 +195,19 @@ type TaskReport struct {
 	// Packed lists the kernel's parameters that take a constant repacked
 	// (schedule.RewriteLayout), as "input k: packing".
 	Packed []string `json:"packed,omitempty"`
+	// Family describes the kernels of a model built over a dimension given
+	// at run time (Manifest.Dim).
+	Family *FamilyReport `json:"family,omitempty"`
+}
+
+// FamilyReport is how a task's kernels cover a dimension given at run
+// time: the kernels that take its value (codegen.Family's classes), and
+// how many of its values have a record's schedule, by the tuning point
+// whose record they replay.
+type FamilyReport struct {
+	Classes     int         `json:"classes"`
+	FromRecords int         `json:"from_records"`
+	Points      map[int]int `json:"points,omitempty"`
 }
 
 // RecordUsed is the record a task's kernel was compiled from.

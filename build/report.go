@@ -106,14 +106,14 @@ func (m *Model) WriteBench(ctx context.Context, w io.Writer, warmup, repeat int,
 		// A step of a model built over a batch runs once per sample: its
 		// time per sample is what its record measured.
 		runs := times
-		if batch, _ := m.benchBatch(opts); batch > 1 {
-			fmt.Fprintf(w, "per sample (batch %s=%d):\n", m.Manifest.Batch.Name, batch)
+		if at, _ := m.benchAt(opts); at.batch > 1 {
+			fmt.Fprintf(w, "per sample (batch %s=%d):\n", m.Manifest.Batch.Name, at.batch)
 			runs = make([]float64, len(times))
 			for i, t := range times {
-				runs[i] = t / float64(batch)
+				runs[i] = t / float64(at.batch)
 			}
 			for i := range steps {
-				steps[i] /= float64(batch)
+				steps[i] /= float64(at.batch)
 			}
 		}
 		m.Manifest.WriteProfile(w, steps, runs)

@@ -87,6 +87,13 @@ type RunOptions struct {
 	// dynamic batch at (Manifest.Batch); 0 means the range's largest. Run
 	// takes the batch from its inputs.
 	Batch int
+	// Dim is the value of the dimension given at run time (Manifest.Dim, a
+	// sequence length) Run, Bench and Profile run a model built over one
+	// at; 0 means, for Bench and Profile, the range's largest, and for Run
+	// the value its inputs' sizes give (of a model that also has a
+	// dynamic batch, Dim must be given: their sizes cannot tell the two
+	// apart).
+	Dim int
 }
 
 // Run runs the model once on inputs (one per manifest input, in order,
@@ -94,7 +101,7 @@ type RunOptions struct {
 // dynamic batch holds the run's batch of samples) and returns the
 // outputs.
 func (m *Model) Run(ctx context.Context, inputs [][]float32, opts RunOptions) ([][]float32, error) {
-	batch, err := m.checkInputs(inputs)
+	at, err := m.checkInputs(inputs, opts.Dim)
 	if err != nil {
 		return nil, err
 	}
@@ -103,14 +110,14 @@ func (m *Model) Run(ctx context.Context, inputs [][]float32, opts RunOptions) ([
 		if err != nil {
 			return nil, err
 		}
-		outs, _, err := m.child(ctx, runner, inputs, batch, true, 0, 0, false, opts)
+		outs, _, err := m.child(ctx, runner, inputs, at, true, 0, 0, false, opts)
 		return outs, err
 	}
 	rt, err := m.load(opts)
 	if err != nil {
 		return nil, err
 	}
-	in, err := m.typed(atBatch(m.Manifest.Inputs, batch), inputs)
+	in, err := m.typed(at.tensors(m.Manifest.Inputs), inputs)
 	if err != nil {
 		return nil, err
 	}
@@ -146,12 +153,12 @@ func (m *Model) bench(ctx context.Context, warmup, repeat int, profile bool, opt
 	if warmup < 0 || repeat < 1 {
 		return nil, nil, fmt.Errorf("build: bench: %d warm-up runs and %d repetitions (want ≥ 0 and ≥ 1)", warmup, repeat)
 	}
-	batch, err := m.benchBatch(opts)
+	at, err := m.benchAt(opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	ins := atBatch(m.Manifest.Inputs, batch)
+	ins := at.tensors(m.Manifest.Inputs)
 	inputs := make([][]float32, len(ins))
 	for i, t := range ins {
 		inputs[i] = make([]float32, t.Elems())
@@ -164,7 +171,7 @@ func (m *Model) bench(ctx context.Context, warmup, repeat int, profile bool, opt
 		if err != nil {
 			return nil, nil, err
 		}
-		_, res, err := m.child(ctx, runner, inputs, batch, false, warmup, repeat, profile, opts)
+		_, res, err := m.child(ctx, runner, inputs, at, false, warmup, repeat, profile, opts)
 		return res.times, res.steps, err
 	}
 	rt, err := m.load(opts)
@@ -177,7 +184,7 @@ func (m *Model) bench(ctx context.Context, warmup, repeat int, profile bool, opt
 	}
 	outs := make([]tsrt.Tensor, len(rt.Outputs()))
 	for i, o := range rt.Outputs() {
-		o = o.At(int64(batch))
+		o = o.At(int64(at.batch)).WithDim(int64(at.dim))
 		outs[i] = tsrt.Tensor{DType: o.DType, Shape: o.Shape, Data: make([]byte, o.Elems()*o.DType.Size())}
 	}
 	run := func() error {
@@ -216,24 +223,51 @@ func (m *Model) bench(ctx context.Context, warmup, repeat int, profile bool, opt
 	return times, steps, nil
 }
 
-// benchBatch returns the batch Bench runs at: opts.Batch, or the range's
-// largest (1 for a model of static shapes).
-func (m *Model) benchBatch(opts RunOptions) (int, error) {
-	b := m.Manifest.Batch
-	if b == nil {
+// runAt is where a run of a model is in its dynamic dimensions: its batch
+// (1 for a model without one) and the value of its dimension given at run
+// time (0 for a model without one).
+type runAt struct{ batch, dim int }
+
+// tensors returns the tensors' descriptions in a run there.
+func (at runAt) tensors(ts []TensorInfo) []TensorInfo {
+	out := make([]TensorInfo, len(ts))
+	for i, t := range ts {
+		out[i] = t.At(at.batch).WithDim(at.dim)
+	}
+	return out
+}
+
+// benchAt returns the batch and value Bench runs at: opts.Batch and
+// opts.Dim, or the ranges' largest.
+func (m *Model) benchAt(opts RunOptions) (runAt, error) {
+	at := runAt{batch: 1}
+	if b := m.Manifest.Batch; b == nil {
 		if opts.Batch > 1 {
-			return 0, fmt.Errorf("%s: a batch of %d: the model was built for its static shapes (tune build --range builds it over a batch)", m.Dir, opts.Batch)
+			return at, fmt.Errorf("%s: a batch of %d: the model was built for its static shapes (tune build --range builds it over a batch)", m.Dir, opts.Batch)
 		}
-		return 1, nil
+	} else {
+		at.batch = b.Hi
+		if opts.Batch != 0 {
+			at.batch = opts.Batch
+		}
+		if at.batch < b.Lo || at.batch > b.Hi {
+			return at, fmt.Errorf("%s: batch %s=%d is outside the range %d..%d the model was built for", m.Dir, b.Name, at.batch, b.Lo, b.Hi)
+		}
 	}
-	batch := b.Hi
-	if opts.Batch != 0 {
-		batch = opts.Batch
+	if d := m.Manifest.Dim; d == nil {
+		if opts.Dim != 0 {
+			return at, fmt.Errorf("%s: a value %d of a dimension given at run time: the model has none (tune build --range builds it over one)", m.Dir, opts.Dim)
+		}
+	} else {
+		at.dim = d.Hi
+		if opts.Dim != 0 {
+			at.dim = opts.Dim
+		}
+		if at.dim < d.Lo || at.dim > d.Hi {
+			return at, fmt.Errorf("%s: %s=%d is outside the range %d..%d the model was built for", m.Dir, d.Name, at.dim, d.Lo, d.Hi)
+		}
 	}
-	if batch < b.Lo || batch > b.Hi {
-		return 0, fmt.Errorf("%s: batch %s=%d is outside the range %d..%d the model was built for", m.Dir, b.Name, batch, b.Lo, b.Hi)
-	}
-	return batch, nil
+	return at, nil
 }
 
 // Footprint returns the bytes a run of the model takes at least: its
@@ -282,14 +316,18 @@ func (m *Model) load(opts RunOptions) (*tsrt.Model, error) {
 		}
 		lib := make(map[string][]libTensor)
 		for _, t := range rt.Inputs() {
-			lib["input"] = append(lib["input"], libTensor{t.Name, t.DType.String(), t.At(1).Elems()})
+			lib["input"] = append(lib["input"], libTensor{t.Name, t.DType.String(), t.At(1).WithDim(1).Elems()})
 		}
 		for _, t := range rt.Outputs() {
-			lib["output"] = append(lib["output"], libTensor{t.Name, t.DType.String(), t.At(1).Elems()})
+			lib["output"] = append(lib["output"], libTensor{t.Name, t.DType.String(), t.At(1).WithDim(1).Elems()})
 		}
 		if b := rt.Batch(); (b.Name != "") != (m.Manifest.Batch != nil) {
 			rt.Close()
 			return nil, fmt.Errorf("%s: %s and the library %s disagree on the model's batch (%v, %+v): the manifest does not belong to this library", m.Dir, ManifestFile, m.Manifest.Library, m.Manifest.Batch, b)
+		}
+		if d := rt.Dim(); (d.Name != "") != (m.Manifest.Dim != nil) {
+			rt.Close()
+			return nil, fmt.Errorf("%s: %s and the library %s disagree on the model's dimensions (%v, %+v): the manifest does not belong to this library", m.Dir, ManifestFile, m.Manifest.Library, m.Manifest.Dim, d)
 		}
 		if err := m.checkLibrary(lib); err != nil {
 			rt.Close()
@@ -418,6 +456,7 @@ func (m *Model) checkLibrary(lib map[string][]libTensor) error {
 				m.Dir, ManifestFile, len(c.man), c.what, m.Manifest.Library, len(got), strings.Join(names, ", "))
 		}
 		for i, t := range c.man {
+			t = t.WithDim(1) // as the library describes it: at batch 1 and value 1
 			if t.Name != got[i].name || t.Elems() != got[i].elems || t.DType != got[i].dtype {
 				return fmt.Errorf("%s: %s says %s %d is %q%s (%s, %d elements), the library %s has %q (%s, %d elements): the manifest does not belong to this library",
 					m.Dir, ManifestFile, c.what, i, t.Name, t.dims(), t.DType, t.Elems(), m.Manifest.Library, got[i].name, got[i].dtype, got[i].elems)
@@ -428,44 +467,58 @@ func (m *Model) checkLibrary(lib map[string][]libTensor) error {
 }
 
 // checkInputs checks the number and sizes of a run's inputs and returns
-// its batch: of a model built over a dynamic batch, the samples its first
-// batched input holds; else 1.
-func (m *Model) checkInputs(inputs [][]float32) (int, error) {
+// where the run is: of a model built over a dimension given at run time,
+// its value dim, or where 0 the one the first input that has it holds (of
+// a model without a batch); of a model built over a dynamic batch, the
+// samples its first batched input holds.
+func (m *Model) checkInputs(inputs [][]float32, dim int) (runAt, error) {
+	at := runAt{batch: 1}
 	if len(inputs) != len(m.Manifest.Inputs) {
-		return 0, fmt.Errorf("%d inputs given, the model has %d (%s)", len(inputs), len(m.Manifest.Inputs), TensorList(m.Manifest.Inputs))
+		return at, fmt.Errorf("%d inputs given, the model has %d (%s)", len(inputs), len(m.Manifest.Inputs), TensorList(m.Manifest.Inputs))
 	}
-	batch := 1
+	if d := m.Manifest.Dim; d != nil {
+		at.dim = dim
+		for i, t := range m.Manifest.Inputs {
+			if at.dim != 0 || len(t.DimAxes) == 0 {
+				continue
+			}
+			if m.Manifest.Batch != nil {
+				return at, fmt.Errorf("the value of %s: a model over a batch and %s takes it given (RunOptions.Dim): the inputs' sizes cannot tell the two apart", d.Name, d.Name)
+			}
+			per := t.WithDim(1).Elems()
+			if len(inputs[i])%per != 0 {
+				return at, fmt.Errorf("input %s: %d values, not a whole multiple of %d, its size at %s=1", t.Name, len(inputs[i]), per, d.Name)
+			}
+			at.dim = len(inputs[i]) / per
+		}
+		if at.dim < d.Lo || at.dim > d.Hi {
+			return at, fmt.Errorf("%s=%d is outside the range %d..%d the model was built for", d.Name, at.dim, d.Lo, d.Hi)
+		}
+	} else if dim != 0 {
+		return at, fmt.Errorf("a value %d of a dimension given at run time: the model has none", dim)
+	}
 	if b := m.Manifest.Batch; b != nil {
 		for i, t := range m.Manifest.Inputs {
 			if !t.Batched {
 				continue
 			}
-			per := t.Elems()
+			per := t.WithDim(at.dim).Elems()
 			if len(inputs[i])%per != 0 {
-				return 0, fmt.Errorf("input %s: %d values, not a whole number of samples of %d", t.Name, len(inputs[i]), per)
+				return at, fmt.Errorf("input %s: %d values, not a whole number of samples of %d", t.Name, len(inputs[i]), per)
 			}
-			batch = len(inputs[i]) / per
-			if batch < b.Lo || batch > b.Hi {
-				return 0, fmt.Errorf("input %s: %d values, %d samples: batch %s=%d is outside the range %d..%d the model was built for", t.Name, len(inputs[i]), batch, b.Name, batch, b.Lo, b.Hi)
+			at.batch = len(inputs[i]) / per
+			if at.batch < b.Lo || at.batch > b.Hi {
+				return at, fmt.Errorf("input %s: %d values, %d samples: batch %s=%d is outside the range %d..%d the model was built for", t.Name, len(inputs[i]), at.batch, b.Name, at.batch, b.Lo, b.Hi)
 			}
 			break
 		}
 	}
-	for i, t := range atBatch(m.Manifest.Inputs, batch) {
+	for i, t := range at.tensors(m.Manifest.Inputs) {
 		if len(inputs[i]) != t.Elems() {
-			return 0, fmt.Errorf("input %s: %d values, its shape takes %d", t, len(inputs[i]), t.Elems())
+			return at, fmt.Errorf("input %s: %d values, its shape takes %d", t, len(inputs[i]), t.Elems())
 		}
 	}
-	return batch, nil
-}
-
-// atBatch returns the tensors' descriptions in a run at this batch.
-func atBatch(ts []TensorInfo, batch int) []TensorInfo {
-	out := make([]TensorInfo, len(ts))
-	for i, t := range ts {
-		out[i] = t.At(batch)
-	}
-	return out
+	return at, nil
 }
 
 // TensorList prints "name[d0,d1] name2[...]".
@@ -478,7 +531,7 @@ func TensorList(ts []TensorInfo) string {
 }
 
 // child runs the runner (built by prepare) once.
-func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, batch int, wantOutputs bool, warmup, repeat int, profile bool, opts RunOptions) ([][]float32, runnerResult, error) {
+func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, at runAt, wantOutputs bool, warmup, repeat int, profile bool, opts RunOptions) ([][]float32, runnerResult, error) {
 	var none runnerResult
 	tmp, err := measure.TempDir("tessera-model-run")
 	if err != nil {
@@ -486,7 +539,7 @@ func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, ba
 	}
 	defer os.RemoveAll(tmp)
 	inPath, outPath := filepath.Join(tmp, "in.bin"), "-"
-	in, err := m.typed(atBatch(m.Manifest.Inputs, batch), inputs)
+	in, err := m.typed(at.tensors(m.Manifest.Inputs), inputs)
 	if err != nil {
 		return nil, none, err
 	}
@@ -521,7 +574,7 @@ func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, ba
 	cmd := opts.command(cctx, runner, args...)
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "OMP_NUM_THREADS=")
-	}), "OMP_NUM_THREADS="+strconv.Itoa(threads), "TESSERA_RUNNER_BATCH="+strconv.Itoa(batch))
+	}), "OMP_NUM_THREADS="+strconv.Itoa(threads), "TESSERA_RUNNER_BATCH="+strconv.Itoa(at.batch), "TESSERA_RUNNER_DIM="+strconv.Itoa(max(at.dim, 1)))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()
@@ -547,7 +600,7 @@ func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, ba
 		return nil, none, err
 	}
 	want := 0
-	outInfo := atBatch(m.Manifest.Outputs, batch)
+	outInfo := at.tensors(m.Manifest.Outputs)
 	outs := make([]tsrt.Tensor, len(outInfo))
 	for i, t := range outInfo {
 		dt, err := tsrt.ParseDType(t.DType)

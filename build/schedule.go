@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"tessera/codegen"
 	"tessera/partition"
 	"tessera/records"
 	"tessera/schedule"
@@ -35,6 +36,9 @@ type kernel struct {
 	// it takes after its parameters.
 	code      string
 	workspace int
+	// family holds the kernels of a model built over a dimension given at
+	// run time (f is the one at its largest value); code is then unused.
+	family *codegen.Family
 }
 
 // RecordSource gives the valid records of a workload on a target, fastest

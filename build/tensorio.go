@@ -27,11 +27,38 @@ import (
 const npyMagic = "\x93NUMPY"
 
 // ReadTensor reads the tensor at path for want, checking its shape (of a
-// batched tensor, every dimension but the batch).
+// batched tensor, every dimension but the batch; of one with dimensions
+// given at run time, every dimension but those).
 func ReadTensor(path string, want TensorInfo) ([]float32, error) {
+	_, vals, err := readTensor(path, want)
+	return vals, err
+}
+
+// readTensor is ReadTensor that also returns the tensor's shape, where its
+// file has one (nil for raw float32).
+func readTensor(path string, want TensorInfo) ([]int, []float32, error) {
+	shape, vals, err := readTensorFile(path, want)
+	if err != nil || shape == nil {
+		return nil, vals, err
+	}
+	free := func(k int) bool { return want.Batched && k == 0 || slices.Contains(want.DimAxes, k) }
+	ok := len(shape) == len(want.Shape)
+	for k := 0; ok && k < len(shape); k++ {
+		ok = shape[k] == want.Shape[k] || free(k) && shape[k] > 0
+	}
+	if !ok {
+		got := TensorInfo{Shape: shape}
+		return nil, nil, fmt.Errorf("%s: shape %s, %s takes %s", path, got.dims(), want.Name, want.dims())
+	}
+	return shape, vals, nil
+}
+
+// readTensorFile reads the file at path as ReadTensor does, checking the
+// size of raw float32 only.
+func readTensorFile(path string, want TensorInfo) ([]int, []float32, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var shape []int
 	var vals []float32
@@ -49,25 +76,24 @@ func ReadTensor(path string, want TensorInfo) ([]float32, error) {
 			}
 		}
 	default:
+		if len(want.DimAxes) > 0 && len(data) > 0 && len(data)%4 == 0 {
+			return nil, floatsOf(data), nil // the run checks the size at its value
+		}
 		if want.Batched && len(data) > 0 && len(data)%(4*want.Elems()) == 0 {
-			return floatsOf(data), nil // samples of a batched input
+			return nil, floatsOf(data), nil // samples of a batched input
 		}
 		if len(data) != 4*want.Elems() {
-			return nil, fmt.Errorf("%s: %d bytes of raw float32, %s takes %d (%d values)", path, len(data), want, 4*want.Elems(), want.Elems())
+			return nil, nil, fmt.Errorf("%s: %d bytes of raw float32, %s takes %d (%d values)", path, len(data), want, 4*want.Elems(), want.Elems())
 		}
-		return floatsOf(data), nil
+		return nil, floatsOf(data), nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if want.Batched && len(shape) == len(want.Shape) && len(shape) > 0 && shape[0] > 0 && slices.Equal(shape[1:], want.Shape[1:]) {
-		return vals, nil // any batch of a batched input (the run checks the range)
+	if shape == nil {
+		shape = []int{}
 	}
-	if !slices.Equal(shape, want.Shape) {
-		got := TensorInfo{Shape: shape}
-		return nil, fmt.Errorf("%s: shape %s, %s takes %s", path, got.dims(), want.Name, want.dims())
-	}
-	return vals, nil
+	return shape, vals, nil
 }
 
 // WriteTensor writes t's data to path, in the format its extension names.

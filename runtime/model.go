@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,6 +32,7 @@ type Model struct {
 	steps   []string
 	target  string
 	batch   Batch
+	dim     Batch
 
 	mu         sync.RWMutex // Run holds it shared, Close exclusively
 	closed     bool
@@ -39,7 +41,9 @@ type Model struct {
 
 // TensorInfo describes an input or output of a model. In a model built
 // over a dynamic batch (Model.Batch), a batched tensor's leading dimension
-// is -1: each run gives it (TensorInfo.At).
+// is -1; in one built over a dimension given at run time (Model.Dim), the
+// dimensions that are it are -2: each run gives them (TensorInfo.At,
+// TensorInfo.WithDim).
 type TensorInfo struct {
 	Name  string
 	DType DType
@@ -57,8 +61,20 @@ type Batch struct {
 // At returns the tensor's description in a run at batch n: its dynamic
 // leading dimension (-1) set to n.
 func (t TensorInfo) At(n int64) TensorInfo {
-	if len(t.Shape) > 0 && t.Shape[0] < 0 {
+	if len(t.Shape) > 0 && t.Shape[0] == -1 {
 		t.Shape = append([]int64{n}, t.Shape[1:]...)
+	}
+	return t
+}
+
+// WithDim returns the tensor's description in a run whose dimension given
+// at run time is v: its dimensions -2 set to v.
+func (t TensorInfo) WithDim(v int64) TensorInfo {
+	t.Shape = slices.Clone(t.Shape)
+	for k, d := range t.Shape {
+		if d == -2 {
+			t.Shape[k] = v
+		}
 	}
 	return t
 }
@@ -92,7 +108,7 @@ type library struct {
 	id   fileID
 	fn   struct {
 		abiVersion, open, close, numInputs, numOutputs, inputInfo, outputInfo,
-		run, setThreads, numSteps, stepName, profile, target, lastError, batchRange uintptr
+		run, setThreads, numSteps, stepName, profile, target, lastError, batchRange, dimRange uintptr
 	}
 }
 
@@ -161,7 +177,7 @@ func loadLibrary(path string) (*library, error) {
 		{"tessera_run", &l.fn.run}, {"tessera_set_num_threads", &l.fn.setThreads},
 		{"tessera_num_steps", &l.fn.numSteps}, {"tessera_step_name", &l.fn.stepName},
 		{"tessera_profile", &l.fn.profile}, {"tessera_target", &l.fn.target},
-		{"tessera_last_error", &l.fn.lastError}, {"tessera_batch_range", &l.fn.batchRange},
+		{"tessera_last_error", &l.fn.lastError}, {"tessera_batch_range", &l.fn.batchRange}, {"tessera_dim_range", &l.fn.dimRange},
 	} {
 		p, err := purego.Dlsym(h, s.name)
 		if err != nil {
@@ -281,6 +297,11 @@ func Open(path string) (*Model, error) {
 		return nil, fmt.Errorf("tessera: open %s: %w", path, err)
 	}
 	m.batch.Name = cString(name)
+	if err := l.call(l.fn.dimRange, m.h, uintptr(unsafe.Pointer(&name)), uintptr(unsafe.Pointer(&m.dim.Lo)), uintptr(unsafe.Pointer(&m.dim.Hi))); err != nil {
+		purego.SyscallN(l.fn.close, m.h)
+		return nil, fmt.Errorf("tessera: open %s: %w", path, err)
+	}
+	m.dim.Name = cString(name)
 	return m, nil
 }
 
@@ -318,6 +339,11 @@ func (m *Model) Target() string { return m.target }
 // static shapes.
 func (m *Model) Batch() Batch { return m.batch }
 
+// Dim is the dimension a model built over one takes at run time (a
+// sequence length): its name and range; the zero Batch for a model
+// without one.
+func (m *Model) Dim() Batch { return m.dim }
+
 // cTensor is tessera_tensor.
 type cTensor struct {
 	dtype int32
@@ -329,11 +355,12 @@ type cTensor struct {
 // Run runs the model once on inputs (one per Inputs entry, of its dtype
 // and shape) and returns new output tensors. In a model built over a
 // dynamic batch, the run's batch is the leading dimension of its first
-// batched input.
+// batched input; in one built over a dimension given at run time, its
+// value is where the first input that has it has it.
 func (m *Model) Run(ctx context.Context, inputs []Tensor) ([]Tensor, error) {
-	batch := int64(1)
+	batch, dim := int64(1), m.dim.Hi
 	for i, t := range m.inputs {
-		if len(t.Shape) > 0 && t.Shape[0] < 0 && i < len(inputs) && len(inputs[i].Shape) > 0 {
+		if len(t.Shape) > 0 && t.Shape[0] == -1 && i < len(inputs) && len(inputs[i].Shape) > 0 {
 			batch = inputs[i].Shape[0]
 			break
 		}
@@ -341,9 +368,21 @@ func (m *Model) Run(ctx context.Context, inputs []Tensor) ([]Tensor, error) {
 	if m.batch.Name != "" && (batch < m.batch.Lo || batch > m.batch.Hi) {
 		return nil, &Error{Status: ShapeMismatch, Msg: fmt.Sprintf("tessera: run: batch %s=%d is outside the range %d..%d the model was built for", m.batch.Name, batch, m.batch.Lo, m.batch.Hi)}
 	}
+dims:
+	for i, t := range m.inputs {
+		for k, d := range t.Shape {
+			if d == -2 && i < len(inputs) && k < len(inputs[i].Shape) {
+				dim = inputs[i].Shape[k]
+				break dims
+			}
+		}
+	}
+	if m.dim.Name != "" && (dim < m.dim.Lo || dim > m.dim.Hi) {
+		return nil, &Error{Status: ShapeMismatch, Msg: fmt.Sprintf("tessera: run: %s=%d is outside the range %d..%d the model was built for", m.dim.Name, dim, m.dim.Lo, m.dim.Hi)}
+	}
 	outs := make([]Tensor, len(m.outputs))
 	for i, o := range m.outputs {
-		o = o.At(batch)
+		o = o.At(batch).WithDim(dim)
 		outs[i] = Tensor{DType: o.DType, Shape: o.Shape, Data: make([]byte, o.Elems()*o.DType.Size())}
 	}
 	if err := m.RunInto(ctx, inputs, outs); err != nil {

@@ -80,7 +80,7 @@ func Files(device string) map[string]string {
 }
 
 // ABIVersion is the TESSERA_ABI_VERSION of tessera.h this package speaks.
-const ABIVersion = 2
+const ABIVersion = 3
 
 // Exports are the functions tessera.h declares: all that a model's library
 // exports.
@@ -88,5 +88,5 @@ var Exports = []string{
 	"tessera_abi_version", "tessera_open", "tessera_close", "tessera_num_inputs", "tessera_num_outputs",
 	"tessera_input_info", "tessera_output_info", "tessera_run", "tessera_set_num_threads",
 	"tessera_num_steps", "tessera_step_name", "tessera_profile", "tessera_target",
-	"tessera_last_error", "tessera_status_name", "tessera_batch_range",
+	"tessera_last_error", "tessera_status_name", "tessera_batch_range", "tessera_dim_range",
 }

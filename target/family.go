@@ -16,21 +16,21 @@ import (
 // kernel is lowered once; the loops whose extents differ from those of the
 // same loops at the range's ends and at the neighbouring values
 // (tir.DynamicLoops) stay loops, so that the kernels of most values share
-// a text. Each class's Workspace is the most its values need. CPU targets
-// only.
-func (t *Target) Family(states map[int]*schedule.State, name string) (*codegen.Family, error) {
+// a text. Each class's Workspace is the most its values need. It returns
+// the family and the kernel lowered at each value. CPU targets only.
+func (t *Target) Family(states map[int]*schedule.State, name string) (*codegen.Family, map[int]*tir.PrimFunc, error) {
 	if t.GPU() {
-		return nil, fmt.Errorf("kernels over a dynamic dimension are built for the CPU only, not %s", t.Name)
+		return nil, nil, fmt.Errorf("kernels over a dynamic dimension are built for the CPU only, not %s", t.Name)
 	}
 	if t.dimModule == nil {
-		return nil, fmt.Errorf("target %s prints no kernels over a dynamic dimension", t.Name)
+		return nil, nil, fmt.Errorf("target %s prints no kernels over a dynamic dimension", t.Name)
 	}
 	values := slices.Sorted(maps.Keys(states))
 	fs := make(map[int]*tir.PrimFunc, len(values))
 	for _, v := range values {
 		f, err := t.lower(states[v], name)
 		if err != nil {
-			return nil, fmt.Errorf("lowering at %d: %w", v, err)
+			return nil, nil, fmt.Errorf("lowering at %d: %w", v, err)
 		}
 		fs[v] = f
 	}
@@ -47,18 +47,18 @@ func (t *Target) Family(states map[int]*schedule.State, name string) (*codegen.F
 		f.Dynamic = tir.DynamicLoops(&f, others...)
 		p, err := t.dimModule(&f)
 		if err != nil {
-			return nil, fmt.Errorf("codegen at %d: %w", v, err)
+			return nil, nil, fmt.Errorf("codegen at %d: %w", v, err)
 		}
 		codes[v], ws[v] = p.Code, p.Workspace
 	}
 	fam, err := codegen.NewFamily(codes)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for c := range fam.Classes {
 		for _, v := range fam.Classes[c].Values {
 			fam.Classes[c].Workspace = max(fam.Classes[c].Workspace, ws[v])
 		}
 	}
-	return fam, nil
+	return fam, fs, nil
 }

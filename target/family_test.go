@@ -123,7 +123,7 @@ func TestFamilySchedules(t *testing.T) {
 			if states[n0] == nil {
 				t.Fatalf("%s: a schedule sampled at n=%d does not replay there", g.name, n0)
 			}
-			fam, err := tg.Family(states, "k")
+			fam, _, err := tg.Family(states, "k")
 			if err != nil {
 				t.Fatalf("%s schedule %d (sampled at n=%d): %v\nsteps: %v", g.name, k, n0, err, steps)
 			}

@@ -220,6 +220,84 @@ func (r *Range) Batch() (*onnx.Loaded, *partition.BatchPlan, error) {
 	return r.one, bp, nil
 }
 
+// Dims returns the model over its dynamic dimensions as a build over the
+// range takes them: a batch that every group computes sample by sample
+// (partition.Batch; nil if the model has none) and at most one other
+// dimension, whose value the kernels take at run time (partition.Dim; nil
+// if none), the model prepared at each of its values (at batch 1). The
+// loaded model is the one at batch 1 and the dimension's largest value.
+// With two dimensions the batch is the one whose samples the groups
+// compute apart, checked at the other's both ends.
+func (r *Range) Dims() (*onnx.Loaded, *partition.BatchPlan, *partition.DimPlan, error) {
+	switch len(r.syms) {
+	case 1:
+		if l, bp, err := r.Batch(); err == nil {
+			return l, bp, nil, nil
+		}
+		l, dp, err := r.dimPlan(r.syms[0], nil)
+		return l, nil, dp, err
+	case 2:
+	default:
+		return nil, nil, nil, fmt.Errorf("%s over %s: a build over a range takes a batch and one other dynamic dimension at most: bind the others with --input", r.path, rangesString(r.syms))
+	}
+	var why []string
+	for b := range 2 {
+		batch, dim := r.syms[b], r.syms[1-b]
+		var bp *partition.BatchPlan
+		var err error
+		for _, d := range []int{dim.Hi, dim.Lo} {
+			var at [3]partition.BatchSample
+			for n := range at {
+				l, plan, perr := prepareAt(r.g, r.path, r.lo, r.syms, r.inputs, map[string]int{batch.Name: n + 1, dim.Name: d}, r.po)
+				if perr != nil {
+					return nil, nil, nil, perr
+				}
+				at[n] = partition.BatchSample{Graph: l.Graph, Plan: plan}
+			}
+			if bp, err = partition.Batch(batch, at[0], at[1], at[2]); err != nil {
+				err = fmt.Errorf("%s as the batch (at %s=%d): %w", batch.Name, dim.Name, d, err)
+				break
+			}
+		}
+		if err != nil {
+			why = append(why, err.Error())
+			continue
+		}
+		l, dp, err := r.dimPlan(dim, map[string]int{batch.Name: 1})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		bp.One = dp.Hi()
+		return l, bp, dp, nil
+	}
+	return nil, nil, nil, fmt.Errorf("%s over %s: neither dimension is a batch whose samples every group computes apart: %s", r.path, rangesString(r.syms), strings.Join(why, "; "))
+}
+
+// dimPlan prepares the model at every value of dim, the other symbols at
+// fixed, and checks the plans agree (partition.Dim).
+func (r *Range) dimPlan(dim partition.Symbol, fixed map[string]int) (*onnx.Loaded, *partition.DimPlan, error) {
+	at := make([]partition.BatchSample, dim.Hi-dim.Lo+1)
+	var hi *onnx.Loaded
+	for v := dim.Lo; v <= dim.Hi; v++ {
+		p := maps.Clone(fixed)
+		if p == nil {
+			p = map[string]int{}
+		}
+		p[dim.Name] = v
+		l, plan, err := prepareAt(r.g, r.path, r.lo, r.syms, r.inputs, p, r.po)
+		if err != nil {
+			return nil, nil, err
+		}
+		at[v-dim.Lo] = partition.BatchSample{Graph: l.Graph, Plan: plan}
+		hi = l
+	}
+	dp, err := partition.Dim(dim, at)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s over %s: %w", r.path, dim, err)
+	}
+	return hi, dp, nil
+}
+
 // prepareAt prepares graph g (decoded from path, not changed) with its
 // dynamic inputs bound at point p of the symbols, and extracts its plan.
 func prepareAt(g *graph.Graph, path string, lo onnx.LoadOptions, syms []partition.Symbol, inputs map[string]dynInput, p map[string]int, po partition.Options) (*onnx.Loaded, *partition.Plan, error) {

@@ -97,9 +97,10 @@ static struct {
   const char *(*last_error)(void);
 } api;
 
-/* tensors fills ts with the model's inputs or outputs at this batch,
-   their data allocated, and returns their total bytes. */
-static size_t tensors(tessera_model *m, int n, int input, tessera_tensor *ts, const char **names, int64_t batch) {
+/* tensors fills ts with the model's inputs or outputs at this batch and
+   value of the dimension given at run time, their data allocated, and
+   returns their total bytes. */
+static size_t tensors(tessera_model *m, int n, int input, tessera_tensor *ts, const char **names, int64_t batch, int64_t dim) {
   size_t total = 0;
   for (int i = 0; i < n; i++) {
     tessera_tensor *t = &ts[i];
@@ -111,7 +112,7 @@ static size_t tensors(tessera_model *m, int n, int input, tessera_tensor *ts, co
     if (!own)
       die(2, "out of memory");
     for (int k = 0; k < t->rank; k++)
-      own[k] = shape[k] < 0 ? batch : shape[k]; /* the dynamic batch */
+      own[k] = shape[k] == -1 ? batch : shape[k] == -2 ? dim : shape[k];
     t->shape = own;
     size_t bytes = dtype_size(t->dtype);
     for (int k = 0; k < t->rank; k++)
@@ -163,8 +164,12 @@ int main(int argc, char **argv) {
   const char *b = getenv("TESSERA_RUNNER_BATCH");
   if (b && *b && !describe && (batch = parse_count(b, "batch (TESSERA_RUNNER_BATCH)")) < 1)
     die(2, "batch %s: want at least 1", b);
-  size_t want = tensors(m, nin, 1, in, in_names, batch);
-  tensors(m, nout, 0, out, out_names, batch);
+  int64_t dim = 1;
+  const char *dm = getenv("TESSERA_RUNNER_DIM");
+  if (dm && *dm && !describe && (dim = parse_count(dm, "dimension (TESSERA_RUNNER_DIM)")) < 1)
+    die(2, "dimension %s: want at least 1", dm);
+  size_t want = tensors(m, nin, 1, in, in_names, batch, dim);
+  tensors(m, nout, 0, out, out_names, batch, dim);
   if (describe) {
     for (int side = 0; side < 2; side++)
       for (int i = 0; i < (side ? nout : nin); i++) {

@@ -261,12 +261,25 @@ static void free_ctx(const tsr_model_desc *d, ctx *c) {
   free(c);
 }
 
-/* elems returns the elements of tensor t in a run at this batch. */
-static uint64_t elems(const tsr_tensor_desc *t, int64_t batch) { return t->batched ? t->elems * (uint64_t)batch : t->elems; }
+/* extent returns dimension k of tensor t in a run at this batch and value
+   of the dimension given at run time. */
+static int64_t extent(const tsr_tensor_desc *t, int k, int64_t batch, int64_t dim) {
+  return t->shape[k] == -1 ? batch : t->shape[k] == -2 ? dim : t->shape[k];
+}
 
-/* most_elems returns the elements of tensor t at the model's largest batch. */
+/* elems returns the elements of tensor t in a run at this batch and value
+   of the dimension given at run time. */
+static uint64_t elems(const tsr_tensor_desc *t, int64_t batch, int64_t dim) {
+  uint64_t n = 1;
+  for (int k = 0; k < t->rank; k++)
+    n *= (uint64_t)extent(t, k, batch, dim);
+  return n;
+}
+
+/* most_elems returns the elements of tensor t at the model's largest batch
+   and value. */
 static uint64_t most_elems(const tsr_model_desc *d, const tsr_tensor_desc *t) {
-  return elems(t, d->batch_name ? d->batch_hi : 1);
+  return elems(t, d->batch_name ? d->batch_hi : 1, d->dim_name ? d->dim_hi : 1);
 }
 
 static ctx *new_ctx(const tsr_model_desc *d) {
@@ -441,7 +454,7 @@ API tessera_status tessera_profile(tessera_model *m, double *seconds) {
 
 /* check says why tensor t cannot be the model's tensor d in a run at this
    batch, or returns OK. */
-static tessera_status check(const char *what, int32_t i, const tessera_tensor *t, const tsr_tensor_desc *d, int64_t batch) {
+static tessera_status check(const char *what, int32_t i, const tessera_tensor *t, const tsr_tensor_desc *d, int64_t batch, int64_t dim) {
   if (!t->data)
     return fail(TESSERA_INVALID_ARGUMENT, "tessera_run: %s %d (%s): data is NULL", what, i, d->name);
   if (t->dtype != d->dtype)
@@ -449,14 +462,14 @@ static tessera_status check(const char *what, int32_t i, const tessera_tensor *t
                 dtype_name(t->dtype), dtype_name(d->dtype));
   int same = t->rank == d->rank && (t->rank == 0 || t->shape);
   for (int k = 0; same && k < d->rank; k++)
-    same = t->shape[k] == (k == 0 && d->batched ? batch : d->shape[k]);
+    same = t->shape[k] == extent(d, k, batch, dim);
   if (!same) {
     char got[256] = "", want[256] = "";
     size_t g = 0, w = 0;
     for (int k = 0; k < t->rank && t->shape && g < sizeof got - 24; k++)
       g += (size_t)snprintf(got + g, sizeof got - g, "%s%lld", k ? "," : "", (long long)t->shape[k]);
     for (int k = 0; k < d->rank && w < sizeof want - 24; k++)
-      w += (size_t)snprintf(want + w, sizeof want - w, "%s%lld", k ? "," : "", (long long)(k == 0 && d->batched ? batch : d->shape[k]));
+      w += (size_t)snprintf(want + w, sizeof want - w, "%s%lld", k ? "," : "", (long long)extent(d, k, batch, dim));
     return fail(TESSERA_SHAPE_MISMATCH, "tessera_run: %s %d (%s) has shape [%s]%s, the model's is [%s]", what, i, d->name, got,
                 t->rank > 0 && !t->shape ? " (shape is NULL)" : "", want);
   }
@@ -511,6 +524,39 @@ static tessera_status run_batch(const tsr_model_desc *d, const tessera_tensor *i
   return TESSERA_OK;
 }
 
+/* run_dim sets *dim to the value of the dimension given at run time of a
+   run of a model built over one: where its first input that has it has
+   it, which must lie in the model's range. */
+static tessera_status run_dim(const tsr_model_desc *d, const tessera_tensor *inputs, int64_t *dim) {
+  for (int i = 0; i < d->num_inputs; i++)
+    for (int k = 0; k < d->inputs[i].rank; k++) {
+      if (d->inputs[i].shape[k] != -2)
+        continue;
+      if (inputs[i].rank != d->inputs[i].rank || !inputs[i].shape)
+        return fail(TESSERA_SHAPE_MISMATCH, "tessera_run: input %d (%s) has rank %d%s, the model's is %d (its dimension %d the dimension %s)", i,
+                    d->inputs[i].name, inputs[i].rank, inputs[i].shape ? "" : " and no shape", d->inputs[i].rank, k, d->dim_name);
+      int64_t n = inputs[i].shape[k];
+      if (n < d->dim_lo || n > d->dim_hi)
+        return fail(TESSERA_SHAPE_MISMATCH, "tessera_run: input %d (%s) has %s=%lld in its dimension %d, outside the range %lld..%lld the model was built for",
+                    i, d->inputs[i].name, d->dim_name, (long long)n, k, (long long)d->dim_lo, (long long)d->dim_hi);
+      *dim = n;
+      return TESSERA_OK;
+    }
+  return TESSERA_OK;
+}
+
+API tessera_status tessera_dim_range(const tessera_model *m, const char **name, int64_t *lo, int64_t *hi) {
+  if (!m)
+    return fail(TESSERA_INVALID_ARGUMENT, "tessera_dim_range: model is NULL");
+  if (name)
+    *name = m->d->dim_name;
+  if (lo)
+    *lo = m->d->dim_name ? m->d->dim_lo : 0;
+  if (hi)
+    *hi = m->d->dim_name ? m->d->dim_hi : 0;
+  return TESSERA_OK;
+}
+
 API tessera_status tessera_batch_range(const tessera_model *m, const char **name, int64_t *lo, int64_t *hi) {
   if (!m)
     return fail(TESSERA_INVALID_ARGUMENT, "tessera_batch_range: model is NULL");
@@ -537,11 +583,14 @@ API tessera_status tessera_run(tessera_model *m, const tessera_tensor *inputs, i
   int64_t batch = 1;
   if (d->batch_name && (st = run_batch(d, inputs, &batch)) != TESSERA_OK)
     return st;
+  int64_t dim = d->dim_name ? d->dim_hi : 1;
+  if (d->dim_name && (st = run_dim(d, inputs, &dim)) != TESSERA_OK)
+    return st;
   for (int i = 0; i < d->num_inputs; i++)
-    if ((st = check("input", i, &inputs[i], &d->inputs[i], batch)) != TESSERA_OK)
+    if ((st = check("input", i, &inputs[i], &d->inputs[i], batch, dim)) != TESSERA_OK)
       return st;
   for (int i = 0; i < d->num_outputs; i++)
-    if ((st = check("output", i, &outputs[i], &d->outputs[i], batch)) != TESSERA_OK)
+    if ((st = check("output", i, &outputs[i], &d->outputs[i], batch, dim)) != TESSERA_OK)
       return st;
 
   pthread_mutex_lock(&m->lock);
@@ -557,7 +606,7 @@ API tessera_status tessera_run(tessera_model *m, const tessera_tensor *inputs, i
   float *out[d->num_outputs + 1];
   for (int i = 0; i < d->num_inputs; i++) {
     if (c->in[i]) {
-      to_float(c->in[i], inputs[i].data, d->inputs[i].dtype, elems(&d->inputs[i], batch));
+      to_float(c->in[i], inputs[i].data, d->inputs[i].dtype, elems(&d->inputs[i], batch, dim));
       in[i] = c->in[i];
     } else {
       in[i] = inputs[i].data;
@@ -575,7 +624,7 @@ API tessera_status tessera_run(tessera_model *m, const tessera_tensor *inputs, i
   last_error[0] = 0;
   if (d->serial)
     pthread_mutex_lock(&m->serial);
-  int rc = d->execute(in, out, m->weights, c->arena, profile ? c->profile : NULL, batch);
+  int rc = d->execute(in, out, m->weights, c->arena, profile ? c->profile : NULL, batch, dim);
   if (d->serial)
     pthread_mutex_unlock(&m->serial);
   if (threads > 0)
@@ -585,7 +634,7 @@ API tessera_status tessera_run(tessera_model *m, const tessera_tensor *inputs, i
 
   for (int i = 0; rc == 0 && i < d->num_outputs; i++)
     if (c->out[i])
-      from_float(outputs[i].data, c->out[i], d->outputs[i].dtype, elems(&d->outputs[i], batch));
+      from_float(outputs[i].data, c->out[i], d->outputs[i].dtype, elems(&d->outputs[i], batch, dim));
   pthread_mutex_lock(&m->lock);
   if (profile && m->profile == profile)
     for (int s = 0; s < d->num_steps; s++)

@@ -44,7 +44,7 @@ extern "C" {
 
 /* The version of this header. tessera_open refuses a caller compiled
    against another version. */
-#define TESSERA_ABI_VERSION 2
+#define TESSERA_ABI_VERSION 3
 
 /* Element types: ONNX's TensorProto numbers. */
 typedef enum tessera_dtype {
@@ -100,7 +100,9 @@ void tessera_close(tessera_model *model);
 /* The model's inputs and outputs, by index. name, dtype, rank and shape may
    each be NULL when not wanted; the strings and shapes live as long as the
    model. In a model built over a dynamic batch (tessera_batch_range), a
-   batched tensor's leading dimension is -1: each run gives it. */
+   batched tensor's leading dimension is -1; in one built over a dimension
+   given at run time (tessera_dim_range, a sequence length), the dimensions
+   that are it are -2: each run gives them. */
 int32_t tessera_num_inputs(const tessera_model *model);
 int32_t tessera_num_outputs(const tessera_model *model);
 tessera_status tessera_input_info(const tessera_model *model, int32_t i, const char **name,
@@ -114,10 +116,17 @@ tessera_status tessera_output_info(const tessera_model *model, int32_t i, const 
    but model may be NULL. */
 tessera_status tessera_batch_range(const tessera_model *model, const char **name, int64_t *lo, int64_t *hi);
 
+/* tessera_dim_range gives the dimension a model built over one takes at
+   run time (tune build --range S=lo..hi, a sequence length): its name and
+   range. A model without one gives NULL, 0 and 0. Any argument but model
+   may be NULL. */
+tessera_status tessera_dim_range(const tessera_model *model, const char **name, int64_t *lo, int64_t *hi);
+
 /* tessera_run runs the model once: inputs[i] is input i, outputs[i] output
    i, each of the dtype and shape the model declares, a batched tensor's
-   leading dimension the run's batch (the same in all of them, within the
-   model's range: else TESSERA_SHAPE_MISMATCH). Outputs must not
+   leading dimension the run's batch and the dimensions that are the
+   dimension given at run time its value (the same in all of them, within
+   the model's ranges: else TESSERA_SHAPE_MISMATCH). Outputs must not
    overlap each other or the inputs. Safe to call from many threads at once
    on one model. */
 tessera_status tessera_run(tessera_model *model, const tessera_tensor *inputs, int32_t num_inputs,

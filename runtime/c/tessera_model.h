@@ -21,8 +21,8 @@ typedef struct tsr_tensor_desc {
   const char *name;
   tessera_dtype dtype;
   int32_t rank;
-  const int64_t *shape; /* -1 at the leading dimension of a batched tensor */
-  uint64_t elems;       /* of a batched tensor: one sample's */
+  const int64_t *shape; /* -1 at the leading dimension of a batched tensor, -2 where the dimension given at run time is */
+  uint64_t elems;       /* of a batched tensor: one sample's; at the largest value of the dimension given at run time */
   int32_t batched;      /* the leading dimension is the model's batch */
 } tsr_tensor_desc;
 
@@ -45,9 +45,10 @@ typedef struct tsr_model_desc {
   /* execute runs the model: in and out are float32 buffers of the
      inputs' and outputs' elements, w the weights payload, arena
      arena_bytes of scratch, batch the run's batch (1 in a model of static
-     shapes). With profile set, it adds the seconds of each
+     shapes), dim the value of the dimension given at run time (its largest
+     in a model without one). With profile set, it adds the seconds of each
      step to profile[step]. It returns 0, or a kernel's non-zero code. */
-  int (*execute)(const float *const *in, float *const *out, float *w, float *arena, double *profile, int64_t batch);
+  int (*execute)(const float *const *in, float *const *out, float *w, float *arena, double *profile, int64_t batch, int64_t dim);
   /* A GPU build's device: setup, called once by tessera_open with the
      weights, finds the device, builds the kernels, makes the buffers and
      uploads the weights; it returns 0, or non-zero after tsr_error. The
@@ -62,6 +63,10 @@ typedef struct tsr_model_desc {
      model of static shapes. */
   const char *batch_name;
   int64_t batch_lo, batch_hi;
+  /* A model built over a dimension given at run time (a sequence length):
+     its name and range; NULL, 0, 0 for a model without one. */
+  const char *dim_name;
+  int64_t dim_lo, dim_hi;
 } tsr_model_desc;
 
 extern TSR_HIDDEN const tsr_model_desc tsr_model;

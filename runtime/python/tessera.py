@@ -18,7 +18,7 @@ import os
 
 import numpy as np
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 # tessera_dtype (ONNX's numbers) <-> numpy.
 _DTYPES = {
@@ -78,6 +78,8 @@ def _library(path):
         "tessera_last_error": (ctypes.c_char_p, []),
         "tessera_batch_range": (I32, [P, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_int64),
                                       ctypes.POINTER(ctypes.c_int64)]),
+        "tessera_dim_range": (I32, [P, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_int64),
+                                    ctypes.POINTER(ctypes.c_int64)]),
     }
     for name, (res, args) in sig.items():
         try:
@@ -126,6 +128,13 @@ class Model:
         # batch: (name, lo, hi) of a model built over a dynamic batch (a
         # batched tensor's shape starts with -1), else None.
         self.batch = (name.value.decode(), lo.value, hi.value) if name.value else None
+        name, lo, hi = ctypes.c_char_p(), ctypes.c_int64(), ctypes.c_int64()
+        self._check(self._lib.tessera_dim_range(self._h, ctypes.byref(name), ctypes.byref(lo), ctypes.byref(hi)),
+                    "open %s" % path)
+        # dim: (name, lo, hi) of a model built over a dimension given at run
+        # time (a sequence length, -2 in the shapes of the tensors that have
+        # it), else None.
+        self.dim = (name.value.decode(), lo.value, hi.value) if name.value else None
 
     def _check(self, status, what):
         if status != 0:
@@ -149,7 +158,8 @@ class Model:
     def run(self, inputs):
         """Runs the model on {name: array} (every input, of its dtype and
         shape; the leading dimension of a batched one, -1 in its shape, is
-        the run's batch) and returns {name: array} of its outputs."""
+        the run's batch, and its dimensions -2 the value of the dimension
+        given at run time) and returns {name: array} of its outputs."""
         if self._h is None:
             raise Error(1, "run: the model is closed")
         if not isinstance(inputs, dict):
@@ -177,13 +187,21 @@ class Model:
             ins[i] = tensor(arr)
         batch = 1
         for t in self.inputs:
-            if t.shape and t.shape[0] < 0:
+            if t.shape and t.shape[0] == -1:
                 batch = np.shape(inputs[t.name])[0] if np.ndim(inputs[t.name]) > 0 else 1
                 break
         if self.batch and not self.batch[1] <= batch <= self.batch[2]:
             raise Error(2, "run: batch %s=%d is outside the range %d..%d the model was built for"
                         % (self.batch[0], batch, self.batch[1], self.batch[2]))
-        outs = {t.name: np.empty(tuple(batch if k == 0 and d < 0 else d for k, d in enumerate(t.shape)), t.dtype)
+        dim = self.dim[2] if self.dim else 1
+        for t in self.inputs:
+            if -2 in t.shape and np.ndim(inputs[t.name]) == len(t.shape):
+                dim = np.shape(inputs[t.name])[t.shape.index(-2)]
+                break
+        if self.dim and not self.dim[1] <= dim <= self.dim[2]:
+            raise Error(2, "run: %s=%d is outside the range %d..%d the model was built for"
+                        % (self.dim[0], dim, self.dim[1], self.dim[2]))
+        outs = {t.name: np.empty(tuple(batch if d == -1 else dim if d == -2 else d for d in t.shape), t.dtype)
                 for t in self.outputs}
         arr_outs = (_Tensor * max(len(self.outputs), 1))()
         for i, t in enumerate(self.outputs):

@@ -1,0 +1,104 @@
+package build
+
+import (
+	"context"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"tessera/graph/onnx"
+	"tessera/modelgen"
+	"tessera/partition"
+	"tessera/tuning"
+)
+
+// bertDims writes a small BERT encoder whose batch B and sequence length S
+// are dynamic and loads it over B=1..bHi and S=sLo..sHi.
+func bertDims(t *testing.T, c modelgen.BERTEncoderConfig, bHi, sLo, sHi int) (string, *partition.BatchPlan, *partition.DimPlan) {
+	t.Helper()
+	g, err := modelgen.BERTEncoder(c, modelgen.DefaultSeed)
+	if err == nil {
+		g, err = modelgen.Dynamic(g, map[string]map[int]string{"input_ids": {0: "B", 1: "S"}, "attention_mask": {0: "B", 1: "S"}})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), c.Name+".onnx")
+	if err := onnx.EncodeFile(path, g); err != nil {
+		t.Fatal(err)
+	}
+	r, err := tuning.LoadRange(path, onnx.LoadOptions{}, map[string][2]int{"B": {1, bHi}, "S": {sLo, sHi}}, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, bp, dp, err := r.Dims()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bp == nil || dp == nil || bp.Symbol.Name != "B" || dp.Symbol.Name != "S" {
+		t.Fatalf("batch %v, dimension %v: want B and S", bp, dp)
+	}
+	return path, bp, dp
+}
+
+// TestDimBuildBERT builds a BERT encoder over a batch and a sequence
+// length given at run time, with default schedules, and checks its runs
+// at values drawn per run (the ends, a prime, others) against the
+// reference evaluator; a value outside the range is one clear error.
+func TestDimBuildBERT(t *testing.T) {
+	c := modelgen.BERTEncoderConfig{BERTConfig: modelgen.BERTConfig{Name: "bert_dim", Seq: 16, Hidden: 64, Heads: 4, FFN: 128, Opset: 17}, Layers: 1, Vocab: 100, MaxPositions: 64}
+	const sLo, sHi = 5, 40
+	path, bp, dp := bertDims(t, c, 4, sLo, sHi)
+	dir := t.TempDir()
+	m, err := Build(context.Background(), dp.Hi().Graph, dp.Hi().Plan, dir, Options{Target: testTarget(recordsKey, nil), Batch: bp, Dim: dp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Dim == nil || m.Dim.Name != "S" || m.Dim.Lo != sLo || m.Dim.Hi != sHi || !slices.Equal(m.Inputs[0].DimAxes, []int{1}) {
+		t.Fatalf("manifest: dim %+v, input %+v", m.Dim, m.Inputs[0])
+	}
+	classes := 0
+	for _, tr := range m.Tasks {
+		classes += tr.Family.Classes
+	}
+	t.Logf("%d tasks, %d kernels over S=%d..%d", len(m.Tasks), classes, sLo, sHi)
+	model, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 9))
+	primes := []int{7, 11, 13, 17, 19, 23, 29, 31, 37}
+	runs := [][2]int{{1, sLo}, {4, sHi}, {1 + rng.IntN(4), primes[rng.IntN(len(primes))]}, {1 + rng.IntN(4), sLo + rng.IntN(sHi-sLo+1)}}
+	t.Logf("seed %d: (B, S) = %v", seed, runs)
+	for _, r := range runs {
+		n, s := r[0], r[1]
+		ids, mask := make([]float32, n*s), make([]float32, n*s)
+		for i := range ids {
+			ids[i] = float32(rng.IntN(c.Vocab))
+			mask[i] = float32(min(1, i%s/2)) // the first tokens of each sample masked out
+		}
+		inputs := [][]float32{ids, mask}
+		if m.Inputs[0].Name != "input_ids" {
+			inputs[0], inputs[1] = mask, ids
+		}
+		got, err := model.Run(context.Background(), inputs, RunOptions{Threads: 2, Dim: s})
+		if err != nil {
+			t.Fatalf("B=%d, S=%d: %v", n, s, err)
+		}
+		want := referenceAt(t, path, map[string][]int{"input_ids": {n, s}, "attention_mask": {n, s}}, inputs)
+		for i, o := range m.Outputs {
+			if ok, msg := compareOutputs(got[i], want[i]); !ok || len(got[i]) != n*s*c.Hidden {
+				t.Errorf("B=%d, S=%d: output %s (%d values): %s", n, s, o.Name, len(got[i]), msg)
+			}
+		}
+	}
+	ids := make([]float32, sHi+1)
+	if _, err := model.Run(context.Background(), [][]float32{ids, ids}, RunOptions{Threads: 2, Dim: sHi + 1}); err == nil || !strings.Contains(err.Error(), "outside the range") {
+		t.Errorf("S=%d: %v, want an error naming the range", sHi+1, err)
+	}
+}

@@ -1,0 +1,108 @@
+package partition
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Plans over a dimension the kernels take at run time: a sequence length
+// S, whose value changes the extents of most tasks' loops, not only how
+// many samples there are. The model is prepared at every value of the
+// range (a sample of the batch where the model has one too), and must cut
+// into the same groups at each, reading and writing the same values; the
+// build then prints each task's kernel at every value, as few kernels
+// that take the value at run time (target.Family), and the executor calls
+// the one for a run's value.
+
+// DimPlan is a model's plans over a dimension given at run time.
+type DimPlan struct {
+	Symbol Symbol
+	// At holds the model at each value of the range, At[v-Symbol.Lo] at v:
+	// at batch 1 where the model also has a dynamic batch.
+	At []BatchSample
+}
+
+// Hi returns the model at the range's largest value, whose memory plan
+// serves every value.
+func (d *DimPlan) Hi() BatchSample { return d.At[len(d.At)-1] }
+
+// TaskAt returns task k of the plan at the range's largest value (Hi) as
+// it is at value v: the task of the same group there.
+func (d *DimPlan) TaskAt(k, v int) *Task {
+	hi := d.Hi().Plan
+	for g, grp := range hi.Groups {
+		if grp.Task == hi.Tasks[k] {
+			return d.At[v-d.Symbol.Lo].Plan.Groups[g].Task
+		}
+	}
+	return nil
+}
+
+// Dim checks the model's plans at every value of sym's range (at[v-Lo] at
+// v) against the one at its largest value: the same groups running the
+// same ops on the same values, the groups that share a task there sharing
+// it at every value (tasks apart there may meet at another), and the same graph
+// inputs and outputs.
+func Dim(sym Symbol, at []BatchSample) (*DimPlan, error) {
+	if sym.Lo < 1 || sym.Hi < sym.Lo || len(at) != sym.Hi-sym.Lo+1 {
+		return nil, fmt.Errorf("range %s: %d plans for %d values", sym, len(at), sym.Hi-sym.Lo+1)
+	}
+	hi := at[len(at)-1]
+	for i, s := range at[:len(at)-1] {
+		v := sym.Lo + i
+		if !slices.Equal(s.Graph.Inputs, hi.Graph.Inputs) || !slices.Equal(s.Graph.Outputs, hi.Graph.Outputs) {
+			return nil, fmt.Errorf("at %s=%d the model's inputs and outputs are %v and %v, at %d %v and %v", sym.Name, v, s.Graph.Inputs, s.Graph.Outputs, sym.Hi, hi.Graph.Inputs, hi.Graph.Outputs)
+		}
+		if err := sameStructure(hi.Plan, s.Plan); err != nil {
+			return nil, fmt.Errorf("the plan at %s=%d differs from the one at %d: %w", sym.Name, v, sym.Hi, err)
+		}
+		for g, grp := range hi.Plan.Groups {
+			at := s.Plan.Groups[g]
+			if !slices.Equal(at.Inputs, grp.Inputs) || !slices.Equal(at.Outputs, grp.Outputs) {
+				return nil, fmt.Errorf("group %d (%s) reads %v and writes %v at %s=%d, but %v and %v at %d", g, grp.Ops(), at.Inputs, at.Outputs, sym.Name, v, grp.Inputs, grp.Outputs, sym.Hi)
+			}
+			for h := range g {
+				// One kernel serves the groups of a task at Hi: they must
+				// share it at every value (tasks apart at Hi may meet at v).
+				if grp.Task == hi.Plan.Groups[h].Task && at.Task != s.Plan.Groups[h].Task {
+					return nil, fmt.Errorf("groups %d and %d share a task at %s=%d but not at %d", h, g, sym.Name, sym.Hi, v)
+				}
+			}
+		}
+	}
+	return &DimPlan{Symbol: sym, At: at}, nil
+}
+
+// TunePoints returns the values a tuning over the range of a dimension
+// given at run time tunes its tasks at, and a build takes schedules from:
+// the range's ends and middle on a log scale (at a sixth, a half and five
+// sixths of the way), each rounded to the nearest multiple of the largest
+// power of two up to 16 that keeps it in the range and no more than half
+// its size, so that the tiles a schedule picks there divide many values;
+// all values of a range of three or fewer.
+func (s Symbol) TunePoints() []int {
+	if s.Hi-s.Lo < 3 {
+		var all []int
+		for v := s.Lo; v <= s.Hi; v++ {
+			all = append(all, v)
+		}
+		return all
+	}
+	var points []int
+	for _, f := range []float64{1.0 / 6, 0.5, 5.0 / 6} {
+		v := float64(s.Lo) * math.Pow(float64(s.Hi)/float64(s.Lo), f)
+		p := int(math.Round(v))
+		for m := 16; m > 1; m /= 2 {
+			r := int(math.Round(v/float64(m))) * m
+			if r >= s.Lo && r <= s.Hi && 2*m <= r {
+				p = r
+				break
+			}
+		}
+		if len(points) == 0 || points[len(points)-1] != p {
+			points = append(points, p)
+		}
+	}
+	return points
+}
