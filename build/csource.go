@@ -75,7 +75,7 @@ func cSource(p *program, kernels []kernel, tg *target.Target, singleFile bool) (
 	b.WriteString("\n")
 	for i, k := range kernels {
 		if k.family != nil {
-			b.WriteString(dispatchC(i, k.family, p.dim))
+			b.WriteString(dispatchC(i, k, p.dim))
 		}
 	}
 	b.WriteString(cpuCheck())
@@ -118,14 +118,27 @@ func executorC(p *program) string {
 			b.WriteString("    for (int64_t n = 0; n < batch; n++) {\n")
 			indent, n = "      ", "n"
 		}
-		args := make([]string, len(c.args))
-		for i, pl := range c.args {
-			args[i] = pl.cExprAt(n)
+		variants := c.variants
+		if variants == nil {
+			variants = [][]place{c.args}
 		}
-		fmt.Fprintf(&b, "%sfloat *const args[] = {%s};\n", indent, strings.Join(args, ", "))
+		var names []string
+		for v, vargs := range variants {
+			args := make([]string, len(vargs))
+			for i, pl := range vargs {
+				args[i] = pl.cExprAt(n)
+			}
+			name := "args"
+			if v > 0 {
+				name = fmt.Sprintf("args_v%d", v)
+			}
+			names = append(names, name)
+			fmt.Fprintf(&b, "%sfloat *const %s[] = {%s};\n", indent, name, strings.Join(args, ", "))
+		}
 		callee := kernelName(c.task) + "(args)"
 		if p.dim != nil {
-			callee = fmt.Sprintf("tsm_%s(args, dim)", strings.TrimPrefix(kernelName(c.task), "tessera_"))
+			fmt.Fprintf(&b, "%sfloat *const *const av[] = {%s};\n", indent, strings.Join(names, ", "))
+			callee = fmt.Sprintf("tsm_%s(av, dim)", strings.TrimPrefix(kernelName(c.task), "tessera_"))
 		}
 		fmt.Fprintf(&b, "%sif ((rc = %s) != 0)\n%s  return rc;\n", indent, callee, indent)
 		if c.batched() {

@@ -7,19 +7,22 @@ import (
 	"slices"
 	"strings"
 
-	"tessera/codegen"
 	"tessera/measure"
 	"tessera/partition"
 	"tessera/records"
 	"tessera/schedule"
 	"tessera/sketch"
 	"tessera/target"
+	"tessera/tir"
 )
 
 // dispatchC returns the C function the executor calls for task i of a
 // model built over a dimension given at run time: it calls the kernel of
-// the class of the run's value (codegen.Family), from a table by value.
-func dispatchC(i int, fam *codegen.Family, dim *BatchInfo) string {
+// the class of the run's value (codegen.Family), from a table by value,
+// with the arguments of the variant the class takes (av[variant]: the
+// constants packed its way).
+func dispatchC(i int, k kernel, dim *BatchInfo) string {
+	fam := k.family
 	var b strings.Builder
 	name := strings.TrimPrefix(kernelName(i), "tessera_")
 	classes := make([]string, 0, dim.Hi-dim.Lo+1)
@@ -30,11 +33,11 @@ func dispatchC(i int, fam *codegen.Family, dim *BatchInfo) string {
 		}
 		classes = append(classes, fmt.Sprint(c))
 	}
-	fmt.Fprintf(&b, "static int tsm_%s(float *const *args, int64_t d) {\n", name)
+	fmt.Fprintf(&b, "static int tsm_%s(float *const *const *av, int64_t d) {\n", name)
 	fmt.Fprintf(&b, "  static const uint16_t class[%d] = {%s};\n", len(classes), strings.Join(classes, ", "))
 	fmt.Fprintf(&b, "  switch (class[d - %d]) {\n", dim.Lo)
 	for c := range fam.Classes {
-		fmt.Fprintf(&b, "  case %d:\n    return %s_c%d(args, d);\n", c, kernelName(i), c)
+		fmt.Fprintf(&b, "  case %d:\n    return %s_c%d(av[%d], d);\n", c, kernelName(i), c, k.classVariant[c])
 	}
 	b.WriteString("  }\n  return -1;\n}\n\n")
 	return b.String()
@@ -126,22 +129,26 @@ func scheduleFamilies(dp *partition.DimPlan, recs RecordSource, tg *target.Targe
 		if err != nil {
 			return nil, fmt.Errorf("build: task %d (%s) over %s: %w", i, t.Ops(), sym, err)
 		}
-		// One weights payload serves every value: a constant a kernel takes
-		// repacked is packed alike at every value.
+		// The schedules of different values may pack a constant in
+		// different layouts: each layout is a variant of the task's
+		// parameters, the weights hold the constant once per layout, and
+		// the executor passes each class the variant it takes.
 		top := fs[sym.Hi]
-		for v, f := range fs {
-			for a, p := range f.Params {
-				if got, want := fmt.Sprint(p.Packed), fmt.Sprint(top.Params[a].Packed); got != want {
-					return nil, fmt.Errorf("build: task %d (%s): its input %d is packed %s at %s=%d but %s at %d", i, t.Ops(), a, got, sym.Name, v, want, sym.Hi)
-				}
+		k.f, k.family, k.variants = top, fam, []*tir.PrimFunc{top}
+		for _, c := range fam.Classes {
+			f := fs[c.Values[0]]
+			at := slices.IndexFunc(k.variants, func(g *tir.PrimFunc) bool { return samePacking(f, g) })
+			if at < 0 {
+				at = len(k.variants)
+				k.variants = append(k.variants, f)
 			}
+			k.classVariant = append(k.classVariant, at)
 		}
-		k.f, k.family = top, fam
 		for _, c := range fam.Classes {
 			k.workspace = max(k.workspace, c.Workspace)
 		}
 		values := sym.Hi - sym.Lo + 1
-		k.report.Family = &FamilyReport{Classes: len(fam.Classes), FromRecords: fromRecord, Points: fromPoint}
+		k.report.Family = &FamilyReport{Classes: len(fam.Classes), Layouts: len(k.variants), FromRecords: fromRecord, Points: fromPoint}
 		if fromRecord == values {
 			k.report.Schedule = FromRecord
 		} else {
@@ -156,6 +163,20 @@ func scheduleFamilies(dp *partition.DimPlan, recs RecordSource, tg *target.Targe
 		out[i] = k
 	}
 	return out, nil
+}
+
+// samePacking reports whether kernels f and g take every parameter packed
+// alike.
+func samePacking(f, g *tir.PrimFunc) bool {
+	if len(f.Params) != len(g.Params) {
+		return false
+	}
+	for a := range f.Params {
+		if fmt.Sprint(f.Params[a].Packed) != fmt.Sprint(g.Params[a].Packed) {
+			return false
+		}
+	}
+	return true
 }
 
 // dimAxesOf returns the dimensions of a model input or output that are

@@ -12,6 +12,7 @@ import (
 	"tessera/graph/onnx"
 	"tessera/modelgen"
 	"tessera/partition"
+	tsrt "tessera/runtime"
 	"tessera/tuning"
 )
 
@@ -96,9 +97,35 @@ func TestDimBuildBERT(t *testing.T) {
 				t.Errorf("B=%d, S=%d: output %s (%d values): %s", n, s, o.Name, len(got[i]), msg)
 			}
 		}
+		if r == runs[2] { // in the runner child too (TESSERA_RUNNER_DIM): the same bits
+			child, err := model.Run(context.Background(), inputs, RunOptions{Threads: 2, Dim: s, Exec: []string{"env"}})
+			if err != nil {
+				t.Fatalf("B=%d, S=%d in the runner: %v", n, s, err)
+			}
+			for i := range got {
+				if !slices.Equal(got[i], child[i]) {
+					t.Errorf("B=%d, S=%d: output %d: the runner's differs from the in-process run's", n, s, i)
+				}
+			}
+		}
 	}
 	ids := make([]float32, sHi+1)
 	if _, err := model.Run(context.Background(), [][]float32{ids, ids}, RunOptions{Threads: 2, Dim: sHi + 1}); err == nil || !strings.Contains(err.Error(), "outside the range") {
 		t.Errorf("S=%d: %v, want an error naming the range", sHi+1, err)
+	}
+	// The library itself refuses it, naming the input and the range.
+	rt, err := tsrt.Open(filepath.Join(dir, LibraryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if d := rt.Dim(); d != (tsrt.Batch{Name: "S", Lo: sLo, Hi: sHi}) || !slices.Equal(rt.Inputs()[0].Shape, []int64{-1, -2}) {
+		t.Errorf("the library's dimension %+v, input shape %v", d, rt.Inputs()[0].Shape)
+	}
+	long := tsrt.Tensor{DType: tsrt.Int64, Shape: []int64{1, sHi + 1}, Data: make([]byte, 8*(sHi+1))}
+	out := tsrt.Tensor{DType: tsrt.Float32, Shape: []int64{1, sHi + 1, int64(c.Hidden)}, Data: make([]byte, 4*(sHi+1)*c.Hidden)}
+	err = rt.RunInto(context.Background(), []tsrt.Tensor{long, long}, []tsrt.Tensor{out})
+	if err == nil || !strings.Contains(err.Error(), "has S=41 in its dimension 1, outside the range 5..40 the model was built for") {
+		t.Errorf("the library at S=%d: %v", sHi+1, err)
 	}
 }

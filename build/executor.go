@@ -2,6 +2,7 @@ package build
 
 import (
 	"fmt"
+	"slices"
 
 	"tessera/graph"
 	"tessera/partition"
@@ -96,6 +97,10 @@ type call struct {
 	group *partition.Group
 	task  int
 	args  []place // the group's inputs, then its outputs: the kernel's parameter order
+	// variants, in a model built over a dimension given at run time, are
+	// the arguments of each variant of the task's kernels (kernel.variants;
+	// args the first): the constants packed each variant's way.
+	variants [][]place
 }
 
 // copyOut fills output buffer dst from src after the last call.
@@ -239,6 +244,23 @@ func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel, batch *
 			p.bufs = append(p.bufs, Buffer{Name: fmt.Sprintf("workspace of step %d", s), Bytes: ws, First: s, Last: s})
 			p.workspace = max(p.workspace, ws)
 		}
+		if vs := kernels[c.task].variants; len(vs) > 1 {
+			c.variants = [][]place{c.args}
+			for _, f := range vs[1:] {
+				args := slices.Clone(c.args)
+				for a, name := range grp.Inputs {
+					if args[a].kind != inWeights {
+						continue
+					}
+					pl, _, err := constant(name, f.Params[a].Packed)
+					if err != nil {
+						return nil, err
+					}
+					args[a] = pl
+				}
+				c.variants = append(c.variants, args)
+			}
+		}
 		p.calls = append(p.calls, c)
 	}
 	for _, j := range passThrough {
@@ -262,10 +284,12 @@ func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel, batch *
 	p.mem = mem
 	// Arena places were made before the plan: fill in their offsets.
 	for k := range p.calls {
-		for a, pl := range p.calls[k].args {
-			if pl.kind == inArena {
-				pl.offset = mem.Offsets[pl.buf]
-				p.calls[k].args[a] = pl
+		for _, args := range append([][]place{p.calls[k].args}, p.calls[k].variants...) {
+			for a, pl := range args {
+				if pl.kind == inArena {
+					pl.offset = mem.Offsets[pl.buf]
+					args[a] = pl
+				}
 			}
 		}
 	}

@@ -38,7 +38,12 @@ type kernel struct {
 	workspace int
 	// family holds the kernels of a model built over a dimension given at
 	// run time (f is the one at its largest value); code is then unused.
-	family *codegen.Family
+	// variants are the ways its kernels take their parameters, f's first:
+	// one per packing of the constants they read (a class's kernel takes
+	// them as variants[classVariant[class]] does).
+	family       *codegen.Family
+	variants     []*tir.PrimFunc
+	classVariant []int
 }
 
 // RecordSource gives the valid records of a workload on a target, fastest

@@ -178,6 +178,25 @@ func NewFamily(codes map[int]string) (*Family, error) {
 	return f, nil
 }
 
+// MergeFamilies returns one family of the classes of fams, whose values
+// must be disjoint (kernels of one task printed apart, such as those that
+// take a constant packed in different layouts).
+func MergeFamilies(fams ...*Family) (*Family, error) {
+	out := &Family{class: map[int]int{}}
+	for _, f := range fams {
+		for _, c := range f.Classes {
+			for _, v := range c.Values {
+				if _, dup := out.class[v]; dup {
+					return nil, fmt.Errorf("codegen: two families print the kernel at %d", v)
+				}
+				out.class[v] = len(out.Classes)
+			}
+			out.Classes = append(out.Classes, c)
+		}
+	}
+	return out, nil
+}
+
 // partsMod splits the indices of xs by xs[i] mod m, in order of first
 // value.
 func partsMod(xs []int64, m int) [][]int {

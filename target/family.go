@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"tessera/codegen"
 	"tessera/schedule"
@@ -16,8 +17,10 @@ import (
 // kernel is lowered once; the loops whose extents differ from those of the
 // same loops at the range's ends and at the neighbouring values
 // (tir.DynamicLoops) stay loops, so that the kernels of most values share
-// a text. Each class's Workspace is the most its values need. It returns
-// the family and the kernel lowered at each value. CPU targets only.
+// a text; kernels that take a constant packed in different layouts
+// (tir.Buffer.Packed) never share one. Each class's Workspace is the most
+// its values need. It returns the family and the kernel lowered at each
+// value. CPU targets only.
 func (t *Target) Family(states map[int]*schedule.State, name string) (*codegen.Family, map[int]*tir.PrimFunc, error) {
 	if t.GPU() {
 		return nil, nil, fmt.Errorf("kernels over a dynamic dimension are built for the CPU only, not %s", t.Name)
@@ -34,31 +37,60 @@ func (t *Target) Family(states map[int]*schedule.State, name string) (*codegen.F
 		}
 		fs[v] = f
 	}
-	codes := make(map[int]string, len(values))
-	ws := make(map[int]int, len(values))
-	for i, v := range values {
-		var others []*tir.PrimFunc
-		for _, j := range []int{0, len(values) - 1, i - 1, i + 1} {
-			if j >= 0 && j < len(values) && j != i {
-				others = append(others, fs[values[j]])
+	// Kernels that take a constant packed in different layouts differ in
+	// their calling convention: they never share a class.
+	var order []string
+	byPacking := map[string][]int{}
+	for _, v := range values {
+		key := packingKey(fs[v])
+		if byPacking[key] == nil {
+			order = append(order, key)
+		}
+		byPacking[key] = append(byPacking[key], v)
+	}
+	var fams []*codegen.Family
+	for _, key := range order {
+		vs := byPacking[key]
+		codes := make(map[int]string, len(vs))
+		ws := make(map[int]int, len(vs))
+		for i, v := range vs {
+			var others []*tir.PrimFunc
+			for _, j := range []int{0, len(vs) - 1, i - 1, i + 1} {
+				if j >= 0 && j < len(vs) && j != i {
+					others = append(others, fs[vs[j]])
+				}
+			}
+			f := *fs[v]
+			f.Dynamic = tir.DynamicLoops(&f, others...)
+			p, err := t.dimModule(&f)
+			if err != nil {
+				return nil, nil, fmt.Errorf("codegen at %d: %w", v, err)
+			}
+			codes[v], ws[v] = p.Code, p.Workspace
+		}
+		fam, err := codegen.NewFamily(codes)
+		if err != nil {
+			return nil, nil, err
+		}
+		for c := range fam.Classes {
+			for _, v := range fam.Classes[c].Values {
+				fam.Classes[c].Workspace = max(fam.Classes[c].Workspace, ws[v])
 			}
 		}
-		f := *fs[v]
-		f.Dynamic = tir.DynamicLoops(&f, others...)
-		p, err := t.dimModule(&f)
-		if err != nil {
-			return nil, nil, fmt.Errorf("codegen at %d: %w", v, err)
-		}
-		codes[v], ws[v] = p.Code, p.Workspace
+		fams = append(fams, fam)
 	}
-	fam, err := codegen.NewFamily(codes)
+	fam, err := codegen.MergeFamilies(fams...)
 	if err != nil {
 		return nil, nil, err
 	}
-	for c := range fam.Classes {
-		for _, v := range fam.Classes[c].Values {
-			fam.Classes[c].Workspace = max(fam.Classes[c].Workspace, ws[v])
-		}
-	}
 	return fam, fs, nil
+}
+
+// packingKey says how a kernel takes its parameters: the packing of each.
+func packingKey(f *tir.PrimFunc) string {
+	var b strings.Builder
+	for i, p := range f.Params {
+		fmt.Fprintf(&b, "%d:%v;", i, p.Packed)
+	}
+	return b.String()
 }

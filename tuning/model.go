@@ -338,6 +338,39 @@ func LoadBatch(path string, lo onnx.LoadOptions, ranges map[string][2]int, po pa
 	return r.Batch()
 }
 
+// LoadDims loads the model at path over the ranges of its dynamic
+// dimensions as tune build builds it (LoadRange, then Range.Dims).
+func LoadDims(path string, lo onnx.LoadOptions, ranges map[string][2]int, po partition.Options) (*onnx.Loaded, *partition.BatchPlan, *partition.DimPlan, error) {
+	r, err := LoadRange(path, lo, ranges, po)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return r.Dims()
+}
+
+// RangeTasks returns the tasks a tuning for a build over ranges tunes:
+// those of one, the model at batch 1 (the model's plan if it has no
+// batch), or, over a dimension given at run time (dp), those of the model
+// at each of its tuning points (partition.Symbol.TunePoints), whose
+// records the build replays at the values nearest them; each workload
+// once.
+func RangeTasks(one *partition.Plan, dp *partition.DimPlan) []*partition.Task {
+	if dp == nil {
+		return one.Tasks
+	}
+	seen := map[string]bool{}
+	var tasks []*partition.Task
+	for _, p := range dp.Symbol.TunePoints() {
+		for _, t := range dp.At[p-dp.Symbol.Lo].Plan.Tasks {
+			if !seen[t.Key] {
+				seen[t.Key] = true
+				tasks = append(tasks, t)
+			}
+		}
+	}
+	return tasks
+}
+
 func pointString(syms []partition.Symbol, p map[string]int) string {
 	parts := make([]string, len(syms))
 	for i, s := range syms {

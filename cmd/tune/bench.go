@@ -26,6 +26,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	repeat := fs.Int("repeat", 20, "timed runs")
 	profile := fs.Bool("profile", false, "also time every step (kernel call) and print it against its task's record")
 	batch := fs.Int("batch", 0, "of a model built over a dynamic batch (tune build --range): run at batch `N` (default: the range's largest)")
+	dim := fs.Int("dim", 0, "of a model built over a dimension given at run time (tune build --range S=lo..hi): run at its value `S` (default: the range's largest)")
 	maxMemory := cli.MaxMemory(fs, "the most memory a run may take (inputs, outputs, weights, arena), e.g. 8GiB")
 	cli.SetUsage(fs, benchUsage)
 	model, err := openBuildDir(fs, args)
@@ -36,6 +37,6 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return errors.New("--threads and --repeat must be positive, --warmup not negative")
 	}
 	fmt.Fprintf(stderr, "bench %s (%s): %d threads, %d warm-up runs, %d timed runs\n", model.Dir, model.Manifest.Model, *threads, *warmup, *repeat)
-	opts := build.RunOptions{Threads: *threads, MaxMemory: int64(*maxMemory), Batch: *batch}
+	opts := build.RunOptions{Threads: *threads, MaxMemory: int64(*maxMemory), Batch: *batch, Dim: *dim}
 	return model.WriteBench(context.Background(), stdout, *warmup, *repeat, *profile, opts)
 }

@@ -100,12 +100,17 @@ func (bf *buildFlags) build(model string, layouts []string, opts build.Options, 
 	var g *graph.Graph
 	var plan *partition.Plan
 	if len(bf.mf.ranges) > 0 {
-		l, bp, err := bf.loadBatch(model, layouts[0])
+		l, bp, dp, err := bf.loadDims(model, layouts[0])
 		if err != nil {
 			return nil, err
 		}
 		cli.Notes(stderr, "tune build", l.Notes)
-		g, plan, opts.Batch = bp.One.Graph, bp.One.Plan, bp
+		opts.Batch, opts.Dim = bp, dp
+		if dp != nil {
+			g, plan = dp.Hi().Graph, dp.Hi().Plan
+		} else {
+			g, plan = bp.One.Graph, bp.One.Plan
+		}
 	} else {
 		c, err := build.ChooseLayout(ctx, model, bf.mf.loadOptions(), layouts, opts, build.RunOptions{Threads: bf.threads})
 		if err != nil {
@@ -125,10 +130,10 @@ func (bf *buildFlags) build(model string, layouts []string, opts build.Options, 
 	return m, nil
 }
 
-// loadBatch loads the model over --range (tuning.LoadBatch) in one
-// layout: a build over a batch does not race the two (with --layout auto,
+// loadDims loads the model over --range (tuning.LoadDims) in one layout:
+// a build over a range does not race the two (with --layout auto,
 // channels-last, the layout tune tunes by default).
-func (bf *buildFlags) loadBatch(model, layout string) (*onnx.Loaded, *partition.BatchPlan, error) {
+func (bf *buildFlags) loadDims(model, layout string) (*onnx.Loaded, *partition.BatchPlan, *partition.DimPlan, error) {
 	lo := bf.mf.loadOptions()
 	if layout == build.LayoutNCHW {
 		lo.NoPass = maps.Clone(lo.NoPass)
@@ -137,7 +142,7 @@ func (bf *buildFlags) loadBatch(model, layout string) (*onnx.Loaded, *partition.
 		}
 		lo.NoPass["convert-layout"] = true
 	}
-	return bf.mf.loadBatch(model, lo)
+	return bf.mf.loadDims(model, lo)
 }
 
 // openBuildRecords opens the records database of a build: a missing one

@@ -32,7 +32,7 @@ type modelFlags struct {
 func (m *modelFlags) Register(fs *flag.FlagSet) {
 	m.inputs, m.freeze, m.noPass, m.ranges = cli.Shapes{}, cli.Values{}, cli.Names{}, cli.Ranges{}
 	fs.Var(m.inputs, "input", "bind graph input `name=d0,d1,...` to a static shape (repeatable); a dimension the model leaves dynamic may be named instead (N), for --range")
-	fs.Var(m.ranges, "range", "the values `NAME=lo..hi` of the inputs' dynamic dimension NAME (repeatable): tune and build the model over them, a dynamic batch whose samples every group computes apart (tuned at 1, run per sample); tune inspect prints the tasks over any ranges")
+	fs.Var(m.ranges, "range", "the values `NAME=lo..hi` of the inputs' dynamic dimension NAME (repeatable): tune and build the model over them — a dynamic batch whose samples every group computes apart (tuned at 1, run per sample), and one other dimension whose value the kernels take at run time (a sequence length: tuned at three values of its range, built at every value); tune inspect prints the tasks over any ranges")
 	fs.Var(m.freeze, "freeze", "freeze graph input `name=v0,v1,...` to these values, a constant of the compiled model (a sample rate an If branches on; repeatable)")
 	fs.Var(m.noPass, "no-pass", "disable graph pass `NAME` (repeatable; passes: "+strings.Join(graph.PassNames(), ", ")+")")
 	fs.BoolVar(&m.winograd, "winograd", true, "give 3×3 stride-1 convolutions a Winograd alternative task (tuned like any task; the build keeps the faster; --winograd=false: direct only)")
@@ -44,23 +44,26 @@ func (m *modelFlags) loadOptions() onnx.LoadOptions {
 }
 
 // load loads the model at path as the flags say and extracts its tasks
-// (tuning.LoadModel); over a --range, the model at batch 1
-// (tuning.LoadBatch), whose tasks run once per sample.
+// (tuning.LoadModel); over a --range, the model at batch 1 and the largest
+// value of a dimension given at run time (tuning.LoadDims).
 func (m *modelFlags) load(path string) (*onnx.Loaded, *partition.Plan, error) {
 	if len(m.ranges) > 0 {
-		l, bp, err := m.loadBatch(path, m.loadOptions())
+		l, bp, dp, err := m.loadDims(path, m.loadOptions())
 		if err != nil {
 			return nil, nil, err
+		}
+		if dp != nil {
+			return l, dp.Hi().Plan, nil
 		}
 		return l, bp.One.Plan, nil
 	}
 	return tuning.LoadModel(path, m.loadOptions(), partition.Options{Alternatives: m.winograd})
 }
 
-// loadBatch loads the model at path over --range (tuning.LoadBatch) with
+// loadDims loads the model at path over --range (tuning.LoadDims) with
 // the load options lo.
-func (m *modelFlags) loadBatch(path string, lo onnx.LoadOptions) (*onnx.Loaded, *partition.BatchPlan, error) {
-	return tuning.LoadBatch(path, lo, m.ranges, partition.Options{Alternatives: m.winograd})
+func (m *modelFlags) loadDims(path string, lo onnx.LoadOptions) (*onnx.Loaded, *partition.BatchPlan, *partition.DimPlan, error) {
+	return tuning.LoadDims(path, lo, m.ranges, partition.Options{Alternatives: m.winograd})
 }
 
 // registerNATS registers the flags of a command that talks to a NATS

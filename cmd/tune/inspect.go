@@ -41,12 +41,21 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		if err := partition.WriteSymbolic(&b, sp); err != nil {
 			return err
 		}
-		// Whether tune and tune build take the range: one batch whose
-		// samples every group computes apart.
-		if _, bp, err := r.Batch(); err != nil {
+		// Whether tune and tune build take the ranges: a batch whose
+		// samples every group computes apart, and one dimension whose
+		// value the kernels take at run time.
+		if _, bp, dp, err := r.Dims(); err != nil {
 			fmt.Fprintf(&b, "tune and tune build over %s: no: %v\n", mf.ranges, err)
 		} else {
-			fmt.Fprintf(&b, "tune and tune build over %s: yes, one sample at a time: the model at %s=1, %d tasks, each run once per sample\n", bp.Symbol, bp.Symbol.Name, len(bp.One.Plan.Tasks))
+			var how []string
+			if bp != nil {
+				how = append(how, fmt.Sprintf("%s one sample at a time (the model at %s=1, each task run once per sample)", bp.Symbol, bp.Symbol.Name))
+			}
+			if dp != nil {
+				how = append(how, fmt.Sprintf("%s given to the kernels at run time (tuned at %s=%v, %d workloads; built at each of its %d values)",
+					dp.Symbol, dp.Symbol.Name, dp.Symbol.TunePoints(), len(tuning.RangeTasks(nil, dp)), dp.Symbol.Hi-dp.Symbol.Lo+1))
+			}
+			fmt.Fprintf(&b, "tune and tune build over %s: yes: %s\n", mf.ranges, strings.Join(how, "; "))
 		}
 		if *dag >= len(sp.Tasks) {
 			return fmt.Errorf("--dag %d: the model has %d tasks", *dag, len(sp.Tasks))

@@ -8,6 +8,7 @@ import (
 	"io"
 	"runtime"
 	"strings"
+	"tessera/graph/onnx"
 	"time"
 
 	"tessera/internal/cli"
@@ -85,7 +86,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(f.model.ranges) > 0 && f.target != "cpu" {
-		return fmt.Errorf("--range %s: a model over a dynamic batch is built for the CPU only (tune build --range); tune it with --target cpu", f.model.ranges)
+		return fmt.Errorf("--range %s: a model over a range is built for the CPU only (tune build --range); tune it with --target cpu", f.model.ranges)
 	}
 	tasks, err := f.tasks(pos[0], stderr)
 	if err != nil {
@@ -145,20 +146,41 @@ func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *target.Targe
 
 // tasks loads the model and returns its tasks, each within --max-memory.
 func (f *tuneFlags) tasks(path string, stderr io.Writer) ([]*partition.Task, error) {
-	l, plan, err := f.model.load(path)
-	if err != nil {
-		return nil, err
+	var l *onnx.Loaded
+	var tasks []*partition.Task
+	if len(f.model.ranges) > 0 {
+		var bp *partition.BatchPlan
+		var dp *partition.DimPlan
+		var err error
+		if l, bp, dp, err = f.model.loadDims(path, f.model.loadOptions()); err != nil {
+			return nil, err
+		}
+		if bp != nil {
+			fmt.Fprintf(stderr, "tune: over %s one sample at a time: the tasks of the model at %s=1, which tune build --range runs once per sample\n", bp.Symbol, bp.Symbol.Name)
+		}
+		var one *partition.Plan
+		if bp != nil {
+			one = bp.One.Plan
+		}
+		tasks = tuning.RangeTasks(one, dp)
+		if dp != nil {
+			fmt.Fprintf(stderr, "tune: over %s: the tasks at %s=%v (%d workloads), whose schedules tune build --range replays at the values nearest each\n", dp.Symbol, dp.Symbol.Name, dp.Symbol.TunePoints(), len(tasks))
+		}
+	} else {
+		var plan *partition.Plan
+		var err error
+		if l, plan, err = f.model.load(path); err != nil {
+			return nil, err
+		}
+		tasks = plan.Tasks
 	}
 	cli.Notes(stderr, "tune", l.Notes)
-	if len(f.model.ranges) > 0 {
-		fmt.Fprintf(stderr, "tune: over %s one sample at a time: the tasks of the model at batch 1, which tune build --range runs once per sample\n", f.model.ranges)
-	}
-	for i, t := range plan.Tasks {
+	for i, t := range tasks {
 		if err := measure.CheckFootprint(t.DAG, int64(*f.maxMemory)); err != nil {
 			return nil, fmt.Errorf("task %d (%s) cannot be tuned: %w (--max-memory)", i, t.Ops(), err)
 		}
 	}
-	return plan.Tasks, nil
+	return tasks, nil
 }
 
 // options are the session's options the flags give, the search's set
