@@ -88,7 +88,7 @@ func (m *module) kernel(f *tir.PrimFunc) (out string, workspace int, err error) 
 			args = append(args, fmt.Sprintf("(%s *)args[%d]", t, i))
 		}
 	}
-	body := prepare(partitionLoops(f.Body), m.lanes, f.Dynamic)
+	body := prepare(versionGuards(partitionLoops(f.Body)), m.lanes, f.Dynamic)
 
 	k.indent = 1
 	if err := k.stmt(body); err != nil {
