@@ -240,34 +240,32 @@ func (at runAt) tensors(ts []TensorInfo) []TensorInfo {
 // benchAt returns the batch and value Bench runs at: opts.Batch and
 // opts.Dim, or the ranges' largest.
 func (m *Model) benchAt(opts RunOptions) (runAt, error) {
-	at := runAt{batch: 1}
-	if b := m.Manifest.Batch; b == nil {
-		if opts.Batch > 1 {
-			return at, fmt.Errorf("%s: a batch of %d: the model was built for its static shapes (tune build --range builds it over a batch)", m.Dir, opts.Batch)
-		}
-	} else {
-		at.batch = b.Hi
-		if opts.Batch != 0 {
-			at.batch = opts.Batch
-		}
-		if at.batch < b.Lo || at.batch > b.Hi {
-			return at, fmt.Errorf("%s: batch %s=%d is outside the range %d..%d the model was built for", m.Dir, b.Name, at.batch, b.Lo, b.Hi)
-		}
+	batch, err := m.benchValue(m.Manifest.Batch, opts.Batch, 1, "batch")
+	if err != nil {
+		return runAt{}, err
 	}
-	if d := m.Manifest.Dim; d == nil {
-		if opts.Dim != 0 {
-			return at, fmt.Errorf("%s: a value %d of a dimension given at run time: the model has none (tune build --range builds it over one)", m.Dir, opts.Dim)
+	dim, err := m.benchValue(m.Manifest.Dim, opts.Dim, 0, "value of a dimension given at run time")
+	return runAt{batch: batch, dim: dim}, err
+}
+
+// benchValue returns the value Bench runs a dynamic dimension of range r
+// at: want, or the range's largest where want is 0. A model without the
+// dimension (r nil) runs at none, and want must be 0 or none.
+func (m *Model) benchValue(r *BatchInfo, want, none int, what string) (int, error) {
+	if r == nil {
+		if want != 0 && want != none {
+			return 0, fmt.Errorf("%s: a %s of %d: the model was built without one (tune build --range builds it over one)", m.Dir, what, want)
 		}
-	} else {
-		at.dim = d.Hi
-		if opts.Dim != 0 {
-			at.dim = opts.Dim
-		}
-		if at.dim < d.Lo || at.dim > d.Hi {
-			return at, fmt.Errorf("%s: %s=%d is outside the range %d..%d the model was built for", m.Dir, d.Name, at.dim, d.Lo, d.Hi)
-		}
+		return none, nil
 	}
-	return at, nil
+	v := r.Hi
+	if want != 0 {
+		v = want
+	}
+	if v < r.Lo || v > r.Hi {
+		return 0, fmt.Errorf("%s: %s %s=%d is outside the range %d..%d the model was built for", m.Dir, what, r.Name, v, r.Lo, r.Hi)
+	}
+	return v, nil
 }
 
 // Footprint returns the bytes a run of the model takes at least: its

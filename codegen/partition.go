@@ -44,24 +44,33 @@ func (p *partitioner) stmt(s tir.Stmt) tir.Stmt {
 			}
 		}
 		return &tir.For{Var: n.Var, Extent: n.Extent, Kind: n.Kind, Thread: n.Thread, Body: p.stmt(n.Body)}
+	}
+	return rebuild(s, p.stmt)
+}
+
+// rebuild returns s with f applied to each statement directly inside it
+// (of a Seq, Allocate, IfThenElse, Let or Pragma; a For's body is left to
+// the caller, which keeps its own state per loop), or s itself.
+func rebuild(s tir.Stmt, f func(tir.Stmt) tir.Stmt) tir.Stmt {
+	switch n := s.(type) {
 	case *tir.Seq:
 		out := make([]tir.Stmt, 0, len(n.Stmts))
 		for _, c := range n.Stmts {
-			out = append(out, p.stmt(c))
+			out = append(out, f(c))
 		}
 		return &tir.Seq{Stmts: out}
 	case *tir.Allocate:
-		return &tir.Allocate{Buf: n.Buf, Body: p.stmt(n.Body)}
+		return &tir.Allocate{Buf: n.Buf, Body: f(n.Body)}
 	case *tir.IfThenElse:
 		var els tir.Stmt
 		if n.Else != nil {
-			els = p.stmt(n.Else)
+			els = f(n.Else)
 		}
-		return &tir.IfThenElse{Cond: n.Cond, Then: p.stmt(n.Then), Else: els}
+		return &tir.IfThenElse{Cond: n.Cond, Then: f(n.Then), Else: els}
 	case *tir.Let:
-		return &tir.Let{Var: n.Var, Value: n.Value, Body: p.stmt(n.Body)}
+		return &tir.Let{Var: n.Var, Value: n.Value, Body: f(n.Body)}
 	case *tir.Pragma:
-		return &tir.Pragma{Key: n.Key, Value: n.Value, Body: p.stmt(n.Body)}
+		return &tir.Pragma{Key: n.Key, Value: n.Value, Body: f(n.Body)}
 	}
 	return s
 }

@@ -58,26 +58,8 @@ func (v *versioner) stmt(s tir.Stmt) tir.Stmt {
 		body := v.stmt(n.Body)
 		delete(v.dom, n.Var)
 		return &tir.For{Var: n.Var, Extent: n.Extent, Kind: n.Kind, Thread: n.Thread, Body: body}
-	case *tir.Seq:
-		out := make([]tir.Stmt, 0, len(n.Stmts))
-		for _, c := range n.Stmts {
-			out = append(out, v.stmt(c))
-		}
-		return &tir.Seq{Stmts: out}
-	case *tir.Allocate:
-		return &tir.Allocate{Buf: n.Buf, Body: v.stmt(n.Body)}
-	case *tir.IfThenElse:
-		var els tir.Stmt
-		if n.Else != nil {
-			els = v.stmt(n.Else)
-		}
-		return &tir.IfThenElse{Cond: n.Cond, Then: v.stmt(n.Then), Else: els}
-	case *tir.Let:
-		return &tir.Let{Var: n.Var, Value: n.Value, Body: v.stmt(n.Body)}
-	case *tir.Pragma:
-		return &tir.Pragma{Key: n.Key, Value: n.Value, Body: v.stmt(n.Body)}
 	}
-	return s
+	return rebuild(s, v.stmt)
 }
 
 // hoist returns the test of f's hoistable guards at the extremes of the
