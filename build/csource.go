@@ -75,7 +75,11 @@ func cSource(p *program, kernels []kernel, tg *target.Target, singleFile bool) (
 	b.WriteString("\n")
 	for i, k := range kernels {
 		if k.family != nil {
-			b.WriteString(dispatchC(i, k, p.dim))
+			d, err := dispatchC(i, k, p.dim)
+			if err != nil {
+				return "", nil, err
+			}
+			b.WriteString(d)
 		}
 	}
 	b.WriteString(cpuCheck())

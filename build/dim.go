@@ -21,7 +21,7 @@ import (
 // the class of the run's value (codegen.Family), from a table by value,
 // with the arguments of the variant the class takes (av[variant]: the
 // constants packed its way).
-func dispatchC(i int, k kernel, dim *BatchInfo) string {
+func dispatchC(i int, k kernel, dim *BatchInfo) (string, error) {
 	fam := k.family
 	var b strings.Builder
 	name := strings.TrimPrefix(kernelName(i), "tessera_")
@@ -29,7 +29,7 @@ func dispatchC(i int, k kernel, dim *BatchInfo) string {
 	for v := dim.Lo; v <= dim.Hi; v++ {
 		c, ok := fam.Class(v)
 		if !ok {
-			panic(fmt.Sprintf("build: task %d has no kernel at %s=%d", i, dim.Name, v))
+			return "", fmt.Errorf("build: task %d has no kernel at %s=%d", i, dim.Name, v)
 		}
 		classes = append(classes, fmt.Sprint(c))
 	}
@@ -40,7 +40,7 @@ func dispatchC(i int, k kernel, dim *BatchInfo) string {
 		fmt.Fprintf(&b, "  case %d:\n    return %s_c%d(av[%d], d);\n", c, kernelName(i), c, k.classVariant[c])
 	}
 	b.WriteString("  }\n  return -1;\n}\n\n")
-	return b.String()
+	return b.String(), nil
 }
 
 // scheduleFamilies picks every task's schedule at every value of the
@@ -137,7 +137,7 @@ func scheduleFamilies(dp *partition.DimPlan, recs RecordSource, tg *target.Targe
 		k.f, k.family, k.variants = top, fam, []*tir.PrimFunc{top}
 		for _, c := range fam.Classes {
 			f := fs[c.Values[0]]
-			at := slices.IndexFunc(k.variants, func(g *tir.PrimFunc) bool { return samePacking(f, g) })
+			at := slices.IndexFunc(k.variants, func(g *tir.PrimFunc) bool { return g.Packing() == f.Packing() })
 			if at < 0 {
 				at = len(k.variants)
 				k.variants = append(k.variants, f)
@@ -163,20 +163,6 @@ func scheduleFamilies(dp *partition.DimPlan, recs RecordSource, tg *target.Targe
 		out[i] = k
 	}
 	return out, nil
-}
-
-// samePacking reports whether kernels f and g take every parameter packed
-// alike.
-func samePacking(f, g *tir.PrimFunc) bool {
-	if len(f.Params) != len(g.Params) {
-		return false
-	}
-	for a := range f.Params {
-		if fmt.Sprint(f.Params[a].Packed) != fmt.Sprint(g.Params[a].Packed) {
-			return false
-		}
-	}
-	return true
 }
 
 // dimAxesOf returns the dimensions of a model input or output that are

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"tessera/codegen"
 	"tessera/schedule"
@@ -42,7 +41,7 @@ func (t *Target) Family(states map[int]*schedule.State, name string) (*codegen.F
 	var order []string
 	byPacking := map[string][]int{}
 	for _, v := range values {
-		key := packingKey(fs[v])
+		key := fs[v].Packing()
 		if byPacking[key] == nil {
 			order = append(order, key)
 		}
@@ -84,13 +83,4 @@ func (t *Target) Family(states map[int]*schedule.State, name string) (*codegen.F
 		return nil, nil, err
 	}
 	return fam, fs, nil
-}
-
-// packingKey says how a kernel takes its parameters: the packing of each.
-func packingKey(f *tir.PrimFunc) string {
-	var b strings.Builder
-	for i, p := range f.Params {
-		fmt.Fprintf(&b, "%d:%v;", i, p.Packed)
-	}
-	return b.String()
 }

@@ -129,3 +129,16 @@ func PackArgs(params []*Buffer, args [][]float32) [][]float32 {
 	}
 	return out
 }
+
+// Packing says how f takes its parameters: the packing of each that takes
+// a constant repacked (Buffer.Packed), "" where none does. Two kernels of
+// one computation with the same Packing take the same arguments.
+func (f *PrimFunc) Packing() string {
+	var b strings.Builder
+	for i, p := range f.Params {
+		if p.Packed != nil {
+			fmt.Fprintf(&b, "%d:%v;", i, p.Packed)
+		}
+	}
+	return b.String()
+}
