@@ -1,8 +1,12 @@
 package build
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,6 +14,7 @@ import (
 	"time"
 
 	"tessera/graph/onnx"
+	"tessera/internal/pytest"
 	"tessera/modelgen"
 	"tessera/partition"
 	tsrt "tessera/runtime"
@@ -127,5 +132,54 @@ func TestDimBuildBERT(t *testing.T) {
 	err = rt.RunInto(context.Background(), []tsrt.Tensor{long, long}, []tsrt.Tensor{out})
 	if err == nil || !strings.Contains(err.Error(), "has S=41 in its dimension 1, outside the range 5..40 the model was built for") {
 		t.Errorf("the library at S=%d: %v", sHi+1, err)
+	}
+	// The Python module takes S from the arrays' shapes too, and gives
+	// the bits the Go package does.
+	py := pytest.Require(t)
+	n, sv := 2, primes[rng.IntN(len(primes))]
+	raw := make([]byte, 8*n*sv)
+	for i := range n * sv {
+		raw[8*i] = byte(rng.IntN(c.Vocab))
+	}
+	in := tsrt.Tensor{DType: tsrt.Int64, Shape: []int64{int64(n), int64(sv)}, Data: raw}
+	want, err := rt.Run(context.Background(), []tsrt.Tensor{in, in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "ids.bin"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `
+import sys
+import numpy as np
+import tessera
+model = tessera.load(sys.argv[1])
+print(model.dim, model.inputs[0].shape)
+x = np.fromfile(sys.argv[2], np.int64).reshape(int(sys.argv[4]), int(sys.argv[5]))
+y = model.run({t.name: x for t in model.inputs})[model.outputs[0].name]
+print(y.shape)
+y.tofile(sys.argv[3])
+try:
+    model.run({t.name: np.zeros((1, 41), np.int64) for t in model.inputs})
+    print("no error")
+except tessera.Error as e:
+    print(e.status)
+`
+	cmd := exec.Command(py, "-c", script, dir, filepath.Join(work, "ids.bin"), filepath.Join(work, "out.bin"), fmt.Sprint(n), fmt.Sprint(sv))
+	cmd.Env = append(os.Environ(), "PYTHONPATH=../runtime/python")
+	printed, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python: %v\n%s", err, printed)
+	}
+	if wantOut := fmt.Sprintf("('S', 5, 40) (-1, -2)\n(%d, %d, %d)\nTESSERA_SHAPE_MISMATCH\n", n, sv, c.Hidden); string(printed) != wantOut {
+		t.Errorf("python printed\n%s\nwant\n%s", printed, wantOut)
+	}
+	got, err := os.ReadFile(filepath.Join(work, "out.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want[0].Data) {
+		t.Errorf("the Python module's output at B=%d, S=%d differs from the Go package's", n, sv)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"tessera/internal/pytest"
 	"tessera/runtime"
 )
 
@@ -17,7 +18,7 @@ import (
 // `tune run` writes for that input, to the last bit, and prints its top-1
 // class.
 func TestExamples(t *testing.T) {
-	py := requirePython(t)
+	py := pytest.Require(t)
 	dir := buildTiny(t)
 	work := t.TempDir()
 	m, err := runtime.Open(dir)

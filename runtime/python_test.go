@@ -11,6 +11,7 @@ import (
 
 	"tessera/build"
 	"tessera/graph/onnx"
+	"tessera/internal/pytest"
 	"tessera/measure"
 	"tessera/modelgen"
 	"tessera/partition"
@@ -19,30 +20,12 @@ import (
 	"tessera/tuning"
 )
 
-// requirePython returns a Python 3 that imports numpy, or skips t (fails
-// it under TESSERA_REQUIRE_PYTHON, which scripts/test.sh sets: deps.sh
-// installs python3-numpy).
-func requirePython(t *testing.T) string {
-	t.Helper()
-	for _, py := range []string{"python3", "/usr/bin/python3"} {
-		if exec.Command(py, "-c", "import numpy").Run() == nil {
-			return py
-		}
-	}
-	msg := "no python3 with numpy (scripts/deps.sh installs python3-numpy)"
-	if os.Getenv("TESSERA_REQUIRE_PYTHON") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
-
 // TestPython loads the tiny model with the Python module (tessera.py):
 // its outputs must equal the Go package's to the last bit, runs from 8
 // threads at once must agree, and bad calls must raise tessera.Error with
 // their status.
 func TestPython(t *testing.T) {
-	py := requirePython(t)
+	py := pytest.Require(t)
 	dir := buildTiny(t)
 	m, err := runtime.Open(dir)
 	if err != nil {
@@ -136,7 +119,7 @@ func buildTinyBatch(t *testing.T) string {
 // gives the Go package's outputs to the last bit, and batch 5 raises
 // TESSERA_SHAPE_MISMATCH.
 func TestPythonBatch(t *testing.T) {
-	py := requirePython(t)
+	py := pytest.Require(t)
 	dir := buildTinyBatch(t)
 	m, err := runtime.Open(dir)
 	if err != nil {
