@@ -231,11 +231,15 @@ func (r *Range) Batch() (*onnx.Loaded, *partition.BatchPlan, error) {
 func (r *Range) Dims() (*onnx.Loaded, *partition.BatchPlan, *partition.DimPlan, error) {
 	switch len(r.syms) {
 	case 1:
-		if l, bp, err := r.Batch(); err == nil {
+		l, bp, berr := r.Batch()
+		if berr == nil {
 			return l, bp, nil, nil
 		}
 		l, dp, err := r.dimPlan(r.syms[0], nil)
-		return l, nil, dp, err
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("%w; nor is it a batch: %v", err, berr)
+		}
+		return l, nil, dp, nil
 	case 2:
 	default:
 		return nil, nil, nil, fmt.Errorf("%s over %s: a build over a range takes a batch and one other dynamic dimension at most: bind the others with --input", r.path, rangesString(r.syms))
