@@ -148,7 +148,7 @@ func scheduleFamilies(dp *partition.DimPlan, recs RecordSource, tg *target.Targe
 			k.workspace = max(k.workspace, c.Workspace)
 		}
 		values := sym.Hi - sym.Lo + 1
-		k.report.Family = &FamilyReport{Classes: len(fam.Classes), Layouts: len(k.variants), FromRecords: fromRecord, Points: fromPoint}
+		k.report.Family = &FamilyReport{Classes: len(fam.Classes), Values: values, Layouts: len(k.variants), FromRecords: fromRecord, Points: fromPoint}
 		if fromRecord == values {
 			k.report.Schedule = FromRecord
 		} else {

@@ -207,6 +207,7 @@ type TaskReport struct {
 // constants (each layout a copy in the weights).
 type FamilyReport struct {
 	Classes     int         `json:"classes"`
+	Values      int         `json:"values"`
 	Layouts     int         `json:"layouts"`
 	FromRecords int         `json:"from_records"`
 	Points      map[int]int `json:"points,omitempty"`

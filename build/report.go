@@ -25,7 +25,10 @@ func (m *Manifest) WriteReport(w io.Writer, dir string, took time.Duration) {
 	fmt.Fprintln(tw, "task\tkey\tops\tlayout\tweight\tshare\tschedule")
 	for _, t := range m.Tasks {
 		sched := "default"
-		if t.Record != nil {
+		switch f := t.Family; {
+		case f != nil:
+			sched = fmt.Sprintf("%d kernels over %d values, %d from records", f.Classes, f.Values, f.FromRecords)
+		case t.Record != nil:
 			sched = fmt.Sprintf("record, %.4f ms", t.Record.Cost*1e3)
 		}
 		share := 0.0
