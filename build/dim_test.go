@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"tessera/graph"
 	"tessera/graph/onnx"
 	"tessera/internal/pytest"
 	"tessera/modelgen"
@@ -181,5 +182,96 @@ except tessera.Error as e:
 	}
 	if !bytes.Equal(got, want[0].Data) {
 		t.Errorf("the Python module's output at B=%d, S=%d differs from the Go package's", n, sv)
+	}
+}
+
+// TestDimRefusals: a model whose weights depend on the dimension other
+// than by a prefix (x divided by its own length S, a scalar folded per
+// value) is refused by the build, naming the constant, and an output
+// whose dimension is 2·S is refused, naming the output: one payload or
+// one shape would be wrong at every value but one.
+func TestDimRefusals(t *testing.T) {
+	write := func(name string, build func(g *graph.Graph)) string {
+		g := graph.New(name, 17)
+		g.AddInput("x", graph.Float32, []int{4, -1}).DimParams = []string{"", "S"}
+		build(g)
+		path := filepath.Join(t.TempDir(), name+".onnx")
+		if err := onnx.EncodeFile(path, g); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	load := func(path string) *partition.DimPlan {
+		r, err := tuning.LoadRange(path, onnx.LoadOptions{}, map[string][2]int{"S": {3, 9}}, partition.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, bp, dp, err := r.Dims()
+		if err != nil || bp != nil || dp == nil {
+			t.Fatalf("batch %v, dimension %v: %v", bp, dp, err)
+		}
+		return dp
+	}
+	// y = x · (0, 1, …, S−1)/S: a table folded at each length, whose
+	// first elements at 3 are not those at 9.
+	byLength := write("by_length", func(g *graph.Graph) {
+		g.AddConst("one", graph.Int64Tensor(nil, []int64{1}))
+		g.AddConst("zero", graph.Float32Tensor(nil, []float32{0}))
+		g.AddConst("step", graph.Float32Tensor(nil, []float32{1}))
+		g.AddNode(&graph.Node{Name: "shape", OpType: "Shape", Inputs: []string{"x"}, Outputs: []string{"s"}})
+		g.AddNode(&graph.Node{Name: "len", OpType: "Gather", Inputs: []string{"s", "one"}, Outputs: []string{"n"}})
+		g.AddNode(&graph.Node{Name: "cast", OpType: "Cast", Inputs: []string{"n"}, Outputs: []string{"nf"}, Attrs: map[string]graph.Attr{"to": {Kind: graph.AttrInt, I: int64(graph.Float32)}}})
+		g.AddNode(&graph.Node{Name: "range", OpType: "Range", Inputs: []string{"zero", "nf", "step"}, Outputs: []string{"r"}})
+		g.AddNode(&graph.Node{Name: "scale", OpType: "Div", Inputs: []string{"r", "nf"}, Outputs: []string{"w"}})
+		g.AddNode(&graph.Node{Name: "mul", OpType: "Mul", Inputs: []string{"x", "w"}, Outputs: []string{"y"}})
+		g.Outputs = []string{"y"}
+	})
+	dp := load(byLength)
+	_, err := Generate(dp.Hi().Graph, dp.Hi().Plan, Options{Target: testTarget(recordsKey, nil), Dim: dp})
+	if err == nil || !strings.Contains(err.Error(), "is not the first elements of the one at 9") {
+		t.Errorf("a constant of each length: %v", err)
+	}
+	doubled := write("doubled", func(g *graph.Graph) {
+		g.AddNode(&graph.Node{Name: "cat", OpType: "Concat", Inputs: []string{"x", "x"}, Outputs: []string{"y"}, Attrs: map[string]graph.Attr{"axis": {Kind: graph.AttrInt, I: 1}}})
+		g.Outputs = []string{"y"}
+	})
+	dp = load(doubled)
+	_, err = Generate(dp.Hi().Graph, dp.Hi().Plan, Options{Target: testTarget(recordsKey, nil), Dim: dp})
+	if err == nil || !strings.Contains(err.Error(), "y, a model input or output, has dimension 1 of 6 at S=3 and 18 at 9") {
+		t.Errorf("an output of 2·S: %v", err)
+	}
+	// A scalar folded at each length is a literal of the kernel at that
+	// length (a class of its own): x / S is built, and right at each S.
+	perLength := write("per_length", func(g *graph.Graph) {
+		g.AddConst("one", graph.Int64Tensor(nil, []int64{1}))
+		g.AddNode(&graph.Node{Name: "shape", OpType: "Shape", Inputs: []string{"x"}, Outputs: []string{"s"}})
+		g.AddNode(&graph.Node{Name: "len", OpType: "Gather", Inputs: []string{"s", "one"}, Outputs: []string{"n"}})
+		g.AddNode(&graph.Node{Name: "cast", OpType: "Cast", Inputs: []string{"n"}, Outputs: []string{"nf"}, Attrs: map[string]graph.Attr{"to": {Kind: graph.AttrInt, I: int64(graph.Float32)}}})
+		g.AddNode(&graph.Node{Name: "div", OpType: "Div", Inputs: []string{"x", "nf"}, Outputs: []string{"y"}})
+		g.Outputs = []string{"y"}
+	})
+	dp = load(perLength)
+	dir := t.TempDir()
+	if _, err := Build(context.Background(), dp.Hi().Graph, dp.Hi().Plan, dir, Options{Target: testTarget(recordsKey, nil), Dim: dp}); err != nil {
+		t.Fatal(err)
+	}
+	model, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	for _, n := range []int{3, 5, 9} {
+		x := make([]float32, 4*n)
+		for i := range x {
+			x[i] = float32(i + 1)
+		}
+		got, err := model.Run(context.Background(), [][]float32{x}, RunOptions{Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := referenceAt(t, perLength, map[string][]int{"x": {4, n}}, [][]float32{x})
+		if ok, msg := compareOutputs(got[0], want[0]); !ok || len(got[0]) != 4*n {
+			t.Errorf("x / S at S=%d: %s", n, msg)
+		}
 	}
 }
