@@ -481,7 +481,7 @@ func (m *Model) checkInputs(inputs [][]float32, dim int) (runAt, error) {
 				continue
 			}
 			if m.Manifest.Batch != nil {
-				return at, fmt.Errorf("the value of %s: a model over a batch and %s takes it given (RunOptions.Dim): the inputs' sizes cannot tell the two apart", d.Name, d.Name)
+				return at, fmt.Errorf("the value of %s: raw inputs of a model over a batch and %s cannot tell the two apart; give it (tune run --dim, RunOptions.Dim) or use .npy inputs", d.Name, d.Name)
 			}
 			per := t.WithDim(1).Elems()
 			if len(inputs[i])%per != 0 {

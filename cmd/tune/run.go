@@ -31,6 +31,7 @@ func (r *runFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&r.OutDir, "o", ".", "write the outputs into `DIR`")
 	fs.StringVar(&r.Format, "format", "npy", "format of the written outputs: npy, pb or raw")
 	fs.IntVar(&r.Threads, "threads", runtime.NumCPU(), "threads of the model")
+	fs.IntVar(&r.Dim, "dim", 0, "of a model built over a dimension given at run time, with raw inputs and a batch: its value `S` (.npy and .pb inputs give it)")
 	fs.Float64Var(&r.RTol, "rtol", 1e-3, "relative tolerance of the comparison with --reference")
 	fs.Float64Var(&r.ATol, "atol", 1e-4, "absolute tolerance of the comparison with --reference")
 	r.maxMemory = cli.MaxMemory(fs, "the most memory a run may take (inputs, outputs, weights, arena), e.g. 8GiB")
