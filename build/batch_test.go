@@ -196,9 +196,21 @@ func referenceAt(t *testing.T, path string, shapes map[string][]int, inputs [][]
 // ids and mask [B, Seq]) and loads it over B=1..4.
 func bertBatch(t *testing.T, c modelgen.BERTEncoderConfig) (string, *partition.BatchPlan) {
 	t.Helper()
+	path := writeBERT(t, c, map[int]string{0: "B"})
+	_, bp, err := tuning.LoadBatch(path, onnx.LoadOptions{}, map[string][2]int{"B": {1, 4}}, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, bp
+}
+
+// writeBERT writes the BERT encoder c with the dimensions axes (axis →
+// name) of its input_ids and attention_mask dynamic, and returns its path.
+func writeBERT(t *testing.T, c modelgen.BERTEncoderConfig, axes map[int]string) string {
+	t.Helper()
 	g, err := modelgen.BERTEncoder(c, modelgen.DefaultSeed)
 	if err == nil {
-		g, err = modelgen.Dynamic(g, map[string]map[int]string{"input_ids": {0: "B"}, "attention_mask": {0: "B"}})
+		g, err = modelgen.Dynamic(g, map[string]map[int]string{"input_ids": axes, "attention_mask": axes})
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -207,11 +219,7 @@ func bertBatch(t *testing.T, c modelgen.BERTEncoderConfig) (string, *partition.B
 	if err := onnx.EncodeFile(path, g); err != nil {
 		t.Fatal(err)
 	}
-	_, bp, err := tuning.LoadBatch(path, onnx.LoadOptions{}, map[string][2]int{"B": {1, 4}}, partition.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path, bp
+	return path
 }
 
 // TestBatchBuildBERT builds a BERT encoder (int64 token ids and mask, the

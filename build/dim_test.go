@@ -26,17 +26,7 @@ import (
 // are dynamic and loads it over B=1..bHi and S=sLo..sHi.
 func bertDims(t *testing.T, c modelgen.BERTEncoderConfig, bHi, sLo, sHi int) (string, *partition.BatchPlan, *partition.DimPlan) {
 	t.Helper()
-	g, err := modelgen.BERTEncoder(c, modelgen.DefaultSeed)
-	if err == nil {
-		g, err = modelgen.Dynamic(g, map[string]map[int]string{"input_ids": {0: "B", 1: "S"}, "attention_mask": {0: "B", 1: "S"}})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), c.Name+".onnx")
-	if err := onnx.EncodeFile(path, g); err != nil {
-		t.Fatal(err)
-	}
+	path := writeBERT(t, c, map[int]string{0: "B", 1: "S"})
 	r, err := tuning.LoadRange(path, onnx.LoadOptions{}, map[string][2]int{"B": {1, bHi}, "S": {sLo, sHi}}, partition.Options{})
 	if err != nil {
 		t.Fatal(err)

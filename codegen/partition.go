@@ -85,13 +85,32 @@ func rebuild(s tir.Stmt, f func(tir.Stmt) tir.Stmt) tir.Stmt {
 // (a periodic one, i % 2 < 1) would copy the body for little.
 func guardedPrefix(f *tir.For) int {
 	best := 0
-	ok := true
 	dom := map[*tir.Var]tir.Interval{}
+	ok := walkGuards(f.Body, dom, func(n *tir.IfThenElse) {
+		for _, c := range conjuncts(n.Cond) {
+			if e := prefixWhere(c, f, dom); e > best && e < f.Extent {
+				best = e
+			}
+		}
+	})
+	if !ok {
+		return 0
+	}
+	return best
+}
+
+// walkGuards calls guard on every IfThenElse in s, with dom holding the
+// ranges of the loops inside s around it (walkGuards fills and empties
+// it as it goes). It reports false where s holds what a pass that copies
+// or cuts a loop around it must leave whole: an allocation, a barrier, a
+// thread-bound loop.
+func walkGuards(s tir.Stmt, dom map[*tir.Var]tir.Interval, guard func(*tir.IfThenElse)) bool {
+	ok := true
 	var walk func(s tir.Stmt)
 	walk = func(s tir.Stmt) {
 		switch n := s.(type) {
 		case *tir.For:
-			if n.Kind == tir.ThreadBound {
+			if n.Kind == tir.ThreadBound || n.Var == nil {
 				ok = false
 				return
 			}
@@ -109,22 +128,15 @@ func guardedPrefix(f *tir.For) int {
 		case *tir.Pragma:
 			walk(n.Body)
 		case *tir.IfThenElse:
-			for _, c := range conjuncts(n.Cond) {
-				if e := prefixWhere(c, f, dom); e > best && e < f.Extent {
-					best = e
-				}
-			}
+			guard(n)
 			walk(n.Then)
 			if n.Else != nil {
 				walk(n.Else)
 			}
 		}
 	}
-	walk(f.Body)
-	if !ok {
-		return 0
-	}
-	return best
+	walk(s)
+	return ok
 }
 
 func conjuncts(e tir.Expr) []tir.Expr {

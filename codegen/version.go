@@ -66,49 +66,23 @@ func (v *versioner) stmt(s tir.Stmt) tir.Stmt {
 // loops inside f, and f with those guards taken out; ok is false where it
 // has none, or holds what versioning must not copy.
 func (v *versioner) hoist(f *tir.For) (cond tir.Expr, fast tir.Stmt, ok bool) {
-	inner := map[*tir.Var]tir.Interval{} // the loops inside f
+	inner := map[*tir.Var]tir.Interval{} // the loops inside f around a guard
 	hoisted := map[tir.Expr]tir.Expr{}   // a guard's conjunct → its test at the extremes
 	var order []tir.Expr
-	safe := true
-	var walk func(s tir.Stmt)
-	walk = func(s tir.Stmt) {
-		switch n := s.(type) {
-		case *tir.For:
-			if n.Kind == tir.ThreadBound || n.Var == nil {
-				safe = false
-				return
+	safe := walkGuards(f.Body, inner, func(n *tir.IfThenElse) {
+		if n.Else != nil {
+			return
+		}
+		for _, c := range conjuncts(n.Cond) {
+			if _, seen := hoisted[c]; seen {
+				continue
 			}
-			inner[n.Var] = tir.Interval{Lo: 0, Hi: int64(n.Extent) - 1}
-			walk(n.Body)
-		case *tir.Seq:
-			for _, c := range n.Stmts {
-				walk(c)
-			}
-		case *tir.Allocate, *tir.Barrier:
-			safe = false
-		case *tir.Let:
-			walk(n.Body)
-		case *tir.Pragma:
-			walk(n.Body)
-		case *tir.IfThenElse:
-			if n.Else == nil {
-				for _, c := range conjuncts(n.Cond) {
-					if _, seen := hoisted[c]; seen {
-						continue
-					}
-					if t, ok := v.extremeTest(c, f.Var, inner); ok {
-						hoisted[c] = t
-						order = append(order, c)
-					}
-				}
-			}
-			walk(n.Then)
-			if n.Else != nil {
-				walk(n.Else)
+			if t, ok := v.extremeTest(c, f.Var, inner); ok {
+				hoisted[c] = t
+				order = append(order, c)
 			}
 		}
-	}
-	walk(f.Body)
+	})
 	if !safe || len(order) == 0 {
 		return nil, nil, false
 	}
