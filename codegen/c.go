@@ -32,11 +32,14 @@ type kernel struct {
 }
 
 // bufBind is how a buffer is reached in the C code: an array or pointer
-// name, or, for a scalarized Local buffer, a set of variables.
+// name, or, for a scalarized Local buffer, a set of variables. A private
+// buffer is the running thread's own: allocated inside a parallel loop, or
+// with none inside it.
 type bufBind struct {
-	buf  *tir.Buffer
-	name string
-	scal *scalarPlan
+	buf     *tir.Buffer
+	name    string
+	scal    *scalarPlan
+	private bool
 }
 
 func (m *module) kernel(f *tir.PrimFunc) (out string, workspace int, err error) {
@@ -446,14 +449,15 @@ func (k *kernel) allocate(a *tir.Allocate) error {
 			if err := k.declareScalarized(buf, plan); err != nil {
 				return err
 			}
-			defer k.bindBuf(buf, &bufBind{buf: buf, scal: plan})()
+			defer k.bindBuf(buf, &bufBind{buf: buf, scal: plan, private: true})()
 			return k.stmt(a.Body)
 		}
 	}
 	size := buf.Size()
 	bytes := size * elemSize(buf.DType)
 	name := k.declare(buf.Name)
-	defer k.bindBuf(buf, &bufBind{buf: buf, name: name})()
+	private := k.inParallel || !hasParallel(a.Body)
+	defer k.bindBuf(buf, &bufBind{buf: buf, name: name, private: private})()
 	if buf.Scope != tir.Global && bytes <= maxStackBytes {
 		if size == 0 {
 			size = 1
@@ -487,6 +491,18 @@ func (k *kernel) allocate(a *tir.Allocate) error {
 	defer func() { k.wsTop = off }()
 	k.line("%s *restrict %s = (%s *)(%s + %d);", t, name, t, wsName, off)
 	return k.stmt(a.Body)
+}
+
+// hasParallel reports whether s has a parallel loop.
+func hasParallel(s tir.Stmt) bool {
+	found := false
+	tir.WalkStmt(s, func(x tir.Stmt) bool {
+		if f, ok := x.(*tir.For); ok && f.Kind == tir.Parallel {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 func (k *kernel) ifThenElse(s *tir.IfThenElse) error {

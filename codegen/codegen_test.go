@@ -339,7 +339,7 @@ func cases() []ccase {
 			src: []string{"tsr_b2f_v16f(", "int64_t idx[16]", "int32_t msk[16]", "(~"}})
 	}
 
-	{ // lets and lane-invariant ifs in vector code; lane-dependent if falls back
+	{ // lets and lane-invariant ifs in vector code; a lane-dependent if masks the store
 		A, O, O2 := gbuf("A", 64), gbuf("O", 64), gbuf("O2", 64)
 		v := vars("i", "v", "t", "w")
 		i, l, t, w := v[0], v[1], v[2], v[3]
@@ -351,7 +351,51 @@ func cases() []ccase {
 					Then: st(O, mul(ld(A, t), fc(2)), t),
 					Else: st(O, tir.SubE(ld(A, t), fc(1)), t)}}),
 				loop(w, 16, tir.Vectorized, &tir.IfThenElse{Cond: lt(w, c(4)), Then: st(O2, fc(1), x)}))),
-			src: []string{"if (i < 2) {", "lane-dependent if", "tsr_load_v16f(&A["}})
+			src:    []string{"if (i < 2) {", "if (tsr_m[3]) O2[", "tsr_load_v16f(&A["},
+			notSrc: []string{"scalar loop"}})
+	}
+
+	{ // tiles of 16 over 50 elements: the last tile's guard masks its stores
+		A, O, O2, O3 := gbuf("A", 50, 8), gbuf("O", 50), gbuf("O2", 50), gbuf("O3", 4, 16)
+		T, acc, sh := lbuf("T", 64), lbuf("acc", 16), lbuf("sh", 64)
+		v := vars("i", "l", "i", "l", "k", "l", "i", "l", "p", "l", "i", "l")
+		row := func(i, l *tir.Var) tir.Expr { return add(mul(i, c(16)), l) }
+		in := func(i, l *tir.Var) tir.Expr { return lt(row(i, l), c(50)) }
+		guarded := func(i, l *tir.Var, s tir.Stmt) tir.Stmt { return &tir.IfThenElse{Cond: in(i, l), Then: s} }
+		i0, l0, i1, l1, k, l2, i2, l3, p, l4, i3, l5 := v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11]
+		cs = append(cs, ccase{name: "vec_masked", f: fnc("vec_masked", []*tir.Buffer{A, O, O2, O3},
+			// A stack buffer private to a parallel loop's iteration
+			// blended, a global stored lane by lane, the loads past the
+			// end of A never made.
+			loop(i0, 4, tir.Parallel, &tir.Allocate{Buf: T, Body: tir.SeqOf(
+				loop(l0, 16, tir.Vectorized, guarded(i0, l0, st(T, mul(ld(A, row(i0, l0), c(3)), fc(2)), row(i0, l0)))),
+				loop(l0, 16, tir.Vectorized, &tir.IfThenElse{Cond: tir.AndE(lt(i0, c(3)), in(i0, l0)),
+					Then: st(O, add(ld(T, row(i0, l0)), fc(1)), row(i0, l0))}),
+				loop(l0, 16, tir.Vectorized, &tir.IfThenElse{Cond: tir.AndE(tir.Cmp(tir.GE, i0, c(3)), in(i0, l0)),
+					Then: st(O, ld(T, row(i0, l0)), row(i0, l0))}))}),
+			// A scalarized accumulator over a reduction, and an else.
+			loop(i1, 4, tir.Serial, &tir.Allocate{Buf: acc, Body: tir.SeqOf(
+				loop(l1, 16, tir.Vectorized, guarded(i1, l1, st(acc, fc(0), l1))),
+				loop(k, 8, tir.Serial, loop(l2, 16, tir.Vectorized,
+					guarded(i1, l2, st(acc, add(ld(acc, l2), ld(A, row(i1, l2), k)), l2)))),
+				loop(l1, 16, tir.Vectorized, &tir.IfThenElse{Cond: in(i1, l1),
+					Then: st(O2, ld(acc, l1), row(i1, l1))}))}),
+			// A stack buffer shared by a parallel loop: stored lane by
+			// lane; a lane-dependent if with an else.
+			&tir.Allocate{Buf: sh, Body: tir.SeqOf(
+				loop(i2, 4, tir.Parallel, loop(l3, 16, tir.Vectorized, &tir.IfThenElse{Cond: lt(l3, add(i2, c(9))),
+					Then: st(sh, ld(O2, tir.MinE(row(i2, l3), c(49))), row(i2, l3)),
+					Else: st(sh, fc(-1), row(i2, l3))})),
+				loop(p, 4, tir.Serial, loop(l4, 16, tir.Vectorized, st(O3, ld(sh, row(p, l4)), p, l4))))},
+				loop(i3, 4, tir.Serial, loop(l5, 16, tir.Vectorized, &tir.IfThenElse{Cond: in(i3, l5),
+					Then: st(O3, add(ld(O3, i3, l5), ld(O, mul(i3, c(16)))), i3, l5)})),
+				// A load the same in every lane: made where the guard
+				// admits a lane (i < 4), never where it may admit none.
+				loop(i3, 5, tir.Serial, loop(l5, 16, tir.Vectorized, &tir.IfThenElse{Cond: in(i3, l5),
+					Then: st(O, add(ld(O, row(i3, l5)), ld(O2, mul(i3, c(16)))), row(i3, l5))}))),
+			src: []string{"tsr_store_v16f(&T[i * 16], tsr_select_v16f(", "if (i < 3) {", "acc_v0 = tsr_select_v16f(",
+				"if (tsr_m[15]) O[", "if (tsr_m[0]) sh["},
+			notSrc: []string{"scalar loop", "tsr_store_v16f(&sh["}})
 	}
 
 	{ // a 6-row tile over 128 rows: the guard leaves the main loop (partition.go)

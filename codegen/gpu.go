@@ -325,8 +325,11 @@ func (k *kernel) gpuAllocate(a *tir.Allocate) error {
 // as one float2/float4 access. Anything else is a scalar loop.
 func (k *kernel) gpuVectorLoop(f *tir.For) error {
 	plan, why, _ := k.planVector(f, k.dom)
-	if plan == nil || plan.L != 2 && plan.L != 4 {
-		if plan != nil {
+	if plan == nil || plan.L != 2 && plan.L != 4 || plan.masked() {
+		switch {
+		case plan != nil && plan.masked():
+			why = "lane-dependent if"
+		case plan != nil:
 			why = fmt.Sprintf("%d lanes", plan.L)
 		}
 		k.line("/* %s: scalar loop, %s */", sanitize(f.Var.Name), comment(why))
@@ -335,7 +338,7 @@ func (k *kernel) gpuVectorLoop(f *tir.For) error {
 	saved := k.dom
 	k.dom = plan.dom
 	defer func() { k.dom = saved }()
-	return k.walkItems(plan, plan.items, k.gpuVStore)
+	return k.walkItems(plan, plan.items, nil, func(p *vplan, st *tir.Store, _ tir.Expr) error { return k.gpuVStore(p, st) })
 }
 
 var laneNames = [...]string{"x", "y", "z", "w"}

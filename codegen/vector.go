@@ -24,10 +24,20 @@ import (
 // otherwise evaluated lane by lane so that a guarded load is never performed
 // for a lane whose guard is false.
 //
-// Everything else falls back to the scalar loop: nested loops, ifs whose
-// condition depends on v, allocations, stores whose index does not depend
-// on v (a reduction across lanes), non-float stores, and bodies in which one
-// lane may observe another lane's store.
+// An if whose condition depends on v (the guard of a tile that overruns its
+// extent: a split whose factor does not divide it) masks the stores under
+// it: the stored value is computed for every lane, as a Select on the guard
+// where one of its loads may be out of bounds for a lane the guard excludes;
+// a store into a buffer of this thread's own (a Local or workspace buffer
+// allocated where no parallel loop can share it) at an index in bounds for
+// every lane blends the new lanes into the old ones, any other store is
+// made lane by lane under the mask, so that no lane the guard excludes is
+// written and no other thread's element is touched.
+//
+// Everything else falls back to the scalar loop: nested loops, allocations,
+// stores whose index does not depend on v (a reduction across lanes),
+// non-float stores, and bodies in which one lane may observe another lane's
+// store.
 
 // vplan is the vector form of one vectorized loop.
 type vplan struct {
@@ -37,11 +47,28 @@ type vplan struct {
 	items []vitem
 }
 
-// vitem is a store, or a lane-invariant if over items.
+// vitem is a store, or an if over items: a C if when its condition is
+// lane-invariant, a mask on the stores under it when it depends on the lane
+// (lane true).
 type vitem struct {
 	st              *tir.Store
 	cond            tir.Expr
+	lane            bool
 	then, otherwise []vitem
+}
+
+// masked reports whether the plan masks stores under a lane-dependent if.
+func (p *vplan) masked() bool {
+	var any func([]vitem) bool
+	any = func(items []vitem) bool {
+		for _, it := range items {
+			if it.lane || any(it.then) || any(it.otherwise) {
+				return true
+			}
+		}
+		return false
+	}
+	return any(p.items)
 }
 
 // planVector decides how a vectorized loop is emitted. It returns the plan,
@@ -111,8 +138,6 @@ func flattenVec(s tir.Stmt, v *tir.Var, dom domain) ([]vitem, string) {
 			return flattenVec(s.Then, v, dom)
 		case tir.IsFalse(c):
 			return flattenVec(s.Else, v, dom)
-		case dependsOn(c, v):
-			return nil, "lane-dependent if"
 		}
 		t, why := flattenVec(s.Then, v, dom)
 		if why != "" {
@@ -122,7 +147,24 @@ func flattenVec(s tir.Stmt, v *tir.Var, dom domain) ([]vitem, string) {
 		if why != "" {
 			return nil, why
 		}
-		return []vitem{{cond: c, then: t, otherwise: e}}, ""
+		if !dependsOn(c, v) {
+			return []vitem{{cond: c, then: t, otherwise: e}}, ""
+		}
+		// The lane-invariant conjuncts of a guard without an else stay a C
+		// if around the mask of the others.
+		var inv, lane tir.Expr
+		for _, x := range conjuncts(c) {
+			if dependsOn(x, v) || len(e) > 0 {
+				lane = andOf(lane, x)
+			} else {
+				inv = andOf(inv, x)
+			}
+		}
+		masked := []vitem{{cond: lane, lane: true, then: t, otherwise: e}}
+		if inv == nil {
+			return masked, ""
+		}
+		return []vitem{{cond: inv, then: masked}}, ""
 	case *tir.Allocate:
 		return nil, "allocation"
 	}
@@ -408,15 +450,25 @@ func (k *kernel) vectorLoop(f *tir.For) error {
 }
 
 func (k *kernel) vitems(p *vplan, items []vitem) error {
-	return k.walkItems(p, items, k.vstore)
+	return k.walkItems(p, items, nil, k.vstore)
 }
 
-// walkItems emits the items of a vector plan: each store by store, each
+// walkItems emits the items of a vector plan: each store by store, under
+// guard (the lane-dependent conditions around it, nil for none), each
 // lane-invariant if as a C if.
-func (k *kernel) walkItems(p *vplan, items []vitem, store func(*vplan, *tir.Store) error) error {
+func (k *kernel) walkItems(p *vplan, items []vitem, guard tir.Expr, store func(*vplan, *tir.Store, tir.Expr) error) error {
 	for _, it := range items {
 		if it.st != nil {
-			if err := store(p, it.st); err != nil {
+			if err := store(p, it.st, guard); err != nil {
+				return err
+			}
+			continue
+		}
+		if it.lane {
+			if err := k.walkItems(p, it.then, andOf(guard, it.cond), store); err != nil {
+				return err
+			}
+			if err := k.walkItems(p, it.otherwise, andOf(guard, tir.NotE(it.cond)), store); err != nil {
 				return err
 			}
 			continue
@@ -427,14 +479,14 @@ func (k *kernel) walkItems(p *vplan, items []vitem, store func(*vplan, *tir.Stor
 		}
 		k.line("if (%s) {", trimParens(c))
 		k.indent++
-		if err := k.walkItems(p, it.then, store); err != nil {
+		if err := k.walkItems(p, it.then, guard, store); err != nil {
 			return err
 		}
 		k.indent--
 		if len(it.otherwise) > 0 {
 			k.line("} else {")
 			k.indent++
-			if err := k.walkItems(p, it.otherwise, store); err != nil {
+			if err := k.walkItems(p, it.otherwise, guard, store); err != nil {
 				return err
 			}
 			k.indent--
@@ -444,10 +496,20 @@ func (k *kernel) walkItems(p *vplan, items []vitem, store func(*vplan, *tir.Stor
 	return nil
 }
 
+// andOf is a && b, where a nil operand is true.
+func andOf(a, b tir.Expr) tir.Expr {
+	if a == nil {
+		return b
+	}
+	return tir.AndE(a, b)
+}
+
 func vt(L int) string { return fmt.Sprintf("tsr_v%df", L) }
 func mt(L int) string { return fmt.Sprintf("tsr_v%di", L) }
 
-func (k *kernel) vstore(p *vplan, st *tir.Store) error {
+// vstore emits a store for every lane, or, under a guard, for the lanes
+// where it holds.
+func (k *kernel) vstore(p *vplan, st *tir.Store, guard tir.Expr) error {
 	bb, err := k.lookupBuf(st.Buf)
 	if err != nil {
 		return err
@@ -456,7 +518,11 @@ func (k *kernel) vstore(p *vplan, st *tir.Store) error {
 	if err != nil {
 		return err
 	}
-	val, isv, err := k.vexpr(p, st.Value)
+	value := st.Value
+	if guard != nil {
+		value = k.guardLoads(p, value, guard)
+	}
+	val, isv, err := k.vexpr(p, value)
 	if err != nil {
 		return err
 	}
@@ -465,6 +531,9 @@ func (k *kernel) vstore(p *vplan, st *tir.Store) error {
 	}
 	val = trimParens(val)
 	coef, rest, ok := tir.LinearIn(flat, p.v)
+	if guard != nil {
+		return k.maskedStore(p, bb, st, flat, val, guard)
+	}
 	if ok && coef == 1 {
 		rest = tir.Simplify(rest, k.dom)
 		if bb.scal != nil {
@@ -493,6 +562,94 @@ func (k *kernel) vstore(p *vplan, st *tir.Store) error {
 			return err
 		}
 		k.line("%s = tsr_s[%d];", ref, l)
+	}
+	k.indent--
+	k.line("}")
+	return nil
+}
+
+// guardLoads makes the value of a store under guard safe to compute for
+// every lane: each load that may be out of bounds for a lane the guard
+// excludes becomes a Select on the guard. A load the same in every lane is
+// made by the lanes the guard admits anyway, so it needs none where the
+// guard provably admits one (its first or last lane); otherwise the whole
+// value is the Select.
+func (k *kernel) guardLoads(p *vplan, value, guard tir.Expr) tir.Expr {
+	if inBounds(value, k.dom) {
+		return value
+	}
+	whole := &tir.Select{Cond: guard, T: value, F: tir.F32(0)}
+	admits := false
+	for _, l := range []int64{0, int64(p.L) - 1} {
+		c := tir.Substitute(guard, map[*tir.Var]tir.Expr{p.v: tir.Const(l)})
+		admits = admits || tir.IsTrue(simplifyCond(c, k.dom))
+	}
+	if !admits {
+		return whole
+	}
+	ok := true
+	out := tir.MutateExpr(value, func(x tir.Expr) tir.Expr {
+		ld, isLoad := x.(*tir.Load)
+		if !isLoad || !dependsOn(ld, p.v) || inBounds(ld, k.dom) {
+			return x
+		}
+		if ld.Type() != tir.Float32 {
+			ok = false
+			return x
+		}
+		return &tir.Select{Cond: guard, T: ld, F: tir.F32(0)}
+	})
+	if !ok {
+		return whole
+	}
+	return out
+}
+
+// maskedStore stores the lanes of val where guard holds: a blend into the
+// old lanes where the buffer is this thread's own and every lane's index
+// is in bounds, else lane by lane.
+func (k *kernel) maskedStore(p *vplan, bb *bufBind, st *tir.Store, flat tir.Expr, val string, guard tir.Expr) error {
+	m, mv, err := k.vexpr(p, guard)
+	if err != nil {
+		return err
+	}
+	if !mv {
+		m = k.splatMask(p, m)
+	}
+	m = trimParens(m)
+	coef, rest, ok := tir.LinearIn(flat, p.v)
+	if ok && coef == 1 && bb.private && inBounds(&tir.Load{Buf: st.Buf, Indices: st.Indices}, k.dom) {
+		rest = tir.Simplify(rest, k.dom)
+		if bb.scal != nil {
+			name, err := k.chunkAt(bb, rest, p.L)
+			if err != nil {
+				return err
+			}
+			k.line("%s = tsr_select_v%df(%s, %s, %s);", name, p.L, m, val, name)
+			return nil
+		}
+		r, err := k.expr(rest)
+		if err != nil {
+			return err
+		}
+		at := fmt.Sprintf("&%s[%s]", bb.name, trimParens(r))
+		k.line("tsr_store_v%df(%s, tsr_select_v%df(%s, %s, tsr_load_v%df(%s)));", p.L, at, p.L, m, val, p.L, at)
+		return nil
+	}
+	k.line("{")
+	k.indent++
+	k.line("const %s tsr_s = %s;", vt(p.L), val)
+	k.line("const %s tsr_m = %s;", mt(p.L), m)
+	for l := 0; l < p.L; l++ {
+		idx := tir.Simplify(tir.Substitute(flat, map[*tir.Var]tir.Expr{p.v: tir.Const(int64(l))}), k.dom)
+		if iv := tir.ConstBound(idx, k.dom); iv.Lo >= int64(st.Buf.Size()) || iv.Hi < 0 {
+			continue // never in bounds, so never stored by the lane
+		}
+		ref, err := k.elemAt(bb, idx)
+		if err != nil {
+			return err
+		}
+		k.line("if (tsr_m[%d]) %s = tsr_s[%d];", l, ref, l)
 	}
 	k.indent--
 	k.line("}")
