@@ -387,12 +387,12 @@ func cases() []ccase {
 					Then: st(sh, ld(O2, tir.MinE(row(i2, l3), c(49))), row(i2, l3)),
 					Else: st(sh, fc(-1), row(i2, l3))})),
 				loop(p, 4, tir.Serial, loop(l4, 16, tir.Vectorized, st(O3, ld(sh, row(p, l4)), p, l4))))},
-				loop(i3, 4, tir.Serial, loop(l5, 16, tir.Vectorized, &tir.IfThenElse{Cond: in(i3, l5),
-					Then: st(O3, add(ld(O3, i3, l5), ld(O, mul(i3, c(16)))), i3, l5)})),
-				// A load the same in every lane: made where the guard
-				// admits a lane (i < 4), never where it may admit none.
-				loop(i3, 5, tir.Serial, loop(l5, 16, tir.Vectorized, &tir.IfThenElse{Cond: in(i3, l5),
-					Then: st(O, add(ld(O, row(i3, l5)), ld(O2, mul(i3, c(16)))), row(i3, l5))}))),
+			loop(i3, 4, tir.Serial, loop(l5, 16, tir.Vectorized, &tir.IfThenElse{Cond: in(i3, l5),
+				Then: st(O3, add(ld(O3, i3, l5), ld(O, mul(i3, c(16)))), i3, l5)})),
+			// A load the same in every lane: made where the guard
+			// admits a lane (i < 4), never where it may admit none.
+			loop(i3, 5, tir.Serial, loop(l5, 16, tir.Vectorized, &tir.IfThenElse{Cond: in(i3, l5),
+				Then: st(O, add(ld(O, row(i3, l5)), ld(O2, mul(i3, c(16)))), row(i3, l5))}))),
 			src: []string{"tsr_store_v16f(&T[i * 16], tsr_select_v16f(", "if (i < 3) {", "acc_v0 = tsr_select_v16f(",
 				"if (tsr_m[15]) O[", "if (tsr_m[0]) sh["},
 			notSrc: []string{"scalar loop", "tsr_store_v16f(&sh["}})
