@@ -21,7 +21,10 @@ import "tessera/tir"
 //
 // A bound is hoisted only where it is provably monotone in each loop
 // inside the loop, so that the test at the extremes implies it at every
-// iteration.
+// iteration. Where every store of the loop sits under such a bound, the
+// copy with the guards runs only where one of them can hold: its test at
+// the other extremes (row0 < S) skips the tiles wholly past the end, which
+// a tile tuned at S=160 and run at 162 is for most of its second half.
 
 // maxVersions bounds the loops versioned in one kernel: each copies its
 // loop once.
@@ -47,11 +50,15 @@ func (v *versioner) stmt(s tir.Stmt) tir.Stmt {
 			return s
 		}
 		if v.budget > 0 && n.Kind == tir.Serial && n.Extent > 1 {
-			if cond, fast, ok := v.hoist(n); ok {
+			if cond, fast, live, ok := v.hoist(n); ok {
 				v.budget--
+				var slow tir.Stmt = n
+				if live != nil {
+					slow = &tir.IfThenElse{Cond: live, Then: n}
+				}
 				// The guards left in the fast copy may be hoisted from the
 				// loops inside it.
-				return &tir.IfThenElse{Cond: cond, Then: v.stmt(fast), Else: n}
+				return &tir.IfThenElse{Cond: cond, Then: v.stmt(fast), Else: slow}
 			}
 		}
 		v.dom[n.Var] = tir.Interval{Lo: 0, Hi: int64(n.Extent) - 1}
@@ -64,8 +71,9 @@ func (v *versioner) stmt(s tir.Stmt) tir.Stmt {
 
 // hoist returns the test of f's hoistable guards at the extremes of the
 // loops inside f, and f with those guards taken out; ok is false where it
-// has none, or holds what versioning must not copy.
-func (v *versioner) hoist(f *tir.For) (cond tir.Expr, fast tir.Stmt, ok bool) {
+// has none, or holds what versioning must not copy. live, where not nil,
+// is a test that fails only where no store of f can run (see liveTest).
+func (v *versioner) hoist(f *tir.For) (cond tir.Expr, fast tir.Stmt, live tir.Expr, ok bool) {
 	inner := map[*tir.Var]tir.Interval{} // the loops inside f around a guard
 	hoisted := map[tir.Expr]tir.Expr{}   // a guard's conjunct → its test at the extremes
 	var order []tir.Expr
@@ -77,14 +85,14 @@ func (v *versioner) hoist(f *tir.For) (cond tir.Expr, fast tir.Stmt, ok bool) {
 			if _, seen := hoisted[c]; seen {
 				continue
 			}
-			if t, ok := v.extremeTest(c, f.Var, inner); ok {
+			if t, ok := v.extremeTest(c, f.Var, inner, true); ok {
 				hoisted[c] = t
 				order = append(order, c)
 			}
 		}
 	})
 	if !safe || len(order) == 0 {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	for _, c := range order {
 		if cond == nil {
@@ -114,16 +122,102 @@ func (v *versioner) hoist(f *tir.For) (cond tir.Expr, fast tir.Stmt, ok bool) {
 		}
 		return &tir.IfThenElse{Cond: keep, Then: n.Then}
 	}})
-	return cond, &tir.For{Var: f.Var, Extent: f.Extent, Kind: f.Kind, Thread: f.Thread, Body: body}, true
+	fast = &tir.For{Var: f.Var, Extent: f.Extent, Kind: f.Kind, Thread: f.Thread, Body: body}
+	return cond, fast, v.liveTest(f, hoisted), true
+}
+
+// liveTest returns a test that holds wherever a store of f's body may
+// run: every store sits under a hoisted guard, and a store can run only
+// where one of its guards holds at the extremes of the loops inside f
+// where it is easiest to meet. Nil where some store has no such guard
+// (or sits in an else).
+func (v *versioner) liveTest(f *tir.For, hoisted map[tir.Expr]tir.Expr) tir.Expr {
+	inner := map[*tir.Var]tir.Interval{}
+	var guards []tir.Expr // the hoisted conjuncts around the statement
+	var kills []tir.Expr  // per store: where none of its guards can hold
+	seen := map[string]bool{}
+	ok := true
+	var walk func(s tir.Stmt)
+	walk = func(s tir.Stmt) {
+		if !ok {
+			return
+		}
+		switch n := s.(type) {
+		case *tir.For:
+			inner[n.Var] = tir.Interval{Lo: 0, Hi: int64(n.Extent) - 1}
+			walk(n.Body)
+			delete(inner, n.Var)
+		case *tir.Seq:
+			for _, c := range n.Stmts {
+				walk(c)
+			}
+		case *tir.Let:
+			walk(n.Body)
+		case *tir.Pragma:
+			walk(n.Body)
+		case *tir.IfThenElse:
+			if n.Else != nil {
+				ok = false
+				return
+			}
+			mark := len(guards)
+			for _, c := range conjuncts(n.Cond) {
+				if _, h := hoisted[c]; !h {
+					continue
+				}
+				easy, fine := v.extremeTest(c, f.Var, inner, false)
+				if !fine {
+					continue
+				}
+				guards = append(guards, easy)
+			}
+			walk(n.Then)
+			guards = guards[:mark]
+		case *tir.Store:
+			if len(guards) == 0 {
+				ok = false
+				return
+			}
+			var can tir.Expr
+			for _, g := range guards {
+				can = orOf(can, g)
+			}
+			if key := tir.ExprString(can); !seen[key] {
+				seen[key] = true
+				kills = append(kills, can)
+			}
+		default:
+			ok = false
+		}
+	}
+	walk(f.Body)
+	if !ok || len(kills) == 0 {
+		return nil
+	}
+	var live tir.Expr
+	for _, k := range kills {
+		live = orOf(live, k)
+	}
+	return tir.Simplify(live, nil)
+}
+
+// orOf is a || b, where a nil operand is false.
+func orOf(a, b tir.Expr) tir.Expr {
+	if a == nil {
+		return b
+	}
+	return tir.OrE(a, b)
 }
 
 // extremeTest returns, for a guard's conjunct c (a < b or a <= b on
 // integers) that does not use the loop variable lv, loads or calls, the
 // test of c with each variable of the loops in inner set to the end of
 // its range where c is hardest to meet: a test that implies c at every
-// iteration of those loops. ok is false where c is no such bound, or is
-// not provably monotone in one of those variables.
-func (v *versioner) extremeTest(c tir.Expr, lv *tir.Var, inner map[*tir.Var]tir.Interval) (tir.Expr, bool) {
+// iteration of those loops. With hardest false, the end where c is
+// easiest to meet: a test that fails only where c fails at every
+// iteration. ok is false where c is no such bound, or is not provably
+// monotone in one of those variables.
+func (v *versioner) extremeTest(c tir.Expr, lv *tir.Var, inner map[*tir.Var]tir.Interval, hardest bool) (tir.Expr, bool) {
 	cmp, ok := c.(*tir.Compare)
 	if !ok || (cmp.Op != tir.LT && cmp.Op != tir.LE) || cmp.A.Type() != tir.Int {
 		return nil, false
@@ -166,11 +260,15 @@ func (v *versioner) extremeTest(c tir.Expr, lv *tir.Var, inner map[*tir.Var]tir.
 		d[x] = tir.Interval{Lo: inner[x].Lo, Hi: inner[x].Hi - 1}
 		b := tir.ConstBound(delta, d)
 		d[x] = inner[x]
+		lo, hi := tir.Const(inner[x].Lo), tir.Const(inner[x].Hi)
+		if !hardest {
+			lo, hi = hi, lo
+		}
 		switch {
 		case inner[x].Hi == inner[x].Lo || b.Lo >= 0:
-			at[x] = tir.Const(inner[x].Hi)
+			at[x] = hi
 		case b.Hi <= 0:
-			at[x] = tir.Const(inner[x].Lo)
+			at[x] = lo
 		default:
 			return nil, false
 		}

@@ -30,9 +30,9 @@ func TestVersionGuards(t *testing.T) {
 	nest := func(guardOnR bool) tir.Stmt {
 		hr, r, j := tir.NewVar("hr"), tir.NewVar("r"), tir.NewVar("j")
 		row := tir.AddE(tir.MulE(tir.FloorModE(hr, tir.Const(5)), tir.Const(4)), j) // 5 tiles of 4 rows
-		bound := tir.Expr(&tir.Compare{Op: tir.LT, A: row, B: tir.Const(18)})
+		bound := tir.Expr(&tir.Compare{Op: tir.LT, A: row, B: tir.Const(10)})
 		if guardOnR {
-			bound = &tir.Compare{Op: tir.LT, A: tir.AddE(row, r), B: tir.Const(18)}
+			bound = &tir.Compare{Op: tir.LT, A: tir.AddE(row, r), B: tir.Const(10)}
 		}
 		store := &tir.Store{Buf: buf, Indices: []tir.Expr{row}, Value: tir.F32(1)}
 		return &tir.For{Var: hr, Extent: 10, Kind: tir.Parallel, Body: &tir.For{Var: r, Extent: 8, Kind: tir.Serial,
@@ -65,15 +65,28 @@ func TestVersionGuards(t *testing.T) {
 		t.Errorf("the test reads %v, want hr only", vars)
 	}
 	for hr := range int64(10) {
-		want := hr%5*4+3 < 18
+		want := hr%5*4+3 < 10
 		dom := map[*tir.Var]tir.Interval{}
 		got := tir.Simplify(tir.Substitute(ite.Cond, map[*tir.Var]tir.Expr{hrVar(ite.Then): tir.Const(hr)}), dom)
 		if holds, ok := constTruth(got); !ok || holds != want {
 			t.Errorf("hr=%d: the test is %v, want %v", hr, got, want)
 		}
 	}
-	if guards(ite.Then) != 0 || guards(ite.Else) != 1 {
-		t.Errorf("%d guards in the fast copy, %d in the other; want 0 and 1", guards(ite.Then), guards(ite.Else))
+	if guards(ite.Then) != 0 || guards(ite.Else) != 2 {
+		t.Errorf("%d guards in the fast copy, %d in the other; want 0 and 2 (the live test, the guard)", guards(ite.Then), guards(ite.Else))
+	}
+	// The other copy runs where the tile's first row (j = 0) is in range:
+	// tile 2 (rows 8..11) runs, tiles 3 and 4 lie wholly past the end.
+	live, ok := ite.Else.(*tir.IfThenElse)
+	if !ok {
+		t.Fatalf("the copy with the guards is not under a live test:\n%v", ite.Else)
+	}
+	for hr := range int64(10) {
+		want := hr%5*4 < 10
+		got := tir.Simplify(tir.Substitute(live.Cond, map[*tir.Var]tir.Expr{hrVar(ite.Then): tir.Const(hr)}), nil)
+		if holds, ok := constTruth(got); !ok || holds != want {
+			t.Errorf("hr=%d: the live test is %v, want %v", hr, got, want)
+		}
 	}
 	if out := versionGuards(nest(true)); guards(out) != 1 {
 		t.Errorf("a guard on the loop's own variable was hoisted:\n%v", out)
