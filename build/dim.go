@@ -3,7 +3,6 @@ package build
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
@@ -88,7 +87,7 @@ func scheduleFamilies(dp *partition.DimPlan, recs RecordSource, tg *target.Targe
 		byDistance := func(v int, ss []source) []source {
 			ss = slices.Clone(ss)
 			slices.SortStableFunc(ss, func(a, b source) int {
-				return cmp.Compare(math.Abs(math.Log(float64(a.point)/float64(v))), math.Abs(math.Log(float64(b.point)/float64(v))))
+				return cmp.Compare(partition.LogDistance(a.point, v), partition.LogDistance(b.point, v))
 			})
 			return ss
 		}

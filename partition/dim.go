@@ -106,3 +106,55 @@ func (s Symbol) TunePoints() []int {
 	}
 	return points
 }
+
+// LogDistance is how far value v lies from tuning point p on a log scale,
+// the distance by which a build replays at v the records of the nearest
+// tuning point.
+func LogDistance(p, v int) float64 {
+	return math.Abs(math.Log(float64(p) / float64(v)))
+}
+
+// Nearest returns the tuning point nearest v (LogDistance; the smaller on
+// a tie).
+func (s Symbol) Nearest(v int) int {
+	points := s.TunePoints()
+	best := points[0]
+	for _, p := range points[1:] {
+		if LogDistance(p, v) < LogDistance(best, v) {
+			best = p
+		}
+	}
+	return best
+}
+
+// PointWeights turns weights on values of the range (how much each value
+// matters to the user: how often it is served) into weights of the tuning
+// points: each point gets the weights of the values nearest it, scaled so
+// that the points' weights average 1, the weight every point has without
+// them. A point no weighted value is nearest gets 0. The weights must be
+// positive, on values of the range.
+func (s Symbol) PointWeights(w map[int]float64) (map[int]float64, error) {
+	points := s.TunePoints()
+	out := make(map[int]float64, len(points))
+	for _, p := range points {
+		out[p] = 0
+	}
+	total := 0.0
+	for v, x := range w {
+		if v < s.Lo || v > s.Hi {
+			return nil, fmt.Errorf("weight on %s=%d, outside the range %s", s.Name, v, s)
+		}
+		if !(x > 0) || math.IsInf(x, 1) {
+			return nil, fmt.Errorf("weight %v on %s=%d: weights must be positive numbers", x, s.Name, v)
+		}
+		out[s.Nearest(v)] += x
+		total += x
+	}
+	if total == 0 {
+		return nil, fmt.Errorf("no weights on %s", s)
+	}
+	for p := range out {
+		out[p] *= float64(len(points)) / total
+	}
+	return out, nil
+}

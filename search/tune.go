@@ -39,6 +39,10 @@ type TuneOptions struct {
 	// key): they join the task's first populations, never measured as
 	// they are unless the model picks them.
 	Seeds map[string][]*schedule.State
+	// Emphasis scales a task's weight in the objective the task scheduler
+	// lowers (by task key; 1 where absent): how much the shapes it serves
+	// matter (tune --weights).
+	Emphasis map[string]float64
 	// Progress, if set, is called after every round.
 	Progress func(Progress)
 }
@@ -118,7 +122,11 @@ func Tune(ctx context.Context, tasks []*partition.Task, prior map[string][]Measu
 		}
 		policies[i] = p
 		p.Seed(opts.Seeds[t.Key])
-		progress[i] = &TaskProgress{Weight: float64(t.Weight), FLOPs: t.DAG.FLOPs(), Rivals: rivalIndices(t, index), Group: t.Ops()}
+		w := float64(t.Weight)
+		if e, ok := opts.Emphasis[t.Key]; ok {
+			w *= e
+		}
+		progress[i] = &TaskProgress{Weight: w, FLOPs: t.DAG.FLOPs(), Rivals: rivalIndices(t, index), Group: t.Ops()}
 		sums[i] = TaskSummary{Task: t, Best: math.Inf(1)}
 		if pr := prior[t.Key]; len(pr) > 0 {
 			p.AddMeasured(pr)

@@ -306,3 +306,36 @@ func (m *keyModel) Predict(programs [][][]float32) []float64 {
 }
 
 func (m *keyModel) Update(string, [][][]float32, []float64) error { return nil }
+
+// TestTuneEmphasis: a task's emphasis (tune --weights) scales its weight
+// in the objective, so the scheduler gives it the trials after the
+// warm-up; swapped, the other task gets them.
+func TestTuneEmphasis(t *testing.T) {
+	var tasks []*partition.Task
+	for _, name := range []string{"matmul_bias_relu", "softmax"} {
+		d := te.ExampleDAGs()[name]
+		tasks = append(tasks, &partition.Task{Key: d.WorkloadKey(), DAG: d, Weight: 1})
+	}
+	for favored := range tasks {
+		opts := TuneOptions{Trials: 48, PerRound: 8, Search: DefaultOptions(testTarget()), Scheduler: DefaultSchedulerOptions(),
+			Emphasis: map[string]float64{tasks[favored].Key: 20}}
+		opts.Search.Population, opts.Search.Generations = 32, 1
+		var weights []float64
+		opts.Progress = func(p Progress) {
+			weights = weights[:0]
+			for _, tp := range p.Tasks {
+				weights = append(weights, tp.Weight)
+			}
+		}
+		sum, err := Tune(context.Background(), tasks, nil, &randomModel{rng: rand.New(rand.NewPCG(7, 7))}, &fakeMeasurer{}, &memLog{}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if weights[favored] != 20 || weights[1-favored] != 1 {
+			t.Errorf("favoring task %d: weights %v, want 20 and 1", favored, weights)
+		}
+		if a, b := sum.Tasks[favored].Trials, sum.Tasks[1-favored].Trials; a < 3*b {
+			t.Errorf("favoring task %d: %d trials against %d for the other; want at least 3x", favored, a, b)
+		}
+	}
+}

@@ -390,3 +390,36 @@ func rangesString(syms []partition.Symbol) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// RangeEmphasis weighs the tasks of a tuning over a dimension given at run
+// time (RangeTasks) by weights on its values (tune --weights): each
+// tuning point weighs the weights of the values nearest it
+// (partition.Symbol.PointWeights, averaging 1), a task the mean of the
+// points it is tuned for. It returns the emphasis by task key
+// (search.TuneOptions.Emphasis) and a line that gives the points'
+// weights.
+func RangeEmphasis(dp *partition.DimPlan, w map[int]float64) (map[string]float64, string, error) {
+	pw, err := dp.Symbol.PointWeights(w)
+	if err != nil {
+		return nil, "", err
+	}
+	sum, n := map[string]float64{}, map[string]int{}
+	points := dp.Symbol.TunePoints()
+	parts := make([]string, len(points))
+	for i, p := range points {
+		parts[i] = fmt.Sprintf("%s=%d weighs %.2f", dp.Symbol.Name, p, pw[p])
+		seen := map[string]bool{}
+		for _, t := range dp.At[p-dp.Symbol.Lo].Plan.Tasks {
+			if !seen[t.Key] {
+				seen[t.Key] = true
+				sum[t.Key] += pw[p]
+				n[t.Key]++
+			}
+		}
+	}
+	em := make(map[string]float64, len(sum))
+	for k, s := range sum {
+		em[k] = s / float64(n[k])
+	}
+	return em, strings.Join(parts, ", "), nil
+}

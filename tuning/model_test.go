@@ -150,3 +150,33 @@ func TestLoadBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestRangeEmphasis: weights on sequence lengths weigh the tasks of the
+// tuning point nearest each (S=16..128: points 24, 48, 96), averaging 1
+// over the points; a weight outside the range is an error naming it.
+func TestRangeEmphasis(t *testing.T) {
+	_, _, dp, err := LoadDims(dynamicModel(t, true), onnx.LoadOptions{}, map[string][2]int{"N": {1, 4}, "S": {16, 128}}, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := dp.Symbol.TunePoints(); !slices.Equal(got, []int{24, 48, 96}) {
+		t.Fatalf("tuning points %v", got)
+	}
+	em, note, err := RangeEmphasis(dp, map[int]float64{16: 1, 128: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]float64{24: 0.75, 48: 0, 96: 2.25}
+	for p, w := range want {
+		key := dp.At[p-dp.Symbol.Lo].Plan.Tasks[0].Key
+		if em[key] != w {
+			t.Errorf("the task at S=%d weighs %v, want %v", p, em[key], w)
+		}
+	}
+	if len(em) != 3 || note != "S=24 weighs 0.75, S=48 weighs 0.00, S=96 weighs 2.25" {
+		t.Errorf("%d tasks weighed; note %q", len(em), note)
+	}
+	if _, _, err := RangeEmphasis(dp, map[int]float64{129: 1}); err == nil || !strings.Contains(err.Error(), "S=129, outside the range S=16..128") {
+		t.Errorf("a weight outside the range: %v", err)
+	}
+}

@@ -43,6 +43,9 @@ type Options struct {
 	// Transfer is how many of the best states of each of the most similar
 	// measured workloads seed a task that has no records (0: none).
 	Transfer int
+	// Emphasis scales tasks' weights in the task scheduler's objective
+	// (search.TuneOptions).
+	Emphasis map[string]float64
 	// CostModel configures the trainer of the session's model.
 	CostModel costmodel.Params
 	// Version is written into every record.
@@ -174,6 +177,7 @@ func (s *Session) Run(ctx context.Context) (search.Summary, error) {
 		WarmUp:    o.WarmUp,
 		RivalLead: o.RivalLead,
 		Seeds:     s.Seeds,
+		Emphasis:  o.Emphasis,
 		Progress: func(p search.Progress) {
 			for _, f := range o.Progress {
 				f(p)

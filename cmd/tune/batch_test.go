@@ -14,18 +14,23 @@ import (
 // TestTuneBuildOverBatch: tune --range tunes the tiny model at batch 1,
 // tune build --range builds it over batch=1..5 from those records, tune
 // run takes an input of 3 samples and writes the output of 3, tune bench
-// runs at --batch 2, and a batch outside the range or a --range on tune
-// costmodel or with a GPU target is an error that says why.
+// runs at --batch 2, and a batch outside the range, a --range on tune
+// costmodel or with a GPU target, or --weights on no range, outside it or
+// not positive is an error that says why (weights on a batch are taken,
+// saying they move nothing).
 func TestTuneBuildOverBatch(t *testing.T) {
 	dyn := dynamicTiny(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "t.db")
 	var stderr strings.Builder
-	if st := run([]string{dyn, "--range", "batch=1..5", "--db", db, "--trials", "16", "--per-round", "8", "--population", testPopulation, "--threads", "1"}, new(strings.Builder), &stderr); st != 0 {
+	if st := run([]string{dyn, "--range", "batch=1..5", "--weights", "batch=1:0.7,4:0.3", "--db", db, "--trials", "16", "--per-round", "8", "--population", testPopulation, "--threads", "1"}, new(strings.Builder), &stderr); st != 0 {
 		t.Fatalf("tune --range: status %d\n%s", st, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "over batch=1..5 one sample at a time") {
 		t.Errorf("tune --range says nothing of the batch:\n%s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "its weights move no trials") {
+		t.Errorf("tune --weights on a batch says nothing of them:\n%s", stderr.String())
 	}
 	out := filepath.Join(dir, "build")
 	built := tuneCmd(t, "build", dyn, "--range", "batch=1..5", "--db", db, "--threads", "1", "-o", out)
@@ -57,6 +62,9 @@ func TestTuneBuildOverBatch(t *testing.T) {
 	}{
 		{[]string{"bench", out, "--batch", "6", "--repeat", "1"}, "batch batch=6 is outside the range 1..5"},
 		{[]string{dyn, "--range", "batch=1..5", "--target", "opencl", "--db", filepath.Join(dir, "gpu.db")}, "built for the CPU only"},
+		{[]string{dyn, "--range", "batch=1..5", "--weights", "S=4:1", "--db", db}, "--weights S=...: S has no --range"},
+		{[]string{dyn, "--range", "batch=1..5", "--weights", "batch=6:1", "--db", db}, "a weight on batch=6, outside --range batch=1..5"},
+		{[]string{dyn, "--range", "batch=1..5", "--weights", "batch=2:0", "--db", db}, "want value:weight"},
 		{[]string{"costmodel", "train", "--model", dyn, "--range", "batch=1..5", "--db", db, "-o", filepath.Join(dir, "m.txt")}, "tune costmodel reads models of static shapes"},
 	} {
 		var stdout, stderr strings.Builder

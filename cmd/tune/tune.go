@@ -35,6 +35,7 @@ type tuneFlags struct {
 	verify, flushCache         bool
 	timeout                    time.Duration
 	maxMemory                  *cli.Bytes
+	weights                    cli.Weights
 }
 
 func (f *tuneFlags) Register(fs *flag.FlagSet) {
@@ -62,6 +63,8 @@ func (f *tuneFlags) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&r.AckWait, "ack-wait", 30*time.Second, "with --nats: a job without a worker's heartbeat for this long goes to another worker")
 	fs.IntVar(&r.MaxDeliver, "max-deliver", 3, "with --nats: deliveries of a job before it is recorded as a failure of its candidate")
 	fs.DurationVar(&r.NoWorker, "worker-wait", time.Minute, "with --nats: how long to wait while no worker of the target is up")
+	f.weights = cli.Weights{}
+	fs.Var(f.weights, "weights", "with --range, how much the values of a dimension given at run time matter, `NAME=v:w,...` (e.g. S=16:0.5,128:0.3,256:0.2; repeatable): each tuning point's tasks weigh, in the objective the task scheduler lowers, the weights of the values nearest it (default: every point alike); a batch's weights move nothing, every sample running the same kernels")
 	f.maxMemory = cli.MaxMemory(fs, "the most memory measuring one task may take (its tensors at once), e.g. 8GiB or 512MiB")
 	cli.SetUsage(fs, tuneUsage)
 }
@@ -148,6 +151,17 @@ func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *target.Targe
 func (f *tuneFlags) tasks(path string, stderr io.Writer) ([]*partition.Task, error) {
 	var l *onnx.Loaded
 	var tasks []*partition.Task
+	for name, w := range f.weights {
+		r, ok := f.model.ranges[name]
+		if !ok {
+			return nil, fmt.Errorf("--weights %s=...: %s has no --range", name, name)
+		}
+		for v := range w {
+			if v < r[0] || v > r[1] {
+				return nil, fmt.Errorf("--weights: a weight on %s=%d, outside --range %s=%d..%d", name, v, name, r[0], r[1])
+			}
+		}
+	}
 	if len(f.model.ranges) > 0 {
 		var bp *partition.BatchPlan
 		var dp *partition.DimPlan
@@ -166,6 +180,17 @@ func (f *tuneFlags) tasks(path string, stderr io.Writer) ([]*partition.Task, err
 		if dp != nil {
 			fmt.Fprintf(stderr, "tune: over %s: the tasks at %s=%v (%d workloads), whose schedules tune build --range replays at the values nearest each\n", dp.Symbol, dp.Symbol.Name, dp.Symbol.TunePoints(), len(tasks))
 		}
+		if bp != nil && f.weights[bp.Symbol.Name] != nil {
+			fmt.Fprintf(stderr, "tune: --weights %s=...: every sample of the batch runs the same kernels, so its weights move no trials\n", bp.Symbol.Name)
+		}
+		if w := f.weights[dimName(dp)]; w != nil {
+			em, note, err := tuning.RangeEmphasis(dp, w)
+			if err != nil {
+				return nil, fmt.Errorf("--weights: %w", err)
+			}
+			f.opts.Emphasis = em
+			fmt.Fprintf(stderr, "tune: --weights: %s\n", note)
+		}
 	} else {
 		var plan *partition.Plan
 		var err error
@@ -181,6 +206,14 @@ func (f *tuneFlags) tasks(path string, stderr io.Writer) ([]*partition.Task, err
 		}
 	}
 	return tasks, nil
+}
+
+// dimName is the name of the dimension of dp, "" for none.
+func dimName(dp *partition.DimPlan) string {
+	if dp == nil {
+		return ""
+	}
+	return dp.Symbol.Name
 }
 
 // options are the session's options the flags give, the search's set

@@ -63,6 +63,15 @@ func TestFlagValues(t *testing.T) {
 			t.Errorf("Ranges.Set(%q) succeeded", bad)
 		}
 	}
+	w := Weights{}
+	if err := w.Set("S=16:0.5, 128:0.3,256:2e-1"); err != nil || w.String() != "S=16:0.5,128:0.3,256:0.2" {
+		t.Errorf("Weights: %v, %q", err, w)
+	}
+	for _, bad := range []string{"S=1:1", "B=1", "B=0:1", "B=2:0", "B=2:-1", "B=2:x", "B=2:1,2:3", "=2:1", "B=", "B=2:+Inf"} {
+		if w.Set(bad) == nil {
+			t.Errorf("Weights.Set(%q) succeeded", bad)
+		}
+	}
 	v := Values{}
 	if err := v.Set("sr= 16000"); err != nil || v.String() != "sr=16000" || v.Set("sr=1") == nil || v.Set("q=") == nil {
 		t.Errorf("Values: %v, %q", err, v)

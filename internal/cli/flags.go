@@ -127,6 +127,48 @@ func (r Ranges) Set(v string) error {
 	return nil
 }
 
+// Weights collects repeated `--weights NAME=v:w,v:w,...` flags: how much
+// each value of a dynamic dimension matters (its share of the runs), by
+// the dimension's name and the value. Make it before registering it.
+type Weights map[string]map[int]float64
+
+func (w Weights) String() string {
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(w)) {
+		var vs []string
+		for _, v := range slices.Sorted(maps.Keys(w[n])) {
+			vs = append(vs, fmt.Sprintf("%d:%g", v, w[n][v]))
+		}
+		parts = append(parts, n+"="+strings.Join(vs, ","))
+	}
+	return strings.Join(parts, " ")
+}
+
+func (w Weights) Set(v string) error {
+	name, list, ok := strings.Cut(v, "=")
+	if !ok || name == "" || strings.TrimSpace(list) == "" {
+		return fmt.Errorf("want NAME=v:w,v:w,... (e.g. S=16:0.5,128:0.3,256:0.2), got %q", v)
+	}
+	if _, dup := w[name]; dup {
+		return fmt.Errorf("weights of %s given twice", name)
+	}
+	m := map[int]float64{}
+	for _, item := range strings.Split(list, ",") {
+		vs, ws, ok := strings.Cut(strings.TrimSpace(item), ":")
+		val, err1 := strconv.Atoi(strings.TrimSpace(vs))
+		x, err2 := strconv.ParseFloat(strings.TrimSpace(ws), 64)
+		if !ok || err1 != nil || err2 != nil || val < 1 || !(x > 0) || math.IsInf(x, 1) {
+			return fmt.Errorf("weight %q of %s: want value:weight, a positive integer and a positive number (e.g. 128:0.3)", item, name)
+		}
+		if _, dup := m[val]; dup {
+			return fmt.Errorf("weight of %s=%d given twice", name, val)
+		}
+		m[val] = x
+	}
+	w[name] = m
+	return nil
+}
+
 // Values collects repeated `--freeze name=v0,v1,...` flags: the values as
 // written, parsed once the input's dtype is known (onnx.Load). Make it
 // before registering it.
