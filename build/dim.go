@@ -45,10 +45,12 @@ func dispatchC(i int, k kernel, dim *BatchInfo) (string, error) {
 // scheduleFamilies picks every task's schedule at every value of the
 // dimension of dp and prints the task's kernels there as a family
 // (Target.Family). A value takes the fastest usable record of the task at
-// the tuning point nearest it (on a log scale; partition.Symbol.TunePoints,
-// where tune tunes), else at the next nearest, replayed at the value;
-// without one, the default schedule at the nearest point, and where that
-// does not replay either, the default schedule at the value itself.
+// the probe point nearest it (on a log scale; partition.Symbol.ProbePoints:
+// the tuning points, where tune tunes, and the values where it measures
+// their best schedules, tuning.Probe), else at the next nearest, replayed
+// at the value; without one, the default schedule at the nearest tuning
+// point, and where that does not replay either, the default schedule at
+// the value itself.
 func scheduleFamilies(dp *partition.DimPlan, recs RecordSource, tg *target.Target, warn func(format string, args ...any)) ([]kernel, error) {
 	sym := dp.Symbol
 	hi := dp.Hi().Plan
@@ -64,19 +66,26 @@ func scheduleFamilies(dp *partition.DimPlan, recs RecordSource, tg *target.Targe
 			steps []schedule.Step // a default schedule's
 		}
 		var tuned, defaults []source
-		for _, p := range points {
+		for _, p := range sym.ProbePoints() {
+			if recs == nil {
+				break
+			}
 			tp := dp.TaskAt(i, p)
 			if err := checkGroups(tp); err != nil {
 				return nil, err
 			}
-			if recs != nil {
-				rec, _, _, ok, err := usable(recs, tg, tp, "k")
-				if err != nil {
-					return nil, err
-				}
-				if ok {
-					tuned = append(tuned, source{point: p, rec: &rec})
-				}
+			rec, _, _, ok, err := usable(recs, tg, tp, "k")
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				tuned = append(tuned, source{point: p, rec: &rec})
+			}
+		}
+		for _, p := range points {
+			tp := dp.TaskAt(i, p)
+			if err := checkGroups(tp); err != nil {
+				return nil, err
 			}
 			st, _, err := sketch.Default(schedule.NewState(tp.DAG), tg.Sketch)
 			if err != nil {
@@ -152,7 +161,7 @@ func scheduleFamilies(dp *partition.DimPlan, recs RecordSource, tg *target.Targe
 			k.report.Schedule = FromRecord
 		} else {
 			k.report.Schedule = FromDefault
-			warn("task %d (%s): %d of the %d values of %s have no usable record at the tuning points %v; using default schedules there", i, t.Ops(), values-fromRecord, values, sym.Name, points)
+			warn("task %d (%s): %d of the %d values of %s have no usable record at the tuning points %v and probes %v; using default schedules there", i, t.Ops(), values-fromRecord, values, sym.Name, points, sym.ProbePoints())
 		}
 		for a, p := range k.f.Params {
 			if p.Packed != nil {

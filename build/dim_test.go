@@ -16,9 +16,14 @@ import (
 	"tessera/graph"
 	"tessera/graph/onnx"
 	"tessera/internal/pytest"
+	"tessera/measure"
 	"tessera/modelgen"
 	"tessera/partition"
+	"tessera/records"
 	tsrt "tessera/runtime"
+	"tessera/schedule"
+	"tessera/sketch"
+	"tessera/target"
 	"tessera/tuning"
 )
 
@@ -262,6 +267,168 @@ func TestDimRefusals(t *testing.T) {
 		want := referenceAt(t, perLength, map[string][]int{"x": {4, n}}, [][]float32{x})
 		if ok, msg := compareOutputs(got[0], want[0]); !ok || len(got[0]) != 4*n {
 			t.Errorf("x / S at S=%d: %s", n, msg)
+		}
+	}
+}
+
+// probeMeasurer times a schedule by its steps: fast where they are fast's,
+// else slow; it counts the schedules it measured.
+type probeMeasurer struct {
+	fast string
+	n    int
+}
+
+func (p *probeMeasurer) Measure(_ context.Context, in []measure.Input) ([]measure.Result, error) {
+	out := make([]measure.Result, len(in))
+	for i, x := range in {
+		data, err := schedule.MarshalSteps(x.State.Steps)
+		if err != nil {
+			return nil, err
+		}
+		cost := 2e-3
+		if string(data) == p.fast {
+			cost = 1e-3
+		}
+		out[i] = measure.Result{Costs: []float64{cost}}
+		p.n++
+	}
+	return out, nil
+}
+
+// TestDimBuildProbes: after a tuning over S=16..128 (points 24, 48, 96),
+// tuning.Probe measures each point's best schedule at every probe point
+// (its ends and midpoints too), once, the farthest from a point first
+// where limited; the build then replays, at each
+// value, the fastest schedule of the nearest probe point — the one of the
+// point at 96, fastest everywhere here, at the values nearest 16 too —
+// and the model is right at both ends.
+func TestDimBuildProbes(t *testing.T) {
+	g := graph.New("probe", 17)
+	g.AddInput("x", graph.Float32, []int{2, -1, 8}).DimParams = []string{"", "S", ""}
+	w := make([]float32, 8*16)
+	for i := range w {
+		w[i] = float32(i%7) - 3
+	}
+	g.AddConst("w", graph.Float32Tensor([]int{8, 16}, w))
+	g.AddNode(&graph.Node{Name: "mm", OpType: "MatMul", Inputs: []string{"x", "w"}, Outputs: []string{"m"}})
+	g.AddNode(&graph.Node{Name: "relu", OpType: "Relu", Inputs: []string{"m"}, Outputs: []string{"y"}})
+	g.Outputs = []string{"y"}
+	path := filepath.Join(t.TempDir(), "probe.onnx")
+	if err := onnx.EncodeFile(path, g); err != nil {
+		t.Fatal(err)
+	}
+	_, bp, dp, err := tuning.LoadDims(path, onnx.LoadOptions{}, map[string][2]int{"S": {16, 128}}, partition.Options{})
+	if err != nil || bp != nil || dp == nil {
+		t.Fatalf("batch %v, dimension %v: %v", bp, dp, err)
+	}
+	store, err := records.Open(filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	// Each tuning point's best record: a sampled schedule of the task there.
+	rng := rand.New(rand.NewPCG(3, 3))
+	opts := sketch.CPUOptions(target.MustDefaultMachine())
+	opts.UnrollSteps = []int{0, 16}
+	best := map[int]string{}
+	for _, p := range dp.Symbol.TunePoints() {
+		task := dp.TaskAt(0, p)
+		if err := store.PutTask(tuning.TaskInfo(task)); err != nil {
+			t.Fatal(err)
+		}
+		sks, err := sketch.Generate(schedule.NewState(task.DAG), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo := schedule.NewState(dp.TaskAt(0, 16).DAG)
+		for k := 0; best[p] == ""; k++ {
+			if k > 200 {
+				t.Fatalf("no schedule sampled at S=%d replays at 16", p)
+			}
+			st, err := sketch.Sample(rng, sks[k%len(sks)], opts)
+			if err != nil {
+				continue
+			}
+			if _, err := schedule.Replay(lo, st.Steps); err != nil {
+				continue // one that does not replay at S=16 would leave the lowest values to default schedules
+			}
+			r, err := records.New(task.Key, recordsKey, st.Steps, measure.Result{Costs: []float64{float64(p) * 1e-5}}, "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := store.Add([]records.Record{r}); err != nil {
+				t.Fatal(err)
+			}
+			best[p] = string(r.Steps)
+		}
+	}
+	m := &probeMeasurer{fast: best[96]}
+	// A limit of 4: the three schedules at 16 (farthest from a point), one
+	// more; then the rest.
+	first, err := tuning.Probe(context.Background(), store, dp, recordsKey, m, "test", 4)
+	if err != nil || first.Measured != 4 {
+		t.Fatalf("a probe limited to 4 measured %d: %v", first.Measured, err)
+	}
+	if at16, err := store.Records(dp.TaskAt(0, 16).Key, recordsKey); err != nil || len(at16) != 3 {
+		t.Errorf("%d records at S=16 after the first 4, want 3: %v", len(at16), err)
+	}
+	sum, err := tuning.Probe(context.Background(), store, dp, recordsKey, m, "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum.Measured += first.Measured
+	if want := []int{16, 20, 24, 34, 48, 68, 96, 111, 128}; !slices.Equal(sum.Values, want) {
+		t.Errorf("probe points %v, want %v", sum.Values, want)
+	}
+	if sum.Measured != m.n || sum.Measured == 0 || sum.Measured > tuning.ProbeBudget(dp) || sum.Failed != 0 {
+		t.Errorf("probe: %+v, measurer saw %d, budget %d", sum, m.n, tuning.ProbeBudget(dp))
+	}
+	if again, err := tuning.Probe(context.Background(), store, dp, recordsKey, m, "test", 0); err != nil || again.Measured != 0 {
+		t.Errorf("a second probe measured %d: %v", again.Measured, err)
+	}
+	dir := t.TempDir()
+	man, err := Build(context.Background(), dp.Hi().Graph, dp.Hi().Plan, dir, Options{Target: testTarget(recordsKey, nil), Dim: dp, Records: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fam := man.Tasks[0].Family
+	if fam == nil || fam.FromRecords != 113 || fam.Points[16] == 0 || fam.Points[128] == 0 {
+		t.Fatalf("family %+v: want every value from records, some from the probes at 16 and 128", fam)
+	}
+	ranked, err := store.Ranked(dp.TaskAt(0, 16).Key, recordsKey)
+	if err != nil || len(ranked) == 0 {
+		t.Fatalf("no records at the probe S=16: %v", err)
+	}
+	if st, err := ranked[0].State(schedule.NewState(dp.TaskAt(0, 16).DAG)); err != nil || ranked[0].Cost() != 1e-3 {
+		t.Errorf("the best at S=16 costs %v (%v), want the point at 96's, 1e-3", ranked[0].Cost(), err)
+	} else if data, _ := schedule.MarshalSteps(st.Steps); string(data) != best[96] {
+		t.Errorf("the best at S=16 is not the point at 96's schedule")
+	}
+	model, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer model.Close()
+	for _, n := range []int{16, 17, 101, 128} {
+		x := make([]float32, 2*n*8)
+		for i := range x {
+			x[i] = float32((i*5)%11) - 5
+		}
+		got, err := model.Run(context.Background(), [][]float32{x}, RunOptions{Threads: 1, Dim: n})
+		if err != nil {
+			t.Fatalf("S=%d: %v", n, err)
+		}
+		for r := range 2 * n {
+			for c := range 16 {
+				var want float32
+				for k := range 8 {
+					want += x[r*8+k] * w[k*16+c]
+				}
+				want = max(want, 0)
+				if d := got[0][r*16+c] - want; d > 1e-4 || d < -1e-4 {
+					t.Fatalf("S=%d: y[%d,%d] = %v, want %v", n, r, c, got[0][r*16+c], want)
+				}
+			}
 		}
 	}
 }

@@ -202,8 +202,9 @@ type TaskReport struct {
 
 // FamilyReport is how a task's kernels cover a dimension given at run
 // time: the kernels that take its value (codegen.Family's classes), and
-// how many of its values have a record's schedule, by the tuning point
-// whose record they replay, and in how many layouts its kernels take the
+// how many of its values have a record's schedule, by the probe point
+// (partition.Symbol.ProbePoints) whose record they replay, and in how many
+// layouts its kernels take the
 // constants (each layout a copy in the weights).
 type FamilyReport struct {
 	Classes     int         `json:"classes"`

@@ -107,6 +107,30 @@ func (s Symbol) TunePoints() []int {
 	return points
 }
 
+// ProbePoints returns the values at which a tuning over the range measures
+// the best schedules of every tuning point, so that a build can replay at
+// each value the schedule measured fastest nearest it rather than the
+// nearest point's own: the tuning points, the range's ends and the
+// midpoints (on a log scale, rounded) between consecutive ones of those;
+// in increasing order, each once.
+func (s Symbol) ProbePoints() []int {
+	points := s.TunePoints()
+	seq := append(append([]int{s.Lo}, points...), s.Hi)
+	var out []int
+	add := func(v int) {
+		if v >= s.Lo && v <= s.Hi && (len(out) == 0 || out[len(out)-1] < v) {
+			out = append(out, v)
+		}
+	}
+	for i, v := range seq {
+		if i > 0 {
+			add(int(math.Round(math.Sqrt(float64(seq[i-1]) * float64(v)))))
+		}
+		add(v)
+	}
+	return out
+}
+
 // LogDistance is how far value v lies from tuning point p on a log scale,
 // the distance by which a build replays at v the records of the nearest
 // tuning point.

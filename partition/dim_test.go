@@ -11,17 +11,21 @@ func TestTunePoints(t *testing.T) {
 	for _, tc := range []struct {
 		lo, hi int
 		want   []int
+		probes []int
 	}{
-		{16, 256, []int{32, 64, 160}},
-		{1, 64, []int{2, 8, 32}},
-		{128, 512, []int{160, 256, 400}},
-		{8, 10, []int{8, 9, 10}},
-		{5, 5, []int{5}},
+		{16, 256, []int{32, 64, 160}, []int{16, 23, 32, 45, 64, 101, 160, 202, 256}},
+		{1, 64, []int{2, 8, 32}, []int{1, 2, 4, 8, 16, 32, 45, 64}},
+		{128, 512, []int{160, 256, 400}, []int{128, 143, 160, 202, 256, 320, 400, 453, 512}},
+		{8, 10, []int{8, 9, 10}, []int{8, 9, 10}},
+		{5, 5, []int{5}, []int{5}},
 	} {
 		s := Symbol{Name: "S", Lo: tc.lo, Hi: tc.hi}
 		got := s.TunePoints()
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %v, want %v", s, got, tc.want)
+		}
+		if probes := s.ProbePoints(); !slices.Equal(probes, tc.probes) {
+			t.Errorf("%s: probes %v, want %v", s, probes, tc.probes)
 		}
 		for _, p := range got {
 			if p < tc.lo || p > tc.hi {

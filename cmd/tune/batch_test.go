@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"tessera/build"
+	"tessera/graph"
+	"tessera/graph/onnx"
+	"tessera/records"
 )
 
 // TestTuneBuildOverBatch: tune --range tunes the tiny model at batch 1,
@@ -71,5 +74,54 @@ func TestTuneBuildOverBatch(t *testing.T) {
 		if st := run(c.args, &stdout, &stderr); st == 0 || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("tune %s: status %d, %s, want an error saying %q", strings.Join(c.args, " "), st, stderr.String(), c.want)
 		}
+	}
+}
+
+// TestTuneBuildOverDim: tune --range over a dimension given at run time
+// tunes the task at its tuning points, keeps a quarter of the trials at
+// most for probing their best schedules at the probe points (the trials
+// in all as asked), weighs the points by --weights, and tune build --range
+// replays records at every value.
+func TestTuneBuildOverDim(t *testing.T) {
+	g := graph.New("dim", 17)
+	g.AddInput("x", graph.Float32, []int{2, -1, 8}).DimParams = []string{"", "S", ""}
+	w := make([]float32, 8*16)
+	for i := range w {
+		w[i] = float32(i%7) - 3
+	}
+	g.AddConst("w", graph.Float32Tensor([]int{8, 16}, w))
+	g.AddNode(&graph.Node{Name: "mm", OpType: "MatMul", Inputs: []string{"x", "w"}, Outputs: []string{"m"}})
+	g.AddNode(&graph.Node{Name: "relu", OpType: "Relu", Inputs: []string{"m"}, Outputs: []string{"y"}})
+	g.Outputs = []string{"y"}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "dim.onnx")
+	if err := onnx.EncodeFile(path, g); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "t.db")
+	var stdout, stderr strings.Builder
+	if st := run([]string{path, "--range", "S=4..40", "--weights", "S=4:1,40:3", "--db", db, "--trials", "24", "--per-round", "4", "--population", testPopulation, "--threads", "1"}, &stdout, &stderr); st != 0 {
+		t.Fatalf("tune --range: status %d\n%s%s", st, stdout.String(), stderr.String())
+	}
+	for _, want := range []string{"the tasks at S=[6 16 32] (3 workloads)", "S=6 weighs 0.75, S=16 weighs 0.00, S=32 weighs 2.25"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("tune --range does not say %q:\n%s", want, stderr.String())
+		}
+	}
+	if !strings.Contains(stdout.String(), "probed the tuning points' best schedules at S=[4 5 6 10 16 23 32 36 40]: 6 measured") {
+		t.Errorf("tune --range probed otherwise:\n%s", stdout.String())
+	}
+	store, err := records.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := store.Count()
+	store.Close()
+	if err != nil || n != 24 {
+		t.Errorf("%d records, want the 24 trials: %v", n, err)
+	}
+	built := tuneCmd(t, "build", path, "--range", "S=4..40", "--db", db, "--threads", "1", "-o", filepath.Join(dir, "out"))
+	if !strings.Contains(built, "37 values, 37 from records") {
+		t.Errorf("tune build --range:\n%s", built)
 	}
 }

@@ -36,6 +36,7 @@ type tuneFlags struct {
 	timeout                    time.Duration
 	maxMemory                  *cli.Bytes
 	weights                    cli.Weights
+	dim                        *partition.DimPlan // the dimension given at run time of --range, if any
 }
 
 func (f *tuneFlags) Register(fs *flag.FlagSet) {
@@ -123,6 +124,12 @@ func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *target.Targe
 	if err != nil {
 		return err
 	}
+	probes := 0
+	if f.dim != nil {
+		// The probes' measurements are trials too: a quarter at most.
+		probes = min(tuning.ProbeBudget(f.dim), opts.Trials/4)
+		opts.Trials -= probes
+	}
 	start := time.Now()
 	bar := progress(&opts, stderr, start)
 	s, err := tuning.Open(f.db, tasks, key, m, opts)
@@ -139,6 +146,14 @@ func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *target.Targe
 	interrupted := sigs.Caught() != 0 && errors.Is(err, context.Canceled)
 	if err != nil && !interrupted {
 		return err
+	}
+	if f.dim != nil && !interrupted {
+		ps, perr := tuning.Probe(ctx, s.Store, f.dim, key, m, opts.Version, probes)
+		interrupted = sigs.Caught() != 0 && errors.Is(perr, context.Canceled)
+		if perr != nil && !interrupted {
+			return fmt.Errorf("%w\nthe tuning's records are in %s; run the same command to probe again", perr, f.db)
+		}
+		fmt.Fprintf(stdout, "probed the tuning points' best schedules at %s=%v: %d measured (%d failed)\n", f.dim.Symbol.Name, ps.Values, ps.Measured, ps.Failed)
 	}
 	s.WriteEnd(stdout, sum, interrupted, time.Since(start))
 	if interrupted {
@@ -178,7 +193,9 @@ func (f *tuneFlags) tasks(path string, stderr io.Writer) ([]*partition.Task, err
 		}
 		tasks = tuning.RangeTasks(one, dp)
 		if dp != nil {
-			fmt.Fprintf(stderr, "tune: over %s: the tasks at %s=%v (%d workloads), whose schedules tune build --range replays at the values nearest each\n", dp.Symbol, dp.Symbol.Name, dp.Symbol.TunePoints(), len(tasks))
+			f.dim = dp
+			fmt.Fprintf(stderr, "tune: over %s: the tasks at %s=%v (%d workloads), their best schedules then measured at %s=%v, whose fastest tune build --range replays at the values nearest each\n",
+				dp.Symbol, dp.Symbol.Name, dp.Symbol.TunePoints(), len(tasks), dp.Symbol.Name, dp.Symbol.ProbePoints())
 		}
 		if bp != nil && f.weights[bp.Symbol.Name] != nil {
 			fmt.Fprintf(stderr, "tune: --weights %s=...: every sample of the batch runs the same kernels, so its weights move no trials\n", bp.Symbol.Name)

@@ -1,0 +1,147 @@
+package tuning
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"tessera/measure"
+	"tessera/partition"
+	"tessera/records"
+	"tessera/schedule"
+	"tessera/search"
+)
+
+// Probing a tuning over a dimension given at run time.
+//
+// The search tunes every task at a few tuning points of the range; the
+// build replays, at each value of the range, a schedule measured near it.
+// The nearest point's own best is not always the best there: a tile that
+// divides 160 leaves a tail at 162, where a point's rival may have none.
+// So, after the search, the best schedule of each tuning point is
+// measured at every probe point (partition.Symbol.ProbePoints: the tuning
+// points, the range's ends and the midpoints between them), each replayed
+// on the task as it is there, and recorded as a measurement of that
+// workload. The build then takes, at each value, the fastest record of
+// the nearest probe point (DietCode measures its micro-kernels at sampled
+// shapes for the same reason).
+
+// ProbeBudget returns the most measurements Probe makes for dp without a
+// limit: every task's best schedule of each tuning point at each probe
+// point, where it was not tuned.
+func ProbeBudget(dp *partition.DimPlan) int {
+	points, probes := dp.Symbol.TunePoints(), dp.Symbol.ProbePoints()
+	return len(dp.Hi().Plan.Tasks) * (len(probes)*len(points) - len(points))
+}
+
+// ProbeSummary is what Probe measured.
+type ProbeSummary struct {
+	Measured int // schedules measured
+	Failed   int // of them, measurements that failed (a schedule that does not run there)
+	Values   []int
+}
+
+// Probe measures the best schedule of every task at each tuning point of
+// dp at each probe point (see above) on m, at most limit schedules (0: no
+// limit; the values farthest from a tuning point first, every task at
+// each), and commits the measurements to store as records of the target's
+// workloads there; a schedule already measured there, or one that does
+// not replay there, is skipped. It reads the points' best records from
+// store, so it runs after the search.
+func Probe(ctx context.Context, store *records.Store, dp *partition.DimPlan, target string, m search.Measurer, version string, limit int) (ProbeSummary, error) {
+	sym := dp.Symbol
+	sum := ProbeSummary{Values: sym.ProbePoints()}
+	log := &StoreLog{Store: store, Target: target, Version: version}
+	tasks := dp.Hi().Plan.Tasks
+	best := make([][]records.Record, len(tasks))
+	for k, t := range tasks {
+		for _, p := range sym.TunePoints() {
+			rec, ok, err := store.Best(dp.TaskAt(k, p).Key, target)
+			if err != nil {
+				return sum, fmt.Errorf("probe: task %d (%s) at %s=%d: %w", k, t.Ops(), sym.Name, p, err)
+			}
+			if ok && !math.IsInf(rec.Cost(), 1) {
+				best[k] = append(best[k], rec)
+			}
+		}
+	}
+	far := func(v int) float64 { return partition.LogDistance(sym.Nearest(v), v) }
+	order := slices.Clone(sum.Values)
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(far(b), far(a)) })
+	for _, q := range order {
+		for k, t := range tasks {
+			if limit > 0 && sum.Measured >= limit {
+				return sum, nil
+			}
+			task := dp.TaskAt(k, q)
+			if err := store.PutTask(TaskInfo(task)); err != nil {
+				return sum, err
+			}
+			done, err := measuredSteps(store, task.Key, target)
+			if err != nil {
+				return sum, err
+			}
+			s0 := schedule.NewState(task.DAG)
+			var inputs []measure.Input
+			for _, rec := range best[k] {
+				if limit > 0 && sum.Measured+len(inputs) >= limit {
+					break
+				}
+				st, err := rec.State(s0)
+				if err != nil {
+					continue // a schedule of another length that does not replay here
+				}
+				key := string(rec.Steps)
+				if data, err := schedule.MarshalSteps(st.Steps); err == nil {
+					key = string(data)
+				}
+				if done[key] {
+					continue
+				}
+				done[key] = true
+				inputs = append(inputs, measure.Input{State: st})
+			}
+			if len(inputs) == 0 {
+				continue
+			}
+			results, err := m.Measure(ctx, inputs)
+			if ctx.Err() != nil {
+				return sum, ctx.Err()
+			}
+			if err != nil {
+				return sum, fmt.Errorf("probe: task %d (%s) at %s=%d: %w: %w", k, t.Ops(), sym.Name, q, search.ErrMeasure, err)
+			}
+			if len(results) != len(inputs) {
+				return sum, fmt.Errorf("probe: task %d at %s=%d: %d results for %d schedules", k, sym.Name, q, len(results), len(inputs))
+			}
+			batch := make([]search.Measured, len(inputs))
+			for i, in := range inputs {
+				batch[i] = search.Measured{State: in.State, Result: results[i]}
+				sum.Measured++
+				if results[i].Kind != measure.None {
+					sum.Failed++
+				}
+			}
+			if err := log.Commit(task, batch); err != nil {
+				return sum, err
+			}
+		}
+	}
+	return sum, nil
+}
+
+// measuredSteps returns the steps (schedule.MarshalSteps) of the records
+// the store holds of a workload on a target.
+func measuredSteps(store *records.Store, workload, target string) (map[string]bool, error) {
+	recs, err := store.Records(workload, target)
+	if err != nil {
+		return nil, err
+	}
+	done := make(map[string]bool, len(recs))
+	for _, r := range recs {
+		done[string(r.Steps)] = true
+	}
+	return done, nil
+}
