@@ -52,8 +52,8 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 				how = append(how, fmt.Sprintf("%s one sample at a time (the model at %s=1, each task run once per sample)", bp.Symbol, bp.Symbol.Name))
 			}
 			if dp != nil {
-				how = append(how, fmt.Sprintf("%s given to the kernels at run time (tuned at %s=%v, %d workloads; built at each of its %d values)",
-					dp.Symbol, dp.Symbol.Name, dp.Symbol.TunePoints(), len(tuning.RangeTasks(nil, dp)), dp.Symbol.Hi-dp.Symbol.Lo+1))
+				how = append(how, fmt.Sprintf("%s given to the kernels at run time (tuned at %s=%v, %d workloads, their best schedules probed at %v; built at each of its %d values)",
+					dp.Symbol, dp.Symbol.Name, dp.Symbol.TunePoints(), len(tuning.RangeTasks(nil, dp)), dp.Symbol.ProbePoints(), dp.Symbol.Hi-dp.Symbol.Lo+1))
 			}
 			fmt.Fprintf(&b, "tune and tune build over %s: yes: %s\n", mf.ranges, strings.Join(how, "; "))
 		}
