@@ -43,7 +43,7 @@ func (f *tuneFlags) Register(fs *flag.FlagSet) {
 	f.model.Register(fs)
 	o, r := &f.opts, &f.remote
 	*o = tuning.DefaultOptions(search.DefaultOptions(nil))
-	fs.IntVar(&o.Trials, "trials", o.Trials, "measurements across all tasks, earlier runs of the same target included")
+	fs.IntVar(&o.Trials, "trials", o.Trials, "measurements across all tasks, earlier runs of the same target included (over a dimension given at run time, --range S=lo..hi, up to a quarter of them measure the tuning points' best schedules at the probe points)")
 	fs.StringVar(&f.target, "target", "cpu", "target to tune for: "+strings.Join(target.Names, ", "))
 	fs.StringVar(&f.db, "db", "tuning.db", "records database `FILE`")
 	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "threads of every measured kernel")
@@ -147,7 +147,7 @@ func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *target.Targe
 	if err != nil && !interrupted {
 		return err
 	}
-	if f.dim != nil && !interrupted {
+	if f.dim != nil && probes > 0 && !interrupted {
 		ps, perr := tuning.Probe(ctx, s.Store, f.dim, key, m, opts.Version, probes)
 		interrupted = sigs.Caught() != 0 && errors.Is(perr, context.Canceled)
 		if perr != nil && !interrupted {
