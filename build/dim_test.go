@@ -303,16 +303,7 @@ func (p *probeMeasurer) Measure(_ context.Context, in []measure.Input) ([]measur
 // point at 96, fastest everywhere here, at the values nearest 16 too —
 // and the model is right at both ends.
 func TestDimBuildProbes(t *testing.T) {
-	g := graph.New("probe", 17)
-	g.AddInput("x", graph.Float32, []int{2, -1, 8}).DimParams = []string{"", "S", ""}
-	w := make([]float32, 8*16)
-	for i := range w {
-		w[i] = float32(i%7) - 3
-	}
-	g.AddConst("w", graph.Float32Tensor([]int{8, 16}, w))
-	g.AddNode(&graph.Node{Name: "mm", OpType: "MatMul", Inputs: []string{"x", "w"}, Outputs: []string{"m"}})
-	g.AddNode(&graph.Node{Name: "relu", OpType: "Relu", Inputs: []string{"m"}, Outputs: []string{"y"}})
-	g.Outputs = []string{"y"}
+	g, w := modelgen.SeqMatMul()
 	path := filepath.Join(t.TempDir(), "probe.onnx")
 	if err := onnx.EncodeFile(path, g); err != nil {
 		t.Fatal(err)

@@ -73,3 +73,21 @@ func Dynamic(g *graph.Graph, dims map[string]map[int]string) (*graph.Graph, erro
 	}
 	return g, nil
 }
+
+// SeqMatMul is the least model over a sequence length: x [2, S, 8], S
+// dynamic (dimension 1, not a batch: the leading dimension is fixed),
+// times a constant w [8, 16] (w[i] = i%7 − 3), then Relu, into y [2, S,
+// 16]. It returns w too, to compute the expected outputs by hand.
+func SeqMatMul() (*graph.Graph, []float32) {
+	g := graph.New("seq_matmul", 17)
+	g.AddInput("x", graph.Float32, []int{2, -1, 8}).DimParams = []string{"", "S", ""}
+	w := make([]float32, 8*16)
+	for i := range w {
+		w[i] = float32(i%7) - 3
+	}
+	g.AddConst("w", graph.Float32Tensor([]int{8, 16}, w))
+	g.AddNode(&graph.Node{Name: "mm", OpType: "MatMul", Inputs: []string{"x", "w"}, Outputs: []string{"m"}})
+	g.AddNode(&graph.Node{Name: "relu", OpType: "Relu", Inputs: []string{"m"}, Outputs: []string{"y"}})
+	g.Outputs = []string{"y"}
+	return g, w
+}

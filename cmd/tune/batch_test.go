@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"tessera/build"
-	"tessera/graph"
 	"tessera/graph/onnx"
+	"tessera/modelgen"
 	"tessera/records"
 )
 
@@ -83,16 +83,7 @@ func TestTuneBuildOverBatch(t *testing.T) {
 // in all as asked), weighs the points by --weights, and tune build --range
 // replays records at every value.
 func TestTuneBuildOverDim(t *testing.T) {
-	g := graph.New("dim", 17)
-	g.AddInput("x", graph.Float32, []int{2, -1, 8}).DimParams = []string{"", "S", ""}
-	w := make([]float32, 8*16)
-	for i := range w {
-		w[i] = float32(i%7) - 3
-	}
-	g.AddConst("w", graph.Float32Tensor([]int{8, 16}, w))
-	g.AddNode(&graph.Node{Name: "mm", OpType: "MatMul", Inputs: []string{"x", "w"}, Outputs: []string{"m"}})
-	g.AddNode(&graph.Node{Name: "relu", OpType: "Relu", Inputs: []string{"m"}, Outputs: []string{"y"}})
-	g.Outputs = []string{"y"}
+	g, _ := modelgen.SeqMatMul()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "dim.onnx")
 	if err := onnx.EncodeFile(path, g); err != nil {
