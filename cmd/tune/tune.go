@@ -192,16 +192,17 @@ func (f *tuneFlags) tasks(path string, stderr io.Writer) ([]*partition.Task, err
 			one = bp.One.Plan
 		}
 		tasks = tuning.RangeTasks(one, dp)
+		var dimWeights map[int]float64
 		if dp != nil {
-			f.dim = dp
+			f.dim, dimWeights = dp, f.weights[dp.Symbol.Name]
 			fmt.Fprintf(stderr, "tune: over %s: the tasks at %s=%v (%d workloads), their best schedules then measured at %s=%v, whose fastest tune build --range replays at the values nearest each\n",
 				dp.Symbol, dp.Symbol.Name, dp.Symbol.TunePoints(), len(tasks), dp.Symbol.Name, dp.Symbol.ProbePoints())
 		}
 		if bp != nil && f.weights[bp.Symbol.Name] != nil {
 			fmt.Fprintf(stderr, "tune: --weights %s=...: every sample of the batch runs the same kernels, so its weights move no trials\n", bp.Symbol.Name)
 		}
-		if w := f.weights[dimName(dp)]; w != nil {
-			em, note, err := tuning.RangeEmphasis(dp, w)
+		if dimWeights != nil {
+			em, note, err := tuning.RangeEmphasis(dp, dimWeights)
 			if err != nil {
 				return nil, fmt.Errorf("--weights: %w", err)
 			}
@@ -223,14 +224,6 @@ func (f *tuneFlags) tasks(path string, stderr io.Writer) ([]*partition.Task, err
 		}
 	}
 	return tasks, nil
-}
-
-// dimName is the name of the dimension of dp, "" for none.
-func dimName(dp *partition.DimPlan) string {
-	if dp == nil {
-		return ""
-	}
-	return dp.Symbol.Name
 }
 
 // options are the session's options the flags give, the search's set
