@@ -356,14 +356,14 @@ func cases() []ccase {
 	}
 
 	{ // tiles of 16 over 50 elements: the last tile's guard masks its stores
-		A, O, O2, O3 := gbuf("A", 50, 8), gbuf("O", 50), gbuf("O2", 50), gbuf("O3", 4, 16)
+		A, O, O2, O3, O4 := gbuf("A", 50, 8), gbuf("O", 50), gbuf("O2", 50), gbuf("O3", 4, 16), gbuf("O4", 64)
 		T, acc, sh := lbuf("T", 64), lbuf("acc", 16), lbuf("sh", 64)
 		v := vars("i", "l", "i", "l", "k", "l", "i", "l", "p", "l", "i", "l")
 		row := func(i, l *tir.Var) tir.Expr { return add(mul(i, c(16)), l) }
 		in := func(i, l *tir.Var) tir.Expr { return lt(row(i, l), c(50)) }
 		guarded := func(i, l *tir.Var, s tir.Stmt) tir.Stmt { return &tir.IfThenElse{Cond: in(i, l), Then: s} }
 		i0, l0, i1, l1, k, l2, i2, l3, p, l4, i3, l5 := v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11]
-		cs = append(cs, ccase{name: "vec_masked", f: fnc("vec_masked", []*tir.Buffer{A, O, O2, O3},
+		cs = append(cs, ccase{name: "vec_masked", f: fnc("vec_masked", []*tir.Buffer{A, O, O2, O3, O4},
 			// A stack buffer private to a parallel loop's iteration
 			// blended, a global stored lane by lane, the loads past the
 			// end of A never made.
@@ -389,12 +389,18 @@ func cases() []ccase {
 				loop(p, 4, tir.Serial, loop(l4, 16, tir.Vectorized, st(O3, ld(sh, row(p, l4)), p, l4))))},
 			loop(i3, 4, tir.Serial, loop(l5, 16, tir.Vectorized, &tir.IfThenElse{Cond: in(i3, l5),
 				Then: st(O3, add(ld(O3, i3, l5), ld(O, mul(i3, c(16)))), i3, l5)})),
+			// A scatter under a guard, lane by lane.
+			loop(i3, 4, tir.Serial, loop(l5, 16, tir.Vectorized, &tir.IfThenElse{Cond: lt(l5, c(7)),
+				Then: st(O4, ld(O2, add(mul(i3, c(7)), l5)), add(mul(l5, c(4)), i3))})),
+			// A contiguous load past the end under the guard.
+			loop(i3, 4, tir.Serial, loop(l5, 16, tir.Vectorized, &tir.IfThenElse{Cond: in(i3, l5),
+				Then: st(O, add(ld(O, row(i3, l5)), fc(0.25)), row(i3, l5))})),
 			// A load the same in every lane: made where the guard
 			// admits a lane (i < 4), never where it may admit none.
 			loop(i3, 5, tir.Serial, loop(l5, 16, tir.Vectorized, &tir.IfThenElse{Cond: in(i3, l5),
 				Then: st(O, add(ld(O, row(i3, l5)), ld(O2, mul(i3, c(16)))), row(i3, l5))}))),
 			src: []string{"tsr_store_v16f(&T[i * 16], tsr_select_v16f(", "if (i < 3) {", "acc_v0 = tsr_select_v16f(",
-				"if (tsr_m[15]) O[", "if (tsr_m[0]) sh["},
+				"if (tsr_m[15]) O[", "if (tsr_m[0]) sh[", "if (tsr_m[6]) O4["},
 			notSrc: []string{"scalar loop", "tsr_store_v16f(&sh["}})
 	}
 
