@@ -355,6 +355,15 @@ func cases() []ccase {
 			notSrc: []string{"scalar loop"}})
 	}
 
+	{ // a scalar exp over [-10060, 60): masked logits, underflow, overflow (tsr_expf)
+		A, O := gbuf("A", 256), gbuf("O", 256)
+		i := vars("i")[0]
+		x := tir.SubE(mul(ld(A, i), fc(60)), tir.SelectE(lt(i, c(64)), fc(10000), fc(0)))
+		cs = append(cs, ccase{name: "scalar_exp", f: fnc("scalar_exp", []*tir.Buffer{A, O},
+			loop(i, 256, tir.Serial, st(O, fn("exp", x), i))),
+			src: []string{"O[i] = tsr_expf("}})
+	}
+
 	{ // tiles of 16 over 50 elements: the last tile's guard masks its stores
 		A, O, O2, O3, O4 := gbuf("A", 50, 8), gbuf("O", 50), gbuf("O2", 50), gbuf("O3", 4, 16), gbuf("O4", 64)
 		T, acc, sh := lbuf("T", 64), lbuf("acc", 16), lbuf("sh", 64)
