@@ -1110,15 +1110,15 @@ func vectorHelpers(L int) string {
 //     two parts (ln 2's first 16 bits, then the rest: n·ln2hi is exact),
 //     exp(r) on |r| ≤ ln 2 / 2 by its Taylor polynomial of degree 7
 //     (truncation below 6e-9 relative), evaluated by Horner in float32:
-//     within 2 ulp. Lanes below −105, where expf is 0 (e^−105 is below
-//     half the least subnormal), are 0 by a select: an additive attention
-//     mask (−10000, −inf) put every vector of a masked row through expf
-//     lane by lane, and BERT's attention ran 2.4x slower on a mask than
-//     on none. Other lanes outside [−87, 88] (where 2^n leaves the normal
-//     range), +infinity and NaN take expf, so overflow, underflow to
-//     subnormals and NaN are libm's (the lanes are tested only when the
-//     mask, folded by OR, says one is out); tsr_exp_normal is the part
-//     for arguments in range.
+//     within 2 ulp. Lanes below −87.34, where e^x is below FLT_MIN, are
+//     0 by a select, as the scalar tsr_expf gives (libm's subnormal there
+//     is 1.2e-38 at most): an additive attention mask (−10000, −inf) put
+//     every vector of a masked row through expf lane by lane, and BERT's
+//     attention ran 2.4x slower on a mask than on none. Other lanes
+//     outside [−87, 88] (where 2^n leaves the normal range), +infinity
+//     and NaN take expf, so overflow and NaN are libm's (the lanes are
+//     tested only when the mask, folded by OR, says one is out);
+//     tsr_exp_normal is the part for arguments in range.
 //   - erf: x·P(x²)/Q(x²), P of degree 6 and Q of degree 5 in x², a
 //     rational fit (weighted least squares, refined toward minimax) of
 //     erf(x)/x on |x| ≤ 4 with error below 3e-9; x is clamped to ±4
@@ -1154,7 +1154,7 @@ const vectorMath = `static inline VF tsr_exp_normal_vLf(VF xc) {
 }
 static inline VF tsr_exp_vLf(VF x) {
   VI in = (x >= -87.0f) & (x <= 88.0f);
-  VI zero = x < -105.0f; /* expf is 0 there: an additive attention mask */
+  VI zero = x < -87.33654f; /* e^x < FLT_MIN: 0, as tsr_expf (an additive attention mask) */
   VF y = tsr_exp_normal_vLf(tsr_select_vLf(in, x, tsr_splat_vLf(0.0f)));
   y = tsr_select_vLf(zero, tsr_splat_vLf(0.0f), y);
   /* Any other lane out of range? The mask folded by OR, 64 bits at a time. */
@@ -1165,7 +1165,7 @@ static inline VF tsr_exp_vLf(VF x) {
     out |= w[i];
   if (out)
     for (int l = 0; l < L; ++l)
-      if (!in[l])
+      if (!in[l] && !zero[l])
         y[l] = expf(x[l]);
   return y;
 }
