@@ -138,12 +138,7 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 fi
 
 ort_dir=bench/ort
-ort_want=$(sed -n 's/.*"onnxruntime-node": "\([^"]*\)".*/\1/p' "$ort_dir/package.json")
-ort_have=$(sed -n 's/^  "version": "\([^"]*\)".*/\1/p' "$ort_dir/node_modules/onnxruntime-node/package.json" 2>/dev/null || true)
-if [ "$ort_have" != "$ort_want" ]; then
-	note "installing onnxruntime-node $ort_want into $ort_dir/node_modules (CPU library only)"
-	(cd "$ort_dir" && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error >&2)
-fi
+bench/ort/ensure.sh || die "installing onnxruntime-node failed"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/tessera-ort.XXXXXX")
 trap 'rm -rf "$work"' EXIT

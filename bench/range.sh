@@ -65,10 +65,7 @@ die() {
 }
 
 ort_dir=bench/ort
-if [ ! -d "$ort_dir/node_modules/onnxruntime-node" ]; then
-	note "installing onnxruntime-node into $ort_dir/node_modules (CPU library only)"
-	(cd "$ort_dir" && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error >&2)
-fi
+bench/ort/ensure.sh || die "installing onnxruntime-node failed"
 work=$(mktemp -d "${TMPDIR:-/tmp}/tessera-range.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 go build -o "$work/tune" ./cmd/tune

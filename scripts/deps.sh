@@ -72,10 +72,4 @@ done
 
 # onnxruntime-node at the version bench/ort/package-lock.json pins, with
 # the CPU library it ships (ONNXRUNTIME_NODE_INSTALL=skip: no GPU download).
-ort_dir="$root/bench/ort"
-ort_want=$(sed -n 's/.*"onnxruntime-node": "\([^"]*\)".*/\1/p' "$ort_dir/package.json")
-ort_have=$(sed -n 's/^  "version": "\([^"]*\)".*/\1/p' "$ort_dir/node_modules/onnxruntime-node/package.json" 2>/dev/null || true)
-if [ "$ort_have" != "$ort_want" ]; then
-	echo "installing onnxruntime-node $ort_want into bench/ort/node_modules (CPU library only)"
-	(cd "$ort_dir" && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-fi
+"$root/bench/ort/ensure.sh"
