@@ -133,8 +133,8 @@ func (v *versioner) hoist(f *tir.For) (cond tir.Expr, fast tir.Stmt, live tir.Ex
 // (or sits in an else).
 func (v *versioner) liveTest(f *tir.For, hoisted map[tir.Expr]tir.Expr) tir.Expr {
 	inner := map[*tir.Var]tir.Interval{}
-	var guards []tir.Expr // the hoisted conjuncts around the statement
-	var kills []tir.Expr  // per store: where none of its guards can hold
+	var guards []tir.Expr // the easiest tests of the hoisted conjuncts around the statement
+	var runs []tir.Expr   // per store: a test that holds wherever it may run
 	seen := map[string]bool{}
 	ok := true
 	var walk func(s tir.Stmt)
@@ -184,19 +184,19 @@ func (v *versioner) liveTest(f *tir.For, hoisted map[tir.Expr]tir.Expr) tir.Expr
 			}
 			if key := tir.ExprString(can); !seen[key] {
 				seen[key] = true
-				kills = append(kills, can)
+				runs = append(runs, can)
 			}
 		default:
 			ok = false
 		}
 	}
 	walk(f.Body)
-	if !ok || len(kills) == 0 {
+	if !ok || len(runs) == 0 {
 		return nil
 	}
 	var live tir.Expr
-	for _, k := range kills {
-		live = orOf(live, k)
+	for _, r := range runs {
+		live = orOf(live, r)
 	}
 	return tir.Simplify(live, nil)
 }
