@@ -15,23 +15,34 @@ import "tessera/tir"
 // is usually one iteration, whose guards the unrolled register tile folds
 // to constants.
 
-// maxPartitions bounds the loops cut in one kernel: each cut copies the
-// loop's body once.
+// maxPartitions bounds the loops cut in one loop nest at the kernel's
+// root (a stage and what is computed at it): each cut copies the loop's
+// body once. The bound is per nest, not per kernel, so that a stage
+// printed before another (a transpose computed at the root) does not use
+// up the cuts of the GEMM after it.
 const maxPartitions = 4
 
 // partitionLoops cuts the serial loops of s whose bodies are guarded by a
 // condition that holds for all their iterations but the last (outer loops
-// first), at most maxPartitions of them.
+// first), at most maxPartitions of them in each root loop nest.
 func partitionLoops(s tir.Stmt) tir.Stmt {
-	p := partitioner{budget: maxPartitions}
+	p := partitioner{}
 	return p.stmt(s)
 }
 
-type partitioner struct{ budget int }
+type partitioner struct {
+	budget int
+	depth  int // the loops around the statement
+}
 
 func (p *partitioner) stmt(s tir.Stmt) tir.Stmt {
 	switch n := s.(type) {
 	case *tir.For:
+		if p.depth == 0 {
+			p.budget = maxPartitions
+		}
+		p.depth++
+		defer func() { p.depth-- }()
 		if p.budget > 0 && n.Kind == tir.Serial && n.Var != nil && n.Extent > 1 {
 			if e := guardedPrefix(n); e == n.Extent-1 {
 				p.budget--

@@ -26,20 +26,21 @@ import "tessera/tir"
 // the other extremes (row0 < S) skips the tiles wholly past the end, which
 // a tile tuned at S=160 and run at 162 is for most of its second half.
 
-// maxVersions bounds the loops versioned in one kernel: each copies its
-// loop once.
+// maxVersions bounds the loops versioned in one loop nest at the
+// kernel's root: each copies its loop once.
 const maxVersions = 8
 
 // versionGuards versions the outermost serial loops of s whose guards
-// can be hoisted (see above), at most maxVersions of them; inside a
-// versioned loop, those of its fast copy only.
+// can be hoisted (see above), at most maxVersions of them in each root
+// loop nest; inside a versioned loop, those of its fast copy only.
 func versionGuards(s tir.Stmt) tir.Stmt {
-	v := versioner{budget: maxVersions, dom: map[*tir.Var]tir.Interval{}}
+	v := versioner{dom: map[*tir.Var]tir.Interval{}}
 	return v.stmt(s)
 }
 
 type versioner struct {
 	budget int
+	inNest bool                      // inside a root loop nest, whose budget it is
 	dom    map[*tir.Var]tir.Interval // the loops around the statement
 }
 
@@ -48,6 +49,11 @@ func (v *versioner) stmt(s tir.Stmt) tir.Stmt {
 	case *tir.For:
 		if n.Var == nil || n.Extent <= 0 {
 			return s
+		}
+		if !v.inNest {
+			v.budget = maxVersions // a root loop nest
+			v.inNest = true
+			defer func() { v.inNest = false }()
 		}
 		if v.budget > 0 && n.Kind == tir.Serial && n.Extent > 1 {
 			if cond, fast, live, ok := v.hoist(n); ok {
@@ -85,7 +91,10 @@ func (v *versioner) hoist(f *tir.For) (cond tir.Expr, fast tir.Stmt, live tir.Ex
 			if _, seen := hoisted[c]; seen {
 				continue
 			}
-			if t, ok := v.extremeTest(c, f.Var, inner, true); ok {
+			// A guard that fails even at its hardest extreme everywhere
+			// (a reduction's tail, which partitioning left in the loop)
+			// stays where it is: hoisted, it would make the fast copy dead.
+			if t, ok := v.extremeTest(c, f.Var, inner, true); ok && !tir.IsFalse(t) {
 				hoisted[c] = t
 				order = append(order, c)
 			}
