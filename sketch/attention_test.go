@@ -1,6 +1,8 @@
 package sketch
 
 import (
+	"errors"
+	"math/rand/v2"
 	"testing"
 
 	"tessera/schedule"
@@ -100,5 +102,47 @@ func TestKeepTranspose(t *testing.T) {
 	}
 	if err := schedtest.Check(d, f, 3); err != nil {
 		t.Errorf("%s: %v\n%v", how, err, st)
+	}
+}
+
+// TestMutateComputeLocationToRoot: Kᵀ attached under the scores' loops
+// can be moved back to the root by the compute-location mutation (which
+// otherwise only moves it between loops of the same consumer), and every
+// child computes what the reference does.
+func TestMutateComputeLocationToRoot(t *testing.T) {
+	d := attentionDAG(t)
+	opts := testOptions()
+	sketches, err := Generate(schedule.NewState(d), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	attached, rooted, moved := 0, 0, 0
+	for k := 0; k < 400 && rooted == 0; k++ {
+		parent, err := Sample(rng, sketches[0], opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stageNamed(t, parent, "kt").Attach != schedule.At {
+			continue
+		}
+		attached++
+		child, err := mutateComputeLocation(rng, parent, opts)
+		if errors.Is(err, ErrNotApplicable) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%v\n%v", err, parent)
+		}
+		checkChild(t, "compute_location", child)
+		switch stageNamed(t, child, "kt").Attach {
+		case schedule.Root:
+			rooted++
+		case schedule.At:
+			moved++
+		}
+	}
+	if rooted == 0 {
+		t.Errorf("of %d samples with Kᵀ attached, mutation moved it to the root in none (%d within its consumer)", attached, moved)
 	}
 }
