@@ -110,25 +110,30 @@ func (s Symbol) TunePoints() []int {
 // ProbePoints returns the values at which a tuning over the range measures
 // the best schedules of every tuning point, so that a build can replay at
 // each value the schedule measured fastest nearest it rather than the
-// nearest point's own: the tuning points, the range's ends and the
-// midpoints (on a log scale, rounded) between consecutive ones of those;
-// in increasing order, each once.
+// nearest point's own: the tuning points, the values next to each (one
+// below, one above), the range's ends and the midpoints (on a log scale,
+// rounded) between consecutive points and ends; in increasing order, each
+// once. A tuning point's own measurements speak for that value alone: its
+// best schedule there may tile it exactly (a tile of 32 at 160) and leave
+// a tail of a row at its neighbors, where a rival has none; the values
+// next to it, where every tile but 1 leaves a tail, speak for the values
+// around it.
 func (s Symbol) ProbePoints() []int {
 	points := s.TunePoints()
 	seq := append(append([]int{s.Lo}, points...), s.Hi)
 	var out []int
-	add := func(v int) {
-		if v >= s.Lo && v <= s.Hi && (len(out) == 0 || out[len(out)-1] < v) {
-			out = append(out, v)
-		}
-	}
 	for i, v := range seq {
 		if i > 0 {
-			add(int(math.Round(math.Sqrt(float64(seq[i-1]) * float64(v)))))
+			out = append(out, int(math.Round(math.Sqrt(float64(seq[i-1])*float64(v)))))
 		}
-		add(v)
+		out = append(out, v)
 	}
-	return out
+	for _, p := range points {
+		out = append(out, p-1, p+1)
+	}
+	out = slices.DeleteFunc(out, func(v int) bool { return v < s.Lo || v > s.Hi })
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // LogDistance is how far value v lies from tuning point p on a log scale,
