@@ -116,3 +116,30 @@ func TestTuneBuildOverDim(t *testing.T) {
 		t.Errorf("tune build --range:\n%s", built)
 	}
 }
+
+// TestTuneProbesLeftTrials: over S=4..6 every value is a tuning point,
+// so the probes measure only each point's rivals' bests, fewer than the
+// quarter of --trials set aside for them; the search gets the rest, and
+// the database holds --trials measurements.
+func TestTuneProbesLeftTrials(t *testing.T) {
+	g, _ := modelgen.SeqMatMul()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "dim.onnx")
+	if err := onnx.EncodeFile(path, g); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "t.db")
+	var stdout, stderr strings.Builder
+	if st := run([]string{path, "--range", "S=4..6", "--db", db, "--trials", "80", "--per-round", "4", "--population", testPopulation, "--threads", "1"}, &stdout, &stderr); st != 0 {
+		t.Fatalf("tune --range: status %d\n%s%s", st, stdout.String(), stderr.String())
+	}
+	store, err := records.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := store.Count()
+	store.Close()
+	if err != nil || n != 80 || !strings.Contains(stdout.String(), "more trials, left by the probes") {
+		t.Errorf("%d records, want the 80 trials, the search taking what the probes left: %v\n%s", n, err, stdout.String())
+	}
+}

@@ -154,6 +154,36 @@ func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *target.Targe
 			return fmt.Errorf("%w\nthe tuning's records are in %s; run the same command to probe again", perr, f.db)
 		}
 		fmt.Fprintf(stdout, "probed the tuning points' best schedules at %s=%v: %d measured (%d failed)\n", f.dim.Symbol.Name, ps.Values, ps.Measured, ps.Failed)
+		if left := probes - ps.Measured; left > 0 && !interrupted {
+			// The trials the probes left (schedules measured there already,
+			// or that do not replay there) go back to the search: a
+			// session over the whole budget, whose records count the
+			// probes', has them to go (none in a resumed run whose search
+			// had them).
+			more := opts
+			more.Trials += probes
+			more.Progress = nil
+			s2, err := tuning.New(s.Store, tasks, key, m, more)
+			if err != nil {
+				return err
+			}
+			if s2.ToGo() > 0 {
+				fmt.Fprintf(stdout, "searching %d more trials, left by the probes\n", s2.ToGo())
+				sum2, err := s2.Run(ctx)
+				if errors.Is(err, search.ErrMeasure) {
+					return fmt.Errorf("%w\nevery batch measured before is in %s; run the same command to resume", err, f.db)
+				}
+				interrupted = sigs.Caught() != 0 && errors.Is(err, context.Canceled)
+				if err != nil && !interrupted {
+					return err
+				}
+				sum2.Trials += sum.Trials
+				sum2.Prior = sum.Prior
+				sum2.Times = sum2.Times.Add(sum.Times)
+				sum2.Exhausted = max(sum2.Exhausted, sum.Exhausted)
+				sum, s = sum2, s2
+			}
+		}
 	}
 	s.WriteEnd(stdout, sum, interrupted, time.Since(start))
 	if interrupted {
