@@ -388,6 +388,10 @@ func TestDimBuildProbes(t *testing.T) {
 	if again, err := tuning.Probe(context.Background(), store, dp, recordsKey, m, "test", 0); err != nil || again.Measured != 0 {
 		t.Errorf("a second probe measured %d: %v", again.Measured, err)
 	}
+	// What the tuning spent: the six records at the points and the probes.
+	if spent, err := tuning.RangeMeasured(store, dp, recordsKey); err != nil || spent != 6+sum.Measured {
+		t.Errorf("RangeMeasured = %d, want %d: %v", spent, 6+sum.Measured, err)
+	}
 	// Where 24 is not the nearest point, only its best was measured.
 	if at111, err := store.Records(dp.TaskAt(0, 111).Key, recordsKey); err != nil || len(at111) != 4 {
 		t.Errorf("%d records at S=111, want 4 (the two of 96, the best of 24 and 48): %v", len(at111), err)

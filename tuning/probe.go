@@ -52,6 +52,30 @@ func ProbeBudget(dp *partition.DimPlan) int {
 	return len(dp.Hi().Plan.Tasks) * n
 }
 
+// RangeMeasured returns the measurements store holds, on target, of every
+// task of dp at its tuning points and probe points: what a tuning over
+// the range has spent of its trials, the probes' included (a session's
+// Done counts the tuning points' workloads only).
+func RangeMeasured(store *records.Store, dp *partition.DimPlan, target string) (int, error) {
+	seen := map[string]bool{}
+	n := 0
+	for _, q := range dp.Symbol.ProbePoints() {
+		for k := range dp.Hi().Plan.Tasks {
+			key := dp.TaskAt(k, q).Key
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			recs, err := store.Records(key, target)
+			if err != nil {
+				return 0, err
+			}
+			n += len(recs)
+		}
+	}
+	return n, nil
+}
+
 // ProbeSummary is what Probe measured.
 type ProbeSummary struct {
 	Measured int // schedules measured

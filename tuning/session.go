@@ -163,6 +163,10 @@ func TaskInfo(t *partition.Task) records.TaskInfo {
 // earlier runs measured.
 func (s *Session) ToGo() int { return max(s.opts.Trials-s.Done, 0) }
 
+// Limit sets the budget to n measurements more than the store holds: ToGo
+// returns n.
+func (s *Session) Limit(n int) { s.opts.Trials = s.Done + max(n, 0) }
+
 // Run tunes until the budget is spent, every task is set aside, or ctx
 // ends. Every batch is in the store before the next round starts; the
 // trained cost model is saved in the store at the end. The summary's

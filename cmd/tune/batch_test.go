@@ -120,7 +120,7 @@ func TestTuneBuildOverDim(t *testing.T) {
 // TestTuneProbesLeftTrials: over S=4..6 every value is a tuning point,
 // so the probes measure only each point's rivals' bests, fewer than the
 // quarter of --trials set aside for them; the search gets the rest, and
-// the database holds --trials measurements.
+// the database holds --trials measurements, after a second run too.
 func TestTuneProbesLeftTrials(t *testing.T) {
 	g, _ := modelgen.SeqMatMul()
 	dir := t.TempDir()
@@ -141,5 +141,19 @@ func TestTuneProbesLeftTrials(t *testing.T) {
 	store.Close()
 	if err != nil || n != 80 || !strings.Contains(stdout.String(), "more trials, left by the probes") {
 		t.Errorf("%d records, want the 80 trials, the search taking what the probes left: %v\n%s", n, err, stdout.String())
+	}
+	// Run again: the budget is spent, probes and all.
+	stdout.Reset()
+	if st := run([]string{path, "--range", "S=4..6", "--db", db, "--trials", "80", "--per-round", "4", "--population", testPopulation, "--threads", "1"}, &stdout, &stderr); st != 0 {
+		t.Fatalf("tune --range again: status %d\n%s%s", st, stdout.String(), stderr.String())
+	}
+	store, err = records.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err = store.Count()
+	store.Close()
+	if err != nil || n != 80 || strings.Contains(stdout.String(), "more trials") {
+		t.Errorf("after a second run, %d records, want the 80 trials: %v\n%s", n, err, stdout.String())
 	}
 }

@@ -43,7 +43,7 @@ func (f *tuneFlags) Register(fs *flag.FlagSet) {
 	f.model.Register(fs)
 	o, r := &f.opts, &f.remote
 	*o = tuning.DefaultOptions(search.DefaultOptions(nil))
-	fs.IntVar(&o.Trials, "trials", o.Trials, "measurements across all tasks, earlier runs of the same target included (over a dimension given at run time, --range S=lo..hi, up to a quarter of them measure the tuning points' best schedules at the probe points)")
+	fs.IntVar(&o.Trials, "trials", o.Trials, "measurements across all tasks, earlier runs of the same target included (over a dimension given at run time, --range S=lo..hi, up to a quarter of them measure the tuning points' best schedules at the probe points, the search taking what they leave)")
 	fs.StringVar(&f.target, "target", "cpu", "target to tune for: "+strings.Join(target.Names, ", "))
 	fs.StringVar(&f.db, "db", "tuning.db", "records database `FILE`")
 	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "threads of every measured kernel")
@@ -154,21 +154,24 @@ func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *target.Targe
 			return fmt.Errorf("%w\nthe tuning's records are in %s; run the same command to probe again", perr, f.db)
 		}
 		fmt.Fprintf(stdout, "probed the tuning points' best schedules at %s=%v: %d measured (%d failed)\n", f.dim.Symbol.Name, ps.Values, ps.Measured, ps.Failed)
-		if left := probes - ps.Measured; left > 0 && !interrupted {
+		if !interrupted {
 			// The trials the probes left (schedules measured there already,
-			// or that do not replay there) go back to the search: a
-			// session over the whole budget, whose records count the
-			// probes', has them to go (none in a resumed run whose search
-			// had them).
-			more := opts
-			more.Trials += probes
-			more.Progress = nil
-			s2, err := tuning.New(s.Store, tasks, key, m, more)
+			// or that do not replay there) go back to the search: what
+			// --trials leaves after every measurement of the tuning and
+			// probe points (none in a resumed run that spent them).
+			spent, err := tuning.RangeMeasured(s.Store, f.dim, key)
 			if err != nil {
 				return err
 			}
-			if s2.ToGo() > 0 {
-				fmt.Fprintf(stdout, "searching %d more trials, left by the probes\n", s2.ToGo())
+			if left := opts.Trials + probes - spent; left > 0 {
+				more := opts
+				more.Progress = nil
+				s2, err := tuning.New(s.Store, tasks, key, m, more)
+				if err != nil {
+					return err
+				}
+				s2.Limit(left)
+				fmt.Fprintf(stdout, "searching %d more trials, left by the probes\n", left)
 				sum2, err := s2.Run(ctx)
 				if errors.Is(err, search.ErrMeasure) {
 					return fmt.Errorf("%w\nevery batch measured before is in %s; run the same command to resume", err, f.db)
