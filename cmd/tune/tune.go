@@ -155,31 +155,15 @@ func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *target.Targe
 		}
 		fmt.Fprintf(stdout, "probed the tuning points' best schedules at %s=%v: %d measured (%d failed)\n", f.dim.Symbol.Name, ps.Values, ps.Measured, ps.Failed)
 		if !interrupted {
-			// The trials the probes left (schedules measured there already,
-			// or that do not replay there) go back to the search: what
-			// --trials leaves after every measurement of the tuning and
-			// probe points (none in a resumed run that spent them).
-			spent, err := tuning.RangeMeasured(s.Store, f.dim, key)
-			if err != nil {
+			s2, sum2, err := searchLeft(ctx, s, f.dim, tasks, key, m, opts, opts.Trials+probes, stdout)
+			interrupted = sigs.Caught() != 0 && errors.Is(err, context.Canceled)
+			if errors.Is(err, search.ErrMeasure) {
+				return fmt.Errorf("%w\nevery batch measured before is in %s; run the same command to resume", err, f.db)
+			}
+			if err != nil && !interrupted {
 				return err
 			}
-			if left := opts.Trials + probes - spent; left > 0 {
-				more := opts
-				more.Progress = nil
-				s2, err := tuning.New(s.Store, tasks, key, m, more)
-				if err != nil {
-					return err
-				}
-				s2.Limit(left)
-				fmt.Fprintf(stdout, "searching %d more trials, left by the probes\n", left)
-				sum2, err := s2.Run(ctx)
-				if errors.Is(err, search.ErrMeasure) {
-					return fmt.Errorf("%w\nevery batch measured before is in %s; run the same command to resume", err, f.db)
-				}
-				interrupted = sigs.Caught() != 0 && errors.Is(err, context.Canceled)
-				if err != nil && !interrupted {
-					return err
-				}
+			if s2 != nil {
 				sum2.Trials += sum.Trials
 				sum2.Prior = sum.Prior
 				sum2.Times = sum2.Times.Add(sum.Times)
@@ -193,6 +177,31 @@ func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *target.Targe
 		return sigs.Interrupted(nil, fmt.Sprintf("every measured batch is in %s; run the same command to resume", f.db))
 	}
 	return nil
+}
+
+// searchLeft gives the search the trials the probes left (schedules
+// measured there already, or that do not replay there): what trials
+// leaves after every measurement of the tasks at dp's tuning and probe
+// points, searched by a second session on s's store. It returns nil and
+// no error where there are none (a resumed run that spent them).
+func searchLeft(ctx context.Context, s *tuning.Session, dp *partition.DimPlan, tasks []*partition.Task, key string, m search.Measurer, opts tuning.Options, trials int, stdout io.Writer) (*tuning.Session, search.Summary, error) {
+	spent, err := tuning.RangeMeasured(s.Store, dp, key)
+	if err != nil {
+		return nil, search.Summary{}, err
+	}
+	left := trials - spent
+	if left <= 0 {
+		return nil, search.Summary{}, nil
+	}
+	opts.Progress = nil // the bar is finished
+	s2, err := tuning.New(s.Store, tasks, key, m, opts)
+	if err != nil {
+		return nil, search.Summary{}, err
+	}
+	s2.Limit(left)
+	fmt.Fprintf(stdout, "searching %d more trials, left by the probes\n", left)
+	sum, err := s2.Run(ctx)
+	return s2, sum, err
 }
 
 // tasks loads the model and returns its tasks, each within --max-memory.
