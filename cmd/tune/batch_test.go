@@ -11,7 +11,6 @@ import (
 	"tessera/build"
 	"tessera/graph/onnx"
 	"tessera/modelgen"
-	"tessera/records"
 )
 
 // TestTuneBuildOverBatch: tune --range tunes the tiny model at batch 1,
@@ -83,12 +82,7 @@ func TestTuneBuildOverBatch(t *testing.T) {
 // in all as asked), weighs the points by --weights, and tune build --range
 // replays records at every value.
 func TestTuneBuildOverDim(t *testing.T) {
-	g, _ := modelgen.SeqMatMul()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "dim.onnx")
-	if err := onnx.EncodeFile(path, g); err != nil {
-		t.Fatal(err)
-	}
+	path, dir := seqMatMulFile(t), t.TempDir()
 	db := filepath.Join(dir, "t.db")
 	var stdout, stderr strings.Builder
 	if st := run([]string{path, "--range", "S=4..40", "--weights", "S=4:1,40:3", "--db", db, "--trials", "24", "--per-round", "4", "--population", testPopulation, "--threads", "1"}, &stdout, &stderr); st != 0 {
@@ -102,13 +96,7 @@ func TestTuneBuildOverDim(t *testing.T) {
 	if !strings.Contains(stdout.String(), "probed the tuning points' best schedules at S=[4 5 6 7 10 15 16 17 23 31 32 33 36 40]: 6 measured") {
 		t.Errorf("tune --range probed otherwise:\n%s", stdout.String())
 	}
-	store, err := records.Open(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := store.Count()
-	store.Close()
-	if err != nil || n != 24 {
+	if n, err := countRecords(db); err != nil || n != 24 {
 		t.Errorf("%d records, want the 24 trials: %v", n, err)
 	}
 	built := tuneCmd(t, "build", path, "--range", "S=4..40", "--db", db, "--threads", "1", "-o", filepath.Join(dir, "out"))
@@ -122,38 +110,29 @@ func TestTuneBuildOverDim(t *testing.T) {
 // quarter of --trials set aside for them; the search gets the rest, and
 // the database holds --trials measurements, after a second run too.
 func TestTuneProbesLeftTrials(t *testing.T) {
+	path, db := seqMatMulFile(t), filepath.Join(t.TempDir(), "t.db")
+	args := []string{path, "--range", "S=4..6", "--db", db, "--trials", "80", "--per-round", "4", "--population", testPopulation, "--threads", "1"}
+	for round := range 2 {
+		var stdout, stderr strings.Builder
+		if st := run(args, &stdout, &stderr); st != 0 {
+			t.Fatalf("tune --range, run %d: status %d\n%s%s", round+1, st, stdout.String(), stderr.String())
+		}
+		// The first run searches what the probes left; the second finds
+		// the budget spent, probes and all.
+		searched := strings.Contains(stdout.String(), "more trials, left by the probes")
+		if n, err := countRecords(db); err != nil || n != 80 || searched != (round == 0) {
+			t.Errorf("run %d: %d records (%v), want the 80 trials; searched the probes' leftover: %v\n%s", round+1, n, err, searched, stdout.String())
+		}
+	}
+}
+
+// seqMatMulFile writes modelgen.SeqMatMul to a file and returns its path.
+func seqMatMulFile(t *testing.T) string {
+	t.Helper()
 	g, _ := modelgen.SeqMatMul()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "dim.onnx")
+	path := filepath.Join(t.TempDir(), "dim.onnx")
 	if err := onnx.EncodeFile(path, g); err != nil {
 		t.Fatal(err)
 	}
-	db := filepath.Join(dir, "t.db")
-	var stdout, stderr strings.Builder
-	if st := run([]string{path, "--range", "S=4..6", "--db", db, "--trials", "80", "--per-round", "4", "--population", testPopulation, "--threads", "1"}, &stdout, &stderr); st != 0 {
-		t.Fatalf("tune --range: status %d\n%s%s", st, stdout.String(), stderr.String())
-	}
-	store, err := records.Open(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := store.Count()
-	store.Close()
-	if err != nil || n != 80 || !strings.Contains(stdout.String(), "more trials, left by the probes") {
-		t.Errorf("%d records, want the 80 trials, the search taking what the probes left: %v\n%s", n, err, stdout.String())
-	}
-	// Run again: the budget is spent, probes and all.
-	stdout.Reset()
-	if st := run([]string{path, "--range", "S=4..6", "--db", db, "--trials", "80", "--per-round", "4", "--population", testPopulation, "--threads", "1"}, &stdout, &stderr); st != 0 {
-		t.Fatalf("tune --range again: status %d\n%s%s", st, stdout.String(), stderr.String())
-	}
-	store, err = records.Open(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err = store.Count()
-	store.Close()
-	if err != nil || n != 80 || strings.Contains(stdout.String(), "more trials") {
-		t.Errorf("after a second run, %d records, want the 80 trials: %v\n%s", n, err, stdout.String())
-	}
+	return path
 }
