@@ -110,14 +110,14 @@ func (s Symbol) TunePoints() []int {
 // ProbePoints returns the values at which a tuning over the range measures
 // the best schedules of every tuning point, so that a build can replay at
 // each value the schedule measured fastest nearest it rather than the
-// nearest point's own: the tuning points, the values next to each (one
-// below, one above), the range's ends and the midpoints (on a log scale,
-// rounded) between consecutive points and ends; in increasing order, each
-// once. A tuning point's own measurements speak for that value alone: its
-// best schedule there may tile it exactly (a tile of 32 at 160) and leave
-// a tail of a row at its neighbors, where a rival has none; the values
-// next to it, where every tile but 1 leaves a tail, speak for the values
-// around it.
+// nearest point's own: the tuning points, the range's ends, the values
+// next to each of those (one below, one above, within the range) and the
+// midpoints (on a log scale, rounded) between consecutive points and
+// ends; in increasing order, each once. A point's or an end's own
+// measurements speak for that value alone: a schedule may tile it exactly
+// (a tile of 32 at 160 or 256) and leave a tail of a row at its
+// neighbours, where a rival has none; the values next to it, where every
+// tile but 1 leaves a tail, speak for the values around it.
 func (s Symbol) ProbePoints() []int {
 	points := s.TunePoints()
 	seq := append(append([]int{s.Lo}, points...), s.Hi)
@@ -128,7 +128,7 @@ func (s Symbol) ProbePoints() []int {
 		}
 		out = append(out, v)
 	}
-	for _, p := range points {
+	for _, p := range seq {
 		out = append(out, p-1, p+1)
 	}
 	out = slices.DeleteFunc(out, func(v int) bool { return v < s.Lo || v > s.Hi })
