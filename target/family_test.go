@@ -205,3 +205,71 @@ func TestFamilySchedules(t *testing.T) {
 	}
 	t.Logf("families: %d schedules over n=1..%d (%d values, %d classes), %d runs at %v, %d wrong", schedules, hi, values, classes, len(jobs), checks, wrong)
 }
+
+// TestFamilyPadsBuffers: the buffers a family's kernels allocate
+// themselves have the largest shape of the range at every value, so that
+// their strides and offsets in the workspace are constants of the
+// kernels: a softmax's maxima, exponentials and sums over [3, n], stored
+// at the root by its default schedule, sit in the workspace at offsets
+// that do not depend on n in kernels that serve several values (before:
+// polynomials of n), and the DAG's own buffers keep their shapes.
+func TestFamilyPadsBuffers(t *testing.T) {
+	tg := target.CPU(target.CPUConfig{})
+	states := map[int]*schedule.State{}
+	var dags []*te.DAG
+	var steps []schedule.Step
+	for n := 16; n <= 48; n++ {
+		out, err := familyDAGs[1].dag(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := te.NewDAG(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dags = append(dags, d)
+		if steps == nil {
+			s, _, err := sketch.Default(schedule.NewState(d), tg.Sketch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			steps = s.Steps
+		}
+		if states[n], err = schedule.Replay(schedule.NewState(d), steps); err != nil {
+			t.Fatalf("n=%d: %v", n, err)
+		}
+	}
+	shapes := func() (out []string) {
+		for _, d := range dags {
+			for _, x := range d.Tensors {
+				out = append(out, fmt.Sprint(x.Buf.Shape))
+			}
+		}
+		return out
+	}
+	before := shapes()
+	fam, _, err := tg.Family(states, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	offsets, shared := 0, 0
+	for _, c := range fam.Classes {
+		if len(c.Values) > 1 {
+			shared++
+		}
+		for _, line := range strings.Split(c.Code, "\n") {
+			if strings.Contains(line, "(tsr_ws + ") {
+				offsets++
+				if strings.Contains(line, "tsr_dim") {
+					t.Errorf("a workspace offset depends on n: %s", strings.TrimSpace(line))
+				}
+			}
+		}
+	}
+	if offsets == 0 || shared == 0 {
+		t.Fatalf("%d workspace offsets, %d classes of more than one value: the test no longer tests padding", offsets, shared)
+	}
+	if after := shapes(); !slices.Equal(before, after) {
+		t.Error("the DAGs' buffers changed shape")
+	}
+}
