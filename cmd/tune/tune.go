@@ -148,12 +148,21 @@ func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *target.Targe
 		return err
 	}
 	if f.dim != nil && probes > 0 && !interrupted {
-		ps, perr := tuning.Probe(ctx, s.Store, f.dim, key, m, opts.Version, probes)
-		interrupted = sigs.Caught() != 0 && errors.Is(perr, context.Canceled)
-		if perr != nil && !interrupted {
-			return fmt.Errorf("%w\nthe tuning's records are in %s; run the same command to probe again", perr, f.db)
+		// The probes take what --trials leaves after every measurement of
+		// the range (a resumed run's probes of new bests too), at most the
+		// quarter set aside.
+		spent, err := tuning.RangeMeasured(s.Store, f.dim, key)
+		if err != nil {
+			return err
 		}
-		fmt.Fprintf(stdout, "probed the tuning points' best schedules at %s=%v: %d measured (%d failed)\n", f.dim.Symbol.Name, ps.Values, ps.Measured, ps.Failed)
+		if limit := min(probes, opts.Trials+probes-spent); limit > 0 {
+			ps, perr := tuning.Probe(ctx, s.Store, f.dim, key, m, opts.Version, limit)
+			interrupted = sigs.Caught() != 0 && errors.Is(perr, context.Canceled)
+			if perr != nil && !interrupted {
+				return fmt.Errorf("%w\nthe tuning's records are in %s; run the same command to probe again", perr, f.db)
+			}
+			fmt.Fprintf(stdout, "probed the tuning points' best schedules at %s=%v: %d measured (%d failed)\n", f.dim.Symbol.Name, ps.Values, ps.Measured, ps.Failed)
+		}
 		if !interrupted {
 			s2, sum2, err := searchLeft(ctx, s, f.dim, tasks, key, m, opts, opts.Trials+probes, stdout)
 			interrupted = sigs.Caught() != 0 && errors.Is(err, context.Canceled)
