@@ -32,17 +32,17 @@ func partitionLoops(s tir.Stmt) tir.Stmt {
 
 type partitioner struct {
 	budget int
-	depth  int // the loops around the statement
+	inNest bool // inside a root loop nest, whose budget it is
 }
 
 func (p *partitioner) stmt(s tir.Stmt) tir.Stmt {
 	switch n := s.(type) {
 	case *tir.For:
-		if p.depth == 0 {
-			p.budget = maxPartitions
+		if !p.inNest {
+			p.budget = maxPartitions // a root loop nest
+			p.inNest = true
+			defer func() { p.inNest = false }()
 		}
-		p.depth++
-		defer func() { p.depth-- }()
 		if p.budget > 0 && n.Kind == tir.Serial && n.Var != nil && n.Extent > 1 {
 			if e := guardedPrefix(n); e == n.Extent-1 {
 				p.budget--

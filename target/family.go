@@ -103,15 +103,23 @@ func padBuffers(fs map[int]*tir.PrimFunc) {
 	internal := func(f *tir.PrimFunc, b *tir.Buffer) bool { return !slices.Contains(f.Params, b) }
 	for _, f := range fs {
 		tir.WalkStmt(f.Body, func(st tir.Stmt) bool {
-			if a, ok := st.(*tir.Allocate); ok && internal(f, a.Buf) {
-				if l, seen := largest[a.Buf.Name]; !seen {
-					largest[a.Buf.Name] = slices.Clone(a.Buf.Shape)
-				} else if len(l) != len(a.Buf.Shape) {
-					flat[a.Buf.Name] = true // ranks differ: leave it
+			switch n := st.(type) {
+			case *tir.Allocate:
+				if !internal(f, n.Buf) {
+					break
+				}
+				if l, seen := largest[n.Buf.Name]; !seen {
+					largest[n.Buf.Name] = slices.Clone(n.Buf.Shape)
+				} else if len(l) != len(n.Buf.Shape) {
+					flat[n.Buf.Name] = true // ranks differ: leave it
 				} else {
-					for i, d := range a.Buf.Shape {
+					for i, d := range n.Buf.Shape {
 						l[i] = max(l[i], d)
 					}
+				}
+			case *tir.Store:
+				if len(n.Indices) != len(n.Buf.Shape) {
+					flat[n.Buf.Name] = true
 				}
 			}
 			return true
@@ -123,12 +131,6 @@ func padBuffers(fs map[int]*tir.PrimFunc) {
 				}
 				return true
 			})
-		})
-		tir.WalkStmt(f.Body, func(st tir.Stmt) bool {
-			if w, ok := st.(*tir.Store); ok && len(w.Indices) != len(w.Buf.Shape) {
-				flat[w.Buf.Name] = true
-			}
-			return true
 		})
 	}
 	// The buffers are the lowering's (a stage's storage may be its

@@ -162,9 +162,10 @@ func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *target.Targe
 				return fmt.Errorf("%w\nthe tuning's records are in %s; run the same command to probe again", perr, f.db)
 			}
 			fmt.Fprintf(stdout, "probed the tuning points' best schedules at %s=%v: %d measured (%d failed)\n", f.dim.Symbol.Name, ps.Values, ps.Measured, ps.Failed)
+			spent += ps.Measured
 		}
-		if !interrupted {
-			s2, sum2, err := searchLeft(ctx, s, f.dim, tasks, key, m, opts, opts.Trials+probes, stdout)
+		if left := opts.Trials + probes - spent; left > 0 && !interrupted {
+			s2, sum2, err := searchLeft(ctx, s, tasks, key, m, opts, left, stdout)
 			interrupted = sigs.Caught() != 0 && errors.Is(err, context.Canceled)
 			if errors.Is(err, search.ErrMeasure) {
 				return fmt.Errorf("%w\nevery batch measured before is in %s; run the same command to resume", err, f.db)
@@ -189,19 +190,9 @@ func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *target.Targe
 }
 
 // searchLeft gives the search the trials the probes left (schedules
-// measured there already, or that do not replay there): what trials
-// leaves after every measurement of the tasks at dp's tuning and probe
-// points, searched by a second session on s's store. It returns nil and
-// no error where there are none (a resumed run that spent them).
-func searchLeft(ctx context.Context, s *tuning.Session, dp *partition.DimPlan, tasks []*partition.Task, key string, m search.Measurer, opts tuning.Options, trials int, stdout io.Writer) (*tuning.Session, search.Summary, error) {
-	spent, err := tuning.RangeMeasured(s.Store, dp, key)
-	if err != nil {
-		return nil, search.Summary{}, err
-	}
-	left := trials - spent
-	if left <= 0 {
-		return nil, search.Summary{}, nil
-	}
+// measured there already, or that do not replay there), left more
+// measurements of tasks, by a second session on s's store.
+func searchLeft(ctx context.Context, s *tuning.Session, tasks []*partition.Task, key string, m search.Measurer, opts tuning.Options, left int, stdout io.Writer) (*tuning.Session, search.Summary, error) {
 	opts.Progress = nil // the bar is finished
 	s2, err := tuning.New(s.Store, tasks, key, m, opts)
 	if err != nil {
