@@ -299,12 +299,7 @@ func (k *kernel) stmt(s tir.Stmt) error {
 	case nil:
 		return nil
 	case *tir.Seq:
-		for _, c := range s.Stmts {
-			if err := k.stmt(c); err != nil {
-				return err
-			}
-		}
-		return nil
+		return k.seqStmts(s.Stmts)
 	case *tir.For:
 		return k.forLoop(s)
 	case *tir.Store:

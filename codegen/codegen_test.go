@@ -185,6 +185,40 @@ func cases() []ccase {
 			notSrc: []string{"omp simd", "scalar loop"}})
 	}
 
+	{ // gathering copies (a layout change): groups of L consecutive source
+		// columns become transposes, the 8 columns left over stay gathers
+		B, T := gbuf("B", 32, 70), gbuf("T", 2, 40, 20)
+		v := vars("t", "d", "v")
+		t, d, l := v[0], v[1], v[2]
+		cs = append(cs, ccase{name: "vec_transpose", f: fnc("vec_transpose", []*tir.Buffer{B, T},
+			loop(t, 2, tir.Serial, loop(d, 40, tir.Unrolled, loop(l, 16, tir.Vectorized,
+				st(T, ld(B, add(mul(t, c(16)), l), add(d, c(3))), t, d, l))))),
+			src: []string{"tsr_transpose_v16f(tsr_t);", "tsr_t[15] = tsr_load_v16f(&B[", "(tsr_v16f){B["}})
+		// the same copy in a serial loop: strip-mined into blocks of L
+		// columns and a serial tail of 8 (stripCopies)
+		S := gbuf("S", 2, 40, 20)
+		u := vars("t", "d", "v")
+		cs = append(cs, ccase{name: "vec_transpose_serial", f: fnc("vec_transpose_serial", []*tir.Buffer{B, S},
+			loop(u[0], 2, tir.Serial, loop(u[1], 40, tir.Serial, loop(u[2], 16, tir.Vectorized,
+				st(S, ld(B, add(mul(u[0], c(16)), u[2]), add(u[1], c(3))), u[0], u[1], u[2]))))),
+			src: []string{"tsr_transpose_v16f(tsr_t);", "for (int64_t d_r = 0; d_r < 8; ++d_r)"}})
+		// 19 lanes: pieces of 16, 2 and 1 interleaved by the unrolled loop;
+		// the 16-lane ones (8- or 4-lane at a narrower width) are grouped
+		P, Tp := gbuf("P", 19, 16), gbuf("Tp", 16, 19)
+		x := vars("d", "v")
+		cs = append(cs, ccase{name: "vec_transpose_pieces", f: fnc("vec_transpose_pieces", []*tir.Buffer{P, Tp},
+			loop(x[0], 16, tir.Unrolled, loop(x[1], 19, tir.Vectorized,
+				st(Tp, ld(P, x[1], x[0]), x[0], x[1])))),
+			src: []string{"tsr_transpose_v16f(tsr_t);", "tsr_store_v2f(&Tp[", "Tp[18] = P[288];"}})
+		// stores that overlap (rows 8 apart) keep their order: no transpose
+		O := gbuf("O", 2, 24*8+16)
+		w := vars("t", "d", "v")
+		cs = append(cs, ccase{name: "vec_transpose_overlap", f: fnc("vec_transpose_overlap", []*tir.Buffer{B, O},
+			loop(w[0], 2, tir.Serial, loop(w[1], 24, tir.Unrolled, loop(w[2], 16, tir.Vectorized,
+				st(O, ld(B, add(mul(w[0], c(16)), w[2]), w[1]), w[0], add(mul(w[1], c(8)), w[2])))))),
+			src: []string{"(tsr_v16f){B["}, notSrc: []string{"tsr_transpose_v16f(tsr_t);"}})
+	}
+
 	{ // Select guarding out-of-bounds loads inside vector code (padding)
 		A, Bp, Cc := gbuf("A", 64), gbuf("Bp", 64), gbuf("Cc", 64)
 		var outs []*tir.Buffer

@@ -21,7 +21,8 @@ import (
 const maxUnrollSteps = 1024
 
 // prepare rewrites a kernel body into the form the printer emits: long
-// vectorized loops split into native-width chunks, then loops unrolled,
+// vectorized loops split into native-width chunks, serial loops around a
+// gathering copy strip-mined (stripCopies), then loops unrolled,
 // then the runs of updates of one element merged (forwardUpdates).
 // A loop of dyn (tir.PrimFunc.Dynamic), and a loop around one, is never
 // unrolled: its extent varies with a dimension given at run time.
@@ -30,7 +31,7 @@ func prepare(s tir.Stmt, lanes int, dyn map[*tir.Var]bool) tir.Stmt {
 	if dyn == nil {
 		dyn = map[*tir.Var]bool{}
 	}
-	return forwardUpdates(dropNoopUpdates(foldFloats(unroll(unrollLocalLoops(splitVectors(s, lanes, dyn), dyn), 0, lanes, dyn))))
+	return forwardUpdates(dropNoopUpdates(foldFloats(unroll(unrollLocalLoops(stripCopies(splitVectors(s, lanes, dyn), lanes, dyn), dyn), 0, lanes, dyn))))
 }
 
 // hasDynamic reports whether s is or holds a loop of dyn.

@@ -1098,6 +1098,9 @@ func vectorHelpers(L int) string {
 		}
 	}
 	b.WriteString(strings.NewReplacer("VF", f, "VI", m, "L", strconv.Itoa(L)).Replace(vectorMath))
+	if L >= 4 && L <= 16 {
+		b.WriteString(transposeHelper(L))
+	}
 	return b.String()
 }
 

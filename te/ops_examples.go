@@ -11,7 +11,8 @@ import (
 // shapes, so that Eval runs in milliseconds), a few variants (strided,
 // grouped and depthwise convolution, batched matmul, ...) and some fused
 // subgraphs: "conv_bias_relu", "matmul_bias_relu", "conv_bn_add_relu",
-// "elemwise_chain", "softmax", "layernorm", "attention" and "reduce_small_output". The
+// "elemwise_chain", "softmax", "layernorm", "attention", "scores_kt" and
+// "reduce_small_output". The
 // keys are stable; every call builds fresh DAGs.
 //
 // Each DAG gives finite results for finite inputs in [-1, 1] (except at
@@ -243,6 +244,14 @@ func (b *exampleBuilder) build() {
 		masked := mustExample(Add("mask", scaled, K("M", 5, 7)))
 		p := mustExample(Softmax("probs", masked, -1))
 		b.add("attention")(MatMul("attention", p, v))
+	}
+	{
+		// Attention's scores as PyTorch exports them: K given [heads, keys,
+		// size] and transposed in the group (inline_or_keep_transpose
+		// keeps Kᵀ a stage: its copy reads K along the lanes, the
+		// printer's transposed copies); 19 keys, a size of 16.
+		kt := mustExample(Transpose("kt", P("K", 2, 19, 16), []int{0, 2, 1}))
+		b.add("scores_kt")(MatMul("scores_kt", P("Q", 2, 5, 16), kt))
 	}
 	{
 		a := mustExample(Add("add", P("A", 5, 7, 9), P("B", 5, 7, 9)))
