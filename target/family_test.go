@@ -44,11 +44,11 @@ var familyDAGs = []struct {
 		return te.MatMul("pv", p, te.Placeholder("V", 2, n, 8))
 	}},
 	{"scores_kt", func(n int) (*te.Tensor, error) { // Kᵀ in the group, as exported: its copy transposes (n queries)
-		kt, err := te.Transpose("kt", te.Placeholder("K", 2, 20, 16), []int{0, 2, 1})
+		kt, err := te.Transpose("kt", te.Placeholder("K", 16, 20, 16), []int{0, 2, 1})
 		if err != nil {
 			return nil, err
 		}
-		return te.MatMul("qk", te.Placeholder("Q", 2, n, 16), kt)
+		return te.MatMul("qk", te.Placeholder("Q", 16, n, 16), kt)
 	}},
 }
 
