@@ -25,6 +25,7 @@ type kernel struct {
 	bufs       map[*tir.Buffer]*bufBind
 	dom        domain
 	inParallel bool
+	inTile     int         // how many register tiles (scalarized Local buffers of minTileVectors vectors or more) enclose the statement printed
 	gpu        *gpuDialect // set when printing a GPU kernel (gpu.go)
 	slots      []string    // the file-scope slots of heap buffers allocated inside a parallel loop
 	wsTop      int         // bytes of the workspace taken by the open heap buffers
@@ -41,6 +42,11 @@ type bufBind struct {
 	scal    *scalarPlan
 	private bool
 }
+
+// minTileVectors is the fewest vectors of a scalarized Local buffer that
+// make it a register tile, inside which the polynomial vector functions
+// are called rather than inlined (vectorMathCalls).
+const minTileVectors = 8
 
 func (m *module) kernel(f *tir.PrimFunc) (out string, workspace int, err error) {
 	defer func() {
@@ -445,6 +451,10 @@ func (k *kernel) allocate(a *tir.Allocate) error {
 				return err
 			}
 			defer k.bindBuf(buf, &bufBind{buf: buf, scal: plan, private: true})()
+			if buf.Size() >= minTileVectors*k.m.lanes {
+				k.inTile++
+				defer func() { k.inTile-- }()
+			}
 			return k.stmt(a.Body)
 		}
 	}

@@ -658,6 +658,17 @@ func cases() []ccase {
 			src:    []string{"tsr_v16f acc_v0 = ", "acc_v15 = acc_v15 + (tsr_splat_v16f(A[", "#pragma omp parallel for"},
 			notSrc: []string{"acc[", "scalar loop"}})
 	}
+	{ // with a GELU epilogue: erf called, not inlined, in the register tile
+		g := gemmTiles{M: 64, N: 64, K: 64, I1: 2, I2: 4, J1: 2, J2: 16, K1: 4, Vec: true, Unroll: 512,
+			Epilogue: func(x tir.Expr) tir.Expr { return mul(mul(x, fc(0.5)), add(fc(1), fn("erf", mul(x, fc(0.70710677))))) }}
+		cs = append(cs, ccase{name: "gemm_gelu", f: gemmFunc("gemm_gelu", g),
+			src: []string{"+ tsr_erf_call_v16f(", "tsr_v16f acc_v0 = "}})
+		A, O := gbuf("A", 64), gbuf("O", 64)
+		v := vars("v")
+		cs = append(cs, ccase{name: "vec_gelu", f: fnc("vec_gelu", []*tir.Buffer{A, O},
+			loop(v[0], 64, tir.Vectorized, st(O, fn("erf", ld(A, v[0])), v[0]))),
+			src: []string{"tsr_erf_v16f(tsr_load_v16f(&A["}, notSrc: []string{"tsr_erf_call_v16f(tsr_load"}})
+	}
 	{ // the same with the k.1 i.2 j.1 j.2 order, an odd M and a serial tail
 		g := gemmTiles{M: 36, N: 96, K: 40, I1: 3, I2: 4, J1: 3, J2: 16, K1: 8, Vec: true, Unroll: 64, JInner: true}
 		cs = append(cs, ccase{name: "gemm_small2", f: gemmFunc("gemm_small2", g)})

@@ -19,6 +19,9 @@ type gemmTiles struct {
 	Vec                bool
 	Unroll             int
 	JInner             bool // compute order k.1 i.2 j.1 j.2 instead of j.1 k.1 i.2 j.2
+	// Epilogue, if set, is applied to each sum as it is stored (a fused
+	// activation).
+	Epilogue func(x tir.Expr) tir.Expr
 }
 
 func gemmFunc(name string, g gemmTiles) *tir.PrimFunc {
@@ -58,7 +61,11 @@ func gemmFunc(name string, g gemmTiles) *tir.PrimFunc {
 		return st(acc, add(ld(acc, ai(i1, i2), aj(j1, j2)), mul(ld(A, gi(i1, i2), k), ld(B, k, gj(j1, j2)))), ai(i1, i2), aj(j1, j2))
 	}))
 	out := mk(false, func(i1, i2, j1, j2, _ *tir.Var) tir.Stmt {
-		return st(C, ld(acc, ai(i1, i2), aj(j1, j2)), gi(i1, i2), gj(j1, j2))
+		x := ld(acc, ai(i1, i2), aj(j1, j2))
+		if g.Epilogue != nil {
+			return st(C, g.Epilogue(x), gi(i1, i2), gj(j1, j2))
+		}
+		return st(C, x, gi(i1, i2), gj(j1, j2))
 	})
 	var body tir.Stmt = tir.SeqOf(initS, compute, out)
 	if g.Unroll > 0 {

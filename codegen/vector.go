@@ -727,6 +727,10 @@ func (k *kernel) vexpr(p *vplan, e tir.Expr) (code string, isVec bool, err error
 			}
 			args[i] = trimParens(s)
 		}
+		if k.inTile > 0 && polynomial[e.Fn] {
+			// Called, not inlined: see vectorMathCalls.
+			return fmt.Sprintf("tsr_%s_call_v%df(%s)", e.Fn, p.L, strings.Join(args, ", ")), true, nil
+		}
 		return fmt.Sprintf("tsr_%s_v%df(%s)", e.Fn, p.L, strings.Join(args, ", ")), true, nil
 	}
 	return k.laneWise(p, e)
@@ -1098,11 +1102,27 @@ func vectorHelpers(L int) string {
 		}
 	}
 	b.WriteString(strings.NewReplacer("VF", f, "VI", m, "L", strconv.Itoa(L)).Replace(vectorMath))
+	b.WriteString(strings.NewReplacer("VF", f, "L", strconv.Itoa(L)).Replace(vectorMathCalls))
 	if L >= 4 && L <= 16 {
 		b.WriteString(transposeHelper(L))
 	}
 	return b.String()
 }
+
+// polynomial names the functions vectorMath defines as polynomials.
+var polynomial = map[string]bool{"exp": true, "erf": true, "sigmoid": true}
+
+// vectorMathCalls defines the polynomial functions again as calls, for a
+// register tile's epilogue (a GEMM's fused GELU): inlined there, gcc
+// hoists their dozen constants out of the whole loop nest, and the tile's
+// accumulators, which need the registers, are spilled in its FMA loop (the
+// BERT FFN GEMM with GELU: 107 stack accesses per 240 FMAs, against none
+// with the call). A call per vector costs less than that; elsewhere (a
+// softmax's exp loop, an elementwise GELU) the functions stay inlined.
+const vectorMathCalls = `static __attribute__((noinline, unused)) VF tsr_exp_call_vLf(VF x) { return tsr_exp_vLf(x); }
+static __attribute__((noinline, unused)) VF tsr_erf_call_vLf(VF x) { return tsr_erf_vLf(x); }
+static __attribute__((noinline, unused)) VF tsr_sigmoid_call_vLf(VF x) { return tsr_sigmoid_vLf(x); }
+`
 
 // vectorMath defines exp, erf and sigmoid on VF vectors of L lanes
 // without a call per lane, so that a vectorized loop over them (a
