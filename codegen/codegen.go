@@ -21,7 +21,12 @@
 //     every index is then simplified with the loop ranges in scope.
 //   - Local buffers whose every access has a constant index after unrolling
 //     become individual scalar or vector variables (scalarize.go), so that
-//     the compiler keeps an accumulator tile in registers.
+//     the compiler keeps an accumulator tile in registers; inside such a
+//     tile the polynomial vector functions are calls, so that their
+//     constants do not take the tile's registers.
+//   - Runs of gathering copies (a layout change vectorized along a strided
+//     source axis) become row loads, register transposes and stores
+//     (transpose.go).
 //   - The outermost parallel loop becomes "#pragma omp parallel for".
 //
 // Floor division and modulo follow floor semantics; they are emitted as
