@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"tessera/internal/crosstest"
+	"tessera/target/machine"
 	"tessera/tir"
 )
 
@@ -763,6 +765,55 @@ func runTable(t *testing.T, cs []ccase) {
 				}
 			})
 		}
+	}
+}
+
+// TestKernelsAarch64 compiles the vector and GEMM cases of the table for
+// aarch64 (armv8-a: NEON, 4 lanes; the transposes' shuffles among them)
+// with Debian's cross gcc and runs each under qemu-aarch64 against the
+// reference. Skipped where the tools are missing, unless
+// TESSERA_REQUIRE_CROSS is set (scripts/test.sh sets it).
+func TestKernelsAarch64(t *testing.T) {
+	tools := crosstest.RequireAarch64(t)
+	m, err := machine.Level("armv8-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fs []*tir.PrimFunc
+	var names []string
+	var cs []ccase
+	for _, cse := range cases() {
+		if strings.HasPrefix(cse.name, "vec_") || strings.HasPrefix(cse.name, "gemm") {
+			cs = append(cs, cse)
+			fs = append(fs, cse.f)
+			names = append(names, cse.f.Name)
+		}
+	}
+	mod, err := CModule(fs, COptions{VectorBits: m.VectorBits()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(mod.Code, "tsr_transpose_v4f(tsr_t);") {
+		t.Error("no 4-lane transpose among the cases")
+	}
+	exe := buildProgram(t, compiler{"aarch64-gcc", tools.CC, []string{"-fopenmp"}}, m, mod, names)
+	for _, cse := range cs {
+		t.Run(cse.name, func(t *testing.T) {
+			args := randomArgs(cse.name, cse.f.Params)
+			want := cloneArgs(args)
+			if cse.want != nil {
+				cse.want(want)
+			} else if err := tir.Run(cse.f, want); err != nil {
+				t.Fatalf("reference: %v", err)
+			}
+			got := cloneArgs(args)
+			if err := runKernelUnder(tools.Exec, exe, cse.f.Name, cse.f.Params, cse.guards, got); err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			if err := compareArgs(cse.f.Params, got, want); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }
 

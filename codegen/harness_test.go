@@ -172,6 +172,12 @@ func numbered(src string) string {
 
 // runKernel runs kernel name of exe on args (modified in place).
 func runKernel(exe, name string, params []*tir.Buffer, guards string, args [][]float32) error {
+	return runKernelUnder(nil, exe, name, params, guards, args)
+}
+
+// runKernelUnder is runKernel with exe run under an emulator (emu, its
+// command and arguments; nil: none).
+func runKernelUnder(emu []string, exe, name string, params []*tir.Buffer, guards string, args [][]float32) error {
 	cmdArgs := []string{name}
 	var in bytes.Buffer
 	for i, p := range params {
@@ -181,6 +187,10 @@ func runKernel(exe, name string, params []*tir.Buffer, guards string, args [][]f
 		}
 		cmdArgs = append(cmdArgs, fmt.Sprintf("%c%d", mode, p.Size()))
 		binary.Write(&in, binary.LittleEndian, args[i])
+	}
+	if len(emu) > 0 {
+		cmdArgs = append(append(append([]string{}, emu[1:]...), exe), cmdArgs...)
+		exe = emu[0]
 	}
 	cmd := exec.Command(exe, cmdArgs...)
 	cmd.Stdin = &in
