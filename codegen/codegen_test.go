@@ -746,22 +746,7 @@ func runTable(t *testing.T, cs []ccase) {
 				t.Parallel()
 				exe := buildProgram(t, cc, m, mod, names)
 				for _, cse := range cs {
-					t.Run(cse.name, func(t *testing.T) {
-						args := randomArgs(cse.name, cse.f.Params)
-						want := cloneArgs(args)
-						if cse.want != nil {
-							cse.want(want)
-						} else if err := tir.Run(cse.f, want); err != nil {
-							t.Fatalf("reference: %v", err)
-						}
-						got := cloneArgs(args)
-						if err := runKernel(exe, cse.f.Name, cse.f.Params, cse.guards, got); err != nil {
-							t.Fatalf("run: %v", err)
-						}
-						if err := compareArgs(cse.f.Params, got, want); err != nil {
-							t.Error(err)
-						}
-					})
+					t.Run(cse.name, func(t *testing.T) { checkCase(t, nil, exe, cse) })
 				}
 			})
 		}
@@ -798,22 +783,27 @@ func TestKernelsAarch64(t *testing.T) {
 	}
 	exe := buildProgram(t, compiler{"aarch64-gcc", tools.CC, []string{"-fopenmp"}}, m, mod, names)
 	for _, cse := range cs {
-		t.Run(cse.name, func(t *testing.T) {
-			args := randomArgs(cse.name, cse.f.Params)
-			want := cloneArgs(args)
-			if cse.want != nil {
-				cse.want(want)
-			} else if err := tir.Run(cse.f, want); err != nil {
-				t.Fatalf("reference: %v", err)
-			}
-			got := cloneArgs(args)
-			if err := runKernelUnder(tools.Exec, exe, cse.f.Name, cse.f.Params, cse.guards, got); err != nil {
-				t.Fatalf("run: %v", err)
-			}
-			if err := compareArgs(cse.f.Params, got, want); err != nil {
-				t.Error(err)
-			}
-		})
+		t.Run(cse.name, func(t *testing.T) { checkCase(t, tools.Exec, exe, cse) })
+	}
+}
+
+// checkCase runs a case's kernel of exe (under emu, nil for none) on
+// random arguments and compares its outputs with the reference's.
+func checkCase(t *testing.T, emu []string, exe string, cse ccase) {
+	t.Helper()
+	args := randomArgs(cse.name, cse.f.Params)
+	want := cloneArgs(args)
+	if cse.want != nil {
+		cse.want(want)
+	} else if err := tir.Run(cse.f, want); err != nil {
+		t.Fatalf("reference: %v", err)
+	}
+	got := cloneArgs(args)
+	if err := runKernelUnder(emu, exe, cse.f.Name, cse.f.Params, cse.guards, got); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if err := compareArgs(cse.f.Params, got, want); err != nil {
+		t.Error(err)
 	}
 }
 

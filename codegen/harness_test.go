@@ -170,13 +170,8 @@ func numbered(src string) string {
 	return b.String()
 }
 
-// runKernel runs kernel name of exe on args (modified in place).
-func runKernel(exe, name string, params []*tir.Buffer, guards string, args [][]float32) error {
-	return runKernelUnder(nil, exe, name, params, guards, args)
-}
-
-// runKernelUnder is runKernel with exe run under an emulator (emu, its
-// command and arguments; nil: none).
+// runKernelUnder runs kernel name of exe on args (modified in place),
+// under an emulator (emu: its command and arguments; nil: none).
 func runKernelUnder(emu []string, exe, name string, params []*tir.Buffer, guards string, args [][]float32) error {
 	cmdArgs := []string{name}
 	var in bytes.Buffer
