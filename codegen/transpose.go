@@ -54,6 +54,11 @@ func (k *kernel) copyOf(st tir.Stmt) (tcopy, bool) {
 		if st.Kind != tir.Vectorized || st.Var == nil || st.Extent < 2 || st.Extent > 16 || !isPow2(st.Extent) {
 			return tcopy{}, false
 		}
+		if body, ok := st.Body.(*tir.Store); ok {
+			if _, ok := body.Value.(*tir.Load); !ok {
+				return tcopy{}, false // computes: no plan needed to tell
+			}
+		}
 		p, _, _ = k.planVector(st, k.dom)
 		if p == nil || len(p.items) != 1 || p.items[0].st == nil {
 			return tcopy{}, false
@@ -327,6 +332,9 @@ func stripCopies(s tir.Stmt, lanes int, dyn map[*tir.Var]bool) tir.Stmt {
 		if f.Kind == tir.Parallel && n < minParallelBlocks {
 			return st
 		}
+		if !copiesOnly(f.Body) {
+			return st
+		}
 		outer := &tir.Var{Name: f.Var.Name + ".b", T: tir.Int}
 		inner := &tir.Var{Name: f.Var.Name + ".l", T: tir.Int}
 		body := substStmt(f.Body, map[*tir.Var]tir.Expr{f.Var: tir.AddE(tir.MulE(outer, tir.Const(int64(lanes))), inner)})
@@ -368,6 +376,20 @@ func stripsCopy(body tir.Stmt, inner *tir.Var, lanes int, dom domain, dyn map[*t
 		}
 	}
 	return groupable
+}
+
+// copiesOnly reports whether body is a copy or a sequence of them: the
+// cheap test before stripCopies substitutes and simplifies.
+func copiesOnly(body tir.Stmt) bool {
+	if seq, ok := body.(*tir.Seq); ok {
+		for _, p := range seq.Stmts {
+			if !isCopy(p) {
+				return false
+			}
+		}
+		return len(seq.Stmts) > 0
+	}
+	return isCopy(body)
 }
 
 // isCopy reports whether s is a copy of one element or of a vector of them
