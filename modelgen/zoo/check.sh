@@ -27,7 +27,13 @@ if [ "${1:-}" = -o ]; then
 fi
 names=("$@")
 [ ${#names[@]} -gt 0 ] || mapfile -t names <modelgen/zoo/models.txt
-if ! python3 -c 'import torch, torchvision' 2>/dev/null; then
+# PyTorch is Debian's python3-torch, /usr/bin/python3's; a python3 earlier on
+# PATH (pyenv's) may lack it.
+py=
+for p in python3 /usr/bin/python3; do
+	"$p" -c 'import torch, torchvision' 2>/dev/null && { py=$p; break; }
+done
+if [ -z "$py" ]; then
 	echo "check.sh: no PyTorch (scripts/deps.sh installs python3-torch and python3-torchvision)" >&2
 	exit 2
 fi
@@ -37,7 +43,7 @@ ok=0
 # exported FILE NAME [FLAG]: FILE exists, or export.py FLAG writes it.
 exported() {
 	[ -f "$1" ] && return 0
-	python3 modelgen/zoo/export.py -o "$dir" ${3:+"$3"} "$2" 2>&1 | grep -v Warning || { echo "$2: export failed"; return 1; }
+	"$py" modelgen/zoo/export.py -o "$dir" ${3:+"$3"} "$2" 2>&1 | grep -v Warning || { echo "$2: export failed"; return 1; }
 }
 # checked NAME MODEL OUT LOG INPUT OUTPUT [BUILD FLAG...]: builds MODEL
 # with default schedules into OUT and runs it on INPUT against PyTorch's
