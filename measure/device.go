@@ -50,6 +50,7 @@ type DeviceInfo struct {
 	Arch        string // device version (OpenCL) or compute capability (CUDA)
 	MaxThreads  int    // threads per block
 	SharedBytes int    // shared memory per block
+	Processors  int    // multiprocessors (OpenCL: compute units); 0: not reported
 	GPU         bool   // a GPU (an OpenCL CPU device is not)
 }
 
@@ -152,6 +153,7 @@ func (d *Device) Probe(ctx context.Context) (DeviceInfo, error) {
 	info.Arch = strings.TrimSuffix(strings.TrimSuffix(arch, " not-gpu"), " gpu")
 	info.MaxThreads, _ = strconv.Atoi(r.Last("max_threads"))
 	info.SharedBytes, _ = strconv.Atoi(r.Last("shared_bytes"))
+	info.Processors, _ = strconv.Atoi(r.Last("processors"))
 	if info.Name == "" || info.MaxThreads <= 0 {
 		return DeviceInfo{}, fmt.Errorf("measure: %v device probe: incomplete answer %q", d.API, stdout.lastLines(8))
 	}

@@ -55,6 +55,9 @@ func scaleJob(lib string) (Job, []float32) {
 
 func TestOpenCLDeviceRuns(t *testing.T) {
 	d := openCLDevice(t)
+	if info, err := d.Probe(context.Background()); err != nil || info.Processors < 1 {
+		t.Errorf("probe: %+v, %v: want its compute units", info, err)
+	}
 	built := d.Build(context.Background(), []Source{{Code: scaleKernel}, {Code: "__kernel void broken( {"}})
 	if built[0].Kind != None {
 		t.Fatalf("build: %v: %s", built[0].Kind, built[0].Msg)

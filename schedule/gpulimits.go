@@ -6,13 +6,15 @@ import (
 	"tessera/tir"
 )
 
-// GPULimits are what a GPU allows one kernel, and the warp size the sketch
-// rules tile for. A target fills them from its device.
+// GPULimits are what a GPU allows one kernel, and the warp size and
+// multiprocessor count the sketch rules tile for. A target fills them from
+// its device.
 type GPULimits struct {
 	WarpSize           int // threads that run in lock step (32 on NVIDIA)
 	MaxThreadsPerBlock int
 	MaxSharedBytes     int // shared memory of one block
 	MaxVThread         int // extent of a virtual thread loop (Ansor: 8)
+	Processors         int // multiprocessors (OpenCL: compute units); 0: unknown
 }
 
 // maxGridYZ bounds the y and z dimensions of a grid (CUDA's limit; OpenCL

@@ -11,10 +11,41 @@ import (
 )
 
 // gpuAnnotators is Ansor's GPU order after the tile sizes: thread binding
-// (with the cooperative fetch of shared copies), then auto-unroll.
+// (with the cooperative fetch of shared copies), then auto-unroll; and,
+// ours, the vector loads of a register tile.
 var gpuAnnotators = []Annotator{
 	{"thread_bind", annotateThreadBind},
 	{"unroll", annotateUnroll},
+	{"vectorize_register_tile", annotateRegisterTileGPU},
+}
+
+// annotateRegisterTileGPU vectorizes the innermost loop of every stage
+// that accumulates in a thread's registers (a local cache of a tiled
+// stage, or a tiled stage computed at its fused consumer) when it is
+// spatial and longer than one: a thread's register tile
+// along the contiguous axis then reads its operand from shared memory as
+// float4 (or float2) loads, a quarter of the load instructions of scalar
+// ones and without their bank conflicts (scalar loads at a stride of the
+// tile width hit each bank several times a warp). The printer cuts longer
+// loops into float4 pieces, and an operand that is not contiguous along
+// the loop is gathered lane by lane, as many loads as before.
+func annotateRegisterTileGPU(rng *rand.Rand, s *schedule.State, tiled map[int]bool, opts Options) (*schedule.State, error) {
+	for i, st := range s.Stages {
+		if !(st.Scope == tir.Local || tiled[i]) || st.Attach == schedule.Inlined || st.Attach == schedule.Root || len(st.Iters) == 0 {
+			continue
+		}
+		last := len(st.Iters) - 1
+		it := st.Iters[last]
+		if it.Kind != schedule.Spatial || it.Ann != schedule.NoAnn || it.Extent < 2 || attachedIters(s, i)[last] {
+			continue
+		}
+		n, err := s.Apply(&schedule.Annotate{Stage: i, Iter: last, Ann: schedule.Vectorize})
+		if err != nil {
+			continue
+		}
+		s = n
+	}
+	return s, nil
 }
 
 // threadChoices are the block sizes a kernel without tiles is split by.
@@ -236,116 +267,4 @@ func spatialSplitSteps(s *schedule.State, c, nLengths int) []int {
 func reversed(a []int) []int {
 	slices.Reverse(a)
 	return a
-}
-
-// fillTilesGPU is the GPU's default tile rule: each spatial tile split
-// gives its thread level the largest divisor of its extent that keeps the
-// block within 256 threads (the last axis first: it is contiguous), or
-// within the device's threads when 256 leaves a stage under a warp (odd
-// extents), every other level 1; each reduce tile split loads tiles of up
-// to 8 along its axis into shared memory. Where that is more shared memory
-// than a block has (a 3×3 convolution of 256 channels: 256 × 8 × 9
-// weights), the next choices load tiles of 4, 2 and 1, then blocks of 128
-// threads do.
-func fillTilesGPU(sk *schedule.State, lim schedule.GPULimits) ([]*schedule.State, error) {
-	var out []*schedule.State
-	for _, threads := range []int{256, 128} {
-		for _, reduce := range []int{8, 4, 2, 1} {
-			s, short, err := fillTilesGPUWithin(sk, threads, reduce, lim.WarpSize)
-			if err == nil && short && lim.MaxThreadsPerBlock > threads {
-				s, _, err = fillTilesGPUWithin(sk, lim.MaxThreadsPerBlock, reduce, lim.WarpSize)
-			}
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, s)
-		}
-	}
-	return out, nil
-}
-
-// bindNaive is the naive state with the spatial loops of every root stage
-// fused and split into blocks of up to 256 threads: a GPU's last resort.
-func bindNaive(s0 *schedule.State, opts Options) (*schedule.State, error) {
-	s := s0
-	for i := 0; i < len(s.Stages); i++ {
-		st := s.Stages[i]
-		if st.IsPlaceholder() || st.Attach != schedule.Root {
-			continue
-		}
-		lead := 0
-		for _, it := range st.Iters {
-			if it.Kind != schedule.Spatial {
-				break
-			}
-			lead++
-		}
-		if lead == 0 {
-			continue
-		}
-		var err error
-		if s, err = fuseRange(s, i, 0, lead); err != nil {
-			return nil, err
-		}
-		t := min(256, s.Stages[i].Iters[0].Extent)
-		if opts.GPU.MaxThreadsPerBlock > 0 {
-			t = min(t, opts.GPU.MaxThreadsPerBlock)
-		}
-		for _, st := range []schedule.Step{
-			&schedule.Split{Stage: i, Iter: 0, Lengths: []int{t}},
-			&schedule.Annotate{Stage: i, Iter: 0, Ann: schedule.BlockX},
-			&schedule.Annotate{Stage: i, Iter: 1, Ann: schedule.ThreadX},
-		} {
-			if s, err = s.Apply(st); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return s, nil
-}
-
-// fillTilesGPUWithin fills the tiles with at most blockThreads threads a
-// stage and reduce tiles of up to reduceTileGPU; short reports a stage left with fewer threads than a warp (or
-// than its outputs, when fewer).
-func fillTilesGPUWithin(sk *schedule.State, blockThreads, reduceTileGPU, warp int) (*schedule.State, bool, error) {
-	s := schedule.NewState(sk.DAG)
-	type tile struct{ threads, outputs int }
-	tiles := map[int]*tile{} // by stage index at the time of its splits
-	steps := slices.Clone(sk.Steps)
-	for k, st := range sk.Steps {
-		if sp, ok := st.(*schedule.Split); ok && slices.Contains(sp.Lengths, 0) {
-			it := s.Stages[sp.Stage].Iters[sp.Iter]
-			lengths := make([]int, len(sp.Lengths))
-			for i := range lengths {
-				lengths[i] = 1
-			}
-			switch {
-			case it.Kind == schedule.Spatial && len(lengths) >= 2:
-				tl := tiles[sp.Stage]
-				if tl == nil {
-					tl = &tile{threads: 1, outputs: 1}
-					for _, a := range s.Stages[sp.Stage].Tensor.Axis {
-						tl.outputs *= a.Extent
-					}
-					tiles[sp.Stage] = tl
-				}
-				lengths[1] = largestDivisor(it.Extent, blockThreads/tl.threads, false)
-				tl.threads *= lengths[1]
-			case it.Kind == schedule.Reduce:
-				lengths[0] = largestDivisor(it.Extent, reduceTileGPU, false)
-			}
-			st = &schedule.Split{Stage: sp.Stage, Iter: sp.Iter, Lengths: lengths}
-			steps[k] = st
-		}
-		var err error
-		if s, err = s.Apply(st); err != nil {
-			return nil, false, err
-		}
-	}
-	short := false
-	for _, tl := range tiles {
-		short = short || tl.threads < min(warp, tl.outputs)
-	}
-	out, err := schedule.Replay(schedule.NewState(sk.DAG), steps)
-	return out, short, err
 }

@@ -14,8 +14,8 @@ import (
 )
 
 // testGPU are the limits of a CUDA GPU of compute capability 9.0 (48 KiB
-// of static shared memory).
-var testGPU = schedule.GPULimits{WarpSize: 32, MaxThreadsPerBlock: 1024, MaxSharedBytes: 48 << 10, MaxVThread: 8}
+// of static shared memory) with 132 multiprocessors (an H100 or H200).
+var testGPU = schedule.GPULimits{WarpSize: 32, MaxThreadsPerBlock: 1024, MaxSharedBytes: 48 << 10, MaxVThread: 8, Processors: 132}
 
 func gpuSketches(t *testing.T, name string) []*schedule.State {
 	t.Helper()

@@ -37,17 +37,19 @@ static void api_init_compiler(const char *arch) {
 static void api_probe(void) {
 	char name[256] = {0};
 	tsr_cu.DeviceGetName(name, sizeof name - 1, tsr_cu_device);
-	int drv = 0, rmaj = 0, rmin = 0, threads = 0, shared = 0;
+	int drv = 0, rmaj = 0, rmin = 0, threads = 0, shared = 0, sms = 0;
 	tsr_cu.DriverGetVersion(&drv);
 	tsr_rtc.Version(&rmaj, &rmin);
 	tsr_cu.DeviceGetAttribute(&threads, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, tsr_cu_device);
 	tsr_cu.DeviceGetAttribute(&shared, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, tsr_cu_device);
+	tsr_cu.DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, tsr_cu_device);
 	printf("tessera device %s\n", name);
 	printf("tessera driver CUDA %d.%d\n", drv / 1000, drv % 1000 / 10);
 	printf("tessera compiler NVRTC %d.%d\n", rmaj, rmin);
 	printf("tessera arch sm_%d%d gpu\n", tsr_cu_cc_major, tsr_cu_cc_minor);
 	printf("tessera max_threads %d\n", threads);
 	printf("tessera shared_bytes %d\n", shared);
+	printf("tessera processors %d\n", sms);
 }
 
 static void api_compile(const char *src, size_t len, const char *out) {

@@ -11,7 +11,8 @@
  *
  * probe prints the device: "tessera device NAME", "tessera driver VERSION",
  * "tessera compiler VERSION", "tessera arch ARCH", "tessera max_threads N",
- * "tessera shared_bytes N".
+ * "tessera shared_bytes N", "tessera processors N" (multiprocessors or
+ * compute units).
  * compile builds the source file SRC for the device and writes what run
  * loads to OUT (the program for OpenCL, the CUBIN or PTX for CUDA). With
  * ARCH (the probe's arch), CUDA compiles for it without starting a CUDA

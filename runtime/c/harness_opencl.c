@@ -52,15 +52,18 @@ static void api_probe(void) {
 	info_string(CL_PLATFORM_VERSION, 0, pver, sizeof pver);
 	size_t wg = 0;
 	cl_ulong local = 0, type = 0;
+	cl_uint units = 0;
 	tsr_cl.GetDeviceInfo(tsr_cl_device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
 	tsr_cl.GetDeviceInfo(tsr_cl_device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, NULL);
 	tsr_cl.GetDeviceInfo(tsr_cl_device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+	tsr_cl.GetDeviceInfo(tsr_cl_device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
 	printf("tessera device %s\n", name);
 	printf("tessera driver %s (%s, %s)\n", driver, pname, pver);
 	printf("tessera compiler %s\n", cver);
 	printf("tessera arch %s%s\n", dver, (type & CL_DEVICE_TYPE_GPU) ? " gpu" : " not-gpu");
 	printf("tessera max_threads %zu\n", wg);
 	printf("tessera shared_bytes %llu\n", (unsigned long long)local);
+	printf("tessera processors %u\n", units);
 }
 
 static void build(const char *src, size_t len) {

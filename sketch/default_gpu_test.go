@@ -1,0 +1,163 @@
+package sketch
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"tessera/schedule"
+	"tessera/schedule/schedtest"
+	"tessera/te"
+	"tessera/tir"
+)
+
+// TestGPUDefaultRegisterTile: a tiled stage's default gives each thread a
+// register tile on its two innermost axes, read through vector loads,
+// and shrinks it until there is a block for every multiprocessor: on an
+// H100's 132, a 4096² matmul gets 8 × 8 outputs a thread (blocks of 128 ×
+// 128), a 1024² one 4 × 4 (8 × 8 would leave 64 blocks), BERT's FFN
+// over 128 tokens 2 × 4, ResNet-18's first 3×3 convolution 2 × 2, its
+// last none.
+func TestGPUDefaultRegisterTile(t *testing.T) {
+	matmul := func(m, k, n int) *te.DAG {
+		c, err := te.MatMul("C", te.Placeholder("A", m, k), te.Placeholder("B", k, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := te.NewDAG(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	conv := func(hw, ch int) *te.DAG {
+		x := te.Placeholder("X", 1, hw, hw, ch)
+		w := te.Constant("W", ch, ch, 3, 3)
+		y, err := te.ConvNHWC("conv", x, w, nil, te.ConvAttrs{Pads: []int{1, 1, 1, 1}, Strides: []int{1, 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := te.NewDAG(y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	for _, c := range []struct {
+		name               string
+		d                  *te.DAG
+		threads, perThread int
+		vector             bool
+	}{
+		{"matmul 4096", matmul(4096, 4096, 4096), 256, 64, true},
+		{"matmul 1024", matmul(1024, 1024, 1024), 256, 16, true},
+		{"matmul 128×768×3072", matmul(128, 768, 3072), 256, 8, true},
+		{"conv 56×56×64", conv(56, 64), 224, 4, true},
+		{"conv 7×7×512", conv(7, 512), 112, 1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, _, k := gpuDefaultKernel(t, c.d, testGPU)
+			if k == nil {
+				t.Fatal("more than one kernel")
+			}
+			outputs := 1
+			for _, a := range c.d.Outputs[0].Shape {
+				outputs *= a
+			}
+			perThread := outputs / (k.Blocks() * k.Threads())
+			if k.Threads() != c.threads || perThread != c.perThread {
+				t.Errorf("%d threads a block, %d outputs a thread; want %d and %d", k.Threads(), perThread, c.threads, c.perThread)
+			}
+			if c.perThread > 1 && k.Blocks() < testGPU.Processors {
+				t.Errorf("%d blocks for %d multiprocessors", k.Blocks(), testGPU.Processors)
+			}
+			if got := vectorizedLocal(s); got != c.vector {
+				t.Errorf("register tile vectorized: %v, want %v\n%v", got, c.vector, s)
+			}
+		})
+	}
+}
+
+// vectorizedLocal reports whether a stage computed inside a kernel that
+// accumulates (a tiled stage's registers) has a vectorized loop.
+func vectorizedLocal(s *schedule.State) bool {
+	for _, st := range s.Stages {
+		if st.Attach == schedule.Root || st.Attach == schedule.Inlined || st.Tensor.Reducer == 0 {
+			continue
+		}
+		for _, it := range st.Iters {
+			if it.Ann == schedule.Vectorize {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestGPUDefaultRegisterTileNumbers: register-tiled defaults compute the
+// reference evaluator's numbers: tiles of 6 and 3 (the vector loop cut
+// into a float4 and a float2), a fused bias and ReLU, a batch, a
+// convolution whose operand is gathered along the vector loop, and
+// attention's Kᵀ.
+func TestGPUDefaultRegisterTileNumbers(t *testing.T) {
+	lim := testGPU
+	lim.Processors = 1
+	P, K := te.Placeholder, te.Constant
+	must := func(x *te.Tensor, err error) *te.Tensor {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	outs := map[string]*te.Tensor{
+		"matmul 64×48×96":  must(te.MatMul("C", P("A", 64, 48), P("B", 48, 96))),
+		"matmul bias relu": must(te.Relu("relu", must(te.Gemm("gemm", P("A", 48, 40), K("B", 40, 32), K("C", 32), te.DefaultGemmAttrs())))),
+		"batch matmul":     must(te.MatMul("C", P("A", 3, 32, 24), P("B", 3, 24, 64))),
+		"conv nhwc bias relu": must(te.Relu("relu", must(te.ConvNHWC("conv", P("X", 1, 12, 12, 16), K("W", 32, 16, 3, 3), K("bias", 32),
+			te.ConvAttrs{Pads: []int{1, 1, 1, 1}})))),
+		"scores kt": must(te.MatMul("S", P("Q", 2, 32, 16), must(te.Transpose("kt", P("K", 2, 48, 16), []int{0, 2, 1})))),
+	}
+	for _, name := range slices.Sorted(maps.Keys(outs)) {
+		t.Run(name, func(t *testing.T) {
+			d, err := te.NewDAG(outs[name])
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, f, _ := gpuDefaultKernel(t, d, lim)
+			if !vectorizedLocal(s) {
+				t.Errorf("no vectorized register tile:\n%v", s)
+			}
+			if err := schedtest.CheckGPU(d, f, 3); err != nil {
+				t.Fatalf("%v\nsteps: %v\n%v", err, s.Steps, f)
+			}
+		})
+	}
+}
+
+// gpuDefaultKernel returns the default GPU schedule of d, lowered, and
+// its kernel (nil where it lowers to several).
+func gpuDefaultKernel(t *testing.T, d *te.DAG, lim schedule.GPULimits) (*schedule.State, *tir.PrimFunc, *tir.Kernel) {
+	t.Helper()
+	opts := GPUOptions(lim)
+	s, how, err := Default(schedule.NewState(d), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasPrefix(how, "naive") {
+		t.Fatalf("default is %s", how)
+	}
+	f, err := opts.Lower(s, "kernel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, _, err := tir.Kernels(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ks) != 1 {
+		return s, f, nil
+	}
+	return s, f, &ks[0]
+}
