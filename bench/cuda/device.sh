@@ -29,6 +29,7 @@ TARGET=${TARGET:-cuda}             # opencl: a dry run of the steps on PoCL
 TORCH_DEVICE=${TORCH_DEVICE:-cuda} # cpu: likewise
 MODELS=${MODELS:-tiny resnet18}
 ROUNDS=${ROUNDS:-3}
+PYTHON=${PYTHON:-python3}          # the Python with PyTorch (and numpy)
 
 say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
 # step NAME SECONDS CMD...: one command, bounded, its output in the log.
@@ -66,7 +67,7 @@ env_step() {
 		uname -r
 		cc --version | head -1
 		echo "TESSERA_NVRTC=${TESSERA_NVRTC:-none}"
-		python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), torch.cuda.get_device_name())'
+		"$PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), torch.cuda.get_device_name())'
 		nproc
 	} >>"$LOG" 2>&1
 }
@@ -84,13 +85,13 @@ model() {
 	local db=(--no-records)
 	[ -f "$G/records/$name.db" ] && db=(--db "$G/records/$name.db")
 	step "$name build" 300 tune build --target "$TARGET" "${db[@]}" -o "$d/cuda" "$file" || return
-	step "$name pytorch" 240 python3 "$ROOT/bench/cuda/torch_onnx.py" "$file" --dir "$d/in" --repeat 100 --warmup 20 --device "$TORCH_DEVICE"
+	step "$name pytorch" 240 "$PYTHON" "$ROOT/bench/cuda/torch_onnx.py" "$file" --dir "$d/in" --repeat 100 --warmup 20 --device "$TORCH_DEVICE"
 	step "$name check vs cpu" 120 tune run "$d/cuda" --input input="$d/in/input.bin" --reference output="$G/data/$name/cpu/output.bin" -o "$d/out"
 	step "$name check vs pytorch" 120 tune run "$d/cuda" --input input="$d/in/input.bin" --reference output="$d/in/torch_output.bin" -o "$d/out"
 	for round in $(seq "$ROUNDS"); do
 		step "$name race $round tessera graph" 120 tune bench "$d/cuda" --warmup 20 --repeat 100
 		step "$name race $round tessera no-graph" 120 env TESSERA_CUDA_GRAPH=0 tune bench "$d/cuda" --warmup 20 --repeat 100
-		step "$name race $round pytorch" 120 python3 "$ROOT/bench/cuda/torch_onnx.py" "$file" --dir "$d/in" --repeat 100 --warmup 20 --device "$TORCH_DEVICE"
+		step "$name race $round pytorch" 120 "$PYTHON" "$ROOT/bench/cuda/torch_onnx.py" "$file" --dir "$d/in" --repeat 100 --warmup 20 --device "$TORCH_DEVICE"
 	done
 }
 
