@@ -20,41 +20,17 @@ import (
 // over 128 tokens 2 × 4, ResNet-18's first 3×3 convolution 2 × 2, its
 // last none.
 func TestGPUDefaultRegisterTile(t *testing.T) {
-	matmul := func(m, k, n int) *te.DAG {
-		c, err := te.MatMul("C", te.Placeholder("A", m, k), te.Placeholder("B", k, n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := te.NewDAG(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	conv := func(hw, ch int) *te.DAG {
-		x := te.Placeholder("X", 1, hw, hw, ch)
-		w := te.Constant("W", ch, ch, 3, 3)
-		y, err := te.ConvNHWC("conv", x, w, nil, te.ConvAttrs{Pads: []int{1, 1, 1, 1}, Strides: []int{1, 1}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := te.NewDAG(y)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
 	for _, c := range []struct {
 		name               string
 		d                  *te.DAG
 		threads, perThread int
 		vector             bool
 	}{
-		{"matmul 4096", matmul(4096, 4096, 4096), 256, 64, true},
-		{"matmul 1024", matmul(1024, 1024, 1024), 256, 16, true},
-		{"matmul 128×768×3072", matmul(128, 768, 3072), 256, 8, true},
-		{"conv 56×56×64", conv(56, 64), 224, 4, true},
-		{"conv 7×7×512", conv(7, 512), 112, 1, false},
+		{"matmul 4096", matmulDAG(t, 4096, 4096, 4096), 256, 64, true},
+		{"matmul 1024", matmulDAG(t, 1024, 1024, 1024), 256, 16, true},
+		{"matmul 128×768×3072", matmulDAG(t, 128, 768, 3072), 256, 8, true},
+		{"conv 56×56×64", conv3x3DAG(t, 56, 64), 224, 4, true},
+		{"conv 7×7×512", conv3x3DAG(t, 7, 512), 112, 1, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, _, k := gpuDefaultKernel(t, c.d, testGPU)
@@ -111,20 +87,18 @@ func TestGPUDefaultRegisterTileNumbers(t *testing.T) {
 		}
 		return x
 	}
-	outs := map[string]*te.Tensor{
-		"matmul 64×48×96":  must(te.MatMul("C", P("A", 64, 48), P("B", 48, 96))),
-		"matmul bias relu": must(te.Relu("relu", must(te.Gemm("gemm", P("A", 48, 40), K("B", 40, 32), K("C", 32), te.DefaultGemmAttrs())))),
-		"batch matmul":     must(te.MatMul("C", P("A", 3, 32, 24), P("B", 3, 24, 64))),
-		"conv nhwc bias relu": must(te.Relu("relu", must(te.ConvNHWC("conv", P("X", 1, 12, 12, 16), K("W", 32, 16, 3, 3), K("bias", 32),
+	dag := dagOf(t)
+	dags := map[string]*te.DAG{
+		"matmul 64×48×96":  matmulDAG(t, 64, 48, 96),
+		"matmul bias relu": dag(te.Relu("relu", must(te.Gemm("gemm", P("A", 48, 40), K("B", 40, 32), K("C", 32), te.DefaultGemmAttrs())))),
+		"batch matmul":     dag(te.MatMul("C", P("A", 3, 32, 24), P("B", 3, 24, 64))),
+		"conv nhwc bias relu": dag(te.Relu("relu", must(te.ConvNHWC("conv", P("X", 1, 12, 12, 16), K("W", 32, 16, 3, 3), K("bias", 32),
 			te.ConvAttrs{Pads: []int{1, 1, 1, 1}})))),
-		"scores kt": must(te.MatMul("S", P("Q", 2, 32, 16), must(te.Transpose("kt", P("K", 2, 48, 16), []int{0, 2, 1})))),
+		"scores kt": dag(te.MatMul("S", P("Q", 2, 32, 16), must(te.Transpose("kt", P("K", 2, 48, 16), []int{0, 2, 1})))),
 	}
-	for _, name := range slices.Sorted(maps.Keys(outs)) {
+	for _, name := range slices.Sorted(maps.Keys(dags)) {
 		t.Run(name, func(t *testing.T) {
-			d, err := te.NewDAG(outs[name])
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := dags[name]
 			s, f, _ := gpuDefaultKernel(t, d, lim)
 			if !vectorizedLocal(s) {
 				t.Errorf("no vectorized register tile:\n%v", s)
@@ -160,4 +134,34 @@ func gpuDefaultKernel(t *testing.T, d *te.DAG, lim schedule.GPULimits) (*schedul
 		return s, f, nil
 	}
 	return s, f, &ks[0]
+}
+
+// dagOf returns the function that makes the DAG of an op's result
+// (dagOf(t)(te.MatMul(...))), ending the test on an error.
+func dagOf(t *testing.T) func(out *te.Tensor, err error) *te.DAG {
+	return func(out *te.Tensor, err error) *te.DAG {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := te.NewDAG(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+}
+
+// matmulDAG is the DAG of an m×k by k×n matrix multiplication.
+func matmulDAG(t *testing.T, m, k, n int) *te.DAG {
+	t.Helper()
+	return dagOf(t)(te.MatMul("C", te.Placeholder("A", m, k), te.Placeholder("B", k, n)))
+}
+
+// conv3x3DAG is a ResNet 3×3 convolution, channels-last, of ch channels
+// in and out over hw×hw.
+func conv3x3DAG(t *testing.T, hw, ch int) *te.DAG {
+	t.Helper()
+	x, w := te.Placeholder("X", 1, hw, hw, ch), te.Constant("W", ch, ch, 3, 3)
+	return dagOf(t)(te.ConvNHWC("conv", x, w, nil, te.ConvAttrs{Pads: []int{1, 1, 1, 1}, Strides: []int{1, 1}}))
 }

@@ -94,16 +94,7 @@ func TestRegisterTile(t *testing.T) {
 // matmul64 is the DAG of a 64×64×64 matrix multiplication.
 func matmul64(t *testing.T) *te.DAG {
 	t.Helper()
-	a, b := te.Placeholder("A", 64, 64), te.Placeholder("B", 64, 64)
-	mm, err := te.MatMul("C", a, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := te.NewDAG(mm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return matmulDAG(t, 64, 64, 64)
 }
 
 // TestRowLength: the register tile's rows divide the axis where a divisor

@@ -178,16 +178,7 @@ func TestGPUDefault(t *testing.T) {
 func TestGPUDefaultWideConv(t *testing.T) {
 	opts := GPUOptions(testGPU)
 	for _, c := range []struct{ hw, ch int }{{14, 256}, {7, 512}} {
-		x := te.Placeholder("X", 1, c.hw, c.hw, c.ch)
-		w := te.Constant("W", c.ch, c.ch, 3, 3)
-		y, err := te.ConvNHWC("conv", x, w, nil, te.ConvAttrs{Pads: []int{1, 1, 1, 1}, Strides: []int{1, 1}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := te.NewDAG(y)
-		if err != nil {
-			t.Fatal(err)
-		}
+		d := conv3x3DAG(t, c.hw, c.ch)
 		_, how, err := Default(schedule.NewState(d), opts)
 		if err != nil {
 			t.Fatal(err)
