@@ -281,7 +281,7 @@ func (g *propGen) intExpr(depth int) Expr {
 
 func (g *propGen) intNode(depth int) Expr {
 	d := depth - 1
-	switch g.r.IntN(18) {
+	switch g.r.IntN(19) {
 	case 0, 1, 2:
 		return AddE(g.intExpr(d), g.intExpr(d))
 	case 3:
@@ -309,6 +309,13 @@ func (g *propGen) intNode(depth int) Expr {
 			return g.pool[g.r.IntN(len(g.pool))]
 		}
 		return g.leaf()
+	case 17:
+		// k*c1*floormod(floordiv(x, c1) + r0, c2) + k*floormod(x, c1):
+		// a fused index's digits put back together
+		x := g.intExpr(d)
+		c1, c2 := Const(int64(g.r.IntN(6)+2)), Const(int64(g.r.IntN(6)+2))
+		k, r0 := int64(g.r.IntN(5))-2, Const(int64(g.r.IntN(7))-3)
+		return AddE(MulE(FloorModE(AddE(FloorDivE(x, c1), r0), c2), Const(k*c1.V)), MulE(FloorModE(x, c1), Const(k)))
 	}
 	// k*c*floordiv(x, c) + k*floormod(x, c) (+ y): the div/mod recombination
 	x := g.intExpr(d)

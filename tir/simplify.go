@@ -863,16 +863,79 @@ func (s *simplifier) sortByKey(es []Expr) {
 // ---- normalization: c*floordiv(x, c) + floormod(x, c) = x ----
 
 // normalize merges every pair k*c*floordiv(x, c) + k*floormod(x, c) of a form
-// into k*x (exact for any non-zero c under floor semantics).
+// into k*x (exact for any non-zero c under floor semantics), and every pair
+// k*c1*floormod(floordiv(x, c1) + r0, c2) + k*floormod(x, c1) into
+// k*floormod(x + c1*r0, c1*c2) (c1, c2 > 0): the index of a fused loop
+// split into its digits, put back together (a cooperative fetch's
+// (t/3 % 3)*3 + t%3 is t % 9).
 func (s *simplifier) normalize(f linearForm) linearForm {
-	for range 64 { // each merge removes two atoms; the bound only guards
+	for range 64 { // each merge removes an atom; the bound only guards
 		g, ok := s.mergeDivMod(f)
+		if !ok {
+			g, ok = s.mergeModChain(f)
+		}
 		if !ok {
 			break
 		}
 		f = g
 	}
 	return f
+}
+
+// mergeModChain merges one pair k*c1*floormod(floordiv(x, c1) + r0, c2) +
+// k*floormod(x, c1) of f. With q = floordiv(x, c1): x = c1*q +
+// floormod(x, c1), and floordiv(x + c1*r0, c1*c2) = floordiv(q + r0, c2),
+// so both sides are x + c1*r0 - c1*c2*floordiv(q + r0, c2).
+func (s *simplifier) mergeModChain(f linearForm) (linearForm, bool) {
+	for _, t := range f.terms {
+		m, ok := t.atom.(*Binary)
+		if !ok || m.Op != FloorMod {
+			continue
+		}
+		c1, ok := IsConst(m.B)
+		if !ok || c1 <= 0 {
+			continue
+		}
+		want, ok := mul64(t.coef, c1)
+		if !ok {
+			continue
+		}
+		for _, u := range f.terms {
+			outer, ok := u.atom.(*Binary)
+			if u.coef != want || !ok || outer.Op != FloorMod {
+				continue
+			}
+			c2, ok := IsConst(outer.B)
+			if !ok || c2 <= 0 {
+				continue
+			}
+			y := s.linear(outer.A)
+			if len(y.terms) != 1 || y.terms[0].coef != 1 {
+				continue
+			}
+			d, ok := y.terms[0].atom.(*Binary)
+			if !ok || d.Op != FloorDiv || !identical(d.A, m.A) || !identical(d.B, m.B) {
+				continue
+			}
+			shift, ok1 := mul64(c1, y.c)
+			c12, ok2 := mul64(c1, c2)
+			x, ok3 := s.axpy(s.linear(m.A), 1, constForm(shift))
+			if !ok1 || !ok2 || !ok3 {
+				continue
+			}
+			merged, ok := s.floorModPos(x, c12, nil)
+			if !ok {
+				continue
+			}
+			g, ok1 := s.axpy(f, -t.coef, linearForm{terms: []term{{t.atom, t.text, 1}}})
+			g, ok2 = s.axpy(g, -u.coef, linearForm{terms: []term{{u.atom, u.text, 1}}})
+			g, ok3 = s.axpy(g, t.coef, merged)
+			if ok1 && ok2 && ok3 {
+				return g, true
+			}
+		}
+	}
+	return f, false
 }
 
 func (s *simplifier) mergeDivMod(f linearForm) (linearForm, bool) {

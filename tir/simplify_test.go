@@ -151,6 +151,12 @@ func TestSimplifyDivMod(t *testing.T) {
 		{"recombine expr", AddE(MulE(FloorDivE(AddE(sx, sy), ic(5)), ic(5)), FloorModE(AddE(sy, sx), ic(5))), nil, "(x + y)"},
 		{"no recombine", AddE(MulE(FloorDivE(sx, ic(4)), ic(3)), FloorModE(sx, ic(4))), nil, "((floordiv(x, 4) * 3) + floormod(x, 4))"},
 		{"fused index", AddE(MulE(FloorDivE(si, ic(4)), ic(4)), FloorModE(si, ic(4))), d, "i"},
+		{"mod chain", AddE(MulE(FloorModE(FloorDivE(sx, ic(3)), ic(3)), ic(3)), FloorModE(sx, ic(3))), nil, "floormod(x, 9)"},
+		{"mod chain shifted", AddE(MulE(FloorModE(FloorDivE(AddE(sx, ic(8)), ic(3)), ic(3)), ic(3)), FloorModE(AddE(sx, ic(8)), ic(3))), nil, "floormod((x + 8), 9)"},
+		{"mod chain scaled", AddE(MulE(FloorModE(FloorDivE(sx, ic(4)), ic(2)), ic(8)), MulE(FloorModE(sx, ic(4)), ic(2))), nil, "(floormod(x, 8) * 2)"},
+		{"mod chain to index", AddE(AddE(MulE(FloorDivE(sx, ic(72)), ic(72)), MulE(FloorModE(FloorDivE(sx, ic(9)), ic(8)), ic(9))),
+			AddE(MulE(FloorModE(FloorDivE(sx, ic(3)), ic(3)), ic(3)), FloorModE(sx, ic(3)))), nil, "x"},
+		{"no mod chain", AddE(MulE(FloorModE(FloorDivE(sx, ic(3)), ic(3)), ic(2)), FloorModE(sx, ic(3))), nil, "((floormod(floordiv(x, 3), 3) * 2) + floormod(x, 3))"},
 	})
 }
 
