@@ -929,7 +929,16 @@ static inline float tsr_expf(float x) {
   float y = expf(x < -87.33654f ? -87.33654f : x);
   return x < -87.33654f ? 0.0f : y;
 }
-static inline int32_t tsr_clamp32(int64_t x, int64_t lo, int64_t hi) { return (int32_t)(x < lo ? lo : x > hi ? hi : x); }
+/* A vector guard's lane count, clamped. Two plain selects, not one nested
+   ?:, so that gcc sees a max and a min it can value-number: nested, each
+   use stayed a branch and a cmov, and the mask of a partial register tile
+   was rebuilt (clamp, broadcast, compare) before every one of its
+   multiply-adds. */
+static inline int32_t tsr_clamp32(int64_t x, int64_t lo, int64_t hi) {
+  x = x < lo ? lo : x;
+  x = x > hi ? hi : x;
+  return (int32_t)x;
+}
 static inline void *tsr_alloc(size_t bytes) {
   bytes = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
   void *p = aligned_alloc(64, bytes);
