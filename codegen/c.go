@@ -887,6 +887,15 @@ void *aligned_alloc(size_t, size_t);
 void free(void *);
 void abort(void);
 
+/* A masked vector store into a thread's own buffer blends with the lanes
+   already there (codegen/vector.go), so the lanes its guard excludes are
+   read and written back unchanged, set or not: gcc, seeing a buffer's
+   first such store, warns that they may be uninitialized. They never
+   reach a result. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 /* A kernel's entry is exported, for measurement to find it; a model's
    library, which exports only its API, defines TSR_KERNEL as hidden. */
 #ifndef TSR_KERNEL
@@ -929,11 +938,10 @@ static inline float tsr_expf(float x) {
   float y = expf(x < -87.33654f ? -87.33654f : x);
   return x < -87.33654f ? 0.0f : y;
 }
-/* A vector guard's lane count, clamped. Two plain selects, not one nested
+/* A vector guard's lane count, clamped. Two plain selects, not a nested
    ?:, so that gcc sees a max and a min it can value-number: nested, each
    use stayed a branch and a cmov, and the mask of a partial register tile
-   was rebuilt (clamp, broadcast, compare) before every one of its
-   multiply-adds. */
+   was rebuilt (clamp, broadcast, compare) before every multiply-add. */
 static inline int32_t tsr_clamp32(int64_t x, int64_t lo, int64_t hi) {
   x = x < lo ? lo : x;
   x = x > hi ? hi : x;

@@ -587,7 +587,7 @@ func cases() []ccase {
 			&tir.For{Var: v[0], Extent: 4, Kind: tir.ThreadBound, Thread: "blockIdx.x", Body: &tir.For{Var: v[1], Extent: 8, Kind: tir.ThreadBound, Thread: "threadIdx.x",
 				Body: loop(v[2], 1, tir.Serial, st(O, add(ld(A, add(mul(v[0], c(8)), v[1], v[2])), fc(1)), add(mul(v[0], c(8)), v[1])))}},
 			loop(v[3], 0, tir.Serial, st(O, fc(5), c(0)))),
-			src: []string{"blockIdx.x", "for (int64_t tx = 0; tx < 8; ++tx)"}, notSrc: []string{"one", "O[0] = 5"}})
+			src: []string{"blockIdx.x", "for (int64_t tx = 0; tx < 8; ++tx)"}, notSrc: []string{"int64_t one", "O[0] = 5"}})
 	}
 
 	{ // a scalarized vector tile also accessed by one lane
