@@ -28,15 +28,7 @@ func attentionDAG(t *testing.T) *te.DAG {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := te.MatMul("attention", p, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := te.NewDAG(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	return dagOf(t)(te.MatMul("attention", p, v))
 }
 
 func stageNamed(t *testing.T, s *schedule.State, name string) *schedule.Stage {
