@@ -872,9 +872,6 @@ func (s *simplifier) normalize(f linearForm) linearForm {
 	for range 64 { // each merge removes an atom; the bound only guards
 		g, ok := s.mergeDivMod(f)
 		if !ok {
-			g, ok = s.mergeModChain(f)
-		}
-		if !ok {
 			break
 		}
 		f = g
@@ -882,62 +879,10 @@ func (s *simplifier) normalize(f linearForm) linearForm {
 	return f
 }
 
-// mergeModChain merges one pair k*c1*floormod(floordiv(x, c1) + r0, c2) +
-// k*floormod(x, c1) of f. With q = floordiv(x, c1): x = c1*q +
-// floormod(x, c1), and floordiv(x + c1*r0, c1*c2) = floordiv(q + r0, c2),
-// so both sides are x + c1*r0 - c1*c2*floordiv(q + r0, c2).
-func (s *simplifier) mergeModChain(f linearForm) (linearForm, bool) {
-	for _, t := range f.terms {
-		m, ok := t.atom.(*Binary)
-		if !ok || m.Op != FloorMod {
-			continue
-		}
-		c1, ok := IsConst(m.B)
-		if !ok || c1 <= 0 {
-			continue
-		}
-		want, ok := mul64(t.coef, c1)
-		if !ok {
-			continue
-		}
-		for _, u := range f.terms {
-			outer, ok := u.atom.(*Binary)
-			if u.coef != want || !ok || outer.Op != FloorMod {
-				continue
-			}
-			c2, ok := IsConst(outer.B)
-			if !ok || c2 <= 0 {
-				continue
-			}
-			y := s.linear(outer.A)
-			if len(y.terms) != 1 || y.terms[0].coef != 1 {
-				continue
-			}
-			d, ok := y.terms[0].atom.(*Binary)
-			if !ok || d.Op != FloorDiv || !identical(d.A, m.A) || !identical(d.B, m.B) {
-				continue
-			}
-			shift, ok1 := mul64(c1, y.c)
-			c12, ok2 := mul64(c1, c2)
-			x, ok3 := s.axpy(s.linear(m.A), 1, constForm(shift))
-			if !ok1 || !ok2 || !ok3 {
-				continue
-			}
-			merged, ok := s.floorModPos(x, c12, nil)
-			if !ok {
-				continue
-			}
-			g, ok1 := s.axpy(f, -t.coef, linearForm{terms: []term{{t.atom, t.text, 1}}})
-			g, ok2 = s.axpy(g, -u.coef, linearForm{terms: []term{{u.atom, u.text, 1}}})
-			g, ok3 = s.axpy(g, t.coef, merged)
-			if ok1 && ok2 && ok3 {
-				return g, true
-			}
-		}
-	}
-	return f, false
-}
-
+// mergeDivMod merges one pair of f's terms k*floormod(x, c) and k*c*a,
+// where a is the quotient's part of x: a = floordiv(x, c) makes k*x,
+// a = floormod(floordiv(x, c) + r0, c2) makes k*floormod(x + c*r0, c*c2)
+// (modChain).
 func (s *simplifier) mergeDivMod(f linearForm) (linearForm, bool) {
 	for _, t := range f.terms {
 		m, ok := t.atom.(*Binary)
@@ -954,18 +899,56 @@ func (s *simplifier) mergeDivMod(f linearForm) (linearForm, bool) {
 		}
 		for _, u := range f.terms {
 			d, ok := u.atom.(*Binary)
-			if u.coef != want || !ok || d.Op != FloorDiv || !identical(d.A, m.A) || !identical(d.B, m.B) {
+			if u.coef != want || !ok {
+				continue
+			}
+			var by linearForm
+			switch {
+			case d.Op == FloorDiv && identical(d.A, m.A) && identical(d.B, m.B):
+				by = s.linear(m.A)
+			case d.Op == FloorMod && c > 0:
+				if by, ok = s.modChain(m, d, c); !ok {
+					continue
+				}
+			default:
 				continue
 			}
 			g, ok1 := s.axpy(f, -t.coef, linearForm{terms: []term{{t.atom, t.text, 1}}})
 			g, ok2 := s.axpy(g, -u.coef, linearForm{terms: []term{{u.atom, u.text, 1}}})
-			g, ok3 := s.axpy(g, t.coef, s.linear(m.A))
+			g, ok3 := s.axpy(g, t.coef, by)
 			if ok1 && ok2 && ok3 {
 				return g, true
 			}
 		}
 	}
 	return f, false
+}
+
+// modChain returns floormod(x + c1*r0, c1*c2) for mod = floormod(x, c1)
+// and outer = floormod(floordiv(x, c1) + r0, c2), c1, c2 > 0: the sum
+// c1*outer + mod. With q = floordiv(x, c1): x = c1*q + floormod(x, c1), and
+// floordiv(x + c1*r0, c1*c2) = floordiv(q + r0, c2), so both sides are
+// x + c1*r0 - c1*c2*floordiv(q + r0, c2).
+func (s *simplifier) modChain(mod, outer *Binary, c1 int64) (linearForm, bool) {
+	c2, ok := IsConst(outer.B)
+	if !ok || c2 <= 0 {
+		return linearForm{}, false
+	}
+	y := s.linear(outer.A)
+	if len(y.terms) != 1 || y.terms[0].coef != 1 {
+		return linearForm{}, false
+	}
+	d, ok := y.terms[0].atom.(*Binary)
+	if !ok || d.Op != FloorDiv || !identical(d.A, mod.A) || !identical(d.B, mod.B) {
+		return linearForm{}, false
+	}
+	shift, ok1 := mul64(c1, y.c)
+	c12, ok2 := mul64(c1, c2)
+	x, ok3 := s.axpy(s.linear(mod.A), 1, constForm(shift))
+	if !ok1 || !ok2 || !ok3 {
+		return linearForm{}, false
+	}
+	return s.floorModPos(x, c12, nil)
 }
 
 // ---- floordiv and floormod ----
