@@ -204,6 +204,7 @@ func Build(ctx context.Context, g *graph.Graph, plan *partition.Plan, dir string
 	if err := writeFile(filepath.Join(dir, LibraryFile), lib, 0o755); err != nil {
 		return nil, err
 	}
+	f.Manifest.LibraryBytes, f.Manifest.LibrarySHA256 = tsrt.LibraryDigest(lib)
 	data, err := json.MarshalIndent(f.Manifest, "", "  ")
 	if err != nil {
 		return nil, err

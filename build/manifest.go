@@ -24,22 +24,30 @@ import (
 const ManifestFile = "manifest.json"
 
 // ManifestFormat is the version of the manifest's layout. 2: the library
-// implements the C ABI of runtime/c/tessera.h (abi), weights may be embedded.
-const ManifestFormat = 2
+// implements the C ABI of runtime/c/tessera.h (abi), weights may be
+// embedded. 3: the library's size and SHA-256 (library_bytes,
+// library_sha256), which the loaders check before loading it.
+const ManifestFormat = 3
 
 // Manifest describes a built model.
 type Manifest struct {
-	Format  int          `json:"format"`
-	Model   string       `json:"model"` // the model file's base name
-	Graph   string       `json:"graph"`
-	Target  string       `json:"target"` // the records' target key: the CPU level and flags, or the GPU
-	ABI     int          `json:"abi"`    // the library's TESSERA_ABI_VERSION (tessera.h)
-	Library string       `json:"library"`
-	Header  string       `json:"header"`
-	Source  string       `json:"source"`
-	Weights WeightsInfo  `json:"weights"`
-	Inputs  []TensorInfo `json:"inputs"`
-	Outputs []TensorInfo `json:"outputs"`
+	Format  int    `json:"format"`
+	Model   string `json:"model"` // the model file's base name
+	Graph   string `json:"graph"`
+	Target  string `json:"target"` // the records' target key: the CPU level and flags, or the GPU
+	ABI     int    `json:"abi"`    // the library's TESSERA_ABI_VERSION (tessera.h)
+	Library string `json:"library"`
+	// LibraryBytes and LibrarySHA256 are the library's size and SHA-256
+	// (hex), which the loaders check before loading it
+	// (runtime.VerifyLibrary, tessera_load.h, the Python module): the
+	// keys of runtime.LibraryRecord.
+	LibraryBytes  int64        `json:"library_bytes"`
+	LibrarySHA256 string       `json:"library_sha256"`
+	Header        string       `json:"header"`
+	Source        string       `json:"source"`
+	Weights       WeightsInfo  `json:"weights"`
+	Inputs        []TensorInfo `json:"inputs"`
+	Outputs       []TensorInfo `json:"outputs"`
 	// Frozen lists the model's inputs that were frozen to values
 	// ("sr=16000"): not inputs of the library, which computes the model
 	// for those values only.

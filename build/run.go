@@ -354,7 +354,7 @@ func (m *Model) prepareChild(ctx context.Context, opts RunOptions) (string, erro
 	if b == nil {
 		b = &measure.Builder{}
 	}
-	runner, err := b.BuildProgram(ctx, "runner", measure.Source{Code: tsrt.Runner, Files: map[string]string{"tessera.h": tsrt.Header}},
+	runner, err := b.BuildProgram(ctx, "runner", measure.Source{Code: tsrt.Runner, Files: map[string]string{"tessera.h": tsrt.Header, "tessera_load.h": tsrt.Loader}},
 		[]string{"-O2", "-std=gnu11"}, []string{"-ldl"})
 	if err != nil {
 		return "", err

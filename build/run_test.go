@@ -177,7 +177,7 @@ int main(void) {
   int bad = 0;
   if (tessera_abi_version() != TESSERA_ABI_VERSION)
     return 9;
-  bad |= expect(tessera_open(TESSERA_ABI_VERSION, "does-not-exist", &m), TESSERA_BAD_WEIGHTS, "missing weights");
+  bad |= expect(tessera_open(TESSERA_ABI_VERSION, "does-not-exist", &m), TESSERA_NOT_FOUND, "missing weights");
   bad |= expect(tessera_open(TESSERA_ABI_VERSION + 1, ".", &m), TESSERA_ABI_MISMATCH, "another ABI");
   bad |= expect(tessera_open(TESSERA_ABI_VERSION, NULL, &m), TESSERA_INVALID_ARGUMENT, "no path, no embedded weights");
   bad |= expect(tessera_open(TESSERA_ABI_VERSION, ".", NULL), TESSERA_INVALID_ARGUMENT, "NULL model");
@@ -213,7 +213,8 @@ int main(void) {
   double steps[64] = {0};
   if (tessera_num_steps(m) < 1 || tessera_num_steps(m) > 64 || tessera_step_name(m, 0) == NULL)
     return 4;
-  bad |= expect(tessera_profile(m, steps), TESSERA_OK, "profile");
+  bad |= expect(tessera_profile(m, steps, 0), TESSERA_INVALID_ARGUMENT, "profile into too short an array");
+  bad |= expect(tessera_profile(m, steps, 64), TESSERA_OK, "profile");
   bad |= expect(tessera_run(m, ins, 1, outs, 1), TESSERA_OK, "profiled run");
   if (steps[0] <= 0)
     return 5;
@@ -222,6 +223,11 @@ int main(void) {
   printf("%s %s %g\n", name, tessera_target(m), out[0]);
   tessera_close(m);
   tessera_close(NULL);
+  tessera_close(m);
+  if (expect(tessera_run(m, ins, 1, outs, 1), TESSERA_INVALID_ARGUMENT, "run after close") ||
+      expect(tessera_profile(m, steps, 64), TESSERA_INVALID_ARGUMENT, "profile after close") || tessera_num_inputs(m) != 0 ||
+      strstr(tessera_last_error(), "closed") == NULL)
+    return 7;
   return 0;
 }
 `

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -146,10 +149,16 @@ func loadLibrary(path string) (*library, error) {
 	defer librariesMu.Unlock()
 	id, err := identify(abs)
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, errorf(NotFound, "tessera: %s: no such file (not a build folder, or its library is missing)", abs)
+		}
 		return nil, fmt.Errorf("tessera: %w", err)
 	}
 	if l := libraries[abs]; l != nil && l.id == id {
 		return l, nil
+	}
+	if err := VerifyLibrary(abs); err != nil {
+		return nil, err
 	}
 	load := abs
 	if loadedPaths[abs] {
@@ -163,7 +172,7 @@ func loadLibrary(path string) (*library, error) {
 	}
 	h, err := purego.Dlopen(load, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
-		return nil, fmt.Errorf("tessera: load %s: %w", abs, err)
+		return nil, errorf(BadLibrary, "tessera: load %s: %v", abs, err)
 	}
 	loadedPaths[load] = true
 	l := &library{path: abs, id: id}
@@ -181,7 +190,7 @@ func loadLibrary(path string) (*library, error) {
 	} {
 		p, err := purego.Dlsym(h, s.name)
 		if err != nil {
-			return nil, fmt.Errorf("tessera: %s has no %s: not a library built by tune build with ABI version %d", abs, s.name, ABIVersion)
+			return nil, errorf(ABIMismatch, "tessera: %s has no %s: not a library built by tune build with ABI version %d (rebuild the model)", abs, s.name, ABIVersion)
 		}
 		*s.p = p
 	}
@@ -257,11 +266,16 @@ func (l *library) call(fn uintptr, args ...uintptr) error {
 
 // Open loads a built model: path is its build folder (libmodel.so and
 // weights.bin), or its library (a --single-file build's weights are
-// inside it; another's are in weights.bin beside it).
+// inside it; another's are in weights.bin beside it). The library is
+// checked before it is loaded (VerifyLibrary). Every error is an *Error
+// whose Status classifies it as the C ABI and the Python module do.
 func Open(path string) (*Model, error) {
 	lib, dir := path, path
 	if fi, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("tessera: open %s: %w", path, err)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, errorf(NotFound, "tessera: open %s: no such model folder or library", path)
+		}
+		return nil, errorf(InvalidArgument, "tessera: open %s: %v", path, err)
 	} else if fi.IsDir() {
 		lib = filepath.Join(path, LibraryFile)
 	} else {
@@ -274,7 +288,8 @@ func Open(path string) (*Model, error) {
 	m := &Model{path: path, lib: l}
 	cdir := append([]byte(dir), 0)
 	if err := l.call(l.fn.open, ABIVersion, uintptr(unsafe.Pointer(&cdir[0])), uintptr(unsafe.Pointer(&m.h))); err != nil {
-		return nil, fmt.Errorf("tessera: open %s: %w", path, err)
+		e := err.(*Error)
+		return nil, &Error{Status: e.Status, Msg: fmt.Sprintf("tessera: open %s: %s", path, e.Msg)}
 	}
 	goruntime.KeepAlive(cdir)
 	if m.inputs, err = m.tensorInfos(l.fn.numInputs, l.fn.inputInfo); err == nil {
@@ -350,6 +365,7 @@ type cTensor struct {
 	rank  int32
 	shape uintptr
 	data  uintptr
+	name  uintptr // names are checked here, not by the library: always NULL
 }
 
 // Run runs the model once on inputs (one per Inputs entry, of its dtype
@@ -383,7 +399,7 @@ dims:
 	outs := make([]Tensor, len(m.outputs))
 	for i, o := range m.outputs {
 		o = o.At(batch).WithDim(dim)
-		outs[i] = Tensor{DType: o.DType, Shape: o.Shape, Data: make([]byte, o.Elems()*o.DType.Size())}
+		outs[i] = Tensor{DType: o.DType, Shape: o.Shape, Data: make([]byte, o.Elems()*o.DType.Size()), Name: o.Name}
 	}
 	if err := m.RunInto(ctx, inputs, outs); err != nil {
 		return nil, err
@@ -391,10 +407,53 @@ dims:
 	return outs, nil
 }
 
+// RunNamed runs the model once on inputs by name (every input of the
+// model, once) and returns its outputs by name.
+func (m *Model) RunNamed(ctx context.Context, inputs map[string]Tensor) (map[string]Tensor, error) {
+	ordered := make([]Tensor, len(m.inputs))
+	for name := range inputs {
+		if !slices.ContainsFunc(m.inputs, func(t TensorInfo) bool { return t.Name == name }) {
+			return nil, errorf(InvalidArgument, "tessera: run: the model has no input named %q (its inputs: %s)", name, m.names(m.inputs))
+		}
+	}
+	for i, t := range m.inputs {
+		in, ok := inputs[t.Name]
+		if !ok {
+			return nil, errorf(InvalidArgument, "tessera: run: input %q is missing (its inputs: %s)", t.Name, m.names(m.inputs))
+		}
+		in.Name = t.Name
+		ordered[i] = in
+	}
+	outs, err := m.Run(ctx, ordered)
+	if err != nil {
+		return nil, err
+	}
+	named := make(map[string]Tensor, len(outs))
+	for _, o := range outs {
+		named[o.Name] = o
+	}
+	return named, nil
+}
+
+// names lists the tensors' names for a message.
+func (m *Model) names(ts []TensorInfo) string {
+	ns := make([]string, len(ts))
+	for i, t := range ts {
+		ns[i] = strconv.Quote(t.Name)
+	}
+	return strings.Join(ns, ", ")
+}
+
+// errClosed is the error of a call on a closed model.
+func errClosed(call string) error {
+	return errorf(InvalidArgument, "tessera: %s: the model is closed", call)
+}
+
 // RunInto runs the model once on inputs and writes its outputs into
 // outputs, tensors of the dtypes and shapes Outputs gives, which must not
-// overlap each other or the inputs. ctx is checked before the run starts:
-// a run, once started, finishes.
+// overlap each other or the inputs. A tensor whose Name is set must be
+// the model's tensor of that name at that position. ctx is checked before
+// the run starts: a run, once started, finishes.
 func (m *Model) RunInto(ctx context.Context, inputs, outputs []Tensor) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -402,7 +461,18 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs []Tensor) error {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.closed {
-		return errors.New("tessera: run: the model is closed")
+		return errClosed("run")
+	}
+	for _, side := range []struct {
+		what  string
+		ts    []Tensor
+		infos []TensorInfo
+	}{{"input", inputs, m.inputs}, {"output", outputs, m.outputs}} {
+		for i, t := range side.ts {
+			if t.Name != "" && i < len(side.infos) && t.Name != side.infos[i].Name {
+				return errorf(InvalidArgument, "tessera: run: %s %d is named %q, the model's %s %d is %q", side.what, i, t.Name, side.what, i, side.infos[i].Name)
+			}
+		}
 	}
 	var pin goruntime.Pinner
 	defer pin.Unpin()
@@ -425,7 +495,11 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs []Tensor) error {
 			c.data = uintptr(unsafe.Pointer(&t.Data[0]))
 		}
 		if want := tensorBytes(*t); want >= 0 && len(t.Data) < want {
-			return fmt.Errorf("tessera: run: tensor %d has %d bytes of data, its dtype and shape need %d", i, len(t.Data), want)
+			what, k := "input", i
+			if i >= len(inputs) {
+				what, k = "output", i-len(inputs)
+			}
+			return errorf(InvalidArgument, "tessera: run: %s %d has %d bytes of data, its dtype and shape need %d", what, k, len(t.Data), want)
 		}
 	}
 	pin.Pin(&cts[0])
@@ -455,7 +529,7 @@ func (m *Model) SetThreads(n int) error {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.closed {
-		return errors.New("tessera: the model is closed")
+		return errClosed("set threads")
 	}
 	return m.lib.call(m.lib.fn.setThreads, m.h, uintptr(int32(n)))
 }
@@ -468,10 +542,10 @@ func (m *Model) Profile(seconds []float64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return errors.New("tessera: the model is closed")
+		return errClosed("profile")
 	}
 	if seconds != nil && len(seconds) < len(m.steps) {
-		return fmt.Errorf("tessera: profile: %d seconds for %d steps", len(seconds), len(m.steps))
+		return errorf(InvalidArgument, "tessera: profile: %d seconds for %d steps", len(seconds), len(m.steps))
 	}
 	var p uintptr
 	if len(seconds) > 0 {
@@ -481,7 +555,7 @@ func (m *Model) Profile(seconds []float64) error {
 	if len(seconds) > 0 {
 		m.profilePin.Pin(&seconds[0])
 	}
-	return m.lib.call(m.lib.fn.profile, m.h, p)
+	return m.lib.call(m.lib.fn.profile, m.h, p, uintptr(int32(min(len(seconds), math.MaxInt32))))
 }
 
 // Close frees the model after the runs in progress end. The library stays

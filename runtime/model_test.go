@@ -240,15 +240,15 @@ func TestBadCalls(t *testing.T) {
 			t.Errorf("%s weights: got %v, want %s containing %q", c.name, err, runtime.BadWeights, c.msg)
 		}
 	}
-	if _, err := runtime.Open(filepath.Join(dir, "nothing-here")); err == nil {
-		t.Error("a missing path opened")
+	if _, err := runtime.Open(filepath.Join(dir, "nothing-here")); !errors.Is(err, &runtime.Error{Status: runtime.NotFound}) {
+		t.Errorf("a missing path: got %v, want %s", err, runtime.NotFound)
 	}
 	notLib := filepath.Join(t.TempDir(), "libmodel.so")
 	if err := os.WriteFile(notLib, []byte("not a library"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := runtime.Open(notLib); err == nil || !strings.Contains(err.Error(), "load") {
-		t.Errorf("not a library: %v", err)
+	if _, err := runtime.Open(notLib); !errors.Is(err, &runtime.Error{Status: runtime.BadLibrary}) || !strings.Contains(err.Error(), "not a whole ELF") {
+		t.Errorf("not a library: got %v, want %s", err, runtime.BadLibrary)
 	}
 }
 

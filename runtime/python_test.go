@@ -80,7 +80,7 @@ print(status(lambda: model.run({inp.name: x})))
 	if !bytes.Equal(got, want[0].Data) {
 		t.Error("the Python module's output differs from the Go package's")
 	}
-	wantStatus := "TESSERA_SHAPE_MISMATCH\nTESSERA_DTYPE_MISMATCH\nTESSERA_INVALID_ARGUMENT\nTESSERA_INVALID_ARGUMENT\nTESSERA_INVALID_ARGUMENT\n"
+	wantStatus := "TESSERA_SHAPE_MISMATCH\nTESSERA_DTYPE_MISMATCH\nTESSERA_INVALID_ARGUMENT\nTESSERA_NOT_FOUND\nTESSERA_INVALID_ARGUMENT\n"
 	if string(out) != wantStatus {
 		t.Errorf("statuses of the bad calls:\n%s\nwant\n%s", out, wantStatus)
 	}

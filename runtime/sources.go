@@ -2,6 +2,7 @@
 // Go package that loads a built model into the calling process and runs it.
 //
 //	c/tessera.h          the C ABI of every built model
+//	c/tessera_load.h     a C program's checked dlopen of a model (runner.c's too)
 //	c/runtime.c          its implementation over the generated model's descriptor
 //	                     (c/tessera_model.h), carried by every model's library
 //	c/device_opencl.c    the device runtimes of GPU models
@@ -25,6 +26,9 @@ import _ "embed"
 var (
 	//go:embed c/tessera.h
 	Header string
+	// Loader is tessera_load.h: a C program's checked dlopen of a model.
+	//go:embed c/tessera_load.h
+	Loader string
 	//go:embed c/tessera_model.h
 	ModelHeader string
 	//go:embed c/runtime.c
@@ -67,7 +71,7 @@ var (
 // model's generated source, which includes them: the ABI and the runtime,
 // and for a GPU model (device "opencl" or "cuda") its device runtime.
 func Files(device string) map[string]string {
-	files := map[string]string{"tessera.h": Header, "tessera_model.h": ModelHeader, "runtime.c": Source}
+	files := map[string]string{"tessera.h": Header, "tessera_load.h": Loader, "tessera_model.h": ModelHeader, "runtime.c": Source}
 	switch device {
 	case "opencl":
 		files["device_opencl.c"] = DeviceOpenCL
@@ -80,13 +84,13 @@ func Files(device string) map[string]string {
 }
 
 // ABIVersion is the TESSERA_ABI_VERSION of tessera.h this package speaks.
-const ABIVersion = 3
+const ABIVersion = 4
 
 // Exports are the functions tessera.h declares: all that a model's library
 // exports.
 var Exports = []string{
 	"tessera_abi_version", "tessera_open", "tessera_close", "tessera_num_inputs", "tessera_num_outputs",
-	"tessera_input_info", "tessera_output_info", "tessera_run", "tessera_set_num_threads",
+	"tessera_input_info", "tessera_output_info", "tessera_run", "tessera_run_named", "tessera_set_num_threads",
 	"tessera_num_steps", "tessera_step_name", "tessera_profile", "tessera_target",
 	"tessera_last_error", "tessera_status_name", "tessera_batch_range", "tessera_dim_range",
 }

@@ -64,11 +64,20 @@ const (
 	OutOfMemory     Status = 7
 	KernelFailed    Status = 8
 	DeviceError     Status = 9
+	// ValueOutOfRange: a value the model cannot take (an index outside
+	// its axis, an integer float32 would round).
+	ValueOutOfRange Status = 10
+	// NotFound: no model folder, library or weights file at the path.
+	NotFound Status = 11
+	// BadLibrary: a truncated, damaged or foreign library, found before
+	// it was loaded.
+	BadLibrary Status = 12
 )
 
 var statusNames = [...]string{"TESSERA_OK", "TESSERA_INVALID_ARGUMENT", "TESSERA_SHAPE_MISMATCH", "TESSERA_DTYPE_MISMATCH",
 	"TESSERA_BAD_WEIGHTS", "TESSERA_ABI_MISMATCH", "TESSERA_UNSUPPORTED_CPU", "TESSERA_OUT_OF_MEMORY",
-	"TESSERA_KERNEL_FAILED", "TESSERA_DEVICE_ERROR"}
+	"TESSERA_KERNEL_FAILED", "TESSERA_DEVICE_ERROR", "TESSERA_VALUE_OUT_OF_RANGE", "TESSERA_NOT_FOUND",
+	"TESSERA_BAD_LIBRARY"}
 
 func (s Status) String() string {
 	if s >= 0 && int(s) < len(statusNames) {
@@ -85,12 +94,28 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Msg + " (" + e.Status.String() + ")" }
 
+// Is reports whether target is an *Error of the same status, so that
+// errors.Is(err, &runtime.Error{Status: runtime.NotFound}) tells a
+// mistake's kind whatever its message.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Status == e.Status && (t.Msg == "" || t.Msg == e.Msg)
+}
+
+// errorf returns an *Error of status st with a formatted message.
+func errorf(st Status, format string, args ...any) *Error {
+	return &Error{Status: st, Msg: fmt.Sprintf(format, args...)}
+}
+
 // Tensor is a dense row-major tensor: Data holds its elements in the
-// machine's byte order.
+// machine's byte order. Name is optional in Model.RunInto (when set, it
+// must be the name of the model's tensor at that position); Model.Run and
+// Model.RunNamed set it on the tensors they return.
 type Tensor struct {
 	DType DType
 	Shape []int64
 	Data  []byte
+	Name  string
 }
 
 // NewTensor returns a tensor viewing data (no copy), of the dtype of its

@@ -2,7 +2,8 @@
  * Package build uses it where the model cannot be loaded into the Go
  * process: a library built for another architecture, run under an
  * emulator (qemu-aarch64). In-process runs go through the Go package
- * tessera/runtime instead; both speak only the ABI.
+ * tessera/runtime instead; both speak only the ABI. The library is checked
+ * and loaded by tessera_load.h.
  *
  * usage: runner LIB DIR IN_FILE OUT_FILE WARMUP REPEAT [profile]
  *        runner --describe LIB DIR
@@ -32,7 +33,6 @@
  * 3 tessera_run failed. The message is on stderr.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +40,7 @@
 #include <time.h>
 
 #include "tessera.h"
+#include "tessera_load.h"
 
 static void die(int status, const char *fmt, ...) {
   va_list ap;
@@ -65,13 +66,6 @@ static long long parse_count(const char *s, const char *what) {
   return v;
 }
 
-static void *sym(void *lib, const char *name) {
-  void *p = dlsym(lib, name);
-  if (!p)
-    die(2, "the library has no %s: not a model built by tune build with ABI version %d", name, TESSERA_ABI_VERSION);
-  return p;
-}
-
 static size_t dtype_size(tessera_dtype t) {
   switch (t) {
   case TESSERA_FLOAT32: case TESSERA_INT32: case TESSERA_UINT32: return 4;
@@ -82,20 +76,8 @@ static size_t dtype_size(tessera_dtype t) {
   return 0;
 }
 
-/* The API, from the library. */
-static struct {
-  uint32_t (*abi_version)(void);
-  tessera_status (*open)(uint32_t, const char *, tessera_model **);
-  void (*close)(tessera_model *);
-  int32_t (*num_inputs)(const tessera_model *);
-  int32_t (*num_outputs)(const tessera_model *);
-  tessera_status (*input_info)(const tessera_model *, int32_t, const char **, tessera_dtype *, int32_t *, const int64_t **);
-  tessera_status (*output_info)(const tessera_model *, int32_t, const char **, tessera_dtype *, int32_t *, const int64_t **);
-  tessera_status (*run)(tessera_model *, const tessera_tensor *, int32_t, const tessera_tensor *, int32_t);
-  int32_t (*num_steps)(const tessera_model *);
-  tessera_status (*profile)(tessera_model *, double *);
-  const char *(*last_error)(void);
-} api;
+/* The API, from the library (tessera_load.h). */
+static tessera_api api;
 
 /* tensors fills ts with the model's inputs or outputs at this batch and
    value of the dimension given at run time, their data allocated, and
@@ -137,20 +119,9 @@ int main(int argc, char **argv) {
   if (!describe && argc != 7 && !profile)
     die(2, "usage: runner LIB DIR IN_FILE OUT_FILE WARMUP REPEAT [profile] | runner --describe LIB DIR");
   const char *lib_path = argv[describe ? 2 : 1], *dir = argv[describe ? 3 : 2];
-  void *lib = dlopen(lib_path, RTLD_NOW | RTLD_LOCAL);
-  if (!lib)
-    die(2, "%s", dlerror());
-  api.abi_version = sym(lib, "tessera_abi_version");
-  api.open = sym(lib, "tessera_open");
-  api.close = sym(lib, "tessera_close");
-  api.num_inputs = sym(lib, "tessera_num_inputs");
-  api.num_outputs = sym(lib, "tessera_num_outputs");
-  api.input_info = sym(lib, "tessera_input_info");
-  api.output_info = sym(lib, "tessera_output_info");
-  api.run = sym(lib, "tessera_run");
-  api.num_steps = sym(lib, "tessera_num_steps");
-  api.profile = sym(lib, "tessera_profile");
-  api.last_error = sym(lib, "tessera_last_error");
+  char why[1024];
+  if (tessera_load(lib_path, &api, why, sizeof why) != TESSERA_OK)
+    die(2, "%s", why);
 
   tessera_model *m;
   if (api.open(TESSERA_ABI_VERSION, strcmp(dir, "-") == 0 ? NULL : dir, &m) != TESSERA_OK)
@@ -221,7 +192,7 @@ int main(int argc, char **argv) {
   double *steps = calloc((size_t)nsteps + 1, sizeof *steps);
   if (!steps)
     die(2, "out of memory");
-  if (profile && api.profile(m, steps) != TESSERA_OK)
+  if (profile && api.profile(m, steps, nsteps) != TESSERA_OK)
     die(2, "%s", api.last_error());
   for (long long r = 0; r < repeat; r++) {
     double t0 = now();

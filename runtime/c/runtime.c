@@ -11,6 +11,12 @@
  * inputs and outputs, a step profile) from the model's pool, or makes one,
  * and gives it back: concurrent runs each have their own, and a model that
  * serves N callers at once holds N arenas and one copy of the weights.
+ *
+ * A handle carries a magic number while open. tessera_close marks it
+ * closed, waits for the runs in progress (they count themselves in and out
+ * under the model's lock), frees everything the model holds, and keeps the
+ * handle's own struct on a list for the life of the process: a late call
+ * on it reads "closed" instead of freed memory.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -52,7 +58,13 @@ typedef struct ctx {
   double *profile;  /* num_steps seconds of this run, or NULL */
 } ctx;
 
+enum {
+  model_open = 0x4f70656e,   /* "Open": a live handle */
+  model_closed = 0x436c6f73, /* "Clos": tessera_close has run */
+};
+
 struct tessera_model {
+  uint32_t magic;   /* model_open or model_closed, read atomically */
   const tsr_model_desc *d;
   void *map;        /* the mapped weights file or their huge-page copy, or NULL */
   size_t map_bytes;
@@ -63,7 +75,14 @@ struct tessera_model {
   double *profile;  /* the caller's step array, or NULL */
   pthread_mutex_t serial; /* held by a run of a serial (GPU) model */
   int device;       /* this model set the library's device up */
+  int running;      /* runs in progress (under lock) */
+  pthread_cond_t idle; /* signalled when running drops to 0 on a closed model */
+  tessera_model *next_closed; /* the list of closed handles */
 };
+
+/* Closed handles, kept so that a late call finds them closed. */
+static pthread_mutex_t closed_lock = PTHREAD_MUTEX_INITIALIZER;
+static tessera_model *closed_models;
 
 /* The open models of a GPU build's library: at most one, whose device
    state the library holds. */
@@ -102,6 +121,9 @@ API const char *tessera_status_name(tessera_status st) {
   case TESSERA_OUT_OF_MEMORY: return "TESSERA_OUT_OF_MEMORY";
   case TESSERA_KERNEL_FAILED: return "TESSERA_KERNEL_FAILED";
   case TESSERA_DEVICE_ERROR: return "TESSERA_DEVICE_ERROR";
+  case TESSERA_VALUE_OUT_OF_RANGE: return "TESSERA_VALUE_OUT_OF_RANGE";
+  case TESSERA_NOT_FOUND: return "TESSERA_NOT_FOUND";
+  case TESSERA_BAD_LIBRARY: return "TESSERA_BAD_LIBRARY";
   }
   return "TESSERA_UNKNOWN_STATUS";
 }
@@ -120,6 +142,18 @@ static const char *dtype_name(tessera_dtype t) {
   case TESSERA_UINT32: return "uint32";
   }
   return "an unknown dtype";
+}
+
+/* live says why m cannot be used by fn (NULL, closed, not a model), or
+   returns OK. */
+static tessera_status live(const tessera_model *m, const char *fn) {
+  if (!m)
+    return fail(TESSERA_INVALID_ARGUMENT, "%s: model is NULL", fn);
+  switch (__atomic_load_n(&m->magic, __ATOMIC_ACQUIRE)) {
+  case model_open: return TESSERA_OK;
+  case model_closed: return fail(TESSERA_INVALID_ARGUMENT, "%s: the model is closed", fn);
+  }
+  return fail(TESSERA_INVALID_ARGUMENT, "%s: not a model tessera_open returned", fn);
 }
 
 /* checksum is FNV-1a over little-endian 64-bit words, as build/weights.go. */
@@ -197,7 +231,8 @@ static tessera_status map_weights(tessera_model *m, const char *path) {
   char buf[4096];
   struct stat st;
   if (stat(path, &st) != 0)
-    return fail(TESSERA_BAD_WEIGHTS, "weights %s: %s", path, strerror(errno));
+    return fail(errno == ENOENT || errno == ENOTDIR ? TESSERA_NOT_FOUND : TESSERA_BAD_WEIGHTS,
+                "%s: %s (no model folder or weights file there)", path, strerror(errno));
   if (S_ISDIR(st.st_mode)) {
     if (snprintf(buf, sizeof buf, "%s/weights.bin", path) >= (int)sizeof buf)
       return fail(TESSERA_INVALID_ARGUMENT, "path %s is too long", path);
@@ -205,7 +240,7 @@ static tessera_status map_weights(tessera_model *m, const char *path) {
   }
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return fail(TESSERA_BAD_WEIGHTS, "weights %s: %s", path, strerror(errno));
+    return fail(errno == ENOENT ? TESSERA_NOT_FOUND : TESSERA_BAD_WEIGHTS, "weights %s: %s", path, strerror(errno));
   if (fstat(fd, &st) != 0) {
     close(fd);
     return fail(TESSERA_BAD_WEIGHTS, "weights %s: %s", path, strerror(errno));
@@ -308,6 +343,9 @@ fail:
 }
 
 static tessera_status open_model(uint32_t abi, const char *path, tessera_model **out);
+static void release(tessera_model *m);
+static tessera_status run_in(tessera_model *m, ctx *c, const tessera_tensor *inputs, const tessera_tensor *outputs, int64_t batch,
+                             int64_t dim, double *profile);
 
 /* tessera_open is compiled for the base level, like tsr_model.cpu_check:
    the processor's extensions are checked before any code compiled for the
@@ -333,18 +371,23 @@ static tessera_status open_model(uint32_t abi, const char *path, tessera_model *
   if (!m)
     return fail(TESSERA_OUT_OF_MEMORY, "tessera_open: out of memory");
   m->d = &tsr_model;
+  m->magic = model_open;
   pthread_mutex_init(&m->lock, NULL);
   pthread_mutex_init(&m->serial, NULL);
+  pthread_cond_init(&m->idle, NULL);
   tessera_status st = TESSERA_OK;
   struct stat ps;
   if (tsr_model.embedded_weights && (!path || (stat(path, &ps) == 0 && S_ISDIR(ps.st_mode)))) {
     /* A --single-file library: its weights file is inside it, header and
        all, just before the payload. */
     const unsigned char *h = tsr_model.embedded_weights - header_bytes;
-    uint64_t n;
+    uint64_t n, sum;
     memcpy(&n, h + 8, 8);
-    if (memcmp(h, tsr_model.weights_magic, 8) != 0 || n != tsr_model.weights_bytes)
-      st = fail(TESSERA_BAD_WEIGHTS, "tessera_open: the weights inside this library are damaged");
+    memcpy(&sum, h + 16, 8);
+    if (memcmp(h, tsr_model.weights_magic, 8) != 0 || n != tsr_model.weights_bytes || sum != tsr_model.weights_checksum)
+      st = fail(TESSERA_BAD_WEIGHTS, "tessera_open: the weights inside this library are damaged (their header is not the build's)");
+    else if (checksum(tsr_model.embedded_weights, n) != sum)
+      st = fail(TESSERA_BAD_WEIGHTS, "tessera_open: the weights inside this library are damaged (the data does not match their checksum)");
     m->weights = (float *)tsr_model.embedded_weights;
   } else if (path) {
     st = map_weights(m, path);
@@ -373,42 +416,81 @@ static tessera_status open_model(uint32_t abi, const char *path, tessera_model *
     m->pool = c;
   }
   if (st != TESSERA_OK) {
-    tessera_close(m);
+    release(m);
+    pthread_mutex_destroy(&m->lock);
+    pthread_mutex_destroy(&m->serial);
+    pthread_cond_destroy(&m->idle);
+    free(m);
     return st;
   }
   *out = m;
   return TESSERA_OK;
 }
 
-API void tessera_close(tessera_model *m) {
-  if (!m)
-    return;
+/* release frees what an open model holds, but not the handle. */
+static void release(tessera_model *m) {
   for (ctx *c = m->pool, *next; c; c = next) {
     next = c->next;
     free_ctx(m->d, c);
   }
+  m->pool = NULL;
   if (m->map)
     munmap(m->map, m->map_bytes);
+  m->map = NULL;
+  m->weights = NULL;
   if (m->device)
     __atomic_fetch_sub(&device_opens, 1, __ATOMIC_ACQ_REL);
-  pthread_mutex_destroy(&m->lock);
-  pthread_mutex_destroy(&m->serial);
-  free(m);
+  m->device = 0;
 }
 
-API int32_t tessera_num_inputs(const tessera_model *m) { return m ? m->d->num_inputs : 0; }
-API int32_t tessera_num_outputs(const tessera_model *m) { return m ? m->d->num_outputs : 0; }
-API int32_t tessera_num_steps(const tessera_model *m) { return m ? m->d->num_steps : 0; }
-API const char *tessera_target(const tessera_model *m) { return m ? m->d->target : NULL; }
+API void tessera_close(tessera_model *m) {
+  if (!m || __atomic_load_n(&m->magic, __ATOMIC_ACQUIRE) != model_open)
+    return;
+  pthread_mutex_lock(&m->lock);
+  if (m->magic != model_open) { /* another thread's close came first */
+    pthread_mutex_unlock(&m->lock);
+    return;
+  }
+  __atomic_store_n(&m->magic, model_closed, __ATOMIC_RELEASE);
+  while (m->running > 0)
+    pthread_cond_wait(&m->idle, &m->lock);
+  m->profile = NULL;
+  release(m);
+  pthread_mutex_unlock(&m->lock);
+  pthread_mutex_lock(&closed_lock);
+  m->next_closed = closed_models;
+  closed_models = m;
+  pthread_mutex_unlock(&closed_lock);
+}
+
+API int32_t tessera_num_inputs(const tessera_model *m) {
+  return live(m, "tessera_num_inputs") == TESSERA_OK ? m->d->num_inputs : 0;
+}
+API int32_t tessera_num_outputs(const tessera_model *m) {
+  return live(m, "tessera_num_outputs") == TESSERA_OK ? m->d->num_outputs : 0;
+}
+API int32_t tessera_num_steps(const tessera_model *m) {
+  return live(m, "tessera_num_steps") == TESSERA_OK ? m->d->num_steps : 0;
+}
+API const char *tessera_target(const tessera_model *m) {
+  return live(m, "tessera_target") == TESSERA_OK ? m->d->target : NULL;
+}
 
 API const char *tessera_step_name(const tessera_model *m, int32_t i) {
-  return m && i >= 0 && i < m->d->num_steps ? m->d->step_names[i] : NULL;
+  if (live(m, "tessera_step_name") != TESSERA_OK)
+    return NULL;
+  if (i < 0 || i >= m->d->num_steps) {
+    fail(TESSERA_INVALID_ARGUMENT, "tessera_step_name: step %d out of range [0, %d)", i, m->d->num_steps);
+    return NULL;
+  }
+  return m->d->step_names[i];
 }
 
 static tessera_status info(const char *fn, const tessera_model *m, int32_t i, int32_t n, const tsr_tensor_desc *ts,
                            const char **name, tessera_dtype *dtype, int32_t *rank, const int64_t **shape) {
-  if (!m)
-    return fail(TESSERA_INVALID_ARGUMENT, "%s: model is NULL", fn);
+  tessera_status st = live(m, fn);
+  if (st != TESSERA_OK)
+    return st;
   if (i < 0 || i >= n)
     return fail(TESSERA_INVALID_ARGUMENT, "%s: index %d out of range [0, %d)", fn, i, n);
   if (name)
@@ -424,29 +506,39 @@ static tessera_status info(const char *fn, const tessera_model *m, int32_t i, in
 
 API tessera_status tessera_input_info(const tessera_model *m, int32_t i, const char **name, tessera_dtype *dtype,
                                       int32_t *rank, const int64_t **shape) {
-  return info("tessera_input_info", m, i, m ? m->d->num_inputs : 0, m ? m->d->inputs : NULL, name, dtype, rank, shape);
+  tessera_status st = live(m, "tessera_input_info");
+  return st != TESSERA_OK ? st : info("tessera_input_info", m, i, m->d->num_inputs, m->d->inputs, name, dtype, rank, shape);
 }
 
 API tessera_status tessera_output_info(const tessera_model *m, int32_t i, const char **name, tessera_dtype *dtype,
                                        int32_t *rank, const int64_t **shape) {
-  return info("tessera_output_info", m, i, m ? m->d->num_outputs : 0, m ? m->d->outputs : NULL, name, dtype, rank, shape);
+  tessera_status st = live(m, "tessera_output_info");
+  return st != TESSERA_OK ? st : info("tessera_output_info", m, i, m->d->num_outputs, m->d->outputs, name, dtype, rank, shape);
 }
 
 API tessera_status tessera_set_num_threads(tessera_model *m, int32_t threads) {
-  if (!m)
-    return fail(TESSERA_INVALID_ARGUMENT, "tessera_set_num_threads: model is NULL");
+  tessera_status st = live(m, "tessera_set_num_threads");
+  if (st != TESSERA_OK)
+    return st;
   if (threads < 0)
     return fail(TESSERA_INVALID_ARGUMENT, "tessera_set_num_threads: %d threads", threads);
   __atomic_store_n(&m->threads, threads, __ATOMIC_RELAXED);
   return TESSERA_OK;
 }
 
-API tessera_status tessera_profile(tessera_model *m, double *seconds) {
-  if (!m)
-    return fail(TESSERA_INVALID_ARGUMENT, "tessera_profile: model is NULL");
+API tessera_status tessera_profile(tessera_model *m, double *seconds, int32_t n) {
+  tessera_status st = live(m, "tessera_profile");
+  if (st != TESSERA_OK)
+    return st;
   if (m->d->no_profile && seconds)
     return fail(TESSERA_INVALID_ARGUMENT, "tessera_profile: %s", m->d->no_profile);
+  if (seconds && n < m->d->num_steps)
+    return fail(TESSERA_INVALID_ARGUMENT, "tessera_profile: an array of %d doubles for the model's %d steps", n, m->d->num_steps);
   pthread_mutex_lock(&m->lock);
+  if (m->magic != model_open) {
+    pthread_mutex_unlock(&m->lock);
+    return fail(TESSERA_INVALID_ARGUMENT, "tessera_profile: the model is closed");
+  }
   m->profile = seconds;
   pthread_mutex_unlock(&m->lock);
   return TESSERA_OK;
@@ -455,6 +547,8 @@ API tessera_status tessera_profile(tessera_model *m, double *seconds) {
 /* check says why tensor t cannot be the model's tensor d in a run at this
    batch, or returns OK. */
 static tessera_status check(const char *what, int32_t i, const tessera_tensor *t, const tsr_tensor_desc *d, int64_t batch, int64_t dim) {
+  if (t->name && strcmp(t->name, d->name) != 0)
+    return fail(TESSERA_INVALID_ARGUMENT, "tessera_run: %s %d is named \"%.200s\", the model's %s %d is \"%s\"", what, i, t->name, what, i, d->name);
   if (!t->data)
     return fail(TESSERA_INVALID_ARGUMENT, "tessera_run: %s %d (%s): data is NULL", what, i, d->name);
   if (t->dtype != d->dtype)
@@ -476,32 +570,91 @@ static tessera_status check(const char *what, int32_t i, const tessera_tensor *t
   return TESSERA_OK;
 }
 
-static void to_float(float *dst, const void *src, tessera_dtype t, uint64_t n) {
+/* The largest integer magnitude float32 holds exactly, and so every
+   integer the kernels compute with (graph.MaxExactInt). */
+#define EXACT_INT 16777216.0
+
+/* to_float converts input i (name) of n elements to float32, or says
+   which element float32 would round. */
+static tessera_status to_float(float *dst, const void *src, tessera_dtype t, uint64_t n, int32_t i, const char *name) {
+  uint64_t bad = n;
+  long long v = 0;
+#define WIDE(T)                                                                                                        \
+  for (uint64_t k = 0; k < n; k++) {                                                                                   \
+    T x = ((const T *)src)[k];                                                                                         \
+    if (x > (T)EXACT_INT || (double)x < -EXACT_INT) {                                                                  \
+      bad = k, v = (long long)x;                                                                                       \
+      break;                                                                                                           \
+    }                                                                                                                  \
+    dst[k] = (float)x;                                                                                                 \
+  }
   switch (t) {
-  case TESSERA_UINT8: for (uint64_t i = 0; i < n; i++) dst[i] = (float)((const uint8_t *)src)[i]; break;
-  case TESSERA_INT8: for (uint64_t i = 0; i < n; i++) dst[i] = (float)((const int8_t *)src)[i]; break;
-  case TESSERA_UINT16: for (uint64_t i = 0; i < n; i++) dst[i] = (float)((const uint16_t *)src)[i]; break;
-  case TESSERA_INT16: for (uint64_t i = 0; i < n; i++) dst[i] = (float)((const int16_t *)src)[i]; break;
-  case TESSERA_INT32: for (uint64_t i = 0; i < n; i++) dst[i] = (float)((const int32_t *)src)[i]; break;
-  case TESSERA_UINT32: for (uint64_t i = 0; i < n; i++) dst[i] = (float)((const uint32_t *)src)[i]; break;
-  case TESSERA_INT64: for (uint64_t i = 0; i < n; i++) dst[i] = (float)((const int64_t *)src)[i]; break;
-  case TESSERA_BOOL: for (uint64_t i = 0; i < n; i++) dst[i] = ((const uint8_t *)src)[i] ? 1.0f : 0.0f; break;
+  case TESSERA_UINT8: for (uint64_t k = 0; k < n; k++) dst[k] = (float)((const uint8_t *)src)[k]; break;
+  case TESSERA_INT8: for (uint64_t k = 0; k < n; k++) dst[k] = (float)((const int8_t *)src)[k]; break;
+  case TESSERA_UINT16: for (uint64_t k = 0; k < n; k++) dst[k] = (float)((const uint16_t *)src)[k]; break;
+  case TESSERA_INT16: for (uint64_t k = 0; k < n; k++) dst[k] = (float)((const int16_t *)src)[k]; break;
+  case TESSERA_INT32: WIDE(int32_t) break;
+  case TESSERA_UINT32: WIDE(uint32_t) break;
+  case TESSERA_INT64: WIDE(int64_t) break;
+  case TESSERA_BOOL: for (uint64_t k = 0; k < n; k++) dst[k] = ((const uint8_t *)src)[k] ? 1.0f : 0.0f; break;
   default: break;
   }
+#undef WIDE
+  if (bad < n)
+    return fail(TESSERA_VALUE_OUT_OF_RANGE,
+                "tessera_run: input %d (%s) element %llu is %lld: integers reach this model's kernels as float32, exact only within +-16777216",
+                i, name, (unsigned long long)bad, v);
+  return TESSERA_OK;
 }
 
-static void from_float(void *dst, const float *src, tessera_dtype t, uint64_t n) {
+/* from_float converts output i (name) of n elements from float32, or says
+   which element its dtype cannot hold exactly (NaN, beyond the dtype, or
+   beyond +-2^24, where the float32 the kernels computed it in was
+   rounded). */
+static tessera_status from_float(void *dst, const float *src, tessera_dtype t, uint64_t n, int32_t i, const char *name) {
+  double lo = -EXACT_INT, hi = EXACT_INT;
   switch (t) {
-  case TESSERA_UINT8: for (uint64_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = (uint8_t)(int64_t)__builtin_rintf(src[i]); break;
-  case TESSERA_INT8: for (uint64_t i = 0; i < n; i++) ((int8_t *)dst)[i] = (int8_t)(int64_t)__builtin_rintf(src[i]); break;
-  case TESSERA_UINT16: for (uint64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = (uint16_t)(int64_t)__builtin_rintf(src[i]); break;
-  case TESSERA_INT16: for (uint64_t i = 0; i < n; i++) ((int16_t *)dst)[i] = (int16_t)(int64_t)__builtin_rintf(src[i]); break;
-  case TESSERA_INT32: for (uint64_t i = 0; i < n; i++) ((int32_t *)dst)[i] = (int32_t)(int64_t)__builtin_rintf(src[i]); break;
-  case TESSERA_UINT32: for (uint64_t i = 0; i < n; i++) ((uint32_t *)dst)[i] = (uint32_t)(int64_t)__builtin_rintf(src[i]); break;
-  case TESSERA_INT64: for (uint64_t i = 0; i < n; i++) ((int64_t *)dst)[i] = (int64_t)__builtin_rintf(src[i]); break;
-  case TESSERA_BOOL: for (uint64_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = src[i] != 0.0f; break;
+  case TESSERA_UINT8: lo = 0, hi = 255; break;
+  case TESSERA_INT8: lo = -128, hi = 127; break;
+  case TESSERA_UINT16: lo = 0, hi = 65535; break;
+  case TESSERA_INT16: lo = -32768, hi = 32767; break;
+  case TESSERA_UINT32: lo = 0; break;
+  case TESSERA_BOOL:
+    for (uint64_t k = 0; k < n; k++)
+      ((uint8_t *)dst)[k] = src[k] != 0.0f;
+    return TESSERA_OK;
   default: break;
   }
+  for (uint64_t k = 0; k < n; k++) {
+    double x = __builtin_rint((double)src[k]);
+    if (!(x >= lo && x <= hi))
+      return fail(TESSERA_VALUE_OUT_OF_RANGE,
+                  "tessera_run: output %d (%s) element %llu is %g, which %s cannot hold exactly (its kernels compute in float32, exact within +-16777216)",
+                  i, name, (unsigned long long)k, (double)src[k], dtype_name(t));
+    switch (t) {
+    case TESSERA_UINT8: ((uint8_t *)dst)[k] = (uint8_t)x; break;
+    case TESSERA_INT8: ((int8_t *)dst)[k] = (int8_t)x; break;
+    case TESSERA_UINT16: ((uint16_t *)dst)[k] = (uint16_t)x; break;
+    case TESSERA_INT16: ((int16_t *)dst)[k] = (int16_t)x; break;
+    case TESSERA_INT32: ((int32_t *)dst)[k] = (int32_t)x; break;
+    case TESSERA_UINT32: ((uint32_t *)dst)[k] = (uint32_t)x; break;
+    case TESSERA_INT64: ((int64_t *)dst)[k] = (int64_t)x; break;
+    default: break;
+    }
+  }
+  return TESSERA_OK;
+}
+
+TSR_HIDDEN int tsr_check_indices(const float *p, int64_t n, int k, const int64_t *lo, const int64_t *hi, const char *what) {
+  for (int64_t j = 0; j < n; j++) {
+    float v = p[j];
+    int b = k > 1 ? (int)(j % k) : 0;
+    if (!(v >= (float)lo[b] && v <= (float)hi[b])) {
+      tsr_error("%s: element %lld is %g, outside [%lld, %lld]", what, (long long)j, (double)v, (long long)lo[b], (long long)hi[b]);
+      return TSR_VALUE_OUT_OF_RANGE;
+    }
+  }
+  return 0;
 }
 
 /* run_batch sets *batch to the batch of a run of a model built over one:
@@ -546,8 +699,9 @@ static tessera_status run_dim(const tsr_model_desc *d, const tessera_tensor *inp
 }
 
 API tessera_status tessera_dim_range(const tessera_model *m, const char **name, int64_t *lo, int64_t *hi) {
-  if (!m)
-    return fail(TESSERA_INVALID_ARGUMENT, "tessera_dim_range: model is NULL");
+  tessera_status st = live(m, "tessera_dim_range");
+  if (st != TESSERA_OK)
+    return st;
   if (name)
     *name = m->d->dim_name;
   if (lo)
@@ -558,8 +712,9 @@ API tessera_status tessera_dim_range(const tessera_model *m, const char **name, 
 }
 
 API tessera_status tessera_batch_range(const tessera_model *m, const char **name, int64_t *lo, int64_t *hi) {
-  if (!m)
-    return fail(TESSERA_INVALID_ARGUMENT, "tessera_batch_range: model is NULL");
+  tessera_status st = live(m, "tessera_batch_range");
+  if (st != TESSERA_OK)
+    return st;
   if (name)
     *name = m->d->batch_name;
   if (lo)
@@ -571,15 +726,15 @@ API tessera_status tessera_batch_range(const tessera_model *m, const char **name
 
 API tessera_status tessera_run(tessera_model *m, const tessera_tensor *inputs, int32_t num_inputs,
                                const tessera_tensor *outputs, int32_t num_outputs) {
-  if (!m)
-    return fail(TESSERA_INVALID_ARGUMENT, "tessera_run: model is NULL");
+  tessera_status st = live(m, "tessera_run");
+  if (st != TESSERA_OK)
+    return st;
   const tsr_model_desc *d = m->d;
   if (num_inputs != d->num_inputs || num_outputs != d->num_outputs)
     return fail(TESSERA_INVALID_ARGUMENT, "tessera_run: %d inputs and %d outputs given, the model has %d and %d", num_inputs,
                 num_outputs, d->num_inputs, d->num_outputs);
   if ((d->num_inputs > 0 && !inputs) || (d->num_outputs > 0 && !outputs))
     return fail(TESSERA_INVALID_ARGUMENT, "tessera_run: %s is NULL", !inputs ? "inputs" : "outputs");
-  tessera_status st;
   int64_t batch = 1;
   if (d->batch_name && (st = run_batch(d, inputs, &batch)) != TESSERA_OK)
     return st;
@@ -594,19 +749,46 @@ API tessera_status tessera_run(tessera_model *m, const tessera_tensor *inputs, i
       return st;
 
   pthread_mutex_lock(&m->lock);
+  if (m->magic != model_open) { /* closed since live() */
+    pthread_mutex_unlock(&m->lock);
+    return fail(TESSERA_INVALID_ARGUMENT, "tessera_run: the model is closed");
+  }
+  m->running++;
   ctx *c = m->pool;
   if (c)
     m->pool = c->next;
   double *profile = m->profile;
   pthread_mutex_unlock(&m->lock);
   if (!c && !(c = new_ctx(d)))
-    return fail(TESSERA_OUT_OF_MEMORY, "tessera_run: out of memory (an arena of %llu bytes)", (unsigned long long)d->arena_bytes);
+    st = fail(TESSERA_OUT_OF_MEMORY, "tessera_run: out of memory (an arena of %llu bytes)", (unsigned long long)d->arena_bytes);
+  else
+    st = run_in(m, c, inputs, outputs, batch, dim, profile);
 
+  pthread_mutex_lock(&m->lock);
+  if (c) {
+    if (st == TESSERA_OK && profile && m->profile == profile)
+      for (int s = 0; s < d->num_steps; s++)
+        profile[s] += c->profile[s];
+    c->next = m->pool;
+    m->pool = c;
+  }
+  if (--m->running == 0 && m->magic != model_open)
+    pthread_cond_broadcast(&m->idle);
+  pthread_mutex_unlock(&m->lock);
+  return st;
+}
+
+/* run_in runs the model in context c on checked tensors. */
+static tessera_status run_in(tessera_model *m, ctx *c, const tessera_tensor *inputs, const tessera_tensor *outputs, int64_t batch,
+                             int64_t dim, double *profile) {
+  const tsr_model_desc *d = m->d;
+  tessera_status st;
   const float *in[d->num_inputs + 1];
   float *out[d->num_outputs + 1];
   for (int i = 0; i < d->num_inputs; i++) {
     if (c->in[i]) {
-      to_float(c->in[i], inputs[i].data, d->inputs[i].dtype, elems(&d->inputs[i], batch, dim));
+      if ((st = to_float(c->in[i], inputs[i].data, d->inputs[i].dtype, elems(&d->inputs[i], batch, dim), i, d->inputs[i].name)) != TESSERA_OK)
+        return st;
       in[i] = c->in[i];
     } else {
       in[i] = inputs[i].data;
@@ -631,20 +813,53 @@ API tessera_status tessera_run(tessera_model *m, const tessera_tensor *inputs, i
     omp_set_num_threads(before);
   char why[sizeof last_error];
   snprintf(why, sizeof why, "%s", last_error);
-
-  for (int i = 0; rc == 0 && i < d->num_outputs; i++)
-    if (c->out[i])
-      from_float(outputs[i].data, c->out[i], d->outputs[i].dtype, elems(&d->outputs[i], batch, dim));
-  pthread_mutex_lock(&m->lock);
-  if (profile && m->profile == profile)
-    for (int s = 0; s < d->num_steps; s++)
-      profile[s] += c->profile[s];
-  c->next = m->pool;
-  m->pool = c;
-  pthread_mutex_unlock(&m->lock);
+  if (rc == TSR_VALUE_OUT_OF_RANGE)
+    return fail(TESSERA_VALUE_OUT_OF_RANGE, "tessera_run: %s", why);
   if (rc != 0 && why[0])
     return fail(TESSERA_KERNEL_FAILED, "tessera_run: %s", why);
   if (rc != 0)
     return fail(TESSERA_KERNEL_FAILED, "tessera_run: a kernel returned %d", rc);
+  for (int i = 0; i < d->num_outputs; i++)
+    if (c->out[i] &&
+        (st = from_float(outputs[i].data, c->out[i], d->outputs[i].dtype, elems(&d->outputs[i], batch, dim), i, d->outputs[i].name)) != TESSERA_OK)
+      return st;
   return TESSERA_OK;
+}
+
+/* order puts the n named tensors ts into the model's order (into out,
+   num of them), or says which name is missing, unknown or twice. */
+static tessera_status order(const char *what, const tessera_tensor *ts, int32_t n, const tsr_tensor_desc *ds, int32_t num,
+                            tessera_tensor *out) {
+  if (n != num)
+    return fail(TESSERA_INVALID_ARGUMENT, "tessera_run_named: %d %ss given, the model has %d", n, what, num);
+  if (n > 0 && !ts)
+    return fail(TESSERA_INVALID_ARGUMENT, "tessera_run_named: %ss is NULL", what);
+  for (int32_t j = 0; j < num; j++)
+    out[j].name = NULL;
+  for (int32_t i = 0; i < n; i++) {
+    if (!ts[i].name)
+      return fail(TESSERA_INVALID_ARGUMENT, "tessera_run_named: %s %d has no name", what, i);
+    int32_t j = 0;
+    while (j < num && strcmp(ts[i].name, ds[j].name) != 0)
+      j++;
+    if (j == num)
+      return fail(TESSERA_INVALID_ARGUMENT, "tessera_run_named: the model has no %s named \"%.200s\"", what, ts[i].name);
+    if (out[j].name)
+      return fail(TESSERA_INVALID_ARGUMENT, "tessera_run_named: %s \"%s\" given twice", what, ds[j].name);
+    out[j] = ts[i];
+  }
+  return TESSERA_OK;
+}
+
+API tessera_status tessera_run_named(tessera_model *m, const tessera_tensor *inputs, int32_t num_inputs,
+                                     const tessera_tensor *outputs, int32_t num_outputs) {
+  tessera_status st = live(m, "tessera_run_named");
+  if (st != TESSERA_OK)
+    return st;
+  const tsr_model_desc *d = m->d;
+  tessera_tensor in[d->num_inputs + 1], out[d->num_outputs + 1];
+  if ((st = order("input", inputs, num_inputs, d->inputs, d->num_inputs, in)) != TESSERA_OK ||
+      (st = order("output", outputs, num_outputs, d->outputs, d->num_outputs, out)) != TESSERA_OK)
+    return st;
+  return tessera_run(m, in, d->num_inputs, out, d->num_outputs);
 }

@@ -31,6 +31,23 @@
  * Every function that can fail returns a tessera_status; on failure
  * tessera_last_error() describes it (per thread: the message of this
  * thread's last failed call).
+ *
+ * Handles: every function checks that its model is one tessera_open
+ * returned and that it is not closed (TESSERA_INVALID_ARGUMENT, "the model
+ * is closed"). tessera_close waits for the runs in progress on the model,
+ * then frees its weights, workspaces and device state; the handle's own
+ * few bytes (a magic number and a closed flag) are kept for the life of
+ * the process, so a late call on a closed handle, from any thread, is an
+ * error and never a use of freed memory. A pointer that tessera_open never
+ * returned is undefined behaviour, as in any C API: it is checked for the
+ * magic number, which catches most mistakes, but reading it may fault.
+ *
+ * The library must be whole before it is loaded: a truncated or foreign
+ * file can kill the process inside dlopen, before any function here runs.
+ * Programs that load models they did not build should load them with
+ * tessera_load.h, which checks the file against the build's manifest
+ * (size, SHA-256, ELF class and machine) first, as the Go and Python
+ * packages do.
  */
 #ifndef TESSERA_H
 #define TESSERA_H
@@ -44,7 +61,7 @@ extern "C" {
 
 /* The version of this header. tessera_open refuses a caller compiled
    against another version. */
-#define TESSERA_ABI_VERSION 3
+#define TESSERA_ABI_VERSION 4
 
 /* Element types: ONNX's TensorProto numbers. */
 typedef enum tessera_dtype {
@@ -70,18 +87,25 @@ typedef enum tessera_status {
   TESSERA_UNSUPPORTED_CPU = 6,  /* the processor lacks an extension the library was compiled for */
   TESSERA_OUT_OF_MEMORY = 7,
   TESSERA_KERNEL_FAILED = 8,    /* a kernel or the device reported an error */
-  TESSERA_DEVICE_ERROR = 9      /* a GPU build found no usable device or driver */
+  TESSERA_DEVICE_ERROR = 9,     /* a GPU build found no usable device or driver */
+  TESSERA_VALUE_OUT_OF_RANGE = 10, /* a value the model cannot take: an index outside its axis, an integer
+                                      beyond +-2^24 (float32 computation would round it) */
+  TESSERA_NOT_FOUND = 11,       /* no model folder, library or weights file at the path */
+  TESSERA_BAD_LIBRARY = 12      /* a truncated, damaged or foreign library (the loaders: tessera_load.h, Go, Python) */
 } tessera_status;
 
 typedef struct tessera_model tessera_model;
 
 /* A tensor: dense, row-major. For inputs data is read; for outputs it is
-   written and must hold the output's elements. */
+   written and must hold the output's elements. name is optional in
+   tessera_run (NULL: not checked; else it must be the name of the model's
+   tensor at that position) and required in tessera_run_named. */
 typedef struct tessera_tensor {
   tessera_dtype dtype;
   int32_t rank;
   const int64_t *shape; /* rank dimensions */
   void *data;
+  const char *name;
 } tessera_tensor;
 
 /* tessera_abi_version returns the library's TESSERA_ABI_VERSION. */
@@ -90,11 +114,16 @@ uint32_t tessera_abi_version(void);
 /* tessera_open opens the model of this library. path is its build folder
    (holding weights.bin), a weights file, or NULL for a library built with
    --single-file (the weights inside it). abi_version is the caller's
-   TESSERA_ABI_VERSION. On success *model is set; tessera_close frees it. */
+   TESSERA_ABI_VERSION. On success *model is set; tessera_close frees it.
+   A path where nothing is (or a folder without weights.bin) is
+   TESSERA_NOT_FOUND; weights that are not this build's, or damaged (the
+   checksum of a weights file, or of the weights inside a --single-file
+   library, is checked), TESSERA_BAD_WEIGHTS. */
 tessera_status tessera_open(uint32_t abi_version, const char *path, tessera_model **model);
 
-/* tessera_close frees a model; NULL is ignored. No tessera_run on it may be
-   running. */
+/* tessera_close frees a model after the runs in progress on it end; NULL
+   and a closed model are ignored. Calls on it afterwards fail (see
+   Handles, above). */
 void tessera_close(tessera_model *model);
 
 /* The model's inputs and outputs, by index. name, dtype, rank and shape may
@@ -126,11 +155,23 @@ tessera_status tessera_dim_range(const tessera_model *model, const char **name, 
    i, each of the dtype and shape the model declares, a batched tensor's
    leading dimension the run's batch and the dimensions that are the
    dimension given at run time its value (the same in all of them, within
-   the model's ranges: else TESSERA_SHAPE_MISMATCH). Outputs must not
+   the model's ranges: else TESSERA_SHAPE_MISMATCH). A tensor whose name
+   is set must be the model's tensor of that name. Outputs must not
    overlap each other or the inputs. Safe to call from many threads at once
-   on one model. */
+   on one model.
+   Integer inputs reach the kernels as float32: a value beyond +-2^24
+   (where float32 rounds) is TESSERA_VALUE_OUT_OF_RANGE, as is an integer
+   output beyond it or beyond its dtype's range, and an index that a
+   Gather, GatherElements, GatherND, ScatterElements or ScatterND would
+   read outside its axis (the message names the node and the element). */
 tessera_status tessera_run(tessera_model *model, const tessera_tensor *inputs, int32_t num_inputs,
                            const tessera_tensor *outputs, int32_t num_outputs);
+
+/* tessera_run_named is tessera_run with the tensors in any order, matched
+   by name: every tensor's name must be set, each input and output given
+   once. */
+tessera_status tessera_run_named(tessera_model *model, const tessera_tensor *inputs, int32_t num_inputs,
+                                 const tessera_tensor *outputs, int32_t num_outputs);
 
 /* tessera_set_num_threads sets the threads each later tessera_run of this
    model uses (0: the default, OMP_NUM_THREADS or every core). */
@@ -138,13 +179,14 @@ tessera_status tessera_set_num_threads(tessera_model *model, int32_t threads);
 
 /* Profiling: the executor runs tessera_num_steps kernel calls. While
    seconds is set (tessera_profile), every tessera_run of this model adds
-   the time of each step to seconds[step], an array of tessera_num_steps
-   doubles the caller owns; NULL stops it. A GPU build cannot time its
+   the time of each step to seconds[step], an array of n doubles the
+   caller owns (n at least tessera_num_steps, else
+   TESSERA_INVALID_ARGUMENT); NULL stops it. A GPU build cannot time its
    steps: TESSERA_INVALID_ARGUMENT. tessera_step_name names step i (its
    group and ops). */
 int32_t tessera_num_steps(const tessera_model *model);
 const char *tessera_step_name(const tessera_model *model, int32_t i);
-tessera_status tessera_profile(tessera_model *model, double *seconds);
+tessera_status tessera_profile(tessera_model *model, double *seconds, int32_t n);
 
 /* tessera_target returns the target the library was built for (its
    records' target key: the CPU level and flags, or the GPU). */

@@ -16,7 +16,8 @@
 
 /* An input or output of the model. The executor takes and gives every
    tensor as float32 (integer and bool values exact within ±2^24); the
-   runtime converts from and to dtype. */
+   runtime converts from and to dtype, and refuses an integer it cannot
+   carry exactly (TESSERA_VALUE_OUT_OF_RANGE). */
 typedef struct tsr_tensor_desc {
   const char *name;
   tessera_dtype dtype;
@@ -47,7 +48,9 @@ typedef struct tsr_model_desc {
      arena_bytes of scratch, batch the run's batch (1 in a model of static
      shapes), dim the value of the dimension given at run time (its largest
      in a model without one). With profile set, it adds the seconds of each
-     step to profile[step]. It returns 0, or a kernel's non-zero code. */
+     step to profile[step]. It returns 0, TSR_VALUE_OUT_OF_RANGE after
+     tsr_error (a run-time index outside its axis: tsr_check_indices), or
+     a kernel's non-zero code. */
   int (*execute)(const float *const *in, float *const *out, float *w, float *arena, double *profile, int64_t batch, int64_t dim);
   /* A GPU build's device: setup, called once by tessera_open with the
      weights, finds the device, builds the kernels, makes the buffers and
@@ -74,5 +77,18 @@ extern TSR_HIDDEN const tsr_model_desc tsr_model;
 /* tsr_error sets the message of this thread's failing call (printf
    format): for the device code, whose functions return -1. */
 TSR_HIDDEN void tsr_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The executor's return code for a value the model cannot take: the
+   runtime reports it as TESSERA_VALUE_OUT_OF_RANGE. */
+#define TSR_VALUE_OUT_OF_RANGE (-1000)
+
+/* tsr_check_indices checks the n indices at p (float32 values holding
+   integers, as the kernels read them) before a kernel reads at them:
+   index j must lie in [lo[j % k], hi[j % k]] (k bounds: one for every
+   index, or one per position along the indices' last axis, GatherND's and
+   ScatterND's tuples). It returns 0, or TSR_VALUE_OUT_OF_RANGE after
+   tsr_error naming what (the node and its indices) and the first index
+   outside its bounds. */
+TSR_HIDDEN int tsr_check_indices(const float *p, int64_t n, int k, const int64_t *lo, const int64_t *hi, const char *what);
 
 #endif

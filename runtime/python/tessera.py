@@ -9,16 +9,28 @@ folder on PYTHONPATH.
     print(out["output"].argmax())
 
 A loaded model serves concurrent run() calls from many threads (the call
-releases the GIL; the weights are shared). Every failure raises
-tessera.Error, whose status names the tessera.h status.
+releases the GIL; the weights are shared); close() waits for the runs in
+progress, and a model is a context manager (`with tessera.load(d) as m:`).
+Every failure raises tessera.Error, whose status names the tessera.h
+status, the same for each mistake as the C ABI and the Go package give.
+
+The library is checked before it is loaded, as the Go package and
+tessera_load.h do: a truncated file, one built for another architecture,
+or one whose size or SHA-256 is not what the build's manifest.json records
+is an error, never a crash inside the dynamic loader.
 """
 
 import ctypes
+import hashlib
+import json
 import os
+import platform
+import struct
+import threading
 
 import numpy as np
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 # tessera_dtype (ONNX's numbers) <-> numpy.
 _DTYPES = {
@@ -31,8 +43,11 @@ _STATUS = [
     "TESSERA_OK", "TESSERA_INVALID_ARGUMENT", "TESSERA_SHAPE_MISMATCH",
     "TESSERA_DTYPE_MISMATCH", "TESSERA_BAD_WEIGHTS", "TESSERA_ABI_MISMATCH",
     "TESSERA_UNSUPPORTED_CPU", "TESSERA_OUT_OF_MEMORY", "TESSERA_KERNEL_FAILED",
-    "TESSERA_DEVICE_ERROR",
+    "TESSERA_DEVICE_ERROR", "TESSERA_VALUE_OUT_OF_RANGE", "TESSERA_NOT_FOUND",
+    "TESSERA_BAD_LIBRARY",
 ]
+_INVALID_ARGUMENT, _SHAPE_MISMATCH, _DTYPE_MISMATCH, _ABI_MISMATCH = 1, 2, 3, 5
+_UNSUPPORTED_CPU, _NOT_FOUND, _BAD_LIBRARY = 6, 11, 12
 
 
 class Error(Exception):
@@ -46,21 +61,106 @@ class Error(Exception):
 
 class _Tensor(ctypes.Structure):
     _fields_ = [("dtype", ctypes.c_int32), ("rank", ctypes.c_int32),
-                ("shape", ctypes.POINTER(ctypes.c_int64)), ("data", ctypes.c_void_p)]
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("data", ctypes.c_void_p),
+                ("name", ctypes.c_char_p)]
 
 
 _libraries = {}
+_libraries_lock = threading.Lock()
+
+# ELF machine numbers of the architectures a model is built for.
+_ELF_MACHINES = {"x86_64": 62, "amd64": 62, "aarch64": 183, "arm64": 183}
+_ELF_NAMES = {62: "x86-64", 183: "aarch64", 3: "i386", 40: "32-bit ARM", 243: "RISC-V"}
+
+
+def verify_library(path):
+    """Checks the library file at path before it is loaded: that it is a
+    whole ELF shared library of this machine's architecture, and, when the
+    manifest.json beside it names it, that its size and SHA-256 are those
+    the build recorded. Raises Error (TESSERA_NOT_FOUND, TESSERA_BAD_LIBRARY,
+    TESSERA_UNSUPPORTED_CPU)."""
+    try:
+        size = os.stat(path).st_size
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if len(head) < 64 or head[:4] != b"\x7fELF":
+                raise Error(_BAD_LIBRARY, "%s: not a whole ELF shared library (%d bytes): truncated or damaged? "
+                            "rebuild it or copy it again" % (path, size))
+            machine = struct.unpack_from("<H", head, 18)[0] if head[5] == 1 else struct.unpack_from(">H", head, 18)[0]
+            want = _ELF_MACHINES.get(platform.machine())
+            if want is not None and machine != want:
+                raise Error(_UNSUPPORTED_CPU, "%s is built for %s (ELF machine %d); this process runs on %s: "
+                            "build the model for this machine" % (path, _ELF_NAMES.get(machine, "another architecture"),
+                                                                  machine, _ELF_NAMES[want]))
+            e_type = struct.unpack_from("<H", head, 16)[0]
+            if head[4] != 2 or head[5] != 1 or e_type != 3:
+                raise Error(_BAD_LIBRARY, "%s: not a 64-bit little-endian ELF shared library" % path)
+            phoff = struct.unpack_from("<Q", head, 32)[0]
+            phentsize, phnum = struct.unpack_from("<HH", head, 54)
+            if phentsize != 56 or phoff + phnum * 56 > size:
+                raise Error(_BAD_LIBRARY, "%s: %d bytes, too short for its program headers: truncated "
+                            "(rebuild it or copy it again)" % (path, size))
+            f.seek(phoff)
+            table = f.read(phnum * 56)
+            for i in range(phnum):
+                p_type, = struct.unpack_from("<I", table, 56 * i)
+                p_offset, = struct.unpack_from("<Q", table, 56 * i + 8)
+                p_filesz, = struct.unpack_from("<Q", table, 56 * i + 32)
+                if p_type in (1, 2) and p_offset + p_filesz > size:
+                    raise Error(_BAD_LIBRARY, "%s: %d bytes, but its segment %d reaches byte %d: truncated "
+                                "(rebuild it or copy it again)" % (path, size, i, p_offset + p_filesz))
+    except FileNotFoundError:
+        raise Error(_NOT_FOUND, "%s: no such file (not a build folder, or its library is missing)" % path) from None
+    except OSError as e:
+        raise Error(_BAD_LIBRARY, "%s: %s" % (path, e)) from None
+    manifest = os.path.join(os.path.dirname(path), "manifest.json")
+    try:
+        with open(manifest, "rb") as f:
+            rec = json.load(f)
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError) as e:
+        raise Error(_BAD_LIBRARY, "%s: %s (a damaged manifest: rebuild the model)" % (manifest, e)) from None
+    if not isinstance(rec, dict) or rec.get("library") != os.path.basename(path):
+        return
+    want_bytes, want_sum = rec.get("library_bytes"), rec.get("library_sha256")
+    if not want_sum:
+        raise Error(_BAD_LIBRARY, "%s records no size or SHA-256 of %s: built by an older tune (rebuild the model)"
+                    % (manifest, rec.get("library")))
+    if size != want_bytes:
+        raise Error(_BAD_LIBRARY, "%s is %d bytes, the build wrote %s (truncated, or replaced since the build: "
+                    "rebuild it or copy it again)" % (path, size, want_bytes))
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    if h.hexdigest() != want_sum:
+        raise Error(_BAD_LIBRARY, "%s has SHA-256 %s..., the build wrote %s... (damaged, or changed since the build: "
+                    "rebuild it or copy it again)" % (path, h.hexdigest()[:16], str(want_sum)[:16]))
 
 
 def _library(path):
     path = os.path.abspath(path)
-    lib = _libraries.get(path)
-    if lib is not None:
-        return lib
     try:
-        lib = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
-    except OSError as e:
-        raise Error(1, "load %s: %s" % (path, e)) from None
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise Error(_NOT_FOUND, "%s: no such file (not a build folder, or its library is missing)" % path) from None
+    key = (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    with _libraries_lock:
+        lib = _libraries.get(key)
+        if lib is not None:
+            return lib
+        verify_library(path)
+        try:
+            lib = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
+        except OSError as e:
+            raise Error(_BAD_LIBRARY, "load %s: %s" % (path, e)) from None
+        _bind(lib, path)
+        _libraries[key] = lib
+        return lib
+
+
+def _bind(lib, path):
     P, I32, U32 = ctypes.c_void_p, ctypes.c_int32, ctypes.c_uint32
     sig = {
         "tessera_abi_version": (U32, []),
@@ -73,6 +173,9 @@ def _library(path):
         "tessera_output_info": (I32, [P, I32, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(I32),
                                       ctypes.POINTER(I32), ctypes.POINTER(ctypes.POINTER(ctypes.c_int64))]),
         "tessera_run": (I32, [P, ctypes.POINTER(_Tensor), I32, ctypes.POINTER(_Tensor), I32]),
+        "tessera_num_steps": (I32, [P]),
+        "tessera_step_name": (ctypes.c_char_p, [P, I32]),
+        "tessera_profile": (I32, [P, ctypes.POINTER(ctypes.c_double), I32]),
         "tessera_set_num_threads": (I32, [P, I32]),
         "tessera_target": (ctypes.c_char_p, [P]),
         "tessera_last_error": (ctypes.c_char_p, []),
@@ -85,14 +188,12 @@ def _library(path):
         try:
             fn = getattr(lib, name)
         except AttributeError:
-            raise Error(1, "%s has no %s: not a library built by tune build with ABI version %d"
-                        % (path, name, ABI_VERSION)) from None
+            raise Error(_ABI_MISMATCH, "%s has no %s: not a library built by tune build with ABI version %d "
+                        "(rebuild the model)" % (path, name, ABI_VERSION)) from None
         fn.restype, fn.argtypes = res, args
     if lib.tessera_abi_version() != ABI_VERSION:
-        raise Error(5, "%s implements ABI version %d, this module version %d"
+        raise Error(_ABI_MISMATCH, "%s implements ABI version %d, this module version %d"
                     % (path, lib.tessera_abi_version(), ABI_VERSION))
-    _libraries[path] = lib
-    return lib
 
 
 class TensorInfo:
@@ -109,16 +210,22 @@ class Model:
     """A built model loaded into this process. Use load()."""
 
     def __init__(self, path):
+        self._h = None
+        # Runs count themselves in and out; close() waits for them.
+        self._cond = threading.Condition()
+        self._running = 0
+        path = os.fspath(path)
         lib_path, folder = path, path
+        if not os.path.exists(path):
+            raise Error(_NOT_FOUND, "open %s: no such model folder or library" % path)
         if os.path.isdir(path):
             lib_path = os.path.join(path, "libmodel.so")
         else:
             folder = os.path.dirname(os.path.abspath(path))
-        if not os.path.exists(lib_path):
-            raise Error(1, "open %s: no %s" % (path, lib_path))
         self._lib = _library(lib_path)
-        self._h = ctypes.c_void_p()
-        self._check(self._lib.tessera_open(ABI_VERSION, folder.encode(), ctypes.byref(self._h)), "open %s" % path)
+        h = ctypes.c_void_p()
+        self._check(self._lib.tessera_open(ABI_VERSION, folder.encode(), ctypes.byref(h)), "open %s" % path)
+        self._h = h
         self.inputs = self._infos(self._lib.tessera_num_inputs, self._lib.tessera_input_info)
         self.outputs = self._infos(self._lib.tessera_num_outputs, self._lib.tessera_output_info)
         self.target = self._lib.tessera_target(self._h).decode()
@@ -153,45 +260,64 @@ class Model:
 
     def set_num_threads(self, n):
         """Sets the threads each later run uses (0: OMP_NUM_THREADS or every core)."""
-        self._check(self._lib.tessera_set_num_threads(self._h, n), "set_num_threads")
+        with self._using("set_num_threads") as h:
+            self._check(self._lib.tessera_set_num_threads(h, n), "set_num_threads")
 
-    def run(self, inputs):
-        """Runs the model on {name: array} (every input, of its dtype and
-        shape; the leading dimension of a batched one, -1 in its shape, is
-        the run's batch, and its dimensions -2 the value of the dimension
-        given at run time) and returns {name: array} of its outputs."""
-        if self._h is None:
-            raise Error(1, "run: the model is closed")
-        if not isinstance(inputs, dict):
-            raise TypeError("run takes a dict {input name: numpy array}")
-        unknown = set(inputs) - {t.name for t in self.inputs}
-        if unknown:
-            raise Error(1, "run: no input named %s (the model's: %s)"
-                        % (", ".join(sorted(map(repr, unknown))), ", ".join(repr(t.name) for t in self.inputs)))
-        keep = []
+    @property
+    def steps(self):
+        """The names of the executor's steps (one kernel call each), for profile()."""
+        with self._using("steps") as h:
+            return [self._lib.tessera_step_name(h, i).decode() for i in range(self._lib.tessera_num_steps(h))]
 
-        def tensor(arr):
-            code = _CODES.get(arr.dtype)
-            if code is None:
-                raise Error(3, "run: numpy dtype %s has no tessera dtype" % arr.dtype)
-            shape = (ctypes.c_int64 * max(arr.ndim, 1))(*arr.shape)
-            keep.append(shape)
-            return _Tensor(code, arr.ndim, shape, arr.ctypes.data)
+    def profile(self, seconds):
+        """Makes every later run add the seconds of each step to seconds, a
+        float64 numpy array of at least len(steps) elements that the model
+        keeps a reference to; None stops it."""
+        with self._using("profile") as h:
+            if seconds is None:
+                self._check(self._lib.tessera_profile(h, None, 0), "profile")
+                self._profile = None
+                return
+            if not isinstance(seconds, np.ndarray) or seconds.dtype != np.float64 or not seconds.flags.c_contiguous \
+                    or not seconds.flags.writeable:
+                raise Error(_INVALID_ARGUMENT, "profile: seconds must be a writable, contiguous float64 numpy array")
+            self._check(self._lib.tessera_profile(h, seconds.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+                                                  min(seconds.size, 2**31 - 1)), "profile")
+            self._profile = seconds
 
-        ins = (_Tensor * max(len(self.inputs), 1))()
-        for i, t in enumerate(self.inputs):
-            if t.name not in inputs:
-                raise Error(1, "run: input %r is missing" % t.name)
-            arr = np.ascontiguousarray(inputs[t.name])
-            keep.append(arr)
-            ins[i] = tensor(arr)
+    class _Use:
+        def __init__(self, model, what):
+            self.model, self.what = model, what
+
+        def __enter__(self):
+            m = self.model
+            with m._cond:
+                if m._h is None:
+                    raise Error(_INVALID_ARGUMENT, "%s: the model is closed" % self.what)
+                m._running += 1
+                return m._h
+
+        def __exit__(self, *exc):
+            m = self.model
+            with m._cond:
+                m._running -= 1
+                if m._running == 0:
+                    m._cond.notify_all()
+
+    def _using(self, what):
+        """A context in which the model stays open (close() waits for it)."""
+        return Model._Use(self, what)
+
+    def _shapes(self, inputs):
+        """The run's batch and value of the dimension given at run time, from
+        the inputs {name: array}, checked against the model's ranges."""
         batch = 1
         for t in self.inputs:
             if t.shape and t.shape[0] == -1:
                 batch = np.shape(inputs[t.name])[0] if np.ndim(inputs[t.name]) > 0 else 1
                 break
         if self.batch and not self.batch[1] <= batch <= self.batch[2]:
-            raise Error(2, "run: batch %s=%d is outside the range %d..%d the model was built for"
+            raise Error(_SHAPE_MISMATCH, "run: batch %s=%d is outside the range %d..%d the model was built for"
                         % (self.batch[0], batch, self.batch[1], self.batch[2]))
         dim = self.dim[2] if self.dim else 1
         for t in self.inputs:
@@ -199,21 +325,82 @@ class Model:
                 dim = np.shape(inputs[t.name])[t.shape.index(-2)]
                 break
         if self.dim and not self.dim[1] <= dim <= self.dim[2]:
-            raise Error(2, "run: %s=%d is outside the range %d..%d the model was built for"
+            raise Error(_SHAPE_MISMATCH, "run: %s=%d is outside the range %d..%d the model was built for"
                         % (self.dim[0], dim, self.dim[1], self.dim[2]))
+        return batch, dim
+
+    def _named(self, what, given, infos):
+        if not isinstance(given, dict):
+            raise TypeError("run takes a dict {%s name: numpy array}" % what)
+        unknown = set(given) - {t.name for t in infos}
+        if unknown:
+            raise Error(_INVALID_ARGUMENT, "run: no %s named %s (the model's: %s)"
+                        % (what, ", ".join(sorted(map(repr, unknown))), ", ".join(repr(t.name) for t in infos)))
+        for t in infos:
+            if t.name not in given:
+                raise Error(_INVALID_ARGUMENT, "run: %s %r is missing" % (what, t.name))
+
+    def _call(self, inputs, outputs):
+        """tessera_run on {name: array} inputs into {name: array} outputs."""
+        keep = []
+
+        def tensor(arr, writable):
+            if not isinstance(arr, np.ndarray):
+                raise Error(_INVALID_ARGUMENT, "run: %s, not a numpy array" % type(arr).__name__)
+            code = _CODES.get(arr.dtype)
+            if code is None:
+                raise Error(_DTYPE_MISMATCH, "run: numpy dtype %s has no tessera dtype" % arr.dtype)
+            if writable and (not arr.flags.c_contiguous or not arr.flags.writeable):
+                raise Error(_INVALID_ARGUMENT, "run: an output array must be writable and C-contiguous")
+            shape = (ctypes.c_int64 * max(arr.ndim, 1))(*arr.shape)
+            keep.append(shape)
+            return _Tensor(code, arr.ndim, shape, arr.ctypes.data, None)
+
+        ins = (_Tensor * max(len(self.inputs), 1))()
+        for i, t in enumerate(self.inputs):
+            arr = np.ascontiguousarray(inputs[t.name])
+            keep.append(arr)
+            ins[i] = tensor(arr, False)
+        outs = (_Tensor * max(len(self.outputs), 1))()
+        for i, t in enumerate(self.outputs):
+            outs[i] = tensor(outputs[t.name], True)
+        with self._using("run") as h:
+            self._check(self._lib.tessera_run(h, ins, len(self.inputs), outs, len(self.outputs)), "run")
+
+    def run(self, inputs):
+        """Runs the model on {name: array} (every input, of its dtype and
+        shape; the leading dimension of a batched one, -1 in its shape, is
+        the run's batch, and its dimensions -2 the value of the dimension
+        given at run time) and returns {name: array} of its outputs."""
+        if self._h is None:
+            raise Error(_INVALID_ARGUMENT, "run: the model is closed")
+        self._named("input", inputs, self.inputs)
+        batch, dim = self._shapes(inputs)
         outs = {t.name: np.empty(tuple(batch if d == -1 else dim if d == -2 else d for d in t.shape), t.dtype)
                 for t in self.outputs}
-        arr_outs = (_Tensor * max(len(self.outputs), 1))()
-        for i, t in enumerate(self.outputs):
-            arr_outs[i] = tensor(outs[t.name])
-        self._check(self._lib.tessera_run(self._h, ins, len(self.inputs), arr_outs, len(self.outputs)), "run")
+        self._call(inputs, outs)
         return outs
 
+    def run_into(self, inputs, outputs):
+        """Runs the model on {name: array} inputs and writes its outputs
+        into {name: array} outputs: preallocated, writable, C-contiguous
+        arrays of the outputs' dtypes and shapes (no allocation per run)."""
+        if self._h is None:
+            raise Error(_INVALID_ARGUMENT, "run_into: the model is closed")
+        self._named("input", inputs, self.inputs)
+        self._named("output", outputs, self.outputs)
+        self._call(inputs, outputs)
+
     def close(self):
-        """Frees the model (the library stays loaded)."""
-        if self._h is not None:
-            self._lib.tessera_close(self._h)
-            self._h = None
+        """Frees the model after the runs in progress end (the library stays
+        loaded); later calls raise Error. Closing twice is harmless."""
+        with self._cond:
+            if self._h is None:
+                return
+            h, self._h = self._h, None
+            while self._running > 0:
+                self._cond.wait()
+        self._lib.tessera_close(h)
 
     def __enter__(self):
         return self
