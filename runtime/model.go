@@ -508,14 +508,15 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs []Tensor) error {
 }
 
 // tensorBytes is the size of t's data by its dtype and shape, or -1 when
-// the library is to judge them (an unknown dtype, a negative dimension).
+// the library is to judge them (an unknown dtype, a negative dimension, a
+// size beyond int64).
 func tensorBytes(t Tensor) int {
 	n := t.DType.Size()
 	if n == 0 {
 		return -1
 	}
 	for _, d := range t.Shape {
-		if d < 0 {
+		if d < 0 || (d > 0 && int64(n) > math.MaxInt64/d) {
 			return -1
 		}
 		n *= int(d)

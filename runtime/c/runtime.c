@@ -46,7 +46,10 @@
 #define BASE __attribute__((noinline))
 #endif
 
-enum { header_bytes = 64 };
+enum {
+  header_bytes = 64,
+  max_threads = 4096, /* a run's most threads: OpenMP would try to start any number */
+};
 
 typedef struct ctx {
   struct ctx *next;
@@ -520,8 +523,8 @@ API tessera_status tessera_set_num_threads(tessera_model *m, int32_t threads) {
   tessera_status st = live(m, "tessera_set_num_threads");
   if (st != TESSERA_OK)
     return st;
-  if (threads < 0)
-    return fail(TESSERA_INVALID_ARGUMENT, "tessera_set_num_threads: %d threads", threads);
+  if (threads < 0 || threads > max_threads)
+    return fail(TESSERA_INVALID_ARGUMENT, "tessera_set_num_threads: %d threads (want 0, the default, to %d)", threads, max_threads);
   __atomic_store_n(&m->threads, threads, __ATOMIC_RELAXED);
   return TESSERA_OK;
 }
@@ -560,7 +563,7 @@ static tessera_status check(const char *what, int32_t i, const tessera_tensor *t
   if (!same) {
     char got[256] = "", want[256] = "";
     size_t g = 0, w = 0;
-    for (int k = 0; k < t->rank && t->shape && g < sizeof got - 24; k++)
+    for (int k = 0; k < t->rank && k < 8 && t->shape && g < sizeof got - 24; k++)
       g += (size_t)snprintf(got + g, sizeof got - g, "%s%lld", k ? "," : "", (long long)t->shape[k]);
     for (int k = 0; k < d->rank && w < sizeof want - 24; k++)
       w += (size_t)snprintf(want + w, sizeof want - w, "%s%lld", k ? "," : "", (long long)extent(d, k, batch, dim));
@@ -612,7 +615,8 @@ static tessera_status to_float(float *dst, const void *src, tessera_dtype t, uin
    beyond +-2^24, where the float32 the kernels computed it in was
    rounded). */
 static tessera_status from_float(void *dst, const float *src, tessera_dtype t, uint64_t n, int32_t i, const char *name) {
-  double lo = -EXACT_INT, hi = EXACT_INT;
+  /* 2^24 itself may be 2^24 + 1 rounded: only values below it are sure. */
+  double lo = -(EXACT_INT - 1), hi = EXACT_INT - 1;
   switch (t) {
   case TESSERA_UINT8: lo = 0, hi = 255; break;
   case TESSERA_INT8: lo = -128, hi = 127; break;
@@ -629,7 +633,7 @@ static tessera_status from_float(void *dst, const float *src, tessera_dtype t, u
     double x = __builtin_rint((double)src[k]);
     if (!(x >= lo && x <= hi))
       return fail(TESSERA_VALUE_OUT_OF_RANGE,
-                  "tessera_run: output %d (%s) element %llu is %g, which %s cannot hold exactly (its kernels compute in float32, exact within +-16777216)",
+                  "tessera_run: output %d (%s) element %llu is %g, which %s cannot hold exactly (its kernels compute in float32, exact below 2^24 = 16777216)",
                   i, name, (unsigned long long)k, (double)src[k], dtype_name(t));
     switch (t) {
     case TESSERA_UINT8: ((uint8_t *)dst)[k] = (uint8_t)x; break;

@@ -218,6 +218,11 @@ static tessera_status tessera_verify_library(const char *lib, char *why, size_t 
     close(fd);
     return tessera_load_fail_(why, n, TESSERA_BAD_LIBRARY, "%s: not a 64-bit little-endian ELF shared library", lib);
   }
+  if (eh.e_shoff > size || (uint64_t)eh.e_shnum * eh.e_shentsize > size - eh.e_shoff) {
+    close(fd);
+    return tessera_load_fail_(why, n, TESSERA_BAD_LIBRARY, "%s: %llu bytes, too short for its section headers: truncated (rebuild it or copy it again)",
+                              lib, (unsigned long long)size);
+  }
   if (eh.e_phoff > size || (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr) > size - eh.e_phoff) {
     close(fd);
     return tessera_load_fail_(why, n, TESSERA_BAD_LIBRARY, "%s: %llu bytes, too short for its program headers: truncated (rebuild it or copy it again)",
@@ -263,6 +268,18 @@ static tessera_status tessera_verify_library(const char *lib, char *why, size_t 
   if (!json) {
     close(fd);
     return tessera_load_fail_(why, n, TESSERA_BAD_LIBRARY, "%s: cannot read it", path);
+  }
+  /* A manifest is a JSON object: a file cut short or overwritten is not
+     one, and cannot be trusted to name the library or not. */
+  const char *first = json, *last = json + mlen;
+  while (*first == ' ' || *first == '\n' || *first == '\t' || *first == '\r')
+    first++;
+  while (last > first && (last[-1] == ' ' || last[-1] == '\n' || last[-1] == '\t' || last[-1] == '\r'))
+    last--;
+  if (*first != '{' || last == first || last[-1] != '}' || strlen(json) != (size_t)mlen) {
+    free(json);
+    close(fd);
+    return tessera_load_fail_(why, n, TESSERA_BAD_LIBRARY, "%s: not a JSON object (a damaged manifest: rebuild the model)", path);
   }
   char name[256], bytes[32], want[80];
   int named = tessera_manifest_value_(json, "library", name, sizeof name) && strcmp(name, base) == 0;

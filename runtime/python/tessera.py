@@ -86,17 +86,22 @@ def verify_library(path):
             if len(head) < 64 or head[:4] != b"\x7fELF":
                 raise Error(_BAD_LIBRARY, "%s: not a whole ELF shared library (%d bytes): truncated or damaged? "
                             "rebuild it or copy it again" % (path, size))
-            machine = struct.unpack_from("<H", head, 18)[0] if head[5] == 1 else struct.unpack_from(">H", head, 18)[0]
+            if head[4] != 2 or head[5] != 1:
+                raise Error(_BAD_LIBRARY, "%s: not a 64-bit little-endian ELF shared library" % path)
+            machine = struct.unpack_from("<H", head, 18)[0]
             want = _ELF_MACHINES.get(platform.machine())
             if want is not None and machine != want:
                 raise Error(_UNSUPPORTED_CPU, "%s is built for %s (ELF machine %d); this process runs on %s: "
                             "build the model for this machine" % (path, _ELF_NAMES.get(machine, "another architecture"),
                                                                   machine, _ELF_NAMES[want]))
             e_type = struct.unpack_from("<H", head, 16)[0]
-            if head[4] != 2 or head[5] != 1 or e_type != 3:
-                raise Error(_BAD_LIBRARY, "%s: not a 64-bit little-endian ELF shared library" % path)
-            phoff = struct.unpack_from("<Q", head, 32)[0]
-            phentsize, phnum = struct.unpack_from("<HH", head, 54)
+            if e_type != 3:
+                raise Error(_BAD_LIBRARY, "%s: not an ELF shared library" % path)
+            phoff, shoff = struct.unpack_from("<QQ", head, 32)
+            phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", head, 54)
+            if shoff + shnum * shentsize > size:
+                raise Error(_BAD_LIBRARY, "%s: %d bytes, too short for its section headers: truncated "
+                            "(rebuild it or copy it again)" % (path, size))
             if phentsize != 56 or phoff + phnum * 56 > size:
                 raise Error(_BAD_LIBRARY, "%s: %d bytes, too short for its program headers: truncated "
                             "(rebuild it or copy it again)" % (path, size))
