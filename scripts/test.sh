@@ -25,3 +25,14 @@ export TESSERA_REQUIRE_CROSS=1
 # deps.sh installed python3-numpy: the Python module's test must run.
 export TESSERA_REQUIRE_PYTHON=1
 go test -timeout 40m ./...
+# The runtime's hostile suite (runtime/hostile_test.go) once more, the Go side
+# under the race detector; it prints "runtime hostile: N cases, C crashes, W
+# silent wrong answers" and fails unless both are 0.
+hostile=$(mktemp)
+if ! go test -race -count=1 -v -run 'TestHostile$|TestConcurrentRuns|TestTwoModels' ./runtime/ >"$hostile" 2>&1; then
+	cat "$hostile"
+	rm -f "$hostile"
+	exit 1
+fi
+grep -E '^(runtime hostile:|ok)' "$hostile"
+rm -f "$hostile"
