@@ -20,25 +20,25 @@ import tessera
 def main(args):
     if not 1 <= len(args) <= 3:
         sys.exit("usage: classify.py MODEL [INPUT.bin [OUTPUT.bin]]")
-    model = tessera.load(args[0])
-    (inp,), out = model.inputs, model.outputs[0]
-    if len(args) > 1:
-        x = np.fromfile(args[1], np.float32).reshape(inp.shape)
-    else:
-        x = ((np.arange(np.prod(inp.shape)) % 255).astype(np.float32) / np.float32(255)).reshape(inp.shape)
-    model.run({inp.name: x})  # the first run: warm-up
-    best = float("inf")
-    for _ in range(10):
-        t0 = time.perf_counter()
-        y = model.run({inp.name: x})[out.name]
-        best = min(best, time.perf_counter() - t0)
-    top = int(y.reshape(-1).argmax())
-    print("%s: top-1 class %d (%s = %g), %.3f ms per run (best of 10)"
-          % (args[0], top, out.name, y.reshape(-1)[top], best * 1e3))
-    if len(args) > 2:
-        y.tofile(args[2])
-    model.close()
-
+    with tessera.load(args[0]) as model:  # closed (after its runs end) on leaving the block
+        (inp,), out = model.inputs, model.outputs[0]
+        if len(args) > 1:
+            x = np.fromfile(args[1], np.float32).reshape(inp.shape)
+        else:
+            x = ((np.arange(np.prod(inp.shape)) % 255).astype(np.float32) / np.float32(255)).reshape(inp.shape)
+        model.run({inp.name: x})  # the first run: warm-up
+        ys = {t.name: np.empty(t.shape, t.dtype) for t in model.outputs}
+        y = ys[out.name]
+        best = float("inf")
+        for _ in range(10):
+            t0 = time.perf_counter()
+            model.run_into({inp.name: x}, ys)  # into preallocated arrays: no allocation per run
+            best = min(best, time.perf_counter() - t0)
+        top = int(y.reshape(-1).argmax())
+        print("%s: top-1 class %d (%s = %g), %.3f ms per run (best of 10)"
+              % (args[0], top, out.name, y.reshape(-1)[top], best * 1e3))
+        if len(args) > 2:
+            y.tofile(args[2])
 
 if __name__ == "__main__":
     main(sys.argv[1:])
