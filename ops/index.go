@@ -11,15 +11,16 @@ import (
 
 // Ops that read their data at run-time indices: Gather, GatherElements,
 // OneHot (their computes are te's: te/ops_index.go), and Trilu (a mask of
-// its indices).
+// its indices). The bounds of their indices are Indices (indices.go);
+// OneHot has none: ONNX makes an index out of range a row of off_value.
 
 func init() {
 	define(
-		&Op{Name: "Gather", MinIn: 2, MaxIn: 2, Pattern: Injective, Infer: inferGather, Eval: evalGather, Lower: lowerGather},
-		&Op{Name: "GatherElements", MinIn: 2, MaxIn: 2, Pattern: Injective, Lower: lowerGatherElements},
+		&Op{Name: "Gather", MinIn: 2, MaxIn: 2, Pattern: Injective, Infer: inferGather, Eval: evalGather, Lower: lowerGather, Indices: axisIndices},
+		&Op{Name: "GatherElements", MinIn: 2, MaxIn: 2, Pattern: Injective, Lower: lowerGatherElements, Indices: axisIndices},
 		&Op{Name: "OneHot", MinIn: 3, MaxIn: 3, Pattern: Injective, OutType: sameAs(2), Lower: lowerOneHot},
 		&Op{Name: "Trilu", MinIn: 1, MaxIn: 2, Pattern: Injective, Lower: lowerTrilu},
-		&Op{Name: "ReverseSequence", MinIn: 2, MaxIn: 2, Pattern: Injective, Lower: lowerReverseSequence},
+		&Op{Name: "ReverseSequence", MinIn: 2, MaxIn: 2, Pattern: Injective, Lower: lowerReverseSequence, Indices: reverseSequenceIndices},
 		&Op{Name: "GridSample", MinIn: 2, MaxIn: 2, Pattern: Injective, Lower: lowerGridSample},
 	)
 }
@@ -126,16 +127,7 @@ func inferGather(c *inferCtx) error {
 	if c.DType(1) != graph.Int64 {
 		return c.Errorf("indices are %s", c.DType(1))
 	}
-	// Indices known before run time must be in range: a kernel clamps
-	// run-time ones, which would turn a bad model into wrong numbers.
-	if idx := c.G.ConstOf(c.N.Inputs[1]); idx != nil {
-		n := int64(x[axis])
-		for _, j := range idx.I64 {
-			if j < -n || j >= n {
-				return c.Errorf("index %d out of range [%d, %d) of axis %d", j, -n, n, axis)
-			}
-		}
-	}
+	// Constant indices out of range are refused before (Op.Indices).
 	out := append(append(slices.Clone(x[:axis]), c.Shape(1)...), x[axis+1:]...)
 	c.Set(0, c.DType(0), out)
 	return nil

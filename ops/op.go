@@ -7,7 +7,8 @@
 //	                                ├─ Eval ─▶ folded constants       (package graph)
 //	                                ├─ Pattern ─▶ fusion              (package partition)
 //	                                ├─ Lower ─▶ te tensors            (package partition)
-//	                                └─ Alternatives ─▶ rival tasks    (package partition)
+//	                                ├─ Alternatives ─▶ rival tasks    (package partition)
+//	                                └─ Indices ─▶ run-time index checks (partition, build)
 //
 // The shape rule of an op that has a lowering is derived from it: shape
 // inference lowers the node onto placeholders of its inputs' shapes and
@@ -87,6 +88,13 @@ type Op struct {
 	// to node n (Winograd for a 3×3 Conv; nil: none), adding to g the
 	// constants they read; see Alternative.
 	Alternatives func(g *graph.Graph, n *graph.Node) ([]Alternative, error)
+	// Indices returns the node's inputs that hold indices read at run
+	// time, each with the data axes it indexes and the bounds of an index
+	// there (nil: none; see IndexOperand). Kernels clamp such indices to
+	// stay in memory, so an index out of bounds must be caught before:
+	// shape inference checks constant ones, fusion leaves the others in a
+	// buffer, and the build's executor checks them when the model runs.
+	Indices func(g *graph.Graph, n *graph.Node) ([]IndexOperand, error)
 }
 
 // table holds every op by name.
@@ -154,9 +162,20 @@ func PatternOf(n *graph.Node) Pattern {
 	return Opaque
 }
 
-// infer is the op's shape rule as package graph calls it.
+// infer is the op's shape rule as package graph calls it. It checks the
+// node's constant indices too (Indices): a kernel clamps them, which would
+// turn a bad model into wrong numbers.
 func (op *Op) infer(gc *graph.InferCtx) error {
 	c := &inferCtx{gc}
+	if op.Indices != nil {
+		ios, err := op.Indices(c.G, c.N)
+		if err != nil {
+			return err
+		}
+		if err := checkConstIndices(c.G, c.N, ios); err != nil {
+			return err
+		}
+	}
 	if op.Infer != nil {
 		return op.Infer(c)
 	}

@@ -16,10 +16,10 @@ import (
 
 func init() {
 	define(
-		&Op{Name: "ScatterElements", MinIn: 3, MaxIn: 3, Pattern: Opaque, Lower: lowerScatterElements},
-		&Op{Name: "Scatter", MinIn: 3, MaxIn: 3, Pattern: Opaque, Lower: lowerScatterElements},
-		&Op{Name: "ScatterND", MinIn: 3, MaxIn: 3, Pattern: Opaque, Eval: evalScatterND, Lower: lowerScatterND},
-		&Op{Name: "GatherND", MinIn: 2, MaxIn: 2, Pattern: Injective, Lower: lowerGatherND},
+		&Op{Name: "ScatterElements", MinIn: 3, MaxIn: 3, Pattern: Opaque, Lower: lowerScatterElements, Indices: axisIndices},
+		&Op{Name: "Scatter", MinIn: 3, MaxIn: 3, Pattern: Opaque, Lower: lowerScatterElements, Indices: axisIndices},
+		&Op{Name: "ScatterND", MinIn: 3, MaxIn: 3, Pattern: Opaque, Eval: evalScatterND, Lower: lowerScatterND, Indices: scatterNDIndices},
+		&Op{Name: "GatherND", MinIn: 2, MaxIn: 2, Pattern: Injective, Lower: lowerGatherND, Indices: gatherNDIndices},
 	)
 }
 

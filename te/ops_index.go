@@ -10,9 +10,11 @@ import (
 // GatherND, OneHot, ScatterElements and ScatterND. Indices arrive as
 // float32 values holding integers (the kernels' one element type); an
 // index is wrapped when negative and clamped to its axis, so every load
-// stays in bounds whatever the data says (ONNX leaves out-of-range indices
-// undefined). No load depends on a condition being evaluated first: a
-// vectorized select computes both of its sides.
+// stays in bounds whatever the data says. The clamp keeps memory safe; it
+// does not make an index out of range right (ONNX calls it an error): the
+// build checks run-time indices before a kernel reads them, and shape
+// inference constant ones (ops.Op.Indices). No load depends on a condition
+// being evaluated first: a vectorized select computes both of its sides.
 
 // indexAt is the index along an axis of extent n that value v (a float32
 // holding an integer) names: negative counts from the end, clamped to
