@@ -283,9 +283,20 @@ func (f *fuser) merge(child, parent int) {
 
 // walk visits every node on the paths from src's consumers to sink
 // (sink included, src excluded) once, stopping when visit returns false.
+// It fails, too, on an opaque read on the way: every path's nodes join one
+// group when src fuses into sink, and an opaque read (of an opaque op, or
+// of indices: EdgePattern) must cross groups.
 func (f *fuser) walk(src, sink int, visit func(i int, isSink bool) bool) bool {
 	clear(f.visited)
 	var rec func(i int) bool
+	edges := func(i int) bool {
+		for _, e := range f.nodes[i].outs {
+			if e.pattern == Opaque || !rec(e.to) {
+				return false
+			}
+		}
+		return true
+	}
 	rec = func(i int) bool {
 		if f.visited[i] {
 			return true
@@ -294,22 +305,9 @@ func (f *fuser) walk(src, sink int, visit func(i int, isSink bool) bool) bool {
 		if !visit(i, i == sink) {
 			return false
 		}
-		if i == sink {
-			return true
-		}
-		for _, e := range f.nodes[i].outs {
-			if !rec(e.to) {
-				return false
-			}
-		}
-		return true
+		return i == sink || edges(i)
 	}
-	for _, e := range f.nodes[src].outs {
-		if !rec(e.to) {
-			return false
-		}
-	}
-	return true
+	return edges(src)
 }
 
 // checkPath reports whether the group pattern of every node on the paths

@@ -41,8 +41,14 @@ func PatternOf(n *graph.Node) Pattern { return ops.PatternOf(n) }
 // EdgePattern returns the pattern of consumer c's read of value v: c's own
 // pattern, except that a Broadcast op reading an input of its output's
 // shape reads it elementwise (the bias of a Conv+Add is broadcast, the
-// Conv's output is not).
+// Conv's output is not), and that a read of indices the build checks at
+// run time (ops.Op.Indices: Gather's indices) is Opaque: the indices must
+// be in memory when c's kernel starts, so their producer never fuses into
+// c's group.
 func EdgePattern(g *graph.Graph, c *graph.Node, v string) Pattern {
+	if ops.ReadsIndices(g, c, v) {
+		return Opaque
+	}
 	p := PatternOf(c)
 	if p != Broadcast {
 		return p
