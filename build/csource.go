@@ -108,7 +108,8 @@ const baseAttr = `#if defined(__x86_64__)
 
 // executorC returns tsm_execute. A call that reads or writes a batched
 // value loops over the run's samples (batch; 1 in a model of static
-// shapes), its batched arguments advanced by a sample each time.
+// shapes), its batched arguments advanced by a sample each time. A call
+// whose group reads indices at run time checks them first (indices.go).
 func executorC(p *program) string {
 	var b strings.Builder
 	b.WriteString("\n/* tsm_execute runs every kernel in plan order: w is the weights payload, a the arena, batch the run's batch, dim the run's value of the dimension given at run time. */\n")
@@ -117,10 +118,20 @@ func executorC(p *program) string {
 	for s, c := range p.calls {
 		fmt.Fprintf(&b, "  /* step %d: group %d, %s */\n", s, c.group.ID, cComment(c.group.Ops()))
 		b.WriteString("  {\n    if (profile)\n      t0 = omp_get_wtime();\n")
+		for _, ck := range c.checks {
+			if !ck.perSample {
+				b.WriteString(checkC(ck, ck.pl.cExpr(), "    "))
+			}
+		}
 		indent, n := "    ", "0"
 		if c.batched() {
 			b.WriteString("    for (int64_t n = 0; n < batch; n++) {\n")
 			indent, n = "      ", "n"
+		}
+		for _, ck := range c.checks {
+			if ck.perSample {
+				b.WriteString(checkC(ck, ck.pl.cExprAt(n), indent))
+			}
 		}
 		variants := c.variants
 		if variants == nil {

@@ -101,6 +101,9 @@ type call struct {
 	// the arguments of each variant of the task's kernels (kernel.variants;
 	// args the first): the constants packed each variant's way.
 	variants [][]place
+	// checks are the run-time indices the group's nodes read, checked
+	// before the kernel runs (indices.go).
+	checks []indexCheck
 }
 
 // copyOut fills output buffer dst from src after the last call.
@@ -239,6 +242,16 @@ func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel, batch *
 			}
 			c.args = append(c.args, pl)
 		}
+		checks, err := indexChecks(g, grp, places, batch, dim)
+		if err != nil {
+			return nil, err
+		}
+		for _, ck := range checks {
+			if ck.pl.kind == inArena {
+				p.bufs[ck.pl.buf].Last = max(p.bufs[ck.pl.buf].Last, s)
+			}
+		}
+		c.checks = checks
 		if ws := int64(kernels[c.task].workspace); ws > 0 {
 			c.args = append(c.args, place{kind: inArena, elems: int((ws + 3) / 4), buf: len(p.bufs)})
 			p.bufs = append(p.bufs, Buffer{Name: fmt.Sprintf("workspace of step %d", s), Bytes: ws, First: s, Last: s})
@@ -290,6 +303,11 @@ func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel, batch *
 					pl.offset = mem.Offsets[pl.buf]
 					args[a] = pl
 				}
+			}
+		}
+		for i, ck := range p.calls[k].checks {
+			if ck.pl.kind == inArena {
+				p.calls[k].checks[i].pl.offset = mem.Offsets[ck.pl.buf]
 			}
 		}
 	}

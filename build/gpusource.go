@@ -21,8 +21,11 @@ import (
 //	                   touch gets a device buffer of its own (the CPU's
 //	                   arena plan is not used on a device); the weights are
 //	                   uploaded once
-//	tsm_execute        uploads the inputs, launches every kernel of every
-//	                   group in plan order, waits, downloads the outputs
+//	tsm_execute        checks the run-time indices among the inputs
+//	                   (indices.go), uploads the inputs, launches every
+//	                   kernel of every group in plan order (indices the
+//	                   device computed downloaded and checked before the
+//	                   group that reads them), waits, downloads the outputs
 //	tsr_model, runtime.c as on the CPU (csource.go)
 //
 // The device state is the library's: one open model per library, whose
@@ -68,6 +71,16 @@ func gpuSource(p *program, kernels []kernel, tg *target.Target, singleFile bool)
 			bufs = append(bufs, devBuf{elems: n, temp: true})
 		}
 		fmt.Fprintf(&launches, "  /* step %d: group %d, %s */\n", s, c.group.ID, cComment(c.group.Ops()))
+		for _, ck := range c.checks {
+			if ck.pl.kind == inInput {
+				continue // checked on the host before the upload
+			}
+			// Computed on the device: downloaded, once the kernels before
+			// are done, to the value's host place (the arena's slot or the
+			// output buffer, unused otherwise), and checked there.
+			fmt.Fprintf(&launches, "  if ((rc = tsm_dev_finish()) != 0 || (rc = tsm_dev_download(%s, %d, %d)) != 0)\n    return rc;\n", ck.pl.cExpr(), bufOf(ck.pl), 4*ck.pl.elems)
+			launches.WriteString(checkC(ck, ck.pl.cExpr(), "  "))
+		}
 		for _, l := range gf.Launches {
 			args := make([]string, len(l.Args))
 			for i, a := range l.Args {
@@ -124,6 +137,13 @@ func gpuSource(p *program, kernels []kernel, tg *target.Target, singleFile bool)
 	src.WriteString("\n/* tsm_execute uploads the inputs, launches the kernels in plan order and downloads the outputs. */\n")
 	src.WriteString("static int tsm_execute(const float *const *in, float *const *out, float *w, float *a, double *profile, int64_t batch, int64_t dim) {\n")
 	src.WriteString("  int rc;\n  (void)in; (void)out; (void)w; (void)a; (void)rc; (void)profile; (void)batch; (void)dim;\n")
+	for _, c := range p.calls {
+		for _, ck := range c.checks {
+			if ck.pl.kind == inInput {
+				src.WriteString(checkC(ck, ck.pl.cExpr(), "  "))
+			}
+		}
+	}
 	for i, d := range bufs {
 		if !d.temp && d.src.kind == inInput {
 			fmt.Fprintf(&src, "  if ((rc = tsm_dev_upload(%d, in[%d], %d)) != 0)\n    return rc;\n", i, d.src.index, 4*d.elems)
