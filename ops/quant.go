@@ -3,6 +3,8 @@ package ops
 import (
 	"fmt"
 	"maps"
+	"math"
+	"slices"
 
 	"tessera/graph"
 	"tessera/te"
@@ -18,8 +20,10 @@ import (
 
 func init() {
 	define(
-		&Op{Name: "QuantizeLinear", MinIn: 2, MaxIn: 3, Pattern: Broadcast, OutType: quantType(2), Lower: lowerQuantize},
-		&Op{Name: "DequantizeLinear", MinIn: 2, MaxIn: 3, Pattern: Broadcast, OutType: fixed(graph.Float32), Lower: lowerDequantize},
+		&Op{Name: "QuantizeLinear", MinIn: 2, MaxIn: 3, Pattern: Broadcast, OutType: quantType(2), Lower: lowerQuantize,
+			Eval: evalQuantize, Layout: graph.LayoutAxes, PermuteAxes: permuteQuantAxis},
+		&Op{Name: "DequantizeLinear", MinIn: 2, MaxIn: 3, Pattern: Broadcast, OutType: fixed(graph.Float32), Lower: lowerDequantize,
+			Eval: evalDequantize, Layout: graph.LayoutAxes, PermuteAxes: permuteQuantAxis},
 		&Op{Name: "DynamicQuantizeLinear", MinIn: 1, MaxIn: 1, Expand: expandDynamicQuantize},
 		&Op{Name: "MatMulInteger", MinIn: 2, MaxIn: 4, Expand: expandIntegerOp("MatMul", false)},
 		&Op{Name: "ConvInteger", MinIn: 2, MaxIn: 4, Expand: expandIntegerOp("Conv", false)},
@@ -269,4 +273,130 @@ func expandIntegerOp(op string, qlinear bool) func(c *inferCtx) ([]*graph.Node, 
 		e.write(n.Outputs[0], "Identity", nil, q)
 		return e.nodes, nil
 	}
+}
+
+// Constant quantization. A weight's DequantizeLinear (an int8 constant,
+// its scales and zero points) folds at build time into the float32
+// constant the kernels read, as the kernel would compute it: every
+// element is (x − zero_point)·scale, one float32 product of an exact
+// integer, and QuantizeLinear of a constant rounds the float32 quotient
+// half to even, adds the zero point and saturates. In float64 then
+// rounded to float32 both give the float32 operation's result (a float64
+// quotient or product rounded once more to float32 is the float32 one).
+
+// quantParams returns, for a QuantizeLinear or DequantizeLinear of x, the
+// scale and zero point of each element by flat index: per tensor, or per
+// slice along the axis attribute.
+func quantParams(c *inferCtx, in []*graph.Tensor) (scale func(int) float64, zp func(int) int64, err error) {
+	x, s := in[0], in[1]
+	var z *graph.Tensor
+	if len(in) > 2 {
+		z = in[2]
+	}
+	if b, _ := c.N.Int("block_size", 0); b != 0 {
+		return nil, nil, graph.Unsupportedf("%s at node %s: blocked quantization (block_size %d)", c.N.OpType, c.N.Name, b)
+	}
+	a, err := c.N.Int("axis", 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	// stride and extent of the axis, for per-axis parameters.
+	stride, extent := 1, 1
+	if s.Len() > 1 || (z != nil && z.Len() > 1) {
+		axis, err := normAxisInt(int(a), len(x.Shape))
+		if err != nil {
+			return nil, nil, err
+		}
+		extent = x.Shape[axis]
+		for _, d := range x.Shape[axis+1:] {
+			stride *= d
+		}
+	}
+	at := func(t *graph.Tensor, i int) int {
+		if t.Len() == 1 {
+			return 0
+		}
+		return (i / stride) % extent
+	}
+	sf := s.Float64s()
+	for _, v := range sf {
+		if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, nil, fmt.Errorf("%s at node %s: scale %g (a scale must be finite and not zero)", c.N.OpType, c.N.Name, v)
+		}
+	}
+	scale = func(i int) float64 { return sf[at(s, i)] }
+	zp = func(int) int64 { return 0 }
+	if z != nil {
+		zi := z.Int64s()
+		zp = func(i int) int64 { return zi[at(z, i)] }
+	}
+	return scale, zp, nil
+}
+
+func evalDequantize(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	if !in[0].DType.IsInt() {
+		return nil, nil // float8 and the like: not folded
+	}
+	scale, zp, err := quantParams(c, in)
+	if err != nil {
+		return nil, err
+	}
+	x := in[0].I64
+	out := make([]float32, len(x))
+	for i, v := range x {
+		out[i] = float32(float64(v-zp(i)) * float64(float32(scale(i))))
+	}
+	return []*graph.Tensor{graph.Float32Tensor(slices.Clone(in[0].Shape), out)}, nil
+}
+
+func evalQuantize(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	if in[0].DType != graph.Float32 {
+		return nil, nil
+	}
+	dt := c.Out[0].DType
+	lo, hi, ok := quantRange(dt)
+	if !ok {
+		return nil, nil
+	}
+	scale, zp, err := quantParams(c, in)
+	if err != nil {
+		return nil, err
+	}
+	x := in[0].F32
+	out := make([]int64, len(x))
+	for i, v := range x {
+		q := math.RoundToEven(float64(float32(float64(v)/float64(float32(scale(i)))))) + float64(zp(i))
+		out[i] = int64(min(max(q, lo), hi))
+	}
+	return []*graph.Tensor{{DType: dt, Shape: slices.Clone(in[0].Shape), I64: out}}, nil
+}
+
+// permuteQuantAxis: the axis attribute of QuantizeLinear and
+// DequantizeLinear (default 1) names the axis per-axis scales and zero
+// points run along; per-tensor ones work in any layout.
+func permuteQuantAxis(g *graph.Graph, n *graph.Node, perm []int) bool {
+	a, err := n.Int("axis", 1)
+	if err != nil {
+		return false
+	}
+	p, ok := permutedAxis(perm, a)
+	if !ok {
+		return !perAxisQuant(g, n)
+	}
+	n.SetAttr("axis", graph.Attr{Kind: graph.AttrInt, I: p})
+	return true
+}
+
+// perAxisQuant reports whether n's scale or zero point has more than one
+// element (or is not known).
+func perAxisQuant(g *graph.Graph, n *graph.Node) bool {
+	for _, i := range []int{1, 2} {
+		if name := n.Input(i); name != "" {
+			v := g.Values[name]
+			if v == nil || v.Shape == nil || graph.NumElems(v.Shape) > 1 {
+				return true
+			}
+		}
+	}
+	return false
 }

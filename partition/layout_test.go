@@ -64,6 +64,21 @@ func TestLayoutThroughShapeOps(t *testing.T) {
 			y := b.op("t", "Transpose", []string{conv(b, "c1", x, 8, 8)}, "perm", []int64{0, 2, 3, 1})
 			return b.op("r", "Relu", []string{y})
 		}, "Transpose,Conv,Relu"},
+		// QuantizeLinear and DequantizeLinear between convolutions (a QDQ
+		// model): layout-free per tensor, their axis renamed per channel;
+		// no transposes around them.
+		{"qdq per tensor", 13, func(b *tg, x string) string {
+			b.g.AddConst("zp", &graph.Tensor{DType: graph.Uint8, Shape: []int{}, I64: []int64{120}})
+			q := b.op("q", "QuantizeLinear", []string{conv(b, "c1", x, 8, 8), b.scalar("s", 0.02), "zp"})
+			return conv(b, "c2", b.op("dq", "DequantizeLinear", []string{q, "s", "zp"}), 8, 4)
+		}, "Transpose,Conv,QuantizeLinear,DequantizeLinear,Conv,Transpose"},
+		{"qdq per channel", 13, func(b *tg, x string) string {
+			b.g.AddConst("zp", &graph.Tensor{DType: graph.Int8, Shape: []int{8}, I64: []int64{-3, 0, 1, 7, -8, 2, 0, 5}})
+			s := b.g.FreshName("s")
+			b.g.AddConst(s, graph.Float32Tensor([]int{8}, []float32{0.01, 0.02, 0.015, 0.03, 0.011, 0.007, 0.02, 0.05}))
+			q := b.op("q", "QuantizeLinear", []string{conv(b, "c1", x, 8, 8), s, "zp"}, "axis", 1)
+			return conv(b, "c2", b.op("dq", "DequantizeLinear", []string{q, s, "zp"}, "axis", -3), 8, 4)
+		}, "Transpose,Conv,QuantizeLinear,DequantizeLinear,Conv,Transpose"},
 		{"image input read NCHW", 13, func(b *tg, x string) string {
 			b.g.Values[x].Shape = []int{1, 3, 6, 6}
 			return conv(b, "c2", conv(b, "c1", x, 3, 8), 8, 4)

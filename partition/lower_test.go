@@ -299,6 +299,30 @@ func TestPassesPreserveResults(t *testing.T) {
 				mkNode("ScatterND", "s2", []string{"s", "idx2", "upd2"}, []string{"s2"}, map[string]graph.Attr{"reduction": {Kind: graph.AttrString, S: "add"}}),
 				mkNode("Add", "a", []string{"x", "s2"}, []string{"y"}, nil),
 			}},
+		// A QDQ convolution as onnxruntime's quantize_static writes it:
+		// per-channel int8 weights, an int32 bias and uint8 activations.
+		// The weights' and the bias's DequantizeLinear fold (to the values
+		// the kernel would compute), the activations' stay.
+		{"qdq conv: per-channel int8 weights, int32 bias, uint8 activations", []int{1, 3, 6, 6},
+			map[string]*graph.Tensor{
+				"wq": {DType: graph.Int8, Shape: []int{4, 3, 3, 3}, I64: randInts(rng, 4*3*3*3, -127, 127)},
+				"ws": graph.Float32Tensor([]int{4}, []float32{0.011, 0.0073, 0.02, 0.0051}),
+				"wz": {DType: graph.Int8, Shape: []int{4}, I64: []int64{0, 0, 0, 0}},
+				"bq": {DType: graph.Int32, Shape: []int{4}, I64: []int64{-1200, 35, 999, 0}},
+				"bs": graph.Float32Tensor([]int{4}, []float32{0.011 / 127, 0.0073 / 127, 0.02 / 127, 0.0051 / 127}),
+				"xs": graph.Float32Tensor([]int{}, []float32{1.0 / 127}), "xz": {DType: graph.Uint8, Shape: []int{}, I64: []int64{128}},
+				"ys": graph.Float32Tensor([]int{}, []float32{0.013}), "yz": {DType: graph.Uint8, Shape: []int{}, I64: []int64{0}},
+			},
+			[]*graph.Node{
+				mkNode("QuantizeLinear", "qx", []string{"x", "xs", "xz"}, []string{"xq"}, nil),
+				mkNode("DequantizeLinear", "dqx", []string{"xq", "xs", "xz"}, []string{"xd"}, nil),
+				mkNode("DequantizeLinear", "dqw", []string{"wq", "ws", "wz"}, []string{"wd"}, map[string]graph.Attr{"axis": intA(0)}),
+				mkNode("DequantizeLinear", "dqb", []string{"bq", "bs"}, []string{"bd"}, map[string]graph.Attr{"axis": intA(0)}),
+				mkNode("Conv", "c", []string{"xd", "wd", "bd"}, []string{"c1"}, map[string]graph.Attr{"pads": ints(1, 1, 1, 1)}),
+				mkNode("Relu", "r", []string{"c1"}, []string{"c2"}, nil),
+				mkNode("QuantizeLinear", "qy", []string{"c2", "ys", "yz"}, []string{"yq"}, nil),
+				mkNode("DequantizeLinear", "dqy", []string{"yq", "ys", "yz"}, []string{"y"}, nil),
+			}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -327,10 +351,22 @@ func TestPassesPreserveResults(t *testing.T) {
 				if n.OpType == "BatchNormalization" || n.OpType == "Identity" || n.OpType == "ReduceMean" || n.OpType == "ScatterND" {
 					t.Errorf("%s left after the passes", n.OpType)
 				}
+				if n.OpType == "DequantizeLinear" && g.ConstOf(n.Inputs[0]) != nil {
+					t.Errorf("the DequantizeLinear of constant %s was not folded", n.Inputs[0])
+				}
 			}
 			if !approxEqual(opt[0], plain[0], 1e-5) {
 				t.Errorf("with passes %v\nwithout     %v", opt[0], plain[0])
 			}
 		})
 	}
+}
+
+// randInts draws n integers in [lo, hi].
+func randInts(rng *rand.Rand, n int, lo, hi int64) []int64 {
+	v := make([]int64, n)
+	for i := range v {
+		v[i] = lo + rng.Int63n(hi-lo+1)
+	}
+	return v
 }
