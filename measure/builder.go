@@ -53,9 +53,9 @@ type Builder struct {
 	Parallel int           // concurrent compiler processes; 0 means runtime.NumCPU()
 	CacheDir string        // empty means os.UserCacheDir()/tessera/build
 
-	mu         sync.Mutex
-	versionFor string // the compiler command that version belongs to
-	version    string // first line of `CC --version`, resolved path, host
+	mu          sync.Mutex
+	compilerFor string       // the compiler command compiler belongs to
+	compiler    CompilerInfo // its path and `--version` line
 }
 
 // DefaultFlags returns the flags of the cpu target. -ffast-math is left out:
@@ -186,15 +186,24 @@ func (b *Builder) TargetKey(target string, threads int) string {
 	return fmt.Sprintf("%s threads=%d | %s", target, threads, b.CompilerID())
 }
 
-// compilerVersion returns the flag-independent part of CompilerID, running
-// `CC --version` once per compiler command.
-func (b *Builder) compilerVersion() string {
+// CompilerInfo is the C compiler a Builder runs: its command ($CC, else cc,
+// where Builder.CC is empty), the path the command's first word resolves
+// to, and the first line of its `--version`.
+type CompilerInfo struct {
+	Command []string
+	Path    string // "not found" where the command is not on PATH
+	Version string // "unknown version" where `--version` failed
+}
+
+// CompilerInfo resolves the builder's compiler and asks its version, once
+// per compiler command.
+func (b *Builder) CompilerInfo() CompilerInfo {
 	argv := b.command()
 	key := strings.Join(argv, "\x00")
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.versionFor == key && b.version != "" {
-		return b.version
+	if b.compilerFor == key && b.compiler.Version != "" {
+		return b.compiler
 	}
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
@@ -207,10 +216,17 @@ func (b *Builder) compilerVersion() string {
 	if err == nil {
 		line, _, _ = strings.Cut(strings.TrimSpace(string(out)), "\n")
 	}
-	b.versionFor = key
-	b.version = fmt.Sprintf("%s [%s] %s | host %s/%s %s", strings.Join(argv, " "), path, line,
+	b.compilerFor = key
+	b.compiler = CompilerInfo{Command: argv, Path: path, Version: line}
+	return b.compiler
+}
+
+// compilerVersion returns the flag-independent part of CompilerID: the
+// compiler's command, path and version line, and the host.
+func (b *Builder) compilerVersion() string {
+	c := b.CompilerInfo()
+	return fmt.Sprintf("%s [%s] %s | host %s/%s %s", strings.Join(c.Command, " "), c.Path, c.Version,
 		runtime.GOOS, runtime.GOARCH, cpuModel())
-	return b.version
 }
 
 // cpuModel returns the "model name" of /proc/cpuinfo, or "" where there is none.

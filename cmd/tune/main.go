@@ -28,6 +28,7 @@ var tune = cli.Program{
 		{Name: "costmodel", Summary: "train a cost model on the records of --db files, or evaluate one on held-out records", Run: runCostModel},
 		{Name: "machine", Summary: "print the machine model the cpu target compiles for (--cpu), and its FMA peak (--peak)", Run: runMachine},
 		{Name: "worker", Summary: "measure the jobs of this machine's target key that tuners send through NATS JetStream (--nats URL)", Run: runWorker},
+		{Name: "version", Summary: "print the version and commit of tune, the C ABI version, Go's and the C compiler's (also --version)", Run: runVersion},
 	},
 }
 

@@ -41,7 +41,7 @@ type Program struct {
 // Main runs the command args name (args[0]) with the arguments after it,
 // or the default command with all of them, and turns its error (or
 // panic) into a message on stderr and an exit status. No arguments, or
-// -h, print the usage.
+// -h, print the usage; --version runs the command "version".
 func (p *Program) Main(args []string, stdout, stderr io.Writer) (status int) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -58,6 +58,9 @@ func (p *Program) Main(args []string, stdout, stderr io.Writer) (status int) {
 			return 1
 		}
 		return 0
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = append([]string{"version"}, args[1:]...) // the command "version", where the program has one
 	}
 	for _, c := range p.Commands {
 		if c.Name == args[0] {

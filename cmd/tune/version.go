@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	goruntime "runtime"
+	"runtime/debug"
+	"strings"
+
+	"tessera/internal/cli"
+	"tessera/measure"
+	"tessera/runtime"
+)
+
+// versionUsage is the help of the command, before its flags.
+const versionUsage = "usage: tune version (or tune --version)\n\n" +
+	"Prints the module version of tune and the commit it was built from, the\n" +
+	"C ABI version of the libraries tune build writes, the Go version, and the\n" +
+	"C compiler tune would run ($CC, else cc) with its --version line.\n\n"
+
+// runVersion is `tune version` and `tune --version`.
+func runVersion(args []string, stdout, stderr io.Writer) error {
+	fs := cli.NewFlagSet("tune version", stderr, nil)
+	cli.SetUsage(fs, versionUsage)
+	pos, err := cli.Parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return cli.Usagef(stderr, "tune version: no arguments (run 'tune version -h')")
+	}
+	bi, _ := debug.ReadBuildInfo()
+	_, err = io.WriteString(stdout, versionText(bi, (&measure.Builder{}).CompilerInfo()))
+	return err
+}
+
+// versionText is what tune version prints, from the build information
+// of the binary (nil where it has none) and the C compiler.
+func versionText(bi *debug.BuildInfo, cc measure.CompilerInfo) string {
+	module, version := "tessera", "(devel)"
+	settings := map[string]string{}
+	if bi != nil {
+		if bi.Main.Path != "" {
+			module = bi.Main.Path
+		}
+		if bi.Main.Version != "" {
+			version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			settings[s.Key] = s.Value
+		}
+	}
+	commit := "(devel): none recorded (go build records it in a git checkout; go run, go test and -buildvcs=false do not)"
+	if rev := settings["vcs.revision"]; rev != "" {
+		commit = rev
+		if at := settings["vcs.time"]; at != "" {
+			commit += " " + at
+		}
+		if settings["vcs.modified"] == "true" {
+			commit += " (with uncommitted changes)"
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "tune       %s %s\n", module, version)
+	fmt.Fprintf(&b, "commit     %s\n", commit)
+	fmt.Fprintf(&b, "C ABI      %d\n", runtime.ABIVersion)
+	fmt.Fprintf(&b, "Go         %s %s/%s\n", goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
+	fmt.Fprintf(&b, "C compiler %s (%s): %s\n", strings.Join(cc.Command, " "), cc.Path, cc.Version)
+	return b.String()
+}
