@@ -72,7 +72,11 @@ func LowerGPU(s *State, name string) (*tir.PrimFunc, error) {
 			body = &tir.Allocate{Buf: l.stages[i].storage, Body: body}
 		}
 	}
-	return l.function(name, body), nil
+	f := l.function(name, body)
+	if err := tir.CheckScopes(f); err != nil {
+		return nil, fmt.Errorf("lower for gpu: a stage reads a buffer where it is not computed (a gather index attached apart from its reader): %w", err)
+	}
+	return f, nil
 }
 
 // function wraps a lowered body in the PrimFunc: the DAG's inputs (packed

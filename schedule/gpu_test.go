@@ -229,3 +229,28 @@ func TestRandomGPUSchedulesAllOps(t *testing.T) {
 		t.Errorf("the generator rarely reaches GPU schedules: %d of %d bind threads, %d use shared memory", bound.Load(), total.Load(), shared.Load())
 	}
 }
+
+// TestLowerGPURefusesIndexComputedLater is TestLowerRefusesIndexComputedLater
+// for the GPU: a cache of a gathered tensor computed inside its reader's
+// loops, apart from the index it needs, read the index outside its scope
+// (and an uninitialized local copy of it); the codegen's strict mode found
+// a random GPU schedule of gather lowered so. LowerGPU refuses it, as
+// Lower does.
+func TestLowerGPURefusesIndexComputedLater(t *testing.T) {
+	d := te.ExampleDAGs()["gather"] // X, I, I_index, gather
+	steps := []schedule.Step{
+		&schedule.Fuse{Stage: 3, Iters: []int{0, 1}},
+		&schedule.Fuse{Stage: 3, Iters: []int{0, 1}},
+		&schedule.Annotate{Stage: 3, Iter: 0, Ann: schedule.ThreadX},
+		&schedule.CacheRead{Stage: 0, Scope: tir.Local, Readers: []int{3}}, // X, X.local, I, I_index, gather
+		&schedule.ComputeAt{Stage: 3, TargetStage: 4, TargetIter: 0},
+		&schedule.ComputeAt{Stage: 1, TargetStage: 4, TargetIter: 0},
+	}
+	s, err := schedule.Replay(schedule.NewState(d), steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err := schedule.LowerGPU(s, "k"); err == nil || !strings.Contains(err.Error(), "I_index") {
+		t.Fatalf("lowered without the error naming I_index: %v\n%v", err, f)
+	}
+}

@@ -206,6 +206,7 @@ func RunGPU(f *PrimFunc, args [][]float32) (err error) {
 		}
 		in.bufs[p] = len(in.mem)
 		in.mem = append(in.mem, args[i])
+		in.memBuf = append(in.memBuf, p)
 	}
 	for _, t := range temps {
 		if _, ok := in.bufs[t]; ok {
@@ -217,6 +218,7 @@ func RunGPU(f *PrimFunc, args [][]float32) (err error) {
 		}
 		in.bufs[t] = len(in.mem)
 		in.mem = append(in.mem, nanFilled(n))
+		in.memBuf = append(in.memBuf, t)
 	}
 	compiled := make([]compiledKernel, len(ks))
 	for i, k := range ks {
@@ -235,10 +237,7 @@ func RunGPU(f *PrimFunc, args [][]float32) (err error) {
 		compiled[i] = compiledKernel{Kernel: k, body: body, shared: in.gpu.shared, barriers: in.gpu.barriers}
 	}
 	in.gpu = nil
-	slotBuf := make([]*Buffer, len(in.mem))
-	for b, s := range in.bufs {
-		slotBuf[s] = b
-	}
+	slotBuf := in.memBuf
 	defer func() {
 		if r := recover(); r != nil {
 			switch fault := r.(type) {

@@ -21,6 +21,7 @@ func Run(f *PrimFunc, args [][]float32) (err error) {
 		}
 		in.bufs[p] = len(in.mem)
 		in.mem = append(in.mem, args[i])
+		in.memBuf = append(in.memBuf, p)
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -57,6 +58,10 @@ const maxInterpSteps = 1 << 28
 type interp struct {
 	slots map[*Var]int
 	bufs  map[*Buffer]int
+	live  map[*Buffer]bool // the buffers whose allocation is being compiled
+	// memBuf is the buffer of each storage slot of mem (a buffer whose
+	// allocation unrolling copied has a slot per copy).
+	memBuf []*Buffer
 	mem   [][]float32
 	err   error
 	gpu   *gpuCompile // set while RunGPU compiles a kernel body
@@ -113,8 +118,17 @@ func (in *interp) stmt(s Stmt) func(*frame) {
 		}
 	case *Let:
 		slot := in.slot(s.Var)
-		val := in.int(s.Value)
 		body := in.stmt(s.Body)
+		if s.Var.T == Float32 {
+			// A float let (the partial sums of forwardUpdates) keeps its
+			// float32 value's bits in the variable's slot.
+			val := in.float(s.Value)
+			return func(fr *frame) {
+				fr.vars[slot] = int64(math.Float64bits(float64(float32(val(fr)))))
+				body(fr)
+			}
+		}
+		val := in.int(s.Value)
 		return func(fr *frame) {
 			fr.vars[slot] = val(fr)
 			body(fr)
@@ -139,7 +153,11 @@ func (in *interp) stmt(s Stmt) func(*frame) {
 			}
 		}
 	case *Allocate:
-		if _, ok := in.bufs[s.Buf]; ok {
+		// A buffer is allocated once at a time: allocated again inside its
+		// own allocation is an error, but the copies of one allocation that
+		// unrolling a loop leaves side by side each get storage of their
+		// own, which the buffer names inside its copy's scope only.
+		if in.live[s.Buf] {
 			in.fail("buffer %s allocated twice", s.Buf.Name)
 		}
 		n := s.Buf.Size()
@@ -147,8 +165,22 @@ func (in *interp) stmt(s Stmt) func(*frame) {
 			in.fail("allocation of %s with %d elements", s.Buf.Name, n)
 		}
 		slot := len(in.mem)
+		prev, had := in.bufs[s.Buf]
 		in.bufs[s.Buf] = slot
 		in.mem = append(in.mem, nil)
+		in.memBuf = append(in.memBuf, s.Buf)
+		if in.live == nil {
+			in.live = map[*Buffer]bool{}
+		}
+		in.live[s.Buf] = true
+		defer func() {
+			delete(in.live, s.Buf)
+			if had {
+				in.bufs[s.Buf] = prev
+			} else {
+				delete(in.bufs, s.Buf)
+			}
+		}()
 		if in.gpu != nil {
 			return in.gpuAllocate(s, slot)
 		}
@@ -209,6 +241,16 @@ func (in *interp) float(x Expr) func(*frame) float64 {
 	case *FloatImm:
 		v := x.V
 		return func(*frame) float64 { return v }
+	case *Var:
+		if x.T != Float32 {
+			break
+		}
+		slot, ok := in.slots[x]
+		if !ok {
+			in.fail("float variable %s used outside its let", x.Name)
+			return func(*frame) float64 { return 0 }
+		}
+		return func(fr *frame) float64 { return math.Float64frombits(uint64(fr.vars[slot])) }
 	case *Load:
 		off := in.offset(x.Buf, x.Indices)
 		slot, ok := in.bufs[x.Buf]
