@@ -62,9 +62,9 @@ type interp struct {
 	// memBuf is the buffer of each storage slot of mem (a buffer whose
 	// allocation unrolling copied has a slot per copy).
 	memBuf []*Buffer
-	mem   [][]float32
-	err   error
-	gpu   *gpuCompile // set while RunGPU compiles a kernel body
+	mem    [][]float32
+	err    error
+	gpu    *gpuCompile // set while RunGPU compiles a kernel body
 }
 
 func (in *interp) fail(format string, a ...any) {
