@@ -3,7 +3,7 @@
 // compare with:
 //
 //	node bench/ort/run.mjs MODEL OUTDIR [--input NAME=FILE ...] [--value NAME=V0,V1,... ...]
-//	    [--shape NAME=D0,D1,... ...]
+//	    [--shape NAME=D0,D1,... ...] [--optimization LEVEL] [--config KEY=VALUE ...]
 //
 // --input gives a float32 input as a raw little-endian file (the format
 // `tune run` reads); --value gives an input's values inline in the input's
@@ -13,6 +13,15 @@
 // written as OUTDIR/NAME.bin, raw little-endian float32 (integer and bool
 // outputs converted), NAME with characters other than [A-Za-z0-9_.-]
 // replaced by '_'; one line per output says NAME=FILE.
+//
+// --optimization sets the session's graph optimization level (disabled,
+// basic, extended, all; default all): a QDQ model runs onnxruntime's
+// int8 kernels at extended and above, and as QuantizeLinear, float ops
+// and DequantizeLinear, the format's reference semantics, when disabled.
+// --config adds a session configuration entry (onnxruntime's
+// AddSessionConfigEntry keys): session.x64quantprecision=1 makes the int8
+// kernels of an x86-64 CPU without VNNI exact where their u8s8 products
+// would overflow 16 bits.
 import fs from 'node:fs';
 import path from 'node:path';
 import process from 'node:process';
@@ -20,12 +29,12 @@ import ort from 'onnxruntime-node';
 
 function usage(msg) {
 	if (msg) process.stderr.write(`run.mjs: ${msg}\n`);
-	process.stderr.write('usage: node run.mjs MODEL OUTDIR [--input NAME=FILE ...] [--value NAME=V0,V1,... ...] [--shape NAME=D0,D1,... ...]\n');
+	process.stderr.write('usage: node run.mjs MODEL OUTDIR [--input NAME=FILE ...] [--value NAME=V0,V1,... ...] [--shape NAME=D0,D1,... ...] [--optimization LEVEL] [--config KEY=VALUE ...]\n');
 	process.exit(2);
 }
 
 function parseArgs(argv) {
-	const o = { model: '', out: '', files: new Map(), values: new Map(), shapes: new Map() };
+	const o = { model: '', out: '', files: new Map(), values: new Map(), shapes: new Map(), optimization: 'all', config: {} };
 	const pair = (flag, v) => {
 		const i = (v ?? '').indexOf('=');
 		if (i <= 0) usage(`${flag} wants NAME=VALUE, got "${v}"`);
@@ -46,6 +55,12 @@ function parseArgs(argv) {
 			o.shapes.set(n, dims);
 			break;
 		}
+		case '--optimization': {
+			o.optimization = argv[++i] ?? '';
+			if (!['disabled', 'basic', 'extended', 'all'].includes(o.optimization)) usage(`--optimization wants disabled, basic, extended or all, got "${o.optimization}"`);
+			break;
+		}
+		case '--config': { const [k, v] = pair(a, argv[++i]); o.config[k] = v; break; }
 		case '-h': case '--help': usage(); break;
 		default:
 			if (a.startsWith('-')) usage(`unknown flag ${a}`);
@@ -104,9 +119,24 @@ function feedsFor(session, o) {
 	return feeds;
 }
 
+// nested turns config keys into the nested object of the session options'
+// extra field, which onnxruntime-node flattens back into "a.b" keys.
+function nested(config) {
+	const out = {};
+	for (const [k, v] of Object.entries(config)) {
+		const parts = k.split('.');
+		let at = out;
+		for (const p of parts.slice(0, -1)) at = at[p] ??= {};
+		at[parts[parts.length - 1]] = v;
+	}
+	return out;
+}
+
 async function main() {
 	const o = parseArgs(process.argv.slice(2));
-	const session = await ort.InferenceSession.create(o.model, { executionProviders: ['cpu'], intraOpNumThreads: 1 });
+	const session = await ort.InferenceSession.create(o.model, {
+		executionProviders: ['cpu'], intraOpNumThreads: 1, graphOptimizationLevel: o.optimization, extra: nested(o.config),
+	});
 	const out = await session.run(feedsFor(session, o));
 	fs.mkdirSync(o.out, { recursive: true });
 	for (const name of session.outputNames) {
