@@ -23,6 +23,7 @@ var tune = cli.Program{
 		{Name: "inspect", Summary: "print the graph before and after the passes, the fused groups and the task table", Run: runInspect},
 		{Name: "build", Summary: "compile the model with the best record of every task into a library, header, weights and manifest", Run: runBuild},
 		{Name: "run", Summary: "run a built model on input files; write its outputs and compare them with references", Run: runModel},
+		{Name: "quantize", Summary: "write the static int8 QDQ model of a float model (onnxruntime's quantize_static format), ranges calibrated on sample inputs", Run: runQuantize},
 		{Name: "bench", Summary: "time a built model end to end (min and median ms)", Run: runBench},
 		{Name: "records", Summary: "export, import, distill (best k per task), summarize or plot the records of --db", Run: runRecords},
 		{Name: "costmodel", Summary: "train a cost model on the records of --db files, or evaluate one on held-out records", Run: runCostModel},

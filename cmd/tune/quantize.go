@@ -1,0 +1,153 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+
+	"tessera/graph"
+	"tessera/internal/cli"
+	"tessera/quantize"
+)
+
+// quantizeUsage is the help of the command, before its flags.
+const quantizeUsage = "usage: tune quantize model.onnx -o model.int8.onnx [--calibrate FILE.npy ...] [--method minmax|percentile] [--percentile P] [--input name=d0,d1,...]\n\n" +
+	"Writes the static int8 QDQ model onnxruntime's quantize_static writes (QuantFormat.QDQ;\n" +
+	"uint8 activations, int8 weights per channel, int32 biases): QuantizeLinear/DequantizeLinear\n" +
+	"around Conv, Gemm, MatMul and the ops between them, with ranges calibrated by running\n" +
+	"the float model on --calibrate's samples (one .npy per input, in input order or\n" +
+	"name=FILE.npy; repeat for more samples), or on --random random inputs.\n\nflags:\n"
+
+// quantizeFlags are the flags of `tune quantize`.
+type quantizeFlags struct {
+	inputs     cli.Shapes
+	calibrate  cli.List
+	out        string
+	method     string
+	percentile float64
+	random     int
+	seed       uint64
+	threads    int
+}
+
+func (q *quantizeFlags) Register(fs *flag.FlagSet) {
+	q.inputs = cli.Shapes{}
+	fs.Var(q.inputs, "input", "bind graph input `name=d0,d1,...` to a static shape (repeatable)")
+	fs.Var(&q.calibrate, "calibrate", "a calibration sample's input `FILE.npy` (or name=FILE.npy; repeatable: bare files go to the inputs in order, a sample per round)")
+	fs.StringVar(&q.out, "o", "", "write the quantized model to `FILE` (required; not the input)")
+	fs.StringVar(&q.method, "method", "minmax", "calibration: minmax (min and max over the samples) or percentile (of |x|, onnxruntime's)")
+	fs.Float64Var(&q.percentile, "percentile", quantize.DefaultPercentile, "the percentile of --method percentile, in [0, 100]")
+	fs.IntVar(&q.random, "random", 8, "without --calibrate, calibrate on `N` random inputs (uniform in [-1, 1); integers 0 or 1)")
+	fs.Uint64Var(&q.seed, "seed", 1, "seed of --random's inputs")
+	fs.IntVar(&q.threads, "threads", runtime.NumCPU(), "threads of the calibration runs")
+	cli.SetUsage(fs, quantizeUsage)
+}
+
+// runQuantize is `tune quantize model.onnx -o out.onnx [flags]`
+// (quantize.Load, quantize.Quantize, quantize.Write).
+func runQuantize(args []string, stdout, stderr io.Writer) error {
+	var qf quantizeFlags
+	pos, err := cli.Parse(cli.NewFlagSet("tune quantize", stderr, &qf), args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || qf.out == "" {
+		return cli.Usagef(stderr, "tune quantize: want one model file and -o FILE (run 'tune quantize -h')")
+	}
+	if quantize.SameFile(pos[0], qf.out) {
+		return fmt.Errorf("-o %s is the input model: write the quantized model to another file", qf.out)
+	}
+	if qf.threads <= 0 || qf.random <= 0 {
+		return errors.New("--threads and --random must be positive")
+	}
+	g, notes, err := quantize.Load(pos[0], qf.inputs.Dims())
+	if err != nil {
+		return err
+	}
+	cli.Notes(stderr, "tune quantize", notes)
+	samples, err := calibrationSamples(g, qf.calibrate)
+	if err != nil {
+		return err
+	}
+	if samples == nil {
+		fmt.Fprintf(stderr, "tune quantize: warning: no calibration data: ranges from %d random inputs; give --calibrate for a model you deploy\n", qf.random)
+		if samples, err = quantize.RandomSamples(g, qf.random, qf.seed); err != nil {
+			return err
+		}
+	}
+	ctx, sigs := cli.NotifySignals()
+	defer sigs.Stop()
+	q, rep, err := quantize.Quantize(ctx, g, quantize.Options{
+		Method: quantize.Method(qf.method), Percentile: qf.percentile, Samples: samples, Run: quantize.BuildRunner(qf.threads)})
+	if err != nil {
+		return sigs.Interrupted(err, "stopped; nothing was written")
+	}
+	if err := quantize.Write(qf.out, q); err != nil {
+		return err
+	}
+	method := qf.method
+	if method == string(quantize.Percentile) {
+		method = fmt.Sprintf("percentile %g of |x|", qf.percentile)
+	}
+	fmt.Fprintf(stdout, "calibration: %s over %d samples\n", method, rep.Samples)
+	rep.WriteReport(stdout)
+	st, err := os.Stat(qf.out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s (opset %d, %d nodes, %.1f MB)\n", cli.Printable(qf.out), q.Opset, len(q.Nodes), float64(st.Size())/1e6)
+	return nil
+}
+
+// calibrationSamples reads --calibrate's files as samples, one tensor per
+// graph input: a NAME=FILE goes to input NAME, a bare FILE to the inputs
+// in order, round after round; every input needs as many files. nil when
+// no file is given.
+func calibrationSamples(g *graph.Graph, files []string) ([][]*graph.Tensor, error) {
+	if len(files) == 0 {
+		return nil, nil
+	}
+	byInput := make([][]string, len(g.Inputs))
+	named, bare := 0, 0
+	for _, f := range files {
+		if name, file, ok := strings.Cut(f, "="); ok && slices.Contains(g.Inputs, name) {
+			i := slices.Index(g.Inputs, name)
+			byInput[i] = append(byInput[i], file)
+			named++
+			continue
+		}
+		byInput[bare%len(g.Inputs)] = append(byInput[bare%len(g.Inputs)], f)
+		bare++
+	}
+	if named > 0 && bare > 0 {
+		return nil, fmt.Errorf("--calibrate: give every file as name=FILE or every file bare, in the order of the inputs (%s)", strings.Join(g.Inputs, ", "))
+	}
+	for i, fs := range byInput {
+		if len(fs) != len(byInput[0]) {
+			return nil, fmt.Errorf("--calibrate: %d files for input %s, %d for %s: every input needs one file per sample", len(byInput[0]), g.Inputs[0], len(fs), g.Inputs[i])
+		}
+	}
+	samples := make([][]*graph.Tensor, len(byInput[0]))
+	for i, fs := range byInput {
+		for k, f := range fs {
+			t, err := quantize.ReadNpy(f) // its errors name the file
+			if err != nil {
+				return nil, fmt.Errorf("--calibrate: %w", err)
+			}
+			samples[k] = append(samples[k], t)
+			v := g.Values[g.Inputs[i]]
+			if t.DType != v.DType {
+				return nil, fmt.Errorf("--calibrate %s: %s values, input %s is %s", f, t.DType, v.Name, v.DType)
+			}
+			if !slices.Equal(t.Shape, v.Shape) {
+				return nil, fmt.Errorf("--calibrate %s: shape %v, input %s takes %v", f, t.Shape, v.Name, v.Shape)
+			}
+		}
+	}
+	return samples, nil
+}
