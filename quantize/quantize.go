@@ -294,6 +294,9 @@ func (r *Report) WriteReport(w io.Writer) {
 	fmt.Fprintf(w, "quantized nodes: %s\n", r.NodeSummary())
 	fmt.Fprintf(w, "activations: %d Q/DQ pairs of their own range, %d sharing their input's; %d Relu/Clip folded into the Q before them\n", r.Activations, r.Shared, r.Folded)
 	fmt.Fprintf(w, "weights: %d int8 (%d per channel), %d biases int32, %d other constants uint8\n", r.Weights, r.PerChannel, r.Biases, r.Constants)
+	for _, o := range r.Outputs {
+		fmt.Fprintf(w, "output %s: scale %.9g, zero point %d\n", o.Name, o.Scale, o.ZeroPoint)
+	}
 	if r.Raised > 0 {
 		fmt.Fprintf(w, "weight scales raised so that the int32 bias fits: %d channels\n", r.Raised)
 	}

@@ -357,6 +357,15 @@ type Report struct {
 	Degenerate  []string // tensors of an all-zero range: scale 1, zero point 0
 	Samples     int      // calibration samples
 	Notes       []string // what a user should know
+	// Outputs are the quantized graph outputs' scales and zero points:
+	// one step of an output is its scale.
+	Outputs []Output
+}
+
+// Output is a quantized graph output's scale and zero point.
+type Output struct {
+	Name string
+	Params
 }
 
 // NodeSummary is "Conv×20 Relu×17 ...", the quantized nodes by op type.
@@ -413,6 +422,11 @@ func (p *plan) emit(ranges map[string]Range, rep *Report) error {
 		info[name] = pi
 	}
 	p.order = slices.DeleteFunc(p.order, func(s string) bool { return p.marks[s] == nil })
+	for _, o := range g.Outputs {
+		if qi := info[o]; qi != nil && p.marks[o] != nil && len(qi.ps) == 1 {
+			rep.Outputs = append(rep.Outputs, Output{Name: o, Params: qi.ps[0]})
+		}
+	}
 
 	// The weights' scales, raised where an int32 bias would overflow.
 	for _, b := range p.biases {

@@ -64,7 +64,10 @@ func TestTinyEndToEnd(t *testing.T) {
 	if err := Write(path, q); err != nil {
 		t.Fatal(err)
 	}
-	_, step, _ := outputParams(t, q)
+	_, step, zp := outputParams(t, q)
+	if len(rep.Outputs) != 1 || rep.Outputs[0] != (Output{"output", Params{step, zp}}) {
+		t.Errorf("reported outputs %v, the model's output has scale %g and zero point %d", rep.Outputs, step, zp)
+	}
 
 	// One random input, through Tessera's build of the written file and
 	// through the reference evaluator.

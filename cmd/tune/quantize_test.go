@@ -50,7 +50,7 @@ func TestQuantizeCommand(t *testing.T) {
 	if code := run([]string{"quantize", tiny, "-o", out, "--calibrate", s1, "--calibrate", s2, "--method", "percentile"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("tune quantize: exit %d\n%s%s", code, stdout.String(), stderr.String())
 	}
-	for _, want := range []string{"calibration: percentile 99.999 of |x| over 2 samples", "quantized nodes: Conv×2 Gemm×1 GlobalAveragePool×1 Relu×2", "3 int8 (3 per channel), 3 biases int32", "wrote " + out} {
+	for _, want := range []string{"calibration: percentile 99.999 of |x| over 2 samples", "quantized nodes: Conv×2 Gemm×1 GlobalAveragePool×1 Relu×2", "3 int8 (3 per channel), 3 biases int32", "output output: scale ", "wrote " + out} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout.String())
 		}
