@@ -4,6 +4,7 @@
 #
 #	bench/onnxruntime.sh [--model FILE]... [--zoo] [--db FILE | --no-records]
 #	                     [--rounds K] [--seconds S] [--warmup W] [--repeat R] [--cpu NAME]
+#	                     [--int8 [--threads "1 2"]]
 #
 # With no --model it races models/resnet18.onnx, resnet50, mobilenetv2 and
 # bert_layer (cmd/genmodels), generating those that are missing. --zoo races
@@ -44,6 +45,28 @@
 #
 #	geomean threads=T tessera/onnxruntime = <g>
 #
+# --int8 races static int8 instead. For each model it writes a fixed
+# calibration set of 8 random inputs (.npy, seeds 101 to 108, not the
+# raced input), quantizes the model with `tune quantize` into
+# onnxruntime's QDQ format, builds that file with `tune build` and checks
+# the outputs on the raced input first: Tessera's against onnxruntime's
+# int8 kernels made exact (session.x64quantprecision=1: without VNNI the
+# default u8s8 kernels overflow 16 bits) within 3 steps of the output's
+# scale, and it prints, in output steps, how far onnxruntime's default int8
+# session and the float model are. Then it races three contenders in
+# rotating order, each in its own process: onnxruntime on the float file
+# (fp32), onnxruntime on the QDQ file (int8, its default session) and
+# Tessera on the QDQ build, at each thread count of --threads (default
+# "1 2"), and prints per model and thread count
+#
+#	MODEL threads=T tessera-int8/onnxruntime-int8 = <onnxruntime int8 median / tessera median>
+#	MODEL threads=T onnxruntime-int8/onnxruntime-fp32 = <onnxruntime fp32 median / int8 median>
+#
+# (above 1: the first is faster), the last line the first of these for the
+# first model and thread count. Tessera lowers QuantizeLinear and
+# DequantizeLinear to float arithmetic today: its int8 build is expected
+# to be slower than its float one.
+#
 # --cpu NAME (default native) builds for that machine (tune build --cpu:
 # native, x86-64-v2, x86-64-v3, x86-64-v4, a -march name) from the records
 # tuned for it (tune --cpu); onnxruntime picks its kernels for this machine
@@ -64,20 +87,23 @@ seconds=1.5
 warmup=""
 repeat=""
 cpu=native
+int8=0
+threads_list="1 2"
 # given PATH: a path from the command line, made usable from the repository.
 given() {
 	if [[ $1 == /* ]]; then echo "$1"; else echo "$here/$1"; fi
 }
 usage() {
-	echo "usage: bench/onnxruntime.sh [--model FILE]... [--zoo] [--db FILE | --no-records] [--rounds K] [--seconds S] [--warmup W] [--repeat R] [--cpu NAME]" >&2
+	echo "usage: bench/onnxruntime.sh [--model FILE]... [--zoo] [--db FILE | --no-records] [--rounds K] [--seconds S] [--warmup W] [--repeat R] [--cpu NAME] [--int8 [--threads \"1 2\"]]" >&2
 	exit 2
 }
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--model | --db | --rounds | --seconds | --warmup | --repeat | --cpu)
+	--model | --db | --rounds | --seconds | --warmup | --repeat | --cpu | --threads)
 		[ $# -ge 2 ] || usage
 		case "$1" in
 		--cpu) cpu=$2 ;;
+		--threads) threads_list=${2//,/ } ;;
 		--model) models+=("$(given "$2")") ;;
 		--db) db=$(given "$2") ;;
 		--rounds) rounds=$2 ;;
@@ -87,11 +113,15 @@ while [ $# -gt 0 ]; do
 		esac
 		shift 2
 		;;
-	--model=* | --db=* | --rounds=* | --seconds=* | --warmup=* | --repeat=* | --cpu=*)
+	--model=* | --db=* | --rounds=* | --seconds=* | --warmup=* | --repeat=* | --cpu=* | --threads=*)
 		set -- "${1%%=*}" "${1#*=}" "${@:2}"
 		;;
 	--no-records)
 		no_records=1
+		shift
+		;;
+	--int8)
+		int8=1
 		shift
 		;;
 	--zoo)
@@ -110,6 +140,8 @@ done
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "onnxruntime.sh: --rounds wants a positive integer" >&2; exit 2; }
 [ -z "$repeat" ] || [[ $repeat =~ ^[1-9][0-9]*$ ]] || { echo "onnxruntime.sh: --repeat wants a positive integer" >&2; exit 2; }
 [ -z "$warmup" ] || [[ $warmup =~ ^[0-9]+$ ]] || { echo "onnxruntime.sh: --warmup wants an integer" >&2; exit 2; }
+[[ $threads_list =~ ^[1-9][0-9]*( [1-9][0-9]*)*$ ]] || { echo "onnxruntime.sh: --threads wants thread counts, e.g. \"1 2\"" >&2; exit 2; }
+[ "$int8" -eq 1 ] || [ "$threads_list" = "1 2" ] || { echo "onnxruntime.sh: --threads goes with --int8" >&2; exit 2; }
 if ! [[ $seconds =~ ^[0-9]*\.?[0-9]+$ ]] || ! awk -v s="$seconds" 'BEGIN { exit !(s > 0) }'; then
 	echo "onnxruntime.sh: --seconds wants a positive number" >&2
 	exit 2
@@ -388,6 +420,140 @@ race() {
 		summary+=("$name threads=$t tessera/onnxruntime = ${ratio[$name-$t]}")
 	done
 }
+
+# --- --int8: quantize, build, check, race three ways --------------------------
+# These are set by prepare_int8 for the model being raced.
+qmodel="" qbuild=""
+
+# prepare_int8 MODEL: generates the model if it is missing, writes the
+# raced input and the calibration set, quantizes the model, builds the QDQ
+# file and checks the outputs.
+prepare_int8() {
+	model=$1
+	name=$(basename "$model" .onnx)
+	if [ ! -f "$model" ]; then
+		note "$model is missing: generating it (go run ./cmd/genmodels -o $(dirname "$model") $name)"
+		go run ./cmd/genmodels -o "$(dirname "$model")" "$name" >&2
+	fi
+	[ -f "$model" ] || die "no $model was written"
+	local dir=$work/$name inputs=() cal=() files=() s f
+	mkdir -p "$dir"
+	mapfile -t inputs < <(node "$ort_dir/input.mjs" "$model" "$dir/in" 1)
+	[ ${#inputs[@]} -gt 0 ] || die "could not write inputs for $model"
+	input_flags=()
+	for f in "${inputs[@]}"; do input_flags+=(--input "$f"); done
+	for s in 101 102 103 104 105 106 107 108; do
+		mapfile -t files < <(node "$ort_dir/input.mjs" "$model" "$dir/cal-$s" "$s" --npy)
+		[ ${#files[@]} -eq ${#inputs[@]} ] || die "could not write calibration inputs for $model"
+		for f in "${files[@]}"; do cal+=(--calibrate "${f#*=}"); done
+	done
+	qmodel=$dir/$name.int8.onnx
+	"$tune" quantize "$model" -o "$qmodel" "${cal[@]}" >"$dir/quantize.log" 2>&1 ||
+		{ cat "$dir/quantize.log" >&2; die "tune quantize $model failed"; }
+	sed "s/^/onnxruntime.sh: $name: /" "$dir/quantize.log" >&2
+	local step
+	step=$(sed -n 's/^output [^ ]*: scale \([^,]*\), zero point .*/\1/p' "$dir/quantize.log" | head -1)
+	[ -n "$step" ] || die "$name: tune quantize printed no output scale (its first output is not quantized)"
+	qbuild=$dir/build-int8
+	if [ "$no_records" -eq 0 ] && [ -f "$db" ]; then
+		"$tune" build "$qmodel" --db "$db" --cpu "$cpu" -o "$qbuild" >"$dir/build.log" 2>&1 ||
+			{ cat "$dir/build.log" >&2; die "tune build $qmodel failed"; }
+	else
+		"$tune" build "$qmodel" --no-records --cpu "$cpu" -o "$qbuild" >"$dir/build.log" 2>&1 ||
+			{ cat "$dir/build.log" >&2; die "tune build $qmodel failed"; }
+	fi
+	grep -E '^(built|tuned tasks|tuned FLOPs) ' "$dir/build.log" | sed "s/^/onnxruntime.sh: $name: int8 build: /" >&2 || true
+
+	# The outputs on the raced input: Tessera's int8, onnxruntime's int8
+	# exact and default, and the float model's, compared in output steps.
+	local ran first tfile oname
+	ran=$("$tune" run "$qbuild" "${input_flags[@]}" --threads 1 -o "$dir/tessera-out" --format raw) || die "tune run $qbuild failed"
+	first=$(sed -n 's/^output \(.*\)\[[0-9, ]*\] → \(.*\)$/\1\t\2/p' <<<"$ran" | head -1)
+	oname=${first%%$'\t'*}
+	tfile=${first#*$'\t'}
+	local exact=$dir/ort-exact fast=$dir/ort-int8 fp32=$dir/ort-fp32 file
+	node "$ort_dir/run.mjs" "$qmodel" "$exact" "${input_flags[@]}" --config session.x64quantprecision=1 >/dev/null ||
+		die "onnxruntime failed on $qmodel"
+	node "$ort_dir/run.mjs" "$qmodel" "$fast" "${input_flags[@]}" >/dev/null || die "onnxruntime failed on $qmodel"
+	node "$ort_dir/run.mjs" "$model" "$fp32" "${input_flags[@]}" >/dev/null || die "onnxruntime failed on $model"
+	file=${oname//[^A-Za-z0-9_.-]/_}.bin
+	printf 'onnxruntime.sh: %s: Tessera int8 vs onnxruntime int8 (exact kernels): ' "$name" >&2
+	node "$ort_dir/steps.mjs" "$tfile" "$exact/$file" "$step" 3 >&2 ||
+		die "$name: Tessera's and onnxruntime's int8 outputs differ: no race"
+	printf 'onnxruntime.sh: %s: Tessera int8 vs onnxruntime int8 (default session, raced): ' "$name" >&2
+	node "$ort_dir/steps.mjs" "$tfile" "$fast/$file" "$step" >&2
+	printf 'onnxruntime.sh: %s: Tessera int8 vs onnxruntime fp32: ' "$name" >&2
+	node "$ort_dir/steps.mjs" "$tfile" "$fp32/$file" "$step" >&2
+	printf 'onnxruntime.sh: %s: onnxruntime int8 (default session) vs onnxruntime fp32: ' "$name" >&2
+	node "$ort_dir/steps.mjs" "$fast/$file" "$fp32/$file" "$step" >&2
+}
+
+run_tessera8() { "$tune" bench "$qbuild" --threads "$1" --warmup "$2" --repeat "$3"; }
+run_ort8() { node "$ort_dir/bench.mjs" "$qmodel" "${input_flags[@]}" --threads "$1" --warmup "$2" --repeat "$3"; }
+run_ortf() { node "$ort_dir/bench.mjs" "$model" "${input_flags[@]}" --threads "$1" --warmup "$2" --repeat "$3"; }
+
+# race_int8: rounds of the three contenders, in rotating order, at each
+# thread count.
+race_int8() {
+	local w=$warmup r=$repeat c
+	local contenders=(tessera8 ort8 ortf)
+	if [ -z "$r" ]; then
+		local slow=0 p
+		for c in "${contenders[@]}"; do
+			p=$(one "$c" 1 1 3) || exit 1
+			slow=$(awk -v a="$slow" -v b="$p" 'BEGIN { print (a > b ? a : b) }')
+		done
+		rm -f "$work"/*-"$name"-1.min "$work"/*-"$name"-1.median
+		r=$(awk -v s="$seconds" -v t="$slow" 'BEGIN { r = int(s * 1000 / t + 0.999); print (r < 3 ? 3 : (r > 200 ? 200 : r)) }')
+		note "$name: the slowest contender takes $slow ms at 1 thread: $r timed runs per process"
+	fi
+	if [ -z "$w" ]; then
+		w=$((r / 5))
+		((w >= 1)) || w=1
+		((w <= 10)) || w=10
+	fi
+	echo "$name: $rounds rounds of 3 contenders per thread count, $w warm-up + $r timed runs per process"
+	local t k j
+	local -A med
+	for t in $threads_list; do
+		for ((k = 0; k < rounds; k++)); do
+			for j in 0 1 2; do
+				one "${contenders[(k + j) % 3]}" "$t" "$w" "$r" >/dev/null
+			done
+		done
+		local what m md
+		for c in "${contenders[@]}"; do
+			read -r m _ < <(minmed <"$work/$c-$name-$t.min")
+			read -r _ md < <(minmed <"$work/$c-$name-$t.median")
+			what=${c/tessera8/tessera-int8}
+			what=${what/ort8/onnxruntime-int8}
+			what=${what/ortf/onnxruntime-fp32}
+			echo "$name threads=$t $what min ms = $m"
+			echo "$name threads=$t $what median ms = $md"
+			med[$c]=$md
+		done
+		ratio[$name-$t]=$(awk -v o="${med[ort8]}" -v s="${med[tessera8]}" 'BEGIN { printf "%.3g", o / s }')
+		summary+=("$name threads=$t tessera-int8/onnxruntime-int8 = ${ratio[$name-$t]}")
+		summary+=("$name threads=$t onnxruntime-int8/onnxruntime-fp32 = $(awk -v f="${med[ortf]}" -v i="${med[ort8]}" 'BEGIN { printf "%.3g", f / i }')")
+	done
+}
+
+if [ "$int8" -eq 1 ]; then
+	start=$SECONDS
+	note "--int8: load average $(load) on $(nproc) cores before the race (above ~0.5 the figures are noisy)"
+	declare -A ratio
+	summary=()
+	first=""
+	for m in "${models[@]}"; do
+		prepare_int8 "$m"
+		race_int8
+		[ -n "$first" ] || first=$name
+	done
+	note "load average $(load) after the race; $((SECONDS - start)) s in all"
+	printf '%s\n' "${summary[@]}"
+	echo "tessera-int8/onnxruntime-int8 = ${ratio[$first-${threads_list%% *}]}"
+	exit 0
+fi
 
 if [ "$no_records" -eq 1 ]; then
 	note "--no-records: every model is built with default schedules (the untuned build)"

@@ -1,14 +1,15 @@
 // input.mjs writes random inputs for a model, one file per input, and prints
 // NAME=FILE for each (the form of --input):
 //
-//	node bench/ort/input.mjs MODEL DIR [SEED] [--dims NAME=V,NAME=V...]
+//	node bench/ort/input.mjs MODEL DIR [SEED] [--dims NAME=V,NAME=V...] [--npy]
 //
 // Float values are uniform in [-1, 1) from a 32-bit xorshift generator, so the
 // same seed always gives the same files; int64 values (token ids, masks) are 0
 // or 1, valid for both. Shapes come from the model's input metadata, its
 // named dynamic dimensions bound by --dims (an unbound one is refused). A
 // float32 input of static shape is written as raw little-endian float32
-// (.bin); any other as .npy, which carries its shape and type.
+// (.bin); any other as .npy, which carries its shape and type; with --npy,
+// every input as .npy (the calibration files of tune quantize).
 import fs from 'node:fs';
 import path from 'node:path';
 import process from 'node:process';
@@ -29,9 +30,12 @@ async function main() {
 		}
 		args.splice(at, 2);
 	}
+	const npyAt = args.indexOf('--npy');
+	const allNpy = npyAt >= 0;
+	if (allNpy) args.splice(npyAt, 1);
 	const [model, dir, seedArg = '1'] = args;
 	if (!model || !dir || !/^[0-9]+$/.test(seedArg)) {
-		process.stderr.write('usage: node input.mjs MODEL DIR [SEED] [--dims NAME=V,...]\n');
+		process.stderr.write('usage: node input.mjs MODEL DIR [SEED] [--dims NAME=V,...] [--npy]\n');
 		process.exit(2);
 	}
 	let s = (Number(seedArg) >>> 0) || 0x9e3779b9;
@@ -61,7 +65,7 @@ async function main() {
 		}
 		const base = path.join(dir, name.replace(/[^A-Za-z0-9_.-]/g, '_'));
 		let file = `${base}.bin`;
-		if (m.type !== 'float32' || m.shape.some((d) => typeof d !== 'number' || d < 0)) {
+		if (allNpy || m.type !== 'float32' || m.shape.some((d) => typeof d !== 'number' || d < 0)) {
 			let header = `{'descr': '${m.type === 'int64' ? '<i8' : '<f4'}', 'fortran_order': False, 'shape': (${shape.join(', ')}${shape.length === 1 ? ',' : ''}), }`;
 			header += ' '.repeat(63 - ((10 + header.length) % 64)) + '\n';
 			const pre = Buffer.alloc(10);
