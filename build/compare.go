@@ -1,6 +1,11 @@
 package build
 
-import "math"
+import (
+	"fmt"
+	"math"
+
+	tsrt "tessera/runtime"
+)
 
 // DiffStats compares a model's output with a reference.
 type DiffStats struct {
@@ -11,9 +16,31 @@ type DiffStats struct {
 
 // Diff compares got with want (of the same length) elementwise.
 func Diff(got, want []float32, rtol, atol float64) DiffStats {
+	f64 := func(x float32) float64 { return float64(x) }
+	return diff(convert(got, f64), convert(want, f64), rtol, atol)
+}
+
+// diffTensors compares got with want, of the same number of elements and
+// any dtypes, elementwise.
+func diffTensors(got, want tsrt.Tensor, rtol, atol float64) (DiffStats, error) {
+	g, err := float64sOf(got)
+	if err != nil {
+		return DiffStats{}, err
+	}
+	w, err := float64sOf(want)
+	if err != nil {
+		return DiffStats{}, err
+	}
+	if len(g) != len(w) {
+		return DiffStats{}, fmt.Errorf("%d elements, the output has %d", len(w), len(g))
+	}
+	return diff(g, w, rtol, atol), nil
+}
+
+func diff(got, want []float64, rtol, atol float64) DiffStats {
 	var d DiffStats
 	for i := range want {
-		g, w := float64(got[i]), float64(want[i])
+		g, w := got[i], want[i]
 		if math.IsNaN(g) || math.IsNaN(w) || math.IsInf(g, 0) || math.IsInf(w, 0) {
 			if !(g == w || math.IsNaN(g) && math.IsNaN(w)) {
 				d.Bad++

@@ -25,10 +25,12 @@
 // races covered layouts end to end (layout.go); the algorithm of each
 // group is chosen inside Generate, by its fastest record.
 //
-// Open reads a build directory back; Model.Run and Model.Bench run it in
+// Open reads a build directory back; Model.Run (float32 values),
+// Model.RunTensors (each tensor in its dtype) and Model.Bench run it in
 // this process through package runtime (the library loaded with dlopen, no
 // compiler needed), or, for a library built for another architecture, in
-// the runtime's runner under an emulator (RunOptions.Exec). ReadTensor and
-// WriteTensor read and write the tensor files `tune run` takes and writes
-// (raw float32, .npy, ONNX TensorProto .pb).
+// the runtime's runner under an emulator (RunOptions.Exec).
+// ReadTensorFile and WriteTensorFile read and write the tensor files
+// `tune run` takes and writes (raw float32, .npy through npyio, ONNX
+// TensorProto .pb) in their dtypes; ReadTensor and WriteTensor as float32.
 package build

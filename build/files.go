@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	tsrt "tessera/runtime"
 )
 
 // The files of a run from the command line (RunFiles): tune run's
@@ -72,11 +74,7 @@ func (m *Model) RunFiles(ctx context.Context, r FileRun) ([]WrittenOutput, error
 	if opts.Dim == 0 {
 		opts.Dim = dim
 	}
-	at, err := m.checkInputs(data, opts.Dim)
-	if err != nil {
-		return nil, err
-	}
-	outs, err := m.Run(ctx, data, opts)
+	outs, err := m.RunTensors(ctx, data, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -85,17 +83,21 @@ func (m *Model) RunFiles(ctx context.Context, r FileRun) ([]WrittenOutput, error
 	}
 	var written []WrittenOutput
 	var bad []string
-	for i, t := range at.tensors(man.Outputs) {
-		if err := WriteTensor(paths[i], t, outs[i]); err != nil {
+	for i, out := range outs {
+		t := TensorInfo{Name: man.Outputs[i].Name, Shape: ints(out.Shape), DType: man.Outputs[i].DType}
+		if err := WriteTensorFile(paths[i], out); err != nil {
 			return written, err
 		}
 		o := WrittenOutput{Tensor: t, Path: paths[i], Reference: refFiles[t.Name]}
 		if o.Reference != "" {
-			want, err := ReadTensor(o.Reference, t)
+			want, err := readTensor(o.Reference, t)
 			if err != nil {
 				return written, fmt.Errorf("reference %s: %w", t.Name, err)
 			}
-			d := Diff(outs[i], want, r.RTol, r.ATol)
+			d, err := diffTensors(out, want, r.RTol, r.ATol)
+			if err != nil {
+				return written, fmt.Errorf("reference %s: %w", t.Name, err)
+			}
 			o.Diff = &d
 			if d.Bad > 0 {
 				bad = append(bad, t.Name)
@@ -135,14 +137,24 @@ func MatchFiles(flag string, files map[string]string, ts []TensorInfo) (map[stri
 // an input without one is an error that names tune run's --input.
 func ReadInputs(inputs []TensorInfo, files map[string]string) ([][]float32, error) {
 	data, _, err := readInputs(inputs, files)
-	return data, err
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]float32, len(data))
+	for i, t := range data {
+		if out[i], err = float32sOf(t); err != nil {
+			return nil, fmt.Errorf("input %s: %w", inputs[i].Name, err)
+		}
+	}
+	return out, nil
 }
 
-// readInputs is ReadInputs that also returns the value of the dimension
-// given at run time the inputs hold, where the first file of an input
-// that has it gives its shape (0 if none does).
-func readInputs(inputs []TensorInfo, files map[string]string) ([][]float32, int, error) {
-	data := make([][]float32, len(inputs))
+// readInputs reads every input of the model from its file in the input's
+// dtype (ReadTensorFile), and returns the value of the dimension given at
+// run time the inputs hold, where the first file of an input that has it
+// gives its shape (0 if none does).
+func readInputs(inputs []TensorInfo, files map[string]string) ([]tsrt.Tensor, int, error) {
+	data := make([]tsrt.Tensor, len(inputs))
 	var missing []string
 	dim := 0
 	for i, t := range inputs {
@@ -151,13 +163,13 @@ func readInputs(inputs []TensorInfo, files map[string]string) ([][]float32, int,
 			missing = append(missing, t.String())
 			continue
 		}
-		shape, vals, err := readTensor(file, t)
+		vals, err := ReadTensorFile(file, t)
 		if err != nil {
 			return nil, 0, fmt.Errorf("input %s: %w", t.Name, err)
 		}
 		data[i] = vals
-		if dim == 0 && len(t.DimAxes) > 0 && shape != nil {
-			dim = shape[t.DimAxes[0]]
+		if dim == 0 && len(t.DimAxes) > 0 && vals.Shape != nil {
+			dim = int(vals.Shape[t.DimAxes[0]])
 		}
 	}
 	if len(missing) > 0 {

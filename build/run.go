@@ -31,8 +31,8 @@ import (
 //	       ◀──raw file─────────────────── outputs of the first run
 //	       ◀──stdout───────────────────── "tessera time S" per timed run, "tessera done"
 //
-// Either way the values cross as float32 here (Run's [][]float32) and in
-// their declared dtypes at the ABI.
+// Either way the values cross in their declared dtypes at the ABI; Run
+// takes and returns them as float32, RunTensors in those dtypes.
 
 // Model is a build directory opened for running.
 type Model struct {
@@ -101,19 +101,7 @@ type RunOptions struct {
 // dynamic batch holds the run's batch of samples) and returns the
 // outputs.
 func (m *Model) Run(ctx context.Context, inputs [][]float32, opts RunOptions) ([][]float32, error) {
-	at, err := m.checkInputs(inputs, opts.Dim)
-	if err != nil {
-		return nil, err
-	}
-	if len(opts.Exec) > 0 {
-		runner, err := m.prepareChild(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		outs, _, err := m.child(ctx, runner, inputs, at, true, 0, 0, false, opts)
-		return outs, err
-	}
-	rt, err := m.load(opts)
+	at, err := m.checkInputs(convert(inputs, func(v []float32) int { return len(v) }), opts.Dim)
 	if err != nil {
 		return nil, err
 	}
@@ -121,11 +109,59 @@ func (m *Model) Run(ctx context.Context, inputs [][]float32, opts RunOptions) ([
 	if err != nil {
 		return nil, err
 	}
+	outs, err := m.run(ctx, in, at, opts)
+	if err != nil {
+		return nil, err
+	}
+	return m.floats(m.Manifest.Outputs, outs)
+}
+
+// RunTensors is Run with inputs and outputs in their dtypes (the
+// manifest's): integers stay exact end to end. An input's Shape is not
+// read: its elements, in order, make the run's batch and value as
+// Run's do; the outputs have their shapes in the run and their names.
+func (m *Model) RunTensors(ctx context.Context, inputs []tsrt.Tensor, opts RunOptions) ([]tsrt.Tensor, error) {
+	if len(inputs) != len(m.Manifest.Inputs) {
+		return nil, fmt.Errorf("%d inputs given, the model has %d (%s)", len(inputs), len(m.Manifest.Inputs), TensorList(m.Manifest.Inputs))
+	}
+	counts := make([]int, len(inputs))
+	for i, t := range m.Manifest.Inputs {
+		if inputs[i].DType.String() != t.DType {
+			return nil, fmt.Errorf("input %s: a tensor of %s, the model takes %s", t.Name, inputs[i].DType, t.DType)
+		}
+		counts[i] = len(inputs[i].Data) / inputs[i].DType.Size()
+	}
+	at, err := m.checkInputs(counts, opts.Dim)
+	if err != nil {
+		return nil, err
+	}
+	in := make([]tsrt.Tensor, len(inputs))
+	for i, t := range at.tensors(m.Manifest.Inputs) {
+		in[i] = tsrt.Tensor{DType: inputs[i].DType, Shape: shape64(t.Shape), Data: inputs[i].Data}
+	}
+	return m.run(ctx, in, at, opts)
+}
+
+// run runs the model once on inputs of their dtypes and shapes at at,
+// in this process or, with opts.Exec, in a child.
+func (m *Model) run(ctx context.Context, in []tsrt.Tensor, at runAt, opts RunOptions) ([]tsrt.Tensor, error) {
+	if len(opts.Exec) > 0 {
+		runner, err := m.prepareChild(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		outs, _, err := m.child(ctx, runner, in, at, true, 0, 0, false, opts)
+		return outs, err
+	}
+	rt, err := m.load(opts)
+	if err != nil {
+		return nil, err
+	}
 	outs, err := rt.Run(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("running %s: %w", m.Dir, err)
 	}
-	return m.floats(m.Manifest.Outputs, outs)
+	return outs, nil
 }
 
 // Bench runs the model on random inputs (uniform in [-1, 1), fixed seed):
@@ -166,19 +202,19 @@ func (m *Model) bench(ctx context.Context, warmup, repeat int, profile bool, opt
 			inputs[i][k] = float32(rng.Float64()*2 - 1)
 		}
 	}
+	in, err := m.typed(ins, inputs)
+	if err != nil {
+		return nil, nil, err
+	}
 	if len(opts.Exec) > 0 {
 		runner, err := m.prepareChild(ctx, opts)
 		if err != nil {
 			return nil, nil, err
 		}
-		_, res, err := m.child(ctx, runner, inputs, at, false, warmup, repeat, profile, opts)
+		_, res, err := m.child(ctx, runner, in, at, false, warmup, repeat, profile, opts)
 		return res.times, res.steps, err
 	}
 	rt, err := m.load(opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	in, err := m.typed(ins, inputs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -464,12 +500,12 @@ func (m *Model) checkLibrary(lib map[string][]libTensor) error {
 	return nil
 }
 
-// checkInputs checks the number and sizes of a run's inputs and returns
-// where the run is: of a model built over a dimension given at run time,
-// its value dim, or where 0 the one the first input that has it holds (of
-// a model without a batch); of a model built over a dynamic batch, the
-// samples its first batched input holds.
-func (m *Model) checkInputs(inputs [][]float32, dim int) (runAt, error) {
+// checkInputs checks the number and sizes (elements) of a run's inputs
+// and returns where the run is: of a model built over a dimension given
+// at run time, its value dim, or where 0 the one the first input that has
+// it holds (of a model without a batch); of a model built over a dynamic
+// batch, the samples its first batched input holds.
+func (m *Model) checkInputs(inputs []int, dim int) (runAt, error) {
 	at := runAt{batch: 1}
 	if len(inputs) != len(m.Manifest.Inputs) {
 		return at, fmt.Errorf("%d inputs given, the model has %d (%s)", len(inputs), len(m.Manifest.Inputs), TensorList(m.Manifest.Inputs))
@@ -484,10 +520,10 @@ func (m *Model) checkInputs(inputs [][]float32, dim int) (runAt, error) {
 				return at, fmt.Errorf("the value of %s: raw inputs of a model over a batch and %s cannot tell the two apart; give it (tune run --dim, RunOptions.Dim) or use .npy inputs", d.Name, d.Name)
 			}
 			per := t.WithDim(1).Elems()
-			if len(inputs[i])%per != 0 {
-				return at, fmt.Errorf("input %s: %d values, not a whole multiple of %d, its size at %s=1", t.Name, len(inputs[i]), per, d.Name)
+			if inputs[i]%per != 0 {
+				return at, fmt.Errorf("input %s: %d values, not a whole multiple of %d, its size at %s=1", t.Name, inputs[i], per, d.Name)
 			}
-			at.dim = len(inputs[i]) / per
+			at.dim = inputs[i] / per
 		}
 		if at.dim < d.Lo || at.dim > d.Hi {
 			return at, fmt.Errorf("%s=%d is outside the range %d..%d the model was built for", d.Name, at.dim, d.Lo, d.Hi)
@@ -501,19 +537,19 @@ func (m *Model) checkInputs(inputs [][]float32, dim int) (runAt, error) {
 				continue
 			}
 			per := t.WithDim(at.dim).Elems()
-			if len(inputs[i])%per != 0 {
-				return at, fmt.Errorf("input %s: %d values, not a whole number of samples of %d", t.Name, len(inputs[i]), per)
+			if inputs[i]%per != 0 {
+				return at, fmt.Errorf("input %s: %d values, not a whole number of samples of %d", t.Name, inputs[i], per)
 			}
-			at.batch = len(inputs[i]) / per
+			at.batch = inputs[i] / per
 			if at.batch < b.Lo || at.batch > b.Hi {
-				return at, fmt.Errorf("input %s: %d values, %d samples: batch %s=%d is outside the range %d..%d the model was built for", t.Name, len(inputs[i]), at.batch, b.Name, at.batch, b.Lo, b.Hi)
+				return at, fmt.Errorf("input %s: %d values, %d samples: batch %s=%d is outside the range %d..%d the model was built for", t.Name, inputs[i], at.batch, b.Name, at.batch, b.Lo, b.Hi)
 			}
 			break
 		}
 	}
 	for i, t := range at.tensors(m.Manifest.Inputs) {
-		if len(inputs[i]) != t.Elems() {
-			return at, fmt.Errorf("input %s: %d values, its shape takes %d", t, len(inputs[i]), t.Elems())
+		if inputs[i] != t.Elems() {
+			return at, fmt.Errorf("input %s: %d values, its shape takes %d", t, inputs[i], t.Elems())
 		}
 	}
 	return at, nil
@@ -528,8 +564,9 @@ func TensorList(ts []TensorInfo) string {
 	return strings.Join(parts, " ")
 }
 
-// child runs the runner (built by prepare) once.
-func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, at runAt, wantOutputs bool, warmup, repeat int, profile bool, opts RunOptions) ([][]float32, runnerResult, error) {
+// child runs the runner (built by prepare) once on inputs of their dtypes
+// and shapes at at.
+func (m *Model) child(ctx context.Context, runner string, in []tsrt.Tensor, at runAt, wantOutputs bool, warmup, repeat int, profile bool, opts RunOptions) ([]tsrt.Tensor, runnerResult, error) {
 	var none runnerResult
 	tmp, err := measure.TempDir("tessera-model-run")
 	if err != nil {
@@ -537,10 +574,6 @@ func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, at
 	}
 	defer os.RemoveAll(tmp)
 	inPath, outPath := filepath.Join(tmp, "in.bin"), "-"
-	in, err := m.typed(at.tensors(m.Manifest.Inputs), inputs)
-	if err != nil {
-		return nil, none, err
-	}
 	var inBytes []byte
 	for _, t := range in {
 		inBytes = append(inBytes, t.Data...)
@@ -605,7 +638,7 @@ func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, at
 		if err != nil {
 			return nil, none, fmt.Errorf("%s: output %s: %w", m.Dir, t.Name, err)
 		}
-		outs[i] = tsrt.Tensor{DType: dt, Shape: shape64(t.Shape)}
+		outs[i] = tsrt.Tensor{DType: dt, Shape: shape64(t.Shape), Name: t.Name}
 		want += t.Elems() * dt.Size()
 	}
 	if len(data) != want {
@@ -615,8 +648,7 @@ func (m *Model) child(ctx context.Context, runner string, inputs [][]float32, at
 		n := outInfo[i].Elems() * outs[i].DType.Size()
 		outs[i].Data, data = data[:n], data[n:]
 	}
-	floats, err := m.floats(outInfo, outs)
-	return floats, res, err
+	return outs, res, nil
 }
 
 // runnerResult is what the runner prints: the seconds of every timed run
@@ -648,32 +680,11 @@ func (m *Model) typed(ts []TensorInfo, vals [][]float32) ([]tsrt.Tensor, error) 
 	out := make([]tsrt.Tensor, len(ts))
 	for i, t := range ts {
 		dt, err := tsrt.ParseDType(t.DType)
+		if err == nil {
+			out[i], err = fromFloat32(dt, shape64(t.Shape), vals[i])
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", m.Dir, t.Name, err)
-		}
-		v := vals[i]
-		shape := shape64(t.Shape)
-		switch dt {
-		case tsrt.Float32:
-			out[i] = tsrt.NewTensor(shape, v)
-		case tsrt.Int64:
-			out[i] = rounded[int64](shape, v)
-		case tsrt.Int32:
-			out[i] = rounded[int32](shape, v)
-		case tsrt.Int16:
-			out[i] = rounded[int16](shape, v)
-		case tsrt.Int8:
-			out[i] = rounded[int8](shape, v)
-		case tsrt.Uint8:
-			out[i] = rounded[uint8](shape, v)
-		case tsrt.Uint16:
-			out[i] = rounded[uint16](shape, v)
-		case tsrt.Uint32:
-			out[i] = rounded[uint32](shape, v)
-		case tsrt.Bool:
-			out[i] = tsrt.NewTensor(shape, convert(v, func(x float32) bool { return x != 0 }))
-		default:
-			return nil, fmt.Errorf("%s: %s: dtype %s cannot be given as float32", m.Dir, t.Name, dt)
 		}
 	}
 	return out, nil
@@ -684,38 +695,7 @@ func (m *Model) floats(ts []TensorInfo, tensors []tsrt.Tensor) ([][]float32, err
 	out := make([][]float32, len(tensors))
 	for i, t := range tensors {
 		var err error
-		switch t.DType {
-		case tsrt.Float32:
-			var v []float32
-			v, err = tsrt.Values[float32](t)
-			out[i] = slices.Clone(v)
-		case tsrt.Int64:
-			out[i], err = floatsFrom[int64](t)
-		case tsrt.Int32:
-			out[i], err = floatsFrom[int32](t)
-		case tsrt.Int16:
-			out[i], err = floatsFrom[int16](t)
-		case tsrt.Int8:
-			out[i], err = floatsFrom[int8](t)
-		case tsrt.Uint8:
-			out[i], err = floatsFrom[uint8](t)
-		case tsrt.Uint16:
-			out[i], err = floatsFrom[uint16](t)
-		case tsrt.Uint32:
-			out[i], err = floatsFrom[uint32](t)
-		case tsrt.Bool:
-			var v []bool
-			v, err = tsrt.Values[bool](t)
-			out[i] = convert(v, func(b bool) float32 {
-				if b {
-					return 1
-				}
-				return 0
-			})
-		default:
-			err = fmt.Errorf("dtype %s cannot be read as float32", t.DType)
-		}
-		if err != nil {
+		if out[i], err = float32sOf(t); err != nil {
 			return nil, fmt.Errorf("%s: output %s: %w", m.Dir, ts[i].Name, err)
 		}
 	}
@@ -725,14 +705,6 @@ func (m *Model) floats(ts []TensorInfo, tensors []tsrt.Tensor) ([][]float32, err
 // rounded is vals as a tensor of integers, each rounded to the nearest.
 func rounded[T int64 | int32 | int16 | int8 | uint8 | uint16 | uint32](shape []int64, vals []float32) tsrt.Tensor {
 	return tsrt.NewTensor(shape, convert(vals, func(x float32) T { return T(math.RoundToEven(float64(x))) }))
-}
-
-func floatsFrom[T int64 | int32 | int16 | int8 | uint8 | uint16 | uint32](t tsrt.Tensor) ([]float32, error) {
-	v, err := tsrt.Values[T](t)
-	if err != nil {
-		return nil, err
-	}
-	return convert(v, func(x T) float32 { return float32(x) }), nil
 }
 
 func convert[A, B any](in []A, f func(A) B) []B {

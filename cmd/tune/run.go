@@ -14,8 +14,10 @@ import (
 // runUsage is the help of the command, before its flags.
 const runUsage = "usage: tune run DIR --input name=FILE ... [--reference name=FILE ...] [-o DIR]\n\n" +
 	"Runs the model built into DIR by tune build once, writes its outputs as\n" +
-	"NAME.npy (or .pb, .bin) and compares them with the references: an element\n" +
-	"differs when |got-want| > atol + rtol·|want|.\n\nflags:\n"
+	"NAME.npy (or .pb, each in its dtype; .bin, raw float32) and compares them\n" +
+	"with the references: an element differs when |got-want| > atol + rtol·|want|.\n" +
+	"An .npy input of another integer dtype than the model's is taken where\n" +
+	"every value is one of the model's dtype.\n\nflags:\n"
 
 // runFlags are the flags of `tune run`: a build.FileRun.
 type runFlags struct {
@@ -29,7 +31,7 @@ func (r *runFlags) Register(fs *flag.FlagSet) {
 	fs.Var(r.inputs, "input", "input `name=FILE` (raw float32, .npy or ONNX TensorProto .pb; repeatable; a bare FILE for a model of one input)")
 	fs.Var(r.refs, "reference", "expected output `name=FILE` to compare with (repeatable)")
 	fs.StringVar(&r.OutDir, "o", ".", "write the outputs into `DIR`")
-	fs.StringVar(&r.Format, "format", "npy", "format of the written outputs: npy, pb or raw")
+	fs.StringVar(&r.Format, "format", "npy", "format of the written outputs: npy or pb (in each output's dtype), raw (float32)")
 	fs.IntVar(&r.Threads, "threads", runtime.NumCPU(), "threads of the model")
 	fs.IntVar(&r.Dim, "dim", 0, "of a model built over a dimension given at run time, with raw inputs and a batch: its value `S` (.npy and .pb inputs give it)")
 	fs.Float64Var(&r.RTol, "rtol", 1e-3, "relative tolerance of the comparison with --reference")
