@@ -97,7 +97,10 @@ func (m *module) kernel(f *tir.PrimFunc) (out string, workspace int, err error) 
 			args = append(args, fmt.Sprintf("(%s *)args[%d]", t, i))
 		}
 	}
-	body := prepare(versionGuards(partitionLoops(f.Body)), m.lanes, f.Dynamic)
+	body, err := runPasses(f.Body, false, m.lanes, f.Dynamic, nil)
+	if err != nil {
+		return "", 0, err
+	}
 
 	k.indent = 1
 	if err := k.stmt(body); err != nil {
@@ -353,7 +356,7 @@ func (k *kernel) forLoop(f *tir.For) error {
 			defer func() { k.inParallel = false }()
 		}
 	case tir.Unrolled:
-		// Left by prepare only when too large to unroll in the source.
+		// Left by the unroll pass only when too large to unroll in the source.
 		n := f.Extent
 		if n > 64 {
 			n = 64

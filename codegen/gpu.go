@@ -240,7 +240,11 @@ func (m *module) gpuKernel(name string, kern tir.Kernel, params []*tir.Buffer, g
 		k.bufs[sb] = &bufBind{buf: sb, name: sn}
 		k.line("TSR_SHARED float %s[%d] __attribute__((aligned(16)));", sn, max(sb.Size(), 1))
 	}
-	if err := k.stmt(prepareGPU(kern.Body)); err != nil {
+	body, err := runPasses(kern.Body, true, gpuLanes, nil, nil)
+	if err != nil {
+		return "", err
+	}
+	if err := k.stmt(body); err != nil {
 		return "", err
 	}
 	threads := kern.Block[0] * kern.Block[1] * kern.Block[2]
@@ -278,17 +282,84 @@ func checkGPUInts(s tir.Stmt) error {
 	return bad
 }
 
-// prepareGPU is prepare for a kernel body: a vthread loop unrolls like an
-// unrolled loop (TVM's virtual thread injection interleaves its
-// iterations the same way), long vector loops are cut into float4 pieces.
-func prepareGPU(s tir.Stmt) tir.Stmt {
-	s = tir.MutateStmt(s, tir.StmtFuncs{Stmt: func(st tir.Stmt) tir.Stmt {
+// unrollVthreads marks the vthread loops of a kernel body unrolled: a
+// virtual thread loop unrolls like an unrolled loop (TVM's virtual thread
+// injection interleaves its iterations the same way).
+func unrollVthreads(s tir.Stmt) tir.Stmt {
+	return tir.MutateStmt(s, tir.StmtFuncs{Stmt: func(st tir.Stmt) tir.Stmt {
 		if f, ok := st.(*tir.For); ok && f.Kind == tir.ThreadBound && f.Thread == "vthread" {
 			return &tir.For{Var: f.Var, Extent: f.Extent, Kind: tir.Unrolled, Body: f.Body}
 		}
 		return st
 	}})
-	return prepare(s, 4, nil)
+}
+
+// gpuLanes is the vector width of the GPU pipeline: long vector loops are
+// cut into float4 pieces.
+const gpuLanes = 4
+
+// traceGPU is Trace for a GPU function: every kernel body goes through the
+// GPU pipeline, and after sees the function with each kernel's body after
+// the pass.
+func traceGPU(f *tir.PrimFunc, after func(pass string, g *tir.PrimFunc) error) error {
+	ks, _, err := tir.Kernels(f)
+	if err != nil {
+		return err
+	}
+	byPass := map[string][]tir.Stmt{}
+	for _, k := range ks {
+		if _, err := runPasses(k.Body, true, gpuLanes, nil, func(pass string, s tir.Stmt) error {
+			byPass[pass] = append(byPass[pass], s)
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	for _, pass := range PassNames(true) {
+		bodies := byPass[pass]
+		g := *f
+		g.Body = replaceKernelBodies(f.Body, &bodies)
+		if err := after(pass, &g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replaceKernelBodies returns host code s with the body of each kernel, in
+// order, replaced by the next of bodies (the host structure of
+// tir.Kernels: Seq and Allocate of Global buffers around launches).
+func replaceKernelBodies(s tir.Stmt, bodies *[]tir.Stmt) tir.Stmt {
+	switch n := s.(type) {
+	case nil:
+		return nil
+	case *tir.Seq:
+		out := make([]tir.Stmt, len(n.Stmts))
+		for i, c := range n.Stmts {
+			out[i] = replaceKernelBodies(c, bodies)
+		}
+		return &tir.Seq{Stmts: out}
+	case *tir.Allocate:
+		if n.Buf.Scope == tir.Global {
+			return &tir.Allocate{Buf: n.Buf, Body: replaceKernelBodies(n.Body, bodies)}
+		}
+	}
+	// A launch: its pragmas and block and thread loops, then the body.
+	var chain func(s tir.Stmt) tir.Stmt
+	chain = func(s tir.Stmt) tir.Stmt {
+		switch n := s.(type) {
+		case *tir.Pragma:
+			return &tir.Pragma{Key: n.Key, Value: n.Value, Body: chain(n.Body)}
+		case *tir.For:
+			if _, _, ok := tir.ThreadTag(n.Thread); ok && n.Kind == tir.ThreadBound {
+				return &tir.For{Var: n.Var, Extent: n.Extent, Kind: n.Kind, Thread: n.Thread, Body: chain(n.Body)}
+			}
+		}
+		b := (*bodies)[0]
+		*bodies = (*bodies)[1:]
+		return b
+	}
+	return chain(s)
 }
 
 // gpuLoop prints a loop of a GPU kernel.
@@ -297,7 +368,7 @@ func (k *kernel) gpuLoop(f *tir.For) error {
 	case tir.Vectorized:
 		return k.gpuVectorLoop(f)
 	case tir.Unrolled:
-		// Left by prepare only when too large to unroll in the source.
+		// Left by the unroll pass only when too large to unroll in the source.
 		if k.gpu.d == CUDA {
 			k.line("#pragma unroll")
 		}

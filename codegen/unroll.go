@@ -1,8 +1,6 @@
 package codegen
 
 import (
-	"maps"
-
 	"tessera/tir"
 )
 
@@ -19,20 +17,6 @@ import (
 
 // maxUnrollSteps bounds the size of one loop unrolled in the source.
 const maxUnrollSteps = 1024
-
-// prepare rewrites a kernel body into the form the printer emits: long
-// vectorized loops split into native-width chunks, serial loops around a
-// gathering copy strip-mined (stripCopies), then loops unrolled,
-// then the runs of updates of one element merged (forwardUpdates).
-// A loop of dyn (tir.PrimFunc.Dynamic), and a loop around one, is never
-// unrolled: its extent varies with a dimension given at run time.
-func prepare(s tir.Stmt, lanes int, dyn map[*tir.Var]bool) tir.Stmt {
-	dyn = maps.Clone(dyn) // splitVectors adds its chunk loops
-	if dyn == nil {
-		dyn = map[*tir.Var]bool{}
-	}
-	return forwardUpdates(dropNoopUpdates(foldFloats(unroll(unrollLocalLoops(stripCopies(splitVectors(s, lanes, dyn), lanes, dyn), dyn), 0, lanes, dyn))))
-}
 
 // hasDynamic reports whether s is or holds a loop of dyn.
 func hasDynamic(s tir.Stmt, dyn map[*tir.Var]bool) bool {

@@ -1,0 +1,107 @@
+package codegen
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"tessera/schedule"
+	"tessera/schedule/schedtest"
+	"tessera/te"
+	"tessera/tir"
+)
+
+// TestPassOrderChecked: the init check refuses a table that breaks a
+// constraint, names a pass twice, or has a constraint on a pass it lacks.
+func TestPassOrderChecked(t *testing.T) {
+	swapped := slices.Clone(Passes)
+	i := slices.IndexFunc(swapped, func(p Pass) bool { return p.Name == "unroll" })
+	j := slices.IndexFunc(swapped, func(p Pass) bool { return p.Name == "fold-floats" })
+	swapped[i], swapped[j] = swapped[j], swapped[i]
+	twice := append(slices.Clone(Passes), Passes[0])
+	missing := slices.DeleteFunc(slices.Clone(Passes), func(p Pass) bool { return p.Name == "strip-copies" })
+	for _, c := range []struct {
+		name string
+		ps   []Pass
+		want string
+	}{
+		{"the table", Passes, ""},
+		{"fold-floats before unroll", swapped, "must run before fold-floats"},
+		{"a pass twice", twice, "twice"},
+		{"a constraint on a missing pass", missing, "lacks"},
+	} {
+		err := checkPassOrder(c.ps)
+		if (err == nil) != (c.want == "") || err != nil && !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error containing %q", c.name, err, c.want)
+		}
+	}
+	if got := PassNames(false); got[0] != "partition-loops" || slices.Contains(got, "unroll-vthreads") {
+		t.Errorf("the CPU pipeline: %v", got)
+	}
+	if got := PassNames(true); got[0] != "unroll-vthreads" || slices.Contains(got, "version-guards") {
+		t.Errorf("the GPU pipeline: %v", got)
+	}
+}
+
+// TestStrictPasses is the strict mode of the code generator's passes over
+// random schedules of every op of the library: each schedule is lowered,
+// and after every pass of the CPU pipeline (at 8 and 16 lanes, AVX2's and
+// AVX-512's widths) and of the GPU pipeline (random GPU schedules) the
+// body is checked for scopes (tir.CheckScopes) and interpreted against the
+// reference evaluator, so a pass that breaks a kernel is named.
+func TestStrictPasses(t *testing.T) {
+	perOp := 6
+	if testing.Short() {
+		perOp = 2
+	}
+	dags := te.ExampleDAGs()
+	names := make([]string, 0, len(dags))
+	for name := range dags {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var schedules, checks int
+	var wrong []string
+	for k, name := range names {
+		d := dags[name]
+		rng := rand.New(rand.NewPCG(49, uint64(k)))
+		s0 := schedule.NewState(d)
+		for i := range perOp {
+			gpu := i%3 == 2
+			seed := uint64(100*k + i)
+			var f *tir.PrimFunc
+			if gpu {
+				_, f = schedtest.RandomGPULowerable(rng, s0, 10)
+			} else {
+				_, f = schedtest.RandomLowerable(rng, s0, 10)
+			}
+			schedules++
+			lanes := []int{8, 16}[i%2]
+			err := Trace(f, gpu, lanes, func(pass string, g *tir.PrimFunc) error {
+				checks++
+				if err := tir.CheckScopes(g); err != nil {
+					return fmt.Errorf("after %s: %w", pass, err)
+				}
+				check := schedtest.Check
+				if gpu {
+					check = schedtest.CheckGPU
+				}
+				if err := check(d, g, seed); err != nil {
+					return fmt.Errorf("after %s: %w", pass, err)
+				}
+				return nil
+			})
+			if err != nil {
+				wrong = append(wrong, fmt.Sprintf("%s schedule %d (gpu %v, %d lanes): %v", name, i, gpu, lanes, err))
+			}
+		}
+	}
+	line := fmt.Sprintf("codegen strict: %d schedules, every pass checked (%d checks), %d wrong", schedules, checks, len(wrong))
+	t.Log(line)
+	for _, w := range wrong {
+		t.Error(w)
+	}
+}
