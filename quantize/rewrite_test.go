@@ -360,6 +360,31 @@ func TestRewriteRules(t *testing.T) {
 				t.Errorf("Tanh reads %s and y is written by %s", tanh.Inputs[0], producer(q, "y").OpType)
 			}
 		}},
+		{"a bias too large for int32 at scale input × weight raises the weight's scale", func(b *builder) *graph.Graph {
+			b.input("x", 1, 2, 4, 4)
+			b.weight("w", 1e-9, 2, 2, 1, 1)
+			b.g.AddConst("b", graph.Float32Tensor([]int{2}, []float32{5, -4.5}))
+			b.node("Conv", []string{"x", "w", "b"}, []string{"y"}, nil)
+			return b.done("y")
+		}, func(t *testing.T, g, q *graph.Graph, rep *Report) {
+			if rep.Raised != 2 || rep.Clipped != 0 {
+				t.Errorf("raised %d channels, clipped %d bias values; want 2 and 0", rep.Raised, rep.Clipped)
+			}
+			bq, bs, _, _ := dqParams(t, q, "b")
+			for i, v := range []float64{5, -4.5} {
+				if got := float64(bq.I64[i]) * float64(bs.F32[i]); math.Abs(got-v) > float64(bs.F32[i]) {
+					t.Errorf("bias %d comes back as %g, want %g", i, got, v)
+				}
+			}
+			conv := q.Nodes[slices.Index(opsOrder(q), "Conv")]
+			_, xs, _, _ := dqParams(t, q, conv.Inputs[0])
+			_, ws, _, _ := dqParams(t, q, conv.Inputs[1])
+			for i := range 2 {
+				if bs.F32[i] != xs.F32[0]*ws.F32[i] {
+					t.Errorf("bias scale %g is not input × raised weight scale %g", bs.F32[i], xs.F32[0]*ws.F32[i])
+				}
+			}
+		}},
 		{"Clip(0, 6) folds like a Relu", func(b *builder) *graph.Graph {
 			b.input("x", 1, 2, 4, 4)
 			b.weight("w", 4, 2, 2, 1, 1)
