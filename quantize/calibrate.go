@@ -6,7 +6,9 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"tessera/build"
 	"tessera/graph"
+	tsrt "tessera/runtime"
 )
 
 // Calibration: the range of every tensor that gets a QuantizeLinear, from
@@ -192,4 +194,63 @@ func CheckSample(g *graph.Graph, sample []*graph.Tensor, what func(i int) string
 		}
 	}
 	return nil
+}
+
+// ReadSample reads a calibration file for graph input v with the reader
+// of tune run (build.ReadTensorFile): a .npy file, or an ONNX TensorProto
+// .pb, or raw float32. Its shape and dtype must be the input's: a file of
+// another dtype is refused, not converted.
+func ReadSample(path string, v *graph.Value) (*graph.Tensor, error) {
+	t, err := build.ReadTensorFile(path, build.TensorInfo{Name: "input " + v.Name, Shape: v.Shape})
+	if err != nil {
+		return nil, err // it names the file
+	}
+	if t.DType.String() != v.DType.String() {
+		return nil, fmt.Errorf("%s: %s values, input %s is %s", path, t.DType, v.Name, v.DType)
+	}
+	dt, _ := graph.DTypeFromONNX(int32(t.DType))
+	g := &graph.Tensor{DType: dt, Shape: make([]int, len(t.Shape))}
+	for i, d := range t.Shape {
+		g.Shape[i] = int(d)
+	}
+	switch t.DType {
+	case tsrt.Float32:
+		v, err := tsrt.Values[float32](t)
+		g.F32 = slices.Clone(v)
+		return g, err
+	case tsrt.Int64:
+		g.I64, err = widen[int64](t)
+	case tsrt.Int32:
+		g.I64, err = widen[int32](t)
+	case tsrt.Int16:
+		g.I64, err = widen[int16](t)
+	case tsrt.Int8:
+		g.I64, err = widen[int8](t)
+	case tsrt.Uint8:
+		g.I64, err = widen[uint8](t)
+	case tsrt.Uint16:
+		g.I64, err = widen[uint16](t)
+	case tsrt.Uint32:
+		g.I64, err = widen[uint32](t)
+	case tsrt.Bool:
+		var b []bool
+		if b, err = tsrt.Values[bool](t); err == nil {
+			for _, x := range b {
+				g.I64 = append(g.I64, map[bool]int64{false: 0, true: 1}[x])
+			}
+		}
+	default:
+		return nil, fmt.Errorf("%s: %s values: no input of that type", path, t.DType)
+	}
+	return g, err
+}
+
+// widen returns an integer tensor's values as int64.
+func widen[T int64 | int32 | int16 | int8 | uint8 | uint16 | uint32](t tsrt.Tensor) ([]int64, error) {
+	v, err := tsrt.Values[T](t)
+	out := make([]int64, len(v))
+	for i, x := range v {
+		out[i] = int64(x)
+	}
+	return out, err
 }

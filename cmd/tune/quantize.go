@@ -38,7 +38,7 @@ type quantizeFlags struct {
 func (q *quantizeFlags) Register(fs *flag.FlagSet) {
 	q.inputs = cli.Shapes{}
 	fs.Var(q.inputs, "input", "bind graph input `name=d0,d1,...` to a static shape (repeatable)")
-	fs.Var(&q.calibrate, "calibrate", "a calibration sample's input `FILE.npy` (or name=FILE.npy; repeatable: bare files go to the inputs in order, a sample per round)")
+	fs.Var(&q.calibrate, "calibrate", "a calibration sample's input `FILE.npy` (or name=FILE.npy; .pb and raw float32 as tune run reads them; repeatable: bare files go to the inputs in order, a sample per round)")
 	fs.StringVar(&q.out, "o", "", "write the quantized model to `FILE` (required; not the input)")
 	fs.StringVar(&q.method, "method", "minmax", "calibration: minmax (min and max over the samples) or percentile (of |x|, onnxruntime's)")
 	fs.Float64Var(&q.percentile, "percentile", quantize.DefaultPercentile, "the percentile of --method percentile, in [0, 100]")
@@ -135,18 +135,11 @@ func calibrationSamples(g *graph.Graph, files []string) ([][]*graph.Tensor, erro
 	samples := make([][]*graph.Tensor, len(byInput[0]))
 	for i, fs := range byInput {
 		for k, f := range fs {
-			t, err := quantize.ReadNpy(f) // its errors name the file
+			t, err := quantize.ReadSample(f, g.Values[g.Inputs[i]]) // its errors name the file
 			if err != nil {
 				return nil, fmt.Errorf("--calibrate: %w", err)
 			}
 			samples[k] = append(samples[k], t)
-			v := g.Values[g.Inputs[i]]
-			if t.DType != v.DType {
-				return nil, fmt.Errorf("--calibrate %s: %s values, input %s is %s", f, t.DType, v.Name, v.DType)
-			}
-			if !slices.Equal(t.Shape, v.Shape) {
-				return nil, fmt.Errorf("--calibrate %s: shape %v, input %s takes %v", f, t.Shape, v.Name, v.Shape)
-			}
 		}
 	}
 	return samples, nil

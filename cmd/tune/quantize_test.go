@@ -8,20 +8,17 @@ import (
 	"strings"
 	"testing"
 
+	"tessera/build"
 	"tessera/graph"
 	"tessera/graph/onnx"
-	"tessera/quantize"
+	tsrt "tessera/runtime"
 )
 
-// writeNpy writes t as a .npy file in dir and returns its path.
-func writeNpy(t *testing.T, dir, name string, tensor *graph.Tensor) string {
+// writeNpy writes a tensor as a .npy file in dir and returns its path.
+func writeNpy[T tsrt.Element](t *testing.T, dir, name string, shape []int64, data []T) string {
 	t.Helper()
-	data, err := quantize.EncodeNpy(tensor)
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	if err := build.WriteTensorFile(path, tsrt.NewTensor(shape, data)); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -37,7 +34,7 @@ func TestQuantizeCommand(t *testing.T) {
 		for i := range v {
 			v[i] = seed * float32(i%7-3) / 3
 		}
-		return writeNpy(t, dir, name, graph.Float32Tensor([]int{1, 3, 16, 16}, v))
+		return writeNpy(t, dir, name, []int64{1, 3, 16, 16}, v)
 	}
 	s1, s2 := sample("s1.npy", 1), sample("s2.npy", 0.5)
 	out := filepath.Join(dir, "tiny.int8.onnx")
@@ -81,8 +78,8 @@ func TestQuantizeCommand(t *testing.T) {
 	}
 
 	// Bad input: an error naming the file, input or node, and no file.
-	wrongShape := writeNpy(t, dir, "shape.npy", graph.Float32Tensor([]int{1, 3, 8, 8}, make([]float32, 192)))
-	wrongType := writeNpy(t, dir, "int.npy", &graph.Tensor{DType: graph.Int64, Shape: []int{1, 3, 16, 16}, I64: make([]int64, 768)})
+	wrongShape := writeNpy(t, dir, "shape.npy", []int64{1, 3, 8, 8}, make([]float32, 192))
+	wrongType := writeNpy(t, dir, "int.npy", []int64{1, 3, 16, 16}, make([]int64, 768))
 	f64 := filepath.Join(dir, "f64.npy")
 	header := "{'descr': '<f8', 'fortran_order': False, 'shape': (1, 3, 16, 16), }" + strings.Repeat(" ", 52) + "\n"
 	f64data := append([]byte("\x93NUMPY\x01\x00"), binary.LittleEndian.AppendUint16(nil, uint16(len(header)))...)
@@ -104,9 +101,9 @@ func TestQuantizeCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"wrong shape", []string{tiny, "-o", fresh, "--calibrate", wrongShape}, "--calibrate " + wrongShape + ": shape [1 3 8 8], input input takes [1 3 16 16]"},
-		{"wrong dtype", []string{tiny, "-o", fresh, "--calibrate", wrongType}, "--calibrate " + wrongType + ": int64 values, input input is float32"},
-		{"float64 file", []string{tiny, "-o", fresh, "--calibrate", f64}, "--calibrate: " + f64 + ": float64 values ('<f8')"},
+		{"wrong shape", []string{tiny, "-o", fresh, "--calibrate", wrongShape}, "--calibrate: " + wrongShape + ": shape [1,3,8,8], input input takes [1,3,16,16]"},
+		{"wrong dtype", []string{tiny, "-o", fresh, "--calibrate", wrongType}, "--calibrate: " + wrongType + ": int64 values, input input is float32"},
+		{"float64 file", []string{tiny, "-o", fresh, "--calibrate", f64}, "--calibrate: " + f64 + ": .npy of dtype <f8"},
 		{"missing file", []string{tiny, "-o", fresh, "--calibrate", filepath.Join(dir, "none.npy")}, "none.npy"},
 		{"no op to quantize", []string{tanhPath, "-o", fresh}, "no op to quantize"},
 		{"output is the input", []string{tiny, "-o", tiny}, "is the input model"},
