@@ -232,11 +232,10 @@ print("ok")
 	}
 }
 
-// TestRunFilesIntegers: tune run's files keep integers exact end to end.
-// An int32 .npy file feeds an int64 input; the model's int64 outputs
-// (an ArgMax, and that input plus one) are written as int64 .npy files
-// and compare equal to int64 references.
-func TestRunFilesIntegers(t *testing.T) {
+// builtIntegers builds a model of int64 outputs: best, the ArgMax over
+// axis 1 of scores (float32 [2, 6]), and next, ids (int64 [3]) plus one.
+func builtIntegers(t *testing.T) string {
+	t.Helper()
 	g := graph.New("ints", 17)
 	g.AddInput("scores", graph.Float32, []int{2, 6})
 	g.AddInput("ids", graph.Int64, []int{3})
@@ -249,7 +248,15 @@ func TestRunFilesIntegers(t *testing.T) {
 	if _, err := Build(context.Background(), p.g, p.plan, dir, Options{Target: testTarget(recordsKey, nil)}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := Open(dir)
+	return dir
+}
+
+// TestRunFilesIntegers: tune run's files keep integers exact end to end.
+// An int32 .npy file feeds an int64 input; the model's int64 outputs
+// (an ArgMax, and that input plus one) are written as int64 .npy files
+// and compare equal to int64 references.
+func TestRunFilesIntegers(t *testing.T) {
+	m, err := Open(builtIntegers(t))
 	if err != nil {
 		t.Fatal(err)
 	}

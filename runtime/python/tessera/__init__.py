@@ -1,7 +1,8 @@
 """tessera: run a model built by Tessera's `tune build` from Python.
 
-One file over ctypes and numpy: copy it next to your program, or put its
-folder on PYTHONPATH.
+A package over ctypes and numpy (pip install ./runtime/python, or put
+runtime/python on PYTHONPATH; `python3 -m tessera` is its command line:
+info and run).
 
     import numpy as np, tessera
     model = tessera.load("build/resnet18")          # the build folder
@@ -29,6 +30,9 @@ import struct
 import threading
 
 import numpy as np
+
+# The package's version: pyproject.toml reads it from here.
+__version__ = "0.2.0.dev0"
 
 ABI_VERSION = 4
 
