@@ -449,7 +449,7 @@ func cases() []ccase {
 			notSrc: []string{"scalar loop", "tsr_store_v16f(&sh["}})
 	}
 
-	{ // a 6-row tile over 128 rows: the guard leaves the main loop (partition.go)
+	{ // a 6-row tile over 128 rows: the guard leaves the main loop (loop_partition.go)
 		A, O := gbuf("A", 128, 8), gbuf("O", 128, 8)
 		v := vars("i", "r", "l")
 		i, r, l := v[0], v[1], v[2]

@@ -7,7 +7,7 @@ import "tessera/tir"
 // A split whose length does not divide its extent guards its body, and
 // where the split loop is fused with others (a loop over heads × row
 // tiles) the guard fails in the last tile of every head, so loop
-// partitioning (partition.go), which cuts off the last iterations of one
+// partitioning (loop_partition.go), which cuts off the last iterations of one
 // loop, cannot take it out. The guard then sits in the innermost serial
 // loop, a GEMM's reduction, once per row of the register tile: gcc keeps
 // the tile in memory and tests every row at every step (a BERT attention

@@ -46,12 +46,14 @@ func TestPassOrderChecked(t *testing.T) {
 	}
 }
 
-// TestStrictPasses is the strict mode of the code generator's passes over
-// random schedules of every op of the library: each schedule is lowered,
-// and after every pass of the CPU pipeline (at 8 and 16 lanes, AVX2's and
-// AVX-512's widths) and of the GPU pipeline (random GPU schedules) the
-// body is checked for scopes (tir.CheckScopes) and interpreted against the
-// reference evaluator, so a pass that breaks a kernel is named.
+// TestStrictPasses is the strict mode of the lowering and code generator
+// passes over random schedules of every op of the library: after every
+// lowering pass that makes the function (schedule.LowerTrace: nest,
+// simplify, check-scopes) and every pass of the code generator's CPU
+// pipeline (at 8 and 16 lanes, AVX2's and AVX-512's widths) or GPU
+// pipeline (random GPU schedules), the function is interpreted against
+// the reference evaluator, and from check-scopes on its scopes are checked
+// (tir.CheckScopes), so a pass that breaks a kernel is named.
 func TestStrictPasses(t *testing.T) {
 	perOp := 6
 	if testing.Short() {
@@ -72,28 +74,42 @@ func TestStrictPasses(t *testing.T) {
 		for i := range perOp {
 			gpu := i%3 == 2
 			seed := uint64(100*k + i)
-			var f *tir.PrimFunc
+			var s *schedule.State
 			if gpu {
-				_, f = schedtest.RandomGPULowerable(rng, s0, 10)
+				s, _ = schedtest.RandomGPULowerable(rng, s0, 10)
 			} else {
-				_, f = schedtest.RandomLowerable(rng, s0, 10)
+				s, _ = schedtest.RandomLowerable(rng, s0, 10)
 			}
 			schedules++
 			lanes := []int{8, 16}[i%2]
-			err := Trace(f, gpu, lanes, func(pass string, g *tir.PrimFunc) error {
+			check := func(pass string, g *tir.PrimFunc) error {
 				checks++
-				if err := tir.CheckScopes(g); err != nil {
-					return fmt.Errorf("after %s: %w", pass, err)
+				if pass != "nest" && pass != "simplify" { // check-scopes and the codegen passes
+					if err := tir.CheckScopes(g); err != nil {
+						return fmt.Errorf("after %s: %w", pass, err)
+					}
 				}
-				check := schedtest.Check
+				run := schedtest.Check
 				if gpu {
-					check = schedtest.CheckGPU
+					run = schedtest.CheckGPU
 				}
-				if err := check(d, g, seed); err != nil {
+				if err := run(d, g, seed); err != nil {
 					return fmt.Errorf("after %s: %w", pass, err)
 				}
 				return nil
+			}
+			var lowerErr error
+			f, err := schedule.LowerTrace(s, "kernel", gpu, func(pass string, g *tir.PrimFunc) {
+				if lowerErr == nil {
+					lowerErr = check("lower/"+pass, g)
+				}
 			})
+			if err == nil {
+				err = lowerErr
+			}
+			if err == nil {
+				err = Trace(f, gpu, lanes, check)
+			}
 			if err != nil {
 				wrong = append(wrong, fmt.Sprintf("%s schedule %d (gpu %v, %d lanes): %v", name, i, gpu, lanes, err))
 			}

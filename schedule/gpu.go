@@ -37,52 +37,37 @@ import (
 //
 // The function's parameters are those of Lower.
 func LowerGPU(s *State, name string) (*tir.PrimFunc, error) {
-	if !s.Complete() {
-		return nil, fmt.Errorf("lower: state has unfilled split lengths")
-	}
-	if err := checkGPU(s); err != nil {
-		return nil, fmt.Errorf("lower for gpu: %w", err)
-	}
-	l := &lowerer{s: s, byBuf: s.stageByBuf(), gpu: &gpuLowering{kernel: map[int]*gpuKernel{}}}
-	if err := l.regions(); err != nil {
-		return nil, err
-	}
-	l.launchDims()
+	return lower(s, name, true, nil)
+}
+
+// buildKernels is the GPU's nest pass: each root stage's loop nest becomes
+// a kernel, normalized to its launch dimensions, with its barriers.
+func (l *lowerer) buildKernels() error {
 	var kernels []tir.Stmt
-	for i, st := range s.Stages {
+	for i, st := range l.s.Stages {
 		if !l.live(i) || st.Attach != Root {
 			continue
 		}
 		n, err := l.nest(i)
 		if err != nil {
-			return nil, fmt.Errorf("lower: %w", err)
+			return err
 		}
 		k := l.gpu.kernel[i]
 		body, err := k.normalize(n, nil)
 		if err != nil {
-			return nil, fmt.Errorf("lower for gpu: %w", err)
+			return err
 		}
 		body = (&syncer{threads: k.threadVars()}).insert(body)
 		kernels = append(kernels, k.launch(body))
 	}
-	body := tir.SeqOf(kernels...)
-	for i := len(s.Stages) - 1; i >= 0; i-- {
-		st := s.Stages[i]
-		if l.live(i) && st.Attach == Root && !st.Output {
-			body = &tir.Allocate{Buf: l.stages[i].storage, Body: body}
-		}
-	}
-	f := l.function(name, body)
-	if err := tir.CheckScopes(f); err != nil {
-		return nil, fmt.Errorf("lower for gpu: a stage reads a buffer where it is not computed (a gather index attached apart from its reader): %w", err)
-	}
-	return f, nil
+	l.f = l.function(l.name, l.allocateRoots(tir.SeqOf(kernels...)))
+	return nil
 }
 
 // function wraps a lowered body in the PrimFunc: the DAG's inputs (packed
 // where rewritten), then its outputs.
 func (l *lowerer) function(name string, body tir.Stmt) *tir.PrimFunc {
-	f := &tir.PrimFunc{Name: name, Body: tir.SimplifyStmt(body, nil)}
+	f := &tir.PrimFunc{Name: name, Body: body}
 	for _, t := range l.s.DAG.Inputs {
 		if p, ok := l.packed[t.Buf]; ok {
 			f.Params = append(f.Params, p)

@@ -8,40 +8,96 @@ import (
 
 // Lower turns a complete state into one kernel. The parameters are the
 // DAG's inputs (in the order of DAG.Inputs) followed by its outputs (in the
-// order of DAG.Outputs). The passes run in this order:
-//
-//	inline    fold inlined stages into their consumers' bodies
-//	bound     give every stage its loop variables and, for attached stages,
-//	          the region its consumers need (bound.go)
-//	pack      lay out every rewritten constant in the order its reader's
-//	          loops walk it (layout.go)
-//	nest      build each stage's loop nest, nesting attached stages
-//	simplify  simplify every expression with the loop ranges in scope
+// order of DAG.Outputs). It runs the CPU's lowering passes (lowerPasses).
 func Lower(s *State, name string) (*tir.PrimFunc, error) {
+	return lower(s, name, false, nil)
+}
+
+// The lowering passes, as a table: each works on the lowerer, and those
+// from nest on on the function it builds.
+//
+//	inline       fold inlined stages into their consumers' bodies
+//	bound        give every stage its loop variables and, for attached stages,
+//	             the region its consumers need (bound.go)
+//	pack         lay out every rewritten constant in the order its reader's
+//	             loops walk it (layout.go)
+//	launch-dims  (GPU) the grid and block of every kernel (gpu.go)
+//	nest         build each stage's loop nest, nesting attached stages (a GPU
+//	             kernel's: normalized to its launch, with barriers)
+//	simplify     simplify every expression with the loop ranges in scope
+//	check-scopes refuse a stage that reads a buffer where it is not computed
+//
+// The order is the table's: each pass reads what the one before it
+// derived (the regions need the inlined bodies; the nests, the regions and
+// packed layouts; the kernels' nests, their launch dimensions).
+type lowerPass struct {
+	name     string
+	cpu, gpu bool
+	run      func(l *lowerer) error
+}
+
+var lowerPasses = []lowerPass{
+	{"inline", true, true, (*lowerer).inline},
+	{"bound", true, true, (*lowerer).bound},
+	{"pack", true, true, (*lowerer).packLayouts},
+	{"launch-dims", false, true, func(l *lowerer) error { l.launchDims(); return nil }},
+	{"nest", true, false, (*lowerer).buildNests},
+	{"nest", false, true, (*lowerer).buildKernels},
+	{"simplify", true, true, func(l *lowerer) error { l.f.Body = tir.SimplifyStmt(l.f.Body, nil); return nil }},
+	{"check-scopes", true, true, (*lowerer).checkScopes},
+}
+
+// LowerPassNames returns the names of the lowering passes of the CPU (gpu
+// false) or the GPU, in order.
+func LowerPassNames(gpu bool) []string {
+	var names []string
+	for _, p := range lowerPasses {
+		if gpu && p.gpu || !gpu && p.cpu {
+			names = append(names, p.name)
+		}
+	}
+	return names
+}
+
+// LowerTrace lowers s as Lower (gpu false) or LowerGPU does, calling after
+// with the function after each pass that makes or changes it (nest,
+// simplify, check-scopes): `tune inspect --dump` prints it.
+func LowerTrace(s *State, name string, gpu bool, after func(pass string, f *tir.PrimFunc)) (*tir.PrimFunc, error) {
+	return lower(s, name, gpu, after)
+}
+
+// lower runs the lowering passes of the CPU or the GPU on s.
+func lower(s *State, name string, gpu bool, after func(pass string, f *tir.PrimFunc)) (*tir.PrimFunc, error) {
 	if !s.Complete() {
 		return nil, fmt.Errorf("lower: state has unfilled split lengths")
 	}
-	l := &lowerer{s: s, byBuf: s.stageByBuf()}
-	if err := l.regions(); err != nil {
-		return nil, err
+	l := &lowerer{s: s, byBuf: s.stageByBuf(), name: name}
+	what := "lower"
+	if gpu {
+		what = "lower for gpu"
+		if err := checkGPU(s); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		l.gpu = &gpuLowering{kernel: map[int]*gpuKernel{}}
 	}
-	body, err := l.nests()
-	if err != nil {
-		return nil, fmt.Errorf("lower: %w", err)
+	for _, p := range lowerPasses {
+		if gpu && !p.gpu || !gpu && !p.cpu {
+			continue
+		}
+		if err := p.run(l); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		if after != nil && l.f != nil {
+			after(p.name, l.f)
+		}
 	}
-	f := l.function(name, body)
-	if err := tir.CheckScopes(f); err != nil {
-		return nil, fmt.Errorf("lower: a stage reads a buffer where it is not computed (a gather index attached apart from its reader): %w", err)
-	}
-	return f, nil
+	return l.f, nil
 }
 
-// regions runs the passes before the loop nests: inline, bound, pack.
-func (l *lowerer) regions() error {
-	for _, pass := range []func() error{l.inline, l.bound, l.packLayouts} {
-		if err := pass(); err != nil {
-			return fmt.Errorf("lower: %w", err)
-		}
+// checkScopes refuses a function that reads a buffer outside its scope.
+func (l *lowerer) checkScopes() error {
+	if err := tir.CheckScopes(l.f); err != nil {
+		return fmt.Errorf("a stage reads a buffer where it is not computed (a gather index attached apart from its reader): %w", err)
 	}
 	return nil
 }
@@ -49,6 +105,8 @@ func (l *lowerer) regions() error {
 // lowerer holds what the passes derive about each stage.
 type lowerer struct {
 	s      *State
+	name   string        // the function's
+	f      *tir.PrimFunc // the function, from the nest pass on
 	byBuf  map[*tir.Buffer]int
 	stages []stageInfo
 	packed map[*tir.Buffer]*tir.Buffer // rewritten constants: their packed parameter
@@ -121,7 +179,9 @@ func (l *lowerer) inline() error {
 
 // nests builds the loop nests of the root stages in stage order, inside
 // the allocations of the intermediate tensors that live at the root.
-func (l *lowerer) nests() (tir.Stmt, error) {
+// buildNests builds the function: every root stage's loop nest, the
+// root stages that are no output allocated around them.
+func (l *lowerer) buildNests() error {
 	var stmts []tir.Stmt
 	for i, st := range l.s.Stages {
 		if !l.live(i) || st.Attach != Root {
@@ -129,18 +189,23 @@ func (l *lowerer) nests() (tir.Stmt, error) {
 		}
 		n, err := l.nest(i)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		stmts = append(stmts, n)
 	}
-	body := tir.SeqOf(stmts...)
+	l.f = l.function(l.name, l.allocateRoots(tir.SeqOf(stmts...)))
+	return nil
+}
+
+// allocateRoots allocates the root stages that are no output around body.
+func (l *lowerer) allocateRoots(body tir.Stmt) tir.Stmt {
 	for i := len(l.s.Stages) - 1; i >= 0; i-- {
 		st := l.s.Stages[i]
 		if l.live(i) && st.Attach == Root && !st.Output {
 			body = &tir.Allocate{Buf: l.stages[i].storage, Body: body}
 		}
 	}
-	return body, nil
+	return body
 }
 
 // nest builds the loops of stage i, with the stages attached at each of its

@@ -81,11 +81,13 @@ func (c *costModelFlags) Register(fs *flag.FlagSet) {
 
 // runCostModel is `tune costmodel train|eval|pretrain`.
 func runCostModel(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "train" && args[0] != "eval" && args[0] != "pretrain") {
-		return cli.Usagef(stderr, "usage: tune costmodel train --db FILE... --model M.onnx... -o model.txt\n       tune costmodel eval --db FILE... --model M.onnx... model.txt\n       tune costmodel pretrain --db FILE... [-o model.txt]")
+	verb, args, err := cli.Verb(stderr, "usage: tune costmodel train --db FILE... --model M.onnx... -o model.txt\n       tune costmodel eval --db FILE... --model M.onnx... model.txt\n       tune costmodel pretrain --db FILE... [-o model.txt]", args,
+		"train", "eval", "pretrain")
+	if err != nil {
+		return err
 	}
-	cf := costModelFlags{verb: args[0]}
-	pos, err := cli.Parse(cli.NewFlagSet("tune costmodel "+cf.verb, stderr, &cf), args[1:])
+	cf := costModelFlags{verb: verb}
+	pos, err := cli.Parse(cli.NewFlagSet("tune costmodel "+cf.verb, stderr, &cf), args)
 	switch {
 	case err != nil:
 		return err

@@ -17,17 +17,13 @@ import (
 
 // runRecords is `tune records export|import|distill|stats|plot`.
 func runRecords(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return cli.Usagef(stderr, "usage: tune records export|import|distill|stats|plot [--db FILE] ...")
+	verb, args, err := cli.Verb(stderr, "usage: tune records export|import|distill|stats|plot [--db FILE] ... (run 'tune records VERB -h')", args,
+		"export", "import", "distill", "stats", "plot")
+	if err != nil {
+		return err
 	}
-	verb, args := args[0], args[1:]
 	if verb == "plot" {
 		return runPlot(args, stdout, stderr)
-	}
-	switch verb {
-	case "export", "import", "distill", "stats":
-	default:
-		return fmt.Errorf("unknown records command %q (export, import, distill, stats, plot)", verb)
 	}
 	fs := cli.NewFlagSet("tune records "+verb, stderr, nil)
 	db := fs.String("db", "tuning.db", "records database `FILE`")

@@ -45,8 +45,13 @@ func SetUsage(fs *flag.FlagSet, usage string) {
 // arguments (`tune inspect model.onnx --input x=1,3,8,8`), and returns the
 // positional ones; after "--" every argument is positional. A wrong flag
 // is reported in one line with a pointer to -h (ErrUsage); -h prints
-// fs.Usage and returns flag.ErrHelp.
+// fs.Usage and returns flag.ErrHelp. (Under Describe it parses nothing
+// and hands fs to the describer.)
 func Parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	if d, ok := fs.Output().(*describer); ok {
+		d.fs = fs
+		return nil, errDescribed
+	}
 	usage := fs.Usage
 	fs.Usage = func() {}
 	defer func() { fs.Usage = usage }()
