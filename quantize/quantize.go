@@ -23,7 +23,10 @@
 //   - A Relu or Clip that is the only reader of such an output is folded
 //     into it: the op before writes the Relu's output, whose Q clamps.
 //   - Add, Mul, Concat, GlobalAveragePool, Softmax, Sigmoid and LeakyRelu
-//     get a Q/DQ pair on every input and output, each of its own range.
+//     get a Q/DQ pair on every input and output, each of its own range (a
+//     constant operand becomes a uint8 constant of its own range).
+//   - LayerNormalization and InstanceNormalization quantize their input
+//     and outputs, their scale as an int8 weight and their bias as int32.
 //   - MaxPool, AveragePool, Reshape, Transpose, Squeeze, Unsqueeze and
 //     Slice of a quantized tensor give their output a Q/DQ pair with the
 //     input's scale and zero point.
