@@ -25,6 +25,7 @@ export TESSERA_REQUIRE_CROSS=1
 # deps.sh installed python3-numpy: the Python module's test must run.
 export TESSERA_REQUIRE_PYTHON=1
 go test -timeout 40m ./...
+bash scripts/quickstart.sh # the README's quick start, run as written in a fresh copy; the docs' links
 # The runtime's hostile suite (runtime/hostile_test.go) once more, the Go side
 # under the race detector; it prints "runtime hostile: N cases, C crashes, W
 # silent wrong answers" and fails unless both are 0.
