@@ -14,7 +14,7 @@ import (
 	"tessera/codegen"
 	"tessera/schedule"
 	"tessera/sketch"
-	"tessera/te"
+	"tessera/te/tetest"
 	"tessera/tir"
 )
 
@@ -42,7 +42,7 @@ func gpuTool(t *testing.T, name string) string {
 func gpuSample(t *testing.T, n int) []*tir.PrimFunc {
 	t.Helper()
 	opts := sketch.GPUOptions(testGPU)
-	dags := te.ExampleDAGs()
+	dags := tetest.DAGs()
 	var names []string
 	for name := range dags {
 		names = append(names, name)

@@ -10,7 +10,7 @@ import (
 
 	"tessera/schedule"
 	"tessera/schedule/schedtest"
-	"tessera/te"
+	"tessera/te/tetest"
 	"tessera/tir"
 )
 
@@ -59,7 +59,7 @@ func TestStrictPasses(t *testing.T) {
 	if testing.Short() {
 		perOp = 2
 	}
-	dags := te.ExampleDAGs()
+	dags := tetest.DAGs()
 	names := make([]string, 0, len(dags))
 	for name := range dags {
 		names = append(names, name)

@@ -10,7 +10,7 @@ import (
 
 	"tessera/schedule"
 	"tessera/schedule/schedtest"
-	"tessera/te"
+	"tessera/te/tetest"
 	"tessera/tir"
 )
 
@@ -23,7 +23,7 @@ var (
 // example DAGs (one task each) with a synthetic cost: a fixed function of
 // the features plus noise, so that training has something to learn.
 func realisticDataset(n int) *Dataset {
-	dags := te.ExampleDAGs()
+	dags := tetest.DAGs()
 	names := []string{"matmul", "conv", "conv_bias_relu", "softmax", "batch_matmul", "max_pool", "layernorm", "conv_strided"}
 	slices.Sort(names)
 	d := &Dataset{}
@@ -95,7 +95,7 @@ func BenchmarkSearchRound(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	dags := te.ExampleDAGs()
+	dags := tetest.DAGs()
 	var fs []*tir.PrimFunc
 	rng := rand.New(rand.NewPCG(4, 4))
 	for i := range 2048 * 4 {

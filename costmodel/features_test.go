@@ -9,6 +9,7 @@ import (
 	"tessera/schedule"
 	"tessera/schedule/schedtest"
 	"tessera/te"
+	"tessera/te/tetest"
 	"tessera/tir"
 )
 
@@ -407,7 +408,7 @@ func TestFusedIndexStride(t *testing.T) {
 // each index dimension is affine with coefficient ±1 in at most one varying
 // loop variable).
 func TestAccessAnalysisOracle(t *testing.T) {
-	dags := te.ExampleDAGs()
+	dags := tetest.DAGs()
 	names := []string{"matmul", "conv", "conv_strided", "max_pool", "softmax", "batch_matmul"}
 	checkedStride, checkedTouch, exact := 0, 0, 0
 	for n, name := range names {
@@ -585,7 +586,7 @@ func evalInt(e tir.Expr, env map[*tir.Var]int64) (int64, bool) {
 // every example DAG: one row per store, finite non-negative values, one-hot
 // groups with exactly one bit, and the same rows from ExtractAll.
 func TestExtractRealistic(t *testing.T) {
-	dags := te.ExampleDAGs()
+	dags := tetest.DAGs()
 	names := make([]string, 0, len(dags))
 	for n := range dags {
 		names = append(names, n)
@@ -704,7 +705,7 @@ func BenchmarkExtractGEMM(b *testing.B) {
 // BenchmarkExtractRandom extracts random schedules of a conv and a matmul,
 // the mix a search round sees.
 func BenchmarkExtractRandom(b *testing.B) {
-	dags := te.ExampleDAGs()
+	dags := tetest.DAGs()
 	var fs []*tir.PrimFunc
 	for n, name := range []string{"conv", "matmul", "conv_bias_relu", "softmax"} {
 		rng := rand.New(rand.NewPCG(3, uint64(n)))

@@ -6,7 +6,7 @@ import (
 
 	"tessera/schedule"
 	"tessera/sketch"
-	"tessera/te"
+	"tessera/te/tetest"
 )
 
 // TestGPULoweredFeatures: the features of a GPU schedule are taken after GPU
@@ -14,7 +14,7 @@ import (
 // virtual threads are there.
 func TestGPULoweredFeatures(t *testing.T) {
 	opts := sketch.GPUOptions(schedule.GPULimits{WarpSize: 32, MaxThreadsPerBlock: 1024, MaxSharedBytes: 48 << 10, MaxVThread: 8})
-	s, _, err := sketch.Default(schedule.NewState(te.ExampleDAGs()["matmul"]), opts)
+	s, _, err := sketch.Default(schedule.NewState(tetest.DAGs()["matmul"]), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

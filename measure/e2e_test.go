@@ -19,6 +19,7 @@ import (
 	"tessera/target"
 	"tessera/target/machine"
 	"tessera/te"
+	"tessera/te/tetest"
 	"tessera/tir"
 )
 
@@ -159,7 +160,7 @@ const (
 // states gen makes (within moduleBudget), runs each kernel in a child
 // process and compares its outputs with the reference evaluator.
 func checkCompiled(t *testing.T, p platform, gen func(i int, d *te.DAG) []*schedule.State) {
-	dags := te.ExampleDAGs()
+	dags := tetest.DAGs()
 	names := make([]string, 0, len(dags))
 	for n := range dags {
 		names = append(names, n)
@@ -274,7 +275,7 @@ func mustLower(t *testing.T, s *schedule.State, name string) *tir.PrimFunc {
 // TestMeasurerVerifies runs the Measurer on a good schedule and on a
 // deliberately broken build, with verification on.
 func TestMeasurerVerifies(t *testing.T) {
-	d := te.ExampleDAGs()["matmul"]
+	d := tetest.DAGs()["matmul"]
 	if d == nil {
 		t.Fatal("no matmul example")
 	}

@@ -8,13 +8,13 @@ import (
 	"tessera/measure"
 	"tessera/schedule"
 	"tessera/target"
-	"tessera/te"
+	"tessera/te/tetest"
 )
 
 // A machine that cannot build or run is an error of the batch, never a
 // CompileError or RuntimeError of its candidates.
 func TestMeasureInfrastructureErrors(t *testing.T) {
-	s0 := schedule.NewState(te.ExampleDAGs()["relu"])
+	s0 := schedule.NewState(tetest.DAGs()["relu"])
 	good := &measure.Builder{CacheDir: t.TempDir()}
 	missing := &measure.Builder{CC: "/nonexistent/cc", CacheDir: t.TempDir()}
 	tg := target.CPU(target.CPUConfig{Threads: 1, Builder: good})

@@ -12,6 +12,7 @@ import (
 	"tessera/schedule/schedtest"
 	"tessera/target"
 	"tessera/te"
+	"tessera/te/tetest"
 )
 
 // An input read back from its wire form is the same candidate: the same
@@ -22,7 +23,7 @@ func TestInputRoundTrip(t *testing.T) {
 	var dec measure.InputDecoder
 	rng := rand.New(rand.NewPCG(16, 16))
 	for _, name := range []string{"conv_bias_relu", "matmul_bias_relu", "softmax", "layernorm", "max_pool"} {
-		d := te.ExampleDAGs()[name]
+		d := tetest.DAGs()[name]
 		s0 := schedule.NewState(d)
 		var first *te.DAG
 		for k := range 4 {
@@ -69,13 +70,13 @@ func TestInputRoundTrip(t *testing.T) {
 }
 
 func TestDecodeInputErrors(t *testing.T) {
-	d := te.ExampleDAGs()["softmax"]
+	d := tetest.DAGs()["softmax"]
 	st, _ := schedtest.RandomLowerable(rand.New(rand.NewPCG(1, 1)), schedule.NewState(d), 6)
 	data, err := json.Marshal(measure.Input{State: st})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := te.ExampleDAGs()["relu"].WorkloadKey()
+	other := tetest.DAGs()["relu"].WorkloadKey()
 	var j map[string]json.RawMessage
 	json.Unmarshal(data, &j)
 	with := func(field, value string) []byte {
@@ -113,7 +114,7 @@ func TestDecodeInputErrors(t *testing.T) {
 func FuzzDecodeInput(f *testing.F) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	for _, name := range []string{"softmax", "matmul_bias_relu"} {
-		st, _ := schedtest.RandomLowerable(rng, schedule.NewState(te.ExampleDAGs()[name]), 8)
+		st, _ := schedtest.RandomLowerable(rng, schedule.NewState(tetest.DAGs()[name]), 8)
 		data, err := json.Marshal(measure.Input{State: st})
 		if err != nil {
 			f.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"tessera/sketch"
 	"tessera/target"
 	"tessera/te"
+	"tessera/te/tetest"
 	"tessera/tir"
 )
 
@@ -29,7 +30,7 @@ func TestNaNPropagates(t *testing.T) {
 	b := &measure.Builder{CacheDir: t.TempDir(), Timeout: 120 * time.Second}
 	r := &measure.Runner{Builder: b, Opts: measure.RunOptions{Threads: 2, Number: 1, Repeat: 1, MinRepeatMs: -1, Check: true, Timeout: 20 * time.Second}}
 	defer r.Close()
-	dags := te.ExampleDAGs()
+	dags := tetest.DAGs()
 	names := []string{"relu", "clip", "max", "min", "reduce_max", "reduce_min", "max_pool", "global_max_pool", "conv_bias_relu"}
 	opts := sketch.CPUOptions(target.MustDefaultMachine())
 	var funcs []*tir.PrimFunc

@@ -12,6 +12,7 @@ import (
 	"tessera/schedule"
 	"tessera/schedule/schedtest"
 	"tessera/te"
+	"tessera/te/tetest"
 )
 
 // TestImportOwnExport: importing a database's own export adds nothing (it
@@ -75,7 +76,7 @@ func validRecords(t *testing.T, d *te.DAG, key string, n int) []Record {
 // store skips it on import; a record stored before the DAG was known is
 // never ranked, so Best and Distill give the next valid record.
 func TestRecordThatDoesNotReplay(t *testing.T) {
-	d := te.ExampleDAGs()["matmul_bias_relu"]
+	d := tetest.DAGs()["matmul_bias_relu"]
 	key := d.WorkloadKey()
 	codec, err := d.MarshalJSON()
 	if err != nil {

@@ -11,13 +11,14 @@ import (
 	"tessera/schedule/schedtest"
 	"tessera/target"
 	"tessera/te"
+	"tessera/te/tetest"
 )
 
 // Records read back give the states they measured, their results and the
 // features of the state lowered for their target; records that cannot be
 // read back say why.
 func TestReplay(t *testing.T) {
-	d := te.ExampleDAGs()["matmul_bias_relu"]
+	d := tetest.DAGs()["matmul_bias_relu"]
 	key := d.WorkloadKey()
 	rng := rand.New(rand.NewPCG(4, 4))
 	var recs []records.Record

@@ -10,6 +10,7 @@ import (
 	"tessera/schedule"
 	"tessera/schedule/schedtest"
 	"tessera/te"
+	"tessera/te/tetest"
 	"tessera/tir"
 )
 
@@ -183,7 +184,7 @@ func TestLowerGPURejects(t *testing.T) {
 // op of the library through the thread-emulating interpreter.
 func TestRandomGPUSchedulesAllOps(t *testing.T) {
 	const perOp = 30
-	dags := te.ExampleDAGs()
+	dags := tetest.DAGs()
 	names := make([]string, 0, len(dags))
 	for name := range dags {
 		names = append(names, name)
@@ -237,7 +238,7 @@ func TestRandomGPUSchedulesAllOps(t *testing.T) {
 // a random GPU schedule of gather lowered so. LowerGPU refuses it, as
 // Lower does.
 func TestLowerGPURefusesIndexComputedLater(t *testing.T) {
-	d := te.ExampleDAGs()["gather"] // X, I, I_index, gather
+	d := tetest.DAGs()["gather"] // X, I, I_index, gather
 	steps := []schedule.Step{
 		&schedule.Fuse{Stage: 3, Iters: []int{0, 1}},
 		&schedule.Fuse{Stage: 3, Iters: []int{0, 1}},

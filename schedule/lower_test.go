@@ -8,6 +8,7 @@ import (
 	"tessera/schedule"
 	"tessera/schedule/schedtest"
 	"tessera/te"
+	"tessera/te/tetest"
 	"tessera/tir"
 )
 
@@ -329,7 +330,7 @@ func TestReplayIsDeterministic(t *testing.T) {
 // schedules of every op of the library (and the fused examples) and checks
 // each against the reference evaluator through the tir interpreter.
 func TestRandomSchedulesAllOps(t *testing.T) {
-	for name, d := range te.ExampleDAGs() {
+	for name, d := range tetest.DAGs() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			rng := rand.New(rand.NewPCG(11, uint64(len(name))))
@@ -357,7 +358,7 @@ func TestRandomSchedulesAllOps(t *testing.T) {
 // a random schedule of reverse_sequence made). Lower refuses such a state;
 // with the cache at the root it lowers.
 func TestLowerRefusesIndexComputedLater(t *testing.T) {
-	d := te.ExampleDAGs()["reverse_sequence"] // X, L, L_index, reverse_sequence
+	d := tetest.DAGs()["reverse_sequence"] // X, L, L_index, reverse_sequence
 	steps := []schedule.Step{
 		&schedule.CacheRead{Stage: 0, Scope: tir.Local, Readers: []int{3}}, // X, X.local, L, L_index, reverse_sequence
 		&schedule.ComputeAt{Stage: 3, TargetStage: 4, TargetIter: 2},

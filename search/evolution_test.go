@@ -12,7 +12,7 @@ import (
 	"tessera/schedule"
 	"tessera/sketch"
 	"tessera/target"
-	"tessera/te"
+	"tessera/te/tetest"
 )
 
 // randomModel scores at random and remembers how many updates it saw.
@@ -37,7 +37,7 @@ func (m *randomModel) Update(task string, ps [][][]float32, costs []float64) err
 }
 
 func TestPolicyRounds(t *testing.T) {
-	d := te.ExampleDAGs()["matmul_bias_relu"]
+	d := tetest.DAGs()["matmul_bias_relu"]
 	b := &measure.Builder{CacheDir: t.TempDir()}
 	m := target.CPU(target.CPUConfig{Threads: 1, Builder: b, Run: measure.RunOptions{Repeat: 1, MinRepeatMs: 1}}).Measurer(true)
 	defer m.Runner.Close()
@@ -79,7 +79,7 @@ func TestPolicyRounds(t *testing.T) {
 // TestProposeIsDeterministic: children are made in parallel, but the same
 // seed proposes the same states in the same order, whatever the scheduling.
 func TestProposeIsDeterministic(t *testing.T) {
-	d := te.ExampleDAGs()["matmul_bias_relu"]
+	d := tetest.DAGs()["matmul_bias_relu"]
 	propose := func() []string {
 		opts := DefaultOptions(testTarget())
 		opts.Population, opts.Generations, opts.Seed = 128, 3, 7
@@ -132,7 +132,7 @@ func (featureModel) Update(string, [][][]float32, []float64) error { return nil 
 // default schedule, once; a policy that knows it measured says nothing of
 // it again.
 func TestFirstRoundMeasuresDefault(t *testing.T) {
-	d := te.ExampleDAGs()["matmul_bias_relu"]
+	d := tetest.DAGs()["matmul_bias_relu"]
 	def, _, err := sketch.Default(schedule.NewState(d), testTarget().Sketch)
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +183,7 @@ func (m *cutoffMeasurer) Measure(_ context.Context, in []measure.Input) ([]measu
 }
 
 func TestSlowCutoff(t *testing.T) {
-	d := te.ExampleDAGs()["matmul_bias_relu"]
+	d := tetest.DAGs()["matmul_bias_relu"]
 	for _, tt := range []struct {
 		name   string
 		cost   float64 // of every candidate, seconds

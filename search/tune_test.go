@@ -14,7 +14,7 @@ import (
 	"tessera/schedule"
 	"tessera/sketch"
 	"tessera/target"
-	"tessera/te"
+	"tessera/te/tetest"
 )
 
 type memLog struct {
@@ -34,7 +34,7 @@ func (l *memLog) Commit(t *partition.Task, b []Measured) error {
 func TestTuneAndResume(t *testing.T) {
 	var tasks []*partition.Task
 	for _, name := range []string{"matmul_bias_relu", "softmax"} {
-		d := te.ExampleDAGs()[name]
+		d := tetest.DAGs()[name]
 		tasks = append(tasks, &partition.Task{Key: d.WorkloadKey(), DAG: d, Weight: 2})
 	}
 	b := &measure.Builder{CacheDir: t.TempDir()}
@@ -112,7 +112,7 @@ func (m *failingMeasurer) Measure(_ context.Context, in []measure.Input) ([]meas
 // An infrastructure error stops the run with the error: the batch is not
 // committed as failures, and the task is not set aside.
 func TestTuneStopsOnInfrastructureError(t *testing.T) {
-	d := te.ExampleDAGs()["matmul_bias_relu"]
+	d := tetest.DAGs()["matmul_bias_relu"]
 	tasks := []*partition.Task{{Key: d.WorkloadKey(), DAG: d, Weight: 1}}
 	opts := TuneOptions{Trials: 20, PerRound: 5, Search: DefaultOptions(testTarget()), Scheduler: DefaultSchedulerOptions()}
 	opts.Search.Population, opts.Search.Generations = 48, 1
@@ -153,7 +153,7 @@ func (f *fakeMeasurer) Measure(ctx context.Context, in []measure.Input) ([]measu
 func TestTuneSmallBudgetMeasuresEveryTask(t *testing.T) {
 	var tasks []*partition.Task
 	for _, name := range []string{"matmul_bias_relu", "relu", "softmax", "conv_bias_relu", "layernorm"} {
-		d := te.ExampleDAGs()[name]
+		d := tetest.DAGs()[name]
 		tasks = append(tasks, &partition.Task{Key: d.WorkloadKey(), DAG: d, Weight: 1})
 	}
 	opts := TuneOptions{Trials: 12, PerRound: 8, Search: DefaultOptions(testTarget()), Scheduler: DefaultSchedulerOptions()}
@@ -178,8 +178,8 @@ func TestTuneSmallBudgetMeasuresEveryTask(t *testing.T) {
 // forever), and the run ends, saying so; the other tasks get the rest of
 // the budget.
 func TestTuneExhaustedTask(t *testing.T) {
-	relu := te.ExampleDAGs()["relu"]
-	mm := te.ExampleDAGs()["matmul_bias_relu"]
+	relu := tetest.DAGs()["relu"]
+	mm := tetest.DAGs()["matmul_bias_relu"]
 	opts := TuneOptions{Trials: 40, PerRound: 8, Search: DefaultOptions(testTarget()), Scheduler: DefaultSchedulerOptions()}
 	opts.Search.Population, opts.Search.Generations = 64, 2
 	for _, c := range []struct {
@@ -225,7 +225,7 @@ func TestTuneExhaustedTask(t *testing.T) {
 func TestTuneWarmUpAndSeeds(t *testing.T) {
 	var tasks []*partition.Task
 	for _, name := range []string{"matmul_bias_relu", "softmax", "conv_bias_relu"} {
-		d := te.ExampleDAGs()[name]
+		d := tetest.DAGs()[name]
 		tasks = append(tasks, &partition.Task{Key: d.WorkloadKey(), DAG: d, Weight: 1})
 	}
 	tg := testTarget()
@@ -313,7 +313,7 @@ func (m *keyModel) Update(string, [][][]float32, []float64) error { return nil }
 func TestTuneEmphasis(t *testing.T) {
 	var tasks []*partition.Task
 	for _, name := range []string{"matmul_bias_relu", "softmax"} {
-		d := te.ExampleDAGs()[name]
+		d := tetest.DAGs()[name]
 		tasks = append(tasks, &partition.Task{Key: d.WorkloadKey(), DAG: d, Weight: 1})
 	}
 	for favored := range tasks {

@@ -8,13 +8,14 @@ import (
 	"tessera/schedule"
 	"tessera/schedule/schedtest"
 	"tessera/te"
+	"tessera/te/tetest"
 )
 
 // TestDefault: every example DAG gets a default schedule that lowers,
 // computes what the reference evaluator computes, and is the same every
 // time; a matmul's gets the 16-lane register tile.
 func TestDefault(t *testing.T) {
-	dags := te.ExampleDAGs()
+	dags := tetest.DAGs()
 	for _, name := range sortedNames(dags) {
 		d := dags[name]
 		st, rule, err := Default(schedule.NewState(d), testOptions())

@@ -9,7 +9,7 @@ import (
 
 	"tessera/schedule"
 	"tessera/schedule/schedtest"
-	"tessera/te"
+	"tessera/te/tetest"
 	"tessera/tir"
 )
 
@@ -19,7 +19,7 @@ var testGPU = schedule.GPULimits{WarpSize: 32, MaxThreadsPerBlock: 1024, MaxShar
 
 func gpuSketches(t *testing.T, name string) []*schedule.State {
 	t.Helper()
-	d := te.ExampleDAGs()[name]
+	d := tetest.DAGs()[name]
 	if d == nil {
 		t.Fatalf("no example DAG %q", name)
 	}
@@ -75,7 +75,7 @@ func TestGPUSketchReductions(t *testing.T) {
 // against the reference evaluator.
 func TestGPUSamplesLowerAndMatch(t *testing.T) {
 	const perOp = 30
-	dags := te.ExampleDAGs()
+	dags := tetest.DAGs()
 	opts := GPUOptions(testGPU)
 	var total, wrong, races, sharedN, crossN atomic.Int64
 	t.Run("ops", func(t *testing.T) {
@@ -148,7 +148,7 @@ func TestGPUSamplesLowerAndMatch(t *testing.T) {
 // TestGPUDefault: the default GPU schedule of every op lowers within the
 // limits, binds threads, and computes the right numbers.
 func TestGPUDefault(t *testing.T) {
-	dags := te.ExampleDAGs()
+	dags := tetest.DAGs()
 	opts := GPUOptions(testGPU)
 	for _, name := range sortedNames(dags) {
 		d := dags[name]
@@ -187,7 +187,7 @@ func TestGPUDefaultWideConv(t *testing.T) {
 			t.Errorf("%d×%d×%d: default is %s", c.hw, c.hw, c.ch, how)
 		}
 	}
-	d := te.ExampleDAGs()["conv_bias_relu"]
+	d := tetest.DAGs()["conv_bias_relu"]
 	s, err := bindNaive(schedule.NewState(d), opts)
 	if err != nil {
 		t.Fatal(err)

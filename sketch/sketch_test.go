@@ -11,11 +11,12 @@ import (
 	"tessera/schedule"
 	"tessera/schedule/schedtest"
 	"tessera/te"
+	"tessera/te/tetest"
 )
 
 func sketches(t *testing.T, name string) []*schedule.State {
 	t.Helper()
-	d := te.ExampleDAGs()[name]
+	d := tetest.DAGs()[name]
 	if d == nil {
 		t.Fatalf("no example DAG %q", name)
 	}
@@ -234,7 +235,7 @@ func TestSketchReduceOutsideLanes(t *testing.T) {
 	// A classifier's Gemm with transB reads its weights along the
 	// reduction; its default schedule repacks them so that the outputs
 	// vectorize.
-	def, _, err = Default(schedule.NewState(te.ExampleDAGs()["classifier"]), opts)
+	def, _, err = Default(schedule.NewState(tetest.DAGs()["classifier"]), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +276,7 @@ func TestSketchElementwiseChain(t *testing.T) {
 // sketches of every example DAG and checks each, lowered and interpreted,
 // against the reference evaluator: at least 1,000 samples in all.
 func TestSamplesLowerAndMatch(t *testing.T) {
-	dags := te.ExampleDAGs()
+	dags := tetest.DAGs()
 	names := sortedNames(dags)
 	total, failedLower := 0, 0
 	for i, name := range names {
@@ -314,7 +315,7 @@ func TestSamplesLowerAndMatch(t *testing.T) {
 func TestMutationsKeepCorrectness(t *testing.T) {
 	opts := testOptions()
 	for _, name := range []string{"matmul", "conv_bias_relu", "softmax", "layernorm", "matmul_bias_relu", "conv_strided"} {
-		d := te.ExampleDAGs()[name]
+		d := tetest.DAGs()[name]
 		sk, err := Generate(schedule.NewState(d), opts)
 		if err != nil {
 			t.Fatal(err)

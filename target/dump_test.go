@@ -8,7 +8,7 @@ import (
 	"tessera/schedule"
 	"tessera/sketch"
 	"tessera/target"
-	"tessera/te"
+	"tessera/te/tetest"
 )
 
 // TestDump: the kernel of a default schedule after each pass that makes a
@@ -17,7 +17,7 @@ import (
 func TestDump(t *testing.T) {
 	tg := target.CPU(target.CPUConfig{Threads: 1, Builder: &measure.Builder{}})
 	defer tg.Close()
-	s, _, err := sketch.Default(schedule.NewState(te.ExampleDAGs()["matmul"]), tg.Sketch)
+	s, _, err := sketch.Default(schedule.NewState(tetest.DAGs()["matmul"]), tg.Sketch)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	"tessera/schedule/schedtest"
 	"tessera/sketch"
 	"tessera/target"
-	"tessera/te"
+	"tessera/te/tetest"
 )
 
 // requireTools reports whether a missing GPU tool (PoCL, clang-16) must
@@ -54,7 +54,7 @@ func TestOpenCLOnPoCL(t *testing.T) {
 	if !strings.HasPrefix(tg.Key(), "opencl device ") {
 		t.Errorf("key %q", tg.Key())
 	}
-	dags := te.ExampleDAGs()
+	dags := tetest.DAGs()
 	var names []string
 	for name := range dags {
 		names = append(names, name)
@@ -130,7 +130,7 @@ func TestCUDATarget(t *testing.T) {
 	defer tg.Close()
 	var inputs []measure.Input
 	for _, name := range []string{"matmul", "conv_bias_relu", "softmax", "layernorm"} {
-		s, _, err := sketch.Default(schedule.NewState(te.ExampleDAGs()[name]), tg.Sketch)
+		s, _, err := sketch.Default(schedule.NewState(tetest.DAGs()[name]), tg.Sketch)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,7 +191,7 @@ func TestCUDARandomSchedules(t *testing.T) {
 		t.Logf("cuda: %d of %d GPU schedules run, %d wrong, %v (%+v)", hi, len(inputs), wrong, time.Since(start).Round(time.Second), m.Times())
 	}
 	t.Logf("cuda: %d GPU schedules (%d ops) built by NVRTC and run on %q in %v, %d wrong",
-		len(inputs), len(te.ExampleDAGs()), tg.Key(), time.Since(start).Round(time.Second), wrong)
+		len(inputs), len(tetest.DAGs()), tg.Key(), time.Since(start).Round(time.Second), wrong)
 }
 
 // sweepInputs returns perOp random schedules of every example DAG from
@@ -199,7 +199,7 @@ func TestCUDARandomSchedules(t *testing.T) {
 // one lowerable for tg's device, and a label of each.
 func sweepInputs(t *testing.T, tg *target.Target, perOp int) ([]measure.Input, []string) {
 	t.Helper()
-	dags := te.ExampleDAGs()
+	dags := tetest.DAGs()
 	names := slices.Sorted(maps.Keys(dags))
 	var inputs []measure.Input
 	var labels []string
@@ -242,7 +242,7 @@ func sweepInputs(t *testing.T, tg *target.Target, perOp int) ([]measure.Input, [
 // "variable vec1 is not in scope"). It is built for PoCL and checked.
 func TestGPUGatherThroughVectorLoad(t *testing.T) {
 	tg := openCL(t)
-	d := te.ExampleDAGs()["scatter_elements"]
+	d := tetest.DAGs()["scatter_elements"]
 	s := schedule.NewState(d)
 	last := len(s.Stages) - 1
 	for _, st := range []schedule.Step{

@@ -12,7 +12,7 @@ import (
 	"tessera/measure"
 	"tessera/schedule"
 	"tessera/target"
-	"tessera/te"
+	"tessera/te/tetest"
 )
 
 // TestCPU checks the cpu target's pieces fit: its key names the threads
@@ -31,7 +31,7 @@ func TestCPU(t *testing.T) {
 	if _, err := target.LowerOf("tpu v9"); err == nil {
 		t.Error("LowerOf an unknown target: no error")
 	}
-	d := te.ExampleDAGs()["matmul_bias_relu"]
+	d := tetest.DAGs()["matmul_bias_relu"]
 	s0 := schedule.NewState(d)
 	// Records read back by their key get the features the search gave
 	// their states: the same lowering and the same machine.

@@ -1,4 +1,4 @@
-package te
+package te_test
 
 import (
 	"bytes"
@@ -6,19 +6,21 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"tessera/te"
+	"tessera/te/tetest"
 	"testing"
 
 	"tessera/tir"
 )
 
 // roundTrip encodes d, decodes it and encodes the result again.
-func roundTrip(t *testing.T, d *DAG) (*DAG, []byte) {
+func roundTrip(t *testing.T, d *te.DAG) (*te.DAG, []byte) {
 	t.Helper()
 	data, err := d.MarshalJSON()
 	if err != nil {
 		t.Fatalf("encode: %v", err)
 	}
-	back, err := UnmarshalDAG(data)
+	back, err := te.UnmarshalDAG(data)
 	if err != nil {
 		t.Fatalf("decode: %v\n%s", err, data)
 	}
@@ -33,7 +35,7 @@ func roundTrip(t *testing.T, d *DAG) (*DAG, []byte) {
 }
 
 func TestDAGCodecRoundTripsEveryExample(t *testing.T) {
-	dags := ExampleDAGs()
+	dags := tetest.DAGs()
 	keys := make([]string, 0, len(dags))
 	for k := range dags {
 		keys = append(keys, k)
@@ -62,7 +64,7 @@ func TestDAGCodecRoundTripsEveryExample(t *testing.T) {
 
 // The decoded DAG computes exactly what the original does.
 func TestDAGCodecEvaluatesAlike(t *testing.T) {
-	dags := ExampleDAGs()
+	dags := tetest.DAGs()
 	for _, k := range []string{"conv_bias_relu", "softmax", "layernorm", "max_pool", "conv_bn_add_relu"} {
 		d, ok := dags[k]
 		if !ok {
@@ -96,9 +98,9 @@ func TestDAGCodecEvaluatesAlike(t *testing.T) {
 // Constants keep their mark and names; non-finite and negative-zero floats
 // and every operator survive.
 func TestDAGCodecKeepsConstantsAndSpecialValues(t *testing.T) {
-	w := Constant("weight_0", 3, 4)
-	x := Placeholder("data", 3, 4)
-	y := Compute("odd name/with.dots", []int{3, 4}, func(i []tir.Expr) tir.Expr {
+	w := te.Constant("weight_0", 3, 4)
+	x := te.Placeholder("data", 3, 4)
+	y := te.Compute("odd name/with.dots", []int{3, 4}, func(i []tir.Expr) tir.Expr {
 		idx := &tir.Binary{Op: tir.FloorMod, A: &tir.Binary{Op: tir.Add, A: i[1], B: tir.Const(5)}, B: tir.Const(4)}
 		pick := &tir.Select{
 			Cond: &tir.Or{A: &tir.Not{A: &tir.Compare{Op: tir.LT, A: i[0], B: tir.Const(1)}}, B: &tir.And{A: &tir.Compare{Op: tir.GE, A: i[1], B: tir.Const(2)}, B: &tir.Compare{Op: tir.NE, A: i[0], B: tir.Const(2)}}},
@@ -108,7 +110,7 @@ func TestDAGCodecKeepsConstantsAndSpecialValues(t *testing.T) {
 		v := &tir.Binary{Op: tir.Max, A: w.At(i[0], idx), B: &tir.Call{Fn: "pow", Args: []tir.Expr{x.At(i...), &tir.FloatImm{V: 0.1}}}}
 		return &tir.Binary{Op: tir.Add, A: v, B: &tir.Binary{Op: tir.Mul, A: pick, B: &tir.Cast{To: tir.Float32, X: i[0]}}}
 	})
-	d, err := NewDAG(y)
+	d, err := te.NewDAG(y)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +128,7 @@ func TestDAGCodecKeepsConstantsAndSpecialValues(t *testing.T) {
 
 func TestUnmarshalDAGRejectsBadInput(t *testing.T) {
 	good := `{"v":1,"vars":[{"name":"i0","type":"int"}],"tensors":[{"name":"A","shape":[4]},{"name":"B","shape":[4],"axis":[0],"body":{"k":"load","buf":0,"a":[{"k":"var","v":0}]}}],"outputs":[1]}`
-	if _, err := UnmarshalDAG([]byte(good)); err != nil {
+	if _, err := te.UnmarshalDAG([]byte(good)); err != nil {
 		t.Fatalf("the good example: %v", err)
 	}
 	cases := []struct{ name, in, want string }{
@@ -156,7 +158,7 @@ func TestUnmarshalDAGRejectsBadInput(t *testing.T) {
 		{"order", `{"v":1,"vars":[{"name":"i0","type":"int"}],"tensors":[{"name":"A","shape":[4]},{"name":"B","shape":[4]},{"name":"C","shape":[4],"axis":[0],"body":{"k":"bin","op":"+","a":[{"k":"load","buf":1,"a":[{"k":"var","v":0}]},{"k":"load","buf":0,"a":[{"k":"var","v":0}]}]}}],"outputs":[2]}`, "tensor 0 (A) is not in the DAG's topological order (B is there)"},
 	}
 	for _, c := range cases {
-		_, err := UnmarshalDAG([]byte(c.in))
+		_, err := te.UnmarshalDAG([]byte(c.in))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		}
@@ -166,7 +168,7 @@ func TestUnmarshalDAGRejectsBadInput(t *testing.T) {
 // FuzzUnmarshalDAG: decoding never panics, and whatever decodes encodes
 // back to a form that decodes to the same encoding.
 func FuzzUnmarshalDAG(f *testing.F) {
-	dags := ExampleDAGs()
+	dags := tetest.DAGs()
 	for _, k := range []string{"conv_bias_relu", "softmax", "matmul_bias_relu", "max_pool", "reduce_small_output"} {
 		data, err := dags[k].MarshalJSON()
 		if err != nil {
@@ -175,7 +177,7 @@ func FuzzUnmarshalDAG(f *testing.F) {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		d, err := UnmarshalDAG(data)
+		d, err := te.UnmarshalDAG(data)
 		if err != nil {
 			return
 		}
@@ -183,7 +185,7 @@ func FuzzUnmarshalDAG(f *testing.F) {
 		if err != nil {
 			t.Fatalf("a decoded DAG does not encode: %v", err)
 		}
-		back, err := UnmarshalDAG(enc)
+		back, err := te.UnmarshalDAG(enc)
 		if err != nil {
 			t.Fatalf("the encoding of a decoded DAG does not decode: %v\n%s", err, enc)
 		}

@@ -14,6 +14,7 @@ import (
 	"tessera/sketch"
 	"tessera/target"
 	"tessera/te"
+	"tessera/te/tetest"
 )
 
 func matmulTask(t *testing.T, n, k, m int) *partition.Task {
@@ -134,7 +135,7 @@ func TestTransferSeedsSimilarWorkload(t *testing.T) {
 	tg := cpuTarget()
 	src, dst := matmulTask(t, 64, 64, 64), matmulTask(t, 96, 64, 80)
 	other := func() *partition.Task {
-		d := te.ExampleDAGs()["softmax"]
+		d := tetest.DAGs()["softmax"]
 		return &partition.Task{Key: d.WorkloadKey(), DAG: d, Weight: 1}
 	}()
 	store := openStore(t)

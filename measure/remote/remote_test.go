@@ -22,7 +22,7 @@ import (
 	"tessera/schedule"
 	"tessera/schedule/schedtest"
 	"tessera/target"
-	"tessera/te"
+	"tessera/te/tetest"
 )
 
 const testKey = "cpu threads=1 | remote test machine"
@@ -90,7 +90,7 @@ func testTarget(t *testing.T) *target.Target {
 }
 
 func sampled(t *testing.T, name string, n int, seed uint64) []measure.Input {
-	d := te.ExampleDAGs()[name]
+	d := tetest.DAGs()[name]
 	rng := rand.New(rand.NewPCG(seed, seed))
 	var out []measure.Input
 	seen := map[string]bool{}

@@ -1,4 +1,4 @@
-package te
+package tetest
 
 import (
 	"math"
@@ -6,12 +6,13 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"tessera/te"
 	"testing"
 	"time"
 )
 
 func TestOpNames(t *testing.T) {
-	names := OpNames()
+	names := te.OpNames()
 	if !sort.StringsAreSorted(names) {
 		t.Errorf("OpNames not sorted: %v", names)
 	}
@@ -50,9 +51,9 @@ var exampleKey = map[string]string{
 	"ReverseSequence": "reverse_sequence", "TopK": "top_k", "GridSample": "grid_sample", "DFT": "dft", "STFT": "stft",
 }
 
-func TestExampleDAGs(t *testing.T) {
-	dags := ExampleDAGs()
-	for _, op := range OpNames() {
+func TestDAGs(t *testing.T) {
+	dags := DAGs()
+	for _, op := range te.OpNames() {
 		key, ok := exampleKey[op]
 		if !ok || dags[key] == nil {
 			t.Errorf("no example DAG for %s", op)
@@ -115,10 +116,10 @@ func TestExampleDAGs(t *testing.T) {
 		}
 	}
 	// fresh DAGs on every call, with stable workload keys
-	again := ExampleDAGs()
+	again := DAGs()
 	for _, k := range keys {
 		if again[k] == dags[k] {
-			t.Errorf("%s: ExampleDAGs returned the same DAG twice", k)
+			t.Errorf("%s: DAGs returned the same DAG twice", k)
 		}
 		if again[k].WorkloadKey() != dags[k].WorkloadKey() {
 			t.Errorf("%s: workload key changed between calls", k)
