@@ -106,7 +106,7 @@ func checkELF(path string, size int64) error {
 	defer f.Close()
 	want, known := elfMachines[goruntime.GOARCH]
 	if known && f.Machine != want {
-		return &Error{Status: UnsupportedCPU, Msg: fmt.Sprintf("tessera: %s is built for %s (ELF machine %s); this process runs on %s: build the model for this machine, or run it under an emulator (tune run --exec)",
+		return &Error{Status: UnsupportedCPU, Msg: fmt.Sprintf("tessera: %s is built for %s (ELF machine %s); this process runs on %s: build the model for this machine (tune build --cpu native), or run it in a child process under an emulator (package build: RunOptions.Exec)",
 			path, archName(f.Machine), f.Machine, archName(want))}
 	}
 	if f.Type != elf.ET_DYN {

@@ -1,8 +1,11 @@
 /* An example: load a model built by `tune build`, run it on one input and
  * print the top-1 class and the time of a run.
  *
- *   cc -O2 -I MODEL examples/c/main.c -L MODEL -lmodel -Wl,-rpath,MODEL -o classify
- *   ./classify MODEL [INPUT.bin [OUTPUT.bin]]
+ *   M=$(realpath MODEL)
+ *   cc -O2 -I "$M" examples/c/main.c -L "$M" -lmodel -Wl,-rpath,"$M" -o classify
+ *   ./classify "$M" [INPUT.bin [OUTPUT.bin]]
+ *
+ * (the rpath is absolute, so classify runs from any folder).
  *
  * MODEL is the build folder (tessera.h, libmodel.so, weights.bin). INPUT.bin
  * holds the first input's elements as raw float32 (as `tune run --format raw`
