@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	goruntime "runtime"
 	"strings"
 
 	"tessera/measure"
@@ -44,6 +46,9 @@ func New(cfg Config) (*Target, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := crossCompiler(cfg.CPU, m, cfg.Host); err != nil {
+			return nil, err
+		}
 		if cfg.Measures {
 			if err := RunsHere(m); err != nil {
 				return nil, fmt.Errorf("--cpu %s: %w: it can build for %s (tune build --cpu %s) but not measure its code", cfg.CPU, err, cfg.CPU, cfg.CPU)
@@ -75,4 +80,28 @@ func DefaultCPU() string {
 		return c
 	}
 	return "native"
+}
+
+// crossCompilers are the C compilers Debian packages for the other
+// architectures a model can be built for (gcc-aarch64-linux-gnu, ...).
+var crossCompilers = map[string]string{"arm64": "aarch64-linux-gnu-gcc", "amd64": "x86-64-linux-gnu-gcc"}
+
+// crossCompiler gives host the cross compiler of m's architecture when m
+// is not this machine's and no compiler was chosen ($CC, or the builder's
+// own): --cpu armv8-a on x86-64 builds with aarch64-linux-gnu-gcc. It is
+// an error, naming the package to install, where there is none.
+func crossCompiler(cpu string, m machine.Machine, host *measure.Builder) error {
+	if host == nil || m.Arch == goruntime.GOARCH || host.CC != "" || os.Getenv("CC") != "" {
+		return nil
+	}
+	cc, ok := crossCompilers[m.Arch]
+	if !ok {
+		return nil
+	}
+	if _, err := exec.LookPath(cc); err != nil {
+		return fmt.Errorf("--cpu %s builds %s code: no %s on the PATH (Debian: apt-get install gcc-%s; or set CC to a cross compiler)",
+			cpu, m.Arch, cc, strings.TrimSuffix(cc, "-gcc"))
+	}
+	host.CC = cc
+	return nil
 }

@@ -3,12 +3,14 @@ package target_test
 import (
 	"context"
 	"math"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"testing"
 
 	"tessera/codegen"
 	"tessera/costmodel"
+	"tessera/internal/crosstest"
 	"tessera/measure"
 	"tessera/schedule"
 	"tessera/target"
@@ -91,5 +93,34 @@ func TestNew(t *testing.T) {
 	}
 	if g, err := tg.Generator(codegen.COptions{}); err != nil || g == nil {
 		t.Errorf("Generator of the zero options: %v", err)
+	}
+}
+
+// TestNewCrossCompiler: --cpu armv8-a on x86-64, with no compiler chosen,
+// builds with Debian's aarch64 cross compiler, and $CC keeps its say.
+func TestNewCrossCompiler(t *testing.T) {
+	if goruntime.GOARCH != "amd64" {
+		t.Skip("checks the aarch64 cross compiler of an x86-64 host")
+	}
+	crosstest.RequireAarch64(t)
+	t.Setenv("CC", "")
+	host := &measure.Builder{}
+	tg, err := target.New(target.Config{Name: "cpu", CPU: "armv8-a", Host: host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	if host.CC != "aarch64-linux-gnu-gcc" {
+		t.Errorf("the compiler of an armv8-a build: %q, want aarch64-linux-gnu-gcc", host.CC)
+	}
+	t.Setenv("CC", "my-cc")
+	host = &measure.Builder{}
+	if tg, err := target.New(target.Config{Name: "cpu", CPU: "armv8-a", Host: host}); err != nil {
+		t.Fatal(err)
+	} else {
+		tg.Close()
+	}
+	if host.CC != "" {
+		t.Errorf("with $CC set the builder's compiler became %q", host.CC)
 	}
 }
