@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"runtime"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -54,47 +55,116 @@ func (m *Manifest) WriteReport(w io.Writer, dir string, took time.Duration) {
 	fmt.Fprintf(w, "weights bytes = %d (%d tensors)\n", m.Weights.Bytes, m.Weights.Tensors)
 }
 
-// WriteProfile writes the mean time of every step of the built model (a
-// kernel call; steps from Model.Profile) next to the time its task's
-// record was measured at (alone, with warm caches), the sum over the
-// steps, and the rest of the mean of the runs (copies, the executor, the
-// clock), whose times are runs.
-func (m *Manifest) WriteProfile(w io.Writer, steps, runs []float64) {
-	mean := 0.0
-	for _, t := range runs {
-		mean += t / float64(len(runs))
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "step\ttask\tms\trecord ms\tratio\tshare\t ops")
-	sum := 0.0
-	for _, t := range steps {
-		sum += t
-	}
-	for i, st := range m.Steps {
-		rec, ratio := "-", "-"
-		if st.Task >= 0 && st.Task < len(m.Tasks) && m.Tasks[st.Task].Record != nil {
-			c := m.Tasks[st.Task].Record.Cost
-			rec = fmt.Sprintf("%.4f", c*1e3)
-			if c > 0 {
-				ratio = fmt.Sprintf("%.2f", steps[i]/c)
-			}
-		}
-		share := 0.0
-		if sum > 0 {
-			share = 100 * steps[i] / sum
-		}
-		fmt.Fprintf(tw, "%d\t%d\t%.4f\t%s\t%s\t%.1f%%\t %s\n", i, st.Task, steps[i]*1e3, rec, ratio, share, st.Ops)
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "steps sum ms = %.3f\n", sum*1e3)
-	fmt.Fprintf(w, "outside steps ms = %.3f (mean run %.3f)\n", (mean-sum)*1e3, mean*1e3)
+// BenchReport is what tune bench measures of a built model: its timed
+// runs and, profiled, every step. Times are in milliseconds; the JSON
+// names are stable (tune bench --json).
+type BenchReport struct {
+	Model   string `json:"model"` // the model file's base name (Manifest.Model)
+	Dir     string `json:"dir"`
+	Target  string `json:"target"`
+	Threads int    `json:"threads"`
+	Warmup  int    `json:"warmup"`
+	// Batch is the batch the runs ran at: 1 for a model without a
+	// dynamic batch (BatchName is the batch's name, N, of one with);
+	// Dim the value of the dimension given at run time (0 for a model
+	// without one).
+	Batch     int       `json:"batch"`
+	BatchName string    `json:"batch_name,omitempty"`
+	Dim       int       `json:"dim,omitempty"`
+	MinMs     float64   `json:"min_ms"`
+	MedianMs  float64   `json:"median_ms"`
+	MeanMs    float64   `json:"mean_ms"`
+	RunsMs    []float64 `json:"runs_ms"` // every timed run, in order
+	// Profile is the time of every step, with --profile.
+	Profile *StepsProfile `json:"profile,omitempty"`
 }
 
-// WriteBench times the model as tune bench does (Bench, or Profile with
-// profile) and writes the fastest and the median run, "min ms = X" and
-// "median ms = Y", after the table of the steps with profile
-// (WriteProfile).
-func (m *Model) WriteBench(ctx context.Context, w io.Writer, warmup, repeat int, profile bool, opts RunOptions) error {
+// StepsProfile is the mean time of every step of the executor (a kernel
+// call, Manifest.Steps) next to the time its task's record was measured
+// at (alone, as tuning measured it).
+type StepsProfile struct {
+	// PerSample says that the times are per sample: of a model built over
+	// a dynamic batch run at a batch above 1, whose steps run once per
+	// sample (a record measures one sample).
+	PerSample bool       `json:"per_sample"`
+	Steps     []StepTime `json:"steps"` // in the order the executor runs them
+	StepsMs   float64    `json:"steps_ms"`
+	// OutsideMs is the mean run less the steps: copies, the executor, the
+	// clock.
+	OutsideMs float64 `json:"outside_ms"`
+	MeanRunMs float64 `json:"mean_run_ms"`
+}
+
+// StepTime is one step's mean time in the model.
+type StepTime struct {
+	Step  int     `json:"step"`
+	Group int     `json:"group"`
+	Task  int     `json:"task"`
+	Ops   string  `json:"ops"`
+	Ms    float64 `json:"ms"`
+	// RecordMs is the time of the record the task's kernel was compiled
+	// from (Manifest.Tasks[i].Record.Cost); nil for a default schedule.
+	RecordMs *float64 `json:"record_ms"`
+	// Ratio is Ms over RecordMs: above 1, the step is slower in the model
+	// than its record (cold caches, other threads' traffic); nil without a
+	// record.
+	Ratio *float64 `json:"ratio"`
+	Share float64  `json:"share"` // percent of the steps' sum
+}
+
+// Profile returns the profile of the steps of the built model: steps[i]
+// is the mean seconds of Steps[i] (Model.Profile), runs the seconds of
+// the timed runs.
+func (m *Manifest) Profile(steps, runs []float64) *StepsProfile {
+	p := &StepsProfile{}
+	for _, t := range runs {
+		p.MeanRunMs += t * 1e3 / float64(len(runs))
+	}
+	for _, t := range steps {
+		p.StepsMs += t * 1e3
+	}
+	p.OutsideMs = p.MeanRunMs - p.StepsMs
+	for i, st := range m.Steps {
+		s := StepTime{Step: i, Group: st.Group, Task: st.Task, Ops: st.Ops, Ms: steps[i] * 1e3}
+		if st.Task >= 0 && st.Task < len(m.Tasks) && m.Tasks[st.Task].Record != nil {
+			c := m.Tasks[st.Task].Record.Cost * 1e3
+			s.RecordMs = &c
+			if c > 0 {
+				r := s.Ms / c
+				s.Ratio = &r
+			}
+		}
+		if p.StepsMs > 0 {
+			s.Share = 100 * s.Ms / p.StepsMs
+		}
+		p.Steps = append(p.Steps, s)
+	}
+	return p
+}
+
+// Write writes the table of the steps (step, task, ms, record ms, ratio,
+// share, ops), the sum over the steps, and the rest of the mean run.
+func (p *StepsProfile) Write(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "step\ttask\tms\trecord ms\tratio\tshare\t ops")
+	for _, s := range p.Steps {
+		rec, ratio := "-", "-"
+		if s.RecordMs != nil {
+			rec = fmt.Sprintf("%.4f", *s.RecordMs)
+		}
+		if s.Ratio != nil {
+			ratio = fmt.Sprintf("%.2f", *s.Ratio)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%.4f\t%s\t%s\t%.1f%%\t %s\n", s.Step, s.Task, s.Ms, rec, ratio, s.Share, s.Ops)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "steps sum ms = %.3f\n", p.StepsMs)
+	fmt.Fprintf(w, "outside steps ms = %.3f (mean run %.3f)\n", p.OutsideMs, p.MeanRunMs)
+}
+
+// BenchReport times the model as tune bench does (Bench, or Profile with
+// profile) and returns the report.
+func (m *Model) BenchReport(ctx context.Context, warmup, repeat int, profile bool, opts RunOptions) (*BenchReport, error) {
 	var times, steps []float64
 	var err error
 	if profile {
@@ -103,14 +173,30 @@ func (m *Model) WriteBench(ctx context.Context, w io.Writer, warmup, repeat int,
 		times, err = m.Bench(ctx, warmup, repeat, opts)
 	}
 	if err != nil {
-		return err
+		return nil, err
+	}
+	at, err := m.benchAt(opts)
+	if err != nil {
+		return nil, err
+	}
+	r := &BenchReport{Model: m.Manifest.Model, Dir: m.Dir, Target: m.Manifest.Target, Threads: opts.Threads, Warmup: warmup, Batch: at.batch, Dim: at.dim}
+	if r.Threads <= 0 {
+		r.Threads = runtime.NumCPU()
+	}
+	if b := m.Manifest.Batch; b != nil {
+		r.BatchName = b.Name
+	}
+	res := measure.Result{Costs: times}
+	r.MinMs, r.MedianMs = res.Min()*1e3, res.Median()*1e3
+	for _, t := range times {
+		r.RunsMs = append(r.RunsMs, t*1e3)
+		r.MeanMs += t * 1e3 / float64(len(times))
 	}
 	if profile {
 		// A step of a model built over a batch runs once per sample: its
 		// time per sample is what its record measured.
 		runs := times
-		if at, _ := m.benchAt(opts); at.batch > 1 {
-			fmt.Fprintf(w, "per sample (batch %s=%d):\n", m.Manifest.Batch.Name, at.batch)
+		if at.batch > 1 {
 			runs = make([]float64, len(times))
 			for i, t := range times {
 				runs[i] = t / float64(at.batch)
@@ -119,10 +205,24 @@ func (m *Model) WriteBench(ctx context.Context, w io.Writer, warmup, repeat int,
 				steps[i] /= float64(at.batch)
 			}
 		}
-		m.Manifest.WriteProfile(w, steps, runs)
+		r.Profile = m.Manifest.Profile(steps, runs)
+		r.Profile.PerSample = at.batch > 1
 	}
-	r := measure.Result{Costs: times}
-	_, err = fmt.Fprintf(w, "min ms = %.3f\nmedian ms = %.3f\n", r.Min()*1e3, r.Median()*1e3)
+	return r, nil
+}
+
+// Write writes the report as tune bench prints it: with a profile, its
+// table (StepsProfile.Write, after "per sample (batch N=n):" for a run
+// at a batch); then the fastest and the median run, "min ms = X" and
+// "median ms = Y".
+func (r *BenchReport) Write(w io.Writer) error {
+	if r.Profile != nil {
+		if r.Profile.PerSample {
+			fmt.Fprintf(w, "per sample (batch %s=%d):\n", r.BatchName, r.Batch)
+		}
+		r.Profile.Write(w)
+	}
+	_, err := fmt.Fprintf(w, "min ms = %.3f\nmedian ms = %.3f\n", r.MinMs, r.MedianMs)
 	return err
 }
 

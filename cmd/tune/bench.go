@@ -18,7 +18,8 @@ const benchUsage = "usage: tune bench DIR [--threads N] [--warmup W] [--repeat R
 	"With --profile, first a table of the steps: each kernel call's mean time in\n" +
 	"the model against the time its task's record was measured at alone.\n\nflags:\n"
 
-// runBench is `tune bench DIR [--threads N] [--warmup W] [--repeat R]`.
+// runBench is `tune bench DIR [--threads N] [--warmup W] [--repeat R]`
+// (build.Model.BenchReport).
 func runBench(args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("tune bench", stderr, nil)
 	threads := fs.Int("threads", runtime.NumCPU(), "threads of the model (OMP_NUM_THREADS)")
@@ -38,5 +39,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "bench %s (%s): %d threads, %d warm-up runs, %d timed runs\n", model.Dir, model.Manifest.Model, *threads, *warmup, *repeat)
 	opts := build.RunOptions{Threads: *threads, MaxMemory: int64(*maxMemory), Batch: *batch, Dim: *dim}
-	return model.WriteBench(context.Background(), stdout, *warmup, *repeat, *profile, opts)
+	r, err := model.BenchReport(context.Background(), *warmup, *repeat, *profile, opts)
+	if err != nil {
+		return err
+	}
+	return r.Write(stdout)
 }
