@@ -25,9 +25,10 @@ import (
 	"tessera/records"
 )
 
-// The size of a figure: 96 dots per inch in a PNG.
+// The size of a figure: 96 dots per inch in a PNG. Width is that of
+// every figure of Tessera's (tune bench --plot draws its own height).
 const (
-	width  = 9 * vg.Inch
+	Width  = 9 * vg.Inch
 	height = 9 * vg.Inch
 )
 
@@ -51,25 +52,28 @@ func FormatOf(path string) (string, error) {
 // the database.
 func Draw(w io.Writer, format string, c *records.Curve, names []string, title string) error {
 	target, _, _ := strings.Cut(c.Target, " | ")
-	var panels []panel
+	var panels []Panel
 	if lat := c.Latency(); len(lat) > 0 {
 		p, err := latencyPanel(c, lat, fmt.Sprintf("%s on %s: estimated model latency = Σ weight × best latency", title, target))
 		if err != nil {
 			return err
 		}
-		panels = append(panels, panel{p, "estimated latency (ms)"})
+		panels = append(panels, Panel{p, "estimated latency (ms)"})
 	}
 	p, err := gflopsPanel(c, names, fmt.Sprintf("%s on %s: best GFLOP/s of each task", title, target))
 	if err != nil {
 		return err
 	}
-	panels = append(panels, panel{p, "best GFLOP/s"})
-	return writePanels(w, format, panels)
+	panels = append(panels, Panel{p, "best GFLOP/s"})
+	for _, pn := range panels {
+		setRange(pn.Plot)
+	}
+	return WritePanels(w, format, Width, height, panels...)
 }
 
 // latencyPanel plots the estimated model latency lat of the curve.
 func latencyPanel(c *records.Curve, lat []records.CurvePoint, title string) (*plot.Plot, error) {
-	p := newPanel(title)
+	p := NewPanel(title, trialsLabel)
 	line, err := stepLine(stepPoints(lat, c.Trials, 1e3))
 	if err != nil {
 		return nil, err
@@ -87,7 +91,7 @@ func latencyPanel(c *records.Curve, lat []records.CurvePoint, title string) (*pl
 // with the largest share of the latency (weight × best cost); grey for
 // the rest.
 func gflopsPanel(c *records.Curve, names []string, title string) (*plot.Plot, error) {
-	p := newPanel(title)
+	p := NewPanel(title, trialsLabel)
 	order := make([]int, 0, len(c.Tasks))
 	share := make([]float64, len(c.Tasks))
 	for t, b := range c.Best {
@@ -128,20 +132,24 @@ func gflopsPanel(c *records.Curve, names []string, title string) (*plot.Plot, er
 	return p, nil
 }
 
-// panel is one plot of a figure and its y-axis label, which writePanels
+// Panel is one plot of a figure and its y-axis label, which WritePanels
 // draws itself: gonum/plot centres a y label at the arithmetic middle of
 // the axis range, which on a log axis lies near the top, and then shrinks
 // the data area to make room above it.
-type panel struct {
-	p      *plot.Plot
-	ylabel string
+type Panel struct {
+	Plot   *plot.Plot
+	YLabel string
 }
 
-// newPanel returns a plot of values against trials, with a grid.
-func newPanel(title string) *plot.Plot {
+// trialsLabel is the x label of the curve's panels.
+const trialsLabel = "trials (measurements of all tasks, in order)"
+
+// NewPanel returns a plot with a title, an x label and a grid, as every
+// panel of Tessera's figures starts.
+func NewPanel(title, xlabel string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
-	p.X.Label.Text = "trials (measurements of all tasks, in order)"
+	p.X.Label.Text = xlabel
 	p.Add(plotter.NewGrid())
 	return p
 }
@@ -233,9 +241,10 @@ func NewCanvas(format string, width, height vg.Length) Canvas {
 	return vgimg.PngCanvas{Canvas: vgimg.New(width, height)}
 }
 
-// writePanels lays the panels out one above the other, their data areas
-// aligned, and writes them as SVG or PNG.
-func writePanels(w io.Writer, format string, panels []panel) error {
+// WritePanels lays the panels out one above the other in a figure of
+// width × height, their data areas aligned and each y label beside its
+// data area, and writes them as format (".svg" or ".png"; FormatOf).
+func WritePanels(w io.Writer, format string, width, height vg.Length, panels ...Panel) error {
 	c := NewCanvas(format, width, height)
 	const labelWidth = 24 // points left of each panel for its y label
 	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadTop: vg.Points(8), PadBottom: vg.Points(8),
@@ -243,18 +252,17 @@ func writePanels(w io.Writer, format string, panels []panel) error {
 	dc := draw.New(c)
 	plots := make([][]*plot.Plot, len(panels))
 	for i, pn := range panels {
-		setRange(pn.p)
-		plots[i] = []*plot.Plot{pn.p}
+		plots[i] = []*plot.Plot{pn.Plot}
 	}
 	canvases := plot.Align(plots, tiles, dc)
 	for i, pn := range panels {
 		pc := canvases[i][0]
-		pn.p.Draw(pc)
-		data := pn.p.DataCanvas(pc)
-		sty := pn.p.X.Label.TextStyle
+		pn.Plot.Draw(pc)
+		data := pn.Plot.DataCanvas(pc)
+		sty := pn.Plot.X.Label.TextStyle
 		sty.Rotation = math.Pi / 2
 		sty.XAlign, sty.YAlign = draw.XCenter, draw.YCenter
-		dc.FillText(sty, vg.Point{X: vg.Points(labelWidth / 2), Y: (data.Min.Y + data.Max.Y) / 2}, pn.ylabel)
+		dc.FillText(sty, vg.Point{X: vg.Points(labelWidth / 2), Y: (data.Min.Y + data.Max.Y) / 2}, pn.YLabel)
 	}
 	_, err := c.WriteTo(w)
 	return err
