@@ -10,10 +10,10 @@ import (
 // Stats describes a graph's size: what `tune inspect` prints of a model
 // as decoded and after the passes.
 type Stats struct {
-	Nodes      int
-	Consts     int            // constants some node or output reads
-	ConstBytes int64          // their size: 4 bytes an element, 8 for integer types
-	Ops        map[string]int // nodes per op type
+	Nodes      int            `json:"nodes"`
+	Consts     int            `json:"constants"`      // constants some node or output reads
+	ConstBytes int64          `json:"constant_bytes"` // their size: 4 bytes an element, 8 for integer types
+	Ops        map[string]int `json:"ops"`            // nodes per op type
 }
 
 // StatsOf returns g's size.

@@ -34,6 +34,29 @@ func WriteStats(w io.Writer, stats []Stat) error {
 	return tw.Flush()
 }
 
+// StatRow is one Stat as tune records stats --json prints it: the best
+// cost in milliseconds, null where no record is valid.
+type StatRow struct {
+	WorkloadKey string   `json:"workload_key"`
+	Target      string   `json:"target"`
+	Records     int      `json:"records"`
+	Errors      int      `json:"errors"`
+	BestMs      *float64 `json:"best_ms"`
+}
+
+// StatRows returns the rows of stats, in their order.
+func StatRows(stats []Stat) []StatRow {
+	rows := make([]StatRow, len(stats))
+	for i, s := range stats {
+		rows[i] = StatRow{WorkloadKey: s.WorkloadKey, Target: s.Target, Records: s.Records, Errors: s.Errors}
+		if !math.IsInf(s.Best, 1) {
+			ms := s.Best * 1e3
+			rows[i].BestMs = &ms
+		}
+	}
+	return rows
+}
+
 // ShortKey abbreviates a workload key as task tables and messages show
 // it: its first 11 characters.
 func ShortKey(key string) string {

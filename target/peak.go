@@ -39,25 +39,55 @@ func (p Peak) String() string {
 	return fmt.Sprintf("%.1f GFLOP/s per core (%d FMA units at %.2f GHz)", p.GFLOPS, p.FMAUnits, p.GHz)
 }
 
+// MachineReport is what tune machine shows: the machine model a cpu
+// name resolves to, the portable levels this host runs, and with --peak
+// one core's measured FMA peak for it (tune machine --json).
+type MachineReport struct {
+	machine.Report
+	Peak *Peak `json:"peak,omitempty"`
+}
+
+// Machine returns the report of the machine model cpu resolves to
+// (ResolveMachine) next to this host's, with peak one core's FMA peak
+// for it (MeasurePeak).
+func Machine(ctx context.Context, cpu string, peak bool) (*MachineReport, error) {
+	b := &measure.Builder{}
+	m, err := ResolveMachine(cpu, b)
+	if err != nil {
+		return nil, err
+	}
+	r := &MachineReport{Report: m.Report(NativeMachine())}
+	if !peak {
+		return r, nil
+	}
+	p, err := MeasurePeak(ctx, b, m)
+	if err != nil {
+		return nil, err
+	}
+	r.Peak = &p
+	return r, nil
+}
+
+// Write writes the report as tune machine prints it (machine.Report's
+// lines, then "peak: ...").
+func (r *MachineReport) Write(w io.Writer) error {
+	r.Report.Write(w)
+	if r.Peak == nil {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "peak: %s\n", r.Peak)
+	return err
+}
+
 // WriteMachine writes what tune machine shows: the machine model cpu
 // resolves to (ResolveMachine) next to this host's, and with peak one
 // core's FMA peak for it (MeasurePeak).
 func WriteMachine(ctx context.Context, w io.Writer, cpu string, peak bool) error {
-	b := &measure.Builder{}
-	m, err := ResolveMachine(cpu, b)
+	r, err := Machine(ctx, cpu, peak)
 	if err != nil {
 		return err
 	}
-	m.WriteReport(w, NativeMachine())
-	if !peak {
-		return nil
-	}
-	p, err := MeasurePeak(ctx, b, m)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "peak: %s\n", p)
-	return err
+	return r.Write(w)
 }
 
 // MeasurePeak runs the FMA-throughput probe for machine m on this host,

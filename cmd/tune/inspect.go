@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"tessera/graph/onnx"
 	"tessera/internal/cli"
 	"tessera/partition"
 	"tessera/tuning"
@@ -22,6 +23,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	groups := fs.Bool("groups", true, "list the fused groups")
 	maxDepth := fs.Int("max-fuse-depth", partition.DefaultMaxFuseDepth, "largest group fusion may build, in ops")
 	dag := fs.Int("dag", -1, "print the compute DAG of task `N` (with --range: its form over the ranges)")
+	asJSON := fs.Bool("json", false, "print it all as one JSON document (notes go to stderr)")
 	cli.SetUsage(fs, inspectUsage)
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
@@ -37,31 +39,44 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		sp := r.Plan
-		var b strings.Builder
-		if err := partition.WriteSymbolic(&b, sp); err != nil {
-			return err
+		if *dag >= len(sp.Tasks) {
+			return fmt.Errorf("--dag %d: the model has %d tasks", *dag, len(sp.Tasks))
 		}
 		// Whether tune and tune build take the ranges: a batch whose
 		// samples every group computes apart, and one dimension whose
 		// value the kernels take at run time.
+		over := &rangeTuning{Ranges: mf.ranges.String()}
 		if _, bp, dp, err := r.Dims(); err != nil {
-			fmt.Fprintf(&b, "tune and tune build over %s: no: %v\n", mf.ranges, err)
+			over.Why = err.Error()
 		} else {
-			var how []string
+			over.Yes = true
 			if bp != nil {
-				how = append(how, fmt.Sprintf("%s one sample at a time (the model at %s=1, each task run once per sample)", bp.Symbol, bp.Symbol.Name))
+				over.How = append(over.How, fmt.Sprintf("%s one sample at a time (the model at %s=1, each task run once per sample)", bp.Symbol, bp.Symbol.Name))
 			}
 			if dp != nil {
-				how = append(how, fmt.Sprintf("%s given to the kernels at run time (tuned at %s=%v, %d workloads, their best schedules probed at %v; built at each of its %d values)",
+				over.How = append(over.How, fmt.Sprintf("%s given to the kernels at run time (tuned at %s=%v, %d workloads, their best schedules probed at %v; built at each of its %d values)",
 					dp.Symbol, dp.Symbol.Name, dp.Symbol.TunePoints(), len(tuning.RangeTasks(nil, dp)), dp.Symbol.ProbePoints(), dp.Symbol.Hi-dp.Symbol.Lo+1))
 			}
-			fmt.Fprintf(&b, "tune and tune build over %s: yes: %s\n", mf.ranges, strings.Join(how, "; "))
 		}
-		if *dag >= len(sp.Tasks) {
-			return fmt.Errorf("--dag %d: the model has %d tasks", *dag, len(sp.Tasks))
-		}
+		var dagRow *partition.SymbolicDAGRow
 		if *dag >= 0 {
-			fmt.Fprintf(&b, "\ntask %d (%s, key %s), its DAG over the ranges:\n%s", *dag, sp.Tasks[*dag].Ops, sp.Tasks[*dag].Key, sp.Tasks[*dag].Form)
+			t := sp.Tasks[*dag]
+			dagRow = &partition.SymbolicDAGRow{Task: *dag, Ops: t.Ops, Key: t.Key, Form: t.Form}
+		}
+		if *asJSON {
+			return writeJSON(stdout, inspectResult{RangePlan: sp.Report(), RangeTuning: over, RangeDAG: dagRow})
+		}
+		var b strings.Builder
+		if err := partition.WriteSymbolic(&b, sp); err != nil {
+			return err
+		}
+		if over.Yes {
+			fmt.Fprintf(&b, "tune and tune build over %s: yes: %s\n", mf.ranges, strings.Join(over.How, "; "))
+		} else {
+			fmt.Fprintf(&b, "tune and tune build over %s: no: %s\n", mf.ranges, over.Why)
+		}
+		if dagRow != nil {
+			fmt.Fprintf(&b, "\ntask %d (%s, key %s), its DAG over the ranges:\n%s", dagRow.Task, dagRow.Ops, dagRow.Key, dagRow.Form)
 		}
 		_, err = io.WriteString(stdout, cli.PrintableLines(b.String()))
 		return err
@@ -71,6 +86,14 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cli.Notes(stderr, "tune inspect", m.Notes)
+	if *asJSON {
+		plan, err := partition.Report(m.Graph, p, *groups, *dag)
+		if err != nil {
+			return err
+		}
+		sum := m.Summary(pos[0])
+		return writeJSON(stdout, inspectResult{Model: &sum, Plan: plan})
+	}
 	var b strings.Builder
 	m.WriteSummary(&b, pos[0])
 	if err := partition.WritePlan(&b, m.Graph, p, *groups, *dag); err != nil {
@@ -78,4 +101,25 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = io.WriteString(stdout, cli.PrintableLines(b.String()))
 	return err
+}
+
+// inspectResult is the document of tune inspect --json: of a model of
+// static shapes, its summary and plan; over --range, the plan over the
+// ranges, whether tune and tune build take them, and the DAG of --dag.
+type inspectResult struct {
+	Model       *onnx.Summary             `json:"model,omitempty"`
+	Plan        *partition.PlanReport     `json:"plan,omitempty"`
+	RangePlan   *partition.SymbolicReport `json:"range_plan,omitempty"`
+	RangeTuning *rangeTuning              `json:"range_tuning,omitempty"`
+	RangeDAG    *partition.SymbolicDAGRow `json:"range_dag,omitempty"`
+}
+
+// rangeTuning says whether tune and tune build take the ranges of
+// --range, how (a batch run a sample at a time, a dimension given to the
+// kernels at run time), or why not.
+type rangeTuning struct {
+	Ranges string   `json:"ranges"`
+	Yes    bool     `json:"yes"`
+	How    []string `json:"how,omitempty"`
+	Why    string   `json:"why,omitempty"`
 }

@@ -29,6 +29,10 @@ func runRecords(args []string, stdout, stderr io.Writer) error {
 	db := fs.String("db", "tuning.db", "records database `FILE`")
 	out := fs.String("o", "-", "output `FILE` (- for standard output)")
 	k := fs.Int("k", 1, "records kept per task and target (distill)")
+	asJSON := false
+	if verb == "stats" {
+		fs.BoolVar(&asJSON, "json", false, "print the stats as one JSON document")
+	}
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
@@ -63,9 +67,28 @@ func runRecords(args []string, stdout, stderr io.Writer) error {
 	case "distill":
 		err = store.Distill(w, *k)
 	case "stats":
-		err = store.WriteStats(w)
+		err = writeStats(w, store, *db, asJSON)
 	}
 	return errors.Join(err, closeOut())
+}
+
+// recordsStats is the document of tune records stats --json.
+type recordsStats struct {
+	DB    string            `json:"db"`
+	Stats []records.StatRow `json:"stats"` // one per (workload, target), by workload then target
+}
+
+// writeStats writes the stats of the store at db as a table or, asJSON,
+// a recordsStats.
+func writeStats(w io.Writer, store *records.Store, db string, asJSON bool) error {
+	if !asJSON {
+		return store.WriteStats(w)
+	}
+	st, err := store.Stats()
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, recordsStats{DB: db, Stats: records.StatRows(st)})
 }
 
 // plotUsage is the help of the command, before its flags.

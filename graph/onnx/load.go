@@ -140,40 +140,81 @@ func appendValue(t *graph.Tensor, s string) error {
 // WriteSummary writes what Load made of the model at path: its inputs
 // and outputs with their shapes, the inputs frozen, and the graph's size
 // before and after the passes, with the passes that ran (tune inspect).
-func (l *Loaded) WriteSummary(w io.Writer, path string) {
+func (l *Loaded) WriteSummary(w io.Writer, path string) { l.Summary(path).Write(w) }
+
+// Summary is what tune inspect shows of a loaded model: its inputs and
+// outputs, frozen inputs, its size as decoded and after the passes, and
+// the passes that ran (tune inspect --json).
+type Summary struct {
+	Path    string       `json:"path"`
+	Graph   string       `json:"graph"`
+	Opset   int          `json:"opset"`
+	Inputs  []ValueShape `json:"inputs"`
+	Outputs []ValueShape `json:"outputs"`
+	// Frozen are the inputs frozen to values (--freeze), by name.
+	Frozen      map[string][]string `json:"frozen,omitempty"`
+	Decoded     graph.Stats         `json:"decoded"`
+	AfterPasses graph.Stats         `json:"after_passes"`
+	Passes      []string            `json:"passes"`
+}
+
+// ValueShape is a graph value's name and shape.
+type ValueShape struct {
+	Name  string `json:"name"`
+	Shape []int  `json:"shape"`
+}
+
+// Summary returns the summary of the model loaded from path.
+func (l *Loaded) Summary(path string) Summary {
 	g := l.Graph
-	values := func(names []string) string {
-		parts := make([]string, len(names))
+	values := func(names []string) []ValueShape {
+		out := make([]ValueShape, len(names))
 		for i, n := range names {
-			dims := make([]string, len(g.Values[n].Shape))
-			for k, d := range g.Values[n].Shape {
+			out[i] = ValueShape{Name: n, Shape: g.Values[n].Shape}
+		}
+		return out
+	}
+	s := Summary{Path: path, Graph: g.Name, Opset: g.Opset, Inputs: values(g.Inputs), Outputs: values(g.Outputs),
+		Decoded: l.Before, AfterPasses: l.After, Passes: []string{}}
+	if len(l.Options.Freeze) > 0 {
+		s.Frozen = l.Options.Freeze
+	}
+	for _, name := range graph.PassNames() {
+		if !l.Options.NoPass[name] {
+			s.Passes = append(s.Passes, name)
+		}
+	}
+	return s
+}
+
+// Write writes the summary as tune inspect prints it.
+func (s Summary) Write(w io.Writer) {
+	values := func(vs []ValueShape) string {
+		parts := make([]string, len(vs))
+		for i, v := range vs {
+			dims := make([]string, len(v.Shape))
+			for k, d := range v.Shape {
 				dims[k] = fmt.Sprint(d)
 			}
-			parts[i] = n + "[" + strings.Join(dims, ",") + "]"
+			parts[i] = v.Name + "[" + strings.Join(dims, ",") + "]"
 		}
 		return strings.Join(parts, " ")
 	}
-	fmt.Fprintf(w, "model %s: graph %q, opset %d\n", path, g.Name, g.Opset)
-	fmt.Fprintf(w, "  inputs:  %s\n  outputs: %s\n", values(g.Inputs), values(g.Outputs))
-	if freeze := l.Options.Freeze; len(freeze) > 0 {
+	fmt.Fprintf(w, "model %s: graph %q, opset %d\n", s.Path, s.Graph, s.Opset)
+	fmt.Fprintf(w, "  inputs:  %s\n  outputs: %s\n", values(s.Inputs), values(s.Outputs))
+	if len(s.Frozen) > 0 {
 		var parts []string
-		for _, n := range slices.Sorted(maps.Keys(freeze)) {
-			parts = append(parts, n+"="+strings.Join(freeze[n], ","))
+		for _, n := range slices.Sorted(maps.Keys(s.Frozen)) {
+			parts = append(parts, n+"="+strings.Join(s.Frozen[n], ","))
 		}
 		fmt.Fprintf(w, "  frozen:  %s\n", strings.Join(parts, " "))
-	}
-	var run []string
-	for _, name := range graph.PassNames() {
-		if !l.Options.NoPass[name] {
-			run = append(run, name)
-		}
 	}
 	fmt.Fprintf(w, "\ngraph                 nodes  constants  constant MB\n")
 	for _, r := range []struct {
 		name string
 		s    graph.Stats
-	}{{"decoded", l.Before}, {"after passes", l.After}} {
+	}{{"decoded", s.Decoded}, {"after passes", s.AfterPasses}} {
 		fmt.Fprintf(w, "  %-18s %6d %10d %12.1f   %s\n", r.name, r.s.Nodes, r.s.Consts, float64(r.s.ConstBytes)/1e6, r.s.OpsString())
 	}
-	fmt.Fprintf(w, "  passes: %s\n", strings.Join(run, ", "))
+	fmt.Fprintf(w, "  passes: %s\n", strings.Join(s.Passes, ", "))
 }

@@ -515,21 +515,58 @@ func RunnableLevels(host Machine) (run []Machine, skipped map[string][]string) {
 	return run, skipped
 }
 
+// Report is what tune machine shows of a machine model and the host
+// (WriteReport; tune machine --json). Cache sizes are bytes, 0 where
+// unknown.
+type Report struct {
+	Name        string   `json:"name"`
+	Arch        string   `json:"arch"`
+	Flags       []string `json:"flags"` // -march, -mtune
+	Level       string   `json:"level"`
+	Features    []string `json:"features"`
+	VectorBits  int      `json:"vector_bits"`
+	VectorRegs  int      `json:"vector_regs"`
+	FMA         bool     `json:"fma"`
+	Cores       int      `json:"cores"`
+	L1DBytes    int      `json:"l1d_bytes"`
+	L2Bytes     int      `json:"l2_bytes"`
+	L3Bytes     int      `json:"l3_bytes"`
+	Model       string   `json:"model,omitempty"` // the host's processor, for a machine that runs here
+	Key         string   `json:"key"`
+	Description string   `json:"description"` // String's line
+	// Runs are the portable levels the host runs; Lacks, per level it
+	// does not, the extensions it lacks.
+	Runs  []string            `json:"host_runs"`
+	Lacks map[string][]string `json:"host_lacks,omitempty"`
+}
+
+// Report returns m's report, with the levels host runs.
+func (m Machine) Report(host Machine) Report {
+	r := Report{Name: m.Name, Arch: m.Arch, Flags: m.Flags(), Level: m.Level, Features: m.Features, VectorBits: m.VectorBits(), VectorRegs: m.VectorRegs,
+		FMA: m.FMA, Cores: m.Cores, L1DBytes: m.L1D, L2Bytes: m.L2, L3Bytes: m.L3, Model: m.Model, Key: m.Key(), Description: m.String(), Runs: []string{}}
+	run, skipped := RunnableLevels(host)
+	for _, l := range run {
+		r.Runs = append(r.Runs, l.Name)
+	}
+	if len(skipped) > 0 {
+		r.Lacks = skipped
+	}
+	return r
+}
+
 // WriteReport writes m (String), its features and its key, then which
 // portable levels host runs and what host lacks for each of the others
 // (tune machine).
-func (m Machine) WriteReport(w io.Writer, host Machine) {
-	fmt.Fprintln(w, m)
-	fmt.Fprintf(w, "features: %s\n", strings.Join(m.Features, " "))
-	fmt.Fprintf(w, "key: %s\n", m.Key())
-	run, skipped := RunnableLevels(host)
-	var names []string
-	for _, l := range run {
-		names = append(names, l.Name)
-	}
-	fmt.Fprintf(w, "this machine runs: %s\n", strings.Join(names, " "))
+func (m Machine) WriteReport(w io.Writer, host Machine) { m.Report(host).Write(w) }
+
+// Write writes the report as tune machine prints it.
+func (r Report) Write(w io.Writer) {
+	fmt.Fprintln(w, r.Description)
+	fmt.Fprintf(w, "features: %s\n", strings.Join(r.Features, " "))
+	fmt.Fprintf(w, "key: %s\n", r.Key)
+	fmt.Fprintf(w, "this machine runs: %s\n", strings.Join(r.Runs, " "))
 	for _, name := range Levels() {
-		if miss, ok := skipped[name]; ok {
+		if miss, ok := r.Lacks[name]; ok {
 			fmt.Fprintf(w, "this machine lacks for %s: %s\n", name, strings.Join(miss, " "))
 		}
 	}
