@@ -105,7 +105,7 @@ func TestCompletion(t *testing.T) {
 	}
 	// What some values complete to.
 	script := tuneCmd(t, "completion", "bash")
-	for _, want := range []string{"'build:db') _tune_complete files '*.db'", "'build:o') _tune_complete dir",
+	for _, want := range []string{"'bench:trace') _tune_complete files '*.json'", "'bench:plot') _tune_complete files '*.svg' '*.png'", "'build:db') _tune_complete files '*.db'", "'build:o') _tune_complete dir",
 		"'bench') _tune_complete dir", "'') _tune_complete files '*.onnx'", "'records plot:o') _tune_complete files '*.svg' '*.png'", "'completion') _tune_complete words 'bash' 'zsh'"} {
 		if !strings.Contains(script, want) {
 			t.Errorf("bash script lacks %q", want)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"html"
+	"image/png"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +13,7 @@ import (
 
 	"tessera/build"
 	"tessera/graph/onnx"
+	"tessera/internal/chrometrace"
 )
 
 // tinyReference evaluates testdata/tiny.onnx on x with the reference
@@ -105,6 +108,68 @@ func TestBuildRunBench(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?s)^ *step +task +ms +record ms.*\n +0 +0 +[0-9.]+ .*steps sum ms = [0-9.]+\noutside steps ms = -?[0-9.]+ \(mean run [0-9.]+\)\nmin ms = [0-9.]+\nmedian ms = [0-9.]+\n$`).MatchString(stdout.String()) {
 		t.Errorf("bench --profile stdout:\n%s", stdout.String())
+	}
+	checkBenchOutputs(t, dir, out)
+}
+
+// checkBenchOutputs runs tune bench --profile on the build out of the
+// tiny model with --json, --trace and --plot: one JSON document on
+// stdout, a trace of the Trace Event Format, a chart.
+func checkBenchOutputs(t *testing.T, dir, out string) {
+	trace, svg, pngFile := filepath.Join(dir, "steps.json"), filepath.Join(dir, "steps.svg"), filepath.Join(dir, "steps.png")
+	doc := jsonOf(t, "bench", out, "--threads", "1", "--warmup", "1", "--repeat", "3", "--profile", "--json", "--trace", trace, "--plot", svg)
+	if runs := field(t, doc, "runs_ms").([]any); len(runs) != 3 || field(t, doc, "model") != "tiny.onnx" || field(t, doc, "threads") != 1.0 {
+		t.Errorf("bench --json: %v", doc)
+	}
+	for _, k := range []string{"min_ms", "median_ms", "mean_ms", "target", "batch"} {
+		field(t, doc, k)
+	}
+	steps := field(t, doc, "profile", "steps").([]any)
+	records := 0
+	for i := range steps {
+		for _, k := range []string{"step", "group", "task", "ops", "ms", "record_ms", "ratio", "share"} {
+			field(t, steps, i, k)
+		}
+		if field(t, steps, i, "record_ms") != nil {
+			records++
+		}
+	}
+	if len(steps) < 4 || records == 0 {
+		t.Errorf("bench --json: %d steps, %d with a record: %v", len(steps), records, steps)
+	}
+	data, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chrometrace.Check(data); err != nil {
+		t.Errorf("--trace %s: %v\n%s", trace, err, data)
+	}
+	if n := strings.Count(string(data), `"ph":"X"`); n != len(steps) {
+		t.Errorf("--trace: %d slices for %d steps", n, len(steps))
+	}
+	if data, err := os.ReadFile(svg); err != nil || !strings.Contains(html.UnescapeString(string(data)), "0  Conv+Relu (task 0)") {
+		t.Errorf("--plot %s: %v", svg, err)
+	}
+	tuneCmd(t, "bench", out, "--threads", "1", "--warmup", "0", "--repeat", "1", "--profile", "--plot", pngFile)
+	if f, err := os.Open(pngFile); err != nil {
+		t.Error(err)
+	} else {
+		if _, err := png.Decode(f); err != nil {
+			t.Errorf("--plot %s: %v", pngFile, err)
+		}
+		f.Close()
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--trace", trace}, "add --profile"},
+		{[]string{"--profile", "--plot", filepath.Join(dir, "steps.pdf")}, "the plot is .svg or .png"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if st := run(append([]string{"bench", out, "--repeat", "1"}, c.args...), &stdout, &stderr); st != 1 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("bench %s: status %d, %s", c.args, st, stderr.String())
+		}
 	}
 }
 
