@@ -56,7 +56,7 @@ func Draw(w io.Writer, format string, r *build.BenchReport) error {
 			records++
 		}
 		if s.Ratio != nil {
-			ratios.Labels[row] = fmt.Sprintf("×%.2f", *s.Ratio)
+			ratios.Labels[row] = ratioText(*s.Ratio)
 		}
 		ratios.XYs[row] = plotter.XY{X: end, Y: float64(row)}
 		most = max(most, end)
@@ -101,4 +101,13 @@ func Draw(w io.Writer, format string, r *build.BenchReport) error {
 	pl.Y.Max += 1.5
 	height := vg.Length(n)*rowHeight + frame
 	return curveplot.WritePanels(w, format, curveplot.Width, height, curveplot.Panel{Plot: pl, YLabel: ""})
+}
+
+// ratioText writes a ratio with two decimals, or two significant digits
+// below 0.1 (×0.0021, not ×0.00).
+func ratioText(r float64) string {
+	if r < 0.095 {
+		return fmt.Sprintf("×%.2g", r)
+	}
+	return fmt.Sprintf("×%.2f", r)
 }

@@ -57,6 +57,11 @@ func TestDraw(t *testing.T) {
 	if h := img.Bounds().Dy(); h < 200 || h > 500 {
 		t.Errorf("a figure of 5 steps %d pixels high", h)
 	}
+	for r, want := range map[float64]string{1.404: "×1.40", 0.28: "×0.28", 0.0021: "×0.0021", 2602.04: "×2602.04"} {
+		if got := ratioText(r); got != want {
+			t.Errorf("ratioText(%v) = %q, want %q", r, got, want)
+		}
+	}
 	r := report()
 	r.Profile = nil
 	if err := Draw(io.Discard, ".svg", r); err == nil {
