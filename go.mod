@@ -1,4 +1,4 @@
-module tessera
+module github.com/tessera-ml/tessera
 
 go 1.26.8
 

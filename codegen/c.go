@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // maxStackBytes is the largest Local buffer placed on the stack.

@@ -40,7 +40,7 @@ import (
 	"sort"
 	"strings"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // COptions configures the C code generator.

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/internal/crosstest"
-	"tessera/target/machine"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/backend/machine"
+	"github.com/tessera-ml/tessera/internal/crosstest"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // ccase is one kernel of the table: it is emitted alone (for the source

@@ -3,7 +3,7 @@ package codegen
 import (
 	"math"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Constant folding after unrolling.

@@ -1,6 +1,6 @@
 package codegen
 
-import "tessera/tir"
+import "github.com/tessera-ml/tessera/tir"
 
 // Partial sums in registers.
 //

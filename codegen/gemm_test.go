@@ -1,7 +1,7 @@
 package codegen
 
 import (
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // gemmTiles describes the Ansor-style SGEMM nest

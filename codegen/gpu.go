@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // GPU kernels.

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"tessera/codegen"
-	"tessera/schedule"
-	"tessera/sketch"
-	"tessera/te/tetest"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/codegen"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/sketch"
+	"github.com/tessera-ml/tessera/te/tetest"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // testGPU are the limits of a CUDA device of compute capability 9.0.
@@ -140,7 +140,7 @@ func TestGPUCUDACompiles(t *testing.T) {
 }
 
 // TestGPUOpenCLParses prints the same sample as OpenCL C 1.2 and has clang
-// check it (PoCL builds and runs it in package target).
+// check it (PoCL builds and runs it in package backend).
 func TestGPUOpenCLParses(t *testing.T) {
 	clang := gpuTool(t, "clang-16")
 	fs := gpuSample(t, 1)

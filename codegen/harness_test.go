@@ -14,8 +14,8 @@ import (
 	"sync"
 	"testing"
 
-	"tessera/target/machine"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/backend/machine"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // The test harness compiles a module of kernels together with a small C

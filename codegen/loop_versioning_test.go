@@ -3,7 +3,7 @@ package codegen
 import (
 	"testing"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // hrVar finds the variable hr that the versioned loop's guard used, from

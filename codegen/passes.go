@@ -5,7 +5,7 @@ import (
 	"maps"
 	"slices"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // The code generator's passes: a lowered kernel body on its way to the

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/schedule"
-	"tessera/schedule/schedtest"
-	"tessera/te/tetest"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/schedule/schedtest"
+	"github.com/tessera-ml/tessera/te/tetest"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // TestPassOrderChecked: the init check refuses a table that breaks a

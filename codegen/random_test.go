@@ -5,7 +5,7 @@ import (
 	"math/rand"
 	"testing"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // TestRandomKernels compiles random loop nests (random loop kinds, split

@@ -3,7 +3,7 @@ package codegen
 import (
 	"fmt"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Row reductions in vector registers.

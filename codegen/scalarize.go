@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Scalarization of Local buffers.

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Transposed copies.

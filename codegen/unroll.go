@@ -1,7 +1,7 @@
 package codegen
 
 import (
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Unrolling in the emitted source.

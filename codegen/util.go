@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // domain maps the variables in scope to their value ranges.

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Vectorized loops.

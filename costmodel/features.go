@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"sync"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Feature extraction: one row of NumFeatures values per Store statement of a

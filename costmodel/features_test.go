@@ -6,11 +6,11 @@ import (
 	"slices"
 	"testing"
 
-	"tessera/schedule"
-	"tessera/schedule/schedtest"
-	"tessera/te"
-	"tessera/te/tetest"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/schedule/schedtest"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/te/tetest"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // rawRows returns the features of f before the log2(1+x) scaling.

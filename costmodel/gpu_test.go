@@ -4,9 +4,9 @@ import (
 	"slices"
 	"testing"
 
-	"tessera/schedule"
-	"tessera/sketch"
-	"tessera/te/tetest"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/sketch"
+	"github.com/tessera-ml/tessera/te/tetest"
 )
 
 // TestGPULoweredFeatures: the features of a GPU schedule are taken after GPU

@@ -15,13 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"tessera/costmodel"
-	"tessera/measure"
-	"tessera/schedule"
-	"tessera/schedule/schedtest"
-	"tessera/target"
-	"tessera/te"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/costmodel"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/schedule/schedtest"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // TestRealisticMatmul is the end-to-end check of the cost model on real
@@ -184,7 +184,7 @@ func realisticMatmulFuncs(t *testing.T) (*costmodel.Dataset, []*tir.PrimFunc) {
 	t.Logf("%d distinct schedules, %d to measure", len(states), len(todo))
 	if len(todo) > 0 {
 		bld := &measure.Builder{CacheDir: filepath.Join(os.TempDir(), "tessera-costmodel-build")}
-		m := target.CPU(target.CPUConfig{Threads: 1, Builder: bld,
+		m := backend.CPU(backend.CPUConfig{Threads: 1, Builder: bld,
 			Run: measure.RunOptions{Repeat: 3, MinRepeatMs: 20, Timeout: 20 * time.Second}}).Measurer(false)
 		defer m.Runner.Close()
 		const batch = 32
@@ -240,7 +240,7 @@ func realisticMatmulFuncs(t *testing.T) (*costmodel.Dataset, []*tir.PrimFunc) {
 func measurementNoise(t *testing.T, states []*schedule.State, keys []string, cache map[string]float64) {
 	n := min(64, len(states))
 	bld := &measure.Builder{CacheDir: filepath.Join(os.TempDir(), "tessera-costmodel-build")}
-	m := target.CPU(target.CPUConfig{Threads: 1, Builder: bld,
+	m := backend.CPU(backend.CPUConfig{Threads: 1, Builder: bld,
 		Run: measure.RunOptions{Repeat: 3, MinRepeatMs: 20, Timeout: 20 * time.Second}}).Measurer(false)
 	defer m.Runner.Close()
 	in := make([]measure.Input, n)

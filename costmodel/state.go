@@ -3,8 +3,8 @@ package costmodel
 import (
 	"fmt"
 
-	"tessera/schedule"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // StateFeatures lowers a state with a target's lowering and returns the

@@ -1,8 +1,8 @@
 package graph_test
 
 import (
-	. "tessera/graph"
-	_ "tessera/ops"
+	. "github.com/tessera-ml/tessera/graph"
+	_ "github.com/tessera-ml/tessera/ops"
 )
 
 import "testing"

@@ -1,9 +1,9 @@
 package graph_test
 
 import (
+	. "github.com/tessera-ml/tessera/graph"
+	_ "github.com/tessera-ml/tessera/ops"
 	"slices"
-	. "tessera/graph"
-	_ "tessera/ops"
 	"testing"
 )
 

@@ -3,7 +3,7 @@ package graph_test
 import (
 	"testing"
 
-	. "tessera/graph"
+	. "github.com/tessera-ml/tessera/graph"
 )
 
 // TestFuseGelu: nn.GELU as PyTorch exports it below opset 20 (Div by √2,

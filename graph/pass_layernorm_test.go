@@ -3,7 +3,7 @@ package graph_test
 import (
 	"testing"
 
-	. "tessera/graph"
+	. "github.com/tessera-ml/tessera/graph"
 )
 
 // TestFuseLayerNorm: nn.LayerNorm as PyTorch exports it below opset 17

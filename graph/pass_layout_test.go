@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	. "tessera/graph"
+	. "github.com/tessera-ml/tessera/graph"
 )
 
 // TestConvertLayout: a chain of convolutions, elementwise ops and pools

@@ -3,7 +3,7 @@ package graph_test
 import (
 	"testing"
 
-	. "tessera/graph"
+	. "github.com/tessera-ml/tessera/graph"
 )
 
 // TestMoveMatMulScale: a matmul of a scaled operand becomes the scaled

@@ -3,8 +3,8 @@ package graph_test
 import (
 	"fmt"
 
-	. "tessera/graph"
-	_ "tessera/ops"
+	. "github.com/tessera-ml/tessera/graph"
+	_ "github.com/tessera-ml/tessera/ops"
 )
 
 import "testing"

@@ -2,10 +2,10 @@ package graph_test
 
 import (
 	"errors"
+	. "github.com/tessera-ml/tessera/graph"
+	_ "github.com/tessera-ml/tessera/ops"
 	"slices"
 	"strings"
-	. "tessera/graph"
-	_ "tessera/ops"
 	"testing"
 )
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	. "tessera/graph"
-	_ "tessera/ops"
+	. "github.com/tessera-ml/tessera/graph"
+	_ "github.com/tessera-ml/tessera/ops"
 )
 
 // branch makes a subgraph of the given nodes and outputs; its nodes may

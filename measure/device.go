@@ -13,11 +13,11 @@ import (
 	"syscall"
 	"time"
 
-	tsrt "tessera/runtime"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // The GPU runners: one C program per driver API, the common part (command
-// line, data files, timing protocol: runtime/c/harness_gpu.c) followed by
+// line, data files, timing protocol: tsrt/c/harness_gpu.c) followed by
 // the API's part (harness_opencl.c, harness_cuda.c).
 
 // API is the driver interface of a GPU device.

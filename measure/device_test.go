@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"tessera/codegen"
+	"github.com/tessera-ml/tessera/codegen"
 )
 
 // openCLDevice returns the OpenCL device of this machine; without one the

@@ -33,12 +33,12 @@
 //
 //	int NAME(float *const *args); /* args[i] points at buffer i; 0 on success */
 //
-// The runner executes runtime/c/harness.c (embedded, compiled once per machine
+// The runner executes tsrt/c/harness.c (embedded, compiled once per machine
 // into the build cache), which dlopens the library. Its command line and
 // output are described at its top and in Runner.Run.
 //
 // GPU targets measure through a Device (device.go): a runner child per API
-// (runtime/c/harness_gpu.c with harness_opencl.c or harness_cuda.c) that loads its driver at
+// (tsrt/c/harness_gpu.c with harness_opencl.c or harness_cuda.c) that loads its driver at
 // run time. Device.Build is the GPU targets' Compiler (the driver's runtime
 // compiler: OpenCL's, or NVRTC for the device's own architecture), and a
 // Runner whose Device is set times GPU programs (Job.Launches) by the same

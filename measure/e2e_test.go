@@ -9,18 +9,18 @@ import (
 	"testing"
 	"time"
 
-	"tessera/codegen"
-	"tessera/internal/crosstest"
-	"tessera/internal/testscale"
-	"tessera/measure"
-	"tessera/schedule"
-	"tessera/schedule/schedtest"
-	"tessera/sketch"
-	"tessera/target"
-	"tessera/target/machine"
-	"tessera/te"
-	"tessera/te/tetest"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/backend/machine"
+	"github.com/tessera-ml/tessera/codegen"
+	"github.com/tessera-ml/tessera/internal/crosstest"
+	"github.com/tessera-ml/tessera/internal/testscale"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/schedule/schedtest"
+	"github.com/tessera-ml/tessera/sketch"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/te/tetest"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // randomPerOp is how many random schedules of a DAG are compiled and run:
@@ -84,7 +84,7 @@ func sampledPerOp(t *testing.T, d *te.DAG) int {
 // width and -march. A level the machine lacks is skipped with a line
 // saying so.
 func TestSampledStatesCompiled(t *testing.T) {
-	levels, skipped := machine.RunnableLevels(target.NativeMachine())
+	levels, skipped := machine.RunnableLevels(backend.NativeMachine())
 	for name, miss := range skipped {
 		t.Logf("%s skipped: this machine lacks %s", name, strings.Join(miss, " "))
 	}
@@ -144,7 +144,7 @@ type platform struct {
 	exec []string
 }
 
-func nativePlatform() platform { return platform{m: target.MustDefaultMachine()} }
+func nativePlatform() platform { return platform{m: backend.MustDefaultMachine()} }
 
 // moduleBudget bounds the C source of one DAG's module, in bytes (scaled
 // by TESSERA_TEST_SCALE): gcc's time grows with the source, and one
@@ -280,7 +280,7 @@ func TestMeasurerVerifies(t *testing.T) {
 		t.Fatal("no matmul example")
 	}
 	b := &measure.Builder{CacheDir: t.TempDir()}
-	m := target.CPU(target.CPUConfig{Threads: 1, Builder: b, Run: measure.RunOptions{Repeat: 2, MinRepeatMs: 1}}).Measurer(true)
+	m := backend.CPU(backend.CPUConfig{Threads: 1, Builder: b, Run: measure.RunOptions{Repeat: 2, MinRepeatMs: 1}}).Measurer(true)
 	defer m.Runner.Close()
 	s0 := schedule.NewState(d)
 	rng := rand.New(rand.NewPCG(9, 9))

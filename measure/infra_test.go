@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/measure"
-	"tessera/schedule"
-	"tessera/target"
-	"tessera/te/tetest"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/te/tetest"
 )
 
 // A machine that cannot build or run is an error of the batch, never a
@@ -17,7 +17,7 @@ func TestMeasureInfrastructureErrors(t *testing.T) {
 	s0 := schedule.NewState(tetest.DAGs()["relu"])
 	good := &measure.Builder{CacheDir: t.TempDir()}
 	missing := &measure.Builder{CC: "/nonexistent/cc", CacheDir: t.TempDir()}
-	tg := target.CPU(target.CPUConfig{Threads: 1, Builder: good})
+	tg := backend.CPU(backend.CPUConfig{Threads: 1, Builder: good})
 	defer tg.Close()
 	for _, c := range []struct {
 		name             string

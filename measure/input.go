@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"tessera/schedule"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // An Input travels to a process that never saw the model (a measuring

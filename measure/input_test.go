@@ -7,18 +7,18 @@ import (
 	"testing"
 	"time"
 
-	"tessera/measure"
-	"tessera/schedule"
-	"tessera/schedule/schedtest"
-	"tessera/target"
-	"tessera/te"
-	"tessera/te/tetest"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/schedule/schedtest"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/te/tetest"
 )
 
 // An input read back from its wire form is the same candidate: the same
 // steps, the same workload, and the same generated program.
 func TestInputRoundTrip(t *testing.T) {
-	tg := target.CPU(target.CPUConfig{Threads: 1})
+	tg := backend.CPU(backend.CPUConfig{Threads: 1})
 	var enc measure.InputEncoder
 	var dec measure.InputDecoder
 	rng := rand.New(rand.NewPCG(16, 16))

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"tessera/te"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // Limits on what a measurement may take. A model's shapes are checked when

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/schedule"
-	"tessera/te"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // TestTooLargeToMeasure: a task whose tensors take more than the memory

@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"tessera/schedule"
-	"tessera/te"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Input is one candidate: a complete schedule of a task's DAG.
@@ -22,7 +22,7 @@ type Input struct {
 
 // Measurer measures candidates end to end: the target's lowering and code
 // generator (Generate) → build → run → (optionally) check against the
-// reference evaluator. A target (package target) assembles one.
+// reference evaluator. A target (package backend) assembles one.
 type Measurer struct {
 	// Generate lowers and prints one candidate for the target.
 	Generate func(s *schedule.State) (Program, error)

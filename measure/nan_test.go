@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"tessera/codegen"
-	"tessera/measure"
-	"tessera/schedule"
-	"tessera/sketch"
-	"tessera/target"
-	"tessera/te"
-	"tessera/te/tetest"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/codegen"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/sketch"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/te/tetest"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // TestNaNPropagates: compiled kernels propagate NaN through min and max
@@ -32,7 +32,7 @@ func TestNaNPropagates(t *testing.T) {
 	defer r.Close()
 	dags := tetest.DAGs()
 	names := []string{"relu", "clip", "max", "min", "reduce_max", "reduce_min", "max_pool", "global_max_pool", "conv_bias_relu"}
-	opts := sketch.CPUOptions(target.MustDefaultMachine())
+	opts := sketch.CPUOptions(backend.MustDefaultMachine())
 	var funcs []*tir.PrimFunc
 	type kernel struct {
 		dag    *te.DAG
@@ -78,7 +78,7 @@ func TestNaNPropagates(t *testing.T) {
 			ks = append(ks, kernel{d, inputs})
 		}
 	}
-	src, err := codegen.CModule(funcs, codegen.COptions{VectorBits: target.MustDefaultMachine().VectorBits()})
+	src, err := codegen.CModule(funcs, codegen.COptions{VectorBits: backend.MustDefaultMachine().VectorBits()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,9 @@ package measure
 import (
 	"context"
 
-	"tessera/codegen"
-	"tessera/te"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/codegen"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Program is one candidate as a target's code generator printed it: the

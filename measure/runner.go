@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"tessera/codegen"
-	tsrt "tessera/runtime"
+	"github.com/tessera-ml/tessera/codegen"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // Arg describes one kernel argument, a buffer of Size float32 elements.
@@ -158,7 +158,7 @@ type Runner struct {
 // The harness is called as
 // `harness LIB ENTRY NUMBER REPEAT MIN_REPEAT_MS BUDGET_MS CUTOFF_US IN_FILE OUT_FILE {i|o}SIZE...`
 // and prints "tessera number N", one "tessera cost S" per repetition and
-// "tessera done" (see runtime/c/harness.c).
+// "tessera done" (see tsrt/c/harness.c).
 func (r *Runner) Run(ctx context.Context, jobs []Job) []Result {
 	return r.RunWith(ctx, r.Opts, jobs)
 }

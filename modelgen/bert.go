@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"tessera/graph"
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // BERTConfig describes one encoder layer of a BERT.

@@ -3,7 +3,7 @@ package modelgen
 import (
 	"fmt"
 
-	"tessera/graph"
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // BERTEncoderConfig describes a BERT-style encoder: embeddings, then

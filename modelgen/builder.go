@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"tessera/graph"
-	_ "tessera/ops" // the op rules shape inference needs
+	"github.com/tessera-ml/tessera/graph"
+	_ "github.com/tessera-ml/tessera/ops" // the op rules shape inference needs
 )
 
 // builder appends nodes and parameters to a graph the way an exporter

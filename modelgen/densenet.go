@@ -3,7 +3,7 @@ package modelgen
 import (
 	"fmt"
 
-	"tessera/graph"
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // DenseNetConfig describes a DenseNet of torchvision's layout: every layer

@@ -3,7 +3,7 @@ package modelgen
 import (
 	"fmt"
 
-	"tessera/graph"
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // Models with dynamic dimensions, as PyTorch exports them with

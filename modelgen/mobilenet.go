@@ -3,7 +3,7 @@ package modelgen
 import (
 	"fmt"
 
-	"tessera/graph"
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // MobileNetV2 is torchvision's mobilenet_v2 (width multiplier 1.0) on a

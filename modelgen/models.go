@@ -17,8 +17,8 @@ import (
 	"path/filepath"
 	"sort"
 
-	"tessera/graph"
-	"tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/graph/onnx"
 )
 
 // DefaultSeed is the seed of the generated test data.

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/graph"
-	"tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/graph/onnx"
 )
 
 // params counts the trainable parameters of g as the frameworks do: every

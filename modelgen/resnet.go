@@ -3,7 +3,7 @@ package modelgen
 import (
 	"fmt"
 
-	"tessera/graph"
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // ResNetConfig describes a ResNet of torchvision's layout (v1.5: the

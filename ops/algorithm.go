@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"slices"
 
-	"tessera/graph"
-	"tessera/te"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Alternative is another compute definition of one node: the same outputs

@@ -5,9 +5,9 @@ import (
 	"math"
 	"slices"
 
-	"tessera/graph"
-	"tessera/te"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Elementwise ops of several inputs with numpy broadcasting.

@@ -1,8 +1,8 @@
 package ops
 
 import (
+	"github.com/tessera-ml/tessera/graph"
 	"math"
-	"tessera/graph"
 )
 
 // Ops of shape arithmetic and constants: they never reach a kernel (no

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"tessera/graph"
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // Control flow. An If whose condition is known once the inputs are bound

@@ -1,9 +1,9 @@
 package ops
 
 import (
+	"github.com/tessera-ml/tessera/graph"
 	"math"
 	"slices"
-	"tessera/graph"
 )
 
 // The constant evaluator: small helpers the ops' eval functions share. It

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"tessera/graph"
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // expander builds the nodes an op expands to (Op.Expand): every helper

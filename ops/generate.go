@@ -3,7 +3,7 @@ package ops
 import (
 	"math"
 
-	"tessera/graph"
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // Ops that generate constants from shapes or constant parameters: EyeLike

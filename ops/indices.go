@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"tessera/graph"
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // Indices read at run time. A kernel that reads data at run-time indices

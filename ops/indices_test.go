@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/graph"
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // indexNode returns a graph with float32 inputs of the shapes given

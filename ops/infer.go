@@ -1,7 +1,7 @@
 package ops
 
 import (
-	"tessera/graph"
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // inferCtx is graph.InferCtx with the ops' own helper methods.

@@ -1,6 +1,6 @@
 package ops
 
-import "tessera/graph"
+import "github.com/tessera-ml/tessera/graph"
 
 // The PermuteAxes rules of the ops that work along named axes
 // (graph.LayoutAxes): each renames the axes of a node for inputs permuted

@@ -4,9 +4,9 @@ import (
 	"math"
 	"slices"
 
-	"tessera/graph"
-	"tessera/te"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Comparisons, logic, Where and Cast: the ops of masks and of dtype

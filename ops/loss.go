@@ -1,6 +1,6 @@
 package ops
 
-import "tessera/graph"
+import "github.com/tessera-ml/tessera/graph"
 
 // The losses NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss are ONNX
 // functions; they expand into their bodies' ops (GatherElements of the

@@ -3,10 +3,10 @@ package ops
 import (
 	"errors"
 	"fmt"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 	"slices"
-	"tessera/graph"
-	"tessera/te"
-	"tessera/tir"
 )
 
 // TensorSource returns the te tensor for a graph value read by a node: an

@@ -1,7 +1,7 @@
 package ops
 
 import (
-	"tessera/te"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // Matrix products.

@@ -2,8 +2,8 @@ package ops
 
 import (
 	"fmt"
-	"tessera/graph"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // Normalizations and softmax.

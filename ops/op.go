@@ -36,8 +36,8 @@ import (
 	"slices"
 	"sort"
 
-	"tessera/graph"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // Op is everything Tessera knows of one ONNX op.

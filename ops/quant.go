@@ -6,9 +6,9 @@ import (
 	"math"
 	"slices"
 
-	"tessera/graph"
-	"tessera/te"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Quantization. QuantizeLinear and DequantizeLinear are elementwise kernels

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"tessera/graph"
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // The recurrent ops LSTM, GRU and RNN expand into the ops of their cells,

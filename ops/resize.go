@@ -5,7 +5,7 @@ import (
 	"math"
 	"slices"
 
-	"tessera/graph"
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // Resize (opsets 10 to 19) and Upsample (7, 9) expand, axis after axis from

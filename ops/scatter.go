@@ -5,8 +5,8 @@ import (
 	"math"
 	"slices"
 
-	"tessera/graph"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // Ops that write data at run-time indices: ScatterElements (and Scatter,

@@ -2,10 +2,10 @@ package ops
 
 import (
 	"fmt"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/te"
 	"math"
 	"slices"
-	"tessera/graph"
-	"tessera/te"
 )
 
 // Injective ops that move data: reshapes, transposes, concatenation,

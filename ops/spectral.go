@@ -3,8 +3,8 @@ package ops
 import (
 	"fmt"
 
-	"tessera/graph"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // Spectral ops: DFT and STFT, reductions over the samples with their

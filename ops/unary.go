@@ -3,9 +3,9 @@ package ops
 import (
 	"math"
 
-	"tessera/graph"
-	"tessera/te"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Elementwise ops of one input: activations, Clip, Identity, Dropout.

@@ -1,8 +1,8 @@
 package ops
 
 import (
-	"tessera/graph"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // Sliding-window ops: convolution and pooling. Their window geometry

@@ -5,9 +5,9 @@ import (
 	"math"
 	"slices"
 
-	"tessera/graph"
-	"tessera/ops"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/ops"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // Algorithms: a group whose anchor op has other compute definitions

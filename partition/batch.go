@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"tessera/graph"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // Plans over a dynamic batch: a model whose every group computes each

@@ -15,9 +15,9 @@ import (
 	"sync"
 	"testing"
 
-	"tessera/graph"
-	"tessera/graph/onnx"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // The conformance test runs ONNX's own backend tests (Debian's

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"tessera/graph"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // Fusion: graph nodes → groups, along the post-dominator tree.

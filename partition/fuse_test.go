@@ -7,8 +7,8 @@ import (
 	"slices"
 	"testing"
 
-	"tessera/graph"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // tg builds small graphs for the fusion tests: values are named by the

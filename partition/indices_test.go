@@ -4,8 +4,8 @@ import (
 	"slices"
 	"testing"
 
-	"tessera/graph"
-	"tessera/ops"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/ops"
 )
 
 // Indices computed at run time stay in memory: the read of an index

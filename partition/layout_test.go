@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/graph"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // TestLayoutThroughShapeOps: the layout pass (convert-layout) carries the

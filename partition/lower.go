@@ -3,9 +3,9 @@ package partition
 import (
 	"fmt"
 
-	"tessera/graph"
-	"tessera/ops"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/ops"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // Lowering: graph → te tensors, node by node with package ops' lowerings.

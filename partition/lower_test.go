@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/graph"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // mkNode builds a node: inputs and outputs by name, "" for omitted.

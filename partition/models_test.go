@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/graph"
-	"tessera/graph/onnx"
-	"tessera/modelgen"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/modelgen"
 )
 
 // The models of package modelgen, through the whole front end: generated

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"testing"
 
-	"tessera/graph"
-	"tessera/graph/onnx"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // TestAgainstOnnxruntime checks ops against onnxruntime-node where ONNX

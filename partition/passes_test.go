@@ -3,7 +3,7 @@ package partition
 import (
 	"testing"
 
-	"tessera/graph"
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // TestFuseGeluComputes: a matmul with a bias and GELU as PyTorch exports it

@@ -3,8 +3,8 @@ package partition
 import (
 	"slices"
 
-	"tessera/graph"
-	"tessera/ops"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/ops"
 )
 
 // Op patterns: what fusion may do with an op.

@@ -6,7 +6,7 @@ import (
 	"math/rand"
 	"testing"
 
-	"tessera/graph"
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // TestRecurrentExpansion checks LSTM, GRU and RNN, expanded into their

@@ -3,7 +3,7 @@ package partition
 import (
 	"fmt"
 
-	"tessera/graph"
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // The plans as tune inspect --json prints them: what WritePlan and

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/graph"
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // TestFitPoly: the polynomials of degree one in each symbol come back from

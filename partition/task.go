@@ -7,10 +7,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"tessera/graph"
-	"tessera/ops"
-	"tessera/te"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/ops"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Tasks: groups → compute DAGs → distinct workloads.

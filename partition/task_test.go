@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/graph"
-	"tessera/ops"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/ops"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/keys.golden")

@@ -6,9 +6,9 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"tessera/build"
-	"tessera/graph"
-	tsrt "tessera/runtime"
+	"github.com/tessera-ml/tessera/assemble"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // Calibration: the range of every tensor that gets a QuantizeLinear, from
@@ -201,7 +201,7 @@ func CheckSample(g *graph.Graph, sample []*graph.Tensor, what func(i int) string
 // .pb, or raw float32. Its shape and dtype must be the input's: a file of
 // another dtype is refused, not converted.
 func ReadSample(path string, v *graph.Value) (*graph.Tensor, error) {
-	t, err := build.ReadTensorFile(path, build.TensorInfo{Name: "input " + v.Name, Shape: v.Shape})
+	t, err := assemble.ReadTensorFile(path, assemble.TensorInfo{Name: "input " + v.Name, Shape: v.Shape})
 	if err != nil {
 		return nil, err // it names the file
 	}

@@ -39,7 +39,7 @@
 // saturated.
 //
 // The float model runs through a Runner: BuildRunner compiles it with
-// Tessera's default schedules (package build) with every tensor to
+// Tessera's default schedules (package assemble) with every tensor to
 // calibrate as an output, fast enough for ResNet-18 with a handful of
 // samples; ReferenceRunner uses the reference evaluator (te), for small
 // graphs.
@@ -56,8 +56,8 @@ import (
 	"slices"
 	"strings"
 
-	"tessera/graph"
-	"tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/graph/onnx"
 )
 
 // PrepPasses are the graph passes run before quantizing: those whose

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"tessera/graph"
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // The rewrite: which tensors of which ops get QuantizeLinear →

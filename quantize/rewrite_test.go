@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/build"
-	"tessera/graph"
-	"tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/assemble"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/graph/onnx"
 )
 
 // builder writes small float graphs with random weights.
@@ -180,11 +180,11 @@ func checkClose(t *testing.T, g, q *graph.Graph, step float32, steps float64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := build.Reference(g, ins)
+	want, err := assemble.Reference(g, ins)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := build.Reference(q, ins)
+	got, err := assemble.Reference(q, ins)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	goruntime "runtime"
+	"runtime"
 
-	"tessera/build"
-	"tessera/graph"
-	"tessera/measure"
-	"tessera/partition"
-	"tessera/target"
+	"github.com/tessera-ml/tessera/assemble"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/partition"
 )
 
 // BuildRunner returns the Runner that compiles the float graph with
@@ -23,7 +23,7 @@ import (
 func BuildRunner(threads int) Runner {
 	return func(ctx context.Context, g *graph.Graph, samples [][]*graph.Tensor, each func(int, [][]float32) error) error {
 		if threads <= 0 {
-			threads = goruntime.NumCPU()
+			threads = runtime.NumCPU()
 		}
 		g = g.Clone()
 		if err := graph.RunPasses(g, nil); err != nil {
@@ -38,12 +38,12 @@ func BuildRunner(threads int) Runner {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		tg := target.CPU(target.CPUConfig{Threads: threads, Builder: &measure.Builder{Timeout: build.LibraryTimeout}})
+		tg := backend.CPU(backend.CPUConfig{Threads: threads, Builder: &measure.Builder{Timeout: assemble.LibraryTimeout}})
 		defer tg.Close()
-		if _, err := build.Build(ctx, g, plan, dir, build.Options{Target: tg, Model: g.Name}); err != nil {
+		if _, err := assemble.Build(ctx, g, plan, dir, assemble.Options{Target: tg, Model: g.Name}); err != nil {
 			return fmt.Errorf("calibration model: %w", err)
 		}
-		m, err := build.Open(dir)
+		m, err := assemble.Open(dir)
 		if err != nil {
 			return err
 		}
@@ -65,7 +65,7 @@ func BuildRunner(threads int) Runner {
 			if err != nil {
 				return err
 			}
-			outs, err := m.Run(ctx, ins, build.RunOptions{Threads: threads})
+			outs, err := m.Run(ctx, ins, assemble.RunOptions{Threads: threads})
 			if err != nil {
 				return fmt.Errorf("calibration sample %d: %w", k, err)
 			}
@@ -93,7 +93,7 @@ func ReferenceRunner(ctx context.Context, g *graph.Graph, samples [][]*graph.Ten
 		if err != nil {
 			return err
 		}
-		outs, err := build.Reference(g, ins)
+		outs, err := assemble.Reference(g, ins)
 		if err != nil {
 			return fmt.Errorf("calibration sample %d: %w", k, err)
 		}

@@ -9,12 +9,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"tessera/build"
-	"tessera/graph"
-	"tessera/graph/onnx"
-	"tessera/measure"
-	"tessera/partition"
-	"tessera/target"
+	"github.com/tessera-ml/tessera/assemble"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/partition"
 )
 
 // TestTinyEndToEnd quantizes the tiny CNN of the test data (Conv, Relu,
@@ -84,12 +84,12 @@ func TestTinyEndToEnd(t *testing.T) {
 	if err := back.InferShapes(); err != nil {
 		t.Fatal(err)
 	}
-	ref, err := build.Reference(back, [][]float32{x})
+	ref, err := assemble.Reference(back, [][]float32{x})
 	if err != nil {
 		t.Fatal(err)
 	}
 	within(t, "Tessera vs the reference evaluator", got, ref[0], step, 1)
-	float, err := build.Reference(g, [][]float32{x})
+	float, err := assemble.Reference(g, [][]float32{x})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,18 +141,18 @@ func runBuilt(t *testing.T, path string, x []float32) []float32 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg := target.CPU(target.CPUConfig{Builder: &measure.Builder{Timeout: build.LibraryTimeout}})
+	tg := backend.CPU(backend.CPUConfig{Builder: &measure.Builder{Timeout: assemble.LibraryTimeout}})
 	defer tg.Close()
 	dir := t.TempDir()
-	if _, err := build.Build(context.Background(), l.Graph, plan, dir, build.Options{Target: tg, Model: filepath.Base(path)}); err != nil {
+	if _, err := assemble.Build(context.Background(), l.Graph, plan, dir, assemble.Options{Target: tg, Model: filepath.Base(path)}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := build.Open(dir)
+	m, err := assemble.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	outs, err := m.Run(context.Background(), [][]float32{x}, build.RunOptions{Threads: 1})
+	outs, err := m.Run(context.Background(), [][]float32{x}, assemble.RunOptions{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

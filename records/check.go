@@ -9,8 +9,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"tessera/schedule"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // Trust: a record is what some run (or some file) says was measured. The

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/schedule"
-	"tessera/schedule/schedtest"
-	"tessera/te"
-	"tessera/te/tetest"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/schedule/schedtest"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/te/tetest"
 )
 
 // TestImportOwnExport: importing a database's own export adds nothing (it

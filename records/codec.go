@@ -12,8 +12,8 @@ import (
 	"sort"
 	"time"
 
-	"tessera/measure"
-	"tessera/schedule"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/schedule"
 )
 
 // FormatVersion is the version of a Record's JSON form. A line of another

@@ -6,9 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"tessera/measure"
-	"tessera/schedule"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // State replays the record's steps on s0, the initial state of its task's

@@ -5,13 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/measure"
-	"tessera/records"
-	"tessera/schedule"
-	"tessera/schedule/schedtest"
-	"tessera/target"
-	"tessera/te"
-	"tessera/te/tetest"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/records"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/schedule/schedtest"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/te/tetest"
 )
 
 // Records read back give the states they measured, their results and the
@@ -43,7 +43,7 @@ func TestReplay(t *testing.T) {
 	unknownTarget.Target = "fpga model=x"
 	recs = append(recs, other, stale, unknownTarget)
 
-	got := records.Replay(recs, map[string]*te.DAG{key: d}, target.FeaturesOf)
+	got := records.Replay(recs, map[string]*te.DAG{key: d}, backend.FeaturesOf)
 	for i := range 6 {
 		r := got[i]
 		if r.State == nil || r.Err != nil || sketchKey(r.State) != sketchKey(states[i]) {

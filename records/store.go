@@ -32,7 +32,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
-	"tessera/te"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // SchemaVersion is the layout version of the database; a database of

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // bound gives every live stage its loop variables, extents and storage.

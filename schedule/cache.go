@@ -3,8 +3,8 @@ package schedule
 import (
 	"fmt"
 
-	"tessera/te"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // CacheWrite computes Stage into a new buffer of the given scope first (a

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // The JSON form of a step is a short array led by a tag, as in Ansor's

@@ -5,8 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"tessera/schedule"
-	"tessera/schedule/schedtest"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/schedule/schedtest"
 )
 
 // byteSource feeds the fuzzer's bytes to the random step generator, so

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // LowerGPU turns a complete state into a function for a GPU: one kernel

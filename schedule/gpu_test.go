@@ -7,11 +7,11 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"tessera/schedule"
-	"tessera/schedule/schedtest"
-	"tessera/te"
-	"tessera/te/tetest"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/schedule/schedtest"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/te/tetest"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // sharedGEMM is a GPU matmul: blocks of 4×4 outputs, one thread each

@@ -3,7 +3,7 @@ package schedule
 import (
 	"fmt"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // GPULimits are what a GPU allows one kernel, and the warp size and

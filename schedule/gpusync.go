@@ -1,6 +1,6 @@
 package schedule
 
-import "tessera/tir"
+import "github.com/tessera-ml/tessera/tir"
 
 // syncer inserts the barriers of one normalized kernel body. It tracks,
 // along the statements in program order, the shared buffers read and

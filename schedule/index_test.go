@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"tessera/schedule"
-	"tessera/schedule/schedtest"
-	"tessera/te"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/schedule/schedtest"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // addChain is x + x + ... : n elementwise stages, each reading the one

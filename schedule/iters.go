@@ -1,7 +1,7 @@
 package schedule
 
 import (
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // iterDomain is the derivation of a stage's iterators from its root axes,

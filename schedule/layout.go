@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // RewriteLayout stores a constant input (a weight) in the order the loop

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/schedule"
-	"tessera/schedule/schedtest"
-	"tessera/te"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/schedule/schedtest"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // TestRewriteLayoutGEMM packs the weight of the expert GEMM schedule: B is

@@ -3,7 +3,7 @@ package schedule
 import (
 	"fmt"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Lower turns a complete state into one kernel. The parameters are the

@@ -17,8 +17,8 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"tessera/te"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // IterKind says what an iterator ranges over.

@@ -6,10 +6,10 @@ set -euo pipefail
 # libdnnl-dev: oneDNN, a contender of go run ./bench/conv (no test needs it).
 # clang-16, pocl-opencl-icd, ocl-icd-opencl-dev: the GPU path's checks (CUDA
 # compiled to PTX, OpenCL run on PoCL); test.sh requires them. python3-numpy:
-# the Python package (runtime/python/tessera) and its tests; python3-venv,
+# the Python package (tsrt/python/tessera) and its tests; python3-venv,
 # python3-pip, python3-setuptools, python3-wheel: `pip install
-# --no-build-isolation ./runtime/python` in a venv, offline (its test in
-# build/python_test.go). python3-torch,
+# --no-build-isolation ./tsrt/python` in a venv, offline (its test in
+# assemble/python_test.go). python3-torch,
 # python3-torchvision: PyTorch, the GPU races' contender (its CPU side tested
 # in bench/internal/gpubench) and the model zoo's exporter (modelgen/zoo).
 packages=(gcc libc6-dev libopenblas-dev libdnnl-dev libonnx-testdata xgboost nats-server util-linux

@@ -23,7 +23,7 @@ import (
 	"fmt"
 	"strings"
 
-	"tessera/ops"
+	"github.com/tessera-ml/tessera/ops"
 )
 
 func main() { fmt.Println(strings.Join(ops.LoweredNames(), ", ") + ".") }

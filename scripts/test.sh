@@ -26,11 +26,11 @@ export TESSERA_REQUIRE_CROSS=1
 export TESSERA_REQUIRE_PYTHON=1
 go test -timeout 40m ./...
 bash scripts/quickstart.sh # the README's quick start, run as written in a fresh copy; the docs' links
-# The runtime's hostile suite (runtime/hostile_test.go) once more, the Go side
+# The runtime's hostile suite (tsrt/hostile_test.go) once more, the Go side
 # under the race detector; it prints "runtime hostile: N cases, C crashes, W
 # silent wrong answers" and fails unless both are 0.
 hostile=$(mktemp)
-if ! go test -race -count=1 -v -run 'TestHostile$|TestConcurrentRuns|TestTwoModels' ./runtime/ >"$hostile" 2>&1; then
+if ! go test -race -count=1 -v -run 'TestHostile$|TestConcurrentRuns|TestTwoModels' ./tsrt/ >"$hostile" 2>&1; then
 	cat "$hostile"
 	rm -f "$hostile"
 	exit 1

@@ -24,10 +24,10 @@ import (
 	"sync"
 	"time"
 
-	"tessera/measure"
-	"tessera/schedule"
-	"tessera/sketch"
-	"tessera/target"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/sketch"
 )
 
 // Options are the knobs of the evolutionary search; DefaultOptions gives
@@ -53,11 +53,11 @@ type Options struct {
 	SlowCutoff float64
 	// Target gives the sketch rules and annotation, the mutations and the
 	// lowering whose programs the cost model scores.
-	Target *target.Target
+	Target *backend.Target
 }
 
 // DefaultOptions returns Ansor's defaults on target t, with crossover added.
-func DefaultOptions(t *target.Target) Options {
+func DefaultOptions(t *backend.Target) Options {
 	return Options{
 		Population:      2048,
 		Generations:     4,

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"tessera/measure"
-	"tessera/schedule"
-	"tessera/sketch"
-	"tessera/target"
-	"tessera/te/tetest"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/sketch"
+	"github.com/tessera-ml/tessera/te/tetest"
 )
 
 // randomModel scores at random and remembers how many updates it saw.
@@ -39,7 +39,7 @@ func (m *randomModel) Update(task string, ps [][][]float32, costs []float64) err
 func TestPolicyRounds(t *testing.T) {
 	d := tetest.DAGs()["matmul_bias_relu"]
 	b := &measure.Builder{CacheDir: t.TempDir()}
-	m := target.CPU(target.CPUConfig{Threads: 1, Builder: b, Run: measure.RunOptions{Repeat: 1, MinRepeatMs: 1}}).Measurer(true)
+	m := backend.CPU(backend.CPUConfig{Threads: 1, Builder: b, Run: measure.RunOptions{Repeat: 1, MinRepeatMs: 1}}).Measurer(true)
 	defer m.Runner.Close()
 	opts := DefaultOptions(testTarget())
 	opts.Population, opts.Generations = 64, 2
@@ -222,4 +222,4 @@ func TestSlowCutoff(t *testing.T) {
 }
 
 // testTarget is the cpu target of the tests: one thread.
-func testTarget() *target.Target { return target.CPU(target.CPUConfig{Threads: 1}) }
+func testTarget() *backend.Target { return backend.CPU(backend.CPUConfig{Threads: 1}) }

@@ -4,8 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"tessera/schedule"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // BenchmarkLowerFeatures times lowering and feature extraction of 512

@@ -1,7 +1,7 @@
 package search
 
 import (
-	"tessera/costmodel"
+	"github.com/tessera-ml/tessera/costmodel"
 )
 
 // GBDTModel is the search's cost model: gradient-boosted trees retrained

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"math"
 
-	"tessera/measure"
-	"tessera/partition"
-	"tessera/schedule"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/schedule"
 )
 
 // Log keeps every measured batch; the tuning loop commits each batch

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"tessera/measure"
-	"tessera/partition"
-	"tessera/schedule"
-	"tessera/sketch"
-	"tessera/target"
-	"tessera/te/tetest"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/sketch"
+	"github.com/tessera-ml/tessera/te/tetest"
 )
 
 type memLog struct {
@@ -38,7 +38,7 @@ func TestTuneAndResume(t *testing.T) {
 		tasks = append(tasks, &partition.Task{Key: d.WorkloadKey(), DAG: d, Weight: 2})
 	}
 	b := &measure.Builder{CacheDir: t.TempDir()}
-	m := target.CPU(target.CPUConfig{Threads: 1, Builder: b, Run: measure.RunOptions{Repeat: 1, MinRepeatMs: 1}}).Measurer(true)
+	m := backend.CPU(backend.CPUConfig{Threads: 1, Builder: b, Run: measure.RunOptions{Repeat: 1, MinRepeatMs: 1}}).Measurer(true)
 	defer m.Runner.Close()
 	// Unrolling at most 16 steps: gcc takes seconds on a tile unrolled 512
 	// steps, and what this test checks (budget, rounds, resuming) does not

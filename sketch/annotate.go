@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"tessera/schedule"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // Annotator is one step of random annotation: it fills in a decision of a

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"tessera/schedule"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // gpuAnnotators is Ansor's GPU order after the tile sizes: thread binding

@@ -5,9 +5,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"tessera/schedule"
-	"tessera/schedule/schedtest"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/schedule/schedtest"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // attentionDAG is one window of attention as the exporter writes it: K

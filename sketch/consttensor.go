@@ -1,9 +1,9 @@
 package sketch
 
 import (
-	"tessera/schedule"
-	"tessera/te"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // simplifyConstTensor is Ansor's SimplifyComputeWithConstTensor: a

@@ -6,9 +6,9 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"tessera/schedule"
-	"tessera/te"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Default schedules. A task without a record gets the first sketch of the

@@ -3,7 +3,7 @@ package sketch
 import (
 	"slices"
 
-	"tessera/schedule"
+	"github.com/tessera-ml/tessera/schedule"
 )
 
 // The GPU's default tiles. A tiled stage (SSSRRSRS: blocks, virtual

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/schedule"
-	"tessera/schedule/schedtest"
-	"tessera/te"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/schedule/schedtest"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // TestGPUDefaultRegisterTile: a tiled stage's default gives each thread a

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"tessera/schedule"
+	"github.com/tessera-ml/tessera/schedule"
 )
 
 // Mutation is one kind of random change of a complete state, with its

@@ -21,9 +21,9 @@ import (
 	"runtime"
 	"strings"
 
-	"tessera/schedule"
-	"tessera/target/machine"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/backend/machine"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Cond is a rule's answer for a stage.
@@ -50,7 +50,7 @@ type Rule interface {
 }
 
 // Options parameterize sketch generation and annotation for a target. A
-// target (package target) makes them; CPUOptions gives the CPU's.
+// target (package backend) makes them; CPUOptions gives the CPU's.
 type Options struct {
 	// Rules are the sketch rules, in the order Generate asks them.
 	Rules []Rule

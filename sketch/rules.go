@@ -4,9 +4,9 @@ import (
 	"slices"
 	"strings"
 
-	"tessera/schedule"
-	"tessera/te"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // cpuRules is the CPU rule list, in Ansor's order. A rule is added by

@@ -1,9 +1,9 @@
 package sketch
 
 import (
-	"tessera/schedule"
-	"tessera/te"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // gpuRules is Ansor's GPU rule list, in its order (less its special

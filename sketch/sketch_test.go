@@ -2,16 +2,16 @@ package sketch
 
 import (
 	"errors"
+	"github.com/tessera-ml/tessera/backend/machine"
 	"math/rand/v2"
 	"sort"
 	"strings"
-	"tessera/target/machine"
 	"testing"
 
-	"tessera/schedule"
-	"tessera/schedule/schedtest"
-	"tessera/te"
-	"tessera/te/tetest"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/schedule/schedtest"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/te/tetest"
 )
 
 func sketches(t *testing.T, name string) []*schedule.State {

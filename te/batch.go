@@ -3,7 +3,7 @@ package te
 import (
 	"fmt"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // maxCheckPoints bounds the points SampleWise evaluates an index

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // TestSampleWise: per-sample computations pass, among them windows that

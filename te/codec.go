@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strconv"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // The DAG codec writes a compute DAG as JSON and reads it back exactly: the

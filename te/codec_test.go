@@ -2,15 +2,15 @@ package te_test
 
 import (
 	"bytes"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/te/tetest"
 	"math"
 	"slices"
 	"sort"
 	"strings"
-	"tessera/te"
-	"tessera/te/tetest"
 	"testing"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // roundTrip encodes d, decodes it and encodes the result again.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // DAG is a compute DAG: the tensors reachable from its outputs, in

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 func matmul(n, m, k int) (*DAG, *Tensor, *Tensor) {

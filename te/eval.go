@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Eval runs the DAG naively: every tensor in topological order, every

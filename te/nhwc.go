@@ -3,7 +3,7 @@ package te
 import (
 	"math"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Channels-last (NHWC) variants of the 2-D sliding-window ops, for the

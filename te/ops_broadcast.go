@@ -3,7 +3,7 @@ package te
 import (
 	"fmt"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // BroadcastShapes returns the numpy (ONNX multidirectional) broadcast of the

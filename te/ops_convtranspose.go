@@ -3,7 +3,7 @@ package te
 import (
 	"slices"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // ConvTransposeAttrs are ConvTranspose's attributes; the zero value is

@@ -1,6 +1,6 @@
 package te
 
-import "tessera/tir"
+import "github.com/tessera-ml/tessera/tir"
 
 // CumSum is ONNX CumSum along axis: out[..., j, ...] sums x[..., k, ...]
 // over k ≤ j (k < j when exclusive; k ≥ j, or k > j, when reverse). One

@@ -4,7 +4,7 @@ import (
 	"math"
 	"slices"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // DFT is ONNX DFT: x [..., L, ..., 1 or 2] holds real (last extent 1) or

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strings"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Einsum is ONNX Einsum: an equation such as "bij,bjk->bik" names every

@@ -3,7 +3,7 @@ package te
 import (
 	"math"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // unaryOp is the single stage of an elementwise op: out[i] = f(x[i]).

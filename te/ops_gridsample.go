@@ -1,6 +1,6 @@
 package te
 
-import "tessera/tir"
+import "github.com/tessera-ml/tessera/tir"
 
 // GridSample is ONNX GridSample for 2-D images: x [N, C, H, W] sampled at
 // the grid's points g [N, Ho, Wo, 2] (x then y, normalized to [-1, 1]) into

@@ -3,7 +3,7 @@ package te
 import (
 	"slices"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Ops that read or write at run-time indices: Gather, GatherElements,

@@ -1,6 +1,6 @@
 package te
 
-import "tessera/tir"
+import "github.com/tessera-ml/tessera/tir"
 
 // LRN is ONNX LRN, local response normalization across channels: for x
 // [N, C, ...], out = x / (bias + alpha/size · Σ x²)^beta, the sum over the

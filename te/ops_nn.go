@@ -4,7 +4,7 @@ import (
 	"math"
 	"slices"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // MatMul is numpy matmul: a 1-D a is promoted to [1, K] and a 1-D b to

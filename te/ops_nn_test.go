@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 func TestMatMul(t *testing.T) {

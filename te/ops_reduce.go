@@ -1,7 +1,7 @@
 package te
 
 import (
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // ReduceAttrs are the attributes of the Reduce* ops. Axes lists the reduced

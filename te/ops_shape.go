@@ -1,7 +1,7 @@
 package te
 
 import (
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Transpose permutes the axes: out.Shape[i] = x.Shape[perm[i]]. A nil perm

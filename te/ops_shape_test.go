@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 func TestTranspose(t *testing.T) {

@@ -3,7 +3,7 @@ package te
 import (
 	"slices"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // TopK is ONNX TopK along axis: the k largest (or smallest) elements in

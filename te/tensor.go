@@ -14,7 +14,7 @@ import (
 	"fmt"
 	"math"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // IterVar is an axis of a compute definition: a variable ranging over

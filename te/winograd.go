@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Winograd convolution F(m×m, 3×3) (Lavin and Gray, "Fast Algorithms for

@@ -6,10 +6,10 @@ import (
 	"slices"
 	"strings"
 
-	"tessera/graph"
-	"tessera/graph/onnx"
-	"tessera/partition"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // LoadModel loads the ONNX model at path (onnx.Load with lo) and extracts

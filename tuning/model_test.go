@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/graph"
-	"tessera/graph/onnx"
-	"tessera/partition"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/partition"
 )
 
 // dynamicModel writes a model of a dynamic batch N and sequence length S

@@ -3,14 +3,14 @@ package tuning
 import (
 	"fmt"
 
-	"tessera/costmodel"
-	"tessera/measure"
-	"tessera/partition"
-	"tessera/records"
-	"tessera/search"
-	"tessera/sketch"
-	"tessera/target"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/costmodel"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/records"
+	"github.com/tessera-ml/tessera/search"
+	"github.com/tessera-ml/tessera/sketch"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // Preload replays the store's records of the tasks on the target key: the
@@ -55,7 +55,7 @@ func preloadTask(t *partition.Task, recs []records.Record, data *costmodel.Datas
 	var order []string
 	by := map[string]*entry{}
 	counted := map[string]bool{}
-	for _, r := range records.Replay(recs, map[string]*te.DAG{t.Key: t.DAG}, target.FeaturesOf) {
+	for _, r := range records.Replay(recs, map[string]*te.DAG{t.Key: t.DAG}, backend.FeaturesOf) {
 		if r.State == nil {
 			continue // steps that no longer decode or apply to this DAG
 		}

@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 
-	"tessera/costmodel"
-	"tessera/graph/onnx"
-	"tessera/modelgen"
-	"tessera/partition"
-	"tessera/records/dataset"
+	"github.com/tessera-ml/tessera/costmodel"
+	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/modelgen"
+	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/records/dataset"
 )
 
 // PretrainOptions say what a pretrained cost model learns from.

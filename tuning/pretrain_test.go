@@ -5,11 +5,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	"tessera/graph/onnx"
-	"tessera/measure"
-	"tessera/modelgen"
-	"tessera/partition"
-	"tessera/records"
+	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/modelgen"
+	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/records"
 )
 
 // TestPretrain: records of a generated model's tasks train a model and a

@@ -5,8 +5,8 @@ import (
 	"embed"
 	"fmt"
 
-	"tessera/costmodel"
-	"tessera/target"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/costmodel"
 )
 
 // The pretrained cost models shipped with Tessera, one per ISA family
@@ -21,7 +21,7 @@ var pretrained embed.FS
 
 // PretrainedName returns the file name of the shipped model for the
 // target's ISA family.
-func PretrainedName(tg *target.Target) string {
+func PretrainedName(tg *backend.Target) string {
 	if tg.Name != "cpu" {
 		return tg.Name + ".txt"
 	}
@@ -32,7 +32,7 @@ func PretrainedName(tg *target.Target) string {
 // that says why there is none: no model was trained for its ISA family
 // (a GPU, or an ARM CPU), and what was learned on one family does not
 // transfer to another.
-func Pretrained(tg *target.Target) (*costmodel.Model, error) {
+func Pretrained(tg *backend.Target) (*costmodel.Model, error) {
 	name := PretrainedName(tg)
 	text, err := pretrained.ReadFile("pretrained/" + name)
 	if err != nil {
@@ -48,7 +48,7 @@ func Pretrained(tg *target.Target) (*costmodel.Model, error) {
 // StartingModel returns the cost model a session starts from by name:
 // "pretrained" (the shipped one; where there is none, nil and a note that
 // says why), "none" (nil: cold), or a model file. note says which it is.
-func StartingModel(name string, tg *target.Target) (m *costmodel.Model, note string, err error) {
+func StartingModel(name string, tg *backend.Target) (m *costmodel.Model, note string, err error) {
 	switch name {
 	case "none":
 		return nil, "", nil

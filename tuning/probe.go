@@ -7,11 +7,11 @@ import (
 	"math"
 	"slices"
 
-	"tessera/measure"
-	"tessera/partition"
-	"tessera/records"
-	"tessera/schedule"
-	"tessera/search"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/records"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/search"
 )
 
 // Probing a tuning over a dimension given at run time.

@@ -7,11 +7,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"tessera/measure"
-	"tessera/partition"
-	"tessera/records"
-	"tessera/search"
-	"tessera/target"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/records"
+	"github.com/tessera-ml/tessera/search"
 )
 
 // LogProgress returns a progress callback that writes one line per round
@@ -92,7 +92,7 @@ func beaten(t search.TaskSummary, bests map[*partition.Task]float64) bool {
 // WriteStart writes what the session is about to do: the model, its
 // tasks, the budget and what earlier runs spent of it, the tasks seeded
 // by transfer, and the cpu target's machine.
-func (s *Session) WriteStart(w io.Writer, model, db string, tg *target.Target) {
+func (s *Session) WriteStart(w io.Writer, model, db string, tg *backend.Target) {
 	retried := ""
 	if s.Retry > 0 {
 		retried = fmt.Sprintf(", %d of them build timeouts that may be measured again", s.Retry)

@@ -18,11 +18,11 @@ import (
 	"errors"
 	"fmt"
 
-	"tessera/costmodel"
-	"tessera/partition"
-	"tessera/records"
-	"tessera/schedule"
-	"tessera/search"
+	"github.com/tessera-ml/tessera/costmodel"
+	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/records"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/search"
 )
 
 // Options configure a session. DefaultOptions gives what `tune` uses.

@@ -7,11 +7,11 @@ import (
 	"sort"
 	"strconv"
 
-	"tessera/partition"
-	"tessera/records"
-	"tessera/schedule"
-	"tessera/search"
-	"tessera/sketch"
+	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/records"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/search"
+	"github.com/tessera-ml/tessera/sketch"
 )
 
 // Transfer between workloads: a task the store has no record of starts

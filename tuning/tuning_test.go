@@ -6,15 +6,15 @@ import (
 	"slices"
 	"testing"
 
-	"tessera/costmodel"
-	"tessera/measure"
-	"tessera/partition"
-	"tessera/records"
-	"tessera/schedule"
-	"tessera/sketch"
-	"tessera/target"
-	"tessera/te"
-	"tessera/te/tetest"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/costmodel"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/records"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/sketch"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/te/tetest"
 )
 
 func matmulTask(t *testing.T, n, k, m int) *partition.Task {
@@ -30,12 +30,12 @@ func matmulTask(t *testing.T, n, k, m int) *partition.Task {
 	return &partition.Task{Key: d.WorkloadKey(), DAG: d, Weight: 1, FLOPs: d.FLOPs()}
 }
 
-func cpuTarget() *target.Target {
-	return target.CPU(target.CPUConfig{Threads: 1, Builder: &measure.Builder{}})
+func cpuTarget() *backend.Target {
+	return backend.CPU(backend.CPUConfig{Threads: 1, Builder: &measure.Builder{}})
 }
 
 // samples draws n distinct states of the task's sketches.
-func samples(t *testing.T, task *partition.Task, tg *target.Target, n int) []*schedule.State {
+func samples(t *testing.T, task *partition.Task, tg *backend.Target, n int) []*schedule.State {
 	t.Helper()
 	sk, err := sketch.Generate(schedule.NewState(task.DAG), tg.Sketch)
 	if err != nil {

@@ -48,16 +48,16 @@ import (
 	"strings"
 	"time"
 
-	"tessera/bench/internal/benchutil"
-	"tessera/bench/internal/gpubench"
-	"tessera/measure"
-	"tessera/records"
-	"tessera/schedule"
-	"tessera/sketch"
-	"tessera/target"
-	"tessera/target/machine"
-	"tessera/te"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/backend/machine"
+	"github.com/tessera-ml/tessera/bench/internal/benchutil"
+	"github.com/tessera-ml/tessera/bench/internal/gpubench"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/records"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/sketch"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 //go:embed onednn/onednn.c
@@ -317,7 +317,7 @@ func tuned(path, key string, threads int, b *measure.Builder, m machine.Machine)
 		}
 	}
 	for _, t := range counts {
-		on = target.CPU(target.CPUConfig{Threads: t, Builder: b, Machine: m}).Key()
+		on = backend.CPU(backend.CPUConfig{Threads: t, Builder: b, Machine: m}).Key()
 		rec, ok, err = st.Best(key, on)
 		if err != nil || ok {
 			return rec, on, ok, err
@@ -371,7 +371,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	tg := target.CPU(target.CPUConfig{Threads: o.threads, Builder: b, Machine: m.Machine})
+	tg := backend.CPU(backend.CPUConfig{Threads: o.threads, Builder: b, Machine: m.Machine})
 	defer tg.Close()
 
 	var cs []contender
@@ -524,7 +524,7 @@ func run(o options) error {
 
 // report prints every contender's GFLOP/s (of the direct convolution's
 // FLOPs, so that Winograd's are comparable), the per-round speed ratios,
-// and last the line "tessera/onednn = R" for the fastest Tessera contender
+// and last the line "github.com/tessera-ml/tessera/onednn = R" for the fastest Tessera contender
 // but naive.
 func report(flops float64, tm benchutil.Timings, ks []benchutil.Kernel, m benchutil.Machine, threads int) {
 	for _, k := range ks {
@@ -536,7 +536,7 @@ func report(flops float64, tm benchutil.Timings, ks []benchutil.Kernel, m benchu
 		return med
 	}
 	if _, ok := tm["naive"]; ok {
-		fmt.Printf("tessera/naive = %.2f\n", ratio("expert", "naive"))
+		fmt.Printf("github.com/tessera-ml/tessera/naive = %.2f\n", ratio("expert", "naive"))
 	}
 	best, bestMed := "", 0.0
 	for _, name := range []string{"default", "expert", "record", "winograd", "winograd-record"} {
@@ -549,7 +549,7 @@ func report(flops float64, tm benchutil.Timings, ks []benchutil.Kernel, m benchu
 		}
 	}
 	fmt.Printf("tessera = %s\n", best)
-	fmt.Printf("tessera/onednn = %.3f\n", ratio(best, "onednn"))
+	fmt.Printf("github.com/tessera-ml/tessera/onednn = %.3f\n", ratio(best, "onednn"))
 }
 
 // argsOf returns the kernel arguments of lowered parameters: the last

@@ -3,10 +3,10 @@ package main
 import (
 	"testing"
 
-	"tessera/graph"
-	"tessera/modelgen"
-	"tessera/partition"
-	"tessera/schedule"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/modelgen"
+	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/schedule"
 )
 
 // The -fused DAG (in the models' layout, NHWC since the convert-layout

@@ -4,7 +4,7 @@
 // vectorize, parallel, unroll), and by OpenBLAS's cblas_sgemm, on the same
 // inputs and thread count. Each kernel runs in its own process, in turn,
 // round after round; the figures are the minimum and median over rounds.
-// The last line is "tessera/openblas = R", the median over rounds of the
+// The last line is "github.com/tessera-ml/tessera/openblas = R", the median over rounds of the
 // expert schedule's speed divided by OpenBLAS's.
 //
 // Every kernel is compiled for --cpu (native, or a level such as
@@ -26,13 +26,13 @@ import (
 	"strconv"
 	"strings"
 
-	"tessera/bench/internal/benchutil"
-	"tessera/bench/internal/gpubench"
-	"tessera/measure"
-	"tessera/schedule"
-	"tessera/sketch"
-	"tessera/te"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/bench/internal/benchutil"
+	"github.com/tessera-ml/tessera/bench/internal/gpubench"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/sketch"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 func main() {
@@ -282,6 +282,6 @@ func run(n, threads, rounds int, withNaive bool, t tiles, m benchutil.Machine, d
 	if err != nil {
 		return err
 	}
-	benchutil.Report(flops, tm, timed, "expert", "openblas", "tessera/openblas", m, threads)
+	benchutil.Report(flops, tm, timed, "expert", "openblas", "github.com/tessera-ml/tessera/openblas", m, threads)
 	return nil
 }

@@ -3,9 +3,9 @@ package main
 import (
 	"testing"
 
-	"tessera/schedule"
-	"tessera/schedule/schedtest"
-	"tessera/target/machine"
+	"github.com/tessera-ml/tessera/backend/machine"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/schedule/schedtest"
 )
 
 // TestExpert checks the expert schedule, with the tiles expertTiles picks

@@ -5,14 +5,14 @@ import (
 	"os"
 	"strings"
 
-	"tessera/costmodel"
-	"tessera/graph/onnx"
-	"tessera/measure"
-	"tessera/partition"
-	"tessera/records/dataset"
-	"tessera/target"
-	"tessera/target/machine"
-	"tessera/tuning"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/backend/machine"
+	"github.com/tessera-ml/tessera/costmodel"
+	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/records/dataset"
+	"github.com/tessera-ml/tessera/tuning"
 )
 
 // heldOut compares the shipped pretrained cost model with a cold one on
@@ -97,7 +97,7 @@ func pretrainedModel(file string) (*costmodel.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return tuning.Pretrained(target.CPU(target.CPUConfig{Threads: 1, Machine: m}))
+	return tuning.Pretrained(backend.CPU(backend.CPUConfig{Threads: 1, Machine: m}))
 }
 
 func splitList(s string) []string {

@@ -36,14 +36,14 @@ import (
 	"slices"
 	"time"
 
-	"tessera/bench/internal/benchutil"
-	"tessera/costmodel"
-	"tessera/measure"
-	"tessera/records"
-	"tessera/schedule"
-	"tessera/search"
-	"tessera/target"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/bench/internal/benchutil"
+	"github.com/tessera-ml/tessera/costmodel"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/records"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/search"
+	"github.com/tessera-ml/tessera/te"
 )
 
 func main() {
@@ -171,7 +171,7 @@ func extend(c curve, ms []search.Measured) curve {
 }
 
 // cpuTarget is the cpu target with threads per kernel.
-func cpuTarget(threads int) *target.Target { return target.CPU(target.CPUConfig{Threads: threads}) }
+func cpuTarget(threads int) *backend.Target { return backend.CPU(backend.CPUConfig{Threads: threads}) }
 
 // result of both searches on one workload.
 type result struct {
@@ -300,7 +300,7 @@ func run(trials, batch, threads int, seed uint64) error {
 }
 
 func versusOpenBLAS(ctx context.Context, d *te.DAG, best *schedule.State, threads int) (float64, error) {
-	prog, err := benchutil.Lower(best, target.MustDefaultMachine())
+	prog, err := benchutil.Lower(best, backend.MustDefaultMachine())
 	if err != nil {
 		return 0, err
 	}

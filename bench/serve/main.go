@@ -28,8 +28,8 @@ import (
 	"sync"
 	"time"
 
-	"tessera/build"
-	"tessera/runtime"
+	"github.com/tessera-ml/tessera/assemble"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 func main() {
@@ -49,7 +49,7 @@ func run(dir string, goroutines, runs, threads, nInputs int) error {
 	if dir == "" || goroutines < 1 || runs < 1 || nInputs < 1 {
 		return fmt.Errorf("want -model DIR, -goroutines ≥ 1, -runs ≥ 1, -inputs ≥ 1")
 	}
-	man, err := build.ReadManifest(dir)
+	man, err := assemble.ReadManifest(dir)
 	if err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func run(dir string, goroutines, runs, threads, nInputs int) error {
 	if err != nil {
 		return err
 	}
-	m, err := runtime.Open(dir)
+	m, err := tsrt.Open(dir)
 	if err != nil {
 		return err
 	}
@@ -67,18 +67,18 @@ func run(dir string, goroutines, runs, threads, nInputs int) error {
 	}
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 2))
-	ins := make([][]runtime.Tensor, nInputs)
+	ins := make([][]tsrt.Tensor, nInputs)
 	want := make([][][]byte, nInputs)
 	ioBytes := 0
 	for k := range ins {
 		for _, t := range m.Inputs() {
 			data := make([]byte, t.Elems()*t.DType.Size())
-			if t.DType == runtime.Float32 {
+			if t.DType == tsrt.Float32 {
 				v := make([]float32, t.Elems())
 				for i := range v {
 					v[i] = float32(rng.Float64()*2 - 1)
 				}
-				data = runtime.NewTensor(t.Shape, v).Data
+				data = tsrt.NewTensor(t.Shape, v).Data
 			} else {
 				for i := range data { // small integers in every dtype's range
 					if i%t.DType.Size() == 0 {
@@ -86,7 +86,7 @@ func run(dir string, goroutines, runs, threads, nInputs int) error {
 					}
 				}
 			}
-			ins[k] = append(ins[k], runtime.Tensor{DType: t.DType, Shape: t.Shape, Data: data})
+			ins[k] = append(ins[k], tsrt.Tensor{DType: t.DType, Shape: t.Shape, Data: data})
 			ioBytes += len(data)
 		}
 		out, err := m.Run(ctx, ins[k])
@@ -110,9 +110,9 @@ func run(dir string, goroutines, runs, threads, nInputs int) error {
 	start := time.Now()
 	for g := range goroutines {
 		wg.Go(func() {
-			outs := make([]runtime.Tensor, len(m.Outputs()))
+			outs := make([]tsrt.Tensor, len(m.Outputs()))
 			for i, t := range m.Outputs() {
-				outs[i] = runtime.Tensor{DType: t.DType, Shape: t.Shape, Data: make([]byte, t.Elems()*t.DType.Size())}
+				outs[i] = tsrt.Tensor{DType: t.DType, Shape: t.Shape, Data: make([]byte, t.Elems()*t.DType.Size())}
 			}
 			lat := make([]time.Duration, 0, runs)
 			for r := range runs {

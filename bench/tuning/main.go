@@ -47,15 +47,15 @@ import (
 	"strings"
 	"time"
 
-	"tessera/costmodel"
-	"tessera/graph/onnx"
-	"tessera/measure"
-	"tessera/partition"
-	"tessera/records"
-	"tessera/search"
-	"tessera/target"
-	"tessera/target/machine"
-	"tessera/tuning"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/backend/machine"
+	"github.com/tessera-ml/tessera/costmodel"
+	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/records"
+	"github.com/tessera-ml/tessera/search"
+	"github.com/tessera-ml/tessera/tuning"
 )
 
 type config struct {
@@ -129,7 +129,7 @@ func run(ctx context.Context, c config) error {
 	fmt.Printf("cpu = %s\n", m)
 	timing := measure.SearchRunOptions(c.threads)
 	timing.FlushCache = true
-	tg := target.CPU(target.CPUConfig{Threads: c.threads, Builder: &measure.Builder{}, Run: timing, Machine: m})
+	tg := backend.CPU(backend.CPUConfig{Threads: c.threads, Builder: &measure.Builder{}, Run: timing, Machine: m})
 	defer tg.Close()
 	// One load: the tasks tuned are the plan's the checkpoints build.
 	l, plan, err := tuning.LoadModel(c.model, onnx.LoadOptions{}, partition.Options{Alternatives: true})
@@ -152,7 +152,7 @@ func run(ctx context.Context, c config) error {
 func dbPath(c config, mode string) string { return filepath.Join(c.out, mode+".db") }
 
 // tune runs one session to c.trials.
-func tune(ctx context.Context, c config, mode string, tg *target.Target, tasks []*partition.Task) error {
+func tune(ctx context.Context, c config, mode string, tg *backend.Target, tasks []*partition.Task) error {
 	store, err := records.Open(dbPath(c, mode))
 	if err != nil {
 		return err

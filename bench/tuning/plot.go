@@ -12,7 +12,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"tessera/records/curveplot"
+	"github.com/tessera-ml/tessera/records/curveplot"
 )
 
 var modeColors = map[string]color.Color{

@@ -17,12 +17,12 @@ import (
 	"strings"
 	"time"
 
-	"tessera/build"
-	"tessera/graph"
-	"tessera/measure"
-	"tessera/partition"
-	"tessera/records"
-	"tessera/target"
+	"github.com/tessera-ml/tessera/assemble"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/records"
 )
 
 // point is one checkpoint of a run: the model built from the records of
@@ -51,7 +51,7 @@ func (c checkpoint) Ranked(workload, target string) ([]records.Record, error) {
 }
 
 // checkpoints builds the model of every checkpoint of a run.
-func checkpoints(ctx context.Context, c config, mode string, tg *target.Target, g *graph.Graph, plan *partition.Plan) ([]*point, error) {
+func checkpoints(ctx context.Context, c config, mode string, tg *backend.Target, g *graph.Graph, plan *partition.Plan) ([]*point, error) {
 	data, err := os.ReadFile(startFile(c, mode))
 	if err != nil {
 		return nil, fmt.Errorf("the %s run's start time: %w (tune first, without -skip-tune)", mode, err)
@@ -92,9 +92,9 @@ func checkpoints(ctx context.Context, c config, mode string, tg *target.Target, 
 			cp[r.WorkloadKey] = append(cp[r.WorkloadKey], r)
 		}
 		p := &point{mode: mode, trials: n, wall: run[n-1].At.Sub(start), dir: filepath.Join(c.out, fmt.Sprintf("%s-%d", mode, n))}
-		if _, err := os.Stat(filepath.Join(p.dir, build.ManifestFile)); err != nil {
-			opts := build.Options{Records: cp, Target: tg, Model: c.model}
-			if _, err := build.Build(ctx, g, plan, p.dir, opts); err != nil {
+		if _, err := os.Stat(filepath.Join(p.dir, assemble.ManifestFile)); err != nil {
+			opts := assemble.Options{Records: cp, Target: tg, Model: c.model}
+			if _, err := assemble.Build(ctx, g, plan, p.dir, opts); err != nil {
 				return nil, fmt.Errorf("%s at %d trials: %w", mode, n, err)
 			}
 		}
@@ -105,7 +105,7 @@ func checkpoints(ctx context.Context, c config, mode string, tg *target.Target, 
 }
 
 // race builds every checkpoint and times them against onnxruntime.
-func race(ctx context.Context, c config, tg *target.Target, g *graph.Graph, plan *partition.Plan) error {
+func race(ctx context.Context, c config, tg *backend.Target, g *graph.Graph, plan *partition.Plan) error {
 	var points []*point
 	for _, mode := range c.modes {
 		ps, err := checkpoints(ctx, c, mode, tg, g, plan)

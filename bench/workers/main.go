@@ -31,7 +31,7 @@ import (
 	"syscall"
 	"time"
 
-	"tessera/bench/internal/benchutil"
+	"github.com/tessera-ml/tessera/bench/internal/benchutil"
 )
 
 func main() {

@@ -13,7 +13,7 @@ import (
 	"os"
 	"strings"
 
-	"tessera/modelgen"
+	"github.com/tessera-ml/tessera/modelgen"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -7,10 +7,10 @@ import (
 	"io"
 	"runtime"
 
-	"tessera/build"
-	"tessera/build/profileplot"
-	"tessera/internal/cli"
-	"tessera/records/curveplot"
+	"github.com/tessera-ml/tessera/assemble"
+	"github.com/tessera-ml/tessera/assemble/profileplot"
+	"github.com/tessera-ml/tessera/internal/cli"
+	"github.com/tessera-ml/tessera/records/curveplot"
 )
 
 // benchUsage is the help of the command, before its flags.
@@ -54,7 +54,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	fmt.Fprintf(stderr, "bench %s (%s): %d threads, %d warm-up runs, %d timed runs\n", model.Dir, model.Manifest.Model, *threads, *warmup, *repeat)
-	opts := build.RunOptions{Threads: *threads, MaxMemory: int64(*maxMemory), Batch: *batch, Dim: *dim}
+	opts := assemble.RunOptions{Threads: *threads, MaxMemory: int64(*maxMemory), Batch: *batch, Dim: *dim}
 	r, err := model.BenchReport(context.Background(), *warmup, *repeat, *profile, opts)
 	if err != nil {
 		return err

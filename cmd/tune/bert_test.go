@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/modelgen"
+	"github.com/tessera-ml/tessera/modelgen"
 )
 
 // TestBERTEncoderAgainstOnnxruntime takes a small BERT-style encoder as

@@ -11,14 +11,14 @@ import (
 	"strings"
 	"time"
 
-	"tessera/build"
-	"tessera/graph"
-	"tessera/graph/onnx"
-	"tessera/internal/cli"
-	"tessera/measure"
-	"tessera/partition"
-	"tessera/records"
-	"tessera/target"
+	"github.com/tessera-ml/tessera/assemble"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/internal/cli"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/records"
 )
 
 // buildUsage is the help of the command, before its flags.
@@ -43,9 +43,9 @@ func (b *buildFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&b.db, "db", "tuning.db", "records database `FILE` (from tune)")
 	fs.BoolVar(&b.noRecords, "no-records", false, "use no records: every task gets the default schedule")
 	fs.StringVar(&b.out, "o", "", "output `DIR` (created; required)")
-	fs.StringVar(&b.target, "target", "cpu", "target to build for: "+strings.Join(target.Names, ", "))
+	fs.StringVar(&b.target, "target", "cpu", "target to build for: "+strings.Join(backend.Names, ", "))
 	fs.IntVar(&b.threads, "threads", runtime.NumCPU(), "use the records measured with `N` threads (the --threads of tune)")
-	fs.StringVar(&b.cpu, "cpu", target.DefaultCPU(), cpuFlagHelp+"; the library refuses to load on a processor without the level's features")
+	fs.StringVar(&b.cpu, "cpu", backend.DefaultCPU(), cpuFlagHelp+"; the library refuses to load on a processor without the level's features")
 	fs.BoolVar(&b.singleFile, "single-file", false, "embed the weights in the library: libmodel.so alone is the model (no weights.bin)")
 	fs.StringVar(&b.layout, "layout", "auto", "activation layout: nhwc (the convert-layout pass), nchw (as the model gives it), or auto: the one whose tasks have records; where both have, both are built, timed end to end, and the faster is kept")
 	cli.SetUsage(fs, buildUsage)
@@ -65,16 +65,16 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	if bf.threads <= 0 {
 		return errors.New("--threads must be positive")
 	}
-	layouts, err := build.Layouts(bf.layout, bf.mf.noPass["convert-layout"])
+	layouts, err := assemble.Layouts(bf.layout, bf.mf.noPass["convert-layout"])
 	if err != nil {
 		return err
 	}
-	tg, err := target.New(target.Config{Name: bf.target, CPU: bf.cpu, Threads: bf.threads, Host: &measure.Builder{Timeout: build.LibraryTimeout}})
+	tg, err := backend.New(backend.Config{Name: bf.target, CPU: bf.cpu, Threads: bf.threads, Host: &measure.Builder{Timeout: assemble.LibraryTimeout}})
 	if err != nil {
 		return err
 	}
 	defer tg.Close()
-	opts := build.Options{Target: tg, Model: pos[0], Warn: stderr, SingleFile: bf.singleFile, Frozen: strings.Fields(bf.mf.freeze.String())}
+	opts := assemble.Options{Target: tg, Model: pos[0], Warn: stderr, SingleFile: bf.singleFile, Frozen: strings.Fields(bf.mf.freeze.String())}
 	var store *records.Store
 	if !bf.noRecords {
 		if store, err = openBuildRecords(bf.db, pos[0]); err != nil {
@@ -92,7 +92,7 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 
 // build chooses the layout and builds the model into -o; a signal stops
 // it, leaving -o incomplete.
-func (bf *buildFlags) build(model string, layouts []string, opts build.Options, stdout, stderr io.Writer) (*build.Manifest, error) {
+func (bf *buildFlags) build(model string, layouts []string, opts assemble.Options, stdout, stderr io.Writer) (*assemble.Manifest, error) {
 	ctx, sigs := cli.NotifySignals()
 	defer sigs.Stop()
 	stopped := "the build was stopped; " + bf.out + " is incomplete"
@@ -112,7 +112,7 @@ func (bf *buildFlags) build(model string, layouts []string, opts build.Options, 
 			g, plan = bp.One.Graph, bp.One.Plan
 		}
 	} else {
-		c, err := build.ChooseLayout(ctx, model, bf.mf.loadOptions(), layouts, opts, build.RunOptions{Threads: bf.threads})
+		c, err := assemble.ChooseLayout(ctx, model, bf.mf.loadOptions(), layouts, opts, assemble.RunOptions{Threads: bf.threads})
 		if err != nil {
 			return nil, sigs.Interrupted(err, stopped)
 		}
@@ -122,7 +122,7 @@ func (bf *buildFlags) build(model string, layouts []string, opts build.Options, 
 		cli.Notes(stderr, "tune build", c.Chosen.Notes)
 		g, plan = c.Chosen.Graph, c.Chosen.Plan
 	}
-	m, err := build.Build(ctx, g, plan, bf.out, opts)
+	m, err := assemble.Build(ctx, g, plan, bf.out, opts)
 	if err != nil {
 		return nil, sigs.Interrupted(err, stopped)
 	}
@@ -135,7 +135,7 @@ func (bf *buildFlags) build(model string, layouts []string, opts build.Options, 
 // channels-last, the layout tune tunes by default).
 func (bf *buildFlags) loadDims(model, layout string) (*onnx.Loaded, *partition.BatchPlan, *partition.DimPlan, error) {
 	lo := bf.mf.loadOptions()
-	if layout == build.LayoutNCHW {
+	if layout == assemble.LayoutNCHW {
 		lo.NoPass = maps.Clone(lo.NoPass)
 		if lo.NoPass == nil {
 			lo.NoPass = map[string]bool{}

@@ -10,9 +10,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"tessera/graph"
-	"tessera/graph/onnx"
-	"tessera/graph/onnx/onnxpb"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/graph/onnx/onnxpb"
 )
 
 // The crafted models of the hostile-input campaign (campaign_test.go):

@@ -3,10 +3,10 @@ package main
 import (
 	"io"
 
-	"tessera/graph"
-	"tessera/internal/cli"
-	"tessera/target"
-	"tessera/target/machine"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/backend/machine"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/internal/cli"
 )
 
 // completionUsage is the help of the command.
@@ -45,9 +45,9 @@ var completionArgs = cli.Completion{
 		"costmodel train:o":           cli.FileArg("*.txt"),
 		"costmodel pretrain:o":        cli.FileArg("*.txt"),
 		"costmodel pretrain:testdata": cli.DirArg,
-		":target":                     cli.WordArg(target.Names...),
-		"build:target":                cli.WordArg(target.Names...),
-		"worker:target":               cli.WordArg(target.Names...),
+		":target":                     cli.WordArg(backend.Names...),
+		"build:target":                cli.WordArg(backend.Names...),
+		"worker:target":               cli.WordArg(backend.Names...),
 		"cpu":                         cli.WordArg(append([]string{"native"}, machine.Levels()...)...),
 		"no-pass":                     cli.WordArg(graph.PassNames()...),
 		":scheduler":                  cli.WordArg("gradient", "round-robin"),

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/internal/cli"
+	"github.com/tessera-ml/tessera/internal/cli"
 )
 
 // TestCompletion checks the completion scripts against what tune says of

@@ -8,12 +8,12 @@ import (
 	"os"
 	"strings"
 
-	"tessera/costmodel"
-	"tessera/internal/cli"
-	"tessera/measure"
-	"tessera/partition"
-	"tessera/records/dataset"
-	"tessera/tuning"
+	"github.com/tessera-ml/tessera/costmodel"
+	"github.com/tessera-ml/tessera/internal/cli"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/records/dataset"
+	"github.com/tessera-ml/tessera/tuning"
 )
 
 // costModelUsage is the help of the command, before its flags.

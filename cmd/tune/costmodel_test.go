@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/costmodel"
-	"tessera/records"
+	"github.com/tessera-ml/tessera/costmodel"
+	"github.com/tessera-ml/tessera/records"
 )
 
 // TestCostModelTrainEval tunes the tiny model briefly for real, splits its

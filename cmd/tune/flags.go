@@ -4,13 +4,13 @@ import (
 	"flag"
 	"strings"
 
-	"tessera/graph"
-	"tessera/graph/onnx"
-	"tessera/internal/cli"
-	"tessera/measure/remote"
-	"tessera/partition"
-	"tessera/target/machine"
-	"tessera/tuning"
+	"github.com/tessera-ml/tessera/backend/machine"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/internal/cli"
+	"github.com/tessera-ml/tessera/measure/remote"
+	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/tuning"
 )
 
 // The flags several commands share: those of a model (modelFlags), of a

@@ -5,10 +5,10 @@ import (
 	"io"
 	"strings"
 
-	"tessera/graph/onnx"
-	"tessera/internal/cli"
-	"tessera/partition"
-	"tessera/tuning"
+	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/internal/cli"
+	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/tuning"
 )
 
 // inspectUsage is the help of the command, before its flags.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"tessera/records"
+	"github.com/tessera-ml/tessera/records"
 )
 
 // TestKillAndResume kills a tuning process with SIGKILL after it committed

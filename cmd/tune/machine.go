@@ -4,8 +4,8 @@ import (
 	"context"
 	"io"
 
-	"tessera/internal/cli"
-	"tessera/target"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/internal/cli"
 )
 
 // machineUsage is the help of the command, before its flags.
@@ -16,7 +16,7 @@ const machineUsage = "usage: tune machine [--cpu NAME] [--peak] [--json]\n\nPrin
 // (target.Machine).
 func runMachine(args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("tune machine", stderr, nil)
-	cpu := fs.String("cpu", target.DefaultCPU(), cpuFlagHelp)
+	cpu := fs.String("cpu", backend.DefaultCPU(), cpuFlagHelp)
 	peak := fs.Bool("peak", false, "also measure one core's FMA peak for it (cached per machine)")
 	asJSON := fs.Bool("json", false, "print the report as one JSON document")
 	cli.SetUsage(fs, machineUsage)
@@ -27,7 +27,7 @@ func runMachine(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 0 {
 		return cli.Usagef(stderr, "tune machine: no arguments (run 'tune machine -h')")
 	}
-	r, err := target.Machine(context.Background(), *cpu, *peak)
+	r, err := backend.Machine(context.Background(), *cpu, *peak)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 	"io"
 	"os"
 
-	"tessera/internal/cli"
+	"github.com/tessera-ml/tessera/internal/cli"
 )
 
 // tune is the program: the tuning command itself has no name

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/graph"
-	"tessera/graph/onnx"
-	"tessera/modelgen"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/modelgen"
 )
 
 const tiny = "../../testdata/tiny.onnx"

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/build"
-	"tessera/graph/onnx"
-	"tessera/internal/chrometrace"
+	"github.com/tessera-ml/tessera/assemble"
+	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/internal/chrometrace"
 )
 
 // tinyReference evaluates testdata/tiny.onnx on x with the reference
@@ -24,7 +24,7 @@ func tinyReference(t *testing.T, x []float32) []float32 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := build.Reference(l.Graph, [][]float32{x})
+	out, err := assemble.Reference(l.Graph, [][]float32{x})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,8 +32,8 @@ func tinyReference(t *testing.T, x []float32) []float32 {
 }
 
 var (
-	inputInfo  = build.TensorInfo{Name: "input", Shape: []int{1, 3, 16, 16}}
-	outputInfo = build.TensorInfo{Name: "output", Shape: []int{1, 10}}
+	inputInfo  = assemble.TensorInfo{Name: "input", Shape: []int{1, 3, 16, 16}}
+	outputInfo = assemble.TensorInfo{Name: "output", Shape: []int{1, 10}}
 )
 
 // TestBuildRunBench is the whole flow: tune the tiny model briefly, build
@@ -71,10 +71,10 @@ func TestBuildRunBench(t *testing.T) {
 	}
 	in, ref, res := filepath.Join(dir, "x.npy"), filepath.Join(dir, "want.pb"), filepath.Join(dir, "res")
 	want := tinyReference(t, x)
-	if err := build.WriteTensor(in, inputInfo, x); err != nil {
+	if err := assemble.WriteTensor(in, inputInfo, x); err != nil {
 		t.Fatal(err)
 	}
-	if err := build.WriteTensor(ref, outputInfo, want); err != nil {
+	if err := assemble.WriteTensor(ref, outputInfo, want); err != nil {
 		t.Fatal(err)
 	}
 	stdout.Reset()
@@ -84,11 +84,11 @@ func TestBuildRunBench(t *testing.T) {
 	if !strings.Contains(stdout.String(), "max abs error = ") || !strings.Contains(stdout.String(), ": ok") {
 		t.Errorf("run printed:\n%s", stdout.String())
 	}
-	got, err := build.ReadTensor(filepath.Join(res, "output.npy"), outputInfo)
+	got, err := assemble.ReadTensor(filepath.Join(res, "output.npy"), outputInfo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := build.Diff(got, want, 1e-3, 1e-4); d.Bad > 0 {
+	if d := assemble.Diff(got, want, 1e-3, 1e-4); d.Bad > 0 {
 		t.Errorf("written output differs from the reference: %+v", d)
 	}
 
@@ -192,13 +192,13 @@ func TestModelCommandErrors(t *testing.T) {
 	short := filepath.Join(dir, "short.bin")
 	os.WriteFile(short, make([]byte, 100), 0o644)
 	wrongShape := filepath.Join(dir, "wrong.npy")
-	build.WriteTensor(wrongShape, outputInfo, make([]float32, 10))
+	assemble.WriteTensor(wrongShape, outputInfo, make([]float32, 10))
 	os.CopyFS(bad, os.DirFS(out))
-	w, _ := os.ReadFile(filepath.Join(bad, build.WeightsFile))
+	w, _ := os.ReadFile(filepath.Join(bad, assemble.WeightsFile))
 	w[len(w)-1] ^= 0x40
-	os.WriteFile(filepath.Join(bad, build.WeightsFile), w, 0o644)
+	os.WriteFile(filepath.Join(bad, assemble.WeightsFile), w, 0o644)
 	wrongRef := filepath.Join(dir, "ref.npy")
-	build.WriteTensor(wrongRef, outputInfo, []float32{1e6, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	assemble.WriteTensor(wrongRef, outputInfo, []float32{1e6, 0, 0, 0, 0, 0, 0, 0, 0, 0})
 
 	for _, c := range []struct {
 		name   string
@@ -268,7 +268,7 @@ func TestBuildChoosesLayout(t *testing.T) {
 		if st := run([]string{"build", tiny, "--db", db, "--threads", "1", "-o", out}, &stdout, &stderr); st != 0 {
 			t.Fatalf("build: status %d\n%s", st, stderr.String())
 		}
-		m, err := build.ReadManifest(out)
+		m, err := assemble.ReadManifest(out)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"tessera/measure"
-	"tessera/records"
-	"tessera/tuning"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/records"
+	"github.com/tessera-ml/tessera/tuning"
 )
 
 const fakeTarget = "cpu threads=1 | fake compiler"

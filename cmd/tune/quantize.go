@@ -10,9 +10,9 @@ import (
 	"slices"
 	"strings"
 
-	"tessera/graph"
-	"tessera/internal/cli"
-	"tessera/quantize"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/internal/cli"
+	"github.com/tessera-ml/tessera/quantize"
 )
 
 // quantizeUsage is the help of the command, before its flags.

@@ -8,17 +8,17 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/build"
-	"tessera/graph"
-	"tessera/graph/onnx"
-	tsrt "tessera/runtime"
+	"github.com/tessera-ml/tessera/assemble"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // writeNpy writes a tensor as a .npy file in dir and returns its path.
 func writeNpy[T tsrt.Element](t *testing.T, dir, name string, shape []int64, data []T) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
-	if err := build.WriteTensorFile(path, tsrt.NewTensor(shape, data)); err != nil {
+	if err := assemble.WriteTensorFile(path, tsrt.NewTensor(shape, data)); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 
-	"tessera/internal/cli"
-	"tessera/partition"
-	"tessera/records"
-	"tessera/records/curveplot"
-	"tessera/tuning"
+	"github.com/tessera-ml/tessera/internal/cli"
+	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/records"
+	"github.com/tessera-ml/tessera/records/curveplot"
+	"github.com/tessera-ml/tessera/tuning"
 )
 
 // runRecords is `tune records export|import|distill|stats|plot`.

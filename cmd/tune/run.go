@@ -7,8 +7,8 @@ import (
 	"io"
 	"runtime"
 
-	"tessera/build"
-	"tessera/internal/cli"
+	"github.com/tessera-ml/tessera/assemble"
+	"github.com/tessera-ml/tessera/internal/cli"
 )
 
 // runUsage is the help of the command, before its flags.
@@ -21,7 +21,7 @@ const runUsage = "usage: tune run DIR --input name=FILE ... [--reference name=FI
 
 // runFlags are the flags of `tune run`: a build.FileRun.
 type runFlags struct {
-	build.FileRun
+	assemble.FileRun
 	inputs, refs cli.Files
 	maxMemory    *cli.Bytes
 }
@@ -62,7 +62,7 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 
 // openBuildDir parses the flags of a command that takes one build
 // directory and opens it.
-func openBuildDir(fs *flag.FlagSet, args []string) (*build.Model, error) {
+func openBuildDir(fs *flag.FlagSet, args []string) (*assemble.Model, error) {
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return nil, err
@@ -70,5 +70,5 @@ func openBuildDir(fs *flag.FlagSet, args []string) (*build.Model, error) {
 	if len(pos) != 1 {
 		return nil, cli.Usagef(fs.Output(), "%s: want one build directory (run '%s -h')", fs.Name(), fs.Name())
 	}
-	return build.Open(pos[0])
+	return assemble.Open(pos[0])
 }

@@ -5,19 +5,19 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/tessera-ml/tessera/graph/onnx"
 	"io"
 	"runtime"
 	"strings"
-	"tessera/graph/onnx"
 	"time"
 
-	"tessera/internal/cli"
-	"tessera/measure"
-	"tessera/measure/remote"
-	"tessera/partition"
-	"tessera/search"
-	"tessera/target"
-	"tessera/tuning"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/internal/cli"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/measure/remote"
+	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/search"
+	"github.com/tessera-ml/tessera/tuning"
 )
 
 // tuneUsage is the help of the command, before its flags.
@@ -44,10 +44,10 @@ func (f *tuneFlags) Register(fs *flag.FlagSet) {
 	o, r := &f.opts, &f.remote
 	*o = tuning.DefaultOptions(search.DefaultOptions(nil))
 	fs.IntVar(&o.Trials, "trials", o.Trials, "measurements across all tasks, earlier runs of the same target included (over a dimension given at run time, --range S=lo..hi, up to a quarter of them measure the tuning points' best schedules at the probe points, the search taking what they leave)")
-	fs.StringVar(&f.target, "target", "cpu", "target to tune for: "+strings.Join(target.Names, ", "))
+	fs.StringVar(&f.target, "target", "cpu", "target to tune for: "+strings.Join(backend.Names, ", "))
 	fs.StringVar(&f.db, "db", "tuning.db", "records database `FILE`")
 	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "threads of every measured kernel")
-	fs.StringVar(&f.cpu, "cpu", target.DefaultCPU(), cpuFlagHelp)
+	fs.StringVar(&f.cpu, "cpu", backend.DefaultCPU(), cpuFlagHelp)
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed of the search")
 	fs.IntVar(&o.PerRound, "per-round", 64, "measurements per round")
 	fs.IntVar(&f.pop, "population", o.Search.Population, "states per generation of the evolutionary search (fewer: faster rounds, worse picks)")
@@ -99,7 +99,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	timing := &f.remote.Timing // the timing protocol, of workers too
 	*timing = measure.SearchRunOptions(f.threads)
 	timing.Timeout, timing.FlushCache = f.timeout, f.flushCache
-	tg, err := target.New(target.Config{Name: f.target, CPU: f.cpu, Threads: f.threads, Run: *timing, Host: &measure.Builder{}, Measures: true})
+	tg, err := backend.New(backend.Config{Name: f.target, CPU: f.cpu, Threads: f.threads, Run: *timing, Host: &measure.Builder{}, Measures: true})
 	if err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 // tune runs a tuning.Session on the tasks, measured where the flags say,
 // and prints its summary. A signal ends it once the batch measured is
 // committed.
-func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *target.Target, stdout, stderr io.Writer) error {
+func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *backend.Target, stdout, stderr io.Writer) error {
 	ctx, sigs := cli.NotifySignals()
 	defer sigs.Stop()
 	m, key, err := f.measurer(ctx, tg, stdout)
@@ -270,7 +270,7 @@ func (f *tuneFlags) tasks(path string, stderr io.Writer) ([]*partition.Task, err
 
 // options are the session's options the flags give, the search's set
 // for tg; the cost model of --cost-model is loaded and named on stdout.
-func (f *tuneFlags) options(tg *target.Target, stdout io.Writer) (tuning.Options, error) {
+func (f *tuneFlags) options(tg *backend.Target, stdout io.Writer) (tuning.Options, error) {
 	opts := f.opts
 	opts.Search = search.DefaultOptions(tg)
 	opts.Search.Seed, opts.Search.Population, opts.CostModel.Seed = f.seed, f.pop, f.seed
@@ -303,7 +303,7 @@ func progress(opts *tuning.Options, stderr io.Writer, start time.Time) *cli.Bar 
 // measurer returns where candidates are measured, this machine
 // (measure.Measurer) or the workers of a NATS server (remote.Measurer),
 // and the target key of what measures them.
-func (f *tuneFlags) measurer(ctx context.Context, tg *target.Target, stdout io.Writer) (search.Measurer, string, error) {
+func (f *tuneFlags) measurer(ctx context.Context, tg *backend.Target, stdout io.Writer) (search.Measurer, string, error) {
 	if f.remote.URL == "" {
 		local := tg.Measurer(f.verify)
 		local.MaxMemory = int64(*f.maxMemory)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/records"
+	"github.com/tessera-ml/tessera/records"
 )
 
 // TestTuneResume tunes the tiny model briefly, then asks for a larger

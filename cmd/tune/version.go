@@ -3,13 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
-	goruntime "runtime"
+	"runtime"
 	"runtime/debug"
 	"strings"
 
-	"tessera/internal/cli"
-	"tessera/measure"
-	"tessera/runtime"
+	"github.com/tessera-ml/tessera/internal/cli"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // versionUsage is the help of the command, before its flags.
@@ -63,8 +63,8 @@ func versionText(bi *debug.BuildInfo, cc measure.CompilerInfo) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tune       %s %s\n", module, version)
 	fmt.Fprintf(&b, "commit     %s\n", commit)
-	fmt.Fprintf(&b, "C ABI      %d\n", runtime.ABIVersion)
-	fmt.Fprintf(&b, "Go         %s %s/%s\n", goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
+	fmt.Fprintf(&b, "C ABI      %d\n", tsrt.ABIVersion)
+	fmt.Fprintf(&b, "Go         %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	fmt.Fprintf(&b, "C compiler %s (%s): %s\n", strings.Join(cc.Command, " "), cc.Path, cc.Version)
 	return b.String()
 }

@@ -2,12 +2,12 @@ package main
 
 import (
 	"bytes"
-	goruntime "runtime"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
 
-	"tessera/measure"
+	"github.com/tessera-ml/tessera/measure"
 )
 
 // TestVersion: tune --version and tune version print the same lines: the
@@ -26,7 +26,7 @@ func TestVersion(t *testing.T) {
 		t.Errorf("tune --version, version and -version differ:\n%s\n%s\n%s", outs[0], outs[1], outs[2])
 	}
 	cc := (&measure.Builder{}).CompilerInfo()
-	for _, want := range []string{"\ncommit     ", "\nC ABI      4\n", "\nGo         " + goruntime.Version() + " ", "\nC compiler " + strings.Join(cc.Command, " ") + " (" + cc.Path + "): " + cc.Version + "\n"} {
+	for _, want := range []string{"\ncommit     ", "\nC ABI      4\n", "\nGo         " + runtime.Version() + " ", "\nC compiler " + strings.Join(cc.Command, " ") + " (" + cc.Path + "): " + cc.Version + "\n"} {
 		if !strings.Contains(outs[0], want) {
 			t.Errorf("tune --version printed\n%s\nwant a line %q", outs[0], strings.TrimSpace(want))
 		}
@@ -51,7 +51,7 @@ func TestVersionText(t *testing.T) {
 	want := "tune       example.org/tessera v0.2.0\n" +
 		"commit     0123456789abcdef0123456789abcdef01234567 2026-12-06T10:00:00Z (with uncommitted changes)\n" +
 		"C ABI      4\n" +
-		"Go         " + goruntime.Version() + " " + goruntime.GOOS + "/" + goruntime.GOARCH + "\n" +
+		"Go         " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + "\n" +
 		"C compiler gcc-12 (/usr/bin/gcc-12): gcc-12 (Debian 12.2.0-14) 12.2.0\n"
 	if got != want {
 		t.Errorf("stamped:\n%s\nwant\n%s", got, want)

@@ -9,10 +9,10 @@ import (
 	"runtime"
 	"strings"
 
-	"tessera/internal/cli"
-	"tessera/measure"
-	"tessera/measure/remote"
-	"tessera/target"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/internal/cli"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/measure/remote"
 )
 
 // workerUsage is the help of the command, before its flags.
@@ -30,9 +30,9 @@ type workerFlags struct {
 
 func (w *workerFlags) Register(fs *flag.FlagSet) {
 	registerNATS(fs, &w.nats, "NATS server `URL` (nats://host:4222, tls://...); required")
-	fs.StringVar(&w.target, "target", "cpu", "target this host measures: "+strings.Join(target.Names, ", "))
+	fs.StringVar(&w.target, "target", "cpu", "target this host measures: "+strings.Join(backend.Names, ", "))
 	fs.IntVar(&w.threads, "threads", runtime.NumCPU(), "threads of every measured kernel (part of the target key)")
-	fs.StringVar(&w.cpu, "cpu", target.DefaultCPU(), cpuFlagHelp)
+	fs.StringVar(&w.cpu, "cpu", backend.DefaultCPU(), cpuFlagHelp)
 	fs.IntVar(&w.cfg.Concurrency, "concurrency", 1, "jobs held at a time: their builds run in parallel, their timing runs take turns")
 	fs.StringVar(&w.cfg.Name, "name", "", "worker name in results and presence (default host-pid)")
 	w.maxMemory = cli.MaxMemory(fs, "the most memory measuring one task may take on this host, e.g. 8GiB")
@@ -53,7 +53,7 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	if wf.threads <= 0 || wf.cfg.Concurrency <= 0 {
 		return errors.New("--threads and --concurrency must be positive")
 	}
-	tg, err := target.New(target.Config{Name: wf.target, CPU: wf.cpu, Threads: wf.threads, Run: measure.SearchRunOptions(wf.threads), Host: &measure.Builder{}, Measures: true})
+	tg, err := backend.New(backend.Config{Name: wf.target, CPU: wf.cpu, Threads: wf.threads, Run: measure.SearchRunOptions(wf.threads), Host: &measure.Builder{}, Measures: true})
 	if err != nil {
 		return err
 	}

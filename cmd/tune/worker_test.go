@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"tessera/measure/remote/natstest"
-	"tessera/records"
+	"github.com/tessera-ml/tessera/measure/remote/natstest"
+	"github.com/tessera-ml/tessera/records"
 )
 
 // recordLines lists a database's records as "workload steps error", in

@@ -1,5 +1,5 @@
 // Command classify is an example: it loads a model built by `tune build`
-// into this process (package tessera/runtime; no C compiler needed), runs
+// into this process (package tessera/tsrt; no C compiler needed), runs
 // it on one input and prints the top-1 class and the time of a run.
 //
 //	go run ./examples/go MODEL [INPUT.bin [OUTPUT.bin]]
@@ -16,7 +16,7 @@ import (
 	"os"
 	"time"
 
-	"tessera/runtime"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 func main() {
@@ -30,12 +30,12 @@ func run(args []string) error {
 	if len(args) < 1 || len(args) > 3 {
 		return fmt.Errorf("usage: classify MODEL [INPUT.bin [OUTPUT.bin]]")
 	}
-	m, err := runtime.Open(args[0])
+	m, err := tsrt.Open(args[0])
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	if len(m.Inputs()) != 1 || m.Inputs()[0].DType != runtime.Float32 || m.Outputs()[0].DType != runtime.Float32 {
+	if len(m.Inputs()) != 1 || m.Inputs()[0].DType != tsrt.Float32 || m.Outputs()[0].DType != tsrt.Float32 {
 		return fmt.Errorf("this example takes a model of one float32 input")
 	}
 	info := m.Inputs()[0]
@@ -48,7 +48,7 @@ func run(args []string) error {
 		if len(data) != 4*len(x) {
 			return fmt.Errorf("%s: %d bytes, the input takes %d float32 values", args[1], len(data), len(x))
 		}
-		v, err := runtime.Values[float32](runtime.Tensor{DType: runtime.Float32, Data: data})
+		v, err := tsrt.Values[float32](tsrt.Tensor{DType: tsrt.Float32, Data: data})
 		if err != nil {
 			return err
 		}
@@ -59,7 +59,7 @@ func run(args []string) error {
 		}
 	}
 	ctx := context.Background()
-	in := []runtime.Tensor{runtime.NewTensor(info.Shape, x)}
+	in := []tsrt.Tensor{tsrt.NewTensor(info.Shape, x)}
 	out, err := m.Run(ctx, in) // the first run: warm-up
 	if err != nil {
 		return err
@@ -73,7 +73,7 @@ func run(args []string) error {
 		}
 		best = min(best, time.Since(t0))
 	}
-	y, err := runtime.Values[float32](out[0])
+	y, err := tsrt.Values[float32](out[0])
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,7 @@
 """An example: load a model built by `tune build`, run it on one input and
 print the top-1 class and the time of a run.
 
-    PYTHONPATH=runtime/python python3 examples/python/classify.py MODEL [INPUT.bin [OUTPUT.bin]]
+    PYTHONPATH=tsrt/python python3 examples/python/classify.py MODEL [INPUT.bin [OUTPUT.bin]]
 
 MODEL is the build folder. INPUT.bin holds the first input's elements as raw
 float32 (as `tune run --format raw` reads and writes them); without it the

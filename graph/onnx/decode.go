@@ -20,8 +20,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"tessera/graph"
-	"tessera/graph/onnx/onnxpb"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/graph/onnx/onnxpb"
 )
 
 // DecodeFile reads and decodes the model file at path; errors name the

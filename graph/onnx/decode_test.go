@@ -8,9 +8,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"tessera/graph"
-	"tessera/graph/onnx/onnxpb"
-	_ "tessera/ops"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/graph/onnx/onnxpb"
+	_ "github.com/tessera-ml/tessera/ops"
 )
 
 // sample is a small model exercising every attribute kind Encode writes.

@@ -9,8 +9,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"tessera/graph"
-	"tessera/graph/onnx/onnxpb"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/graph/onnx/onnxpb"
 )
 
 // irVersion is the ONNX IR version Encode writes (ONNX 1.12).

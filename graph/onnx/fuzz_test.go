@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"tessera/graph"
-	_ "tessera/ops"
+	"github.com/tessera-ml/tessera/graph"
+	_ "github.com/tessera-ml/tessera/ops"
 )
 
 // FuzzDecode feeds arbitrary bytes through decoding, binding, shape

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"tessera/graph"
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // LoadOptions say how Load prepares a model: the flags --input, --freeze

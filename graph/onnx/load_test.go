@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/graph"
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // rateModel is a model whose int64 input sr selects y = x·x (sr = 16000)

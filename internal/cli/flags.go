@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"tessera/measure"
+	"github.com/tessera-ml/tessera/measure"
 )
 
 // Shapes collects repeated `--input name=d0,d1,...` flags: shapes by

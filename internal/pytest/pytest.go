@@ -1,5 +1,5 @@
 // Package pytest finds the Python the tests run the runtime's Python
-// package (runtime/python/tessera) with: a python3 that imports numpy.
+// package (tsrt/python/tessera) with: a python3 that imports numpy.
 // Where there is none a test is skipped, naming the install step, unless
 // TESSERA_REQUIRE_PYTHON is set (scripts/test.sh sets it: CI installs it,
 // and a check that silently skips there hides a failure).

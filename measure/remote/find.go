@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"tessera/target"
+	"github.com/tessera-ml/tessera/backend"
 )
 
 // FindTarget returns the target key of the workers of target name that
@@ -33,7 +33,7 @@ func FindTarget(ctx context.Context, nc *nats.Conn, name, want string, wait time
 		}
 		keys, hits := map[string]bool{}, map[string]bool{}
 		for _, p := range ps {
-			if target.NameOf(p.Target) != name {
+			if backend.NameOf(p.Target) != name {
 				continue
 			}
 			keys[p.Target] = true

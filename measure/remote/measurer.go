@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"tessera/codegen"
-	"tessera/measure"
+	"github.com/tessera-ml/tessera/codegen"
+	"github.com/tessera-ml/tessera/measure"
 )
 
 // Options configure the tuner's side.

@@ -15,14 +15,14 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"tessera/codegen"
-	"tessera/measure"
-	"tessera/measure/remote"
-	"tessera/measure/remote/natstest"
-	"tessera/schedule"
-	"tessera/schedule/schedtest"
-	"tessera/target"
-	"tessera/te/tetest"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/codegen"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/measure/remote"
+	"github.com/tessera-ml/tessera/measure/remote/natstest"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/schedule/schedtest"
+	"github.com/tessera-ml/tessera/te/tetest"
 )
 
 const testKey = "cpu threads=1 | remote test machine"
@@ -56,7 +56,7 @@ func (s *syncBuffer) String() string {
 }
 
 // startWorker runs an in-process worker of testKey until the test ends.
-func startWorker(t *testing.T, srv *natstest.Server, auth remote.Auth, tg *target.Target, concurrency int) *syncBuffer {
+func startWorker(t *testing.T, srv *natstest.Server, auth remote.Auth, tg *backend.Target, concurrency int) *syncBuffer {
 	t.Helper()
 	nc := connect(t, srv.URL, auth)
 	log := &syncBuffer{}
@@ -83,8 +83,8 @@ func startWorker(t *testing.T, srv *natstest.Server, auth remote.Auth, tg *targe
 	return log
 }
 
-func testTarget(t *testing.T) *target.Target {
-	tg := target.CPU(target.CPUConfig{Threads: 1, Builder: &measure.Builder{CacheDir: t.TempDir()}, Key: testKey})
+func testTarget(t *testing.T) *backend.Target {
+	tg := backend.CPU(backend.CPUConfig{Threads: 1, Builder: &measure.Builder{CacheDir: t.TempDir()}, Key: testKey})
 	t.Cleanup(func() { tg.Close() })
 	return tg
 }

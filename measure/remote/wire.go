@@ -12,8 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"tessera/codegen"
-	"tessera/measure"
+	"github.com/tessera-ml/tessera/codegen"
+	"github.com/tessera-ml/tessera/measure"
 )
 
 // Names of the engine's objects.

@@ -14,9 +14,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"tessera/codegen"
-	"tessera/measure"
-	"tessera/schedule"
+	"github.com/tessera-ml/tessera/codegen"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/schedule"
 )
 
 // WorkerConfig configures a worker.

@@ -22,7 +22,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"tessera/records"
+	"github.com/tessera-ml/tessera/records"
 )
 
 // The size of a figure: 96 dots per inch in a PNG. Width is that of

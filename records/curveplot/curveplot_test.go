@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/records"
+	"github.com/tessera-ml/tessera/records"
 )
 
 // TestDrawCurve draws curves that a short tuning run does not make (`tune

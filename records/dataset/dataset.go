@@ -12,10 +12,10 @@ import (
 	"slices"
 	"strings"
 
-	"tessera/costmodel"
-	"tessera/records"
-	"tessera/target"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/costmodel"
+	"github.com/tessera-ml/tessera/records"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // Options say which records make a dataset.
@@ -129,7 +129,7 @@ func readAll(dbs []string) ([]records.Record, []string, error) {
 func extract(recs []records.Record, dags map[string]*te.DAG, rep *Report) *costmodel.Dataset {
 	data := &costmodel.Dataset{}
 	targets := map[string]bool{}
-	for _, r := range records.Replay(recs, dags, target.FeaturesOf) {
+	for _, r := range records.Replay(recs, dags, backend.FeaturesOf) {
 		if r.Features == nil {
 			rep.Stale++
 			continue

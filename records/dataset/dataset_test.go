@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"tessera/records"
+	"github.com/tessera-ml/tessera/records"
 )
 
 func TestReportString(t *testing.T) {

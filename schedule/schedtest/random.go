@@ -13,9 +13,9 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"tessera/schedule"
-	"tessera/te"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // RandomState applies up to n random steps to s, keeping only those that

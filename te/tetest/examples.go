@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"math"
 
-	"tessera/te"
-	"tessera/tir"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // DAGs returns one small DAG per op of the library (small odd

@@ -1,12 +1,12 @@
 package tetest
 
 import (
+	"github.com/tessera-ml/tessera/te"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
-	"tessera/te"
 	"testing"
 	"time"
 )

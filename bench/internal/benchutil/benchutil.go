@@ -11,11 +11,11 @@ import (
 	"sort"
 	"strings"
 
-	"tessera/codegen"
-	"tessera/measure"
-	"tessera/schedule"
-	"tessera/target"
-	"tessera/target/machine"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/backend/machine"
+	"github.com/tessera-ml/tessera/codegen"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/schedule"
 )
 
 // KernelName is the symbol every benchmark kernel exports.
@@ -52,7 +52,7 @@ func Lower(s *schedule.State, m machine.Machine) (measure.Program, error) {
 type Machine struct {
 	machine.Machine
 	Builder *measure.Builder
-	Peak    target.Peak
+	Peak    backend.Peak
 }
 
 // CPU resolves a benchmark's --cpu (native, a level, a -march name) on this
@@ -64,11 +64,11 @@ func CPU(ctx context.Context, name string, b *measure.Builder) (Machine, error) 
 	if err != nil {
 		return Machine{}, fmt.Errorf("--cpu: %w", err)
 	}
-	if err := target.RunsHere(m); err != nil {
+	if err := backend.RunsHere(m); err != nil {
 		return Machine{}, fmt.Errorf("--cpu %s: %w", name, err)
 	}
 	b.March, b.Tune = m.March, m.Tune
-	p, err := target.MeasurePeak(ctx, b, m)
+	p, err := backend.MeasurePeak(ctx, b, m)
 	if err != nil {
 		return Machine{}, err
 	}

@@ -25,18 +25,18 @@ import (
 	"strings"
 	"time"
 
-	"tessera/bench/internal/benchutil"
-	"tessera/measure"
-	"tessera/partition"
-	"tessera/records"
-	"tessera/schedule"
-	"tessera/schedule/schedtest"
-	"tessera/search"
-	"tessera/sketch"
-	"tessera/target"
-	"tessera/te"
-	"tessera/tir"
-	"tessera/tuning"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/bench/internal/benchutil"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/records"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/schedule/schedtest"
+	"github.com/tessera-ml/tessera/search"
+	"github.com/tessera-ml/tessera/sketch"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
+	"github.com/tessera-ml/tessera/tuning"
 )
 
 //go:embed torch_op.py
@@ -57,7 +57,7 @@ type Race struct {
 
 	// Target and TorchDevice replace the cuda target and PyTorch's "cuda"
 	// device (the tests race PoCL's OpenCL against PyTorch on the CPU).
-	Target      func(context.Context) (*target.Target, error)
+	Target      func(context.Context) (*backend.Target, error)
 	TorchDevice string
 }
 
@@ -78,8 +78,8 @@ func Run(ctx context.Context, r Race, w io.Writer) error {
 		r.Python = "python3"
 	}
 	if r.Target == nil {
-		r.Target = func(ctx context.Context) (*target.Target, error) {
-			return target.CUDA(ctx, target.GPUConfig{Host: &measure.Builder{}})
+		r.Target = func(ctx context.Context) (*backend.Target, error) {
+			return backend.CUDA(ctx, backend.GPUConfig{Host: &measure.Builder{}})
 		}
 	}
 	if r.TorchDevice == "" {
@@ -221,7 +221,7 @@ func Run(ctx context.Context, r Race, w io.Writer) error {
 	// (its time over ours: above 1, Tessera is faster), min and median.
 	bc := cs[len(cs)-1]
 	tmin, tmed := benchutil.MinMedian(bc.times)
-	fmt.Fprintf(w, "tessera/%s %s = %.3f (min; median %.3f; Tessera's %s schedule)\n", r.Library, r.Label, lmin/tmin, lmed/tmed, bc.name)
+	fmt.Fprintf(w, "github.com/tessera-ml/tessera/%s %s = %.3f (min; median %.3f; Tessera's %s schedule)\n", r.Library, r.Label, lmin/tmin, lmed/tmed, bc.name)
 	return nil
 }
 
@@ -234,7 +234,7 @@ func okText(ok bool, msg string) string {
 
 // jobOf builds state s for the device into a runner job, and returns the
 // kernel's parameters (how its inputs are packed).
-func jobOf(ctx context.Context, tg *target.Target, s *schedule.State) (measure.Job, []*tir.Buffer, error) {
+func jobOf(ctx context.Context, tg *backend.Target, s *schedule.State) (measure.Job, []*tir.Buffer, error) {
 	p, err := tg.Generate(s)
 	if err != nil {
 		return measure.Job{}, nil, err
@@ -284,7 +284,7 @@ func readFloats(path string) ([]float32, error) {
 
 // tune tunes the workload into r.DB on tg for r.Trials measurements (or
 // until r.TuneFor has passed).
-func tune(ctx context.Context, r Race, tg *target.Target, w io.Writer) error {
+func tune(ctx context.Context, r Race, tg *backend.Target, w io.Writer) error {
 	if r.DB == "" {
 		return errors.New("-trials needs -db (where the records go)")
 	}

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"tessera/measure"
-	"tessera/target"
-	"tessera/te"
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/te"
 )
 
 // TestRaceOnPoCL runs a race end to end without a GPU: a small GEMM and a
@@ -21,8 +21,8 @@ func TestRaceOnPoCL(t *testing.T) {
 	if err := exec.Command("/usr/bin/python3", "-c", "import torch").Run(); err != nil {
 		t.Skipf("no PyTorch (scripts/deps.sh installs python3-torch): %v", err)
 	}
-	openCL := func(ctx context.Context) (*target.Target, error) {
-		return target.OpenCL(ctx, target.GPUConfig{Host: &measure.Builder{CacheDir: t.TempDir()},
+	openCL := func(ctx context.Context) (*backend.Target, error) {
+		return backend.OpenCL(ctx, backend.GPUConfig{Host: &measure.Builder{CacheDir: t.TempDir()},
 			Run: measure.RunOptions{Repeat: 1, MinRepeatMs: 1, Timeout: 2 * time.Minute}})
 	}
 	if tg, err := openCL(context.Background()); errors.Is(err, measure.ErrNoDevice) {
@@ -60,7 +60,7 @@ func TestRaceOnPoCL(t *testing.T) {
 			t.Fatalf("%s: %v\n%s", r.Name, err, out.String())
 		}
 		t.Logf("%s", out.String())
-		if !strings.Contains(out.String(), "check default vs "+r.Library+": ok") || !strings.Contains(out.String(), "tessera/"+r.Library+" "+r.Label+" = ") {
+		if !strings.Contains(out.String(), "check default vs "+r.Library+": ok") || !strings.Contains(out.String(), "github.com/tessera-ml/tessera/"+r.Library+" "+r.Label+" = ") {
 			t.Errorf("%s: no check or ratio line:\n%s", r.Name, out.String())
 		}
 		if r.Trials > 0 && !strings.Contains(out.String(), "check record vs "+r.Library+": ok") {

@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
 
-	"tessera/measure/remote"
+	"github.com/tessera-ml/tessera/measure/remote"
 )
 
 //go:embed tessera.conf

@@ -1,0 +1,83 @@
+package assemble
+
+import (
+	"context"
+	"testing"
+
+	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/records"
+)
+
+// keyRecords ranks one record of cost 1 ms for each workload it holds.
+type keyRecords map[string]bool
+
+func (r keyRecords) Ranked(workload, target string) ([]records.Record, error) {
+	if !r[workload] {
+		return nil, nil
+	}
+	return []records.Record{{WorkloadKey: workload, Target: target, Costs: []float64{1e-3}}}, nil
+}
+
+// TestChooseLayoutByCoverage: without records the first layout is loaded
+// alone; with records of the NCHW plan only, NCHW is chosen without a
+// race, and its loaded model and plan are the ones to build. (The race of
+// two covered layouts is cmd/tune's TestBuildChoosesLayout.)
+func TestChooseLayoutByCoverage(t *testing.T) {
+	const tiny = "../testdata/tiny.onnx"
+	opts := Options{Target: testTarget(recordsKey, nil)}
+	both := []string{LayoutNHWC, LayoutNCHW}
+	c, err := ChooseLayout(context.Background(), tiny, onnx.LoadOptions{}, both, opts, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Chosen.Layout != LayoutNHWC || c.Weighed != nil || c.Raced || c.Chosen.Plan == nil {
+		t.Errorf("without records: chose %s, weighed %d, raced %v", c.Chosen.Layout, len(c.Weighed), c.Raced)
+	}
+
+	nchw, err := loadLayout(tiny, onnx.LoadOptions{}, LayoutNCHW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := keyRecords{}
+	for _, task := range nchw.Plan.Tasks {
+		keys[task.Key] = true
+	}
+	opts.Records = keys
+	if c, err = ChooseLayout(context.Background(), tiny, onnx.LoadOptions{}, both, opts, RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if c.Chosen.Layout != LayoutNCHW || len(c.Weighed) != 2 || c.Raced {
+		t.Fatalf("records of NCHW: chose %s, weighed %d, raced %v", c.Chosen.Layout, len(c.Weighed), c.Raced)
+	}
+	if c.Chosen.Share != 100 || c.Weighed[0].Share >= MinTunedShare || c.Chosen.Estimate <= 0 {
+		t.Errorf("shares: nchw %.1f%% (estimate %g s), nhwc %.1f%%", c.Chosen.Share, c.Chosen.Estimate, c.Weighed[0].Share)
+	}
+	if c.Chosen.Graph == nil || len(c.Chosen.Plan.Tasks) != len(nchw.Plan.Tasks) || c.Chosen.Graph.Values[c.Chosen.Graph.Inputs[0]] == nil {
+		t.Error("the chosen layout's model is not loaded and partitioned")
+	}
+}
+
+// TestOwnShares: a layout's own share counts only the tasks no other
+// layout has, so that two layouts sharing all but one task are raced only
+// when that task has a record (Swin-T: everything but the patch
+// embedding is the same in both).
+func TestOwnShares(t *testing.T) {
+	nhwc := &LayoutModel{Layout: LayoutNHWC, tasks: []taskCover{{"conv-nhwc", 2, true}, {"mlp", 90, true}, {"norm", 8, true}}}
+	nchw := &LayoutModel{Layout: LayoutNCHW, tasks: []taskCover{{"conv-nchw", 2, false}, {"mlp", 90, true}, {"norm", 8, true}}}
+	same := &LayoutModel{Layout: "same", tasks: []taskCover{{"mlp", 90, true}}}
+	for _, c := range []struct {
+		name string
+		lms  []*LayoutModel
+		want []float64
+	}{
+		{"own task untuned", []*LayoutModel{nhwc, nchw}, []float64{100, 0}},
+		{"no own task", []*LayoutModel{same, nhwc}, []float64{100, 100}},
+	} {
+		ownShares(c.lms)
+		for i, lm := range c.lms {
+			if lm.OwnShare != c.want[i] {
+				t.Errorf("%s: %s own share %g, want %g", c.name, lm.Layout, lm.OwnShare, c.want[i])
+			}
+		}
+	}
+}

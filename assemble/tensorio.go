@@ -1,0 +1,547 @@
+package assemble
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+
+	"codeberg.org/sbinet/npyio/npy"
+
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/tsrt"
+)
+
+// Tensor files: what `tune run` reads and writes.
+//
+//	.npy        NumPy's format, read and written by codeberg.org/sbinet/npyio:
+//	            float32 and the integer and bool dtypes ('<f4', '<i8', '<i4',
+//	            '<i2', '|i1', '|u1', '<u2', '<u4', '|b1'; either byte order),
+//	            C order
+//	.pb         an ONNX TensorProto (the input_N.pb files of ONNX's test data)
+//	otherwise   raw little-endian float32, the shape taken from the manifest
+//
+// A file is read as .npy when it starts with NumPy's magic, whatever its
+// name. Shapes are checked: a .npy or .pb tensor must have exactly the
+// shape the model takes, a raw file exactly its number of bytes.
+//
+// Values are exact. A .npy file is read in its dtype; given to an input of
+// another dtype, every integer must be one of that dtype (to float32,
+// within ±graph.MaxExactInt; to bool, 0 or 1) or the file is refused.
+// Float32 values (raw files, '<f4') given to an integer or bool input are
+// rounded to the nearest, as Model.Run does. A .pb tensor must be of the
+// dtype the model takes. Outputs are written in their own dtype (.npy,
+// .pb) or as float32 (raw).
+
+// ReadTensor reads the tensor at path for want, checking its shape (of a
+// batched tensor, every dimension but the batch; of one with dimensions
+// given at run time, every dimension but those), as float32 values
+// (integers exact within ±graph.MaxExactInt).
+func ReadTensor(path string, want TensorInfo) ([]float32, error) {
+	t, err := ReadTensorFile(path, want)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := float32sOf(t)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return vals, nil
+}
+
+// ReadTensorFile reads the tensor at path for want as ReadTensor does,
+// converted to want's dtype (where want.DType is set) exactly or refused.
+// Its shape is the file's; of a raw file, want's, or nil where want has a
+// batch or a dimension given at run time (the run's sizes give them).
+func ReadTensorFile(path string, want TensorInfo) (tsrt.Tensor, error) {
+	t, err := readTensor(path, want)
+	if err != nil || want.DType == "" || t.DType.String() == want.DType {
+		return t, err
+	}
+	dt, err := tsrt.ParseDType(want.DType)
+	if err != nil {
+		return tsrt.Tensor{}, fmt.Errorf("%s: %w", want.Name, err)
+	}
+	out, err := convertTensor(t, dt)
+	if err != nil {
+		return tsrt.Tensor{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return out, nil
+}
+
+// readTensor reads the file at path for want in the file's own dtype,
+// checking its shape.
+func readTensor(path string, want TensorInfo) (tsrt.Tensor, error) {
+	t, sized, err := readTensorFile(path, want)
+	if err != nil || !sized {
+		return t, err
+	}
+	free := func(k int) bool { return want.Batched && k == 0 || slices.Contains(want.DimAxes, k) }
+	ok := len(t.Shape) == len(want.Shape)
+	for k := 0; ok && k < len(t.Shape); k++ {
+		ok = int(t.Shape[k]) == want.Shape[k] || free(k) && t.Shape[k] > 0
+	}
+	if !ok {
+		got := TensorInfo{Shape: ints(t.Shape)}
+		return tsrt.Tensor{}, fmt.Errorf("%s: shape %s, %s takes %s", path, got.dims(), want.Name, want.dims())
+	}
+	return t, nil
+}
+
+// readTensorFile reads the file at path as readTensor does, checking the
+// size of raw float32 only; sized says whether the file gave the shape.
+func readTensorFile(path string, want TensorInfo) (t tsrt.Tensor, sized bool, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return t, false, err
+	}
+	switch {
+	case bytes.HasPrefix(data, npy.Magic[:]):
+		t, err = decodeNpy(data)
+	case strings.EqualFold(filepath.Ext(path), ".pb"):
+		var g *graph.Tensor
+		if _, g, err = onnx.DecodeTensor(data); err == nil {
+			if g.DType.String() != want.DType && want.DType != "" {
+				err = fmt.Errorf("a tensor of %s, the model takes %s", g.DType, want.DType)
+			} else {
+				t, err = fromGraphTensor(g)
+			}
+		}
+	default:
+		raw := tsrt.NewTensor(nil, floatsOf(data))
+		raw.Name = want.Name
+		if want.Batched || len(want.DimAxes) > 0 {
+			if len(data) > 0 && len(data)%4 == 0 {
+				return raw, false, nil // the run checks the size at its batch and value
+			}
+		} else if len(data) == 4*want.Elems() {
+			raw.Shape = shape64(want.Shape)
+			return raw, false, nil
+		}
+		return t, false, fmt.Errorf("%s: %d bytes of raw float32, %s takes %d (%d values)", path, len(data), want, 4*want.Elems(), want.Elems())
+	}
+	if err != nil {
+		return tsrt.Tensor{}, false, fmt.Errorf("%s: %w", path, err)
+	}
+	t.Name = want.Name
+	return t, true, nil
+}
+
+// WriteTensor writes data, float32 values of t's shape, to path in the
+// format its extension names (as float32, whatever t's dtype).
+func WriteTensor(path string, t TensorInfo, data []float32) error {
+	if len(data) != t.Elems() {
+		return fmt.Errorf("%s: %d values for shape %v", t.Name, len(data), t.Shape)
+	}
+	ft := tsrt.NewTensor(shape64(t.Shape), data)
+	ft.Name = t.Name
+	return WriteTensorFile(path, ft)
+}
+
+// WriteTensorFile writes t to path in the format its extension names:
+// .npy and .pb in t's dtype, anything else as raw float32. A .pb tensor
+// is named t.Name.
+func WriteTensorFile(path string, t tsrt.Tensor) error {
+	if n := graph.NumElems(ints(t.Shape)) * t.DType.Size(); t.DType.Size() == 0 || len(t.Data) != n {
+		return fmt.Errorf("%s: %d bytes of %s for shape %v", t.Name, len(t.Data), t.DType, t.Shape)
+	}
+	var out []byte
+	var err error
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".npy":
+		out, err = encodeNpy(t)
+	case ".pb":
+		var g *graph.Tensor
+		if g, err = graphTensor(t); err == nil {
+			out, err = onnx.EncodeTensor(t.Name, g)
+		}
+	default:
+		var vals []float32
+		vals, err = float32sOf(t)
+		out = floatBytes(vals)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", t.Name, err)
+	}
+	return os.WriteFile(path, out, 0o644)
+}
+
+// npyDTypes are the .npy element types tensors are read from and written
+// as: NumPy's kind and size, after the byte order.
+var npyDTypes = map[string]tsrt.DType{
+	"f4": tsrt.Float32, "i8": tsrt.Int64, "i4": tsrt.Int32, "i2": tsrt.Int16, "i1": tsrt.Int8,
+	"u1": tsrt.Uint8, "u2": tsrt.Uint16, "u4": tsrt.Uint32, "b1": tsrt.Bool,
+}
+
+// decodeNpy reads a .npy file in its dtype.
+func decodeNpy(data []byte) (t tsrt.Tensor, err error) {
+	// npyio's header parser indexes what it expects to find: a damaged
+	// header is an error here, not a crash.
+	defer func() {
+		if r := recover(); r != nil {
+			t, err = tsrt.Tensor{}, fmt.Errorf("a damaged .npy header (%v)", r)
+		}
+	}()
+	body := bytes.NewReader(data)
+	r, err := npy.NewReader(body)
+	if err != nil {
+		return t, fmt.Errorf("reading the .npy header: %w", err)
+	}
+	h := r.Header.Descr
+	descr := strings.Trim(h.Type, `'"`)
+	dt, ok := npyDTypes[strings.TrimLeft(descr, "<>=|")]
+	if !ok {
+		return t, fmt.Errorf(".npy of dtype %s: the model takes float32 ('<f4'; convert with x.astype(np.float32)), or integers and bools for inputs of those types", descr)
+	}
+	if h.Fortran {
+		return t, fmt.Errorf(".npy in Fortran order: the model takes C order (np.ascontiguousarray)")
+	}
+	n := 1
+	for _, d := range h.Shape {
+		if d < 0 || d > 0 && n > len(data)/d {
+			return t, fmt.Errorf(".npy of shape %v: not a shape (the file holds %d bytes of data)", h.Shape, body.Len())
+		}
+		n *= d
+	}
+	if body.Len() != n*dt.Size() {
+		return t, fmt.Errorf(".npy of shape %v holds %d bytes of data, want %d", h.Shape, body.Len(), n*dt.Size())
+	}
+	shape := shape64(h.Shape)
+	switch dt {
+	case tsrt.Float32:
+		return readNpy[float32](r, shape)
+	case tsrt.Int64:
+		return readNpy[int64](r, shape)
+	case tsrt.Int32:
+		return readNpy[int32](r, shape)
+	case tsrt.Int16:
+		return readNpy[int16](r, shape)
+	case tsrt.Int8:
+		return readNpy[int8](r, shape)
+	case tsrt.Uint8:
+		return readNpy[uint8](r, shape)
+	case tsrt.Uint16:
+		return readNpy[uint16](r, shape)
+	case tsrt.Uint32:
+		return readNpy[uint32](r, shape)
+	default:
+		return readNpy[bool](r, shape)
+	}
+}
+
+// readNpy reads the data of a .npy file whose dtype is T's.
+func readNpy[T tsrt.Element](r *npy.Reader, shape []int64) (tsrt.Tensor, error) {
+	var v []T
+	if err := r.Read(&v); err != nil {
+		return tsrt.Tensor{}, fmt.Errorf("reading .npy data: %w", err)
+	}
+	return tsrt.NewTensor(shape, v), nil
+}
+
+// encodeNpy writes t as a .npy file of its dtype, in C order.
+func encodeNpy(t tsrt.Tensor) ([]byte, error) {
+	if slices.Contains(t.Shape, 0) {
+		// npyio takes a shape from nested slices, which cannot say [2, 0, 3].
+		return nil, fmt.Errorf("shape %v holds no elements: npyio cannot write it as .npy (use --format pb)", t.Shape)
+	}
+	var v any
+	var err error
+	switch t.DType {
+	case tsrt.Float32:
+		v, err = npyValue[float32](t)
+	case tsrt.Int64:
+		v, err = npyValue[int64](t)
+	case tsrt.Int32:
+		v, err = npyValue[int32](t)
+	case tsrt.Int16:
+		v, err = npyValue[int16](t)
+	case tsrt.Int8:
+		v, err = npyValue[int8](t)
+	case tsrt.Uint8:
+		v, err = npyValue[uint8](t)
+	case tsrt.Uint16:
+		v, err = npyValue[uint16](t)
+	case tsrt.Uint32:
+		v, err = npyValue[uint32](t)
+	case tsrt.Bool:
+		v, err = npyValue[bool](t)
+	default:
+		err = fmt.Errorf("no .npy dtype for %s", t.DType)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := npy.Write(&buf, v); err != nil {
+		return nil, fmt.Errorf("writing .npy: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// npyValue returns t's elements as npy.Write takes a tensor of t's shape:
+// the element itself for a scalar, else slices nested as deep as the
+// shape, the innermost viewing t's data.
+func npyValue[T tsrt.Element](t tsrt.Tensor) (any, error) {
+	vals, err := tsrt.Values[T](t)
+	if err != nil {
+		return nil, err
+	}
+	if len(t.Shape) == 0 {
+		return vals[0], nil
+	}
+	var nest func(v reflect.Value, shape []int64) reflect.Value
+	nest = func(v reflect.Value, shape []int64) reflect.Value {
+		if len(shape) == 1 {
+			return v
+		}
+		inner := int(shape[1])
+		for _, d := range shape[2:] {
+			inner *= int(d)
+		}
+		var rows reflect.Value
+		for i := range int(shape[0]) {
+			row := nest(v.Slice(i*inner, (i+1)*inner), shape[1:])
+			if i == 0 {
+				rows = reflect.MakeSlice(reflect.SliceOf(row.Type()), int(shape[0]), int(shape[0]))
+			}
+			rows.Index(i).Set(row)
+		}
+		return rows
+	}
+	return nest(reflect.ValueOf(vals), t.Shape).Interface(), nil
+}
+
+// convertTensor returns t's values as a tensor of dtype to: integers
+// exactly or an error naming the first that dtype cannot hold; float32
+// values rounded to the nearest integer (fromFloat32).
+func convertTensor(t tsrt.Tensor, to tsrt.DType) (tsrt.Tensor, error) {
+	if t.DType == to {
+		return t, nil
+	}
+	if t.DType == tsrt.Float32 {
+		v, err := tsrt.Values[float32](t)
+		if err != nil {
+			return tsrt.Tensor{}, err
+		}
+		out, err := fromFloat32(to, t.Shape, v)
+		out.Name = t.Name
+		return out, err
+	}
+	v, err := int64sOf(t)
+	if err != nil {
+		return tsrt.Tensor{}, err
+	}
+	var out tsrt.Tensor
+	switch to {
+	case tsrt.Float32:
+		f := make([]float32, len(v))
+		for i, x := range v {
+			if x > graph.MaxExactInt || x < -graph.MaxExactInt {
+				return tsrt.Tensor{}, fmt.Errorf("element %d of %s is %d: the model takes float32, exact only within ±%d", i, t.DType, x, graph.MaxExactInt)
+			}
+			f[i] = float32(x)
+		}
+		out = tsrt.NewTensor(t.Shape, f)
+	case tsrt.Int64:
+		out = tsrt.NewTensor(t.Shape, v)
+	case tsrt.Int32:
+		out, err = narrowed[int32](t, v, to)
+	case tsrt.Int16:
+		out, err = narrowed[int16](t, v, to)
+	case tsrt.Int8:
+		out, err = narrowed[int8](t, v, to)
+	case tsrt.Uint8:
+		out, err = narrowed[uint8](t, v, to)
+	case tsrt.Uint16:
+		out, err = narrowed[uint16](t, v, to)
+	case tsrt.Uint32:
+		out, err = narrowed[uint32](t, v, to)
+	case tsrt.Bool:
+		b := make([]bool, len(v))
+		for i, x := range v {
+			if x != 0 && x != 1 {
+				return tsrt.Tensor{}, fmt.Errorf("element %d of %s is %d: the model takes bool (0 or 1)", i, t.DType, x)
+			}
+			b[i] = x == 1
+		}
+		out = tsrt.NewTensor(t.Shape, b)
+	default:
+		err = fmt.Errorf("%s cannot be given as %s", t.DType, to)
+	}
+	out.Name = t.Name
+	return out, err
+}
+
+// narrowed is v, the values of t, as a tensor of T (of dtype to), or an
+// error naming the first value T cannot hold.
+func narrowed[T int32 | int16 | int8 | uint8 | uint16 | uint32](t tsrt.Tensor, v []int64, to tsrt.DType) (tsrt.Tensor, error) {
+	out := make([]T, len(v))
+	for i, x := range v {
+		out[i] = T(x)
+		if int64(out[i]) != x {
+			return tsrt.Tensor{}, fmt.Errorf("element %d of %s is %d: the model takes %s", i, t.DType, x, to)
+		}
+	}
+	return tsrt.NewTensor(t.Shape, out), nil
+}
+
+// fromFloat32 converts float32 values to a tensor of dtype dt (integers
+// and bool rounded to the nearest, exact within ±2^24, as the kernels
+// compute them).
+func fromFloat32(dt tsrt.DType, shape []int64, v []float32) (tsrt.Tensor, error) {
+	switch dt {
+	case tsrt.Float32:
+		return tsrt.NewTensor(shape, v), nil
+	case tsrt.Int64:
+		return rounded[int64](shape, v), nil
+	case tsrt.Int32:
+		return rounded[int32](shape, v), nil
+	case tsrt.Int16:
+		return rounded[int16](shape, v), nil
+	case tsrt.Int8:
+		return rounded[int8](shape, v), nil
+	case tsrt.Uint8:
+		return rounded[uint8](shape, v), nil
+	case tsrt.Uint16:
+		return rounded[uint16](shape, v), nil
+	case tsrt.Uint32:
+		return rounded[uint32](shape, v), nil
+	case tsrt.Bool:
+		return tsrt.NewTensor(shape, convert(v, func(x float32) bool { return x != 0 })), nil
+	}
+	return tsrt.Tensor{}, fmt.Errorf("dtype %s cannot be given as float32", dt)
+}
+
+// int64sOf returns the values of an integer or bool tensor (bool as 0 and 1).
+func int64sOf(t tsrt.Tensor) ([]int64, error) {
+	switch t.DType {
+	case tsrt.Int64:
+		v, err := tsrt.Values[int64](t)
+		return slices.Clone(v), err
+	case tsrt.Int32:
+		return widened[int32](t)
+	case tsrt.Int16:
+		return widened[int16](t)
+	case tsrt.Int8:
+		return widened[int8](t)
+	case tsrt.Uint8:
+		return widened[uint8](t)
+	case tsrt.Uint16:
+		return widened[uint16](t)
+	case tsrt.Uint32:
+		return widened[uint32](t)
+	case tsrt.Bool:
+		v, err := tsrt.Values[bool](t)
+		return convert(v, func(b bool) int64 {
+			if b {
+				return 1
+			}
+			return 0
+		}), err
+	}
+	return nil, fmt.Errorf("%s is not an integer dtype", t.DType)
+}
+
+func widened[T int32 | int16 | int8 | uint8 | uint16 | uint32](t tsrt.Tensor) ([]int64, error) {
+	v, err := tsrt.Values[T](t)
+	return convert(v, func(x T) int64 { return int64(x) }), err
+}
+
+// float32sOf returns t's values as float32: integers and bools exact
+// within ±graph.MaxExactInt, an error beyond.
+func float32sOf(t tsrt.Tensor) ([]float32, error) {
+	if t.DType == tsrt.Float32 {
+		v, err := tsrt.Values[float32](t)
+		return slices.Clone(v), err
+	}
+	v, err := int64sOf(t)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, len(v))
+	for i, x := range v {
+		if x > graph.MaxExactInt || x < -graph.MaxExactInt {
+			return nil, fmt.Errorf("element %d of %s is %d: float32 is exact only within ±%d", i, t.DType, x, graph.MaxExactInt)
+		}
+		out[i] = float32(x)
+	}
+	return out, nil
+}
+
+// float64sOf returns t's values as float64, to compare them.
+func float64sOf(t tsrt.Tensor) ([]float64, error) {
+	if t.DType == tsrt.Float32 {
+		v, err := tsrt.Values[float32](t)
+		return convert(v, func(x float32) float64 { return float64(x) }), err
+	}
+	v, err := int64sOf(t)
+	return convert(v, func(x int64) float64 { return float64(x) }), err
+}
+
+// fromGraphTensor is a decoded ONNX tensor as a runtime tensor of its dtype.
+func fromGraphTensor(g *graph.Tensor) (tsrt.Tensor, error) {
+	dt, err := tsrt.ParseDType(g.DType.String())
+	if err != nil {
+		return tsrt.Tensor{}, err
+	}
+	shape := shape64(g.Shape)
+	if dt == tsrt.Float32 {
+		return tsrt.NewTensor(shape, g.F32), nil
+	}
+	return convertTensor(tsrt.NewTensor(shape, g.I64), dt)
+}
+
+// graphTensor is t as an ONNX tensor of its dtype.
+func graphTensor(t tsrt.Tensor) (*graph.Tensor, error) {
+	dt, ok := graph.DTypeFromONNX(int32(t.DType))
+	if !ok {
+		return nil, fmt.Errorf("no ONNX tensor of %s", t.DType)
+	}
+	g := &graph.Tensor{DType: dt, Shape: ints(t.Shape)}
+	var err error
+	if dt == graph.Float32 {
+		g.F32, err = float32sOf(t)
+	} else {
+		g.I64, err = int64sOf(t)
+	}
+	return g, err
+}
+
+// floatBytes returns bufs back to back as little-endian float32.
+func floatBytes(bufs ...[]float32) []byte {
+	n := 0
+	for _, b := range bufs {
+		n += 4 * len(b)
+	}
+	out := make([]byte, 0, n)
+	for _, b := range bufs {
+		for _, v := range b {
+			out = binary.LittleEndian.AppendUint32(out, math.Float32bits(v))
+		}
+	}
+	return out
+}
+
+// floatsOf reads little-endian float32s.
+func floatsOf(data []byte) []float32 {
+	out := make([]float32, len(data)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+	}
+	return out
+}
+
+// ints is shape64's inverse.
+func ints(shape []int64) []int {
+	out := make([]int, len(shape))
+	for i, d := range shape {
+		out[i] = int(d)
+	}
+	return out
+}
