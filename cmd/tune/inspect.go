@@ -5,6 +5,11 @@ import (
 	"io"
 	"strings"
 
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/sketch"
+
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/internal/cli"
 	"github.com/tessera-ml/tessera/partition"
@@ -12,7 +17,8 @@ import (
 )
 
 // inspectUsage is the help of the command, before its flags.
-const inspectUsage = "usage: tune inspect model.onnx [--input name=d0,d1,... ...] [--range NAME=lo..hi ...] [--no-pass NAME ...]\n\nflags:\n"
+const inspectUsage = "usage: tune inspect model.onnx [--input name=d0,d1,... ...] [--range NAME=lo..hi ...] [--no-pass NAME ...]\n" +
+	"       tune inspect model.onnx --dag N --dump PASS [--target T] [--cpu NAME]   (PASS: list, lower/NAME, codegen/NAME)\n\nflags:\n"
 
 // runInspect is `tune inspect model.onnx [--input name=dims ...] [--no-pass NAME ...]`:
 // the graph's size before and after the passes, the fused groups and the
@@ -24,6 +30,9 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	maxDepth := fs.Int("max-fuse-depth", partition.DefaultMaxFuseDepth, "largest group fusion may build, in ops")
 	dag := fs.Int("dag", -1, "print the compute DAG of task `N` (with --range: its form over the ranges)")
 	asJSON := fs.Bool("json", false, "print it all as one JSON document (notes go to stderr)")
+	dump := fs.String("dump", "", "with --dag N: print the kernel of task N's default schedule as it is after `PASS` (lower/NAME or codegen/NAME; list: the passes)")
+	tgName := fs.String("target", "cpu", "with --dump: the target whose passes run: "+strings.Join(backend.Names, ", "))
+	cpu := fs.String("cpu", backend.DefaultCPU(), "with --dump: "+cpuFlagHelp)
 	cli.SetUsage(fs, inspectUsage)
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
@@ -81,11 +90,17 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		_, err = io.WriteString(stdout, cli.PrintableLines(b.String()))
 		return err
 	}
+	if *dump != "" && len(mf.ranges) > 0 {
+		return fmt.Errorf("--dump takes a model of static shapes (not --range)")
+	}
 	m, p, err := tuning.LoadModel(pos[0], mf.loadOptions(), partition.Options{MaxFuseDepth: *maxDepth, Alternatives: mf.winograd})
 	if err != nil {
 		return err
 	}
 	cli.Notes(stderr, "tune inspect", m.Notes)
+	if *dump != "" {
+		return dumpPass(stdout, p, *dag, *dump, *tgName, *cpu)
+	}
 	if *asJSON {
 		plan, err := partition.Report(m.Graph, p, *groups, *dag)
 		if err != nil {
@@ -122,4 +137,32 @@ type rangeTuning struct {
 	Yes    bool     `json:"yes"`
 	How    []string `json:"how,omitempty"`
 	Why    string   `json:"why,omitempty"`
+}
+
+// dumpPass prints the kernel of task n's default schedule on the target as
+// it is after pass (backend.Target.Dump), or, for pass "list", the passes.
+func dumpPass(w io.Writer, p *partition.Plan, n int, pass, target, cpu string) error {
+	tg, err := backend.New(backend.Config{Name: target, CPU: cpu, Host: &measure.Builder{}})
+	if err != nil {
+		return err
+	}
+	defer tg.Close()
+	if pass == "list" {
+		_, err := fmt.Fprintln(w, strings.Join(tg.Passes(), "\n"))
+		return err
+	}
+	if n < 0 || n >= len(p.Tasks) {
+		return fmt.Errorf("--dump needs --dag N, a task of the model's %d", len(p.Tasks))
+	}
+	t := p.Tasks[n]
+	s, rule, err := sketch.Default(schedule.NewState(t.DAG), tg.Sketch)
+	if err != nil {
+		return fmt.Errorf("task %d (%s): %w", n, t.Ops(), err)
+	}
+	out, err := tg.Dump(s, fmt.Sprintf("task%d", n), pass)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "# task %d (%s), %s, default schedule (%s), after %s\n%s", n, t.Ops(), tg.Key(), rule, pass, out)
+	return err
 }
