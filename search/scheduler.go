@@ -49,8 +49,8 @@ type TaskProgress struct {
 	History []float64 // best latency (seconds) after each of its rounds; +Inf while none is valid
 	Dead    bool      // no valid schedule, or stopped early: never picked
 	// Rivals are the indices of the tasks that compute the same groups by
-	// another algorithm (partition.Plan.Rivals): the model runs whichever
-	// is fastest, so only the fastest counts in the objective.
+	// another algorithm (Task.Rivals): the model runs whichever is
+	// fastest, so only the fastest counts in the objective.
 	Rivals []int
 	// Group names the tasks that compute alike (the same fused ops), whose
 	// throughputs bound each other's forward estimate.

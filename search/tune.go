@@ -7,15 +7,32 @@ import (
 	"math"
 
 	"github.com/tessera-ml/tessera/measure"
-	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/te"
 )
+
+// Task is a workload the tuning loop tunes: what the search and the task
+// scheduler read of it. Package partition extracts a model's tasks;
+// package tuning hands them to Tune as Tasks.
+type Task struct {
+	Key    string  // workload key: prior measurements, seeds and emphasis are by it
+	DAG    *te.DAG // what is scheduled; its FLOPs bound the task scheduler's estimates
+	Weight int     // how often one inference runs it
+	// Group names the tasks that compute alike (the same fused ops),
+	// whose throughputs bound each other's forward estimate
+	// (TaskProgress.Group).
+	Group string
+	// Rivals are the tasks that compute the same groups by another
+	// algorithm: the model runs whichever is fastest. A rival left out of
+	// the run is no rival.
+	Rivals []*Task
+}
 
 // Log keeps every measured batch; the tuning loop commits each batch
 // before it starts the next round, so an interrupted run loses at most the
 // batch in flight. cmd/tune backs it with the records store.
 type Log interface {
-	Commit(task *partition.Task, batch []Measured) error
+	Commit(task *Task, batch []Measured) error
 }
 
 // TuneOptions configure a tuning run.
@@ -43,8 +60,8 @@ type TuneOptions struct {
 	// lowers (by task key; 1 where absent): how much the shapes it serves
 	// matter (tune --weights).
 	Emphasis map[string]float64
-	// Progress, if set, is called after every round.
-	Progress func(Progress)
+	// Progress callbacks are called after every round.
+	Progress []func(Progress)
 }
 
 // Progress is the state of a tuning run after a round.
@@ -58,7 +75,7 @@ type Progress struct {
 
 // TaskSummary is the outcome of one task.
 type TaskSummary struct {
-	Task      *partition.Task
+	Task      *Task
 	Trials    int // measured in this run
 	Prior     int // measured in earlier runs
 	Best      float64
@@ -92,7 +109,7 @@ type Summary struct {
 // shared cost model learns — until opts.Trials measurements or ctx ends.
 // prior holds, per task key, what earlier runs measured: never measured
 // again, it seeds each policy and counts as the task's warm-up.
-func Tune(ctx context.Context, tasks []*partition.Task, prior map[string][]Measured, model CostModel, m Measurer, log Log, opts TuneOptions) (Summary, error) {
+func Tune(ctx context.Context, tasks []*Task, prior map[string][]Measured, model CostModel, m Measurer, log Log, opts TuneOptions) (Summary, error) {
 	if err := CheckStrategy(opts.Scheduler.Strategy); err != nil {
 		return Summary{}, err
 	}
@@ -109,7 +126,7 @@ func Tune(ctx context.Context, tasks []*partition.Task, prior map[string][]Measu
 	sums := make([]TaskSummary, len(tasks))
 	streak := make([]int, len(tasks))
 	var sum Summary
-	index := map[*partition.Task]int{}
+	index := map[*Task]int{}
 	for i, t := range tasks {
 		index[t] = i
 	}
@@ -126,7 +143,7 @@ func Tune(ctx context.Context, tasks []*partition.Task, prior map[string][]Measu
 		if e, ok := opts.Emphasis[t.Key]; ok {
 			w *= e
 		}
-		progress[i] = &TaskProgress{Weight: w, FLOPs: t.DAG.FLOPs(), Rivals: rivalIndices(t, index), Group: t.Ops()}
+		progress[i] = &TaskProgress{Weight: w, FLOPs: t.DAG.FLOPs(), Rivals: rivalIndices(t, index), Group: t.Group}
 		sums[i] = TaskSummary{Task: t, Best: math.Inf(1)}
 		if pr := prior[t.Key]; len(pr) > 0 {
 			p.AddMeasured(pr)
@@ -204,9 +221,12 @@ func Tune(ctx context.Context, tasks []*partition.Task, prior map[string][]Measu
 		for _, b := range DecideRivals(progress, opts.RivalLead) {
 			sums[b].Beaten = true
 		}
-		if opts.Progress != nil {
+		if len(opts.Progress) > 0 {
 			obj, complete := Objective(progress)
-			opts.Progress(Progress{Trials: sum.Trials, Total: opts.Trials, Task: i, Objective: obj, Complete: complete, Tasks: progress})
+			p := Progress{Trials: sum.Trials, Total: opts.Trials, Task: i, Objective: obj, Complete: complete, Tasks: progress}
+			for _, f := range opts.Progress {
+				f(p)
+			}
 		}
 	}
 	return finish(sum, sums, policies, progress), ctx.Err()
@@ -214,7 +234,7 @@ func Tune(ctx context.Context, tasks []*partition.Task, prior map[string][]Measu
 
 // rivalIndices returns the positions of t's rivals among the tasks tuned
 // (a rival left out of the run is no rival).
-func rivalIndices(t *partition.Task, index map[*partition.Task]int) []int {
+func rivalIndices(t *Task, index map[*Task]int) []int {
 	var out []int
 	for _, r := range t.Rivals {
 		if j, ok := index[r]; ok {

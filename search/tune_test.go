@@ -11,7 +11,6 @@ import (
 
 	"github.com/tessera-ml/tessera/backend"
 	"github.com/tessera-ml/tessera/measure"
-	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/schedule"
 	"github.com/tessera-ml/tessera/sketch"
 	"github.com/tessera-ml/tessera/te/tetest"
@@ -22,7 +21,7 @@ type memLog struct {
 	n       int
 }
 
-func (l *memLog) Commit(t *partition.Task, b []Measured) error {
+func (l *memLog) Commit(t *Task, b []Measured) error {
 	if l.batches == nil {
 		l.batches = map[string][]Measured{}
 	}
@@ -32,10 +31,10 @@ func (l *memLog) Commit(t *partition.Task, b []Measured) error {
 }
 
 func TestTuneAndResume(t *testing.T) {
-	var tasks []*partition.Task
+	var tasks []*Task
 	for _, name := range []string{"matmul_bias_relu", "softmax"} {
 		d := tetest.DAGs()[name]
-		tasks = append(tasks, &partition.Task{Key: d.WorkloadKey(), DAG: d, Weight: 2})
+		tasks = append(tasks, &Task{Key: d.WorkloadKey(), DAG: d, Weight: 2})
 	}
 	b := &measure.Builder{CacheDir: t.TempDir()}
 	m := backend.CPU(backend.CPUConfig{Threads: 1, Builder: b, Run: measure.RunOptions{Repeat: 1, MinRepeatMs: 1}}).Measurer(true)
@@ -48,7 +47,7 @@ func TestTuneAndResume(t *testing.T) {
 	opts := TuneOptions{Trials: 20, PerRound: 5, Search: DefaultOptions(tg), Scheduler: DefaultSchedulerOptions()}
 	opts.Search.Population, opts.Search.Generations = 48, 1
 	rounds := 0
-	opts.Progress = func(p Progress) { rounds++ }
+	opts.Progress = append(opts.Progress, func(p Progress) { rounds++ })
 	log := &memLog{}
 	model := &randomModel{rng: rand.New(rand.NewPCG(2, 2))}
 	sum, err := Tune(context.Background(), tasks, nil, model, m, log, opts)
@@ -113,7 +112,7 @@ func (m *failingMeasurer) Measure(_ context.Context, in []measure.Input) ([]meas
 // committed as failures, and the task is not set aside.
 func TestTuneStopsOnInfrastructureError(t *testing.T) {
 	d := tetest.DAGs()["matmul_bias_relu"]
-	tasks := []*partition.Task{{Key: d.WorkloadKey(), DAG: d, Weight: 1}}
+	tasks := []*Task{{Key: d.WorkloadKey(), DAG: d, Weight: 1}}
 	opts := TuneOptions{Trials: 20, PerRound: 5, Search: DefaultOptions(testTarget()), Scheduler: DefaultSchedulerOptions()}
 	opts.Search.Population, opts.Search.Generations = 48, 1
 	log := &memLog{}
@@ -151,10 +150,10 @@ func (f *fakeMeasurer) Measure(ctx context.Context, in []measure.Input) ([]measu
 // (the last tasks got nothing: ResNet-50's classifier had no schedule after
 // a 2,000-trial run whose budget earlier runs had mostly used).
 func TestTuneSmallBudgetMeasuresEveryTask(t *testing.T) {
-	var tasks []*partition.Task
+	var tasks []*Task
 	for _, name := range []string{"matmul_bias_relu", "relu", "softmax", "conv_bias_relu", "layernorm"} {
 		d := tetest.DAGs()[name]
-		tasks = append(tasks, &partition.Task{Key: d.WorkloadKey(), DAG: d, Weight: 1})
+		tasks = append(tasks, &Task{Key: d.WorkloadKey(), DAG: d, Weight: 1})
 	}
 	opts := TuneOptions{Trials: 12, PerRound: 8, Search: DefaultOptions(testTarget()), Scheduler: DefaultSchedulerOptions()}
 	opts.Search.Population, opts.Search.Generations = 32, 1
@@ -184,11 +183,11 @@ func TestTuneExhaustedTask(t *testing.T) {
 	opts.Search.Population, opts.Search.Generations = 64, 2
 	for _, c := range []struct {
 		name   string
-		tasks  []*partition.Task
+		tasks  []*Task
 		trials func(int) bool
 	}{
-		{"alone", []*partition.Task{{Key: relu.WorkloadKey(), DAG: relu, Weight: 1}}, func(n int) bool { return n > 0 && n < 40 }},
-		{"beside another", []*partition.Task{{Key: relu.WorkloadKey(), DAG: relu, Weight: 1}, {Key: mm.WorkloadKey(), DAG: mm, Weight: 1}}, func(n int) bool { return n == 40 }},
+		{"alone", []*Task{{Key: relu.WorkloadKey(), DAG: relu, Weight: 1}}, func(n int) bool { return n > 0 && n < 40 }},
+		{"beside another", []*Task{{Key: relu.WorkloadKey(), DAG: relu, Weight: 1}, {Key: mm.WorkloadKey(), DAG: mm, Weight: 1}}, func(n int) bool { return n == 40 }},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		log := &memLog{}
@@ -223,10 +222,10 @@ func TestTuneExhaustedTask(t *testing.T) {
 // for a task is what the first batch measures when the model ranks it
 // first.
 func TestTuneWarmUpAndSeeds(t *testing.T) {
-	var tasks []*partition.Task
+	var tasks []*Task
 	for _, name := range []string{"matmul_bias_relu", "softmax", "conv_bias_relu"} {
 		d := tetest.DAGs()[name]
-		tasks = append(tasks, &partition.Task{Key: d.WorkloadKey(), DAG: d, Weight: 1})
+		tasks = append(tasks, &Task{Key: d.WorkloadKey(), DAG: d, Weight: 1})
 	}
 	tg := testTarget()
 	sk, err := sketch.Generate(schedule.NewState(tasks[0].DAG), tg.Sketch)
@@ -266,11 +265,11 @@ func TestTuneWarmUpAndSeeds(t *testing.T) {
 	opts.Seeds = map[string][]*schedule.State{tasks[0].Key: {seed}}
 	var firsts []int
 	log := &memLog{}
-	opts.Progress = func(p Progress) {
+	opts.Progress = []func(Progress){func(p Progress) {
 		if len(firsts) < 3 {
 			firsts = append(firsts, log.n)
 		}
-	}
+	}}
 	model := &keyModel{favour: seedFeats}
 	sum, err := Tune(context.Background(), tasks, nil, model, &fakeMeasurer{}, log, opts)
 	if err != nil {
@@ -311,22 +310,22 @@ func (m *keyModel) Update(string, [][][]float32, []float64) error { return nil }
 // in the objective, so the scheduler gives it the trials after the
 // warm-up; swapped, the other task gets them.
 func TestTuneEmphasis(t *testing.T) {
-	var tasks []*partition.Task
+	var tasks []*Task
 	for _, name := range []string{"matmul_bias_relu", "softmax"} {
 		d := tetest.DAGs()[name]
-		tasks = append(tasks, &partition.Task{Key: d.WorkloadKey(), DAG: d, Weight: 1})
+		tasks = append(tasks, &Task{Key: d.WorkloadKey(), DAG: d, Weight: 1})
 	}
 	for favored := range tasks {
 		opts := TuneOptions{Trials: 48, PerRound: 8, Search: DefaultOptions(testTarget()), Scheduler: DefaultSchedulerOptions(),
 			Emphasis: map[string]float64{tasks[favored].Key: 20}}
 		opts.Search.Population, opts.Search.Generations = 32, 1
 		var weights []float64
-		opts.Progress = func(p Progress) {
+		opts.Progress = []func(Progress){func(p Progress) {
 			weights = weights[:0]
 			for _, tp := range p.Tasks {
 				weights = append(weights, tp.Weight)
 			}
-		}
+		}}
 		sum, err := Tune(context.Background(), tasks, nil, &randomModel{rng: rand.New(rand.NewPCG(7, 7))}, &fakeMeasurer{}, &memLog{}, opts)
 		if err != nil {
 			t.Fatal(err)

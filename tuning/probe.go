@@ -186,7 +186,7 @@ func Probe(ctx context.Context, store *records.Store, dp *partition.DimPlan, tar
 					sum.Failed++
 				}
 			}
-			if err := log.Commit(task, batch); err != nil {
+			if err := log.add(task.Key, batch); err != nil {
 				return sum, err
 			}
 		}

@@ -39,7 +39,7 @@ func Estimate(objective float64, complete bool) string {
 func WriteSummary(w io.Writer, sum search.Summary) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "task\tkey\tweight\ttrials\tbest ms\tGFLOP/s\tshare\t")
-	bests := map[*partition.Task]float64{}
+	bests := map[*search.Task]float64{}
 	for _, t := range sum.Tasks {
 		bests[t.Task] = t.Best
 	}
@@ -80,7 +80,7 @@ func WriteSummary(w io.Writer, sum search.Summary) {
 // beaten says whether a rival of the task (another algorithm of its
 // groups) is faster: the model runs the rival, and the task has no share
 // of the estimate.
-func beaten(t search.TaskSummary, bests map[*partition.Task]float64) bool {
+func beaten(t search.TaskSummary, bests map[*search.Task]float64) bool {
 	for _, r := range t.Task.Rivals {
 		if b, ok := bests[r]; ok && b < t.Best {
 			return true

@@ -159,6 +159,25 @@ func TaskInfo(t *partition.Task) records.TaskInfo {
 	return records.TaskInfo{Key: t.Key, DAG: t.DAG.CanonicalString(), FLOPs: t.FLOPs, Weight: t.Weight, Codec: codec}
 }
 
+// searchTasks returns the tasks as package search tunes them, in the same
+// order, each rival among them.
+func searchTasks(tasks []*partition.Task) []*search.Task {
+	out := make([]*search.Task, len(tasks))
+	index := make(map[*partition.Task]*search.Task, len(tasks))
+	for i, t := range tasks {
+		out[i] = &search.Task{Key: t.Key, DAG: t.DAG, Weight: t.Weight, Group: t.Ops()}
+		index[t] = out[i]
+	}
+	for i, t := range tasks {
+		for _, r := range t.Rivals {
+			if sr, ok := index[r]; ok {
+				out[i].Rivals = append(out[i].Rivals, sr)
+			}
+		}
+	}
+	return out
+}
+
 // ToGo returns the measurements this run will make: the budget less what
 // earlier runs measured.
 func (s *Session) ToGo() int { return max(s.opts.Trials-s.Done, 0) }
@@ -182,14 +201,10 @@ func (s *Session) Run(ctx context.Context) (search.Summary, error) {
 		RivalLead: o.RivalLead,
 		Seeds:     s.Seeds,
 		Emphasis:  o.Emphasis,
-		Progress: func(p search.Progress) {
-			for _, f := range o.Progress {
-				f(p)
-			}
-		},
+		Progress:  o.Progress,
 	}
 	log := &callbacks{store: &StoreLog{Store: s.Store, Target: s.Target, Version: o.Version}, more: o.Measured}
-	sum, err := search.Tune(ctx, s.Tasks, s.Prior, s.Model, s.measurer, log, opts)
+	sum, err := search.Tune(ctx, searchTasks(s.Tasks), s.Prior, s.Model, s.measurer, log, opts)
 	sum.Prior = s.Done // measurements, where Tune counts the schedules it was given
 	if serr := s.saveModel(); serr != nil && err == nil {
 		err = serr
@@ -220,10 +235,16 @@ type StoreLog struct {
 }
 
 // Commit adds the batch's records to the store in one transaction.
-func (l *StoreLog) Commit(t *partition.Task, batch []search.Measured) error {
+func (l *StoreLog) Commit(t *search.Task, batch []search.Measured) error {
+	return l.add(t.Key, batch)
+}
+
+// add adds the batch's records of the workload to the store in one
+// transaction.
+func (l *StoreLog) add(workload string, batch []search.Measured) error {
 	recs := make([]records.Record, 0, len(batch))
 	for _, m := range batch {
-		r, err := records.New(t.Key, l.Target, m.State.Steps, m.Result, l.Version)
+		r, err := records.New(workload, l.Target, m.State.Steps, m.Result, l.Version)
 		if err != nil {
 			return err
 		}
@@ -238,7 +259,7 @@ type callbacks struct {
 	more  []search.Log
 }
 
-func (c *callbacks) Commit(t *partition.Task, batch []search.Measured) error {
+func (c *callbacks) Commit(t *search.Task, batch []search.Measured) error {
 	if err := c.store.Commit(t, batch); err != nil {
 		return err
 	}
