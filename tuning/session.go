@@ -27,31 +27,22 @@ import (
 
 // Options configure a session. DefaultOptions gives what `tune` uses.
 type Options struct {
-	Trials    int // measurements of the tasks on the target, earlier runs' included
-	PerRound  int // measurements per round after the warm-up
-	Search    search.Options
-	Scheduler search.SchedulerOptions
-	// WarmUp is the size of every task's first batch (search.TuneOptions);
-	// 0 gives PerRound, Ansor's warm-up.
-	WarmUp int
-	// RivalLead sets aside a task whose rival algorithm is faster by this
-	// factor (0: never).
-	RivalLead float64
+	// TuneOptions are the search's, with two differences: Trials counts
+	// the measurements earlier runs made of the tasks on the target too
+	// (Run gives the search what is left), and the session's own Seeds,
+	// those of Transfer, replace any given. A WarmUp of 0 gives PerRound,
+	// Ansor's warm-up.
+	search.TuneOptions
 	// Pretrained is the cost model the session starts from (nil: cold,
 	// random predictions until the run's own records train one).
 	Pretrained *costmodel.Model
 	// Transfer is how many of the best states of each of the most similar
 	// measured workloads seed a task that has no records (0: none).
 	Transfer int
-	// Emphasis scales tasks' weights in the task scheduler's objective
-	// (search.TuneOptions).
-	Emphasis map[string]float64
 	// CostModel configures the trainer of the session's model.
 	CostModel costmodel.Params
 	// Version is written into every record.
 	Version string
-	// Progress callbacks are called after every round.
-	Progress []func(search.Progress)
 	// Measured callbacks get every measured batch after the store has
 	// committed it.
 	Measured []search.Log
@@ -63,12 +54,14 @@ type Options struct {
 // the most similar workloads.
 func DefaultOptions(so search.Options) Options {
 	return Options{
-		Trials:    1000,
-		PerRound:  so.MeasurePerRound,
-		Search:    so,
-		Scheduler: search.DefaultSchedulerOptions(),
-		WarmUp:    DefaultWarmUp,
-		RivalLead: 1.5,
+		TuneOptions: search.TuneOptions{
+			Trials:    1000,
+			PerRound:  so.MeasurePerRound,
+			Search:    so,
+			Scheduler: search.DefaultSchedulerOptions(),
+			WarmUp:    DefaultWarmUp,
+			RivalLead: 1.5,
+		},
 		Transfer:  8,
 		CostModel: costmodel.DefaultParams(),
 		Version:   "tessera-dev",
@@ -192,17 +185,8 @@ func (s *Session) Limit(n int) { s.opts.Trials = s.Done + max(n, 0) }
 // Prior counts the measurements of earlier runs.
 func (s *Session) Run(ctx context.Context) (search.Summary, error) {
 	o := s.opts
-	opts := search.TuneOptions{
-		Trials:    s.ToGo(),
-		PerRound:  o.PerRound,
-		Search:    o.Search,
-		Scheduler: o.Scheduler,
-		WarmUp:    o.WarmUp,
-		RivalLead: o.RivalLead,
-		Seeds:     s.Seeds,
-		Emphasis:  o.Emphasis,
-		Progress:  o.Progress,
-	}
+	opts := o.TuneOptions
+	opts.Trials, opts.Seeds = s.ToGo(), s.Seeds
 	log := &callbacks{store: &StoreLog{Store: s.Store, Target: s.Target, Version: o.Version}, more: o.Measured}
 	sum, err := search.Tune(ctx, searchTasks(s.Tasks), s.Prior, s.Model, s.measurer, log, opts)
 	sum.Prior = s.Done // measurements, where Tune counts the schedules it was given
