@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tessera-ml/tessera/backend"
 	"github.com/tessera-ml/tessera/costmodel"
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/modelgen"
@@ -78,7 +79,8 @@ func Pretrain(opts PretrainOptions) (*costmodel.Model, PretrainReport, error) {
 	if err != nil {
 		return nil, rep, err
 	}
-	data, drep, err := dataset.Load(dataset.Options{DBs: opts.DBs, DAGs: dags})
+	data := &costmodel.Dataset{}
+	drep, err := dataset.Load(dataset.Options{DBs: opts.DBs, DAGs: dags, Features: backend.FeaturesOf}, data)
 	rep.Data = drep
 	if err != nil {
 		return nil, rep, err

@@ -34,7 +34,8 @@ func heldOut(dbs, models []string, seen int, pretrainedFile string) error {
 	if err != nil {
 		return err
 	}
-	data, rep, err := dataset.Load(dataset.Options{DBs: dbs, DAGs: dags})
+	data := &costmodel.Dataset{}
+	rep, err := dataset.Load(dataset.Options{DBs: dbs, DAGs: dags, Features: backend.FeaturesOf}, data)
 	if err != nil {
 		return err
 	}

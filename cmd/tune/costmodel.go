@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/tessera-ml/tessera/backend"
 	"github.com/tessera-ml/tessera/costmodel"
 	"github.com/tessera-ml/tessera/internal/cli"
 	"github.com/tessera-ml/tessera/measure"
@@ -157,11 +158,12 @@ func (c *costModelFlags) load(stdout io.Writer) (*costmodel.Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := dataset.Options{DBs: c.dbs, Target: c.target, DAGs: dags}
+	opts := dataset.Options{DBs: c.dbs, Target: c.target, DAGs: dags, Features: backend.FeaturesOf}
 	if len(opts.DBs) == 0 {
 		opts.DBs = []string{"tuning.db"}
 	}
-	data, rep, err := dataset.Load(opts)
+	data := &costmodel.Dataset{}
+	rep, err := dataset.Load(opts, data)
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,12 @@
 // Package dataset makes the datasets cost models learn from and are
 // evaluated on out of records databases: Load replays every successful
 // record of a known workload on its DAG, lowers it for the target it was
-// measured on and extracts its features (target.FeaturesOf) into a
-// costmodel.Dataset whose tasks are (workload, target) pairs. Its Report
-// says what was left out and why.
+// measured on and extracts its features (Options.Features: the targets'
+// backend.FeaturesOf) into a Sink (a costmodel.Dataset) whose tasks are
+// (workload, target) pairs. Its Report says what was left out and why.
+//
+// The package knows records, not the targets that featurize them nor the
+// learner that consumes the programs: both are handed to Load.
 package dataset
 
 import (
@@ -12,8 +15,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tessera-ml/tessera/backend"
-	"github.com/tessera-ml/tessera/costmodel"
 	"github.com/tessera-ml/tessera/records"
 	"github.com/tessera-ml/tessera/te"
 )
@@ -25,6 +26,17 @@ type Options struct {
 	// Target keeps only the records of one target: its key, or a part
 	// of it that names one (records.MatchTarget); "" keeps every target.
 	Target string
+	// Features turns a state into program features as the target a
+	// records key names lowers it (backend.FeaturesOf). Without it every
+	// record counts as stale.
+	Features records.Featurizer
+}
+
+// Sink receives a dataset's programs, in order: one per record, its
+// task ("workload @ target"), its feature rows and its measured cost in
+// seconds. A *costmodel.Dataset is one.
+type Sink interface {
+	Add(task string, rows [][]float32, cost float64)
 }
 
 // Report says what a dataset was made of and what was left out.
@@ -59,18 +71,18 @@ func (r Report) String() string {
 }
 
 // Load reads the records of the databases, replays the successful ones of
-// known workloads, and extracts their features into a dataset, in the
-// order of the records.
-func Load(opts Options) (*costmodel.Dataset, Report, error) {
+// known workloads, and adds their features to into, in the order of the
+// records. It is an error when no record makes a program.
+func Load(opts Options, into Sink) (Report, error) {
 	rep := Report{DBs: opts.DBs}
 	recs, targets, err := readAll(opts.DBs)
 	if err != nil {
-		return nil, rep, err
+		return rep, err
 	}
 	want := ""
 	if opts.Target != "" {
 		if want, err = records.MatchTarget(targets, opts.Target, strings.Join(opts.DBs, ", ")); err != nil {
-			return nil, rep, err
+			return rep, err
 		}
 	}
 	unknown := map[string]bool{}
@@ -89,11 +101,11 @@ func Load(opts Options) (*costmodel.Dataset, Report, error) {
 		}
 	}
 	rep.UnknownKeys = len(unknown)
-	data := extract(use, opts.DAGs, &rep)
-	if data.Len() == 0 {
-		return nil, rep, fmt.Errorf("no successful record of the models' tasks (%s)", rep)
+	extract(use, opts.DAGs, opts.Features, into, &rep)
+	if rep.Records == 0 {
+		return rep, fmt.Errorf("no successful record of the models' tasks (%s)", rep)
 	}
-	return data, rep, nil
+	return rep, nil
 }
 
 // readAll returns every record of the databases and their target keys,
@@ -123,23 +135,19 @@ func readAll(dbs []string) ([]records.Record, []string, error) {
 }
 
 // extract replays each record on its task's DAG, lowers it for the target
-// it was measured on and adds its features to a dataset; a record whose
-// steps no longer apply or lower, or of an unknown target, is counted
-// stale.
-func extract(recs []records.Record, dags map[string]*te.DAG, rep *Report) *costmodel.Dataset {
-	data := &costmodel.Dataset{}
-	targets := map[string]bool{}
-	for _, r := range records.Replay(recs, dags, backend.FeaturesOf) {
+// it was measured on and adds its features to into; a record whose steps
+// no longer apply or lower, or of an unknown target, is counted stale.
+func extract(recs []records.Record, dags map[string]*te.DAG, features records.Featurizer, into Sink, rep *Report) {
+	tasks, targets := map[string]bool{}, map[string]bool{}
+	for _, r := range records.Replay(recs, dags, features) {
 		if r.Features == nil {
 			rep.Stale++
 			continue
 		}
-		data.Add(r.Record.WorkloadKey+" @ "+r.Record.Target, r.Features, r.Record.Cost())
-		targets[r.Record.Target] = true
+		task := r.Record.WorkloadKey + " @ " + r.Record.Target
+		into.Add(task, r.Features, r.Record.Cost())
+		rep.Records++
+		tasks[task], targets[r.Record.Target] = true, true
 	}
-	rep.Records, rep.Targets = data.Len(), len(targets)
-	for _, id := range data.TaskIDs() {
-		rep.Tasks = max(rep.Tasks, id+1)
-	}
-	return data
+	rep.Tasks, rep.Targets = len(tasks), len(targets)
 }
