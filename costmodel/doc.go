@@ -16,9 +16,9 @@
 // (lightgbm.go), Model.Predict and RandomModel behind the Predictor
 // interface, TrainOrRandom (predict.go), PairwiseAccuracy, TopKScore,
 // TopKRecall and Evaluate, and TenSet's per-task figures PeakScore,
-// TaskPairwiseAccuracy and EvaluateTenSet (metrics.go), and XGBoostPredict /
-// XGBoostPairwise (xgbcompare.go) to measure the trainer against Debian's
-// xgboost CLI on the same data.
+// TaskPairwiseAccuracy and EvaluateTenSet (metrics.go). The trainer's
+// yardstick, Debian's xgboost CLI on the same data, is a benchmark's
+// (bench/internal/xgboost).
 //
 // The Hardware is the machine the program is compiled for (the cpu target's
 // vector width and registers): the same program spills on 16 registers and

@@ -354,6 +354,16 @@ func TrainFrom(base *Model, data *Dataset, params Params) (*Model, error) {
 	return model, model.buildEnsemble()
 }
 
+// ValidationSplit marks the programs of a dataset of n that Train holds
+// out for early stopping under params (their ValidFraction and Seed), so
+// that another trainer measured against this one (bench/internal/xgboost)
+// stops on the same programs. any is false where Train holds out none:
+// fewer than 500 programs, or a negative ValidFraction.
+func ValidationSplit(n int, params Params) (isValid []bool, any bool) {
+	p := params.withDefaults()
+	return validationSplit(n, minValidPrograms, p.ValidFraction, p.Seed)
+}
+
 // validationSplit marks the programs held out for early stopping: a
 // seeded random fraction of them, or none when there are fewer than
 // minValidPrograms (or frac <= 0).

@@ -38,6 +38,7 @@ import (
 
 	"github.com/tessera-ml/tessera/backend"
 	"github.com/tessera-ml/tessera/bench/internal/benchutil"
+	"github.com/tessera-ml/tessera/bench/internal/xgboost"
 	"github.com/tessera-ml/tessera/costmodel"
 	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/records"
@@ -338,7 +339,7 @@ func pairwise(data *costmodel.Dataset, seed uint64) (ours, xgb float64, err erro
 		return 0, 0, err
 	}
 	ours = costmodel.PairwiseAccuracy(m.Predict(test.Programs()), test.Labels(), test.TaskIDs())
-	xgb, err = costmodel.XGBoostPairwise(train, test)
+	xgb, err = xgboost.Pairwise(train, test)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "xgboost:", err)
 		xgb = math.NaN()

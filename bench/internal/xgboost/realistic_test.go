@@ -1,4 +1,4 @@
-package costmodel_test
+package xgboost_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/bench/internal/xgboost"
 	"github.com/tessera-ml/tessera/costmodel"
 	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/schedule"
@@ -24,8 +25,8 @@ import (
 	"github.com/tessera-ml/tessera/tir"
 )
 
-// TestRealisticMatmul is the end-to-end check of the cost model on real
-// measurements: random schedules of a small matmul are compiled and timed,
+// TestRealisticMatmul is the end-to-end check of the cost model
+// (costmodel.Train) on real measurements, against XGBoost: random schedules of a small matmul are compiled and timed,
 // the model trains on 80% of them and ranks the other 20%, next to XGBoost
 // trained on the same features and labels. It takes minutes (a compiler and
 // a quiet machine are needed), so it runs only with TESSERA_REALISTIC=1;
@@ -77,8 +78,8 @@ func TestRealisticMatmul(t *testing.T) {
 			if !hasXGB {
 				break
 			}
-			s, info, err := costmodel.XGBoostPredict(context.Background(), train, test, costmodel.XGBoostOptions{Objective: obj, Seed: seed})
-			if errors.Is(err, costmodel.ErrNoXGBoost) {
+			s, info, err := xgboost.Predict(context.Background(), train, test, xgboost.Options{Objective: obj, Seed: seed})
+			if errors.Is(err, xgboost.ErrNotInstalled) {
 				hasXGB = false
 				break
 			}

@@ -1,4 +1,9 @@
-package costmodel
+// Package xgboost is the yardstick of the cost model's trainer: XGBoost
+// (Debian package xgboost, its command-line tool) trained on the same
+// programs and labels as costmodel.Train, for bench/search and the
+// realistic comparison in its tests. Predict is the entry point; Pairwise
+// is the figure bench/search prints.
+package xgboost
 
 import (
 	"bufio"
@@ -14,10 +19,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tessera-ml/tessera/costmodel"
 )
 
-// The yardstick for the trainer: XGBoost (Debian package xgboost, its
-// command-line tool) trained on the same programs and labels.
+// How Predict runs XGBoost:
 //
 //	train ──split (same seeded split as Train)──▶ fit / valid programs
 //	each program ──sum of its rows──▶ one dense LibSVM line
@@ -34,9 +40,9 @@ import (
 // program as the sum of its rows instead. Every feature is written, zeros
 // included, so that no value reads as missing.
 
-// XGBoostOptions configures XGBoostPredict. Zero fields take the defaults,
+// Options configure Predict. Zero fields take the defaults,
 // which match Train's (Ansor's XGBoost settings).
-type XGBoostOptions struct {
+type Options struct {
 	Binary         string  // the CLI; default "xgboost"
 	Objective      string  // "reg:squarederror" (default) or "rank:pairwise"
 	MaxDepth       int     // default 10
@@ -54,7 +60,7 @@ type XGBoostOptions struct {
 	Dir            string // working directory; default a fresh temporary one, removed afterwards
 }
 
-func (o XGBoostOptions) withDefaults() XGBoostOptions {
+func (o Options) withDefaults() Options {
 	if o.Binary == "" {
 		o.Binary = "xgboost"
 	}
@@ -94,32 +100,32 @@ func (o XGBoostOptions) withDefaults() XGBoostOptions {
 	return o
 }
 
-// XGBoostInfo reports an XGBoostPredict run.
-type XGBoostInfo struct {
+// Info reports a Predict run.
+type Info struct {
 	Trees     int           // trees used for the test predictions
 	ValidAcc  float64       // validation pairwise accuracy at that count (NaN without validation)
 	TrainTime time.Duration // the xgboost training run
 	Total     time.Duration
 }
 
-// ErrNoXGBoost is returned when the xgboost binary is not installed.
-var ErrNoXGBoost = errors.New("costmodel: xgboost CLI not found (Debian: apt-get install xgboost)")
+// ErrNotInstalled is returned when the xgboost binary is not installed.
+var ErrNotInstalled = errors.New("xgboost: the CLI is not installed (Debian: apt-get install xgboost)")
 
-// XGBoostPredict trains XGBoost on train and returns its scores for the
+// Predict trains XGBoost on train and returns its scores for the
 // programs of test (higher is better), in test's order.
-func XGBoostPredict(ctx context.Context, train, test *Dataset, opts XGBoostOptions) ([]float64, XGBoostInfo, error) {
+func Predict(ctx context.Context, train, test *costmodel.Dataset, opts Options) ([]float64, Info, error) {
 	start := time.Now()
 	o := opts.withDefaults()
-	var info XGBoostInfo
+	var info Info
 	bin, err := exec.LookPath(o.Binary)
 	if err != nil {
-		return nil, info, ErrNoXGBoost
+		return nil, info, ErrNotInstalled
 	}
 	if train.Len() == 0 || test.Len() == 0 {
-		return nil, info, ErrNoData
+		return nil, info, costmodel.ErrNoData
 	}
 	if train.NumFeatures() != test.NumFeatures() && test.NumRows() > 0 && train.NumRows() > 0 {
-		return nil, info, fmt.Errorf("costmodel: xgboost: train rows have %d features, test rows %d", train.NumFeatures(), test.NumFeatures())
+		return nil, info, fmt.Errorf("xgboost: train rows have %d features, test rows %d", train.NumFeatures(), test.NumFeatures())
 	}
 	dir := o.Dir
 	if dir == "" {
@@ -130,7 +136,7 @@ func XGBoostPredict(ctx context.Context, train, test *Dataset, opts XGBoostOptio
 	}
 	nf := max(train.NumFeatures(), test.NumFeatures())
 
-	isValid, hasValid := validationSplit(train.Len(), minValidPrograms, o.ValidFraction, o.Seed)
+	isValid, hasValid := costmodel.ValidationSplit(train.Len(), costmodel.Params{ValidFraction: o.ValidFraction, Seed: o.Seed})
 	var fit, valid []int
 	for i := range train.Len() {
 		if isValid[i] {
@@ -180,7 +186,7 @@ model_out = %s
 	}
 	t0 := time.Now()
 	if err := runXGB(ctx, bin, dir, confPath); err != nil {
-		return nil, info, fmt.Errorf("costmodel: xgboost train: %w", err)
+		return nil, info, fmt.Errorf("xgboost train: %w", err)
 	}
 	info.TrainTime = time.Since(t0)
 
@@ -190,7 +196,7 @@ model_out = %s
 			"test:data=" + filepath.Join(dir, file) + "?format=libsvm", "name_pred=" + out,
 			"ntree_limit=" + strconv.Itoa(trees)}
 		if err := runXGB(ctx, bin, dir, args...); err != nil {
-			return nil, fmt.Errorf("costmodel: xgboost pred: %w", err)
+			return nil, fmt.Errorf("xgboost pred: %w", err)
 		}
 		return readPredictions(out, order)
 	}
@@ -209,7 +215,7 @@ model_out = %s
 			if err != nil {
 				return nil, info, err
 			}
-			if a := PairwiseAccuracy(s, vy, vg); a > best {
+			if a := costmodel.PairwiseAccuracy(s, vy, vg); a > best {
 				best, bestTrees = a, trees
 			}
 			if trees-bestTrees >= o.EarlyStopping {
@@ -226,16 +232,16 @@ model_out = %s
 	return scores, info, nil
 }
 
-// XGBoostPairwise trains XGBoost with the default options on train and
-// returns its pairwise accuracy on test: PairwiseAccuracy(scores,
+// Pairwise trains XGBoost with the default options on train and returns
+// its pairwise accuracy on test: costmodel.PairwiseAccuracy(scores,
 // test.Labels(), test.TaskIDs()), failed measurements included as the
 // worst programs.
-func XGBoostPairwise(train, test *Dataset) (float64, error) {
-	s, _, err := XGBoostPredict(context.Background(), train, test, XGBoostOptions{})
+func Pairwise(train, test *costmodel.Dataset) (float64, error) {
+	s, _, err := Predict(context.Background(), train, test, Options{})
 	if err != nil {
 		return math.NaN(), err
 	}
-	return PairwiseAccuracy(s, test.Labels(), test.TaskIDs()), nil
+	return costmodel.PairwiseAccuracy(s, test.Labels(), test.TaskIDs()), nil
 }
 
 func runXGB(ctx context.Context, bin, dir string, args ...string) error {
@@ -262,13 +268,14 @@ func runXGB(ctx context.Context, bin, dir string, args ...string) error {
 // writeLibSVM writes the given programs of d, each as the sum of its rows,
 // and returns, for each written line, the position in progs of its
 // program. Ranking files group lines by task (stable), as qid requires.
-func writeLibSVM(path string, d *Dataset, progs []int, y []float64, nf int, rank bool) ([]int, error) {
+func writeLibSVM(path string, d *costmodel.Dataset, progs []int, y []float64, nf int, rank bool) ([]int, error) {
 	order := make([]int, len(progs))
 	for k := range order {
 		order[k] = k
 	}
+	task := d.TaskIDs()
 	if rank {
-		slices.SortStableFunc(order, func(a, b int) int { return int(d.task[progs[a]]) - int(d.task[progs[b]]) })
+		slices.SortStableFunc(order, func(a, b int) int { return task[progs[a]] - task[progs[b]] })
 	}
 	f, err := os.Create(path)
 	if err != nil {
@@ -280,15 +287,14 @@ func writeLibSVM(path string, d *Dataset, progs []int, y []float64, nf int, rank
 	for _, k := range order {
 		p := progs[k]
 		clear(sum)
-		lo, hi := d.rowRange(p)
-		for r := lo; r < hi; r++ {
-			for k, v := range d.flat[r*d.nf : (r+1)*d.nf] {
+		for _, row := range d.Program(p) {
+			for k, v := range row {
 				sum[k] += float64(v)
 			}
 		}
 		w.WriteString(ftoa(y[p]))
 		if rank {
-			fmt.Fprintf(w, " qid:%d", d.task[p])
+			fmt.Fprintf(w, " qid:%d", task[p])
 		} else {
 			w.WriteString(":" + ftoa(y[p])) // weight y
 		}
@@ -318,15 +324,17 @@ func readPredictions(path string, order []int) ([]float64, error) {
 	}
 	lines := strings.Fields(string(data))
 	if len(lines) != len(order) {
-		return nil, fmt.Errorf("costmodel: xgboost wrote %d predictions for %d programs", len(lines), len(order))
+		return nil, fmt.Errorf("xgboost wrote %d predictions for %d programs", len(lines), len(order))
 	}
 	out := make([]float64, len(order))
 	for k, s := range lines {
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil {
-			return nil, fmt.Errorf("costmodel: xgboost prediction %q: %v", s, err)
+			return nil, fmt.Errorf("xgboost prediction %q: %v", s, err)
 		}
 		out[order[k]] = v
 	}
 	return out, nil
 }
+
+func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
