@@ -53,6 +53,12 @@ func (g *Graph) InferShapes() error {
 			if err != nil {
 				return err
 			}
+			if len(nodes) == 1 && nodes[0] == n && r.Infer != nil { // kept: inferred by its rule
+				if err := g.inferNode(n, &budget); err != nil {
+					return err
+				}
+				continue
+			}
 			if added += len(nodes); added > maxExpandNodes {
 				return n.Errorf("expanding it makes the graph more than %d nodes larger", maxExpandNodes)
 			}
@@ -163,7 +169,9 @@ type OpRule struct {
 	// inputs' shapes (and the contents shape inference knows) are known:
 	// they must write the node's outputs, and their other outputs must be
 	// new names (Graph.FreshName); constants they need are added with
-	// Graph.AddConst. An op that expands has no Infer.
+	// Graph.AddConst. An op that expands has no Infer, unless it expands
+	// in some forms only: then Expand returns the node itself (alone) for
+	// a form it keeps, which Infer then infers.
 	Expand func(c *InferCtx) ([]*Node, error)
 	// MinIn and MaxIn bound the number of inputs (MaxIn < 0: unbounded).
 	MinIn, MaxIn int
@@ -265,8 +273,8 @@ func RegisterOp(op string, r OpRule) {
 	if _, dup := rules[op]; dup {
 		panic("graph: op " + op + " registered twice")
 	}
-	if (r.Infer == nil) == (r.Expand == nil) {
-		panic("graph: op " + op + " must have one of Infer and Expand")
+	if r.Infer == nil && r.Expand == nil {
+		panic("graph: op " + op + " must have Infer or Expand (or both: an op that expands in some forms only)")
 	}
 	rules[op] = r
 }

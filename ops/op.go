@@ -82,7 +82,8 @@ type Op struct {
 	// Expand replaces the node, during shape inference, by the nodes of
 	// other ops that compute its outputs (an If by its taken branch, LSTM
 	// by its cells unrolled over the sequence); see graph.OpRule. An op
-	// that expands has nothing else.
+	// that expands in some forms only has a Lower too, and its Expand
+	// returns the node itself for a form it keeps (Resize).
 	Expand func(c *inferCtx) ([]*graph.Node, error)
 	// Alternatives returns the op's other compute definitions that apply
 	// to node n (Winograd for a 3×3 Conv; nil: none), adding to g the
@@ -107,14 +108,17 @@ func define(ops ...*Op) {
 		if _, dup := table[op.Name]; dup {
 			panic("ops: " + op.Name + " defined twice")
 		}
-		if (op.Infer == nil && op.Lower == nil) == (op.Expand == nil) {
-			panic("ops: " + op.Name + " must have Infer or Lower, or else Expand")
+		if op.Infer == nil && op.Lower == nil && op.Expand == nil {
+			panic("ops: " + op.Name + " must have Infer or Lower, or Expand")
 		}
 		table[op.Name] = op
 		r := graph.OpRule{MinIn: op.MinIn, MaxIn: op.MaxIn, ShapesOnly: op.ShapesOnly, Layout: op.Layout, PermuteAxes: op.PermuteAxes, Copy: op.Copy, CopyIf: op.CopyIf}
 		if op.Expand != nil {
 			r.Expand = func(c *graph.InferCtx) ([]*graph.Node, error) { return op.Expand(&inferCtx{c}) }
-		} else {
+		}
+		if op.Infer != nil || op.Lower != nil {
+			// With Expand too, the op expands in some forms and keeps
+			// the node in the others (Resize: see resize.go).
 			r.Infer = op.infer
 		}
 		if op.Eval != nil {

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Resize (opsets 10 to 19) and Upsample (7, 9) expand, axis after axis from
@@ -22,9 +24,21 @@ import (
 // Upsample) coordinates are asymmetric and nearest rounds as onnxruntime
 // does (down when upsampling, up when downsampling).
 
+//
+// Where every resized axis is periodic (output i = P·q + r reads input Q·q
+// + offset[r] with coefficients of r alone: an integer or rational scale
+// without roi or exclude_outside, the usual upsampling of segmentation and
+// detection models), the node stays: it lowers to one stage per axis whose
+// indices and coefficients are arithmetic of the output index (floordiv,
+// floormod, a select over r), no tables read, and, layout-free along the
+// axes it does not resize, it goes channels-last with its neighbours, so a
+// bilinear upsample reads whole channel vectors. Its numbers are those of
+// the expansion: the same taps, coefficients and order of operations.
+
 func init() {
 	define(
-		&Op{Name: "Resize", MinIn: 1, MaxIn: 4, Expand: expandResize},
+		&Op{Name: "Resize", MinIn: 1, MaxIn: 4, Expand: expandResize, Lower: lowerResize, Pattern: Injective,
+			Layout: graph.LayoutAxes, PermuteAxes: permuteResize},
 		&Op{Name: "Upsample", MinIn: 1, MaxIn: 2, Expand: expandResize},
 	)
 }
@@ -39,14 +53,45 @@ type resizeParams struct {
 }
 
 func expandResize(c *inferCtx) ([]*graph.Node, error) {
-	nodes, err := expandResizeNode(c)
+	plan, err := planResize(c)
 	if err != nil {
 		return nil, fmt.Errorf("%s (opset %d) at node %s: %w", c.N.OpType, c.Opset, c.N.Name, err)
 	}
-	return nodes, nil
+	if c.N.OpType == "Resize" && plan.periodic() {
+		return []*graph.Node{c.N}, nil // lowered as arithmetic (lowerResize)
+	}
+	e := newExpander(c)
+	cur := c.N.Inputs[0]
+	for _, ax := range plan.axes {
+		cur = ax.taps.emit(e, cur, ax.axis, len(plan.in), c.DType(0))
+	}
+	e.write(c.N.Outputs[0], "Identity", nil, cur)
+	return e.nodes, nil
 }
 
-func expandResizeNode(c *inferCtx) ([]*graph.Node, error) {
+// resizePlan is how a Resize resizes: each axis it changes, in the order
+// they are resized (from the last), with its taps.
+type resizePlan struct {
+	in, out []int
+	axes    []resizeAxis
+}
+
+type resizeAxis struct {
+	axis int
+	taps *resizeTaps
+}
+
+// periodic reports whether every resized axis is periodic (see above).
+func (p *resizePlan) periodic() bool {
+	for _, ax := range p.axes {
+		if ax.taps.period() == nil {
+			return false
+		}
+	}
+	return true
+}
+
+func planResize(c *inferCtx) (*resizePlan, error) {
 	n := c.N
 	x := c.Shape(0)
 	rank := len(x)
@@ -183,18 +228,15 @@ func expandResizeNode(c *inferCtx) ([]*graph.Node, error) {
 		}
 	}
 
-	e := newExpander(c)
-	cur := n.Inputs[0]
+	plan := &resizePlan{in: x, out: out}
 	for k := len(axes) - 1; k >= 0; k-- {
 		a := axes[k]
 		tab := resizeTable(p, x[a], out[a], scale[a], roi[k], roi[len(axes)+k])
-		if tab.identity() {
-			continue
+		if !tab.identity() {
+			plan.axes = append(plan.axes, resizeAxis{axis: a, taps: tab})
 		}
-		cur = tab.emit(e, cur, a, rank, c.DType(0))
 	}
-	e.write(n.Outputs[0], "Identity", nil, cur)
-	return e.nodes, nil
+	return plan, nil
 }
 
 func resizeAttrs(n *graph.Node, opset int) (resizeParams, error) {
@@ -249,6 +291,7 @@ func resizeAttrs(n *graph.Node, opset int) (resizeParams, error) {
 type resizeTaps struct {
 	in            int
 	idx           [][]int64
+	raw           [][]int64 // idx before it is clamped to the axis
 	coef          [][]float64
 	outside       []bool
 	extrapolation float64
@@ -258,7 +301,7 @@ type resizeTaps struct {
 // given scale (and, for tf_crop_and_resize, the axis's roi).
 func resizeTable(p resizeParams, in, out int, scale, roiStart, roiEnd float64) *resizeTaps {
 	taps := map[string]int{"nearest": 1, "linear": 2, "cubic": 4}[p.mode]
-	t := &resizeTaps{in: in, idx: make([][]int64, taps), coef: make([][]float64, taps), outside: make([]bool, out), extrapolation: p.extrapolation}
+	t := &resizeTaps{in: in, idx: make([][]int64, taps), raw: make([][]int64, taps), coef: make([][]float64, taps), outside: make([]bool, out), extrapolation: p.extrapolation}
 	width := scale * float64(in) // the output's length in input units, as the reference has it
 	for i := range out {
 		xf := float64(i)
@@ -342,6 +385,7 @@ func resizeTable(p resizeParams, in, out int, scale, roiStart, roiEnd float64) *
 		}
 		for k, j := range idx {
 			t.idx[k] = append(t.idx[k], int64(min(max(j, 0), float64(in-1))))
+			t.raw[k] = append(t.raw[k], int64(j))
 			t.coef[k] = append(t.coef[k], coef[k])
 		}
 	}
@@ -418,4 +462,197 @@ func (t *resizeTaps) emit(e *expander, x string, a, rank int, dt graph.DType) st
 		sum = e.op("Where", nil, mask, e.constant(v), sum)
 	}
 	return sum
+}
+
+// resizePeriod is the periodic form of an axis's taps: output i = P·q + r
+// reads, for tap k, input clamp(Q·q + offset[k][r]) with coefficient
+// coef[k][r] (as float32, which the kernels multiply by).
+type resizePeriod struct {
+	P, Q   int
+	offset [][]int64
+	coef   [][]float32
+}
+
+// maxResizePeriod bounds the period looked for: its offsets and
+// coefficients become a select over r in every output element.
+const maxResizePeriod = 16
+
+// period returns the taps' periodic form, or nil when they have none of at
+// most maxResizePeriod outputs (a scale that is no simple ratio), or when
+// an output lies outside the input (tf_crop_and_resize's extrapolation).
+func (t *resizeTaps) period() *resizePeriod {
+	out := len(t.outside)
+	if slices.Contains(t.outside, true) || out == 0 {
+		return nil
+	}
+	for P := 1; P <= min(out, maxResizePeriod); P++ {
+		Q := int64(0)
+		if P < out {
+			Q = t.raw[0][P] - t.raw[0][0]
+		}
+		ok := true
+		for k := range t.raw {
+			for i := P; i < out && ok; i++ {
+				ok = t.raw[k][i] == t.raw[k][i-P]+Q && float32(t.coef[k][i]) == float32(t.coef[k][i-P])
+			}
+		}
+		if !ok {
+			continue
+		}
+		pr := &resizePeriod{P: P, Q: int(Q), offset: make([][]int64, len(t.raw)), coef: make([][]float32, len(t.raw))}
+		for k := range t.raw {
+			for r := range P {
+				pr.offset[k] = append(pr.offset[k], t.raw[k][r])
+				pr.coef[k] = append(pr.coef[k], float32(t.coef[k][r]))
+			}
+		}
+		return pr
+	}
+	return nil
+}
+
+// lowerResize lowers a Resize that expandResize kept: one stage per
+// resized axis, output element i along it Σ_k coef_k(r)·x[clamp(Q·q +
+// offset_k(r))], q and r the quotient and remainder of i by P, summed as
+// the expansion sums its Gather, Mul and Add (taps of all-zero coefficients
+// left out, unit ones not multiplied).
+func lowerResize(c *lowerCtx) ([]*te.Tensor, error) {
+	in := make([]*graph.Value, len(c.n.Inputs))
+	for i, name := range c.n.Inputs {
+		if name != "" {
+			in[i] = c.g.Values[name]
+		}
+	}
+	plan, err := planResize(&inferCtx{&graph.InferCtx{G: c.g, N: c.n, Opset: c.opset, In: in}})
+	if err != nil {
+		return nil, err
+	}
+	x, err := c.in(0)
+	if err != nil {
+		return nil, err
+	}
+	if len(plan.axes) == 0 {
+		return one(te.Compute(c.name(0), slices.Clone(x.Shape), func(i []tir.Expr) tir.Expr { return x.At(i...) }), nil)
+	}
+	cur := x
+	for n, ax := range plan.axes {
+		pr := ax.taps.period()
+		if pr == nil {
+			return nil, fmt.Errorf("internal error: axis %d of the Resize is not periodic", ax.axis)
+		}
+		shape := slices.Clone(cur.Shape)
+		shape[ax.axis] = plan.out[ax.axis]
+		name := c.name(0)
+		if n < len(plan.axes)-1 {
+			name = c.sub(fmt.Sprintf("axis%d", ax.axis))
+		}
+		prev, a, inExt := cur, ax.axis, ax.taps.in
+		cur = te.Compute(name, shape, func(i []tir.Expr) tir.Expr {
+			q, r := i[a], tir.Expr(tir.Const(0))
+			if pr.P > 1 {
+				q, r = tir.FloorDivE(i[a], tir.Const(int64(pr.P))), tir.FloorModE(i[a], tir.Const(int64(pr.P)))
+			}
+			var sum tir.Expr
+			for k := range pr.offset {
+				unit, zero := true, true
+				for _, v := range pr.coef[k] {
+					unit, zero = unit && v == 1, zero && v == 0
+				}
+				if zero {
+					continue
+				}
+				off := selectOver(r, pr.offset[k], func(v int64) tir.Expr { return tir.Const(v) })
+				idx := tir.AddE(off, tir.MulE(q, tir.Const(int64(pr.Q))))
+				idx = tir.MinE(tir.MaxE(idx, tir.Const(0)), tir.Const(int64(inExt-1)))
+				at := slices.Clone(i)
+				at[a] = idx
+				term := prev.At(at...)
+				if !unit {
+					term = tir.MulE(term, selectOver(r, pr.coef[k], func(v float32) tir.Expr { return tir.F32(float64(v)) }))
+				}
+				if sum == nil {
+					sum = term
+				} else {
+					sum = tir.AddE(sum, term)
+				}
+			}
+			if sum == nil { // every coefficient zero
+				at := slices.Clone(i)
+				at[a] = tir.Const(0)
+				sum = tir.MulE(prev.At(at...), tir.F32(0))
+			}
+			return sum
+		})
+	}
+	return []*te.Tensor{cur}, nil
+}
+
+// selectOver returns the expression of vals[r] for r in [0, len(vals)): a
+// constant where they are all equal, else a chain of selects.
+func selectOver[T comparable](r tir.Expr, vals []T, lit func(T) tir.Expr) tir.Expr {
+	same := true
+	for _, v := range vals {
+		same = same && v == vals[0]
+	}
+	if same {
+		return lit(vals[0])
+	}
+	e := lit(vals[len(vals)-1])
+	for j := len(vals) - 2; j >= 0; j-- {
+		e = tir.SelectE(tir.Cmp(tir.EQ, r, tir.Const(int64(j))), lit(vals[j]), e)
+	}
+	return e
+}
+
+// permuteResize: a Resize kept as arithmetic works along the axes its
+// scales, sizes and roi name (all of them, or the axes attribute from
+// opset 18); on a permuted input they are permuted alike.
+func permuteResize(g *graph.Graph, n *graph.Node, perm []int) bool {
+	if n.HasAttr("axes") {
+		v, err := n.Ints("axes")
+		if err != nil {
+			return false
+		}
+		p, ok := permutedAxes(perm, v)
+		if !ok {
+			return false
+		}
+		n.SetAttr("axes", graph.Attr{Kind: graph.AttrInts, Ints: p})
+		return true
+	}
+	r := len(perm)
+	for _, in := range []struct {
+		i    int
+		what string
+		per  int // values per axis: roi holds the starts, then the ends
+	}{{1, "roi", 2}, {2, "scales", 1}, {3, "sizes", 1}} {
+		name := n.Input(in.i)
+		if name == "" {
+			continue
+		}
+		t := g.ConstOf(name)
+		if t == nil {
+			return false
+		}
+		if t.Len() == 0 {
+			continue
+		}
+		if t.Len() != in.per*r {
+			return false
+		}
+		out := t.Clone()
+		for h := range in.per {
+			for a, p := range perm {
+				if t.DType.IsInt() {
+					out.I64[h*r+a] = t.I64[h*r+p]
+				} else {
+					out.F32[h*r+a] = t.F32[h*r+p]
+				}
+			}
+		}
+		fresh := g.FreshName(n.Name + "/" + in.what)
+		g.AddConst(fresh, out)
+		n.Inputs[in.i] = fresh
+	}
+	return true
 }

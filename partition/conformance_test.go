@@ -291,33 +291,9 @@ func runDataSet(g *graph.Graph, set string, disabled map[string]bool, skip skipF
 	if err := g.Bind(dims); err != nil {
 		return failed, err.Error()
 	}
-	var l *Lowered
-	for attempt := 0; ; attempt++ {
-		base := g.Clone()
-		err := graph.RunPasses(g, disabled)
-		if err == nil {
-			l, err = Lower(g)
-		}
-		var nc *graph.NotConstantError
-		if errors.As(err, &nc) && attempt < 8 {
-			// The op needs this value's contents: freeze the inputs it is
-			// computed from and start over.
-			g = base
-			frozen := 0
-			for _, name := range base.InputsBehind(nc.Value) {
-				if err := g.Freeze(name, inputs[name]); err != nil {
-					return failed, err.Error()
-				}
-				frozen++
-			}
-			if frozen > 0 {
-				continue
-			}
-		}
-		if err != nil {
-			return classify(err)
-		}
-		break
+	l, err := lowerFreezing(g, inputs, disabled)
+	if err != nil {
+		return classify(err)
 	}
 	d, err := te.NewDAG(l.Outputs...)
 	if err != nil {
@@ -449,5 +425,89 @@ func TestFingerprint(t *testing.T) {
 	}
 	if fingerprint(relu, other) == fp {
 		t.Error("a changed input value keeps the fingerprint")
+	}
+}
+
+// lowerFreezing runs the graph passes on g (bound) and lowers it; where an
+// op needs the contents of a value computed from the inputs (Resize's
+// scales, Reshape's shape), it freezes those inputs to their values and
+// starts over. It returns the lowered graph (l.Graph, passes run).
+func lowerFreezing(g *graph.Graph, inputs map[string]*graph.Tensor, disabled map[string]bool) (*Lowered, error) {
+	for attempt := 0; ; attempt++ {
+		base := g.Clone()
+		err := graph.RunPasses(g, disabled)
+		var l *Lowered
+		if err == nil {
+			l, err = Lower(g)
+		}
+		var nc *graph.NotConstantError
+		if errors.As(err, &nc) && attempt < 8 {
+			// The op needs this value's contents: freeze the inputs it is
+			// computed from and start over.
+			g = base
+			frozen := 0
+			for _, name := range base.InputsBehind(nc.Value) {
+				if err := g.Freeze(name, inputs[name]); err != nil {
+					return nil, err
+				}
+				frozen++
+			}
+			if frozen > 0 {
+				continue
+			}
+		}
+		return l, err
+	}
+}
+
+// TestResizeKeptAsArithmetic: the node tests of Resize whose axes are
+// periodic (an integer or simple rational scale, no output outside a roi)
+// keep their Resize node, lowered as index arithmetic (ops/resize.go) and
+// checked against ONNX's reference outputs by TestConformance; the others
+// are expanded into Gathers.
+func TestResizeKeptAsArithmetic(t *testing.T) {
+	kept := map[string]bool{}
+	for _, name := range []string{
+		"test_resize_upsample_scales_linear", "test_resize_upsample_scales_nearest", "test_resize_upsample_scales_cubic",
+		"test_resize_downsample_scales_linear", "test_resize_upsample_sizes_nearest", "test_resize_upsample_scales_linear_align_corners",
+		"test_resize_tf_crop_and_resize",
+	} {
+		dir := filepath.Join(testdataRoot, "node", name)
+		g, err := onnx.DecodeFile(filepath.Join(dir, "model.onnx"))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		set := filepath.Join(dir, "test_data_set_0")
+		inputs := map[string]*graph.Tensor{}
+		dims := map[string][]int{}
+		for i, in := range g.Inputs {
+			data, err := os.ReadFile(filepath.Join(set, fmt.Sprintf("input_%d.pb", i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, inputs[in], err = onnx.DecodeTensor(data); err != nil {
+				t.Fatal(err)
+			}
+			dims[in] = inputs[in].Shape
+		}
+		if err := g.Bind(dims); err != nil {
+			t.Fatal(err)
+		}
+		l, err := lowerFreezing(g, inputs, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, n := range l.g.Nodes {
+			kept[name] = kept[name] || n.OpType == "Resize"
+		}
+	}
+	for name, want := range map[string]bool{
+		"test_resize_upsample_scales_linear": true, "test_resize_upsample_scales_nearest": true, "test_resize_upsample_scales_cubic": true,
+		"test_resize_downsample_scales_linear": true, "test_resize_upsample_sizes_nearest": true, "test_resize_upsample_scales_linear_align_corners": true,
+		"test_resize_tf_crop_and_resize": false, // outputs outside the roi take the extrapolation value
+	} {
+		if kept[name] != want {
+			t.Errorf("%s: Resize kept %v, want %v", name, kept[name], want)
+		}
 	}
 }

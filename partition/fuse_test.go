@@ -58,6 +58,8 @@ func (b *tg) op(out, op string, in []string, kv ...any) string {
 			at[kv[i].(string)] = graph.Attr{Kind: graph.AttrFloat, F: v}
 		case []int64:
 			at[kv[i].(string)] = graph.Attr{Kind: graph.AttrInts, Ints: v}
+		case string:
+			at[kv[i].(string)] = graph.Attr{Kind: graph.AttrString, S: v}
 		default:
 			panic(fmt.Sprintf("attribute %v: %T", kv[i], v))
 		}

@@ -79,6 +79,14 @@ func TestLayoutThroughShapeOps(t *testing.T) {
 			q := b.op("q", "QuantizeLinear", []string{conv(b, "c1", x, 8, 8), s, "zp"}, "axis", 1)
 			return conv(b, "c2", b.op("dq", "DequantizeLinear", []string{q, s, "zp"}, "axis", -3), 8, 4)
 		}, "Transpose,Conv,QuantizeLinear,DequantizeLinear,Conv,Transpose"},
+		// A Resize kept as arithmetic (ops/resize.go) is layout-free: its
+		// scales are permuted with the axes; no transposes around it.
+		{"resize bilinear", 13, func(b *tg, x string) string {
+			b.g.AddConst("roi", graph.Float32Tensor([]int{0}, nil))
+			b.g.AddConst("sc", graph.Float32Tensor([]int{4}, []float32{1, 1, 2, 1.5}))
+			r := b.op("rs", "Resize", []string{conv(b, "c1", x, 8, 8), "roi", "sc"}, "mode", "linear")
+			return conv(b, "c2", r, 8, 4)
+		}, "Transpose,Conv,Resize,Conv,Transpose"},
 		{"image input read NCHW", 13, func(b *tg, x string) string {
 			b.g.Values[x].Shape = []int{1, 3, 6, 6}
 			return conv(b, "c2", conv(b, "c1", x, 3, 8), 8, 4)
