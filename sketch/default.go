@@ -45,7 +45,7 @@ func Default(s0 *schedule.State, opts Options) (*schedule.State, string, error) 
 		fill := opts.DefaultTiles
 		if fill == nil {
 			fill = func(sk *schedule.State) ([]*schedule.State, error) {
-				f, err := fillTiles(sk, opts.Lanes, opts.VectorRegs)
+				f, err := fillTiles(sk, opts.Lanes, opts.VectorRegs, opts.L2)
 				return []*schedule.State{f}, err
 			}
 		}
@@ -104,7 +104,7 @@ func Default(s0 *schedule.State, opts Options) (*schedule.State, string, error) 
 // 3×3 kernel's rows) whole at its inner level and up to reduceTile of a
 // long one. Every other level is 1 (Sample's parallel annotation fuses
 // what is left outside), except that a stage streaming a weight larger
-// than any L2 (streamsWeights) counts its row tiles at level 1, inside the
+// than the L2 (streamsWeights) counts its row tiles at level 1, inside the
 // vector axis's outer loop: untuned ViT-B/32 65.4 → 57.2 ms, a BERT-base
 // layer 13.2 → 12.3 ms (one thread, AMD EPYC Zen 5).
 // Measured on ResNet-18's 3×3 convolutions, one thread: 80 to 88 GFLOP/s
@@ -124,9 +124,9 @@ const (
 )
 
 // fillTiles returns the sketch with every unfilled split filled by the
-// rule, for a machine of lanes float32 lanes per vector and regs vector
-// registers.
-func fillTiles(sk *schedule.State, lanes, regs int) (*schedule.State, error) {
+// rule, for a machine of lanes float32 lanes per vector, regs vector
+// registers and an L2 of l2 bytes (Options.L2).
+func fillTiles(sk *schedule.State, lanes, regs, l2 int) (*schedule.State, error) {
 	vectorTile, _ := RegisterTile(lanes, regs)
 	type split struct {
 		k       int // step index
@@ -192,7 +192,7 @@ func fillTiles(sk *schedule.State, lanes, regs int) (*schedule.State, error) {
 		}
 		if row >= 0 {
 			inner[splits[row].k] = rowLength(splits[row].ext, rowTile)
-			if streamsWeights(vec.tensor, vec.axis) {
+			if streamsWeights(vec.tensor, vec.axis, l2) {
 				rowsInside[splits[row].k] = true
 			}
 		}
@@ -214,23 +214,17 @@ func fillTiles(sk *schedule.State, lanes, regs int) (*schedule.State, error) {
 	return schedule.Replay(schedule.NewState(sk.DAG), steps)
 }
 
-// streamingWeights is the size in bytes from which a weight read along
-// the vector axis counts as streamed (streamsWeights): more than a core's
-// L2 holds on every machine we know (512 KiB to 2 MiB). Below it the order
-// loses: with a 256 KiB bound the text encoder (1 MiB weights) ran 7%
-// slower, its matmul steps 3-23% (one thread, AMD EPYC Zen 5).
-const streamingWeights = 2 << 20
-
 // streamsWeights reports whether the weights t reads along its vector axis
-// vec (constant placeholders) are streamingWeights bytes or more and larger
-// than everything else it reads: a matmul of few rows by a large weight
+// vec (constant placeholders) are l2 bytes or more (more than the L2
+// holds; never where l2 is 0) and larger than everything else it reads:
+// a matmul of few rows by a large weight
 // (a transformer's linear layers at batch 1). Its default tile order then
 // puts the row tiles inside the vector axis's outer loop, so each panel of
 // the weight is read from memory once and serves every row tile from the
 // cache, instead of the whole weight streamed once per row tile (ViT-B/32's
 // 50 tokens in 5 tiles of 10 read each 9.4 MB weight 5 times).
-func streamsWeights(t *te.Tensor, vec string) bool {
-	if t.Body == nil {
+func streamsWeights(t *te.Tensor, vec string, l2 int) bool {
+	if t.Body == nil || l2 <= 0 {
 		return false
 	}
 	weights, other := 0, 0
@@ -254,7 +248,7 @@ func streamsWeights(t *te.Tensor, vec string) bool {
 		}
 		return true
 	})
-	return weights >= streamingWeights && weights > other
+	return weights >= l2 && weights > other
 }
 
 // rowLength returns the rows of the register tile along an axis of ext

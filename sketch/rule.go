@@ -78,6 +78,10 @@ type Options struct {
 	// register and its vector registers (the cpu target's machine model);
 	// the default schedules' register tiles fit them. Zero on a GPU.
 	Lanes, VectorRegs int
+	// L2 is the L2 cache of one core in bytes as the default schedules
+	// see it (machine.Machine.ScheduleL2): a stage streaming a larger
+	// weight orders its tiles for it. Zero on a GPU: none streams.
+	L2 int
 	// UnrollSteps are the auto_unroll_max_step values to draw from.
 	UnrollSteps []int
 	// GPU are the device's limits on a GPU target (zero on the CPU): the
@@ -110,6 +114,7 @@ func CPUOptions(m machine.Machine) Options {
 		MaxVectorLanes:    vecLanes,
 		Lanes:             m.Lanes(),
 		VectorRegs:        m.VectorRegs,
+		L2:                m.ScheduleL2(),
 		UnrollSteps:       []int{0, 16, 64, 512},
 	}
 }
