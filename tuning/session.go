@@ -46,6 +46,11 @@ type Options struct {
 	// Measured callbacks get every measured batch after the store has
 	// committed it.
 	Measured []search.Log
+	// Dim is the dimension given at run time the tasks are tuned over
+	// (tune --range), nil if none: up to a quarter of Trials then go to
+	// probing the tuning points' best schedules (RunRange), Run's search
+	// taking the rest.
+	Dim *partition.DimPlan
 }
 
 // DefaultOptions returns the session `tune` runs with the search options
@@ -89,17 +94,24 @@ type Session struct {
 	opts     Options
 	measurer search.Measurer
 	owned    bool // the store is Open's, closed by Close
+	probes   int  // the trials set aside for probing opts.Dim
 }
 
 // New opens a session: it records the tasks in the store, replays the
 // store's records of them on target (PreloadMeasuredStates), trains the
 // cost model from them or starts from opts.Pretrained, and finds the
-// transfer seeds of the tasks without records.
+// transfer seeds of the tasks without records. Over opts.Dim, it sets the
+// probes' share of the trials aside.
 func New(store *records.Store, tasks []*partition.Task, target string, m search.Measurer, opts Options) (*Session, error) {
 	if p := opts.Pretrained; p != nil && p.NumFeatures() != costmodel.NumFeatures {
 		return nil, fmt.Errorf("the pretrained cost model takes %d features; Tessera extracts %d", p.NumFeatures(), costmodel.NumFeatures)
 	}
 	s := &Session{Tasks: tasks, Target: target, Store: store, opts: opts, measurer: m}
+	if opts.Dim != nil {
+		// The probes' measurements are trials too: a quarter at most.
+		s.probes = min(ProbeBudget(opts.Dim), opts.Trials/4)
+		s.opts.Trials -= s.probes
+	}
 	for _, t := range tasks {
 		if err := store.PutTask(TaskInfo(t)); err != nil {
 			return nil, err
@@ -182,7 +194,9 @@ func (s *Session) Limit(n int) { s.opts.Trials = s.Done + max(n, 0) }
 // Run tunes until the budget is spent, every task is set aside, or ctx
 // ends. Every batch is in the store before the next round starts; the
 // trained cost model is saved in the store at the end. The summary's
-// Prior counts the measurements of earlier runs.
+// Prior counts the measurements of earlier runs. Over Options.Dim it is
+// the search alone, on the trials less the probes' share: RunRange runs
+// the search and the probes.
 func (s *Session) Run(ctx context.Context) (search.Summary, error) {
 	o := s.opts
 	opts := o.TuneOptions

@@ -124,12 +124,7 @@ func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *backend.Targ
 	if err != nil {
 		return err
 	}
-	probes := 0
-	if f.dim != nil {
-		// The probes' measurements are trials too: a quarter at most.
-		probes = min(tuning.ProbeBudget(f.dim), opts.Trials/4)
-		opts.Trials -= probes
-	}
+	opts.Dim = f.dim
 	start := time.Now()
 	bar := progress(&opts, stderr, start)
 	s, err := tuning.Open(f.db, tasks, key, m, opts)
@@ -138,8 +133,11 @@ func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *backend.Targ
 	}
 	defer s.Close()
 	s.WriteStart(stdout, cli.Printable(model), cli.Printable(f.db), tg)
-	sum, err := s.Run(ctx)
-	bar.Finish()
+	last, sum, err := s.RunRange(ctx, stdout, bar.Finish)
+	var perr *tuning.ProbeError
+	if errors.As(err, &perr) {
+		return fmt.Errorf("%w\nthe tuning's records are in %s; run the same command to probe again", perr.Err, f.db)
+	}
 	if errors.Is(err, search.ErrMeasure) {
 		return fmt.Errorf("%w\nevery batch measured before is in %s; run the same command to resume", err, f.db)
 	}
@@ -147,61 +145,11 @@ func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *backend.Targ
 	if err != nil && !interrupted {
 		return err
 	}
-	if f.dim != nil && probes > 0 && !interrupted {
-		// The probes take what --trials leaves after every measurement of
-		// the range (a resumed run's probes of new bests too), at most the
-		// quarter set aside.
-		spent, err := tuning.RangeMeasured(s.Store, f.dim, key)
-		if err != nil {
-			return err
-		}
-		if limit := min(probes, opts.Trials+probes-spent); limit > 0 {
-			ps, perr := tuning.Probe(ctx, s.Store, f.dim, key, m, opts.Version, limit)
-			interrupted = sigs.Caught() != 0 && errors.Is(perr, context.Canceled)
-			if perr != nil && !interrupted {
-				return fmt.Errorf("%w\nthe tuning's records are in %s; run the same command to probe again", perr, f.db)
-			}
-			fmt.Fprintf(stdout, "probed the tuning points' best schedules at %s=%v: %d measured (%d failed)\n", f.dim.Symbol.Name, ps.Values, ps.Measured, ps.Failed)
-			spent += ps.Measured
-		}
-		if left := opts.Trials + probes - spent; left > 0 && !interrupted {
-			s2, sum2, err := searchLeft(ctx, s, tasks, key, m, opts, left, stdout)
-			interrupted = sigs.Caught() != 0 && errors.Is(err, context.Canceled)
-			if errors.Is(err, search.ErrMeasure) {
-				return fmt.Errorf("%w\nevery batch measured before is in %s; run the same command to resume", err, f.db)
-			}
-			if err != nil && !interrupted {
-				return err
-			}
-			if s2 != nil {
-				sum2.Trials += sum.Trials
-				sum2.Prior = sum.Prior
-				sum2.Times = sum2.Times.Add(sum.Times)
-				sum2.Exhausted = max(sum2.Exhausted, sum.Exhausted)
-				sum, s = sum2, s2
-			}
-		}
-	}
-	s.WriteEnd(stdout, sum, interrupted, time.Since(start))
+	last.WriteEnd(stdout, sum, interrupted, time.Since(start))
 	if interrupted {
 		return sigs.Interrupted(nil, fmt.Sprintf("every measured batch is in %s; run the same command to resume", f.db))
 	}
 	return nil
-}
-
-// searchLeft gives the search the trials the probes left (schedules
-// measured there already, or that do not replay there), left more
-// measurements of tasks, by a second session on s's store.
-func searchLeft(ctx context.Context, s *tuning.Session, tasks []*partition.Task, key string, m search.Measurer, opts tuning.Options, left int, stdout io.Writer) (*tuning.Session, search.Summary, error) {
-	opts.Progress = nil // the bar is finished
-	s2, err := tuning.New(s.Store, tasks, key, m, opts)
-	if err != nil {
-		return nil, search.Summary{}, err
-	}
-	s2.Limit(left)
-	fmt.Fprintf(stdout, "searching %d more trials, left by the probes\n", left)
-	sum, err := s2.Run(ctx)
-	return s2, sum, err
 }
 
 // tasks loads the model and returns its tasks, each within --max-memory.
