@@ -2,6 +2,7 @@ package partition
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand"
 	"os"
@@ -88,7 +89,7 @@ func ortCases() []ortCase {
 	empty := graph.Float32Tensor([]int{0}, nil)
 	type attrs = map[string]graph.Attr
 	type consts = map[string]*graph.Tensor
-	return []ortCase{
+	cases := []ortCase{
 		// CumSum
 		{"cumsum_exclusive_reverse", 14, "CumSum", []int{7}, consts{"a": i64s(0)}, []string{"a"}, attrs{"exclusive": intA(1), "reverse": intA(1)}, 0},
 		{"cumsum_3d_negative_axis", 14, "CumSum", []int{2, 5, 3}, consts{"a": shaped(i64s(-2))}, []string{"a"}, nil, 0},
@@ -146,6 +147,20 @@ func ortCases() []ortCase {
 			attrs{"hidden_size": intA(3), "activations": {Kind: graph.AttrStrings, Strings: []string{"HardSigmoid", "LeakyRelu", "Softsign"}},
 				"activation_alpha": fsAttr(0.3, 0.05), "activation_beta": fsAttr(0.4)}, 2},
 	}
+	// Resize as index arithmetic (ops/resize.go), every coordinate mode
+	// and every interpolation, up and down by simple ratios.
+	for _, mode := range []string{"nearest", "linear", "cubic"} {
+		for _, coord := range []string{"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn"} {
+			if coord == "tf_half_pixel_for_nn" && mode != "nearest" {
+				continue
+			}
+			for k, sc := range [][]float32{{1, 1, 2, 3}, {1, 1, 0.5, 0.75}, {1, 1, 1.5, 4}} {
+				cases = append(cases, ortCase{fmt.Sprintf("resize19_%s_%s_%d", mode, coord, k), 19, "Resize", []int{1, 2, 8, 8}, consts{"roi": empty, "sc": f32s(sc...)}, []string{"roi", "sc"},
+					attrs{"mode": sAttr(mode), "coordinate_transformation_mode": sAttr(coord)}, 0})
+			}
+		}
+	}
+	return cases
 }
 
 // check runs the case both ways and returns what differs ("" when they
