@@ -11,7 +11,6 @@ import (
 	"github.com/tessera-ml/tessera/backend"
 	"github.com/tessera-ml/tessera/costmodel"
 	"github.com/tessera-ml/tessera/graph/onnx"
-	"github.com/tessera-ml/tessera/modelgen"
 	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/records/dataset"
 )
@@ -19,11 +18,13 @@ import (
 // PretrainOptions say what a pretrained cost model learns from.
 type PretrainOptions struct {
 	DBs []string // records databases
-	// Generated names the generated models (modelgen) whose tasks the
-	// records measure; Models are ONNX files (the test data's models).
-	// Records of other workloads are left out: a model held out of
-	// pretraining is one left out of both lists.
+	// Generated names the generated models whose tasks the records
+	// measure, read from GeneratedDir where cmd/genmodels wrote them
+	// (GeneratedModels); Models are other ONNX files (the test data's
+	// models). Records of other workloads are left out: a model held out
+	// of pretraining is one left out of both lists.
 	Generated, Models []string
+	GeneratedDir      string
 	// HoldOut is the share of workloads held out for the report (0: 0.2).
 	HoldOut float64
 	Params  costmodel.Params
@@ -60,20 +61,11 @@ func (r PretrainReport) Write(w io.Writer) {
 func Pretrain(opts PretrainOptions) (*costmodel.Model, PretrainReport, error) {
 	var rep PretrainReport
 	if len(opts.Generated) > 0 {
-		// The generated models go through their ONNX files, as tune reads
-		// them.
-		dir, err := os.MkdirTemp("", "tessera-pretrain-")
+		paths, err := GeneratedModels(opts.GeneratedDir, opts.Generated)
 		if err != nil {
 			return nil, rep, err
 		}
-		defer os.RemoveAll(dir)
-		for _, name := range opts.Generated {
-			path, err := modelgen.Generate(dir, name, modelgen.DefaultSeed)
-			if err != nil {
-				return nil, rep, err
-			}
-			opts.Models = append(opts.Models, path)
-		}
+		opts.Models = append(opts.Models, paths...)
 	}
 	dags, err := TaskDAGs(opts.Models, onnx.LoadOptions{}, partition.Options{Alternatives: true})
 	if err != nil {
@@ -159,6 +151,20 @@ var PretrainTestData = []string{"test_Conv1d", "test_Conv2d", "test_Linear", "te
 // MobileNetV2 and the BERT layer are held out (the BERT-style encoder, of
 // other sizes, is what teaches the model transformers).
 var PretrainGenerated = []string{"tiny", "resnet18", "resnet50", "densenet121", "bert_encoder"}
+
+// GeneratedModels returns the files of the generated models named, as
+// cmd/genmodels writes them: dir/NAME.onnx. A missing one is an error
+// that says how to write them.
+func GeneratedModels(dir string, names []string) ([]string, error) {
+	paths := make([]string, len(names))
+	for i, name := range names {
+		paths[i] = filepath.Join(dir, name+".onnx")
+		if _, err := os.Stat(paths[i]); err != nil {
+			return nil, fmt.Errorf("generated model %s: %w (write them with go run ./cmd/genmodels -o %s %s)", name, err, dir, strings.Join(names, " "))
+		}
+	}
+	return paths, nil
+}
 
 // TestDataDir is where Debian's libonnx-testdata keeps the PyTorch-converted
 // models.

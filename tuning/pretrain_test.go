@@ -3,6 +3,7 @@ package tuning
 import (
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tessera-ml/tessera/graph/onnx"
@@ -45,7 +46,7 @@ func TestPretrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	store.Close()
-	m, rep, err := Pretrain(PretrainOptions{DBs: []string{filepath.Join(dir, "r.db")}, Generated: []string{"tiny"}, HoldOut: 0.5})
+	m, rep, err := Pretrain(PretrainOptions{DBs: []string{filepath.Join(dir, "r.db")}, Generated: []string{"tiny"}, GeneratedDir: dir, HoldOut: 0.5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,5 +56,22 @@ func TestPretrain(t *testing.T) {
 	}
 	if m.NumFeatures() == 0 || rep.HeldOutTasks == 0 || rep.HeldOutTasks == len(plan.Tasks) {
 		t.Errorf("held out %d of %d tasks; want some, not all", rep.HeldOutTasks, len(plan.Tasks))
+	}
+}
+
+// TestGeneratedModels: a generated model is read where genmodels wrote
+// it; a missing one says how to write it.
+func TestGeneratedModels(t *testing.T) {
+	dir := t.TempDir()
+	path, err := modelgen.Generate(dir, "tiny", modelgen.DefaultSeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := GeneratedModels(dir, []string{"tiny"}); err != nil || len(got) != 1 || got[0] != path {
+		t.Errorf("GeneratedModels(tiny) = %v, %v; want [%s]", got, err, path)
+	}
+	want := "write them with go run ./cmd/genmodels -o " + dir + " tiny resnet18"
+	if _, err := GeneratedModels(dir, []string{"tiny", "resnet18"}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("GeneratedModels without resnet18.onnx: %v; want it to say %q", err, want)
 	}
 }

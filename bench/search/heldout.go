@@ -10,6 +10,7 @@ import (
 	"github.com/tessera-ml/tessera/costmodel"
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/modelgen"
 	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/records/dataset"
 	"github.com/tessera-ml/tessera/tuning"
@@ -114,7 +115,17 @@ func splitList(s string) []string {
 // first half of each held-out task's own records (cold), both judged on
 // the second half.
 func heldOutTasks(dbs []string) error {
-	opts := tuning.PretrainOptions{DBs: dbs, Generated: tuning.PretrainGenerated,
+	dir, err := os.MkdirTemp("", "tessera-pretrain-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	for _, name := range tuning.PretrainGenerated {
+		if _, err := modelgen.Generate(dir, name, modelgen.DefaultSeed); err != nil {
+			return err
+		}
+	}
+	opts := tuning.PretrainOptions{DBs: dbs, Generated: tuning.PretrainGenerated, GeneratedDir: dir,
 		Models: tuning.TestDataModels(tuning.TestDataDir, tuning.PretrainTestData...), Params: costmodel.DefaultParams()}
 	opts.Params.Seed = 1 // tune costmodel pretrain's default
 	_, rep, err := tuning.Pretrain(opts)

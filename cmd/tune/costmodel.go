@@ -38,8 +38,9 @@ const pretrainUsage = `usage: tune costmodel pretrain --db FILE... [flags]
 
 pretrain trains the cost model tune starts from (--cost-model pretrained)
 on every successful record of the --db files that measures a task of the
-generated models, the test data's layers or the --model files, on any
-target. Before it trains on all of them it holds out a share of the
+generated models (--generated, read from --generated-dir, where
+cmd/genmodels writes them), the test data's layers or the --model files, on
+any target. Before it trains on all of them it holds out a share of the
 workloads, trains on the rest and reports TenSet's metrics on them
 (pretrained), next to a model trained on the first half of each held-out
 task's own records (cold), both judged on the second half.
@@ -54,6 +55,7 @@ type costModelFlags struct {
 	mf                     modelFlags
 	target, out, objective string
 	generated, testdata    string
+	generatedDir           string
 	holdOut                float64
 	seed                   uint64
 }
@@ -64,6 +66,7 @@ func (c *costModelFlags) Register(fs *flag.FlagSet) {
 	if c.verb == "pretrain" {
 		fs.Var(&c.models, "model", "another ONNX model `FILE` whose tasks the records measured (repeatable)")
 		fs.StringVar(&c.generated, "generated", strings.Join(tuning.PretrainGenerated, ","), "the generated models (cmd/genmodels) whose records it learns from; a model left out is held out (MobileNetV2 and the BERT layer are, by default)")
+		fs.StringVar(&c.generatedDir, "generated-dir", "models", "`DIR` of the generated models, NAME.onnx each (go run ./cmd/genmodels -o DIR NAME...)")
 		fs.StringVar(&c.testdata, "testdata", tuning.TestDataDir, "`DIR` of the test data's PyTorch-converted models (Debian's libonnx-testdata), whose layers' records it learns from")
 		fs.Float64Var(&c.holdOut, "hold-out", 0.2, "share of the workloads held out to report how the model ranks programs of workloads it did not see")
 		fs.StringVar(&c.out, "o", "tuning/pretrained/cpu-amd64.txt", "write the model to `FILE` (LightGBM text): the default is the model tune ships, embedded when tune is built")
@@ -176,7 +179,7 @@ func pretrain(c costModelFlags, stdout io.Writer) error {
 	params := costmodel.DefaultParams()
 	params.Seed = c.seed
 	opts := tuning.PretrainOptions{DBs: c.dbs, Models: append(c.models, tuning.TestDataModels(c.testdata, tuning.PretrainTestData...)...),
-		HoldOut: c.holdOut, Params: params}
+		GeneratedDir: c.generatedDir, HoldOut: c.holdOut, Params: params}
 	if c.generated != "" {
 		opts.Generated = strings.Split(c.generated, ",")
 	}
