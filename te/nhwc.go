@@ -73,10 +73,17 @@ func convNHWC(name string, x, w, b *Tensor, a ConvAttrs, fromNCHW bool) (*Tensor
 	}
 	src := padAxes(name, x, xH, ws, 0)
 	out := []int{N, ws[0].out, ws[1].out, M}
+	// The kernel axes run over their live taps only (window.liveTaps):
+	// from first[s] on, live[s] of them; an axis of one live tap is no
+	// reduce axis (a dilated 3×3 whose outer taps read only padding is a
+	// 1×1).
 	var rshape []int
-	for _, w := range ws {
-		if w.k > 1 {
-			rshape = append(rshape, w.k)
+	first, live := make([]int, len(ws)), make([]int, len(ws))
+	for s, w := range ws {
+		lo, hi := w.liveTaps()
+		first[s], live[s] = lo, hi-lo
+		if live[s] > 1 {
+			rshape = append(rshape, live[s])
 		}
 	}
 	if Cg > 1 || len(rshape) == 0 {
@@ -86,11 +93,11 @@ func convNHWC(name string, x, w, b *Tensor, a ConvAttrs, fromNCHW bool) (*Tensor
 	conv := Reduce(name, out, Sum, rshape, func(i, r []tir.Expr) tir.Expr {
 		// r: the kernel axes wider than 1, then the input channel of
 		// the group (left out when it is 1 and a kernel axis remains).
-		taps := []tir.Expr{Idx(0), Idx(0)}
+		taps := []tir.Expr{Idx(first[0]), Idx(first[1])}
 		p := 0
-		for s, w := range ws {
-			if w.k > 1 {
-				taps[s] = r[p]
+		for s := range ws {
+			if live[s] > 1 {
+				taps[s] = iaddc(r[p], first[s])
 				p++
 			}
 		}

@@ -57,6 +57,8 @@ func TestNHWCMatchesNCHW(t *testing.T) {
 		{1, 6, 7, 7, 6, 3, ConvAttrs{Group: 6, Pads: []int{1, 1, 1, 1}}}, // depthwise
 		{1, 4, 6, 5, 8, 1, ConvAttrs{}},                                  // 1×1
 		{1, 4, 9, 9, 4, 3, ConvAttrs{Group: 2, Dilations: []int{2, 2}, AutoPad: "SAME_UPPER"}},
+		{1, 4, 5, 5, 6, 3, ConvAttrs{Dilations: []int{6, 6}, Pads: []int{6, 6, 6, 6}}}, // ASPP past the map: a 1×1
+		{1, 4, 4, 9, 6, 3, ConvAttrs{Dilations: []int{5, 2}, Pads: []int{5, 2, 5, 2}}}, // past one axis
 	}
 	for _, c := range convs {
 		t.Run(fmt.Sprintf("conv%v", c), func(t *testing.T) {

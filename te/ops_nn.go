@@ -147,6 +147,35 @@ type window struct {
 // span is the number of padded-input positions one window covers.
 func (w window) span() int { return (w.k-1)*w.d + 1 }
 
+// liveTaps returns the taps [lo, hi) of the window that read the input
+// (not only padding) for some output: tap k of output y reads padded
+// position y·s + k·d, which is the input's when pb ≤ it < pb + in. A tap
+// outside them reads padding for every output, so a convolution can leave
+// it out: a 3×3 of dilation 36 on a 33×33 map is a 1×1 (ASPP's largest
+// rate on a small map).
+func (w window) liveTaps() (lo, hi int) {
+	lo, hi = w.k, 0
+	for k := range w.k {
+		// the outputs y whose position y·s + k·d lies in [pb, pb + in)
+		first := max(0, ceilDiv(w.pb-k*w.d, w.s))
+		if first < w.out && first*w.s+k*w.d < w.pb+w.in {
+			lo, hi = min(lo, k), max(hi, k+1)
+		}
+	}
+	if lo >= hi { // no tap reads the input: keep one, it reads padding
+		return 0, 1
+	}
+	return lo, hi
+}
+
+func ceilDiv(a, b int) int {
+	q := a / b
+	if a%b != 0 && (a > 0) == (b > 0) {
+		q++
+	}
+	return q
+}
+
 // padded is the extent of the padded input the windows read: the explicit
 // pads, extended when ceil mode lets the last window run past them.
 func (w window) padded() int { return max(w.in+w.pb+w.pe, (w.out-1)*w.s+w.span()) }
@@ -327,9 +356,14 @@ func Conv(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
 	if Cg > 1 {
 		rshape = append(rshape, Cg)
 	}
-	for _, w := range ws {
+	// The reduction runs over the live taps only (window.liveTaps): from
+	// first[s] on, live[s] of them.
+	first := make([]int, len(ws))
+	for s, w := range ws {
+		lo, hi := w.liveTaps()
+		first[s] = lo
 		out = append(out, w.out)
-		rshape = append(rshape, w.k)
+		rshape = append(rshape, hi-lo)
 	}
 	mPerG := M / G
 	conv := Reduce(name, out, Sum, rshape, func(i, r []tir.Expr) tir.Expr {
@@ -344,8 +378,9 @@ func Conv(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
 		xi := []tir.Expr{i[0], ch}
 		wi := []tir.Expr{i[1], rc}
 		for s, w := range ws {
-			xi = append(xi, iadd(imulc(i[2+s], w.s), imulc(r[s], w.d)))
-			wi = append(wi, r[s])
+			tap := iaddc(r[s], first[s])
+			xi = append(xi, iadd(imulc(i[2+s], w.s), imulc(tap, w.d)))
+			wi = append(wi, tap)
 		}
 		return tir.MulE(src.At(xi...), w.At(wi...))
 	})

@@ -186,6 +186,14 @@ func TestConv(t *testing.T) {
 			ConvAttrs{AutoPad: "NOTSET", Pads: []int{0, 2, 1, 0}}, []int{1, 1, 4, 5}, []int{0, 2, 1, 0}},
 		{"3d", []int{1, 2, 4, 5, 3}, []int{3, 2, 2, 3, 2}, true,
 			ConvAttrs{Pads: []int{1, 1, 1, 1, 1, 1}}, []int{1, 3, 5, 5, 4}, []int{1, 1, 1, 1, 1, 1}},
+		// ASPP's rates on small maps: the outer taps read only padding
+		// (window.liveTaps leaves them out), on one axis or both.
+		{"dilation_past_the_map", []int{1, 2, 5, 5}, []int{3, 2, 3, 3}, true,
+			ConvAttrs{Dilations: []int{6, 6}, Pads: []int{6, 6, 6, 6}}, []int{1, 3, 5, 5}, []int{6, 6, 6, 6}},
+		{"dilation_past_one_axis", []int{1, 2, 4, 9}, []int{3, 2, 3, 3}, false,
+			ConvAttrs{Dilations: []int{5, 2}, Pads: []int{5, 2, 5, 2}}, []int{1, 3, 4, 9}, []int{5, 2, 5, 2}},
+		{"dilation_strided_partly_dead", []int{1, 2, 6, 6}, []int{2, 2, 3, 3}, true,
+			ConvAttrs{Dilations: []int{4, 4}, Pads: []int{4, 0, 4, 8}, Strides: []int{2, 2}}, []int{1, 2, 3, 3}, []int{4, 0, 4, 8}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -687,5 +695,48 @@ func TestNNErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		expectErr(t, c.op, c.r)
+	}
+}
+
+// TestConvDropsPaddingTaps: a tap that reads padding for every output is
+// left out of the reduction (window.liveTaps), NCHW and NHWC alike: a
+// 3×3 of dilation 6 on a 5×5 map reduces over the channels alone (a 1×1),
+// one of dilation 2 keeps its 3×3, one of dilation (5, 2) on a 4×9 map is
+// 1×3. The numbers are TestConv's.
+func TestConvDropsPaddingTaps(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		x          []int
+		dil, pads  []int
+		nchw, nhwc []int // the reduce extents
+	}{
+		{"past the map", []int{1, 4, 5, 5}, []int{6, 6}, []int{6, 6, 6, 6}, []int{4, 1, 1}, []int{4}},
+		{"inside the map", []int{1, 4, 5, 5}, []int{2, 2}, []int{2, 2, 2, 2}, []int{4, 3, 3}, []int{3, 3, 4}},
+		{"past one axis", []int{1, 4, 4, 9}, []int{5, 2}, []int{5, 2, 5, 2}, []int{4, 1, 3}, []int{3, 4}},
+	} {
+		a := ConvAttrs{Dilations: c.dil, Pads: c.pads}
+		x, w := Placeholder("X", c.x...), Constant("W", 8, c.x[1], 3, 3)
+		conv, err := Conv("conv", x, w, nil, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nhwcIn := Placeholder("Xh", c.x[0], c.x[2], c.x[3], c.x[1])
+		convH, err := ConvNHWC("convh", nhwcIn, w, nil, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range []struct {
+			layout string
+			t      *Tensor
+			want   []int
+		}{{"NCHW", conv, c.nchw}, {"NHWC", convH, c.nhwc}} {
+			var got []int
+			for _, ax := range r.t.ReduceAxis {
+				got = append(got, ax.Extent)
+			}
+			if !slices.Equal(got, r.want) {
+				t.Errorf("%s %s: reduce extents %v, want %v", c.name, r.layout, got, r.want)
+			}
+		}
 	}
 }
