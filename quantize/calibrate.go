@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"github.com/tessera-ml/tessera/assemble"
 	"github.com/tessera-ml/tessera/graph"
@@ -194,6 +195,47 @@ func CheckSample(g *graph.Graph, sample []*graph.Tensor, what func(i int) string
 		}
 	}
 	return nil
+}
+
+// ReadSamples reads calibration files as samples, one tensor per graph
+// input (ReadSample): a NAME=FILE goes to input NAME, a bare FILE to the
+// inputs in order, round after round; every input needs as many files.
+// nil when no file is given.
+func ReadSamples(g *graph.Graph, files []string) ([][]*graph.Tensor, error) {
+	if len(files) == 0 {
+		return nil, nil
+	}
+	byInput := make([][]string, len(g.Inputs))
+	named, bare := 0, 0
+	for _, f := range files {
+		if name, file, ok := strings.Cut(f, "="); ok && slices.Contains(g.Inputs, name) {
+			i := slices.Index(g.Inputs, name)
+			byInput[i] = append(byInput[i], file)
+			named++
+			continue
+		}
+		byInput[bare%len(g.Inputs)] = append(byInput[bare%len(g.Inputs)], f)
+		bare++
+	}
+	if named > 0 && bare > 0 {
+		return nil, fmt.Errorf("give every file as name=FILE or every file bare, in the order of the inputs (%s)", strings.Join(g.Inputs, ", "))
+	}
+	for i, fs := range byInput {
+		if len(fs) != len(byInput[0]) {
+			return nil, fmt.Errorf("%d files for input %s, %d for %s: every input needs one file per sample", len(byInput[0]), g.Inputs[0], len(fs), g.Inputs[i])
+		}
+	}
+	samples := make([][]*graph.Tensor, len(byInput[0]))
+	for i, fs := range byInput {
+		for k, f := range fs {
+			t, err := ReadSample(f, g.Values[g.Inputs[i]]) // its errors name the file
+			if err != nil {
+				return nil, err
+			}
+			samples[k] = append(samples[k], t)
+		}
+	}
+	return samples, nil
 }
 
 // ReadSample reads a calibration file for graph input v with the reader

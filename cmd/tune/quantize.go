@@ -7,10 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"slices"
-	"strings"
 
-	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/internal/cli"
 	"github.com/tessera-ml/tessera/quantize"
 )
@@ -70,9 +67,9 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cli.Notes(stderr, "tune quantize", notes)
-	samples, err := calibrationSamples(g, qf.calibrate)
+	samples, err := quantize.ReadSamples(g, qf.calibrate)
 	if err != nil {
-		return err
+		return fmt.Errorf("--calibrate: %w", err)
 	}
 	if samples == nil {
 		fmt.Fprintf(stderr, "tune quantize: warning: no calibration data: ranges from %d random inputs; give --calibrate for a model you deploy\n", qf.random)
@@ -102,45 +99,4 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s (opset %d, %d nodes, %.1f MB)\n", cli.Printable(qf.out), q.Opset, len(q.Nodes), float64(st.Size())/1e6)
 	return nil
-}
-
-// calibrationSamples reads --calibrate's files as samples, one tensor per
-// graph input: a NAME=FILE goes to input NAME, a bare FILE to the inputs
-// in order, round after round; every input needs as many files. nil when
-// no file is given.
-func calibrationSamples(g *graph.Graph, files []string) ([][]*graph.Tensor, error) {
-	if len(files) == 0 {
-		return nil, nil
-	}
-	byInput := make([][]string, len(g.Inputs))
-	named, bare := 0, 0
-	for _, f := range files {
-		if name, file, ok := strings.Cut(f, "="); ok && slices.Contains(g.Inputs, name) {
-			i := slices.Index(g.Inputs, name)
-			byInput[i] = append(byInput[i], file)
-			named++
-			continue
-		}
-		byInput[bare%len(g.Inputs)] = append(byInput[bare%len(g.Inputs)], f)
-		bare++
-	}
-	if named > 0 && bare > 0 {
-		return nil, fmt.Errorf("--calibrate: give every file as name=FILE or every file bare, in the order of the inputs (%s)", strings.Join(g.Inputs, ", "))
-	}
-	for i, fs := range byInput {
-		if len(fs) != len(byInput[0]) {
-			return nil, fmt.Errorf("--calibrate: %d files for input %s, %d for %s: every input needs one file per sample", len(byInput[0]), g.Inputs[0], len(fs), g.Inputs[i])
-		}
-	}
-	samples := make([][]*graph.Tensor, len(byInput[0]))
-	for i, fs := range byInput {
-		for k, f := range fs {
-			t, err := quantize.ReadSample(f, g.Values[g.Inputs[i]]) // its errors name the file
-			if err != nil {
-				return nil, fmt.Errorf("--calibrate: %w", err)
-			}
-			samples[k] = append(samples[k], t)
-		}
-	}
-	return samples, nil
 }
