@@ -375,6 +375,38 @@ func RangeTasks(one *partition.Plan, dp *partition.DimPlan) []*partition.Task {
 	return tasks
 }
 
+// RangeSupport says whether tune and tune build take a model's ranges
+// (tune inspect --range --json: range_tuning): how (a batch run a sample
+// at a time, a dimension given to the kernels at run time), or why not.
+type RangeSupport struct {
+	Ranges string   `json:"ranges"`
+	Yes    bool     `json:"yes"`
+	How    []string `json:"how,omitempty"`
+	Why    string   `json:"why,omitempty"`
+}
+
+// Support says whether tune and tune build take r's ranges, written
+// ranges (as --range gives them): a batch whose samples every group
+// computes apart, and one dimension whose value the kernels take at run
+// time (Dims).
+func (r *Range) Support(ranges string) RangeSupport {
+	s := RangeSupport{Ranges: ranges}
+	_, bp, dp, err := r.Dims()
+	if err != nil {
+		s.Why = err.Error()
+		return s
+	}
+	s.Yes = true
+	if bp != nil {
+		s.How = append(s.How, fmt.Sprintf("%s one sample at a time (the model at %s=1, each task run once per sample)", bp.Symbol, bp.Symbol.Name))
+	}
+	if dp != nil {
+		s.How = append(s.How, fmt.Sprintf("%s given to the kernels at run time (tuned at %s=%v, %d workloads, their best schedules probed at %v; built at each of its %d values)",
+			dp.Symbol, dp.Symbol.Name, dp.Symbol.TunePoints(), len(RangeTasks(nil, dp)), dp.Symbol.ProbePoints(), dp.Symbol.Hi-dp.Symbol.Lo+1))
+	}
+	return s
+}
+
 func pointString(syms []partition.Symbol, p map[string]int) string {
 	parts := make([]string, len(syms))
 	for i, s := range syms {

@@ -180,3 +180,31 @@ func TestRangeEmphasis(t *testing.T) {
 		t.Errorf("a weight outside the range: %v", err)
 	}
 }
+
+// TestRangeSupport: a batch and a sequence length are taken, each said
+// how; three dynamic dimensions are not, said why.
+func TestRangeSupport(t *testing.T) {
+	r, err := LoadRange(dynamicModel(t, true), onnx.LoadOptions{}, map[string][2]int{"N": {1, 4}, "S": {16, 128}}, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.Support("N=1..4,S=16..128")
+	if !s.Yes || s.Ranges != "N=1..4,S=16..128" || len(s.How) != 2 || !strings.Contains(s.How[0], "one sample at a time (the model at N=1") ||
+		!strings.Contains(s.How[1], "given to the kernels at run time (tuned at S=[24 48 96], 3 workloads") {
+		t.Errorf("N and S: %+v", s)
+	}
+	g := graph.New("relu3", 17)
+	g.AddInput("x", graph.Float32, []int{-1, -1, -1}).DimParams = []string{"N", "S", "C"}
+	g.AddNode(&graph.Node{Name: "relu", OpType: "Relu", Inputs: []string{"x"}, Outputs: []string{"y"}})
+	g.Outputs = []string{"y"}
+	path := filepath.Join(t.TempDir(), "relu3.onnx")
+	if err := onnx.EncodeFile(path, g); err != nil {
+		t.Fatal(err)
+	}
+	if r, err = LoadRange(path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 4}, "S": {16, 64}, "C": {4, 16}}, partition.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if s := r.Support("N=1..4,S=16..64,C=4..16"); s.Yes || len(s.How) != 0 || !strings.Contains(s.Why, "takes a batch and one other dynamic dimension at most") {
+		t.Errorf("N, S and C: %+v", s)
+	}
+}

@@ -51,29 +51,14 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		if *dag >= len(sp.Tasks) {
 			return fmt.Errorf("--dag %d: the model has %d tasks", *dag, len(sp.Tasks))
 		}
-		// Whether tune and tune build take the ranges: a batch whose
-		// samples every group computes apart, and one dimension whose
-		// value the kernels take at run time.
-		over := &rangeTuning{Ranges: mf.ranges.String()}
-		if _, bp, dp, err := r.Dims(); err != nil {
-			over.Why = err.Error()
-		} else {
-			over.Yes = true
-			if bp != nil {
-				over.How = append(over.How, fmt.Sprintf("%s one sample at a time (the model at %s=1, each task run once per sample)", bp.Symbol, bp.Symbol.Name))
-			}
-			if dp != nil {
-				over.How = append(over.How, fmt.Sprintf("%s given to the kernels at run time (tuned at %s=%v, %d workloads, their best schedules probed at %v; built at each of its %d values)",
-					dp.Symbol, dp.Symbol.Name, dp.Symbol.TunePoints(), len(tuning.RangeTasks(nil, dp)), dp.Symbol.ProbePoints(), dp.Symbol.Hi-dp.Symbol.Lo+1))
-			}
-		}
+		over := r.Support(mf.ranges.String())
 		var dagRow *partition.SymbolicDAGRow
 		if *dag >= 0 {
 			t := sp.Tasks[*dag]
 			dagRow = &partition.SymbolicDAGRow{Task: *dag, Ops: t.Ops, Key: t.Key, Form: t.Form}
 		}
 		if *asJSON {
-			return writeJSON(stdout, inspectResult{RangePlan: sp.Report(), RangeTuning: over, RangeDAG: dagRow})
+			return writeJSON(stdout, inspectResult{RangePlan: sp.Report(), RangeTuning: &over, RangeDAG: dagRow})
 		}
 		var b strings.Builder
 		if err := partition.WriteSymbolic(&b, sp); err != nil {
@@ -125,18 +110,8 @@ type inspectResult struct {
 	Model       *onnx.Summary             `json:"model,omitempty"`
 	Plan        *partition.PlanReport     `json:"plan,omitempty"`
 	RangePlan   *partition.SymbolicReport `json:"range_plan,omitempty"`
-	RangeTuning *rangeTuning              `json:"range_tuning,omitempty"`
+	RangeTuning *tuning.RangeSupport      `json:"range_tuning,omitempty"`
 	RangeDAG    *partition.SymbolicDAGRow `json:"range_dag,omitempty"`
-}
-
-// rangeTuning says whether tune and tune build take the ranges of
-// --range, how (a batch run a sample at a time, a dimension given to the
-// kernels at run time), or why not.
-type rangeTuning struct {
-	Ranges string   `json:"ranges"`
-	Yes    bool     `json:"yes"`
-	How    []string `json:"how,omitempty"`
-	Why    string   `json:"why,omitempty"`
 }
 
 // dumpPass prints the kernel of task n's default schedule on the target as
