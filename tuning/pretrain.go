@@ -53,6 +53,21 @@ func (r PretrainReport) Write(w io.Writer) {
 	}
 }
 
+// LoadDataset reads the records of the databases that measure a task of
+// the models (loaded with lo and po) on target (its key, or a part of it
+// that names one; "": every target) as a cost model's dataset (package
+// dataset, featurized by backend.FeaturesOf), and reports what it holds
+// and left out.
+func LoadDataset(dbs []string, target string, models []string, lo onnx.LoadOptions, po partition.Options) (*costmodel.Dataset, dataset.Report, error) {
+	dags, err := TaskDAGs(models, lo, po)
+	if err != nil {
+		return nil, dataset.Report{}, err
+	}
+	data := &costmodel.Dataset{}
+	rep, err := dataset.Load(dataset.Options{DBs: dbs, Target: target, DAGs: dags, Features: backend.FeaturesOf}, data)
+	return data, rep, err
+}
+
 // Pretrain trains a cost model on every record of the databases that
 // measures a task of the models. Before it trains on all of them, it
 // holds out a share of the workloads (by a hash of their key), trains on
@@ -67,12 +82,7 @@ func Pretrain(opts PretrainOptions) (*costmodel.Model, PretrainReport, error) {
 		}
 		opts.Models = append(opts.Models, paths...)
 	}
-	dags, err := TaskDAGs(opts.Models, onnx.LoadOptions{}, partition.Options{Alternatives: true})
-	if err != nil {
-		return nil, rep, err
-	}
-	data := &costmodel.Dataset{}
-	drep, err := dataset.Load(dataset.Options{DBs: opts.DBs, DAGs: dags, Features: backend.FeaturesOf}, data)
+	data, drep, err := LoadDataset(opts.DBs, "", opts.Models, onnx.LoadOptions{}, partition.Options{Alternatives: true})
 	rep.Data = drep
 	if err != nil {
 		return nil, rep, err

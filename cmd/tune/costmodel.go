@@ -8,12 +8,10 @@ import (
 	"os"
 	"strings"
 
-	"github.com/tessera-ml/tessera/backend"
 	"github.com/tessera-ml/tessera/costmodel"
 	"github.com/tessera-ml/tessera/internal/cli"
 	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/partition"
-	"github.com/tessera-ml/tessera/records/dataset"
 	"github.com/tessera-ml/tessera/tuning"
 )
 
@@ -157,16 +155,11 @@ func (c *costModelFlags) load(stdout io.Writer) (*costmodel.Dataset, error) {
 		// bind it there (--input NAME=1,...) to read them.
 		return nil, fmt.Errorf("--range %s: tune costmodel reads models of static shapes; bind the batch to 1 with --input to read the records of a tuning over a range", c.mf.ranges)
 	}
-	dags, err := tuning.TaskDAGs(c.models, c.mf.loadOptions(), partition.Options{Alternatives: c.mf.winograd})
-	if err != nil {
-		return nil, err
+	dbs := c.dbs
+	if len(dbs) == 0 {
+		dbs = []string{"tuning.db"}
 	}
-	opts := dataset.Options{DBs: c.dbs, Target: c.target, DAGs: dags, Features: backend.FeaturesOf}
-	if len(opts.DBs) == 0 {
-		opts.DBs = []string{"tuning.db"}
-	}
-	data := &costmodel.Dataset{}
-	rep, err := dataset.Load(opts, data)
+	data, rep, err := tuning.LoadDataset(dbs, c.target, c.models, c.mf.loadOptions(), partition.Options{Alternatives: c.mf.winograd})
 	if err != nil {
 		return nil, err
 	}
