@@ -156,16 +156,8 @@ func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *backend.Targ
 func (f *tuneFlags) tasks(path string, stderr io.Writer) ([]*partition.Task, error) {
 	var l *onnx.Loaded
 	var tasks []*partition.Task
-	for name, w := range f.weights {
-		r, ok := f.model.ranges[name]
-		if !ok {
-			return nil, fmt.Errorf("--weights %s=...: %s has no --range", name, name)
-		}
-		for v := range w {
-			if v < r[0] || v > r[1] {
-				return nil, fmt.Errorf("--weights: a weight on %s=%d, outside --range %s=%d..%d", name, v, name, r[0], r[1])
-			}
-		}
+	if err := f.weights.Within(f.model.ranges); err != nil {
+		return nil, err
 	}
 	if len(f.model.ranges) > 0 {
 		var bp *partition.BatchPlan

@@ -72,6 +72,20 @@ func TestFlagValues(t *testing.T) {
 			t.Errorf("Weights.Set(%q) succeeded", bad)
 		}
 	}
+	if err := w.Within(Ranges{"S": {16, 256}}); err != nil {
+		t.Errorf("Weights.Within(S=16..256): %v", err)
+	}
+	for _, c := range []struct {
+		r    Ranges
+		want string
+	}{
+		{Ranges{"T": {16, 256}}, "--weights S=...: S has no --range"},
+		{Ranges{"S": {16, 128}}, "--weights: a weight on S=256, outside --range S=16..128"},
+	} {
+		if err := w.Within(c.r); err == nil || err.Error() != c.want {
+			t.Errorf("Weights.Within(%v): %v, want %q", c.r, err, c.want)
+		}
+	}
 	v := Values{}
 	if err := v.Set("sr= 16000"); err != nil || v.String() != "sr=16000" || v.Set("sr=1") == nil || v.Set("q=") == nil {
 		t.Errorf("Values: %v, %q", err, v)

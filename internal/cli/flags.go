@@ -169,6 +169,23 @@ func (w Weights) Set(v string) error {
 	return nil
 }
 
+// Within checks that every name weighed has a range in r (--range) and
+// every value weighed lies in it.
+func (w Weights) Within(r Ranges) error {
+	for _, name := range slices.Sorted(maps.Keys(w)) {
+		span, ok := r[name]
+		if !ok {
+			return fmt.Errorf("--weights %s=...: %s has no --range", name, name)
+		}
+		for _, v := range slices.Sorted(maps.Keys(w[name])) {
+			if v < span[0] || v > span[1] {
+				return fmt.Errorf("--weights: a weight on %s=%d, outside --range %s=%d..%d", name, v, name, span[0], span[1])
+			}
+		}
+	}
+	return nil
+}
+
 // Values collects repeated `--freeze name=v0,v1,...` flags: the values as
 // written, parsed once the input's dtype is known (onnx.Load). Make it
 // before registering it.
