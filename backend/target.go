@@ -75,10 +75,11 @@ func (t *Target) Features(s *schedule.State) ([][]float32, error) {
 	return costmodel.StateFeatures(t.lower, hardware(t.Machine), s)
 }
 
-// hardware is what the cost model's features know of a machine (none for
-// the zero Machine of a GPU target).
+// hardware is what the cost model's features know of a machine: its
+// vector registers (none for the zero Machine of a GPU target) and its
+// cache line.
 func hardware(m machine.Machine) costmodel.Hardware {
-	return costmodel.Hardware{VectorBytes: m.VectorBytes, VectorRegs: m.VectorRegs}
+	return costmodel.Hardware{VectorBytes: m.VectorBytes, VectorRegs: m.VectorRegs, CacheLine: m.CacheLine()}
 }
 
 // Module prints a lowered kernel as a translation unit, with what is
@@ -142,12 +143,13 @@ func FeaturesOf(key string) (func(s *schedule.State) ([][]float32, error), error
 	if err != nil {
 		return nil, err
 	}
-	var hw costmodel.Hardware
+	var m machine.Machine // none: a GPU, or a key without a machine
 	if NameOf(key) == "cpu" {
-		if m, ok := machine.ParseKey(key); ok {
-			hw = hardware(m)
+		if pm, ok := machine.ParseKey(key); ok {
+			m = pm
 		}
 	}
+	hw := hardware(m)
 	return func(s *schedule.State) ([][]float32, error) { return costmodel.StateFeatures(lower, hw, s) }, nil
 }
 

@@ -32,7 +32,7 @@ func realisticDataset(n int) *Dataset {
 		name := names[i%len(names)]
 		s0 := schedule.NewState(dags[name])
 		_, f := schedtest.RandomLowerable(rng, s0, 10)
-		rows := Extract(f, Hardware{})
+		rows := Extract(f, noMachine)
 		cost := 1.0
 		for _, r := range rows {
 			cost += float64(r[fFloatMul]) + 0.5*float64(r[fBuffers+bLines]) - 0.3*float64(r[fVec+annLen]) + 0.1*float64(r[fOuter+2])
@@ -105,7 +105,7 @@ func BenchmarkSearchRound(b *testing.B) {
 	}
 	b.Logf("model: %d trees", m.NumTrees())
 	for b.Loop() {
-		progs := ExtractAll(fs, Hardware{}, 0)
+		progs := ExtractAll(fs, noMachine, 0)
 		m.Predict(progs)
 	}
 }

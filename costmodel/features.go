@@ -1,6 +1,7 @@
 package costmodel
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 	"runtime"
@@ -231,14 +232,16 @@ const arithSamples = 10
 //	              vector_regs × vector_bytes. Above 1 the compiler spills.
 
 // Hardware is what the features know of the processor a program is
-// compiled for; the zero value is none (a GPU, or unknown).
+// compiled for (backend fills it from the machine model). Zero vector
+// fields are none (a GPU, or unknown): the machine features are zero.
 type Hardware struct {
 	VectorBytes int // width of one vector register
 	VectorRegs  int // number of vector registers
+	// CacheLine is the size in bytes of a data cache line
+	// (machine.Machine.CacheLine), the unit of the lines and
+	// unique_lines features. It must be set, on a GPU too.
+	CacheLine int
 }
-
-// cacheLine is the cache line size in bytes assumed by the line features.
-const cacheLine = 64
 
 // FeatureNames names every feature, parallel to the rows Extract returns.
 var FeatureNames = featureNames()
@@ -285,7 +288,13 @@ func featureNames() []string {
 // Extract returns one feature row per Store statement of f, compiled for
 // hw, in program order. The rows share one backing array. Extract is safe
 // for concurrent use.
+//
+// Precondition: hw.CacheLine > 0; Extract panics otherwise, since lines
+// of no bytes would corrupt the features silently.
 func Extract(f *tir.PrimFunc, hw Hardware) [][]float32 {
+	if hw.CacheLine <= 0 {
+		panic(fmt.Sprintf("costmodel: Extract: Hardware.CacheLine is %d (machine.Machine.CacheLine gives it)", hw.CacheLine))
+	}
 	x := extractorPool.Get().(*extractor)
 	x.hw = hw
 	rows := x.run(f)
@@ -1187,7 +1196,7 @@ func (x *extractor) bufferFeatures(f *bufFeat, st *stmtInfo, stack []int32, accs
 			for d := moving + 1; d < D; d++ {
 				reduce *= float64(x.loops[stack[d]].ext)
 			}
-			lines = max(1, trip/reduce*min(1, float64(s)*eb/cacheLine))
+			lines = max(1, trip/reduce*min(1, float64(s)*eb/float64(x.hw.CacheLine)))
 			if moving == D-1 {
 				stride = float64(s)
 			}
@@ -1209,7 +1218,7 @@ func (x *extractor) bufferFeatures(f *bufFeat, st *stmtInfo, stack []int32, accs
 				break
 			}
 		}
-		uniqueLines = max(1, uniqueBytes/min(cacheLine, cont))
+		uniqueLines = max(1, uniqueBytes/min(float64(x.hw.CacheLine), cont))
 	}
 	v[bBytes] = bytes
 	v[bUniqueBytes] = uniqueBytes

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tessera-ml/tessera/backend/machine"
 	"github.com/tessera-ml/tessera/schedule"
 	"github.com/tessera-ml/tessera/schedule/schedtest"
 	"github.com/tessera-ml/tessera/te"
@@ -14,8 +15,13 @@ import (
 )
 
 // rawRows returns the features of f before the log2(1+x) scaling.
+// noMachine is the Hardware of a program compiled for no processor the
+// machine model knows (a GPU's): no vector registers, the model's cache
+// line.
+var noMachine = Hardware{CacheLine: machine.Machine{}.CacheLine()}
+
 func rawRows(f *tir.PrimFunc) [][NumFeatures]float64 {
-	x := new(extractor)
+	x := &extractor{hw: noMachine}
 	if !x.prepare(f) {
 		return nil
 	}
@@ -82,7 +88,7 @@ func TestFeatureNames(t *testing.T) {
 // TestComputationCounts checks the op counts of a 4×8 nest with one fused
 // multiply-add store: 32 executions of one add, one mul.
 func TestComputationCounts(t *testing.T) {
-	rows := Extract(fmaNest(tir.Serial, tir.Serial), Hardware{})
+	rows := Extract(fmaNest(tir.Serial, tir.Serial), noMachine)
 	if len(rows) != 1 {
 		t.Fatalf("%d rows, want 1", len(rows))
 	}
@@ -126,8 +132,8 @@ func TestMachineFeatures(t *testing.T) {
 		return &tir.PrimFunc{Name: "tile", Params: []*tir.Buffer{a, b},
 			Body: &tir.Allocate{Buf: acc, Body: body}}
 	}
-	avx2 := Hardware{VectorBytes: 32, VectorRegs: 16}
-	avx512 := Hardware{VectorBytes: 64, VectorRegs: 32}
+	avx2 := Hardware{VectorBytes: 32, VectorRegs: 16, CacheLine: noMachine.CacheLine}
+	avx512 := Hardware{VectorBytes: 64, VectorRegs: 32, CacheLine: noMachine.CacheLine}
 	for _, c := range []struct {
 		rows              int
 		hw                Hardware
@@ -136,7 +142,7 @@ func TestMachineFeatures(t *testing.T) {
 		{16, avx2, 2, 2},
 		{16, avx512, 1, 0.5},
 		{4, avx2, 2, 0.5},
-		{4, Hardware{}, 0, 0},
+		{4, noMachine, 0, 0},
 	} {
 		x := &extractor{hw: c.hw}
 		if !x.prepare(tile(c.rows)) {
@@ -601,7 +607,7 @@ func TestExtractRealistic(t *testing.T) {
 			fs = append(fs, f)
 		}
 	}
-	all := ExtractAll(fs, Hardware{}, 2)
+	all := ExtractAll(fs, noMachine, 2)
 	for i, f := range fs {
 		stores := 0
 		tir.WalkStmt(f.Body, func(s tir.Stmt) bool {
@@ -610,7 +616,7 @@ func TestExtractRealistic(t *testing.T) {
 			}
 			return true
 		})
-		rows := Extract(f, Hardware{})
+		rows := Extract(f, noMachine)
 		if len(rows) != stores {
 			t.Fatalf("%d rows for %d stores", len(rows), stores)
 		}
@@ -698,7 +704,7 @@ func BenchmarkExtractGEMM(b *testing.B) {
 	f := expertGEMM(b, 256)
 	b.ReportAllocs()
 	for b.Loop() {
-		Extract(f, Hardware{})
+		Extract(f, noMachine)
 	}
 }
 
@@ -718,7 +724,7 @@ func BenchmarkExtractRandom(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		Extract(fs[i%len(fs)], Hardware{})
+		Extract(fs[i%len(fs)], noMachine)
 		i++
 	}
 }

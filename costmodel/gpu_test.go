@@ -22,7 +22,7 @@ func TestGPULoweredFeatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := Extract(f, Hardware{})
+	rows := Extract(f, noMachine)
 	col := func(name string) int { return slices.Index(FeatureNames, name) }
 	gpu, tx := col("is_gpu"), col("threadIdx_x_len")
 	if gpu < 0 || tx < 0 || len(rows) == 0 {

@@ -81,6 +81,18 @@ const defaultScheduleL2 = 2 << 20
 // machine, whatever its L2.
 func (m Machine) ScheduleL2() int { return defaultScheduleL2 }
 
+// cacheLine is the line of the data caches of every processor the
+// machine model knows: x86-64's, and the armv8-a cores'.
+const cacheLine = 64
+
+// CacheLine returns the size in bytes of one line of the machine's data
+// caches, the unit in which the cost model's features count the memory a
+// program touches. It follows from the architecture alone, so a machine
+// read back from a records key (ParseKey) has the line its records were
+// measured with; the zero Machine of a GPU target gives the same 64
+// bytes, which its features count in too.
+func (m Machine) CacheLine() int { return cacheLine }
+
 // Lanes returns the float32 lanes of one vector register.
 func (m Machine) Lanes() int { return m.VectorBytes / 4 }
 

@@ -171,20 +171,21 @@ func FuzzParseCPUInfo(f *testing.F) {
 	})
 }
 
-// machineConstants are how a lane, vector or register count written as a
-// constant looks in Go or in the C it prints.
+// machineConstants are how a lane, vector or register count, a cache line
+// or a cache size written as a constant looks in Go or in the C it prints.
 var machineConstants = []*regexp.Regexp{
 	regexp.MustCompile(`vector_size\(\d`),
 	regexp.MustCompile(`\b(MaxVectorLanes|VectorBits|VectorBytes|VectorRegs|Lanes|vectorTile|rowTile)\s*(:|=|:=)\s*\d`),
 	regexp.MustCompile(`-march=native`),
+	regexp.MustCompile(`\b((?i:cache_?line)\w*|L1D?|L2|L3)\s*(:|=|:=)\s*\d`),
 }
 
 // TestNoMachineConstants checks the repository's Go code outside this
-// package (tests excepted) for a lane, vector width or register count of
-// its own: machine facts come from the machine model. GPU files are exempt
-// (a GPU's vector width, float4, is the device's, not the CPU's), and so is
-// measure/builder.go, where -march=native is the placeholder March
-// replaces.
+// package (tests excepted) for a lane, vector width, register count,
+// cache line or cache size of its own: machine facts come from the machine
+// model. GPU files are exempt (a GPU's vector width, float4, is the
+// device's, not the CPU's), and so is measure/builder.go, where
+// -march=native is the placeholder March replaces.
 func TestNoMachineConstants(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {

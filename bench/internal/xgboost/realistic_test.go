@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/backend/machine"
 	"github.com/tessera-ml/tessera/bench/internal/xgboost"
 	"github.com/tessera-ml/tessera/costmodel"
 	"github.com/tessera-ml/tessera/measure"
@@ -221,7 +222,7 @@ func realisticMatmulFuncs(t *testing.T) (*costmodel.Dataset, []*tir.PrimFunc) {
 
 	// Dataset: features of every program, one task.
 	t0 := time.Now()
-	rows := costmodel.ExtractAll(funcs, costmodel.Hardware{}, 0)
+	rows := costmodel.ExtractAll(funcs, costmodel.Hardware{CacheLine: machine.Machine{}.CacheLine()}, 0)
 	extract := time.Since(t0)
 	t.Logf("features of %d programs in %v (%.0f programs/s)", len(funcs), extract, float64(len(funcs))/extract.Seconds())
 	d := &costmodel.Dataset{}
