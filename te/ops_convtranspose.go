@@ -30,7 +30,16 @@ type ConvTransposeAttrs struct {
 // a unit-stride convolution with the flipped kernel, and name_bias adding
 // b. Pads may be negative (output_shape beyond the natural extent): the
 // positions no input reaches are 0.
+//
+// It is computed as a GEMM and a sum of its columns (convTransposeCols),
+// which multiplies no zero.
 func ConvTranspose(name string, x, w, b *Tensor, a ConvTransposeAttrs) (*Tensor, error) {
+	return convTranspose(name, x, w, b, a, true)
+}
+
+// convTranspose is ConvTranspose by columns (cols) or by its definition,
+// the dilated form (the reference of the tests).
+func convTranspose(name string, x, w, b *Tensor, a ConvTransposeAttrs, cols bool) (*Tensor, error) {
 	name = orDefault(name, "convtranspose")
 	const op = "ConvTranspose"
 	if err := checkInputs(op, name, x, w); err != nil {
@@ -125,6 +134,151 @@ func ConvTranspose(name string, x, w, b *Tensor, a ConvTransposeAttrs) (*Tensor,
 		out = append(out, o)
 	}
 
+	rshape := []int{}
+	if Cg > 1 {
+		rshape = append(rshape, Cg)
+	}
+	// With groups the reduction runs over [N, G, M/G, O...], so that every
+	// weight index is a loop variable or a sum of them (a weight layout
+	// rewrite needs that); name_group then lays it out as [N, M, O...].
+	cshape := out
+	if G > 1 {
+		cshape = append([]int{N, G, Mg}, out[2:]...)
+	}
+	cname := name
+	if G > 1 || b != nil {
+		cname = name + "_sum"
+	}
+	var conv *Tensor
+	if cols {
+		conv = convTransposeCols(cname, x, w, cshape, k, strides, dil, pb, G, Cg)
+	} else {
+		conv = convTransposeDilated(cname, name, x, w, cshape, rshape, k, strides, dil, pb, out, G, Cg)
+	}
+	if cname == name {
+		return conv, nil
+	}
+	return Compute(name, out, func(i []tir.Expr) tir.Expr {
+		var v tir.Expr
+		if G > 1 {
+			v = conv.At(append([]tir.Expr{i[0], idivc(i[1], Mg), imodc(i[1], Mg)}, i[2:]...)...)
+		} else {
+			v = conv.At(i...)
+		}
+		if b != nil {
+			v = tir.AddE(v, b.At(i[1]))
+		}
+		return v
+	}), nil
+}
+
+// convTransposeCols is ConvTranspose as a matrix product and a sum of its
+// columns (GEMM and col2im, onnxruntime's form): name_cols[n, g, i...,
+// k..., m] = Σ_c x[n, g·C/G + c, i...]·w[g·C/G + c, m, k...], every input
+// element times every tap, one GEMM of the input's positions by the output
+// channels and taps that the tiling rules schedule like any matmul; then
+// output o of an axis, at full position f = o + pad_begin, sums the columns
+// of the (i, k) with i·s + k·d = f: for unit dilation the ⌈K/s⌉ taps
+// k = f mod s + s·j of input f div s − j, else every tap whose f − k·d is
+// a multiple of s. Nothing multiplies a zero: the dilated form's input
+// holds s − 1 zeros for every element and reads them all (a stride-2 4×4
+// kernel: 16 products per output, 4 of them not zero).
+func convTransposeCols(cname string, x, w *Tensor, cshape, k, strides, dil, pb []int, G, Cg int) *Tensor {
+	ns := len(k)
+	N := x.Shape[0]
+	Mg := w.Shape[1]
+	// The columns: [N, (G,) I..., K..., M/G].
+	colShape := []int{N}
+	if G > 1 {
+		colShape = append(colShape, G)
+	}
+	colShape = append(colShape, x.Shape[2:]...)
+	colShape = append(colShape, k...)
+	colShape = append(colShape, Mg)
+	cols := Reduce(cname+"_cols", colShape, Sum, []int{Cg}, func(i, r []tir.Expr) tir.Expr {
+		p := 1
+		var ch tir.Expr = r[0]
+		if G > 1 {
+			ch = iadd(imulc(i[1], Cg), r[0])
+			p = 2
+		}
+		xi := append([]tir.Expr{i[0], ch}, i[p:p+ns]...)
+		wi := append([]tir.Expr{ch, i[p+2*ns]}, i[p+ns:p+2*ns]...)
+		return tir.MulE(x.At(xi...), w.At(wi...))
+	})
+	// taps[a] are, for unit dilation, ⌈K/s⌉; else K.
+	taps := make([]int, ns)
+	for a := range ns {
+		taps[a] = k[a]
+		if dil[a] == 1 {
+			taps[a] = (k[a] + strides[a] - 1) / strides[a]
+		}
+	}
+	return Compute(cname, cshape, func(i []tir.Expr) tir.Expr {
+		n, mo, sp := i[0], i[1], i[2:]
+		var g tir.Expr
+		if G > 1 {
+			g, mo, sp = i[1], i[2], i[3:]
+		}
+		// Every combination of one tap per axis, in the order of the
+		// flattened taps (the first axis slowest).
+		var sum tir.Expr
+		total := numElems(taps)
+		for t := range total {
+			var valid tir.Expr
+			ci := []tir.Expr{n}
+			if G > 1 {
+				ci = append(ci, g)
+			}
+			src := make([]tir.Expr, ns)
+			tap := make([]tir.Expr, ns)
+			rest := t
+			for a := ns - 1; a >= 0; a-- {
+				j := rest % taps[a]
+				rest /= taps[a]
+				s, d, in := strides[a], dil[a], x.Shape[2+a]
+				f := iaddc(sp[a], pb[a])
+				var kk, ii tir.Expr
+				if d == 1 {
+					kk = iaddc(imodc(f, s), s*j) // f mod s + s·j
+					ii = iaddc(idivc(f, s), -j)  // f div s − j
+					if k[a]%s != 0 && s > 1 {
+						valid = andCond(valid, tir.Cmp(tir.LT, kk, tir.Const(int64(k[a]))))
+						kk = tir.MinE(kk, tir.Const(int64(k[a]-1)))
+					}
+				} else {
+					kk = Idx(j)
+					rel := iaddc(f, -j*d) // f − k·d
+					if s > 1 {
+						valid = andCond(valid, tir.Cmp(tir.EQ, imodc(rel, s), tir.Const(0)))
+					}
+					ii = idivc(rel, s)
+				}
+				valid = andCond(valid, tir.Cmp(tir.GE, ii, tir.Const(0)))
+				valid = andCond(valid, tir.Cmp(tir.LT, ii, tir.Const(int64(in))))
+				src[a] = tir.MinE(tir.MaxE(ii, tir.Const(0)), tir.Const(int64(in-1)))
+				tap[a] = kk
+			}
+			ci = append(ci, src...)
+			ci = append(ci, tap...)
+			ci = append(ci, mo)
+			term := tir.SelectE(valid, cols.At(ci...), tir.F32(0))
+			if sum == nil {
+				sum = term
+			} else {
+				sum = tir.AddE(sum, term)
+			}
+		}
+		return sum
+	})
+}
+
+// convTransposeDilated is ConvTranspose by its definition: the input with
+// stride − 1 zeros between its elements (name_dilate), then a unit-stride
+// convolution with the flipped kernel.
+func convTransposeDilated(cname, name string, x, w *Tensor, cshape, rshape, k, strides, dil, pb, out []int, G, Cg int) *Tensor {
+	ns := len(k)
+	N, C := x.Shape[0], x.Shape[1]
 	// The dilated input: element j of a spatial axis holds x[(j − lo)/s]
 	// when j − lo is a multiple of s inside the input, else 0; lo is
 	// (K − 1)·d − pad_begin. Its extent lets the flipped kernel slide over
@@ -157,23 +311,8 @@ func ConvTranspose(name string, x, w, b *Tensor, a ConvTransposeAttrs) (*Tensor,
 		}
 		return tir.SelectE(inside, x.At(idx...), tir.F32(0))
 	})
-	rshape := []int{}
-	if Cg > 1 {
-		rshape = append(rshape, Cg)
-	}
-	rshape = append(rshape, k...)
-	// With groups the reduction runs over [N, G, M/G, O...], so that every
-	// weight index is a loop variable or a sum of them (a weight layout
-	// rewrite needs that); name_group then lays it out as [N, M, O...].
-	cshape := out
-	if G > 1 {
-		cshape = append([]int{N, G, Mg}, out[2:]...)
-	}
-	cname := name
-	if G > 1 || b != nil {
-		cname = name + "_sum"
-	}
-	conv := Reduce(cname, cshape, Sum, rshape, func(i, r []tir.Expr) tir.Expr {
+	rshape = append(slices.Clone(rshape), k...)
+	return Reduce(cname, cshape, Sum, rshape, func(i, r []tir.Expr) tir.Expr {
 		var rc tir.Expr = Idx(0)
 		if Cg > 1 {
 			rc, r = r[0], r[1:]
@@ -192,21 +331,6 @@ func ConvTranspose(name string, x, w, b *Tensor, a ConvTransposeAttrs) (*Tensor,
 		}
 		return tir.MulE(dilated.At(xi...), w.At(wi...))
 	})
-	if cname == name {
-		return conv, nil
-	}
-	return Compute(name, out, func(i []tir.Expr) tir.Expr {
-		var v tir.Expr
-		if G > 1 {
-			v = conv.At(append([]tir.Expr{i[0], idivc(i[1], Mg), imodc(i[1], Mg)}, i[2:]...)...)
-		} else {
-			v = conv.At(i...)
-		}
-		if b != nil {
-			v = tir.AddE(v, b.At(i[1]))
-		}
-		return v
-	}), nil
 }
 
 // splitPads splits a total padding between the beginning and the end of an
