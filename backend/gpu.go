@@ -21,8 +21,9 @@ type GPUConfig struct {
 	Run measure.RunOptions
 	// Limits are the device's limits for the sketch rules and the
 	// lowering; zero fields come from the device (threads and shared
-	// memory per block, capped at 1024 and 48 KiB; multiprocessors) and
-	// from defaults (warp 32, 8 virtual threads).
+	// memory per block, capped at 1024 and 48 KiB; multiprocessors), from
+	// defaults (warp 32, 8 virtual threads) and from the printer (vector
+	// lanes: codegen.GPUVectorLanes).
 	Limits schedule.GPULimits
 	// Key, when set, replaces the derived target key.
 	Key string
@@ -76,6 +77,9 @@ func gpuTarget(ctx context.Context, api measure.API, dialect codegen.Dialect, cf
 	}
 	if lim.Processors <= 0 {
 		lim.Processors = info.Processors
+	}
+	if lim.VectorLanes <= 0 {
+		lim.VectorLanes = codegen.GPUVectorLanes
 	}
 	run := cfg.Run
 	if run == (measure.RunOptions{}) {

@@ -76,7 +76,7 @@ func GPU(fs []*tir.PrimFunc, d Dialect) (*GPUSource, error) {
 			g.calls[fn] = fn // OpenCL's math built-ins are overloaded
 		}
 	}
-	m := &module{lanes: 4, used: map[int]bool{}}
+	m := &module{lanes: GPUVectorLanes, used: map[int]bool{}}
 	out := &GPUSource{}
 	var b strings.Builder
 	b.WriteString(gpuPrelude(d))
@@ -240,7 +240,7 @@ func (m *module) gpuKernel(name string, kern tir.Kernel, params []*tir.Buffer, g
 		k.bufs[sb] = &bufBind{buf: sb, name: sn}
 		k.line("TSR_SHARED float %s[%d] __attribute__((aligned(16)));", sn, max(sb.Size(), 1))
 	}
-	body, err := runPasses(kern.Body, true, gpuLanes, nil, nil)
+	body, err := runPasses(kern.Body, true, GPUVectorLanes, nil, nil)
 	if err != nil {
 		return "", err
 	}
@@ -294,9 +294,16 @@ func unrollVthreads(s tir.Stmt) tir.Stmt {
 	}})
 }
 
-// gpuLanes is the vector width of the GPU pipeline: long vector loops are
-// cut into float4 pieces.
-const gpuLanes = 4
+// GPUVectorLanes is the float32 lanes of the widest vector access the GPU
+// dialects spell: a float4, in CUDA and OpenCL alike. The GPU pipeline
+// cuts longer vector loops into pieces of it, the printer loads and stores
+// float2 up to it (gpuVector), and a GPU target hands it to the sketch
+// rules as schedule.GPULimits.VectorLanes.
+const GPUVectorLanes = 4
+
+// gpuVector reports whether a vectorized loop of l lanes is printed as
+// vector loads and stores: a float2 up to a float GPUVectorLanes.
+func gpuVector(l int) bool { return l >= 2 && l <= GPUVectorLanes && isPow2(l) }
 
 // traceGPU is Trace for a GPU function: every kernel body goes through the
 // GPU pipeline, and after sees the function with each kernel's body after
@@ -308,7 +315,7 @@ func traceGPU(f *tir.PrimFunc, after func(pass string, g *tir.PrimFunc) error) e
 	}
 	byPass := map[string][]tir.Stmt{}
 	for _, k := range ks {
-		if _, err := runPasses(k.Body, true, gpuLanes, nil, func(pass string, s tir.Stmt) error {
+		if _, err := runPasses(k.Body, true, GPUVectorLanes, nil, func(pass string, s tir.Stmt) error {
 			byPass[pass] = append(byPass[pass], s)
 			return nil
 		}); err != nil {
@@ -396,7 +403,7 @@ func (k *kernel) gpuAllocate(a *tir.Allocate) error {
 // as one float2/float4 access. Anything else is a scalar loop.
 func (k *kernel) gpuVectorLoop(f *tir.For) error {
 	plan, why, _ := k.planVector(f, k.dom)
-	if plan == nil || plan.L != 2 && plan.L != 4 || plan.masked() {
+	if plan == nil || !gpuVector(plan.L) || plan.masked() {
 		switch {
 		case plan != nil && plan.masked():
 			why = "lane-dependent if"
@@ -412,7 +419,8 @@ func (k *kernel) gpuVectorLoop(f *tir.For) error {
 	return k.walkItems(plan, plan.items, nil, func(p *vplan, st *tir.Store, _ tir.Expr) error { return k.gpuVStore(p, st) })
 }
 
-var laneNames = [...]string{"x", "y", "z", "w"}
+// laneNames are the fields of the widest vector, a float4.
+var laneNames = [GPUVectorLanes]string{"x", "y", "z", "w"}
 
 // readsAny reports whether e reads one of the vector loads' placeholders.
 func readsAny(e tir.Expr, vls []vload) bool {

@@ -19,7 +19,7 @@ import (
 )
 
 // testGPU are the limits of a CUDA device of compute capability 9.0.
-var testGPU = schedule.GPULimits{WarpSize: 32, MaxThreadsPerBlock: 1024, MaxSharedBytes: 48 << 10, MaxVThread: 8, Processors: 132}
+var testGPU = schedule.GPULimits{WarpSize: 32, MaxThreadsPerBlock: 1024, MaxSharedBytes: 48 << 10, MaxVThread: 8, Processors: 132, VectorLanes: codegen.GPUVectorLanes}
 
 // gpuTool returns the path of a tool the GPU tests need; without it the
 // test is skipped, unless TESSERA_REQUIRE_GPU_TOOLS is set (CI sets it:

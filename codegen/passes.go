@@ -32,8 +32,8 @@ type Pass struct {
 
 // PassContext is what the passes know of the kernel they rewrite.
 type PassContext struct {
-	// Lanes is the native vector width in float32 lanes (4 on a GPU: a
-	// float4).
+	// Lanes is the native vector width in float32 lanes (on a GPU,
+	// GPUVectorLanes: a float4).
 	Lanes int
 	// Dynamic holds the loops whose extent is given at run time
 	// (tir.PrimFunc.Dynamic); split-vectors adds the chunk loops of a

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tessera-ml/tessera/codegen"
 	"github.com/tessera-ml/tessera/schedule"
 	"github.com/tessera-ml/tessera/sketch"
 	"github.com/tessera-ml/tessera/te/tetest"
@@ -13,7 +14,7 @@ import (
 // lowering, as TVM takes them: the kernel's launch dimensions and its
 // virtual threads are there.
 func TestGPULoweredFeatures(t *testing.T) {
-	opts := sketch.GPUOptions(schedule.GPULimits{WarpSize: 32, MaxThreadsPerBlock: 1024, MaxSharedBytes: 48 << 10, MaxVThread: 8})
+	opts := sketch.GPUOptions(schedule.GPULimits{WarpSize: 32, MaxThreadsPerBlock: 1024, MaxSharedBytes: 48 << 10, MaxVThread: 8, VectorLanes: codegen.GPUVectorLanes})
 	s, _, err := sketch.Default(schedule.NewState(tetest.DAGs()["matmul"]), opts)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,10 @@ type GPULimits struct {
 	MaxSharedBytes     int // shared memory of one block
 	MaxVThread         int // extent of a virtual thread loop (Ansor: 8)
 	Processors         int // multiprocessors (OpenCL: compute units); 0: unknown
+	// VectorLanes is the float32 lanes of the widest vector load and
+	// store a kernel makes (codegen.GPUVectorLanes: a float4); it bounds
+	// vectorized loops and cooperative fetches. 0: none are vectorized.
+	VectorLanes int
 }
 
 // maxGridYZ bounds the y and z dimensions of a grid (CUDA's limit; OpenCL

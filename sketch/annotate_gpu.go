@@ -51,10 +51,6 @@ func annotateRegisterTileGPU(rng *rand.Rand, s *schedule.State, tiled map[int]bo
 // threadChoices are the block sizes a kernel without tiles is split by.
 var threadChoices = []int{32, 64, 128, 256, 512, 1024}
 
-// fetchVectors are the vector lengths of a cooperative fetch (a float4
-// load at most).
-var fetchVectors = []int{1, 2, 4}
-
 // annotateThreadBind binds the loops of every kernel to blocks and
 // threads, and spreads the fetch of every shared copy over its reader's
 // threads.
@@ -194,11 +190,11 @@ func cooperativeFetch(rng *rand.Rand, s *schedule.State, i int, opts Options) (*
 	if err != nil {
 		return nil, err
 	}
+	// The vector lengths of a fetch: 1, 2, ... up to the device's widest
+	// vector load (MaxVectorLanes, a float4).
 	var vecs []int
-	for _, v := range fetchVectors {
-		if opts.MaxVectorLanes <= 0 || v <= opts.MaxVectorLanes {
-			vecs = append(vecs, v)
-		}
+	for v := 1; v <= max(opts.MaxVectorLanes, 1); v *= 2 {
+		vecs = append(vecs, v)
 	}
 	v := 1
 	if len(vecs) > 0 {

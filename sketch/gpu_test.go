@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/tessera-ml/tessera/codegen"
 	"github.com/tessera-ml/tessera/schedule"
 	"github.com/tessera-ml/tessera/schedule/schedtest"
 	"github.com/tessera-ml/tessera/te/tetest"
@@ -15,7 +16,7 @@ import (
 
 // testGPU are the limits of a CUDA GPU of compute capability 9.0 (48 KiB
 // of static shared memory) with 132 multiprocessors (an H100 or H200).
-var testGPU = schedule.GPULimits{WarpSize: 32, MaxThreadsPerBlock: 1024, MaxSharedBytes: 48 << 10, MaxVThread: 8, Processors: 132}
+var testGPU = schedule.GPULimits{WarpSize: 32, MaxThreadsPerBlock: 1024, MaxSharedBytes: 48 << 10, MaxVThread: 8, Processors: 132, VectorLanes: codegen.GPUVectorLanes}
 
 func gpuSketches(t *testing.T, name string) []*schedule.State {
 	t.Helper()

@@ -189,7 +189,7 @@ func GPUOptions(lim schedule.GPULimits) Options {
 		TileStructure:     "SSSRRSRS",
 		FusionLevels:      []int{3},
 		MaxInnermostSplit: 64,
-		MaxVectorLanes:    4,
+		MaxVectorLanes:    lim.VectorLanes,
 		UnrollSteps:       []int{0, 16, 64, 512, 1024},
 		GPU:               lim,
 		DefaultTiles:      func(sk *schedule.State) ([]*schedule.State, error) { return fillTilesGPU(sk, lim) },
