@@ -27,6 +27,20 @@ import (
 // of consecutive statements whose stores provably touch distinct elements,
 // so that printing the run's copies in another order changes nothing.
 
+// Register transposes take blocks of minTransposeLanes to
+// maxTransposeLanes lanes (transposes): from a 128-bit vector (SSE, NEON)
+// to AVX-512's 16 lanes, the widest vector register the machine model
+// knows; L vectors of L lanes are the block. Narrower copies stay gathers:
+// two lanes are not worth the shuffles.
+const (
+	minTransposeLanes = 4
+	maxTransposeLanes = 16
+)
+
+// transposes reports whether vectors of L lanes are transposed in
+// registers (tsr_transpose_vLf exists for them).
+func transposes(L int) bool { return L >= minTransposeLanes && L <= maxTransposeLanes }
+
 // tcopy is one copy in a run: a vectorized one of L lanes (group: of the
 // form above, a transpose's part), a narrower or contiguous one, or one
 // element (L 1). A run's copies that are not grouped are printed as they
@@ -51,7 +65,7 @@ func (k *kernel) copyOf(st tir.Stmt) (tcopy, bool) {
 	case *tir.Store:
 		s = st
 	case *tir.For:
-		if st.Kind != tir.Vectorized || st.Var == nil || st.Extent < 2 || st.Extent > 16 || !isPow2(st.Extent) {
+		if st.Kind != tir.Vectorized || st.Var == nil || st.Extent < 2 || st.Extent > maxTransposeLanes || !isPow2(st.Extent) {
 			return tcopy{}, false
 		}
 		if body, ok := st.Body.(*tir.Store); ok {
@@ -101,7 +115,7 @@ func (k *kernel) copyOf(st tir.Stmt) (tcopy, bool) {
 	if !ok {
 		return tcopy{}, false
 	}
-	return tcopy{dst: s.Buf, src: ld.Buf, L: p.L, group: p.L >= 4 && sc != 0 && sc != 1, stride: sc, q: q, r: r}, true
+	return tcopy{dst: s.Buf, src: ld.Buf, L: p.L, group: p.L >= minTransposeLanes && sc != 0 && sc != 1, stride: sc, q: q, r: r}, true
 }
 
 // kind is what copies must share to be grouped: lanes and stride.
@@ -320,7 +334,7 @@ func transposeHelper(L int) string {
 // placed in a tile's unrolled loops does. Loops of dyn (extents given at
 // run time) are left alone.
 func stripCopies(s tir.Stmt, lanes int, dyn map[*tir.Var]bool) tir.Stmt {
-	if s == nil || lanes < 4 || lanes > 16 {
+	if s == nil || !transposes(lanes) {
 		return s
 	}
 	return tir.MutateStmt(s, tir.StmtFuncs{Stmt: func(st tir.Stmt) tir.Stmt {
@@ -410,7 +424,7 @@ func isCopy(s tir.Stmt) bool {
 // L) is a gathering copy whose blocks read consecutive elements.
 func stripsPiece(body tir.Stmt, inner *tir.Var, lanes int, dom domain, dyn map[*tir.Var]bool) bool {
 	v, ok := body.(*tir.For)
-	if !ok || v.Kind != tir.Vectorized || v.Var == nil || v.Extent < 4 || lanes%v.Extent != 0 || dyn[v.Var] {
+	if !ok || v.Kind != tir.Vectorized || v.Var == nil || v.Extent < minTransposeLanes || lanes%v.Extent != 0 || dyn[v.Var] {
 		return false
 	}
 	st, ok := v.Body.(*tir.Store)

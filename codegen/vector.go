@@ -1103,7 +1103,7 @@ func vectorHelpers(L int) string {
 	}
 	b.WriteString(strings.NewReplacer("VF", f, "VI", m, "L", strconv.Itoa(L)).Replace(vectorMath))
 	b.WriteString(strings.NewReplacer("VF", f, "L", strconv.Itoa(L)).Replace(vectorMathCalls))
-	if L >= 4 && L <= 16 {
+	if transposes(L) {
 		b.WriteString(transposeHelper(L))
 	}
 	return b.String()
