@@ -67,7 +67,7 @@ func TestBatchBuild(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	sampled, _ := sampledRecords(t, prepared{bp.One.Graph, bp.One.Plan}, seed)
 	var dir string
-	var m *Manifest
+	var m *tsrt.Manifest
 	checked := 0
 	for _, build := range []struct {
 		name    string
@@ -78,13 +78,13 @@ func TestBatchBuild(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.Batch == nil || *m.Batch != (BatchInfo{Name: "N", Lo: 1, Hi: 7}) || !m.Inputs[0].Batched || !m.Outputs[0].Batched || !m.Outputs[1].Batched {
+		if m.Batch == nil || *m.Batch != (tsrt.BatchInfo{Name: "N", Lo: 1, Hi: 7}) || !m.Inputs[0].Batched || !m.Outputs[0].Batched || !m.Outputs[1].Batched {
 			t.Fatalf("manifest: batch %+v, inputs %+v, outputs %+v", m.Batch, m.Inputs, m.Outputs)
 		}
 		if build.records != nil && m.Coverage.TunedTasks != m.Coverage.Tasks {
 			t.Fatalf("%s: %d of %d tasks built from records", build.name, m.Coverage.TunedTasks, m.Coverage.Tasks)
 		}
-		model, err := Open(dir)
+		model, err := tsrt.Open(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +95,7 @@ func TestBatchBuild(t *testing.T) {
 			for i := range in {
 				in[i] = float32(rng.Float64()*2 - 1)
 			}
-			got, err := model.Run(context.Background(), [][]float32{in}, RunOptions{Threads: 2})
+			got, err := model.RunFloat32(context.Background(), [][]float32{in}, tsrt.RunOptions{Threads: 2})
 			if err != nil {
 				t.Fatalf("%s, N=%d: %v", build.name, n, err)
 			}
@@ -112,17 +112,17 @@ func TestBatchBuild(t *testing.T) {
 		}
 	}
 	t.Logf("2 builds, %d runs checked", checked)
-	model, err := Open(dir)
+	model, err := tsrt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer model.Close()
 
 	// Out of the range: each layer says so.
-	if _, err := model.Run(context.Background(), [][]float32{make([]float32, 8*300)}, RunOptions{}); err == nil || !strings.Contains(err.Error(), "batch N=8 is outside the range 1..7") {
+	if _, err := model.RunFloat32(context.Background(), [][]float32{make([]float32, 8*300)}, tsrt.RunOptions{}); err == nil || !strings.Contains(err.Error(), "batch N=8 is outside the range 1..7") {
 		t.Errorf("Run at N=8: %v", err)
 	}
-	if _, err := model.Bench(context.Background(), 0, 1, RunOptions{Batch: 8}); err == nil || !strings.Contains(err.Error(), "outside the range 1..7") {
+	if _, err := model.Bench(context.Background(), 0, 1, tsrt.RunOptions{Batch: 8}); err == nil || !strings.Contains(err.Error(), "outside the range 1..7") {
 		t.Errorf("Bench at N=8: %v", err)
 	}
 	rt, err := tsrt.Open(dir)
@@ -161,7 +161,14 @@ func TestBatchBuild(t *testing.T) {
 // buildBatch builds the model at batch 1 of bp over its batch for opts
 // (its Batch set here) into a new folder, and opens it (closed when the
 // test ends).
-func buildBatch(t *testing.T, bp *partition.BatchPlan, opts Options) (*Manifest, *Model) {
+func buildBatch(t *testing.T, bp *partition.BatchPlan, opts Options) (*tsrt.Manifest, *tsrt.Model) {
+	t.Helper()
+	m, dir := buildBatchDir(t, bp, opts)
+	return m, openIn(t, dir, nil, nil)
+}
+
+// buildBatchDir is buildBatch without opening the folder.
+func buildBatchDir(t *testing.T, bp *partition.BatchPlan, opts Options) (*tsrt.Manifest, string) {
 	t.Helper()
 	dir := t.TempDir()
 	opts.Batch = bp
@@ -169,12 +176,24 @@ func buildBatch(t *testing.T, bp *partition.BatchPlan, opts Options) (*Manifest,
 	if err != nil {
 		t.Fatal(err)
 	}
-	model, err := Open(dir)
+	return m, dir
+}
+
+// openIn opens the build folder dir (closed when the test ends): into
+// this process, or with exec to run it in the runner child under exec
+// (Emulate, the runner compiled by b).
+func openIn(t *testing.T, dir string, exec []string, b *measure.Builder) *tsrt.Model {
+	t.Helper()
+	open := func() (*tsrt.Model, error) { return tsrt.Open(dir) }
+	if exec != nil {
+		open = func() (*tsrt.Model, error) { return Emulate(context.Background(), dir, exec, b) }
+	}
+	m, err := open()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { model.Close() })
-	return m, model
+	t.Cleanup(func() { m.Close() })
+	return m
 }
 
 // referenceAt returns the reference evaluator's outputs of the model at
@@ -240,7 +259,7 @@ func TestBatchBuildBERT(t *testing.T) {
 		if m.Inputs[0].Name != "input_ids" {
 			inputs[0], inputs[1] = mask, ids
 		}
-		got, err := model.Run(context.Background(), inputs, RunOptions{Threads: 2})
+		got, err := model.RunFloat32(context.Background(), inputs, tsrt.RunOptions{Threads: 2})
 		if err != nil {
 			t.Fatalf("B=%d: %v", n, err)
 		}
@@ -336,7 +355,7 @@ func TestBatchBuildFolded(t *testing.T) {
 		for i := range in {
 			in[i] = float32(rng.Float64()*2 - 1)
 		}
-		got, err := m.Run(context.Background(), [][]float32{in}, RunOptions{Threads: 1})
+		got, err := m.RunFloat32(context.Background(), [][]float32{in}, tsrt.RunOptions{Threads: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -363,21 +382,22 @@ func TestBatchRunner(t *testing.T) {
 	for i := range in {
 		in[i] = float32(rng.Float64()*2 - 1)
 	}
-	run := func(tg *backend.Target, opts RunOptions) [][]float32 {
+	run := func(tg *backend.Target, exec []string, b *measure.Builder, threads int) [][]float32 {
 		t.Helper()
-		_, m := buildBatch(t, bp, Options{Target: tg})
-		got, err := m.Run(context.Background(), [][]float32{in}, opts)
+		_, dir := buildBatchDir(t, bp, Options{Target: tg})
+		m := openIn(t, dir, exec, b)
+		got, err := m.RunFloat32(context.Background(), [][]float32{in}, tsrt.RunOptions{Threads: threads})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := m.Bench(context.Background(), 0, 1, RunOptions{Exec: opts.Exec, Builder: opts.Builder, Batch: 2}); err != nil {
+		if _, err := m.Bench(context.Background(), 0, 1, tsrt.RunOptions{Batch: 2}); err != nil {
 			t.Errorf("bench at N=2 in the runner: %v", err)
 		}
 		return got
 	}
 	tg := testTarget(recordsKey, nil)
-	here := run(tg, RunOptions{Threads: 1})
-	child := run(tg, RunOptions{Threads: 1, Exec: []string{"env"}})
+	here := run(tg, nil, nil, 1)
+	child := run(tg, []string{"env"}, nil, 1)
 	for i := range here {
 		if !slices.Equal(here[i], child[i]) {
 			t.Errorf("output %d: the runner's differs from the in-process run's", i)
@@ -390,7 +410,7 @@ func TestBatchRunner(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := &measure.Builder{CC: tools.CC, Timeout: LibraryTimeout}
-	got := run(backend.CPU(backend.CPUConfig{Builder: b, Machine: arm, Key: "cpu test aarch64"}), RunOptions{Builder: b, Exec: tools.Exec, Threads: 2})
+	got := run(backend.CPU(backend.CPUConfig{Builder: b, Machine: arm, Key: "cpu test aarch64"}), tools.Exec, b, 2)
 	want := referenceAt(t, path, map[string][]int{"x": {3, 3, 10, 10}}, [][]float32{in})
 	for i := range want {
 		if ok, msg := compareOutputs(got[i], want[i]); !ok || len(got[i]) != len(want[i]) {

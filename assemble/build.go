@@ -18,12 +18,11 @@ import (
 	"github.com/tessera-ml/tessera/tsrt"
 )
 
-// The files of a build directory.
+// The files of a build directory besides those the runtime reads
+// (tsrt.ManifestFile, tsrt.LibraryFile, tsrt.WeightsFile).
 const (
-	SourceFile  = "model.c"
-	HeaderFile  = "tessera.h" // the ABI (tsrt/c/tessera.h), the same for every model
-	LibraryFile = "libmodel.so"
-	WeightsFile = "weights.bin"
+	SourceFile = "model.c"
+	HeaderFile = "tessera.h" // the ABI (tsrt/c/tessera.h), the same for every model
 )
 
 // Options configure a build.
@@ -73,7 +72,7 @@ type Files struct {
 	Kernels  []KernelSource    // on the CPU, the kernels (kernels/NAME.c); nil for a GPU build
 	Runtime  map[string]string // the runtime's C (tessera.h, runtime.c, ...), which Source includes
 	Weights  []byte
-	Manifest *Manifest
+	Manifest *tsrt.Manifest
 }
 
 // Generate produces the files of a build: it picks each task's schedule
@@ -125,15 +124,15 @@ func Generate(g *graph.Graph, plan *partition.Plan, opts Options) (*Files, error
 	if err != nil {
 		return nil, err
 	}
-	m := &Manifest{
-		Format: ManifestFormat, Model: filepath.Base(opts.Model), Graph: g.Name, Target: opts.Target.Key(),
-		ABI: tsrt.ABIVersion, Library: LibraryFile, Header: HeaderFile, Source: SourceFile,
-		Weights: WeightsInfo{
-			File: WeightsFile, Bytes: int64(len(p.weights.payload)), Checksum: fmt.Sprintf("%016x", checksum(p.weights.payload)),
+	m := &tsrt.Manifest{
+		Format: tsrt.ManifestFormat, Model: filepath.Base(opts.Model), Graph: g.Name, Target: opts.Target.Key(),
+		ABI: tsrt.ABIVersion, Library: tsrt.LibraryFile, Header: HeaderFile, Source: SourceFile,
+		Weights: tsrt.WeightsInfo{
+			File: tsrt.WeightsFile, Bytes: int64(len(p.weights.payload)), Checksum: fmt.Sprintf("%016x", tsrt.WeightsChecksum(p.weights.payload)),
 			Tensors: len(p.weights.order), Layout: weightsLayout,
 		},
 		Inputs: p.inputs, Outputs: p.outputs, Frozen: opts.Frozen, Batch: p.batch, Dim: p.dim,
-		Memory: MemoryInfo{ArenaBytes: p.mem.Peak, IntermediatesBytes: p.mem.Sum, LiveMaxBytes: p.mem.LiveMax, Intermediates: len(p.bufs), WorkspaceBytes: p.workspace},
+		Memory: tsrt.MemoryInfo{ArenaBytes: p.mem.Peak, IntermediatesBytes: p.mem.Sum, LiveMaxBytes: p.mem.LiveMax, Intermediates: len(p.bufs), WorkspaceBytes: p.workspace},
 	}
 	if m.Model == "." {
 		m.Model = ""
@@ -142,20 +141,20 @@ func Generate(g *graph.Graph, plan *partition.Plan, opts Options) (*Files, error
 	for _, k := range kernels {
 		flops := float64(k.task.Weight) * k.task.FLOPs
 		m.Coverage.FLOPs += flops
-		if k.report.Schedule == FromRecord {
+		if k.report.Schedule == tsrt.FromRecord {
 			m.Coverage.TunedTasks++
 			m.Coverage.TunedFLOPs += flops
 		}
 		m.Tasks = append(m.Tasks, k.report)
 	}
 	for _, c := range p.calls {
-		m.Steps = append(m.Steps, StepReport{Group: c.group.ID, Task: c.task, Ops: c.group.Ops()})
+		m.Steps = append(m.Steps, tsrt.StepReport{Group: c.group.ID, Task: c.task, Ops: c.group.Ops()})
 	}
 	f := &Files{Source: src, Kernels: kernelSrcs, Runtime: tsrt.Files(deviceOf(opts.Target)), Weights: p.weights.file(), Manifest: m}
 	if opts.SingleFile {
 		// model.c includes the weights file (.incbin): it travels with the
 		// source to the compiler, and is not written to the build folder.
-		f.Runtime[WeightsFile] = string(f.Weights)
+		f.Runtime[tsrt.WeightsFile] = string(f.Weights)
 		m.Weights.File, m.Weights.Embedded = "", true
 	}
 	return f, nil
@@ -164,7 +163,7 @@ func Generate(g *graph.Graph, plan *partition.Plan, opts Options) (*Files, error
 // Build generates the files of the model (Generate), writes them to dir
 // and compiles the library with opts.Builder. The manifest is written
 // last, so a directory whose build failed is never taken for a model.
-func Build(ctx context.Context, g *graph.Graph, plan *partition.Plan, dir string, opts Options) (*Manifest, error) {
+func Build(ctx context.Context, g *graph.Graph, plan *partition.Plan, dir string, opts Options) (*tsrt.Manifest, error) {
 	f, err := Generate(g, plan, opts)
 	if err != nil {
 		return nil, err
@@ -172,15 +171,15 @@ func Build(ctx context.Context, g *graph.Graph, plan *partition.Plan, dir string
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := os.Remove(filepath.Join(dir, ManifestFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(filepath.Join(dir, tsrt.ManifestFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
 	files := map[string][]byte{SourceFile: []byte(f.Source)}
 	if f.Manifest.Weights.File != "" {
-		files[WeightsFile] = f.Weights
+		files[tsrt.WeightsFile] = f.Weights
 	}
 	for name, data := range f.Runtime {
-		if name != WeightsFile {
+		if name != tsrt.WeightsFile {
 			files[name] = []byte(data)
 		}
 	}
@@ -201,7 +200,7 @@ func Build(ctx context.Context, g *graph.Graph, plan *partition.Plan, dir string
 	if err != nil {
 		return nil, fmt.Errorf("build: %s: %w", dir, err)
 	}
-	if err := writeFile(filepath.Join(dir, LibraryFile), lib, 0o755); err != nil {
+	if err := writeFile(filepath.Join(dir, tsrt.LibraryFile), lib, 0o755); err != nil {
 		return nil, err
 	}
 	f.Manifest.LibraryBytes, f.Manifest.LibrarySHA256 = tsrt.LibraryDigest(lib)
@@ -209,7 +208,7 @@ func Build(ctx context.Context, g *graph.Graph, plan *partition.Plan, dir string
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, ManifestFile), append(data, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, tsrt.ManifestFile), append(data, '\n'), 0o644); err != nil {
 		return nil, err
 	}
 	return f.Manifest, nil

@@ -23,6 +23,7 @@ import (
 	"github.com/tessera-ml/tessera/records"
 	"github.com/tessera-ml/tessera/schedule"
 	"github.com/tessera-ml/tessera/sketch"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // The tests build real models (the generated architectures at small input
@@ -63,7 +64,7 @@ func weights(g *graph.Graph, seed uint64, scale float64) func(name string, shape
 }
 
 // randomInputs draws every graph input uniformly from [-1, 1).
-func randomInputs(m *Manifest, seed uint64) [][]float32 {
+func randomInputs(m *tsrt.Manifest, seed uint64) [][]float32 {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	out := make([][]float32, len(m.Inputs))
 	for i, t := range m.Inputs {
@@ -88,7 +89,7 @@ func compareOutputs(got, want []float32) (bool, string) {
 
 // buildRunCheck builds p into dir, runs it on random inputs and compares
 // the outputs with the reference.
-func buildRunCheck(t *testing.T, p prepared, dir string, opts Options) *Manifest {
+func buildRunCheck(t *testing.T, p prepared, dir string, opts Options) *tsrt.Manifest {
 	t.Helper()
 	start := time.Now()
 	m, err := Build(context.Background(), p.g, p.plan, dir, opts)
@@ -96,12 +97,12 @@ func buildRunCheck(t *testing.T, p prepared, dir string, opts Options) *Manifest
 		t.Fatal(err)
 	}
 	built := time.Since(start)
-	model, err := Open(dir)
+	model, err := tsrt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	inputs := randomInputs(m, 1)
-	got, err := model.Run(context.Background(), inputs, RunOptions{})
+	got, err := model.RunFloat32(context.Background(), inputs, tsrt.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +301,7 @@ func TestBuildFromRecords(t *testing.T) {
 			}
 			for _, tr := range m.Tasks {
 				var compact bytes.Buffer
-				if tr.Record == nil || tr.Schedule != FromRecord {
+				if tr.Record == nil || tr.Schedule != tsrt.FromRecord {
 					t.Errorf("task %d: schedule %s", tr.Index, tr.Schedule)
 					continue
 				}
@@ -334,14 +335,14 @@ func TestDeterministic(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, f := range []string{SourceFile, HeaderFile, LibraryFile, WeightsFile, ManifestFile} {
+	for _, f := range []string{SourceFile, HeaderFile, tsrt.LibraryFile, tsrt.WeightsFile, tsrt.ManifestFile} {
 		a, errA := os.ReadFile(filepath.Join(dirs[0], f))
 		b, errB := os.ReadFile(filepath.Join(dirs[1], f))
 		if errA != nil || errB != nil || !bytes.Equal(a, b) {
 			t.Errorf("%s differs between two builds (%v, %v)", f, errA, errB)
 		}
 	}
-	m, err := ReadManifest(dirs[0])
+	m, err := tsrt.ReadManifest(dirs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +452,7 @@ func TestRecordThatDoesNotApply(t *testing.T) {
 	bad := badRecords{key: p.plan.Tasks[0].Key}
 	var warn bytes.Buffer
 	m := buildRunCheck(t, p, t.TempDir(), Options{Records: bad, Target: testTarget("x", nil), Warn: &warn})
-	if m.Tasks[0].Schedule != FromDefault || !strings.Contains(m.Tasks[0].Default.Why, "does not apply") ||
+	if m.Tasks[0].Schedule != tsrt.FromDefault || !strings.Contains(m.Tasks[0].Default.Why, "does not apply") ||
 		!strings.Contains(warn.String(), "task 0 ("+m.Tasks[0].Ops) {
 		t.Errorf("task 0: %+v; warnings:\n%s", m.Tasks[0], warn.String())
 	}
@@ -466,7 +467,7 @@ func TestRecordThatDoesNotApply(t *testing.T) {
 	bad.next = &records.Record{Version: records.FormatVersion, WorkloadKey: bad.key, Target: "x", Steps: steps, Costs: []float64{2}, Error: records.ErrorNone}
 	warn.Reset()
 	m = buildRunCheck(t, p, t.TempDir(), Options{Records: bad, Target: testTarget("x", nil), Warn: &warn})
-	if m.Tasks[0].Schedule != FromRecord || m.Tasks[0].Record.Cost != 2 || !strings.Contains(warn.String(), "1 faster records do not apply") {
+	if m.Tasks[0].Schedule != tsrt.FromRecord || m.Tasks[0].Record.Cost != 2 || !strings.Contains(warn.String(), "1 faster records do not apply") {
 		t.Errorf("with a valid record behind: task 0 %+v; warnings:\n%s", m.Tasks[0], warn.String())
 	}
 }
@@ -491,7 +492,7 @@ func (b badRecords) Ranked(workload, target string) ([]records.Record, error) {
 }
 
 func ExampleCoverage_TunedShare() {
-	c := Coverage{TunedTasks: 1, Tasks: 4, TunedFLOPs: 3e9, FLOPs: 4e9}
+	c := tsrt.Coverage{TunedTasks: 1, Tasks: 4, TunedFLOPs: 3e9, FLOPs: 4e9}
 	fmt.Printf("tuned tasks = %d/%d, tuned FLOPs = %.1f%%\n", c.TunedTasks, c.Tasks, c.TunedShare())
 	// Output: tuned tasks = 1/4, tuned FLOPs = 75.0%
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // The model tests of ONNX's own backend test data (Debian's
@@ -232,7 +233,7 @@ func runModelDataSet(t *testing.T, g *graph.Graph, set string, builder *measure.
 	if _, err := Build(context.Background(), g, plan, dir, Options{Target: testTarget("", builder), Model: "model.onnx"}); err != nil {
 		return classify(err)
 	}
-	m, err := Open(dir)
+	m, err := tsrt.Open(dir)
 	if err != nil {
 		return failed, err.Error()
 	}
@@ -242,7 +243,7 @@ func runModelDataSet(t *testing.T, g *graph.Graph, set string, builder *measure.
 			return classify(err)
 		}
 	}
-	got, err := m.Run(context.Background(), data, RunOptions{Builder: builder, Threads: 1})
+	got, err := m.RunFloat32(context.Background(), data, tsrt.RunOptions{Threads: 1})
 	if err != nil {
 		return failed, err.Error()
 	}

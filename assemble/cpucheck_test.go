@@ -88,15 +88,11 @@ func TestBuildPerLevel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeFile(filepath.Join(firstDir, LibraryFile), lib, 0o755); err != nil {
+	if err := writeFile(filepath.Join(firstDir, tsrt.LibraryFile), lib, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	rewriteManifest(t, firstDir, func(m *Manifest) { m.LibraryBytes, m.LibrarySHA256 = tsrt.LibraryDigest(lib) })
-	model, err := Open(firstDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = model.Run(context.Background(), randomInputs(model.Manifest, 1), RunOptions{})
+	rewriteManifest(t, firstDir, func(m *tsrt.Manifest) { m.LibraryBytes, m.LibrarySHA256 = tsrt.LibraryDigest(lib) })
+	_, err = tsrt.Open(firstDir)
 	if err == nil || !strings.Contains(err.Error(), "this processor lacks "+feature) {
 		t.Fatalf("a processor without %s: got %v, want the load check's error", feature, err)
 	}
@@ -125,15 +121,16 @@ func TestBuildAarch64(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("file", filepath.Join(dir, LibraryFile)).Output(); err == nil && !strings.Contains(string(out), "aarch64") {
-		t.Fatalf("%s is not an aarch64 library: %s", LibraryFile, out)
+	if out, err := exec.Command("file", filepath.Join(dir, tsrt.LibraryFile)).Output(); err == nil && !strings.Contains(string(out), "aarch64") {
+		t.Fatalf("%s is not an aarch64 library: %s", tsrt.LibraryFile, out)
 	}
-	model, err := Open(dir)
+	model, err := Emulate(context.Background(), dir, tools.Exec, b)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer model.Close()
 	inputs := randomInputs(man, 1)
-	got, err := model.Run(context.Background(), inputs, RunOptions{Builder: b, Exec: tools.Exec, Threads: 2})
+	got, err := model.RunFloat32(context.Background(), inputs, tsrt.RunOptions{Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,9 +144,9 @@ func TestBuildAarch64(t *testing.T) {
 }
 
 // rewriteManifest changes the manifest of the build folder dir with edit.
-func rewriteManifest(t *testing.T, dir string, edit func(*Manifest)) {
+func rewriteManifest(t *testing.T, dir string, edit func(*tsrt.Manifest)) {
 	t.Helper()
-	m, err := ReadManifest(dir)
+	m, err := tsrt.ReadManifest(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +155,7 @@ func rewriteManifest(t *testing.T, dir string, edit func(*Manifest)) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, ManifestFile), append(data, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, tsrt.ManifestFile), append(data, '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/tessera-ml/tessera/backend/machine"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // The C of a built model. On the CPU, one translation unit per kernel and
@@ -180,7 +181,7 @@ func executorC(p *program) string {
 // the device fields (dev; the zero value on the CPU).
 func descriptorC(p *program, targetKey, execute string, dev deviceFields, embedded bool) (string, error) {
 	var b strings.Builder
-	tensors := func(what string, ts []TensorInfo) (string, error) {
+	tensors := func(what string, ts []tsrt.ManifestTensor) (string, error) {
 		var entries []string
 		for i, t := range ts {
 			dt, err := dtypeEnum(t.DType)
@@ -233,7 +234,7 @@ func descriptorC(p *program, targetKey, execute string, dev deviceFields, embedd
   .target = %s,
   .cpu_check = tsm_cpu_check,
   .execute = %s,
-`, len(p.inputs), len(p.outputs), len(p.weights.payload), checksum(p.weights.payload), embeddedExpr(embedded), cString(weightsMagic),
+`, len(p.inputs), len(p.outputs), len(p.weights.payload), tsrt.WeightsChecksum(p.weights.payload), embeddedExpr(embedded), cString(tsrt.WeightsMagic),
 		p.mem.Peak, len(p.calls), cString(targetKey), execute)
 	setup, serial, noProfile := "NULL", 0, "NULL"
 	if dev.setup != "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/tessera-ml/tessera/schedule"
 	"github.com/tessera-ml/tessera/sketch"
 	"github.com/tessera-ml/tessera/tir"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // dispatchC returns the C function the executor calls for task i of a
@@ -20,7 +21,7 @@ import (
 // the class of the run's value (codegen.Family), from a table by value,
 // with the arguments of the variant the class takes (av[variant]: the
 // constants packed its way).
-func dispatchC(i int, k kernel, dim *BatchInfo) (string, error) {
+func dispatchC(i int, k kernel, dim *tsrt.BatchInfo) (string, error) {
 	fam := k.family
 	var b strings.Builder
 	name := strings.TrimPrefix(kernelName(i), "tessera_")
@@ -57,7 +58,7 @@ func scheduleFamilies(dp *partition.DimPlan, recs RecordSource, tg *backend.Targ
 	points := sym.TunePoints()
 	out := make([]kernel, len(hi.Tasks))
 	for i, t := range hi.Tasks {
-		k := kernel{task: t, report: TaskReport{
+		k := kernel{task: t, report: tsrt.TaskReport{
 			Index: i, Key: t.Key, Ops: t.Ops(), Layout: t.Layout(), Weight: t.Weight, FLOPs: t.FLOPs, Kernel: kernelName(i),
 		}}
 		type source struct {
@@ -156,11 +157,11 @@ func scheduleFamilies(dp *partition.DimPlan, recs RecordSource, tg *backend.Targ
 			k.workspace = max(k.workspace, c.Workspace)
 		}
 		values := sym.Hi - sym.Lo + 1
-		k.report.Family = &FamilyReport{Classes: len(fam.Classes), Values: values, Layouts: len(k.variants), FromRecords: fromRecord, Points: fromPoint}
+		k.report.Family = &tsrt.FamilyReport{Classes: len(fam.Classes), Values: values, Layouts: len(k.variants), FromRecords: fromRecord, Points: fromPoint}
 		if fromRecord == values {
-			k.report.Schedule = FromRecord
+			k.report.Schedule = tsrt.FromRecord
 		} else {
-			k.report.Schedule = FromDefault
+			k.report.Schedule = tsrt.FromDefault
 			warn("task %d (%s): %d of the %d values of %s have no usable record at the tuning points %v and probes %v; using default schedules there", i, t.Ops(), values-fromRecord, values, sym.Name, points, sym.ProbePoints())
 		}
 		for a, p := range k.f.Params {
@@ -198,7 +199,7 @@ func dimAxesOf(dp *partition.DimPlan, name string) ([]int, error) {
 // sampleExpr returns the C expression of one sample's elements of a model
 // input or output in a run whose dimension given at run time is the
 // variable dim; "" for a tensor without that dimension.
-func sampleExpr(t TensorInfo) string {
+func sampleExpr(t tsrt.ManifestTensor) string {
 	if len(t.DimAxes) == 0 {
 		return ""
 	}

@@ -67,7 +67,7 @@ func TestDimBuildBERT(t *testing.T) {
 		classes += tr.Family.Classes
 	}
 	t.Logf("%d tasks, %d kernels over S=%d..%d", len(m.Tasks), classes, sLo, sHi)
-	model, err := Open(dir)
+	model, err := tsrt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestDimBuildBERT(t *testing.T) {
 		if m.Inputs[0].Name != "input_ids" {
 			inputs[0], inputs[1] = mask, ids
 		}
-		got, err := model.Run(context.Background(), inputs, RunOptions{Threads: 2, Dim: s})
+		got, err := model.RunFloat32(context.Background(), inputs, tsrt.RunOptions{Threads: 2, Dim: s})
 		if err != nil {
 			t.Fatalf("B=%d, S=%d: %v", n, s, err)
 		}
@@ -99,7 +99,7 @@ func TestDimBuildBERT(t *testing.T) {
 			}
 		}
 		if r == runs[2] { // in the runner child too (TESSERA_RUNNER_DIM): the same bits
-			child, err := model.Run(context.Background(), inputs, RunOptions{Threads: 2, Dim: s, Exec: []string{"env"}})
+			child, err := openIn(t, dir, []string{"env"}, nil).RunFloat32(context.Background(), inputs, tsrt.RunOptions{Threads: 2, Dim: s})
 			if err != nil {
 				t.Fatalf("B=%d, S=%d in the runner: %v", n, s, err)
 			}
@@ -111,11 +111,11 @@ func TestDimBuildBERT(t *testing.T) {
 		}
 	}
 	ids := make([]float32, sHi+1)
-	if _, err := model.Run(context.Background(), [][]float32{ids, ids}, RunOptions{Threads: 2, Dim: sHi + 1}); err == nil || !strings.Contains(err.Error(), "outside the range") {
+	if _, err := model.RunFloat32(context.Background(), [][]float32{ids, ids}, tsrt.RunOptions{Threads: 2, Dim: sHi + 1}); err == nil || !strings.Contains(err.Error(), "outside the range") {
 		t.Errorf("S=%d: %v, want an error naming the range", sHi+1, err)
 	}
 	// The library itself refuses it, naming the input and the range.
-	rt, err := tsrt.Open(filepath.Join(dir, LibraryFile))
+	rt, err := tsrt.Open(filepath.Join(dir, tsrt.LibraryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestDimRefusals(t *testing.T) {
 	if _, err := Build(context.Background(), dp.Hi().Graph, dp.Hi().Plan, dir, Options{Target: testTarget(recordsKey, nil), Dim: dp}); err != nil {
 		t.Fatal(err)
 	}
-	model, err := Open(dir)
+	model, err := tsrt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestDimRefusals(t *testing.T) {
 		for i := range x {
 			x[i] = float32(i + 1)
 		}
-		got, err := model.Run(context.Background(), [][]float32{x}, RunOptions{Threads: 1})
+		got, err := model.RunFloat32(context.Background(), [][]float32{x}, tsrt.RunOptions{Threads: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -420,7 +420,7 @@ func TestDimBuildProbes(t *testing.T) {
 	} else if data, _ := schedule.MarshalSteps(st.Steps); string(data) != fast {
 		t.Errorf("the best at S=16 is not the second best schedule of the point at 24")
 	}
-	model, err := Open(dir)
+	model, err := tsrt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +430,7 @@ func TestDimBuildProbes(t *testing.T) {
 		for i := range x {
 			x[i] = float32((i*5)%11) - 5
 		}
-		got, err := model.Run(context.Background(), [][]float32{x}, RunOptions{Threads: 1, Dim: n})
+		got, err := model.RunFloat32(context.Background(), [][]float32{x}, tsrt.RunOptions{Threads: 1, Dim: n})
 		if err != nil {
 			t.Fatalf("S=%d: %v", n, err)
 		}

@@ -1,6 +1,6 @@
-// Package build compiles a whole model from tuning records and runs the
-// result. It owns the step from "the best record of every task" to a
-// shared library any program can load (the C ABI of tsrt/c/tessera.h):
+// Package assemble compiles a whole model from tuning records. It owns
+// the step from "the best record of every task" to a shared library any
+// program can load (the C ABI of tsrt/c/tessera.h):
 //
 //	graph + plan (partition.Extract)
 //	  └─ schedules  each task's best record on the target (records.Store.Best),
@@ -16,7 +16,7 @@
 //	  │             (package tsrt: tsrt/c/runtime.c, which implements tessera.h)
 //	  └─ files      model.c and the runtime's C, tessera.h, libmodel.so (compiled by
 //	                measure.Builder with the flags the records were measured with),
-//	                weights.bin (weights.go) and manifest.json (manifest.go)
+//	                weights.bin (weights.go) and manifest.json (tsrt.Manifest)
 //
 // Build writes a build directory; Generate makes its files in memory. The
 // same graph and records always give byte-identical files. ChooseLayout
@@ -25,12 +25,9 @@
 // races covered layouts end to end (layout.go); the algorithm of each
 // group is chosen inside Generate, by its fastest record.
 //
-// Open reads a build directory back; Model.Run (float32 values),
-// Model.RunTensors (each tensor in its dtype) and Model.Bench run it in
-// this process through package tsrt (the library loaded with dlopen, no
-// compiler needed), or, for a library built for another architecture, in
-// the runtime's runner under an emulator (RunOptions.Exec).
-// ReadTensorFile and WriteTensorFile read and write the tensor files
-// `tune run` takes and writes (raw float32, .npy through npyio, ONNX
-// TensorProto .pb) in their dtypes; ReadTensor and WriteTensor as float32.
+// The runtime, package tsrt, reads a build directory back and runs it
+// (tsrt.Open: its manifest, weights and library; Run, Bench, RunFiles),
+// tune run and tune bench through it. What running needs a compiler for
+// is here: Emulate compiles the runtime's runner, which runs a library
+// built for another architecture under an emulator (tsrt.OpenChild).
 package assemble

@@ -7,6 +7,7 @@ import (
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/tir"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // The executor: groups in plan order → calls with their buffers.
@@ -114,15 +115,15 @@ type copyOut struct {
 
 // program is everything the executor's C is generated from.
 type program struct {
-	inputs, outputs []TensorInfo
+	inputs, outputs []tsrt.ManifestTensor
 	calls           []call
 	copies          []copyOut
 	weights         weightsBlob
 	bufs            []Buffer // the arena's tensors and the kernels' workspaces
 	workspace       int64    // the largest kernel workspace
 	mem             *MemoryPlan
-	batch           *BatchInfo // nil for a model of static shapes
-	dim             *BatchInfo // the dimension given at run time; nil if none
+	batch           *tsrt.BatchInfo // nil for a model of static shapes
+	dim             *tsrt.BatchInfo // the dimension given at run time; nil if none
 }
 
 // planProgram places every value of the plan's groups and plans the arena.
@@ -139,13 +140,13 @@ func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel, batch *
 	p := &program{}
 	dimAxes := func(string) ([]int, error) { return nil, nil }
 	if dim != nil {
-		p.dim = &BatchInfo{Name: dim.Symbol.Name, Lo: dim.Symbol.Lo, Hi: dim.Symbol.Hi}
+		p.dim = &tsrt.BatchInfo{Name: dim.Symbol.Name, Lo: dim.Symbol.Lo, Hi: dim.Symbol.Hi}
 		dimAxes = func(name string) ([]int, error) { return dimAxesOf(dim, name) }
 	}
 	batched := func(string) bool { return false }
 	samples := int64(1) // the most samples a batched buffer holds
 	if batch != nil {
-		p.batch = &BatchInfo{Name: batch.Symbol.Name, Lo: batch.Symbol.Lo, Hi: batch.Symbol.Hi}
+		p.batch = &tsrt.BatchInfo{Name: batch.Symbol.Name, Lo: batch.Symbol.Lo, Hi: batch.Symbol.Hi}
 		batched = func(name string) bool { return batch.Batched[name] }
 		samples = int64(batch.Symbol.Hi)
 	}
@@ -317,15 +318,15 @@ func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel, batch *
 // tensorInfo describes a graph input or output of static shape. Values of
 // integer or bool type cross the model's API as float32 values, exact
 // within ±2^24 (graph.MaxExactInt); the manifest names their dtype.
-func tensorInfo(g *graph.Graph, name, what string) (TensorInfo, error) {
+func tensorInfo(g *graph.Graph, name, what string) (tsrt.ManifestTensor, error) {
 	v := g.Values[name]
 	if v == nil || v.Shape == nil {
-		return TensorInfo{}, fmt.Errorf("build: %s %s has no shape", what, name)
+		return tsrt.ManifestTensor{}, fmt.Errorf("build: %s %s has no shape", what, name)
 	}
 	for _, d := range v.Shape {
 		if d <= 0 {
-			return TensorInfo{}, graph.Unsupportedf("build: %s %s has shape %v (bind it with --input %s=d0,d1,...)", what, name, v.Shape, name)
+			return tsrt.ManifestTensor{}, graph.Unsupportedf("build: %s %s has shape %v (bind it with --input %s=d0,d1,...)", what, name, v.Shape, name)
 		}
 	}
-	return TensorInfo{Name: name, Shape: append([]int{}, v.Shape...), DType: v.DType.String()}, nil
+	return tsrt.ManifestTensor{Name: name, Shape: append([]int{}, v.Shape...), DType: v.DType.String()}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // anonHugeBytes returns the bytes of this process backed by transparent
@@ -59,13 +60,13 @@ func TestHugePages(t *testing.T) {
 		t.Fatalf("arena %d bytes: the test wants one over a huge page", man.Memory.ArenaBytes)
 	}
 	before := anonHugeBytes(t)
-	m, err := Open(dir)
+	m, err := tsrt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
 	inputs := randomInputs(man, 3)
-	got, err := m.Run(context.Background(), inputs, RunOptions{Threads: 1})
+	got, err := m.RunFloat32(context.Background(), inputs, tsrt.RunOptions{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // The activation layouts ChooseLayout weighs: channels-last (the
@@ -77,7 +78,7 @@ type LayoutChoice struct {
 // with run) and returns the fastest. Without records, the first layout.
 // load says how to read the model; in the NCHW layout the convert-layout
 // pass does not run.
-func ChooseLayout(ctx context.Context, path string, load onnx.LoadOptions, layouts []string, opts Options, run RunOptions) (*LayoutChoice, error) {
+func ChooseLayout(ctx context.Context, path string, load onnx.LoadOptions, layouts []string, opts Options, run tsrt.RunOptions) (*LayoutChoice, error) {
 	if opts.Records == nil || len(layouts) == 1 {
 		lm, err := loadLayout(path, load, layouts[0])
 		return &LayoutChoice{Chosen: lm}, err
@@ -202,7 +203,7 @@ func ownShares(lms []*LayoutModel) {
 // race builds each layout's model into a temporary directory, times them
 // in alternating rounds and returns the fastest by the median of its
 // rounds' medians.
-func race(ctx context.Context, lms []*LayoutModel, opts Options, run RunOptions) (*LayoutModel, error) {
+func race(ctx context.Context, lms []*LayoutModel, opts Options, run tsrt.RunOptions) (*LayoutModel, error) {
 	dirs := map[*LayoutModel]string{}
 	for _, lm := range lms {
 		dir, err := os.MkdirTemp("", "tessera-layout-"+lm.Layout+"-")
@@ -220,11 +221,12 @@ func race(ctx context.Context, lms []*LayoutModel, opts Options, run RunOptions)
 	medians := map[*LayoutModel][]float64{}
 	for range RaceRounds {
 		for _, lm := range lms {
-			m, err := Open(dirs[lm])
+			m, err := tsrt.Open(dirs[lm])
 			if err != nil {
 				return nil, err
 			}
 			times, err := m.Bench(ctx, raceWarmup, RaceRepeat, run)
+			m.Close()
 			if err != nil {
 				return nil, fmt.Errorf("layout %s: %w", lm.Layout, err)
 			}

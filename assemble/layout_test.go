@@ -2,10 +2,13 @@ package assemble
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/records"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // keyRecords ranks one record of cost 1 ms for each workload it holds.
@@ -26,7 +29,7 @@ func TestChooseLayoutByCoverage(t *testing.T) {
 	const tiny = "../testdata/tiny.onnx"
 	opts := Options{Target: testTarget(recordsKey, nil)}
 	both := []string{LayoutNHWC, LayoutNCHW}
-	c, err := ChooseLayout(context.Background(), tiny, onnx.LoadOptions{}, both, opts, RunOptions{})
+	c, err := ChooseLayout(context.Background(), tiny, onnx.LoadOptions{}, both, opts, tsrt.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +46,7 @@ func TestChooseLayoutByCoverage(t *testing.T) {
 		keys[task.Key] = true
 	}
 	opts.Records = keys
-	if c, err = ChooseLayout(context.Background(), tiny, onnx.LoadOptions{}, both, opts, RunOptions{}); err != nil {
+	if c, err = ChooseLayout(context.Background(), tiny, onnx.LoadOptions{}, both, opts, tsrt.RunOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if c.Chosen.Layout != LayoutNCHW || len(c.Weighed) != 2 || c.Raced {
@@ -78,6 +81,27 @@ func TestOwnShares(t *testing.T) {
 			if lm.OwnShare != c.want[i] {
 				t.Errorf("%s: %s own share %g, want %g", c.name, lm.Layout, lm.OwnShare, c.want[i])
 			}
+		}
+	}
+}
+
+func TestLayouts(t *testing.T) {
+	for _, c := range []struct {
+		layout    string
+		noConvert bool
+		want      []string
+		err       string
+	}{
+		{"auto", false, []string{LayoutNHWC, LayoutNCHW}, ""},
+		{"auto", true, []string{LayoutNCHW}, ""},
+		{"nhwc", false, []string{LayoutNHWC}, ""},
+		{"nhwc", true, nil, "--layout nhwc needs the convert-layout pass"},
+		{"nchw", true, []string{LayoutNCHW}, ""},
+		{"nchw8c", false, nil, `--layout "nchw8c": want auto, nhwc or nchw`},
+	} {
+		got, err := Layouts(c.layout, c.noConvert)
+		if !slices.Equal(got, c.want) || (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {
+			t.Errorf("Layouts(%q, %v) = %v, %v; want %v, %q", c.layout, c.noConvert, got, err, c.want, c.err)
 		}
 	}
 }

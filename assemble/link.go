@@ -83,10 +83,10 @@ func compileLibrary(ctx context.Context, f *Files, tg *backend.Target) ([]byte, 
 	if err := os.WriteFile(script, []byte(versionScript()), 0o644); err != nil {
 		return nil, err
 	}
-	lib := filepath.Join(scratch, LibraryFile)
+	lib := filepath.Join(scratch, tsrt.LibraryFile)
 	built := b.Link(ctx, lib, paths, []string{"-Wl,--version-script=" + script})
 	if built.Kind != measure.None {
-		return nil, fmt.Errorf("linking %s: %s: %s", LibraryFile, built.Kind, built.Msg)
+		return nil, fmt.Errorf("linking %s: %s: %s", tsrt.LibraryFile, built.Kind, built.Msg)
 	}
 	return os.ReadFile(lib)
 }

@@ -94,31 +94,31 @@ func TestPythonCLI(t *testing.T) {
 		t.Errorf("info printed\n%s\nwant\n%s", got, want)
 	}
 	scores, ids := filepath.Join(work, "scores.npy"), filepath.Join(work, "ids.npy")
-	if err := WriteTensorFile(scores, tsrt.NewTensor([]int64{2, 6}, []float32{0, 1, 9, 2, 0, 0, 5, 4, 3, 2, 1, 0})); err != nil {
+	if err := tsrt.WriteTensorFile(scores, tsrt.NewTensor([]int64{2, 6}, []float32{0, 1, 9, 2, 0, 0, 5, 4, 3, 2, 1, 0})); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteTensorFile(ids, tsrt.NewTensor([]int64{3}, []int32{-5, 0, 1<<24 - 2})); err != nil {
+	if err := tsrt.WriteTensorFile(ids, tsrt.NewTensor([]int64{3}, []int32{-5, 0, 1<<24 - 2})); err != nil {
 		t.Fatal(err)
 	}
 	printed := pythonCommand(t, py, work, env, "run", dir, "--input", "scores="+scores, "--input", "ids="+ids, "-o", "out")
 	if want := "output best int64[2, 1] -> out/best.npy\noutput next int64[3] -> out/next.npy\n"; printed != want {
 		t.Errorf("run printed\n%s\nwant\n%s", printed, want)
 	}
-	m, err := Open(dir)
+	m, err := tsrt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
 	goOut := filepath.Join(work, "go")
-	if _, err := m.RunFiles(context.Background(), FileRun{Inputs: map[string]string{"scores": scores, "ids": ids}, OutDir: goOut, Format: "npy"}); err != nil {
+	if _, err := m.RunFiles(context.Background(), tsrt.FileRun{Inputs: map[string]string{"scores": scores, "ids": ids}, OutDir: goOut, Format: "npy"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range m.Manifest.Outputs {
-		got, err := ReadTensorFile(filepath.Join(work, "out", o.Name+".npy"), o)
+	for _, o := range m.Manifest().Outputs {
+		got, err := tsrt.ReadTensorFile(filepath.Join(work, "out", o.Name+".npy"), o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := ReadTensorFile(filepath.Join(goOut, o.Name+".npy"), o)
+		want, err := tsrt.ReadTensorFile(filepath.Join(goOut, o.Name+".npy"), o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +128,7 @@ func TestPythonCLI(t *testing.T) {
 	}
 	// A float32 input that is not all integers is refused for int64.
 	bad := filepath.Join(work, "bad.npy")
-	if err := WriteTensorFile(bad, tsrt.NewTensor([]int64{3}, []float32{0.5, 1, 2})); err != nil {
+	if err := tsrt.WriteTensorFile(bad, tsrt.NewTensor([]int64{3}, []float32{0.5, 1, 2})); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(py, "-m", "tessera", "run", dir, "--input", "scores="+scores, "--input", "ids="+bad)
@@ -188,27 +188,27 @@ func TestPythonPackage(t *testing.T) {
 	if got, want := pythonCommand(t, vpy, work, env, "info", dir), infoText(t, dir); got != want {
 		t.Errorf("info printed\n%s\nwant\n%s", got, want)
 	}
-	m, err := Open(dir)
+	m, err := tsrt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	in := randomInputs(m.Manifest, 3)
-	want, err := m.Run(context.Background(), in, RunOptions{})
+	in := randomInputs(m.Manifest(), 3)
+	want, err := m.RunFloat32(context.Background(), in, tsrt.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteTensor(filepath.Join(work, "in.npy"), m.Manifest.Inputs[0], in[0]); err != nil {
+	if err := tsrt.WriteTensor(filepath.Join(work, "in.npy"), m.Manifest().Inputs[0], in[0]); err != nil {
 		t.Fatal(err)
 	}
 	pythonCommand(t, vpy, work, env, "run", dir, "--input", "in.npy", "-o", "out") // a bare FILE: the only input
-	o := m.Manifest.Outputs[0]
-	got, err := ReadTensor(filepath.Join(work, "out", o.Name+".npy"), o)
+	o := m.Manifest().Outputs[0]
+	got, err := tsrt.ReadTensor(filepath.Join(work, "out", o.Name+".npy"), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(floatBytes(got), floatBytes(want[0])) {
-		t.Errorf("python -m tessera run's output differs from Model.Run's")
+	if !bytes.Equal(tsrt.NewTensor(nil, got).Data, tsrt.NewTensor(nil, want[0]).Data) {
+		t.Errorf("python -m tessera run's output differs from Model.RunFloat32's")
 	}
 	t.Logf("pip: %s", strings.TrimSpace(string(out)))
 }

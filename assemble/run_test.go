@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,14 +12,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // builtTiny builds testdata/tiny.onnx with default schedules into a fresh
 // directory.
-func builtTiny(t *testing.T) (string, *Manifest) {
+func builtTiny(t *testing.T) (string, *tsrt.Manifest) {
 	t.Helper()
 	g, err := onnx.DecodeFile("../testdata/tiny.onnx")
 	if err != nil {
@@ -35,17 +33,18 @@ func builtTiny(t *testing.T) (string, *Manifest) {
 	return dir, m
 }
 
-// TestLibraryRefusesBadWeights bypasses Open's check: the library itself
-// must refuse weights that are missing, truncated, corrupt or another
-// build's, with a message naming what is wrong.
+// TestLibraryRefusesBadWeights: the library itself (tsrt.Open) must refuse
+// weights that are missing, truncated, corrupt or another build's, with a
+// message naming what is wrong; so does tsrt.VerifyWeights, the check
+// against the manifest that tune run makes first.
 func TestLibraryRefusesBadWeights(t *testing.T) {
 	dir, man := builtTiny(t)
-	good, err := os.ReadFile(filepath.Join(dir, WeightsFile))
+	good, err := os.ReadFile(filepath.Join(dir, tsrt.WeightsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	flipped := slices.Clone(good)
-	flipped[weightsHeaderSize+100] ^= 1
+	flipped[tsrt.WeightsHeaderSize+100] ^= 1
 	other := slices.Clone(good)
 	binary.LittleEndian.PutUint64(other[16:], 12345) // another build's checksum
 	for _, c := range []struct {
@@ -53,7 +52,7 @@ func TestLibraryRefusesBadWeights(t *testing.T) {
 		data []byte // nil: no file
 		want string
 	}{
-		{"missing", nil, "No such file"},
+		{"missing", nil, "such file or directory"},
 		{"not weights", []byte("hello"), "not a tessera weights file"},
 		{"truncated", good[:len(good)-64], "truncated"},
 		{"trailing bytes", append(slices.Clone(good), 0), "bytes after"},
@@ -61,22 +60,20 @@ func TestLibraryRefusesBadWeights(t *testing.T) {
 		{"another build", other, "another build"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			path := filepath.Join(dir, WeightsFile)
+			path := filepath.Join(dir, tsrt.WeightsFile)
 			os.Remove(path)
 			if c.data != nil {
 				if err := os.WriteFile(path, c.data, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
-			m := &Model{Dir: dir, Manifest: man}
-			_, err := m.Run(context.Background(), randomInputs(man, 1), RunOptions{})
-			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("got %v, want an error containing %q", err, c.want)
+			if _, err := tsrt.Open(dir); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("the library: got %v, want an error containing %q", err, c.want)
 			}
-			if _, err := Open(dir); err == nil {
-				t.Errorf("Open accepts the weights")
-			} else if c.data != nil && !errors.Is(err, ErrCorruptWeights) {
-				t.Errorf("Open: %v, want ErrCorruptWeights", err)
+			if err := tsrt.VerifyWeights(path, man.Weights); err == nil {
+				t.Errorf("VerifyWeights accepts the weights")
+			} else if c.data != nil && !errors.Is(err, tsrt.ErrCorruptWeights) {
+				t.Errorf("VerifyWeights: %v, want tsrt.ErrCorruptWeights", err)
 			}
 		})
 	}
@@ -84,41 +81,44 @@ func TestLibraryRefusesBadWeights(t *testing.T) {
 
 func TestOpenErrors(t *testing.T) {
 	dir, _ := builtTiny(t)
-	if _, err := Open(t.TempDir()); !errors.Is(err, ErrNoManifest) {
+	if _, err := tsrt.Open(t.TempDir()); !errors.Is(err, &tsrt.Error{Status: tsrt.NotFound}) {
 		t.Errorf("empty directory: %v", err)
 	}
-	if _, err := Open(filepath.Join(dir, "nothere")); err == nil || !strings.Contains(err.Error(), "not a directory") {
+	if _, err := tsrt.Open(filepath.Join(dir, "nothere")); !errors.Is(err, &tsrt.Error{Status: tsrt.NotFound}) {
 		t.Errorf("missing directory: %v", err)
 	}
-	os.Remove(filepath.Join(dir, LibraryFile))
-	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), LibraryFile) {
+	if _, err := tsrt.ReadManifest(t.TempDir()); !errors.Is(err, tsrt.ErrNoManifest) {
+		t.Errorf("ReadManifest of an empty directory: %v", err)
+	}
+	os.Remove(filepath.Join(dir, tsrt.LibraryFile))
+	if _, err := tsrt.Open(dir); err == nil || !strings.Contains(err.Error(), tsrt.LibraryFile) {
 		t.Errorf("missing library: %v", err)
 	}
 }
 
 func TestRunChecksInputs(t *testing.T) {
 	dir, man := builtTiny(t)
-	m, err := Open(dir)
+	m, err := tsrt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := m.Run(ctx, nil, RunOptions{}); err == nil || !strings.Contains(err.Error(), "0 inputs given, the model has 1 (input[1,3,16,16])") {
+	if _, err := m.RunFloat32(ctx, nil, tsrt.RunOptions{}); err == nil || !strings.Contains(err.Error(), "0 inputs given, the model has 1 (input[1,3,16,16])") {
 		t.Errorf("no inputs: %v", err)
 	}
-	if _, err := m.Run(ctx, [][]float32{make([]float32, 5)}, RunOptions{}); err == nil || !strings.Contains(err.Error(), "5 values") {
+	if _, err := m.RunFloat32(ctx, [][]float32{make([]float32, 5)}, tsrt.RunOptions{}); err == nil || !strings.Contains(err.Error(), "5 values") {
 		t.Errorf("short input: %v", err)
 	}
-	if _, err := m.Bench(ctx, 0, 0, RunOptions{}); err == nil {
+	if _, err := m.Bench(ctx, 0, 0, tsrt.RunOptions{}); err == nil {
 		t.Errorf("bench with no repetitions: no error")
 	}
-	times, err := m.Bench(ctx, 1, 3, RunOptions{Threads: 1})
+	times, err := m.Bench(ctx, 1, 3, tsrt.RunOptions{Threads: 1})
 	if err != nil || len(times) != 3 {
 		t.Errorf("bench: %v, %v", times, err)
 	}
 	// Profile times every step of the executor; the steps lie within the
 	// runs, so their sum is at most the mean run.
-	times, steps, err := m.Profile(ctx, 1, 3, RunOptions{Threads: 1})
+	times, steps, err := m.Profile(ctx, 1, 3, tsrt.RunOptions{Threads: 1})
 	if err != nil || len(times) != 3 || len(steps) != len(man.Steps) || len(steps) == 0 {
 		t.Fatalf("profile: %d times, %d steps (manifest %d), %v", len(times), len(steps), len(man.Steps), err)
 	}
@@ -137,11 +137,11 @@ func TestRunChecksInputs(t *testing.T) {
 	}
 	// The same inputs give the same outputs, run after run.
 	in := randomInputs(man, 3)
-	a, err := m.Run(ctx, in, RunOptions{})
+	a, err := m.RunFloat32(ctx, in, tsrt.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := m.Run(ctx, in, RunOptions{Threads: 1})
+	b, err := m.RunFloat32(ctx, in, tsrt.RunOptions{Threads: 1})
 	if err != nil || !slices.Equal(a[0], b[0]) {
 		t.Errorf("two runs differ: %v", err)
 	}
@@ -250,95 +250,18 @@ int main(void) {
 	}
 }
 
-func TestTensorFiles(t *testing.T) {
-	info := TensorInfo{Name: "x", Shape: []int{2, 3}, DType: "float32"}
-	data := []float32{1, -2, 3.5, float32(math.Inf(1)), 0, 6}
-	dir := t.TempDir()
-	for _, name := range []string{"x.npy", "x.pb", "x.bin", "x.raw"} {
-		path := filepath.Join(dir, name)
-		if err := WriteTensor(path, info, data); err != nil {
-			t.Fatal(err)
-		}
-		got, err := ReadTensor(path, info)
-		if err != nil || !slices.Equal(got, data) {
-			t.Errorf("%s: %v, %v", name, got, err)
-		}
-	}
-	// What numpy.save writes for np.arange(3, dtype=np.float32): version
-	// 1.0, the data at byte 128.
-	header := "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }"
-	header += strings.Repeat(" ", 128-10-len(header)-1) + "\n"
-	npy := append([]byte("\x93NUMPY\x01\x00"), byte(len(header)), 0)
-	npy = append(append(npy, header...), floatBytes([]float32{0, 1, 2})...)
-	wrongShape, err := encodeNpy(tsrt.NewTensor([]int64{3, 2}, data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	vec := TensorInfo{Name: "v", Shape: []int{3}}
-	path := filepath.Join(dir, "numpy-written.dat") // the magic decides, not the name
-	os.WriteFile(path, npy, 0o644)
-	if got, err := ReadTensor(path, vec); err != nil || !slices.Equal(got, []float32{0, 1, 2}) {
-		t.Errorf("numpy's file: %v, %v", got, err)
-	}
-	pbInt, _ := onnx.EncodeTensor("i", graph.Int64Tensor([]int{2, 3}, []int64{1, 2, 3, 4, 5, 6}))
-	f64 := strings.Replace(string(npy), "<f4", "<f8", 1)
-	fortran := strings.Replace(strings.Replace(string(npy), "False, ", "True, ", 1), " \n", "  \n", 1)
-	for _, c := range []struct {
-		name, data string
-		want       TensorInfo
-		err        string
-	}{
-		{"short.bin", "abcd", info, "4 bytes of raw float32, x[2,3] takes 24"},
-		{"wrong-shape.npy", string(wrongShape), info, "shape [3,2], x takes [2,3]"},
-		{"f64.npy", f64, vec, "dtype <f8"},
-		{"fortran.npy", fortran, vec, "Fortran order"},
-		{"truncated.npy", string(npy[:132]), vec, "holds 4 bytes of data, want 12"},
-		{"int.pb", string(pbInt), info, "int64"},
-		{"garbage.pb", "\xff\xff\xff", info, "not an ONNX tensor"},
-	} {
-		path := filepath.Join(dir, c.name)
-		os.WriteFile(path, []byte(c.data), 0o644)
-		if _, err := ReadTensor(path, c.want); err == nil || !strings.Contains(err.Error(), c.err) {
-			t.Errorf("%s: %v, want an error containing %q", c.name, err, c.err)
-		}
-	}
-	if _, err := ReadTensor(filepath.Join(dir, "nothere.npy"), info); err == nil {
-		t.Errorf("a missing file reads")
-	}
-}
-
-func TestDiff(t *testing.T) {
-	nan, inf := float32(math.NaN()), float32(math.Inf(1))
-	for _, c := range []struct {
-		got, want []float32
-		bad       int
-		maxAbs    float64
-	}{
-		{[]float32{1, 2}, []float32{1, 2}, 0, 0},
-		{[]float32{1, 2.5}, []float32{1, 2}, 1, 0.5},
-		{[]float32{nan, inf}, []float32{nan, inf}, 0, 0},
-		{[]float32{nan}, []float32{1}, 1, math.Inf(1)},
-		{[]float32{1.0005}, []float32{1}, 0, 0.0005}, // within rtol 1e-3
-	} {
-		d := Diff(c.got, c.want, 1e-3, 0)
-		if d.Bad != c.bad || math.Abs(d.MaxAbs-c.maxAbs) > 1e-6 && !math.IsInf(c.maxAbs, 1) {
-			t.Errorf("Diff(%v, %v) = %+v, want %d bad, max abs %g", c.got, c.want, d, c.bad, c.maxAbs)
-		}
-	}
-}
-
 // TestManifestMustMatchLibrary: a manifest edited after the build (or
-// another build's) is an error naming the difference, never a run that
-// writes the wrong number of values with success; sizes that cannot be
-// allocated are refused before anything is.
+// another build's) is an error of Open naming the difference, never a run
+// that writes the wrong number of values with success; sizes that cannot
+// be allocated are refused before anything is.
 func TestManifestMustMatchLibrary(t *testing.T) {
 	dir, _ := builtTiny(t)
-	data, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	data, err := os.ReadFile(filepath.Join(dir, tsrt.ManifestFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	write := func(edit func(m *Manifest)) {
-		var m Manifest
+	write := func(edit func(m *tsrt.Manifest)) {
+		var m tsrt.Manifest
 		if err := json.Unmarshal(data, &m); err != nil {
 			t.Fatal(err)
 		}
@@ -347,29 +270,29 @@ func TestManifestMustMatchLibrary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, ManifestFile), out, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, tsrt.ManifestFile), out, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	ctx := context.Background()
 	for _, c := range []struct {
 		name string
-		edit func(m *Manifest)
+		edit func(m *tsrt.Manifest)
 		open string // the error of Open, or "" when Open succeeds
-		run  string // then the error of Run and Bench
+		run  string // then the error of RunFloat32 and Bench
 		max  int64
 	}{
-		{"output shape", func(m *Manifest) { m.Outputs[0].Shape = []int{1, 2} }, "", "has \"output\" (float32, 10 elements)", 0},
-		{"no outputs", func(m *Manifest) { m.Outputs = nil }, "", "lists 0 outputs, the library libmodel.so has 1", 0},
-		{"renamed output", func(m *Manifest) { m.Outputs[0].Name = "other" }, "", "the library libmodel.so has \"output\"", 0},
-		{"input shape", func(m *Manifest) { m.Inputs[0].Shape = []int{1, 3, 16, 8} }, "", "input 0", 0},
-		{"huge input", func(m *Manifest) { m.Inputs[0].Shape = []int{1, 3, 1 << 31, 1 << 31} }, "at most 1099511627776 elements", "", 0},
-		{"zero dimension", func(m *Manifest) { m.Inputs[0].Shape = []int{1, 0} }, "positive dimensions", "", 0},
-		{"negative arena", func(m *Manifest) { m.Memory.ArenaBytes = -1 }, "memory.arena_bytes", "", 0},
-		{"over the memory limit", func(m *Manifest) {}, "", "more than the 1.0 KiB allowed", 1024},
+		{"output shape", func(m *tsrt.Manifest) { m.Outputs[0].Shape = []int{1, 2} }, "has \"output\" (float32, 10 elements)", "", 0},
+		{"no outputs", func(m *tsrt.Manifest) { m.Outputs = nil }, "lists 0 outputs, the library libmodel.so has 1", "", 0},
+		{"renamed output", func(m *tsrt.Manifest) { m.Outputs[0].Name = "other" }, "the library libmodel.so has \"output\"", "", 0},
+		{"input shape", func(m *tsrt.Manifest) { m.Inputs[0].Shape = []int{1, 3, 16, 8} }, "input 0", "", 0},
+		{"huge input", func(m *tsrt.Manifest) { m.Inputs[0].Shape = []int{1, 3, 1 << 31, 1 << 31} }, "at most 1099511627776 elements", "", 0},
+		{"zero dimension", func(m *tsrt.Manifest) { m.Inputs[0].Shape = []int{1, 0} }, "positive dimensions", "", 0},
+		{"negative arena", func(m *tsrt.Manifest) { m.Memory.ArenaBytes = -1 }, "memory.arena_bytes", "", 0},
+		{"over the memory limit", func(m *tsrt.Manifest) {}, "", "more than the 1.0 KiB allowed", 1024},
 	} {
 		write(c.edit)
-		m, err := Open(dir)
+		m, err := tsrt.Open(dir)
 		if c.open != "" {
 			if err == nil || !strings.Contains(err.Error(), c.open) {
 				t.Errorf("%s: Open: %v, want an error containing %q", c.name, err, c.open)
@@ -379,10 +302,11 @@ func TestManifestMustMatchLibrary(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: Open: %v", c.name, err)
 		}
-		if _, err := m.Run(ctx, randomInputs(m.Manifest, 1), RunOptions{MaxMemory: c.max}); err == nil || !strings.Contains(err.Error(), c.run) {
+		defer m.Close()
+		if _, err := m.RunFloat32(ctx, randomInputs(m.Manifest(), 1), tsrt.RunOptions{MaxMemory: c.max}); err == nil || !strings.Contains(err.Error(), c.run) {
 			t.Errorf("%s: Run: %v, want an error containing %q", c.name, err, c.run)
 		}
-		if _, err := m.Bench(ctx, 0, 1, RunOptions{MaxMemory: c.max}); err == nil || !strings.Contains(err.Error(), c.run) {
+		if _, err := m.Bench(ctx, 0, 1, tsrt.RunOptions{MaxMemory: c.max}); err == nil || !strings.Contains(err.Error(), c.run) {
 			t.Errorf("%s: Bench: %v, want an error containing %q", c.name, err, c.run)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/tessera-ml/tessera/schedule"
 	"github.com/tessera-ml/tessera/sketch"
 	"github.com/tessera-ml/tessera/tir"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // Schedules: task → the kernel it runs.
@@ -30,7 +31,7 @@ import (
 type kernel struct {
 	task   *partition.Task
 	f      *tir.PrimFunc
-	report TaskReport
+	report tsrt.TaskReport
 	// On the CPU: the kernel's C as Target.Generate prints it for
 	// measurement (named measure.KernelName), and the bytes of workspace
 	// it takes after its parameters.
@@ -112,7 +113,7 @@ func scheduleTasks(plan *partition.Plan, recs RecordSource, tg *backend.Target, 
 		if err := checkGroups(t); err != nil {
 			return nil, err
 		}
-		k := kernel{task: t, report: TaskReport{
+		k := kernel{task: t, report: tsrt.TaskReport{
 			Index: i, Key: t.Key, Ops: t.Ops(), Layout: t.Layout(), Weight: t.Weight, FLOPs: t.FLOPs, Kernel: kernelName(i),
 		}}
 		why := "no record for this target"
@@ -124,8 +125,8 @@ func scheduleTasks(plan *partition.Plan, recs RecordSource, tg *backend.Target, 
 			switch {
 			case ok:
 				k.f = f
-				k.report.Schedule = FromRecord
-				k.report.Record = &RecordUsed{Steps: rec.Steps, Cost: rec.Cost(), At: rec.At.UTC().Format(time.RFC3339Nano), Tool: rec.Tool}
+				k.report.Schedule = tsrt.FromRecord
+				k.report.Record = &tsrt.RecordUsed{Steps: rec.Steps, Cost: rec.Cost(), At: rec.At.UTC().Format(time.RFC3339Nano), Tool: rec.Tool}
 				if len(skipped) > 0 {
 					warn("task %d (%s, %s): %d faster records do not apply (first: %s); using the next", i, t.Ops(), records.ShortKey(t.Key), len(skipped), skipped[0])
 				}
@@ -147,8 +148,8 @@ func scheduleTasks(plan *partition.Plan, recs RecordSource, tg *backend.Target, 
 			if err != nil {
 				return nil, err
 			}
-			k.report.Schedule = FromDefault
-			k.report.Default = &DefaultUsed{Why: why, Rule: rule, Steps: steps}
+			k.report.Schedule = tsrt.FromDefault
+			k.report.Default = &tsrt.DefaultUsed{Why: why, Rule: rule, Steps: steps}
 			warn("task %d (%s, %s): %s; using the default schedule", i, t.Ops(), records.ShortKey(t.Key), why)
 		}
 		for a, p := range k.f.Params {

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tessera-ml/tessera/assemble"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/tsrt"
 )
@@ -239,11 +238,11 @@ func ReadSamples(g *graph.Graph, files []string) ([][]*graph.Tensor, error) {
 }
 
 // ReadSample reads a calibration file for graph input v with the reader
-// of tune run (build.ReadTensorFile): a .npy file, or an ONNX TensorProto
+// of tune run (tsrt.ReadTensorFile): a .npy file, or an ONNX TensorProto
 // .pb, or raw float32. Its shape and dtype must be the input's: a file of
 // another dtype is refused, not converted.
 func ReadSample(path string, v *graph.Value) (*graph.Tensor, error) {
-	t, err := assemble.ReadTensorFile(path, assemble.TensorInfo{Name: "input " + v.Name, Shape: v.Shape})
+	t, err := tsrt.ReadTensorFile(path, tsrt.ManifestTensor{Name: "input " + v.Name, Shape: v.Shape})
 	if err != nil {
 		return nil, err // it names the file
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // BuildRunner returns the Runner that compiles the float graph with
@@ -43,13 +44,13 @@ func BuildRunner(threads int) Runner {
 		if _, err := assemble.Build(ctx, g, plan, dir, assemble.Options{Target: tg, Model: g.Name}); err != nil {
 			return fmt.Errorf("calibration model: %w", err)
 		}
-		m, err := assemble.Open(dir)
+		m, err := tsrt.Open(dir)
 		if err != nil {
 			return err
 		}
 		defer m.Close()
 		at := map[string]int{}
-		for i, o := range m.Manifest.Outputs {
+		for i, o := range m.Manifest().Outputs {
 			at[o.Name] = i
 		}
 		order := make([]int, len(g.Outputs))
@@ -65,7 +66,7 @@ func BuildRunner(threads int) Runner {
 			if err != nil {
 				return err
 			}
-			outs, err := m.Run(ctx, ins, assemble.RunOptions{Threads: threads})
+			outs, err := m.RunFloat32(ctx, ins, tsrt.RunOptions{Threads: threads})
 			if err != nil {
 				return fmt.Errorf("calibration sample %d: %w", k, err)
 			}

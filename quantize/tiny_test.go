@@ -15,6 +15,7 @@ import (
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // TestTinyEndToEnd quantizes the tiny CNN of the test data (Conv, Relu,
@@ -147,12 +148,12 @@ func runBuilt(t *testing.T, path string, x []float32) []float32 {
 	if _, err := assemble.Build(context.Background(), l.Graph, plan, dir, assemble.Options{Target: tg, Model: filepath.Base(path)}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := assemble.Open(dir)
+	m, err := tsrt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	outs, err := m.Run(context.Background(), [][]float32{x}, assemble.RunOptions{Threads: 1})
+	outs, err := m.RunFloat32(context.Background(), [][]float32{x}, tsrt.RunOptions{Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

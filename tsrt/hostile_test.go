@@ -405,16 +405,16 @@ func goCalls(dir string, say func(string, ...any)) {
 	}
 	steps := make([]float64, len(m.Steps()))
 	say("start profile_short")
-	check("profile_short", m.Profile(steps[:len(steps)-1]), "TESSERA_INVALID_ARGUMENT", nil)
+	check("profile_short", m.SetProfile(steps[:len(steps)-1]), "TESSERA_INVALID_ARGUMENT", nil)
 	say("start threads_-1")
 	check("threads_-1", m.SetThreads(-1), "TESSERA_INVALID_ARGUMENT", nil)
 	say("start threads_2^31-1")
 	check("threads_2^31-1", m.SetThreads(math.MaxInt32), "TESSERA_INVALID_ARGUMENT", nil)
 	say("start profile")
-	check("profile", m.Profile(steps), "TESSERA_OK", nil)
+	check("profile", m.SetProfile(steps), "TESSERA_OK", nil)
 	run("profiled_run", base, "TESSERA_OK")
 	say("start profile_off")
-	check("profile_off", m.Profile(nil), "TESSERA_OK", func() bool { return slices.Max(steps) > 0 })
+	check("profile_off", m.SetProfile(nil), "TESSERA_OK", func() bool { return slices.Max(steps) > 0 })
 	m.Close()
 	m.Close()
 	run("closed_run", base, "TESSERA_INVALID_ARGUMENT")
@@ -422,7 +422,7 @@ func goCalls(dir string, say func(string, ...any)) {
 	_, err = m.RunNamed(ctx, byName)
 	check("closed_run_named", err, "TESSERA_INVALID_ARGUMENT", nil)
 	say("start closed_profile")
-	check("closed_profile", m.Profile(steps), "TESSERA_INVALID_ARGUMENT", nil)
+	check("closed_profile", m.SetProfile(steps), "TESSERA_INVALID_ARGUMENT", nil)
 	say("start closed_threads")
 	check("closed_threads", m.SetThreads(1), "TESSERA_INVALID_ARGUMENT", nil)
 }
@@ -458,9 +458,9 @@ func goHammer(dir string, say func(string, ...any)) {
 					var err error
 					if i%7 == 3 {
 						if (i+w)%2 == 0 {
-							err = m.Profile(steps)
+							err = m.SetProfile(steps)
 						} else {
-							err = m.Profile(nil)
+							err = m.SetProfile(nil)
 						}
 					} else {
 						var outs []tsrt.Tensor

@@ -2,6 +2,7 @@ package tsrt
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,27 +19,33 @@ import (
 	"github.com/ebitengine/purego"
 )
 
-// LibraryFile is the name of a build folder's library.
-const LibraryFile = "libmodel.so"
-
-// Model is a built model loaded into this process. It is safe for
-// concurrent use: Run may be called from many goroutines at once (each
-// call takes a workspace of its own; the weights are shared). Close must
-// not overlap a Run; it waits for those running.
+// Model is a built model opened for running: its library, loaded into
+// this process (Open) or run by the runtime's runner in a process of its
+// own (OpenChild), and the manifest of its build folder (Manifest). Run,
+// RunInto and RunNamed run it on typed tensors; RunFloat32, Bench,
+// Profile, BenchReport and RunFiles (run.go, bench.go, files.go) are what
+// tune run and tune bench do with it.
+//
+// A Model is safe for concurrent use: Run may be called from many
+// goroutines at once (each call takes a workspace of its own; the weights
+// are shared). Close must not overlap a Run; it waits for those running.
 type Model struct {
-	path    string
-	lib     *library
-	h       uintptr // the tessera_model
-	inputs  []TensorInfo
-	outputs []TensorInfo
-	steps   []string
-	target  string
-	batch   Batch
-	dim     Batch
+	path     string    // as given to Open
+	dir      string    // its build folder
+	manifest *Manifest // nil for a library without one
+	lib      *library  // nil for a model run in a child process
+	child    *child    // nil for a model loaded into this process
+	h        uintptr   // the tessera_model
+	inputs   []TensorInfo
+	outputs  []TensorInfo
+	steps    []string
+	target   string
+	batch    Batch
+	dim      Batch
 
 	mu         sync.RWMutex // Run holds it shared, Close exclusively
 	closed     bool
-	profilePin runtime.Pinner // the array Profile set
+	profilePin runtime.Pinner // the array SetProfile set
 }
 
 // TensorInfo describes an input or output of a model. In a model built
@@ -102,25 +109,39 @@ func (t TensorInfo) String() string {
 // Open loads a built model: path is its build folder (libmodel.so and
 // weights.bin), or its library (a --single-file build's weights are
 // inside it; another's are in weights.bin beside it). The library is
-// checked before it is loaded (VerifyLibrary). Every error is an *Error
-// whose Status classifies it as the C ABI and the Python module do.
+// checked before it is loaded (VerifyLibrary), and checks its weights
+// when it opens. A build folder's manifest (of a library, the one beside
+// it that names it) is read with it (ReadManifest) and checked against
+// the library (the names, dtypes and sizes of the tensors, the batch and
+// the dimension given at run time). Every error is an *Error whose Status
+// classifies it as the C ABI and the Python module do.
 func Open(path string) (*Model, error) {
 	lib, dir := path, path
+	var man *Manifest
 	if fi, err := os.Stat(path); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, errorf(NotFound, "tessera: open %s: no such model folder or library", path)
 		}
 		return nil, errorf(InvalidArgument, "tessera: open %s: %v", path, err)
 	} else if fi.IsDir() {
+		if man, err = openManifest(dir, ""); err != nil {
+			return nil, err
+		}
 		lib = filepath.Join(path, LibraryFile)
+		if man != nil {
+			lib = filepath.Join(path, man.Library)
+		}
 	} else {
 		dir = filepath.Dir(path)
+		if man, err = openManifest(dir, filepath.Base(path)); err != nil {
+			return nil, err
+		}
 	}
 	l, err := loadLibrary(lib)
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{path: path, lib: l}
+	m := &Model{path: path, dir: dir, lib: l}
 	cdir := append([]byte(dir), 0)
 	if err := l.call(l.fn.open, ABIVersion, uintptr(unsafe.Pointer(&cdir[0])), uintptr(unsafe.Pointer(&m.h))); err != nil {
 		e := err.(*Error)
@@ -152,7 +173,41 @@ func Open(path string) (*Model, error) {
 		return nil, fmt.Errorf("tessera: open %s: %w", path, err)
 	}
 	m.dim.Name = cString(name)
+	if man != nil {
+		if err := m.checkManifest(man); err != nil {
+			purego.SyscallN(l.fn.close, m.h)
+			return nil, err
+		}
+		m.manifest = man
+	}
 	return m, nil
+}
+
+// openManifest reads the manifest of the build folder dir for Open: nil
+// where there is none, or, when Open was given the library lib rather
+// than the folder, where the manifest names another library. Its errors
+// are *Error: a missing file TESSERA_NOT_FOUND, any other fault
+// TESSERA_BAD_LIBRARY, as VerifyLibrary classifies a damaged manifest.
+func openManifest(dir, lib string) (*Manifest, error) {
+	if lib != "" {
+		data, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+		var rec LibraryRecord
+		if err != nil || json.Unmarshal(data, &rec) != nil || rec.Library != lib {
+			return nil, nil // none, or another library's; VerifyLibrary judges a damaged one
+		}
+	}
+	man, err := ReadManifest(dir)
+	if errors.Is(err, ErrNoManifest) {
+		return nil, nil
+	}
+	if err != nil {
+		st := BadLibrary
+		if errors.Is(err, fs.ErrNotExist) {
+			st = NotFound
+		}
+		return nil, &Error{Status: st, Msg: err.Error()}
+	}
+	return man, nil
 }
 
 func (m *Model) tensorInfos(count, info uintptr) ([]TensorInfo, error) {
@@ -179,8 +234,20 @@ func (m *Model) tensorInfos(count, info uintptr) ([]TensorInfo, error) {
 func (m *Model) Inputs() []TensorInfo  { return m.inputs }
 func (m *Model) Outputs() []TensorInfo { return m.outputs }
 
-// Steps names the executor's steps (one kernel call each), for Profile.
+// Steps names the executor's steps (one kernel call each), for
+// SetProfile; nil for a model run in a child process (its Profile still
+// times them: Manifest.Steps describes them).
 func (m *Model) Steps() []string { return m.steps }
+
+// Manifest is the manifest of the model's build folder; nil for a library
+// opened without one (a --single-file library copied alone), which runs
+// (Run, RunInto, RunNamed) but cannot be benchmarked or given float32
+// values or files (RunFloat32, Bench, Profile, RunFiles: ErrNoManifest).
+func (m *Model) Manifest() *Manifest { return m.manifest }
+
+// Dir is the model's build folder: the folder Open was given, or its
+// library's.
+func (m *Model) Dir() string { return m.dir }
 
 // Target is the target the library was built for (its records' key).
 func (m *Model) Target() string { return m.target }
@@ -209,7 +276,25 @@ type cTensor struct {
 // batched input; in one built over a dimension given at run time, its
 // value is where the first input that has it has it.
 func (m *Model) Run(ctx context.Context, inputs []Tensor) ([]Tensor, error) {
-	batch, dim := int64(1), m.dim.Hi
+	batch, dim, err := m.shapeOf(inputs)
+	if err != nil {
+		return nil, err
+	}
+	outs := make([]Tensor, len(m.outputs))
+	for i, o := range m.outputs {
+		o = o.At(batch).WithDim(dim)
+		outs[i] = Tensor{DType: o.DType, Shape: o.Shape, Data: make([]byte, o.Elems()*o.DType.Size()), Name: o.Name}
+	}
+	if err := m.RunInto(ctx, inputs, outs); err != nil {
+		return nil, err
+	}
+	return outs, nil
+}
+
+// shapeOf returns the batch and the value of the dimension given at run
+// time of a run on inputs, as Run takes them from the inputs' shapes.
+func (m *Model) shapeOf(inputs []Tensor) (batch, dim int64, err error) {
+	batch, dim = 1, m.dim.Hi
 	for i, t := range m.inputs {
 		if len(t.Shape) > 0 && t.Shape[0] == -1 && i < len(inputs) && len(inputs[i].Shape) > 0 {
 			batch = inputs[i].Shape[0]
@@ -217,7 +302,7 @@ func (m *Model) Run(ctx context.Context, inputs []Tensor) ([]Tensor, error) {
 		}
 	}
 	if m.batch.Name != "" && (batch < m.batch.Lo || batch > m.batch.Hi) {
-		return nil, &Error{Status: ShapeMismatch, Msg: fmt.Sprintf("tessera: run: batch %s=%d is outside the range %d..%d the model was built for", m.batch.Name, batch, m.batch.Lo, m.batch.Hi)}
+		return 0, 0, &Error{Status: ShapeMismatch, Msg: fmt.Sprintf("tessera: run: batch %s=%d is outside the range %d..%d the model was built for", m.batch.Name, batch, m.batch.Lo, m.batch.Hi)}
 	}
 dims:
 	for i, t := range m.inputs {
@@ -229,17 +314,9 @@ dims:
 		}
 	}
 	if m.dim.Name != "" && (dim < m.dim.Lo || dim > m.dim.Hi) {
-		return nil, &Error{Status: ShapeMismatch, Msg: fmt.Sprintf("tessera: run: %s=%d is outside the range %d..%d the model was built for", m.dim.Name, dim, m.dim.Lo, m.dim.Hi)}
+		return 0, 0, &Error{Status: ShapeMismatch, Msg: fmt.Sprintf("tessera: run: %s=%d is outside the range %d..%d the model was built for", m.dim.Name, dim, m.dim.Lo, m.dim.Hi)}
 	}
-	outs := make([]Tensor, len(m.outputs))
-	for i, o := range m.outputs {
-		o = o.At(batch).WithDim(dim)
-		outs[i] = Tensor{DType: o.DType, Shape: o.Shape, Data: make([]byte, o.Elems()*o.DType.Size()), Name: o.Name}
-	}
-	if err := m.RunInto(ctx, inputs, outs); err != nil {
-		return nil, err
-	}
-	return outs, nil
+	return batch, dim, nil
 }
 
 // RunNamed runs the model once on inputs by name (every input of the
@@ -309,6 +386,9 @@ func (m *Model) RunInto(ctx context.Context, inputs, outputs []Tensor) error {
 			}
 		}
 	}
+	if m.child != nil {
+		return m.child.runInto(ctx, m, inputs, outputs)
+	}
 	var pin runtime.Pinner
 	defer pin.Unpin()
 	cts := make([]cTensor, len(inputs)+len(outputs)+1)
@@ -367,18 +447,25 @@ func (m *Model) SetThreads(n int) error {
 	if m.closed {
 		return errClosed("set threads")
 	}
+	if m.child != nil {
+		m.child.threads.Store(int32(n))
+		return nil
+	}
 	return m.lib.call(m.lib.fn.setThreads, m.h, uintptr(int32(n)))
 }
 
-// Profile makes every later run add the seconds each step takes to
+// SetProfile makes every later run add the seconds each step takes to
 // seconds[step] (len(Steps()) of them); nil stops it. seconds must stay
-// alive, and pinned by the caller, while set: Profile pins it until the
-// next Profile call or Close.
-func (m *Model) Profile(seconds []float64) error {
+// alive, and pinned by the caller, while set: SetProfile pins it until
+// the next SetProfile call or Close. Profile does it for a benchmark.
+func (m *Model) SetProfile(seconds []float64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return errClosed("profile")
+	}
+	if m.child != nil {
+		return errorf(InvalidArgument, "tessera: profile: %s runs in a child process: time its steps with Profile", m.dir)
 	}
 	if seconds != nil && len(seconds) < len(m.steps) {
 		return errorf(InvalidArgument, "tessera: profile: %d seconds for %d steps", len(seconds), len(m.steps))
@@ -403,7 +490,9 @@ func (m *Model) Close() error {
 		return nil
 	}
 	m.closed = true
-	purego.SyscallN(m.lib.fn.close, m.h)
+	if m.lib != nil {
+		purego.SyscallN(m.lib.fn.close, m.h)
+	}
 	m.profilePin.Unpin()
 	return nil
 }

@@ -94,13 +94,23 @@ func TestSingleFile(t *testing.T) {
 	if !slices.Equal(a[0].Data, b[0].Data) {
 		t.Error("the single-file library's outputs differ from those of the build with weights.bin")
 	}
-	// The build folder opens too, through package assemble.
-	m, err := assemble.Open(dir)
+	// The library alone has no manifest; the build folder has its own,
+	// and benchmarks.
+	if single.Manifest() != nil {
+		t.Error("a library copied alone has a manifest")
+	}
+	if _, err := single.Bench(context.Background(), 0, 1, tsrt.RunOptions{Threads: 1}); !errors.Is(err, tsrt.ErrNoManifest) {
+		t.Errorf("Bench of a library alone: %v, want ErrNoManifest", err)
+	}
+	m, err := tsrt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	if _, err := m.Bench(context.Background(), 0, 1, assemble.RunOptions{Threads: 1}); err != nil {
+	if man := m.Manifest(); man == nil || !man.Weights.Embedded {
+		t.Fatalf("the --single-file build's manifest: %+v", man)
+	}
+	if _, err := m.Bench(context.Background(), 0, 1, tsrt.RunOptions{Threads: 1}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -263,13 +273,13 @@ func TestProfile(t *testing.T) {
 	if len(steps) == 0 {
 		t.Fatal("no steps")
 	}
-	if err := m.Profile(steps); err != nil {
+	if err := m.SetProfile(steps); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Run(context.Background(), randomInput(m, 3)); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Profile(nil); err != nil {
+	if err := m.SetProfile(nil); err != nil {
 		t.Fatal(err)
 	}
 	var sum float64
@@ -301,7 +311,7 @@ func BenchmarkRun(b *testing.B) {
 	out := []tsrt.Tensor{{DType: o.DType, Shape: o.Shape, Data: make([]byte, o.Elems()*o.DType.Size())}}
 	const profiled = 20000
 	steps := make([]float64, len(m.Steps()))
-	if err := m.Profile(steps); err != nil {
+	if err := m.SetProfile(steps); err != nil {
 		b.Fatal(err)
 	}
 	for range profiled {
@@ -309,7 +319,7 @@ func BenchmarkRun(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if err := m.Profile(nil); err != nil {
+	if err := m.SetProfile(nil); err != nil {
 		b.Fatal(err)
 	}
 	var kernels float64

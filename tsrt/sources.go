@@ -1,5 +1,10 @@
-// Package runtime is Tessera's runtime: all of its C, in tsrt/c, and the
-// Go package that loads a built model into the calling process and runs it.
+// Package tsrt is Tessera's runtime: all of its C, in tsrt/c, and the Go
+// package that opens a built model and runs it. Open is the entry point:
+// it reads a build folder (its manifest, weights and library) into one
+// Model, whose Run, RunInto and RunNamed run it on typed tensors and
+// RunFloat32, Bench, Profile, BenchReport and RunFiles do what tune run
+// and tune bench do; ReadTensorFile and WriteTensorFile read and write
+// tensor files (.npy, ONNX .pb, raw) in their dtypes.
 //
 //	c/tessera.h          the C ABI of every built model
 //	c/tessera_load.h     a C program's checked dlopen of a model (runner.c's too)
@@ -15,9 +20,10 @@
 //	c/timing.h           the timing protocol of both harnesses
 //
 // The programs print "tessera KEY VALUE" lines, which ParseReport reads.
-// Open and Model.Run load a model's library through
-// github.com/ebitengine/purego: no cgo, so a program that runs models
-// needs no C compiler.
+// Open loads a model's library through github.com/ebitengine/purego: no
+// cgo, so a program that runs models needs no C compiler. A library this
+// process cannot load (another architecture) runs in the runner under an
+// emulator (OpenChild), compiled by the caller.
 package tsrt
 
 import _ "embed"

@@ -33,9 +33,6 @@ import (
 // it: its ELF structure is still checked, and the weights inside it are
 // checked by the library itself (their checksum) when it opens.
 
-// ManifestFile is the name of a build folder's manifest.
-const ManifestFile = "manifest.json"
-
 // LibraryRecord is what a build folder's manifest says of its library:
 // the fields of manifest.json the loaders read before loading it
 // (package assemble writes them).
@@ -106,7 +103,7 @@ func checkELF(path string, size int64) error {
 	defer f.Close()
 	want, known := elfMachines[runtime.GOARCH]
 	if known && f.Machine != want {
-		return &Error{Status: UnsupportedCPU, Msg: fmt.Sprintf("tessera: %s is built for %s (ELF machine %s); this process runs on %s: build the model for this machine (tune build --cpu native), or run it in a child process under an emulator (package assemble: RunOptions.Exec)",
+		return &Error{Status: UnsupportedCPU, Msg: fmt.Sprintf("tessera: %s is built for %s (ELF machine %s); this process runs on %s: build the model for this machine (tune build --cpu native), or run it in a child process under an emulator (OpenChild; package assemble: Emulate)",
 			path, archName(f.Machine), f.Machine, archName(want))}
 	}
 	if f.Type != elf.ET_DYN {

@@ -18,8 +18,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/tessera-ml/tessera/assemble"
 	"github.com/tessera-ml/tessera/records/curveplot"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // The height of one step's row, and of the rest of the figure (title,
@@ -31,7 +31,7 @@ const (
 
 // Draw draws the profile of r (r.Profile, from tune bench --profile) and
 // writes it in format (".svg" or ".png"; curveplot.FormatOf).
-func Draw(w io.Writer, format string, r *assemble.BenchReport) error {
+func Draw(w io.Writer, format string, r *tsrt.BenchReport) error {
 	p := r.Profile
 	if p == nil || len(p.Steps) == 0 {
 		return errors.New("a plot needs the profile of the steps (--profile)")

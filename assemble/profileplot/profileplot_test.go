@@ -11,18 +11,18 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tessera-ml/tessera/assemble"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // report is a made-up profiled run: five steps of three tasks, two with
 // records.
-func report() *assemble.BenchReport {
-	m := &assemble.Manifest{Model: "m.onnx", Target: "cpu threads=1 | cc",
-		Tasks: []assemble.TaskReport{{Index: 0, Record: &assemble.RecordUsed{Cost: 0.5e-3}}, {Index: 1}, {Index: 2, Record: &assemble.RecordUsed{Cost: 2e-6}}},
-		Steps: []assemble.StepReport{{Group: 0, Task: 0, Ops: "Conv+Relu"}, {Group: 1, Task: 1, Ops: "MaxPool"}, {Group: 2, Task: 0, Ops: "Conv+Relu"},
+func report() *tsrt.BenchReport {
+	m := &tsrt.Manifest{Model: "m.onnx", Target: "cpu threads=1 | cc",
+		Tasks: []tsrt.TaskReport{{Index: 0, Record: &tsrt.RecordUsed{Cost: 0.5e-3}}, {Index: 1}, {Index: 2, Record: &tsrt.RecordUsed{Cost: 2e-6}}},
+		Steps: []tsrt.StepReport{{Group: 0, Task: 0, Ops: "Conv+Relu"}, {Group: 1, Task: 1, Ops: "MaxPool"}, {Group: 2, Task: 0, Ops: "Conv+Relu"},
 			{Group: 3, Task: 2, Ops: "Add"}, {Group: 4, Task: 1, Ops: "MaxPool"}},
 	}
-	r := &assemble.BenchReport{Model: m.Model, Target: m.Target, Threads: 1, Batch: 1, RunsMs: []float64{1.6, 1.7, 1.5}}
+	r := &tsrt.BenchReport{Model: m.Model, Target: m.Target, Threads: 1, Batch: 1, RunsMs: []float64{1.6, 1.7, 1.5}}
 	r.Profile = m.Profile([]float64{0.6e-3, 0.1e-3, 0.7e-3, 3e-6, 0.1234567e-3}, []float64{1.6e-3, 1.7e-3, 1.5e-3})
 	return r
 }

@@ -28,7 +28,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tessera-ml/tessera/assemble"
 	"github.com/tessera-ml/tessera/tsrt"
 )
 
@@ -49,10 +48,6 @@ func run(dir string, goroutines, runs, threads, nInputs int) error {
 	if dir == "" || goroutines < 1 || runs < 1 || nInputs < 1 {
 		return fmt.Errorf("want -model DIR, -goroutines ≥ 1, -runs ≥ 1, -inputs ≥ 1")
 	}
-	man, err := assemble.ReadManifest(dir)
-	if err != nil {
-		return err
-	}
 	before, err := peakRSS()
 	if err != nil {
 		return err
@@ -62,6 +57,10 @@ func run(dir string, goroutines, runs, threads, nInputs int) error {
 		return err
 	}
 	defer m.Close()
+	man := m.Manifest()
+	if man == nil {
+		return fmt.Errorf("%s: %w", dir, tsrt.ErrNoManifest)
+	}
 	if err := m.SetThreads(threads); err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/records"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // point is one checkpoint of a run: the model built from the records of
@@ -92,7 +93,7 @@ func checkpoints(ctx context.Context, c config, mode string, tg *backend.Target,
 			cp[r.WorkloadKey] = append(cp[r.WorkloadKey], r)
 		}
 		p := &point{mode: mode, trials: n, wall: run[n-1].At.Sub(start), dir: filepath.Join(c.out, fmt.Sprintf("%s-%d", mode, n))}
-		if _, err := os.Stat(filepath.Join(p.dir, assemble.ManifestFile)); err != nil {
+		if _, err := os.Stat(filepath.Join(p.dir, tsrt.ManifestFile)); err != nil {
 			opts := assemble.Options{Records: cp, Target: tg, Model: c.model}
 			if _, err := assemble.Build(ctx, g, plan, p.dir, opts); err != nil {
 				return nil, fmt.Errorf("%s at %d trials: %w", mode, n, err)

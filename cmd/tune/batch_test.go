@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tessera-ml/tessera/assemble"
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/modelgen"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // TestTuneBuildOverBatch: tune --range tunes the tiny model at batch 1,
@@ -38,7 +38,7 @@ func TestTuneBuildOverBatch(t *testing.T) {
 	}
 	out := filepath.Join(dir, "build")
 	built := tuneCmd(t, "build", dyn, "--range", "batch=1..5", "--db", db, "--threads", "1", "-o", out)
-	m, err := assemble.ReadManifest(out)
+	m, err := tsrt.ReadManifest(out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,10 +7,10 @@ import (
 	"io"
 	"runtime"
 
-	"github.com/tessera-ml/tessera/assemble"
 	"github.com/tessera-ml/tessera/assemble/profileplot"
 	"github.com/tessera-ml/tessera/internal/cli"
 	"github.com/tessera-ml/tessera/records/curveplot"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // benchUsage is the help of the command, before its flags.
@@ -23,7 +23,7 @@ const benchUsage = "usage: tune bench DIR [--threads N] [--warmup W] [--repeat R
 	"--json prints the report as one JSON document instead.\n\nflags:\n"
 
 // runBench is `tune bench DIR [--threads N] [--warmup W] [--repeat R]`
-// (build.Model.BenchReport).
+// (tsrt.Model.BenchReport).
 func runBench(args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("tune bench", stderr, nil)
 	threads := fs.Int("threads", runtime.NumCPU(), "threads of the model (OMP_NUM_THREADS)")
@@ -41,6 +41,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer model.Close()
 	if *threads <= 0 || *warmup < 0 || *repeat <= 0 {
 		return errors.New("--threads and --repeat must be positive, --warmup not negative")
 	}
@@ -53,8 +54,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("--plot %s: the plot is .svg or .png", *plot)
 		}
 	}
-	fmt.Fprintf(stderr, "bench %s (%s): %d threads, %d warm-up runs, %d timed runs\n", model.Dir, model.Manifest.Model, *threads, *warmup, *repeat)
-	opts := assemble.RunOptions{Threads: *threads, MaxMemory: int64(*maxMemory), Batch: *batch, Dim: *dim}
+	fmt.Fprintf(stderr, "bench %s (%s): %d threads, %d warm-up runs, %d timed runs\n", model.Dir(), model.Manifest().Model, *threads, *warmup, *repeat)
+	opts := tsrt.RunOptions{Threads: *threads, MaxMemory: int64(*maxMemory), Batch: *batch, Dim: *dim}
 	r, err := model.BenchReport(context.Background(), *warmup, *repeat, *profile, opts)
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/records"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // buildUsage is the help of the command, before its flags.
@@ -87,12 +88,12 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	if err != nil || store == nil {
 		return err
 	}
-	return m.WriteOtherTargets(stderr, store)
+	return assemble.WriteOtherTargets(stderr, m, store)
 }
 
 // build chooses the layout and builds the model into -o; a signal stops
 // it, leaving -o incomplete.
-func (bf *buildFlags) build(model string, layouts []string, opts assemble.Options, stdout, stderr io.Writer) (*assemble.Manifest, error) {
+func (bf *buildFlags) build(model string, layouts []string, opts assemble.Options, stdout, stderr io.Writer) (*tsrt.Manifest, error) {
 	ctx, sigs := cli.NotifySignals()
 	defer sigs.Stop()
 	stopped := "the build was stopped; " + bf.out + " is incomplete"
@@ -112,7 +113,7 @@ func (bf *buildFlags) build(model string, layouts []string, opts assemble.Option
 			g, plan = bp.One.Graph, bp.One.Plan
 		}
 	} else {
-		c, err := assemble.ChooseLayout(ctx, model, bf.mf.loadOptions(), layouts, opts, assemble.RunOptions{Threads: bf.threads})
+		c, err := assemble.ChooseLayout(ctx, model, bf.mf.loadOptions(), layouts, opts, tsrt.RunOptions{Threads: bf.threads})
 		if err != nil {
 			return nil, sigs.Interrupted(err, stopped)
 		}
@@ -126,7 +127,7 @@ func (bf *buildFlags) build(model string, layouts []string, opts assemble.Option
 	if err != nil {
 		return nil, sigs.Interrupted(err, stopped)
 	}
-	m.WriteReport(stdout, bf.out, time.Since(start))
+	assemble.WriteReport(stdout, m, bf.out, time.Since(start))
 	return m, nil
 }
 

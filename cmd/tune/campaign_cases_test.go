@@ -18,9 +18,9 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/tessera-ml/tessera/assemble"
 	"github.com/tessera-ml/tessera/costmodel"
 	"github.com/tessera-ml/tessera/records"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // The cases of TestHostileInputs, in phases: the cases of a phase run in
@@ -368,14 +368,14 @@ func holdDB(c *campaign, path string) {
 // buildCases: built models run and tampered with (defects 3, 6, 7, 9).
 func (c *campaign) buildCases(models map[string]string) []campaignCase {
 	src := c.path("work", "build-relu")
-	man, err := assemble.ReadManifest(src)
+	man, err := tsrt.ReadManifest(src)
 	if err != nil {
 		c.t.Fatalf("the fixture build: %v", err)
 	}
 	n := man.Inputs[0].Elems()
 	// The tampered builds are copies of a model with weights.
 	weighted := c.path("work", "build-matmul")
-	wman, err := assemble.ReadManifest(weighted)
+	wman, err := tsrt.ReadManifest(weighted)
 	if err != nil || wman.Weights.Bytes == 0 {
 		c.t.Fatalf("the fixture build with weights: %v", err)
 	}
@@ -385,7 +385,7 @@ func (c *campaign) buildCases(models map[string]string) []campaignCase {
 		k++
 		dir := c.path("work", fmt.Sprintf("tampered%02d", k))
 		os.MkdirAll(dir, 0o755)
-		for _, f := range []string{assemble.ManifestFile, assemble.LibraryFile, assemble.WeightsFile} {
+		for _, f := range []string{tsrt.ManifestFile, tsrt.LibraryFile, tsrt.WeightsFile} {
 			if err := copyFile(filepath.Join(weighted, f), filepath.Join(dir, f), 0o644); err != nil {
 				c.t.Fatal(err)
 			}
@@ -397,7 +397,7 @@ func (c *campaign) buildCases(models map[string]string) []campaignCase {
 	}
 	editManifest := func(f func(m map[string]any)) func(dir string) {
 		return func(dir string) {
-			p := filepath.Join(dir, assemble.ManifestFile)
+			p := filepath.Join(dir, tsrt.ManifestFile)
 			data, _ := os.ReadFile(p)
 			var m map[string]any
 			json.Unmarshal(data, &m)
@@ -408,7 +408,7 @@ func (c *campaign) buildCases(models map[string]string) []campaignCase {
 	}
 	editWeights := func(f func(b []byte) []byte) func(dir string) {
 		return func(dir string) {
-			p := filepath.Join(dir, assemble.WeightsFile)
+			p := filepath.Join(dir, tsrt.WeightsFile)
 			b, _ := os.ReadFile(p)
 			os.WriteFile(p, f(b), 0o644)
 		}
@@ -477,13 +477,13 @@ func (c *campaign) buildCases(models map[string]string) []campaignCase {
 		{"manifest_huge_arena", editManifest(func(m map[string]any) { m["memory"].(map[string]any)["arena_bytes"] = int64(1) << 45 }), "--max-memory"},
 		{"manifest_format", editManifest(func(m map[string]any) { m["format"] = 99 }), "manifest format 99"},
 		{"manifest_library_path", editManifest(func(m map[string]any) { m["library"] = "../../../lib.so" }), "bad file name"},
-		{"manifest_garbage", func(dir string) { os.WriteFile(filepath.Join(dir, assemble.ManifestFile), []byte("{{{"), 0o644) }, assemble.ManifestFile},
-		{"manifest_missing", func(dir string) { os.Remove(filepath.Join(dir, assemble.ManifestFile)) }, "not a directory written by tune build"},
-		{"library_missing", func(dir string) { os.Remove(filepath.Join(dir, assemble.LibraryFile)) }, assemble.LibraryFile},
+		{"manifest_garbage", func(dir string) { os.WriteFile(filepath.Join(dir, tsrt.ManifestFile), []byte("{{{"), 0o644) }, tsrt.ManifestFile},
+		{"manifest_missing", func(dir string) { os.Remove(filepath.Join(dir, tsrt.ManifestFile)) }, "not a directory written by tune build"},
+		{"library_missing", func(dir string) { os.Remove(filepath.Join(dir, tsrt.LibraryFile)) }, tsrt.LibraryFile},
 		{"library_garbage", func(dir string) {
-			os.WriteFile(filepath.Join(dir, assemble.LibraryFile), []byte("not a library"), 0o644)
-		}, assemble.LibraryFile},
-		{"weights_missing", func(dir string) { os.Remove(filepath.Join(dir, assemble.WeightsFile)) }, "weights"},
+			os.WriteFile(filepath.Join(dir, tsrt.LibraryFile), []byte("not a library"), 0o644)
+		}, tsrt.LibraryFile},
+		{"weights_missing", func(dir string) { os.Remove(filepath.Join(dir, tsrt.WeightsFile)) }, "weights"},
 		{"weights_truncated", editWeights(func(b []byte) []byte { return b[:len(b)-1] }), "weights"},
 		{"weights_flipped", editWeights(func(b []byte) []byte { b[len(b)-1] ^= 0x40; return b }), "checksum"},
 		{"weights_header_checksum", editWeights(func(b []byte) []byte { b[16] ^= 1; return b }), "header says"},

@@ -14,6 +14,7 @@ import (
 	"github.com/tessera-ml/tessera/assemble"
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/internal/chrometrace"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // tinyReference evaluates testdata/tiny.onnx on x with the reference
@@ -32,8 +33,8 @@ func tinyReference(t *testing.T, x []float32) []float32 {
 }
 
 var (
-	inputInfo  = assemble.TensorInfo{Name: "input", Shape: []int{1, 3, 16, 16}}
-	outputInfo = assemble.TensorInfo{Name: "output", Shape: []int{1, 10}}
+	inputInfo  = tsrt.ManifestTensor{Name: "input", Shape: []int{1, 3, 16, 16}}
+	outputInfo = tsrt.ManifestTensor{Name: "output", Shape: []int{1, 10}}
 )
 
 // TestBuildRunBench is the whole flow: tune the tiny model briefly, build
@@ -71,10 +72,10 @@ func TestBuildRunBench(t *testing.T) {
 	}
 	in, ref, res := filepath.Join(dir, "x.npy"), filepath.Join(dir, "want.pb"), filepath.Join(dir, "res")
 	want := tinyReference(t, x)
-	if err := assemble.WriteTensor(in, inputInfo, x); err != nil {
+	if err := tsrt.WriteTensor(in, inputInfo, x); err != nil {
 		t.Fatal(err)
 	}
-	if err := assemble.WriteTensor(ref, outputInfo, want); err != nil {
+	if err := tsrt.WriteTensor(ref, outputInfo, want); err != nil {
 		t.Fatal(err)
 	}
 	stdout.Reset()
@@ -84,11 +85,11 @@ func TestBuildRunBench(t *testing.T) {
 	if !strings.Contains(stdout.String(), "max abs error = ") || !strings.Contains(stdout.String(), ": ok") {
 		t.Errorf("run printed:\n%s", stdout.String())
 	}
-	got, err := assemble.ReadTensor(filepath.Join(res, "output.npy"), outputInfo)
+	got, err := tsrt.ReadTensor(filepath.Join(res, "output.npy"), outputInfo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := assemble.Diff(got, want, 1e-3, 1e-4); d.Bad > 0 {
+	if d := tsrt.Diff(got, want, 1e-3, 1e-4); d.Bad > 0 {
 		t.Errorf("written output differs from the reference: %+v", d)
 	}
 
@@ -192,13 +193,13 @@ func TestModelCommandErrors(t *testing.T) {
 	short := filepath.Join(dir, "short.bin")
 	os.WriteFile(short, make([]byte, 100), 0o644)
 	wrongShape := filepath.Join(dir, "wrong.npy")
-	assemble.WriteTensor(wrongShape, outputInfo, make([]float32, 10))
+	tsrt.WriteTensor(wrongShape, outputInfo, make([]float32, 10))
 	os.CopyFS(bad, os.DirFS(out))
-	w, _ := os.ReadFile(filepath.Join(bad, assemble.WeightsFile))
+	w, _ := os.ReadFile(filepath.Join(bad, tsrt.WeightsFile))
 	w[len(w)-1] ^= 0x40
-	os.WriteFile(filepath.Join(bad, assemble.WeightsFile), w, 0o644)
+	os.WriteFile(filepath.Join(bad, tsrt.WeightsFile), w, 0o644)
 	wrongRef := filepath.Join(dir, "ref.npy")
-	assemble.WriteTensor(wrongRef, outputInfo, []float32{1e6, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	tsrt.WriteTensor(wrongRef, outputInfo, []float32{1e6, 0, 0, 0, 0, 0, 0, 0, 0, 0})
 
 	for _, c := range []struct {
 		name   string
@@ -268,7 +269,7 @@ func TestBuildChoosesLayout(t *testing.T) {
 		if st := run([]string{"build", tiny, "--db", db, "--threads", "1", "-o", out}, &stdout, &stderr); st != 0 {
 			t.Fatalf("build: status %d\n%s", st, stderr.String())
 		}
-		m, err := assemble.ReadManifest(out)
+		m, err := tsrt.ReadManifest(out)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tessera-ml/tessera/assemble"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // Real exported models, as a user meets them: Silero VAD v5 (TorchScript
@@ -93,12 +93,12 @@ func tuneCmd(t *testing.T, args ...string) string {
 // has one, and the frozen inputs are listed.
 func checkBuilt(t *testing.T, dir string, frozen ...string) {
 	t.Helper()
-	m, err := assemble.ReadManifest(dir)
+	m, err := tsrt.ReadManifest(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, task := range m.Tasks {
-		if task.Schedule != assemble.FromRecord {
+		if task.Schedule != tsrt.FromRecord {
 			why := ""
 			if task.Default != nil {
 				why = task.Default.Why

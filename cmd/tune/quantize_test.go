@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tessera-ml/tessera/assemble"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/tsrt"
@@ -18,7 +17,7 @@ import (
 func writeNpy[T tsrt.Element](t *testing.T, dir, name string, shape []int64, data []T) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
-	if err := assemble.WriteTensorFile(path, tsrt.NewTensor(shape, data)); err != nil {
+	if err := tsrt.WriteTensorFile(path, tsrt.NewTensor(shape, data)); err != nil {
 		t.Fatal(err)
 	}
 	return path

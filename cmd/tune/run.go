@@ -5,10 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"runtime"
 
-	"github.com/tessera-ml/tessera/assemble"
 	"github.com/tessera-ml/tessera/internal/cli"
+	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // runUsage is the help of the command, before its flags.
@@ -19,9 +20,9 @@ const runUsage = "usage: tune run DIR --input name=FILE ... [--reference name=FI
 	"An .npy input of another integer dtype than the model's is taken where\n" +
 	"every value is one of the model's dtype.\n\nflags:\n"
 
-// runFlags are the flags of `tune run`: a build.FileRun.
+// runFlags are the flags of `tune run`: a tsrt.FileRun.
 type runFlags struct {
-	assemble.FileRun
+	tsrt.FileRun
 	inputs, refs cli.Files
 	maxMemory    *cli.Bytes
 }
@@ -41,13 +42,14 @@ func (r *runFlags) Register(fs *flag.FlagSet) {
 }
 
 // runModel is `tune run DIR --input name=FILE ... [--reference name=FILE ...] [-o DIR]`
-// (build.Model.RunFiles).
+// (tsrt.Model.RunFiles).
 func runModel(args []string, stdout, stderr io.Writer) error {
 	var rf runFlags
 	model, err := openBuildDir(cli.NewFlagSet("tune run", stderr, &rf), args)
 	if err != nil {
 		return err
 	}
+	defer model.Close()
 	r := rf.FileRun
 	r.Inputs, r.References, r.MaxMemory = rf.inputs, rf.refs, int64(*rf.maxMemory)
 	written, err := model.RunFiles(context.Background(), r)
@@ -61,8 +63,10 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 }
 
 // openBuildDir parses the flags of a command that takes one build
-// directory and opens it.
-func openBuildDir(fs *flag.FlagSet, args []string) (*assemble.Model, error) {
+// directory and opens it: a folder tune build wrote. Its manifest and
+// weights are checked first, in Go, so that a damaged folder is named as
+// such before its library loads.
+func openBuildDir(fs *flag.FlagSet, args []string) (*tsrt.Model, error) {
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return nil, err
@@ -70,5 +74,15 @@ func openBuildDir(fs *flag.FlagSet, args []string) (*assemble.Model, error) {
 	if len(pos) != 1 {
 		return nil, cli.Usagef(fs.Output(), "%s: want one build directory (run '%s -h')", fs.Name(), fs.Name())
 	}
-	return assemble.Open(pos[0])
+	dir := pos[0]
+	man, err := tsrt.ReadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !man.Weights.Embedded { // else inside the library, which checks them
+		if err := tsrt.VerifyWeights(filepath.Join(dir, man.Weights.File), man.Weights); err != nil {
+			return nil, err
+		}
+	}
+	return tsrt.Open(dir)
 }

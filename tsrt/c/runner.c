@@ -1,9 +1,9 @@
 /* runner.c: runs a built model in a process of its own, through tessera.h.
- * Package build uses it where the model cannot be loaded into the Go
- * process: a library built for another architecture, run under an
- * emulator (qemu-aarch64). In-process runs go through the Go package
- * tessera/tsrt instead; both speak only the ABI. The library is checked
- * and loaded by tessera_load.h.
+ * The Go package tsrt runs it (OpenChild, child.go) where the model cannot
+ * be loaded into the Go process: a library built for another
+ * architecture, run under an emulator (qemu-aarch64). In-process runs go
+ * through tsrt's Open instead; both speak only the ABI. The library is
+ * checked and loaded by tessera_load.h.
  *
  * usage: runner LIB DIR IN_FILE OUT_FILE WARMUP REPEAT [profile]
  *        runner --describe LIB DIR

@@ -1,10 +1,8 @@
-package assemble
+package tsrt
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,7 +13,6 @@ import (
 
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/graph/onnx"
-	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // Tensor files: what `tune run` reads and writes.
@@ -35,7 +32,7 @@ import (
 // another dtype, every integer must be one of that dtype (to float32,
 // within ±graph.MaxExactInt; to bool, 0 or 1) or the file is refused.
 // Float32 values (raw files, '<f4') given to an integer or bool input are
-// rounded to the nearest, as Model.Run does. A .pb tensor must be of the
+// rounded to the nearest, as Model.RunFloat32 does. A .pb tensor must be of the
 // dtype the model takes. Outputs are written in their own dtype (.npy,
 // .pb) or as float32 (raw).
 
@@ -43,7 +40,7 @@ import (
 // batched tensor, every dimension but the batch; of one with dimensions
 // given at run time, every dimension but those), as float32 values
 // (integers exact within ±graph.MaxExactInt).
-func ReadTensor(path string, want TensorInfo) ([]float32, error) {
+func ReadTensor(path string, want ManifestTensor) ([]float32, error) {
 	t, err := ReadTensorFile(path, want)
 	if err != nil {
 		return nil, err
@@ -59,25 +56,25 @@ func ReadTensor(path string, want TensorInfo) ([]float32, error) {
 // converted to want's dtype (where want.DType is set) exactly or refused.
 // Its shape is the file's; of a raw file, want's, or nil where want has a
 // batch or a dimension given at run time (the run's sizes give them).
-func ReadTensorFile(path string, want TensorInfo) (tsrt.Tensor, error) {
+func ReadTensorFile(path string, want ManifestTensor) (Tensor, error) {
 	t, err := readTensor(path, want)
 	if err != nil || want.DType == "" || t.DType.String() == want.DType {
 		return t, err
 	}
-	dt, err := tsrt.ParseDType(want.DType)
+	dt, err := ParseDType(want.DType)
 	if err != nil {
-		return tsrt.Tensor{}, fmt.Errorf("%s: %w", want.Name, err)
+		return Tensor{}, fmt.Errorf("%s: %w", want.Name, err)
 	}
 	out, err := convertTensor(t, dt)
 	if err != nil {
-		return tsrt.Tensor{}, fmt.Errorf("%s: %w", path, err)
+		return Tensor{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return out, nil
 }
 
 // readTensor reads the file at path for want in the file's own dtype,
 // checking its shape.
-func readTensor(path string, want TensorInfo) (tsrt.Tensor, error) {
+func readTensor(path string, want ManifestTensor) (Tensor, error) {
 	t, sized, err := readTensorFile(path, want)
 	if err != nil || !sized {
 		return t, err
@@ -88,15 +85,15 @@ func readTensor(path string, want TensorInfo) (tsrt.Tensor, error) {
 		ok = int(t.Shape[k]) == want.Shape[k] || free(k) && t.Shape[k] > 0
 	}
 	if !ok {
-		got := TensorInfo{Shape: ints(t.Shape)}
-		return tsrt.Tensor{}, fmt.Errorf("%s: shape %s, %s takes %s", path, got.dims(), want.Name, want.dims())
+		got := ManifestTensor{Shape: ints(t.Shape)}
+		return Tensor{}, fmt.Errorf("%s: shape %s, %s takes %s", path, got.dims(), want.Name, want.dims())
 	}
 	return t, nil
 }
 
 // readTensorFile reads the file at path as readTensor does, checking the
 // size of raw float32 only; sized says whether the file gave the shape.
-func readTensorFile(path string, want TensorInfo) (t tsrt.Tensor, sized bool, err error) {
+func readTensorFile(path string, want ManifestTensor) (t Tensor, sized bool, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return t, false, err
@@ -114,7 +111,7 @@ func readTensorFile(path string, want TensorInfo) (t tsrt.Tensor, sized bool, er
 			}
 		}
 	default:
-		raw := tsrt.NewTensor(nil, floatsOf(data))
+		raw := NewTensor(nil, floatsOf(data))
 		raw.Name = want.Name
 		if want.Batched || len(want.DimAxes) > 0 {
 			if len(data) > 0 && len(data)%4 == 0 {
@@ -127,7 +124,7 @@ func readTensorFile(path string, want TensorInfo) (t tsrt.Tensor, sized bool, er
 		return t, false, fmt.Errorf("%s: %d bytes of raw float32, %s takes %d (%d values)", path, len(data), want, 4*want.Elems(), want.Elems())
 	}
 	if err != nil {
-		return tsrt.Tensor{}, false, fmt.Errorf("%s: %w", path, err)
+		return Tensor{}, false, fmt.Errorf("%s: %w", path, err)
 	}
 	t.Name = want.Name
 	return t, true, nil
@@ -135,11 +132,11 @@ func readTensorFile(path string, want TensorInfo) (t tsrt.Tensor, sized bool, er
 
 // WriteTensor writes data, float32 values of t's shape, to path in the
 // format its extension names (as float32, whatever t's dtype).
-func WriteTensor(path string, t TensorInfo, data []float32) error {
+func WriteTensor(path string, t ManifestTensor, data []float32) error {
 	if len(data) != t.Elems() {
 		return fmt.Errorf("%s: %d values for shape %v", t.Name, len(data), t.Shape)
 	}
-	ft := tsrt.NewTensor(shape64(t.Shape), data)
+	ft := NewTensor(shape64(t.Shape), data)
 	ft.Name = t.Name
 	return WriteTensorFile(path, ft)
 }
@@ -147,7 +144,7 @@ func WriteTensor(path string, t TensorInfo, data []float32) error {
 // WriteTensorFile writes t to path in the format its extension names:
 // .npy and .pb in t's dtype, anything else as raw float32. A .pb tensor
 // is named t.Name.
-func WriteTensorFile(path string, t tsrt.Tensor) error {
+func WriteTensorFile(path string, t Tensor) error {
 	if n := graph.NumElems(ints(t.Shape)) * t.DType.Size(); t.DType.Size() == 0 || len(t.Data) != n {
 		return fmt.Errorf("%s: %d bytes of %s for shape %v", t.Name, len(t.Data), t.DType, t.Shape)
 	}
@@ -174,18 +171,18 @@ func WriteTensorFile(path string, t tsrt.Tensor) error {
 
 // npyDTypes are the .npy element types tensors are read from and written
 // as: NumPy's kind and size, after the byte order.
-var npyDTypes = map[string]tsrt.DType{
-	"f4": tsrt.Float32, "i8": tsrt.Int64, "i4": tsrt.Int32, "i2": tsrt.Int16, "i1": tsrt.Int8,
-	"u1": tsrt.Uint8, "u2": tsrt.Uint16, "u4": tsrt.Uint32, "b1": tsrt.Bool,
+var npyDTypes = map[string]DType{
+	"f4": Float32, "i8": Int64, "i4": Int32, "i2": Int16, "i1": Int8,
+	"u1": Uint8, "u2": Uint16, "u4": Uint32, "b1": Bool,
 }
 
 // decodeNpy reads a .npy file in its dtype.
-func decodeNpy(data []byte) (t tsrt.Tensor, err error) {
+func decodeNpy(data []byte) (t Tensor, err error) {
 	// npyio's header parser indexes what it expects to find: a damaged
 	// header is an error here, not a crash.
 	defer func() {
 		if r := recover(); r != nil {
-			t, err = tsrt.Tensor{}, fmt.Errorf("a damaged .npy header (%v)", r)
+			t, err = Tensor{}, fmt.Errorf("a damaged .npy header (%v)", r)
 		}
 	}()
 	body := bytes.NewReader(data)
@@ -214,21 +211,21 @@ func decodeNpy(data []byte) (t tsrt.Tensor, err error) {
 	}
 	shape := shape64(h.Shape)
 	switch dt {
-	case tsrt.Float32:
+	case Float32:
 		return readNpy[float32](r, shape)
-	case tsrt.Int64:
+	case Int64:
 		return readNpy[int64](r, shape)
-	case tsrt.Int32:
+	case Int32:
 		return readNpy[int32](r, shape)
-	case tsrt.Int16:
+	case Int16:
 		return readNpy[int16](r, shape)
-	case tsrt.Int8:
+	case Int8:
 		return readNpy[int8](r, shape)
-	case tsrt.Uint8:
+	case Uint8:
 		return readNpy[uint8](r, shape)
-	case tsrt.Uint16:
+	case Uint16:
 		return readNpy[uint16](r, shape)
-	case tsrt.Uint32:
+	case Uint32:
 		return readNpy[uint32](r, shape)
 	default:
 		return readNpy[bool](r, shape)
@@ -236,16 +233,16 @@ func decodeNpy(data []byte) (t tsrt.Tensor, err error) {
 }
 
 // readNpy reads the data of a .npy file whose dtype is T's.
-func readNpy[T tsrt.Element](r *npy.Reader, shape []int64) (tsrt.Tensor, error) {
+func readNpy[T Element](r *npy.Reader, shape []int64) (Tensor, error) {
 	var v []T
 	if err := r.Read(&v); err != nil {
-		return tsrt.Tensor{}, fmt.Errorf("reading .npy data: %w", err)
+		return Tensor{}, fmt.Errorf("reading .npy data: %w", err)
 	}
-	return tsrt.NewTensor(shape, v), nil
+	return NewTensor(shape, v), nil
 }
 
 // encodeNpy writes t as a .npy file of its dtype, in C order.
-func encodeNpy(t tsrt.Tensor) ([]byte, error) {
+func encodeNpy(t Tensor) ([]byte, error) {
 	if slices.Contains(t.Shape, 0) {
 		// npyio takes a shape from nested slices, which cannot say [2, 0, 3].
 		return nil, fmt.Errorf("shape %v holds no elements: npyio cannot write it as .npy (use --format pb)", t.Shape)
@@ -253,23 +250,23 @@ func encodeNpy(t tsrt.Tensor) ([]byte, error) {
 	var v any
 	var err error
 	switch t.DType {
-	case tsrt.Float32:
+	case Float32:
 		v, err = npyValue[float32](t)
-	case tsrt.Int64:
+	case Int64:
 		v, err = npyValue[int64](t)
-	case tsrt.Int32:
+	case Int32:
 		v, err = npyValue[int32](t)
-	case tsrt.Int16:
+	case Int16:
 		v, err = npyValue[int16](t)
-	case tsrt.Int8:
+	case Int8:
 		v, err = npyValue[int8](t)
-	case tsrt.Uint8:
+	case Uint8:
 		v, err = npyValue[uint8](t)
-	case tsrt.Uint16:
+	case Uint16:
 		v, err = npyValue[uint16](t)
-	case tsrt.Uint32:
+	case Uint32:
 		v, err = npyValue[uint32](t)
-	case tsrt.Bool:
+	case Bool:
 		v, err = npyValue[bool](t)
 	default:
 		err = fmt.Errorf("no .npy dtype for %s", t.DType)
@@ -287,8 +284,8 @@ func encodeNpy(t tsrt.Tensor) ([]byte, error) {
 // npyValue returns t's elements as npy.Write takes a tensor of t's shape:
 // the element itself for a scalar, else slices nested as deep as the
 // shape, the innermost viewing t's data.
-func npyValue[T tsrt.Element](t tsrt.Tensor) (any, error) {
-	vals, err := tsrt.Values[T](t)
+func npyValue[T Element](t Tensor) (any, error) {
+	vals, err := Values[T](t)
 	if err != nil {
 		return nil, err
 	}
@@ -317,188 +314,21 @@ func npyValue[T tsrt.Element](t tsrt.Tensor) (any, error) {
 	return nest(reflect.ValueOf(vals), t.Shape).Interface(), nil
 }
 
-// convertTensor returns t's values as a tensor of dtype to: integers
-// exactly or an error naming the first that dtype cannot hold; float32
-// values rounded to the nearest integer (fromFloat32).
-func convertTensor(t tsrt.Tensor, to tsrt.DType) (tsrt.Tensor, error) {
-	if t.DType == to {
-		return t, nil
-	}
-	if t.DType == tsrt.Float32 {
-		v, err := tsrt.Values[float32](t)
-		if err != nil {
-			return tsrt.Tensor{}, err
-		}
-		out, err := fromFloat32(to, t.Shape, v)
-		out.Name = t.Name
-		return out, err
-	}
-	v, err := int64sOf(t)
-	if err != nil {
-		return tsrt.Tensor{}, err
-	}
-	var out tsrt.Tensor
-	switch to {
-	case tsrt.Float32:
-		f := make([]float32, len(v))
-		for i, x := range v {
-			if x > graph.MaxExactInt || x < -graph.MaxExactInt {
-				return tsrt.Tensor{}, fmt.Errorf("element %d of %s is %d: the model takes float32, exact only within ±%d", i, t.DType, x, graph.MaxExactInt)
-			}
-			f[i] = float32(x)
-		}
-		out = tsrt.NewTensor(t.Shape, f)
-	case tsrt.Int64:
-		out = tsrt.NewTensor(t.Shape, v)
-	case tsrt.Int32:
-		out, err = narrowed[int32](t, v, to)
-	case tsrt.Int16:
-		out, err = narrowed[int16](t, v, to)
-	case tsrt.Int8:
-		out, err = narrowed[int8](t, v, to)
-	case tsrt.Uint8:
-		out, err = narrowed[uint8](t, v, to)
-	case tsrt.Uint16:
-		out, err = narrowed[uint16](t, v, to)
-	case tsrt.Uint32:
-		out, err = narrowed[uint32](t, v, to)
-	case tsrt.Bool:
-		b := make([]bool, len(v))
-		for i, x := range v {
-			if x != 0 && x != 1 {
-				return tsrt.Tensor{}, fmt.Errorf("element %d of %s is %d: the model takes bool (0 or 1)", i, t.DType, x)
-			}
-			b[i] = x == 1
-		}
-		out = tsrt.NewTensor(t.Shape, b)
-	default:
-		err = fmt.Errorf("%s cannot be given as %s", t.DType, to)
-	}
-	out.Name = t.Name
-	return out, err
-}
-
-// narrowed is v, the values of t, as a tensor of T (of dtype to), or an
-// error naming the first value T cannot hold.
-func narrowed[T int32 | int16 | int8 | uint8 | uint16 | uint32](t tsrt.Tensor, v []int64, to tsrt.DType) (tsrt.Tensor, error) {
-	out := make([]T, len(v))
-	for i, x := range v {
-		out[i] = T(x)
-		if int64(out[i]) != x {
-			return tsrt.Tensor{}, fmt.Errorf("element %d of %s is %d: the model takes %s", i, t.DType, x, to)
-		}
-	}
-	return tsrt.NewTensor(t.Shape, out), nil
-}
-
-// fromFloat32 converts float32 values to a tensor of dtype dt (integers
-// and bool rounded to the nearest, exact within ±2^24, as the kernels
-// compute them).
-func fromFloat32(dt tsrt.DType, shape []int64, v []float32) (tsrt.Tensor, error) {
-	switch dt {
-	case tsrt.Float32:
-		return tsrt.NewTensor(shape, v), nil
-	case tsrt.Int64:
-		return rounded[int64](shape, v), nil
-	case tsrt.Int32:
-		return rounded[int32](shape, v), nil
-	case tsrt.Int16:
-		return rounded[int16](shape, v), nil
-	case tsrt.Int8:
-		return rounded[int8](shape, v), nil
-	case tsrt.Uint8:
-		return rounded[uint8](shape, v), nil
-	case tsrt.Uint16:
-		return rounded[uint16](shape, v), nil
-	case tsrt.Uint32:
-		return rounded[uint32](shape, v), nil
-	case tsrt.Bool:
-		return tsrt.NewTensor(shape, convert(v, func(x float32) bool { return x != 0 })), nil
-	}
-	return tsrt.Tensor{}, fmt.Errorf("dtype %s cannot be given as float32", dt)
-}
-
-// int64sOf returns the values of an integer or bool tensor (bool as 0 and 1).
-func int64sOf(t tsrt.Tensor) ([]int64, error) {
-	switch t.DType {
-	case tsrt.Int64:
-		v, err := tsrt.Values[int64](t)
-		return slices.Clone(v), err
-	case tsrt.Int32:
-		return widened[int32](t)
-	case tsrt.Int16:
-		return widened[int16](t)
-	case tsrt.Int8:
-		return widened[int8](t)
-	case tsrt.Uint8:
-		return widened[uint8](t)
-	case tsrt.Uint16:
-		return widened[uint16](t)
-	case tsrt.Uint32:
-		return widened[uint32](t)
-	case tsrt.Bool:
-		v, err := tsrt.Values[bool](t)
-		return convert(v, func(b bool) int64 {
-			if b {
-				return 1
-			}
-			return 0
-		}), err
-	}
-	return nil, fmt.Errorf("%s is not an integer dtype", t.DType)
-}
-
-func widened[T int32 | int16 | int8 | uint8 | uint16 | uint32](t tsrt.Tensor) ([]int64, error) {
-	v, err := tsrt.Values[T](t)
-	return convert(v, func(x T) int64 { return int64(x) }), err
-}
-
-// float32sOf returns t's values as float32: integers and bools exact
-// within ±graph.MaxExactInt, an error beyond.
-func float32sOf(t tsrt.Tensor) ([]float32, error) {
-	if t.DType == tsrt.Float32 {
-		v, err := tsrt.Values[float32](t)
-		return slices.Clone(v), err
-	}
-	v, err := int64sOf(t)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]float32, len(v))
-	for i, x := range v {
-		if x > graph.MaxExactInt || x < -graph.MaxExactInt {
-			return nil, fmt.Errorf("element %d of %s is %d: float32 is exact only within ±%d", i, t.DType, x, graph.MaxExactInt)
-		}
-		out[i] = float32(x)
-	}
-	return out, nil
-}
-
-// float64sOf returns t's values as float64, to compare them.
-func float64sOf(t tsrt.Tensor) ([]float64, error) {
-	if t.DType == tsrt.Float32 {
-		v, err := tsrt.Values[float32](t)
-		return convert(v, func(x float32) float64 { return float64(x) }), err
-	}
-	v, err := int64sOf(t)
-	return convert(v, func(x int64) float64 { return float64(x) }), err
-}
-
 // fromGraphTensor is a decoded ONNX tensor as a runtime tensor of its dtype.
-func fromGraphTensor(g *graph.Tensor) (tsrt.Tensor, error) {
-	dt, err := tsrt.ParseDType(g.DType.String())
+func fromGraphTensor(g *graph.Tensor) (Tensor, error) {
+	dt, err := ParseDType(g.DType.String())
 	if err != nil {
-		return tsrt.Tensor{}, err
+		return Tensor{}, err
 	}
 	shape := shape64(g.Shape)
-	if dt == tsrt.Float32 {
-		return tsrt.NewTensor(shape, g.F32), nil
+	if dt == Float32 {
+		return NewTensor(shape, g.F32), nil
 	}
-	return convertTensor(tsrt.NewTensor(shape, g.I64), dt)
+	return convertTensor(NewTensor(shape, g.I64), dt)
 }
 
 // graphTensor is t as an ONNX tensor of its dtype.
-func graphTensor(t tsrt.Tensor) (*graph.Tensor, error) {
+func graphTensor(t Tensor) (*graph.Tensor, error) {
 	dt, ok := graph.DTypeFromONNX(int32(t.DType))
 	if !ok {
 		return nil, fmt.Errorf("no ONNX tensor of %s", t.DType)
@@ -511,37 +341,4 @@ func graphTensor(t tsrt.Tensor) (*graph.Tensor, error) {
 		g.I64, err = int64sOf(t)
 	}
 	return g, err
-}
-
-// floatBytes returns bufs back to back as little-endian float32.
-func floatBytes(bufs ...[]float32) []byte {
-	n := 0
-	for _, b := range bufs {
-		n += 4 * len(b)
-	}
-	out := make([]byte, 0, n)
-	for _, b := range bufs {
-		for _, v := range b {
-			out = binary.LittleEndian.AppendUint32(out, math.Float32bits(v))
-		}
-	}
-	return out
-}
-
-// floatsOf reads little-endian float32s.
-func floatsOf(data []byte) []float32 {
-	out := make([]float32, len(data)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
-	}
-	return out
-}
-
-// ints is shape64's inverse.
-func ints(shape []int64) []int {
-	out := make([]int, len(shape))
-	for i, d := range shape {
-		out[i] = int(d)
-	}
-	return out
 }

@@ -1,4 +1,4 @@
-package assemble
+package tsrt
 
 import (
 	"context"
@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // The files of a run from the command line (RunFiles): tune run's
@@ -30,7 +28,7 @@ type FileRun struct {
 // WrittenOutput is an output RunFiles wrote, and how it compares with its
 // reference, where it has one.
 type WrittenOutput struct {
-	Tensor    TensorInfo
+	Tensor    ManifestTensor
 	Path      string
 	Reference string     // the reference file; "" for none
 	Diff      *DiffStats // nil without a reference
@@ -53,7 +51,10 @@ func (m *Model) RunFiles(ctx context.Context, r FileRun) ([]WrittenOutput, error
 	if !ok {
 		return nil, fmt.Errorf("--format %q: want npy, pb or raw", r.Format)
 	}
-	man := m.Manifest
+	man, err := m.needManifest()
+	if err != nil {
+		return nil, err
+	}
 	inFiles, err := MatchFiles("input", r.Inputs, man.Inputs)
 	if err != nil {
 		return nil, err
@@ -74,7 +75,7 @@ func (m *Model) RunFiles(ctx context.Context, r FileRun) ([]WrittenOutput, error
 	if opts.Dim == 0 {
 		opts.Dim = dim
 	}
-	outs, err := m.RunTensors(ctx, data, opts)
+	outs, err := m.runSized(ctx, data, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +85,7 @@ func (m *Model) RunFiles(ctx context.Context, r FileRun) ([]WrittenOutput, error
 	var written []WrittenOutput
 	var bad []string
 	for i, out := range outs {
-		t := TensorInfo{Name: man.Outputs[i].Name, Shape: ints(out.Shape), DType: man.Outputs[i].DType}
+		t := ManifestTensor{Name: man.Outputs[i].Name, Shape: ints(out.Shape), DType: man.Outputs[i].DType}
 		if err := WriteTensorFile(paths[i], out); err != nil {
 			return written, err
 		}
@@ -114,7 +115,7 @@ func (m *Model) RunFiles(ctx context.Context, r FileRun) ([]WrittenOutput, error
 // MatchFiles maps the files of the flag --flag (name → file; the name ""
 // for a bare FILE) to the tensors ts: a bare FILE goes to the only
 // tensor; every name must be one of ts. The errors speak of the flag.
-func MatchFiles(flag string, files map[string]string, ts []TensorInfo) (map[string]string, error) {
+func MatchFiles(flag string, files map[string]string, ts []ManifestTensor) (map[string]string, error) {
 	out := map[string]string{}
 	for name, file := range files {
 		if name == "" {
@@ -122,7 +123,7 @@ func MatchFiles(flag string, files map[string]string, ts []TensorInfo) (map[stri
 				return nil, fmt.Errorf("--%s %s: the model has %d %ss (%s); say which: --%s NAME=FILE", flag, file, len(ts), flag, TensorList(ts), flag)
 			}
 			name = ts[0].Name
-		} else if !slices.ContainsFunc(ts, func(t TensorInfo) bool { return t.Name == name }) {
+		} else if !slices.ContainsFunc(ts, func(t ManifestTensor) bool { return t.Name == name }) {
 			return nil, fmt.Errorf("--%s %s=%s: the model has no %s %q (its %ss: %s)", flag, name, file, flag, name, flag, TensorList(ts))
 		}
 		if _, dup := out[name]; dup {
@@ -135,7 +136,7 @@ func MatchFiles(flag string, files map[string]string, ts []TensorInfo) (map[stri
 
 // ReadInputs reads every input of the model from its file (ReadTensor);
 // an input without one is an error that names tune run's --input.
-func ReadInputs(inputs []TensorInfo, files map[string]string) ([][]float32, error) {
+func ReadInputs(inputs []ManifestTensor, files map[string]string) ([][]float32, error) {
 	data, _, err := readInputs(inputs, files)
 	if err != nil {
 		return nil, err
@@ -153,8 +154,8 @@ func ReadInputs(inputs []TensorInfo, files map[string]string) ([][]float32, erro
 // dtype (ReadTensorFile), and returns the value of the dimension given at
 // run time the inputs hold, where the first file of an input that has it
 // gives its shape (0 if none does).
-func readInputs(inputs []TensorInfo, files map[string]string) ([]tsrt.Tensor, int, error) {
-	data := make([]tsrt.Tensor, len(inputs))
+func readInputs(inputs []ManifestTensor, files map[string]string) ([]Tensor, int, error) {
+	data := make([]Tensor, len(inputs))
 	var missing []string
 	dim := 0
 	for i, t := range inputs {
@@ -182,7 +183,7 @@ func readInputs(inputs []TensorInfo, files map[string]string) ([]tsrt.Tensor, in
 // name made a file name, with the extension ext. Two outputs whose names
 // make one file name would overwrite each other: an error, before
 // anything runs.
-func OutputPaths(outputs []TensorInfo, dir, ext string) ([]string, error) {
+func OutputPaths(outputs []ManifestTensor, dir, ext string) ([]string, error) {
 	paths := make([]string, len(outputs))
 	byPath := map[string]string{}
 	for i, t := range outputs {

@@ -1,4 +1,4 @@
-package assemble
+package tsrt
 
 import (
 	"bytes"

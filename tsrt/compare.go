@@ -1,11 +1,12 @@
-package assemble
+package tsrt
 
 import (
 	"fmt"
 	"math"
-
-	"github.com/tessera-ml/tessera/tsrt"
 )
+
+// Comparing a model's outputs with references, as tune run --reference
+// does.
 
 // DiffStats compares a model's output with a reference.
 type DiffStats struct {
@@ -22,7 +23,7 @@ func Diff(got, want []float32, rtol, atol float64) DiffStats {
 
 // diffTensors compares got with want, of the same number of elements and
 // any dtypes, elementwise.
-func diffTensors(got, want tsrt.Tensor, rtol, atol float64) (DiffStats, error) {
+func diffTensors(got, want Tensor, rtol, atol float64) (DiffStats, error) {
 	g, err := float64sOf(got)
 	if err != nil {
 		return DiffStats{}, err

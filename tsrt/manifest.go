@@ -1,4 +1,4 @@
-package assemble
+package tsrt
 
 import (
 	"encoding/json"
@@ -14,14 +14,19 @@ import (
 	"github.com/tessera-ml/tessera/graph"
 )
 
-// The manifest: what a build directory holds, in manifest.json. It names
-// the files, the model's inputs and outputs, the memory plan, the coverage
-// and, per task, the record whose schedule was compiled (or "default").
-// It holds nothing that changes from one build of the same model and
-// records to the next (no times, no absolute paths).
+// The manifest: what a build folder holds, in manifest.json. Package
+// assemble writes it; this package reads it (ReadManifest, Open). It
+// names the files, the model's inputs and outputs, the memory plan, the
+// coverage and, per task, the record whose schedule was compiled (or
+// "default"). It holds nothing that changes from one build of the same
+// model and records to the next (no times, no absolute paths).
 
-// ManifestFile is the manifest's name in a build directory.
-const ManifestFile = "manifest.json"
+// The files of a build folder that the runtime reads.
+const (
+	ManifestFile = "manifest.json"
+	LibraryFile  = "libmodel.so"
+	WeightsFile  = "weights.bin"
+)
 
 // ManifestFormat is the version of the manifest's layout. 2: the library
 // implements the C ABI of tsrt/c/tessera.h (abi), weights may be
@@ -38,25 +43,24 @@ type Manifest struct {
 	ABI     int    `json:"abi"`    // the library's TESSERA_ABI_VERSION (tessera.h)
 	Library string `json:"library"`
 	// LibraryBytes and LibrarySHA256 are the library's size and SHA-256
-	// (hex), which the loaders check before loading it
-	// (runtime.VerifyLibrary, tessera_load.h, the Python module): the
-	// keys of runtime.LibraryRecord.
-	LibraryBytes  int64        `json:"library_bytes"`
-	LibrarySHA256 string       `json:"library_sha256"`
-	Header        string       `json:"header"`
-	Source        string       `json:"source"`
-	Weights       WeightsInfo  `json:"weights"`
-	Inputs        []TensorInfo `json:"inputs"`
-	Outputs       []TensorInfo `json:"outputs"`
+	// (hex), which the loaders check before loading it (VerifyLibrary,
+	// tessera_load.h, the Python module): the keys of LibraryRecord.
+	LibraryBytes  int64            `json:"library_bytes"`
+	LibrarySHA256 string           `json:"library_sha256"`
+	Header        string           `json:"header"`
+	Source        string           `json:"source"`
+	Weights       WeightsInfo      `json:"weights"`
+	Inputs        []ManifestTensor `json:"inputs"`
+	Outputs       []ManifestTensor `json:"outputs"`
 	// Frozen lists the model's inputs that were frozen to values
 	// ("sr=16000"): not inputs of the library, which computes the model
 	// for those values only.
 	Frozen []string `json:"frozen,omitempty"`
-	// Batch is the range of the dynamic batch of a model built over one
-	// (Options.Batch); nil for a model of static shapes.
+	// Batch is the range of the dynamic batch of a model built over one;
+	// nil for a model of static shapes.
 	Batch *BatchInfo `json:"batch,omitempty"`
 	// Dim is the range of the dimension a model built over one takes at
-	// run time (Options.Dim, a sequence length); nil if none.
+	// run time (a sequence length); nil if none.
 	Dim *BatchInfo `json:"dim,omitempty"`
 
 	Memory   MemoryInfo   `json:"memory"`
@@ -65,8 +69,10 @@ type Manifest struct {
 	Steps    []StepReport `json:"steps"`
 }
 
-// TensorInfo is one input or output of the model.
-type TensorInfo struct {
+// ManifestTensor is one input or output of the model as the manifest
+// lists it: the library describes the same tensor as a TensorInfo, with
+// -1 and -2 where this says Batched and DimAxes.
+type ManifestTensor struct {
 	Name  string `json:"name"`
 	Shape []int  `json:"shape"` // of a batched tensor: at batch 1
 	DType string `json:"dtype"`
@@ -79,7 +85,8 @@ type TensorInfo struct {
 }
 
 // BatchInfo is the dynamic batch of a model built over a range of it, or
-// the dimension it takes at run time (Manifest.Dim).
+// the dimension it takes at run time (Manifest.Dim), as the manifest
+// records it (the library's is a Batch).
 type BatchInfo struct {
 	Name string `json:"name"` // the dimension's name (N)
 	Lo   int    `json:"lo"`
@@ -88,7 +95,7 @@ type BatchInfo struct {
 
 // At returns the tensor's description in a run at batch n: of a batched
 // tensor, its static shape there (t itself if it is not batched).
-func (t TensorInfo) At(n int) TensorInfo {
+func (t ManifestTensor) At(n int) ManifestTensor {
 	if !t.Batched {
 		return t
 	}
@@ -99,7 +106,7 @@ func (t TensorInfo) At(n int) TensorInfo {
 
 // WithDim returns the tensor's description in a run where the model's
 // dimension given at run time is v (t itself if it has none of it).
-func (t TensorInfo) WithDim(v int) TensorInfo {
+func (t ManifestTensor) WithDim(v int) ManifestTensor {
 	if len(t.DimAxes) == 0 {
 		return t
 	}
@@ -112,15 +119,33 @@ func (t TensorInfo) WithDim(v int) TensorInfo {
 }
 
 // String returns "name[d0,d1,...]".
-func (t TensorInfo) String() string { return t.Name + t.dims() }
+func (t ManifestTensor) String() string { return t.Name + t.dims() }
 
 // dims returns "[d0,d1,...]".
-func (t TensorInfo) dims() string {
+func (t ManifestTensor) dims() string {
 	dims := make([]string, len(t.Shape))
 	for i, d := range t.Shape {
 		dims[i] = strconv.Itoa(d)
 	}
 	return "[" + strings.Join(dims, ",") + "]"
+}
+
+// Elems returns the number of elements.
+func (t ManifestTensor) Elems() int {
+	n := 1
+	for _, d := range t.Shape {
+		n *= d
+	}
+	return n
+}
+
+// TensorList prints "name[d0,d1] name2[...]".
+func TensorList(ts []ManifestTensor) string {
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		parts[i] = t.String()
+	}
+	return strings.Join(parts, " ")
 }
 
 // checkSizes checks the numbers a run allocates by before it does: every
@@ -129,7 +154,7 @@ func (t TensorInfo) dims() string {
 func (m *Manifest) checkSizes() error {
 	for _, c := range []struct {
 		what string
-		ts   []TensorInfo
+		ts   []ManifestTensor
 	}{{"input", m.Inputs}, {"output", m.Outputs}} {
 		for i, t := range c.ts {
 			n := 1
@@ -151,15 +176,6 @@ func (m *Manifest) checkSizes() error {
 		}
 	}
 	return nil
-}
-
-// Elems returns the number of elements.
-func (t TensorInfo) Elems() int {
-	n := 1
-	for _, d := range t.Shape {
-		n *= d
-	}
-	return n
 }
 
 // MemoryInfo is the memory plan's outcome.
@@ -250,11 +266,11 @@ const (
 	FromDefault = "default"
 )
 
-// ErrNoManifest is returned by ReadManifest for a directory without a
-// manifest: not a build directory.
+// ErrNoManifest is returned by ReadManifest for a folder without a
+// manifest: not a build folder.
 var ErrNoManifest = errors.New("no " + ManifestFile + " (not a directory written by tune build?)")
 
-// ReadManifest reads the manifest of the build directory dir and checks
+// ReadManifest reads the manifest of the build folder dir and checks
 // that the files it names exist.
 func ReadManifest(dir string) (*Manifest, error) {
 	data, err := os.ReadFile(filepath.Join(dir, ManifestFile))
@@ -290,4 +306,63 @@ func ReadManifest(dir string) (*Manifest, error) {
 		}
 	}
 	return &m, nil
+}
+
+// libTensor is what a library says of one of its tensors: at batch 1 and
+// at value 1 of a dimension given at run time.
+type libTensor struct {
+	name, dtype string
+	elems       int
+}
+
+// checkManifest compares man with the library loaded into m: the library
+// is the truth, and a manifest that disagrees with it was edited or
+// belongs to another build (TESSERA_BAD_LIBRARY).
+func (m *Model) checkManifest(man *Manifest) error {
+	bad := func(err error) error { return &Error{Status: BadLibrary, Msg: err.Error()} }
+	lib := make(map[string][]libTensor)
+	for _, t := range m.inputs {
+		lib["input"] = append(lib["input"], libTensor{t.Name, t.DType.String(), t.At(1).WithDim(1).Elems()})
+	}
+	for _, t := range m.outputs {
+		lib["output"] = append(lib["output"], libTensor{t.Name, t.DType.String(), t.At(1).WithDim(1).Elems()})
+	}
+	if b := m.batch; (b.Name != "") != (man.Batch != nil) {
+		return bad(fmt.Errorf("%s: %s and the library %s disagree on the model's batch (%v, %+v): the manifest does not belong to this library", m.dir, ManifestFile, man.Library, man.Batch, b))
+	}
+	if d := m.dim; (d.Name != "") != (man.Dim != nil) {
+		return bad(fmt.Errorf("%s: %s and the library %s disagree on the model's dimensions (%v, %+v): the manifest does not belong to this library", m.dir, ManifestFile, man.Library, man.Dim, d))
+	}
+	if err := man.checkLibrary(m.dir, lib); err != nil {
+		return bad(err)
+	}
+	return nil
+}
+
+// checkLibrary compares the inputs and outputs the manifest of the build
+// folder dir lists (names, dtypes, element counts) with those the library
+// was compiled with (lib["input"], lib["output"]).
+func (man *Manifest) checkLibrary(dir string, lib map[string][]libTensor) error {
+	for _, c := range []struct {
+		what string
+		man  []ManifestTensor
+	}{{"input", man.Inputs}, {"output", man.Outputs}} {
+		got := lib[c.what]
+		if len(got) != len(c.man) {
+			names := make([]string, len(got))
+			for i, t := range got {
+				names[i] = strconv.Quote(t.name)
+			}
+			return fmt.Errorf("%s: %s lists %d %ss, the library %s has %d (%s): the manifest does not belong to this library",
+				dir, ManifestFile, len(c.man), c.what, man.Library, len(got), strings.Join(names, ", "))
+		}
+		for i, t := range c.man {
+			t = t.WithDim(1) // as the library describes it: at batch 1 and value 1
+			if t.Name != got[i].name || t.Elems() != got[i].elems || t.DType != got[i].dtype {
+				return fmt.Errorf("%s: %s says %s %d is %q%s (%s, %d elements), the library %s has %q (%s, %d elements): the manifest does not belong to this library",
+					dir, ManifestFile, c.what, i, t.Name, t.dims(), t.DType, t.Elems(), man.Library, got[i].name, got[i].dtype, got[i].elems)
+			}
+		}
+	}
+	return nil
 }
