@@ -215,7 +215,7 @@ func fillTiles(sk *schedule.State, lanes, regs, l2 int) (*schedule.State, error)
 }
 
 // streamsWeights reports whether the weights t reads along its vector axis
-// vec (constant placeholders) are l2 bytes or more (more than the L2
+// vec (constant placeholders) are more than l2 bytes (more than the L2
 // holds; never where l2 is 0) and larger than everything else it reads:
 // a matmul of few rows by a large weight
 // (a transformer's linear layers at batch 1). Its default tile order then
@@ -248,7 +248,7 @@ func streamsWeights(t *te.Tensor, vec string, l2 int) bool {
 		}
 		return true
 	})
-	return weights >= l2 && weights > other
+	return weights > l2 && weights > other
 }
 
 // rowLength returns the rows of the register tile along an axis of ext

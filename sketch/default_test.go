@@ -163,18 +163,21 @@ func checkLowered(t *testing.T, d *te.DAG, st *schedule.State, rule string, seed
 }
 
 // TestDefaultStreamsWeights: a matmul of few rows by a weight larger than
-// any core's L2 gets its row tiles inside the weight's column tiles (the
-// row split's lengths cover all 60 rows, level 0 is 1), so each panel of
-// the weight is read once; a weight that fits keeps the row tiles outside.
-// The new order computes what the reference evaluator computes.
+// the core's L2 (Options.L2) gets its row tiles inside the weight's column
+// tiles (the row split's lengths cover all 60 rows, level 0 is 1), so each
+// panel of the weight is read once; a weight that fits, or just fills the
+// L2, keeps the row tiles outside. The new order computes what the
+// reference evaluator computes.
 func TestDefaultStreamsWeights(t *testing.T) {
+	l2Cols := testOptions().L2 / (512 * 4) // the columns of a 512-row weight that fills the L2
 	for _, c := range []struct {
 		cols   int
 		inside bool
 	}{
-		{1280, true}, // 512 × 1280 floats: 2.5 MiB
-		{1024, true}, // 2 MiB
-		{992, false}, // just under 2 MiB
+		{l2Cols * 5 / 4, true},
+		{l2Cols + 16, true},
+		{l2Cols, false},      // fills the L2
+		{l2Cols - 16, false}, // just under
 	} {
 		a, b := te.Placeholder("A", 60, 512), te.Constant("B", 512, c.cols)
 		mm, err := te.MatMul("C", a, b)

@@ -30,13 +30,14 @@ func testOptions() Options {
 	return testOptionsFor("x86-64-v4")
 }
 
-// testOptionsFor are the CPU options of a portable level with 2 cores.
+// testOptionsFor are the CPU options of a portable level with 2 cores
+// and a 1 MiB L2, whatever the host has.
 func testOptionsFor(level string) Options {
 	m, err := machine.Level(level)
 	if err != nil {
 		panic(err)
 	}
-	m.Cores = 2
+	m.Cores, m.L2 = 2, 1<<20
 	return CPUOptions(m)
 }
 

@@ -228,3 +228,14 @@ func TestNoMachineConstants(t *testing.T) {
 		t.Fatalf("read %d Go files: is %s the repository?", n, root)
 	}
 }
+
+// The default schedules tile against the machine's L2, and against 2 MiB
+// where it is unknown (a machine of another architecture).
+func TestScheduleL2(t *testing.T) {
+	if got := (Machine{L2: 512 << 10}).ScheduleL2(); got != 512<<10 {
+		t.Errorf("a 512 KiB L2: ScheduleL2 = %d", got)
+	}
+	if got := (Machine{}).ScheduleL2(); got != 2<<20 {
+		t.Errorf("an unknown L2: ScheduleL2 = %d, want 2 MiB", got)
+	}
+}
