@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/measure"
@@ -39,7 +40,7 @@ type prepared struct {
 
 func prepare(t testing.TB, g *graph.Graph) prepared {
 	t.Helper()
-	if err := graph.RunPasses(g, nil); err != nil {
+	if err := frontend.RunPasses(g, nil); err != nil {
 		t.Fatal(err)
 	}
 	plan, err := partition.Extract(g, partition.Options{})
@@ -365,7 +366,7 @@ func TestBuildChoosesAlgorithm(t *testing.T) {
 	g.AddNode(&graph.Node{Name: "r1", OpType: "Relu", Inputs: []string{"y1"}, Outputs: []string{"z1"}})
 	g.AddNode(&graph.Node{Name: "c2", OpType: "Conv", Inputs: []string{"z1", weight("w2", 16, 16, 3, 3)}, Outputs: []string{"y"}, Attrs: pads})
 	g.Outputs = []string{"y"}
-	if err := graph.RunPasses(g, nil); err != nil {
+	if err := frontend.RunPasses(g, nil); err != nil {
 		t.Fatal(err)
 	}
 	plan, err := partition.Extract(g, partition.Options{Alternatives: true})

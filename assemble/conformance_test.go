@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/measure"
@@ -204,7 +205,7 @@ func runModelDataSet(t *testing.T, g *graph.Graph, set string, builder *measure.
 	var plan *partition.Plan
 	for attempt := 0; ; attempt++ {
 		base := g.Clone()
-		err := graph.RunPasses(g, nil)
+		err := frontend.RunPasses(g, nil)
 		if err == nil {
 			plan, err = partition.Extract(g, partition.Options{})
 		}

@@ -38,11 +38,12 @@ func (g *Graph) Bind(dims map[string][]int) error {
 		v.Shape = slices.Clone(shape)
 		v.DimParams = nil
 	}
-	return g.checkBound()
+	return g.CheckBound()
 }
 
-// checkBound lists the dynamic dimensions of the graph inputs.
-func (g *Graph) checkBound() error {
+// CheckBound returns an *UnboundDimsError listing the dynamic dimensions
+// of the graph inputs, or nil when every input is static.
+func (g *Graph) CheckBound() error {
 	var e UnboundDimsError
 	for _, name := range g.Inputs {
 		v := g.Values[name]

@@ -1,7 +1,7 @@
 package graph
 
-// Index helpers shared by the graph passes and the constant evaluators of
-// package ops.
+// Index helpers shared by the graph passes (package frontend) and the
+// constant evaluators of package ops.
 
 // Strides returns the row-major strides of shape.
 func Strides(shape []int) []int {

@@ -2,16 +2,15 @@
 // topological order, the values they read and write with static shapes, and
 // the constant tensors (initializers and folded constants) with their data.
 //
-// A graph comes from a model file (package graph/onnx decodes ONNX), has its
-// dynamic dimensions bound by the user (Bind), its shapes inferred
-// (InferShapes), and is then simplified by the named passes of Passes
-// (RunPasses): constant folding, BatchNormalization folding, removal of
-// no-op nodes, dead-code and common-subexpression elimination. Package
-// partition lowers the result to compute DAGs.
+// A graph comes from a model file (package graph/onnx decodes ONNX) and has
+// its dynamic dimensions bound by the user (Bind) or its inputs frozen to
+// constants (Freeze). Package frontend then infers its shapes by the rules
+// of package ops and simplifies it by its named passes; package partition
+// lowers the result to compute DAGs.
 //
-// The graph depends on nothing else of Tessera's; it knows the semantics of
-// the ONNX ops well enough to infer shapes and to evaluate small constant
-// subgraphs, nothing more.
+// The graph depends on nothing else of Tessera's and knows no op: it is the
+// IR that ops, frontend and partition share (nodes, values, attributes,
+// tensors, subgraphs, their invariant and the errors they report).
 package graph
 
 import (
@@ -305,6 +304,17 @@ type Attr struct {
 	// modified in place, so clones of a graph share it.
 	G *Graph
 }
+
+// LayoutAttr is the attribute convert-layout sets on the sliding-window
+// ops it makes channels-last (package frontend): data_layout = "NHWC". OutLayoutAttr, with
+// data_layout "NCHW", marks a Conv that reads an NCHW graph input and
+// writes a channels-last output: out_layout = "NHWC" (Relay's names). They
+// are Tessera's own, never read from a model file (package onnx refuses
+// them).
+const (
+	LayoutAttr    = "data_layout"
+	OutLayoutAttr = "out_layout"
+)
 
 // Attribute accessors. Each returns def when the attribute is absent and an
 // error when it has another kind.

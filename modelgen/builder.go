@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
-	_ "github.com/tessera-ml/tessera/ops" // the op rules shape inference needs
 )
 
 // builder appends nodes and parameters to a graph the way an exporter
@@ -174,7 +174,7 @@ func (b *builder) classifier(scope, x string, c, classes int) string {
 // them as value_info) and checks the graph.
 func (b *builder) finish(out string) (*graph.Graph, error) {
 	b.output(out, "output")
-	if err := b.g.InferShapes(); err != nil {
+	if err := frontend.InferShapes(b.g); err != nil {
 		return nil, fmt.Errorf("modelgen: %s: %w", b.g.Name, err)
 	}
 	return b.g, nil

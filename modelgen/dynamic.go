@@ -3,6 +3,7 @@ package modelgen
 import (
 	"fmt"
 
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 )
 
@@ -67,7 +68,7 @@ func Dynamic(g *graph.Graph, dims map[string]map[int]string) (*graph.Graph, erro
 		if err := h.Bind(bound); err != nil {
 			return nil, fmt.Errorf("modelgen: %s: %w", g.Name, err)
 		}
-		if err := h.InferShapes(); err != nil {
+		if err := frontend.InferShapes(h); err != nil {
 			return nil, fmt.Errorf("modelgen: %s at %v: %w", g.Name, bound, err)
 		}
 	}

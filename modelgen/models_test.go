@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/graph/onnx"
 )
@@ -89,7 +90,7 @@ func TestRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := graph.RunPasses(g, nil); err != nil {
+			if err := frontend.RunPasses(g, nil); err != nil {
 				t.Fatal(err)
 			}
 			out := g.Values[g.Outputs[0]].Shape

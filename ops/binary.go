@@ -17,24 +17,24 @@ func init() {
 		"Add": te.Add, "Sub": te.Sub, "Mul": te.Mul, "Pow": te.Pow,
 	}
 	for name, f := range binary {
-		define(&Op{Name: name, MinIn: 2, MaxIn: 2, Pattern: Broadcast, Layout: graph.LayoutFree, Eval: evalBinary, Lower: lowerBinary(f)})
+		define(&Op{Name: name, MinIn: 2, MaxIn: 2, Pattern: Broadcast, Layout: LayoutFree, Eval: evalBinary, Lower: lowerBinary(f)})
 	}
 	for name, f := range map[string]func(string, ...*te.Tensor) (*te.Tensor, error){"Max": te.Max, "Min": te.Min} {
-		define(&Op{Name: name, MinIn: 1, MaxIn: -1, Pattern: Broadcast, Layout: graph.LayoutFree, Eval: evalBinary, Lower: lowerVariadic(f)})
+		define(&Op{Name: name, MinIn: 1, MaxIn: -1, Pattern: Broadcast, Layout: LayoutFree, Eval: evalBinary, Lower: lowerVariadic(f)})
 	}
 	define(
 		// Integer division truncates toward zero.
-		&Op{Name: "Div", MinIn: 2, MaxIn: 2, Pattern: Broadcast, Layout: graph.LayoutFree, Eval: evalBinary, Lower: elementwise(func(c *lowerCtx, v []tir.Expr) tir.Expr {
+		&Op{Name: "Div", MinIn: 2, MaxIn: 2, Pattern: Broadcast, Layout: LayoutFree, Eval: evalBinary, Lower: elementwise(func(c *lowerCtx, v []tir.Expr) tir.Expr {
 			if c.dtype(0).IsInt() {
 				return truncE(tir.DivE(v[0], v[1]))
 			}
 			return tir.DivE(v[0], v[1])
 		})},
-		&Op{Name: "Mod", MinIn: 2, MaxIn: 2, Pattern: Broadcast, Layout: graph.LayoutFree, Eval: evalMod, Lower: elementwise(lowerMod)},
-		&Op{Name: "Sum", MinIn: 1, MaxIn: -1, Pattern: Broadcast, Layout: graph.LayoutFree, Lower: lowerSum},
-		&Op{Name: "Mean", MinIn: 1, MaxIn: -1, Pattern: Broadcast, Layout: graph.LayoutFree, Lower: lowerSum},
-		&Op{Name: "PRelu", MinIn: 2, MaxIn: 2, Pattern: Broadcast, Layout: graph.LayoutFree, Lower: lowerPRelu},
-		&Op{Name: "BitShift", MinIn: 2, MaxIn: 2, Pattern: Broadcast, Layout: graph.LayoutFree, Lower: lowerBitShift},
+		&Op{Name: "Mod", MinIn: 2, MaxIn: 2, Pattern: Broadcast, Layout: LayoutFree, Eval: evalMod, Lower: elementwise(lowerMod)},
+		&Op{Name: "Sum", MinIn: 1, MaxIn: -1, Pattern: Broadcast, Layout: LayoutFree, Lower: lowerSum},
+		&Op{Name: "Mean", MinIn: 1, MaxIn: -1, Pattern: Broadcast, Layout: LayoutFree, Lower: lowerSum},
+		&Op{Name: "PRelu", MinIn: 2, MaxIn: 2, Pattern: Broadcast, Layout: LayoutFree, Lower: lowerPRelu},
+		&Op{Name: "BitShift", MinIn: 2, MaxIn: 2, Pattern: Broadcast, Layout: LayoutFree, Lower: lowerBitShift},
 	)
 }
 
@@ -62,7 +62,7 @@ func lowerVariadic(f func(string, ...*te.Tensor) (*te.Tensor, error)) func(c *lo
 	}
 }
 
-func evalBinary(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalBinary(c *InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	op := binaryOps[c.N.OpType]
 	fi, ff := foldN(op.i, op.f)
 	return []*graph.Tensor{mapN(c.Out[0].Shape, in, fi, ff)}, nil
@@ -157,7 +157,7 @@ func lowerMod(c *lowerCtx, v []tir.Expr) tir.Expr {
 	return tir.SelectE(opposite, tir.AddE(r, v[1]), r)
 }
 
-func evalMod(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalMod(c *InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	f, _ := c.N.Int("fmod", 0)
 	return []*graph.Tensor{mapTo(c.Out[0].DType, c.Out[0].Shape, in, func(v []float64) float64 {
 		r := math.Mod(v[0], v[1])

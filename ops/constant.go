@@ -20,7 +20,7 @@ func init() {
 }
 
 // shapeRange returns Shape's [start, end) (attributes from opset 15).
-func (c *inferCtx) shapeRange() (int, int, error) {
+func (c *InferCtx) shapeRange() (int, int, error) {
 	rank := int64(len(c.Shape(0)))
 	s, err := c.N.Int("start", 0)
 	if err != nil {
@@ -40,7 +40,7 @@ func (c *inferCtx) shapeRange() (int, int, error) {
 	return int(s), int(max(s, e)), nil
 }
 
-func inferShape(c *inferCtx) error {
+func inferShape(c *InferCtx) error {
 	s, e, err := c.shapeRange()
 	if err != nil {
 		return err
@@ -49,7 +49,7 @@ func inferShape(c *inferCtx) error {
 	return nil
 }
 
-func evalShape(c *inferCtx, _ []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalShape(c *InferCtx, _ []*graph.Tensor) ([]*graph.Tensor, error) {
 	s, e, _ := c.shapeRange()
 	v := make([]int64, 0, e-s)
 	for _, d := range c.Shape(0)[s:e] {
@@ -58,18 +58,18 @@ func evalShape(c *inferCtx, _ []*graph.Tensor) ([]*graph.Tensor, error) {
 	return []*graph.Tensor{graph.Int64Tensor([]int{e - s}, v)}, nil
 }
 
-func inferSize(c *inferCtx) error {
+func inferSize(c *InferCtx) error {
 	c.Set(0, graph.Int64, []int{})
 	return nil
 }
 
-func evalSize(c *inferCtx, _ []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalSize(c *InferCtx, _ []*graph.Tensor) ([]*graph.Tensor, error) {
 	return []*graph.Tensor{graph.Int64Tensor([]int{}, []int64{int64(graph.NumElems(c.Shape(0)))})}, nil
 }
 
 // constantOfShapeValue returns ConstantOfShape's fill value (default
 // float32 0).
-func (c *inferCtx) constantOfShapeValue() (*graph.Tensor, error) {
+func (c *InferCtx) constantOfShapeValue() (*graph.Tensor, error) {
 	a, ok := c.N.Attrs["value"]
 	if !ok {
 		return graph.Float32Tensor([]int{1}, []float32{0}), nil
@@ -80,7 +80,7 @@ func (c *inferCtx) constantOfShapeValue() (*graph.Tensor, error) {
 	return a.T, nil
 }
 
-func inferConstantOfShape(c *inferCtx) error {
+func inferConstantOfShape(c *InferCtx) error {
 	t, err := c.Constant(0, "shape")
 	if err != nil {
 		return err
@@ -101,13 +101,13 @@ func inferConstantOfShape(c *inferCtx) error {
 	return nil
 }
 
-func evalConstantOfShape(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalConstantOfShape(c *InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	v, _ := c.constantOfShapeValue()
 	return []*graph.Tensor{remap(v, c.Out[0].Shape, func([]int) int { return 0 })}, nil
 }
 
 // constantValue returns a Constant node's value.
-func (c *inferCtx) constantValue() (*graph.Tensor, error) {
+func (c *InferCtx) constantValue() (*graph.Tensor, error) {
 	for name, a := range c.N.Attrs {
 		switch name {
 		case "value":
@@ -130,7 +130,7 @@ func (c *inferCtx) constantValue() (*graph.Tensor, error) {
 	return nil, c.Errorf("no value")
 }
 
-func inferConstant(c *inferCtx) error {
+func inferConstant(c *InferCtx) error {
 	t, err := c.constantValue()
 	if err != nil {
 		return err
@@ -142,13 +142,13 @@ func inferConstant(c *inferCtx) error {
 	return nil
 }
 
-func evalConstant(c *inferCtx, _ []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalConstant(c *InferCtx, _ []*graph.Tensor) ([]*graph.Tensor, error) {
 	t, err := c.constantValue()
 	return []*graph.Tensor{t}, err
 }
 
 // rangeParams returns Range's start, limit and delta and the element count.
-func (c *inferCtx) rangeParams() (s, l, d float64, n int, err error) {
+func (c *InferCtx) rangeParams() (s, l, d float64, n int, err error) {
 	var v [3]float64
 	for i, what := range []string{"start", "limit", "delta"} {
 		t, err := c.Constant(i, what)
@@ -168,7 +168,7 @@ func (c *inferCtx) rangeParams() (s, l, d float64, n int, err error) {
 	return s, l, d, int(max(cnt, 0)), nil
 }
 
-func inferRange(c *inferCtx) error {
+func inferRange(c *InferCtx) error {
 	_, _, _, n, err := c.rangeParams()
 	if err != nil {
 		return err
@@ -177,7 +177,7 @@ func inferRange(c *inferCtx) error {
 	return nil
 }
 
-func evalRange(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalRange(c *InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	s, _, d, n, _ := c.rangeParams()
 	out := &graph.Tensor{DType: in[0].DType, Shape: []int{n}}
 	for i := range n {

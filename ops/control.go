@@ -18,7 +18,7 @@ func init() {
 	define(&Op{Name: "If", MinIn: 1, MaxIn: 1, Expand: expandIf})
 }
 
-func expandIf(c *inferCtx) ([]*graph.Node, error) {
+func expandIf(c *InferCtx) ([]*graph.Node, error) {
 	n := c.N
 	cond := c.G.ConstOf(n.Inputs[0])
 	if cond == nil {
@@ -73,7 +73,7 @@ func init() {
 // the iteration number as a constant, and each scan output stacks the
 // iterations' values along a new first axis. A loop that decides when to
 // stop from its data (a while loop) cannot be compiled for static shapes.
-func expandLoop(c *inferCtx) ([]*graph.Node, error) {
+func expandLoop(c *InferCtx) ([]*graph.Node, error) {
 	n := c.N
 	body, err := c.subgraph("body")
 	if err != nil {
@@ -165,7 +165,7 @@ func expandLoop(c *inferCtx) ([]*graph.Node, error) {
 // iteration t reads slice t (or T−1−t, in reverse) of each scan input and
 // the states of the last one, and each scan output stacks the iterations'
 // values along its axis.
-func expandScan(c *inferCtx) ([]*graph.Node, error) {
+func expandScan(c *InferCtx) ([]*graph.Node, error) {
 	n := c.N
 	if c.Opset < 9 {
 		return nil, graph.Unsupportedf("Scan (opset %d) at node %s: the batched Scan of opset 8", c.Opset, n.Name)
@@ -284,7 +284,7 @@ func expandScan(c *inferCtx) ([]*graph.Node, error) {
 }
 
 // subgraph returns the node's graph attribute name.
-func (c *inferCtx) subgraph(name string) (*graph.Graph, error) {
+func (c *InferCtx) subgraph(name string) (*graph.Graph, error) {
 	a, ok := c.N.Attrs[name]
 	if !ok || a.Kind != graph.AttrGraph || a.G == nil {
 		return nil, c.Errorf("no %s graph", name)

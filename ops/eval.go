@@ -6,6 +6,12 @@ import (
 	"slices"
 )
 
+// MaxFoldElems caps the size of a tensor that shape inference evaluates
+// (an op's Eval) and constant folding materializes: larger constant
+// subgraphs are left to run time, and a malicious model cannot make the
+// compiler allocate gigabytes.
+const MaxFoldElems = 1 << 22
+
 // The constant evaluator: small helpers the ops' eval functions share. It
 // computes in float64 (float32 tensors) or int64 and never allocates more
 // than the inferred output size, which shape inference caps at

@@ -18,7 +18,7 @@ type expander struct {
 	nodes []*graph.Node
 }
 
-func newExpander(c *inferCtx) *expander {
+func newExpander(c *InferCtx) *expander {
 	return &expander{g: c.G, n: c.N, opset: c.Opset}
 }
 

@@ -30,7 +30,7 @@ func init() {
 
 // dtypeAttr reads a data type attribute (an ONNX TensorProto type number),
 // def when absent.
-func (c *inferCtx) dtypeAttr(name string, def graph.DType) (graph.DType, error) {
+func (c *InferCtx) dtypeAttr(name string, def graph.DType) (graph.DType, error) {
 	v, err := c.N.Int(name, int64(def.ONNX()))
 	if err != nil {
 		return 0, err
@@ -55,7 +55,7 @@ func tensorOf(dt graph.DType, shape []int, v []float64) *graph.Tensor {
 	return t
 }
 
-func inferEyeLike(c *inferCtx) error {
+func inferEyeLike(c *InferCtx) error {
 	if len(c.Shape(0)) != 2 {
 		return c.Errorf("input %v is not 2-D", c.Shape(0))
 	}
@@ -68,7 +68,7 @@ func inferEyeLike(c *inferCtx) error {
 }
 
 // evalEyeLike: ones on diagonal k (column − row = k), zeros elsewhere.
-func evalEyeLike(c *inferCtx, _ []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalEyeLike(c *InferCtx, _ []*graph.Tensor) ([]*graph.Tensor, error) {
 	k, err := c.N.Int("k", 0)
 	if err != nil {
 		return nil, err
@@ -84,7 +84,7 @@ func evalEyeLike(c *inferCtx, _ []*graph.Tensor) ([]*graph.Tensor, error) {
 }
 
 // windowSize returns the window functions' size input.
-func (c *inferCtx) windowSize() (int, error) {
+func (c *InferCtx) windowSize() (int, error) {
 	t, err := c.Constant(0, "size")
 	if err != nil {
 		return 0, err
@@ -93,13 +93,13 @@ func (c *inferCtx) windowSize() (int, error) {
 		return 0, c.Errorf("size is %s, want an integer scalar", t)
 	}
 	n := t.I64[0]
-	if n <= 0 || n > graph.MaxFoldElems {
+	if n <= 0 || n > MaxFoldElems {
 		return 0, c.Errorf("size %d", n)
 	}
 	return int(n), nil
 }
 
-func inferWindow(c *inferCtx) error {
+func inferWindow(c *InferCtx) error {
 	n, err := c.windowSize()
 	if err != nil {
 		return err
@@ -114,8 +114,8 @@ func inferWindow(c *inferCtx) error {
 
 // evalWindow evaluates w(2πk/N) for k < size, N the size when periodic
 // (the default), size − 1 when symmetric.
-func evalWindow(w func(x float64) float64) func(c *inferCtx, _ []*graph.Tensor) ([]*graph.Tensor, error) {
-	return func(c *inferCtx, _ []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalWindow(w func(x float64) float64) func(c *InferCtx, _ []*graph.Tensor) ([]*graph.Tensor, error) {
+	return func(c *InferCtx, _ []*graph.Tensor) ([]*graph.Tensor, error) {
 		n, err := c.windowSize()
 		if err != nil {
 			return nil, err
@@ -138,7 +138,7 @@ func evalWindow(w func(x float64) float64) func(c *inferCtx, _ []*graph.Tensor) 
 
 // melParams reads MelWeightMatrix's inputs: mel bins, DFT length, sample
 // rate, and the band's lower and upper edges in hertz.
-func (c *inferCtx) melParams() (bins, dft, rate int, lo, hi float64, err error) {
+func (c *InferCtx) melParams() (bins, dft, rate int, lo, hi float64, err error) {
 	var v [5]float64
 	for i, what := range []string{"num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz"} {
 		t, err := c.Constant(i, what)
@@ -157,7 +157,7 @@ func (c *inferCtx) melParams() (bins, dft, rate int, lo, hi float64, err error) 
 	return bins, dft, rate, v[3], v[4], nil
 }
 
-func inferMel(c *inferCtx) error {
+func inferMel(c *InferCtx) error {
 	bins, dft, _, _, _, err := c.melParams()
 	if err != nil {
 		return err
@@ -174,7 +174,7 @@ func inferMel(c *inferCtx) error {
 // bins, as ONNX's reference does: bins+2 points equally spaced in mel
 // between the edges, mapped to DFT bins, each filter rising from its left
 // point to its center and falling to its right one.
-func evalMel(c *inferCtx, _ []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalMel(c *InferCtx, _ []*graph.Tensor) ([]*graph.Tensor, error) {
 	bins, dft, rate, lo, hi, err := c.melParams()
 	if err != nil {
 		return nil, err

@@ -114,7 +114,7 @@ func lowerTrilu(c *lowerCtx) ([]*te.Tensor, error) {
 	})}, nil
 }
 
-func inferGather(c *inferCtx) error {
+func inferGather(c *InferCtx) error {
 	x := c.Shape(0)
 	a, err := c.N.Int("axis", 0)
 	if err != nil {
@@ -133,7 +133,7 @@ func inferGather(c *inferCtx) error {
 	return nil
 }
 
-func evalGather(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalGather(c *InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	x := in[0].Shape
 	a, _ := c.N.Int("axis", 0)
 	axis, _ := c.NormAxis(a, len(x))

@@ -2,8 +2,43 @@ package ops
 
 import "github.com/tessera-ml/tessera/graph"
 
+// Layout says what the layout pass (convert-layout, package frontend) may
+// do with an op: how the op's meaning depends on the order of its inputs'
+// axes.
+type Layout uint8
+
+const (
+	// LayoutFixed: the op reads its inputs in the layout the model gives
+	// them (the default).
+	LayoutFixed Layout = iota
+	// LayoutFree: each output element is computed from the same element
+	// of every input, with numpy broadcasting (Relu, Add, Where): the op
+	// runs in any layout, its constant operands permuted alike.
+	LayoutFree
+	// LayoutChannelsLast: a 2-D sliding-window op with a channels-last
+	// form, chosen by its data_layout attribute (Conv, the pools).
+	LayoutChannelsLast
+	// LayoutAxes: the op works along axes that its attributes or constant
+	// inputs name and is otherwise layout-free (Concat, Split, Slice,
+	// Pad): its Op.PermuteAxes renames them for permuted inputs.
+	LayoutAxes
+	// LayoutTranspose: the op permutes its input's axes by its perm
+	// attribute (Transpose): on a permuted input it permutes by the
+	// composition.
+	LayoutTranspose
+)
+
+// LayoutOf returns the layout rule of node n's op (LayoutFixed for an op
+// of another domain or one that is not defined).
+func LayoutOf(n *graph.Node) Layout {
+	if op := LookupNode(n); op != nil {
+		return op.Layout
+	}
+	return LayoutFixed
+}
+
 // The PermuteAxes rules of the ops that work along named axes
-// (graph.LayoutAxes): each renames the axes of a node for inputs permuted
+// (LayoutAxes): each renames the axes of a node for inputs permuted
 // by perm, axis i of a permuted input being axis perm[i] of the original.
 
 // permutedAxis returns the axis of a permuted input of rank len(perm) that

@@ -16,7 +16,7 @@ func init() {
 	for name, cmp := range map[string]tir.CmpOp{
 		"Equal": tir.EQ, "Less": tir.LT, "Greater": tir.GT, "LessOrEqual": tir.LE, "GreaterOrEqual": tir.GE,
 	} {
-		define(&Op{Name: name, MinIn: 2, MaxIn: 2, Pattern: Broadcast, Layout: graph.LayoutFree, OutType: fixed(graph.Bool),
+		define(&Op{Name: name, MinIn: 2, MaxIn: 2, Pattern: Broadcast, Layout: LayoutFree, OutType: fixed(graph.Bool),
 			Lower: elementwise(func(_ *lowerCtx, v []tir.Expr) tir.Expr { return boolE(tir.Cmp(cmp, v[0], v[1])) }),
 			Eval:  evalElementwise(fixed(graph.Bool), func(v []float64) float64 { return b2f(compare(cmp, v[0], v[1])) })})
 	}
@@ -26,7 +26,7 @@ func init() {
 		"Xor": func(a, b bool) bool { return a != b },
 	}
 	for name, f := range logic {
-		define(&Op{Name: name, MinIn: 2, MaxIn: 2, Pattern: Broadcast, Layout: graph.LayoutFree, OutType: fixed(graph.Bool),
+		define(&Op{Name: name, MinIn: 2, MaxIn: 2, Pattern: Broadcast, Layout: LayoutFree, OutType: fixed(graph.Bool),
 			Lower: elementwise(func(_ *lowerCtx, v []tir.Expr) tir.Expr {
 				a, b := truthE(v[0]), truthE(v[1])
 				switch name {
@@ -40,11 +40,11 @@ func init() {
 			Eval: evalElementwise(fixed(graph.Bool), func(v []float64) float64 { return b2f(f(v[0] != 0, v[1] != 0)) })})
 	}
 	define(
-		&Op{Name: "Not", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, OutType: fixed(graph.Bool),
+		&Op{Name: "Not", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: LayoutFree, OutType: fixed(graph.Bool),
 			Lower: elementwise(func(_ *lowerCtx, v []tir.Expr) tir.Expr { return boolE(tir.Cmp(tir.EQ, v[0], tir.F32(0))) }),
 			Eval:  evalElementwise(fixed(graph.Bool), func(v []float64) float64 { return b2f(v[0] == 0) })},
 		// Where(cond, x, y) broadcasts all three.
-		&Op{Name: "Where", MinIn: 3, MaxIn: 3, Pattern: Broadcast, Layout: graph.LayoutFree, OutType: sameAs(1),
+		&Op{Name: "Where", MinIn: 3, MaxIn: 3, Pattern: Broadcast, Layout: LayoutFree, OutType: sameAs(1),
 			Lower: elementwise(func(_ *lowerCtx, v []tir.Expr) tir.Expr { return tir.SelectE(truthE(v[0]), v[1], v[2]) }),
 			Eval: evalElementwise(sameAs(1), func(v []float64) float64 {
 				if v[0] != 0 {
@@ -52,15 +52,15 @@ func init() {
 				}
 				return v[2]
 			})},
-		&Op{Name: "Cast", Copy: graph.CopyWhenUnchanged, MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, OutType: castType, Lower: lowerCastOp, Eval: evalCast},
-		&Op{Name: "CastLike", MinIn: 2, MaxIn: 2, Pattern: ElemWise, Layout: graph.LayoutFree, OutType: sameAs(1), Lower: lowerCastOp, Eval: evalCast},
+		&Op{Name: "Cast", Copy: CopyWhenUnchanged, MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: LayoutFree, OutType: castType, Lower: lowerCastOp, Eval: evalCast},
+		&Op{Name: "CastLike", MinIn: 2, MaxIn: 2, Pattern: ElemWise, Layout: LayoutFree, OutType: sameAs(1), Lower: lowerCastOp, Eval: evalCast},
 	)
 }
 
 // evalElementwise evaluates an elementwise op on constants (any dtypes)
 // into the dtype its rule gives.
-func evalElementwise(out func(c *inferCtx) graph.DType, f func(v []float64) float64) func(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
-	return func(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalElementwise(out func(c *InferCtx) graph.DType, f func(v []float64) float64) func(c *InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+	return func(c *InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		return []*graph.Tensor{mapTo(out(c), c.Out[0].Shape, in, f)}, nil
 	}
 }
@@ -89,7 +89,7 @@ func compare(op tir.CmpOp, a, b float64) bool {
 // castType is Cast's output dtype: the "to" attribute. A type the graph
 // does not hold (float16, float64, string) is unsupported; the zero dtype
 // stands for it so that Lower reports the error.
-func castType(c *inferCtx) graph.DType {
+func castType(c *InferCtx) graph.DType {
 	to, _ := c.N.Int("to", 0)
 	d, _ := graph.DTypeFromONNX(int32(to))
 	return d
@@ -139,7 +139,7 @@ func lowerCast(c *lowerCtx, v []tir.Expr) tir.Expr {
 	return v[0]
 }
 
-func evalCast(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalCast(c *InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	t := in[0]
 	to := c.Out[0].DType
 	if to == t.DType {

@@ -19,8 +19,8 @@ func init() {
 // optional class weights [C], the loss of each element is −input[n, t, d]·
 // weight[t] (0 where t is ignore_index); reduction none keeps them, sum
 // adds them, mean divides the sum by the weights' sum.
-func expandLoss(softmax bool) func(c *inferCtx) ([]*graph.Node, error) {
-	return func(c *inferCtx) ([]*graph.Node, error) {
+func expandLoss(softmax bool) func(c *InferCtx) ([]*graph.Node, error) {
+	return func(c *InferCtx) ([]*graph.Node, error) {
 		n := c.N
 		x, t := c.Shape(0), c.Shape(1)
 		if len(x) < 2 || len(t) != len(x)-1 || t[0] != x[0] {

@@ -52,7 +52,7 @@ func lowerLRN(c *lowerCtx) ([]*te.Tensor, error) {
 
 // expandMVN writes MeanVarianceNormalization's function body: (X − E[X]) /
 // (√(E[X²] − E[X]²) + 1e−9) over axes (default [0, 2, 3]).
-func expandMVN(c *inferCtx) ([]*graph.Node, error) {
+func expandMVN(c *InferCtx) ([]*graph.Node, error) {
 	axes, err := c.N.Ints("axes")
 	if err != nil {
 		return nil, err

@@ -3,8 +3,10 @@
 // binary.go, window.go, ...): its arity, its fusion pattern, its shape
 // rule, its evaluator for constant inputs, and its lowering to te compute.
 //
-//	graph.Node ──Lookup(op)──▶ *Op ─┬─ Infer / derived from Lower ─▶ shapes (package graph)
-//	                                ├─ Eval ─▶ folded constants       (package graph)
+//	graph.Node ──LookupNode──▶ *Op ─┬─ Infer / derived from Lower ─▶ shapes (package frontend)
+//	                                ├─ Eval ─▶ folded constants       (package frontend)
+//	                                ├─ Expand ─▶ other ops' nodes     (package frontend)
+//	                                ├─ Layout, Copy ─▶ graph passes   (package frontend)
 //	                                ├─ Pattern ─▶ fusion              (package partition)
 //	                                ├─ Lower ─▶ te tensors            (package partition)
 //	                                ├─ Alternatives ─▶ rival tasks    (package partition)
@@ -22,8 +24,8 @@
 // shape arithmetic that constant folding must evaluate; add a conformance or
 // unit test. An op best written as other ops (the recurrent ops unrolled
 // into MatMul and elementwise nodes, If as its taken branch) gives only an
-// Expand, which shape inference applies. The package registers every op
-// with package graph at init.
+// Expand, which shape inference applies. Nothing is registered elsewhere:
+// the packages above (frontend, partition, assemble) look an op up here.
 //
 // Data types: integer and bool tensors reach kernels as float32 values
 // (bool as 0 and 1), exact within ±2^24 (graph.MaxExactInt); a lowering
@@ -49,12 +51,12 @@ type Op struct {
 	Pattern Pattern
 	// Infer gives the outputs their dtypes and shapes. When nil, they are
 	// derived from Lower, with the dtype OutType gives.
-	Infer func(c *inferCtx) error
+	Infer func(c *InferCtx) error
 	// OutType is the dtype of a derived output (nil: the first input's).
-	OutType func(c *inferCtx) graph.DType
+	OutType func(c *InferCtx) graph.DType
 	// Eval computes the outputs from constant inputs (nil: the op is never
 	// folded).
-	Eval func(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error)
+	Eval func(c *InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error)
 	// ShapesOnly says that Eval needs only the inputs' shapes (Shape, Size,
 	// EyeLike): it folds whether the inputs are constants or not.
 	ShapesOnly bool
@@ -63,14 +65,19 @@ type Op struct {
 	// (sliding windows), rename the axes it works along (Concat, Slice,
 	// Pad: PermuteAxes), or compose its permutation (Transpose); the zero
 	// value keeps the layout the model gives.
-	Layout graph.Layout
-	// PermuteAxes, for Layout graph.LayoutAxes, rewrites a node for
-	// permuted inputs (graph.OpRule.PermuteAxes).
+	Layout Layout
+	// PermuteAxes, for Layout LayoutAxes, rewrites node n to compute on
+	// inputs whose axes are permuted by perm (axis i of a permuted input
+	// is axis perm[i] of the original) what it computed on the originals,
+	// its outputs permuted alike. New constants are added to g; n's
+	// attribute map may be shared with other nodes and is replaced, not
+	// written. It reports false, n unchanged, where it cannot (axes
+	// computed at run time).
 	PermuteAxes func(g *graph.Graph, n *graph.Node, perm []int) bool
 	// Copy says when the op's first output is its first input's data
 	// (reshapes, Identity; Expand and Cast that change nothing): the
 	// graph passes remove such copies and merge reshapes.
-	Copy graph.Copy
+	Copy Copy
 	// CopyIf reports whether node n copies its first input although the
 	// op computes in general (a Transpose by the identity permutation, a
 	// Pad by zeros); the graph passes remove such nodes too.
@@ -81,10 +88,14 @@ type Op struct {
 	Lower func(c *lowerCtx) ([]*te.Tensor, error)
 	// Expand replaces the node, during shape inference, by the nodes of
 	// other ops that compute its outputs (an If by its taken branch, LSTM
-	// by its cells unrolled over the sequence); see graph.OpRule. An op
-	// that expands in some forms only has a Lower too, and its Expand
-	// returns the node itself for a form it keeps (Resize).
-	Expand func(c *inferCtx) ([]*graph.Node, error)
+	// by its cells unrolled over the sequence), once its inputs' shapes
+	// (and the contents shape inference knows) are known: they must write
+	// the node's outputs, and their other outputs must be new names
+	// (Graph.FreshName); constants they need are added with
+	// Graph.AddConst. An op that expands in some forms only has a Lower
+	// too, and its Expand returns the node itself (alone) for a form it
+	// keeps (Resize), which its shape rule then infers.
+	Expand func(c *InferCtx) ([]*graph.Node, error)
 	// Alternatives returns the op's other compute definitions that apply
 	// to node n (Winograd for a 3×3 Conv; nil: none), adding to g the
 	// constants they read; see Alternative.
@@ -101,8 +112,8 @@ type Op struct {
 // table holds every op by name.
 var table = map[string]*Op{}
 
-// define adds ops to the table and registers their shape rules with
-// package graph. It is called from the init functions of the family files.
+// define adds ops to the table. It is called from the init functions of
+// the family files, and only from them: the table is this package's own.
 func define(ops ...*Op) {
 	for _, op := range ops {
 		if _, dup := table[op.Name]; dup {
@@ -112,27 +123,21 @@ func define(ops ...*Op) {
 			panic("ops: " + op.Name + " must have Infer or Lower, or Expand")
 		}
 		table[op.Name] = op
-		r := graph.OpRule{MinIn: op.MinIn, MaxIn: op.MaxIn, ShapesOnly: op.ShapesOnly, Layout: op.Layout, PermuteAxes: op.PermuteAxes, Copy: op.Copy, CopyIf: op.CopyIf}
-		if op.Expand != nil {
-			r.Expand = func(c *graph.InferCtx) ([]*graph.Node, error) { return op.Expand(&inferCtx{c}) }
-		}
-		if op.Infer != nil || op.Lower != nil {
-			// With Expand too, the op expands in some forms and keeps
-			// the node in the others (Resize: see resize.go).
-			r.Infer = op.infer
-		}
-		if op.Eval != nil {
-			r.Eval = func(c *graph.InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
-				return op.Eval(&inferCtx{c}, in)
-			}
-		}
-		graph.RegisterOp(op.Name, r)
 	}
 }
 
 // Lookup returns the definition of op type name of the default domain, or
 // nil.
 func Lookup(name string) *Op { return table[name] }
+
+// LookupNode returns the definition of node n's op: nil for an op of
+// another domain or one that is not defined.
+func LookupNode(n *graph.Node) *Op {
+	if !defaultDomain(n) {
+		return nil
+	}
+	return table[n.OpType]
+}
 
 // FoldOnly reports whether op type name of the default domain is defined
 // but never reaches a kernel (Shape, Size, Range, Constant, ...): constant
@@ -160,17 +165,24 @@ func defaultDomain(n *graph.Node) bool { return n.Domain == "" || n.Domain == "a
 // PatternOf returns the pattern of node n's op: Opaque for an op of another
 // domain or one that is not defined.
 func PatternOf(n *graph.Node) Pattern {
-	if op := table[n.OpType]; op != nil && defaultDomain(n) {
+	if op := LookupNode(n); op != nil {
 		return op.Pattern
 	}
 	return Opaque
 }
 
-// infer is the op's shape rule as package graph calls it. It checks the
-// node's constant indices too (Indices): a kernel clamps them, which would
-// turn a bad model into wrong numbers.
-func (op *Op) infer(gc *graph.InferCtx) error {
-	c := &inferCtx{gc}
+// HasShapeRule reports whether the op infers its outputs itself (Infer,
+// or derived from Lower); an op without one only expands (Expand).
+func (op *Op) HasShapeRule() bool { return op.Infer != nil || op.Lower != nil }
+
+// InferNode is the op's shape rule as shape inference calls it: it gives
+// node c.N's outputs their dtypes and shapes, by Infer or derived from
+// Lower. It checks the node's constant indices first (Indices): a kernel
+// clamps them, which would turn a bad model into wrong numbers.
+func (op *Op) InferNode(c *InferCtx) error {
+	if !op.HasShapeRule() {
+		return c.Errorf("the op has no shape rule (it only expands)")
+	}
 	if op.Indices != nil {
 		ios, err := op.Indices(c.G, c.N)
 		if err != nil {
@@ -190,7 +202,7 @@ func (op *Op) infer(gc *graph.InferCtx) error {
 // its inputs' shapes. The outputs take the dtype OutType gives, else the
 // first input's. An empty input read as data is unsupported (te holds no
 // empty tensors); an empty parameter is fine (ReduceSum's axes).
-func (op *Op) deriveShapes(c *inferCtx) error {
+func (op *Op) deriveShapes(c *InferCtx) error {
 	var data []string // the inputs read as data
 	lc := &lowerCtx{g: c.G, n: c.N, opset: c.Opset, src: func(name string) (*te.Tensor, error) {
 		v := c.G.Values[name]
@@ -229,11 +241,11 @@ func (op *Op) deriveShapes(c *inferCtx) error {
 }
 
 // sameAs returns an OutType rule: the dtype of input i.
-func sameAs(i int) func(c *inferCtx) graph.DType {
-	return func(c *inferCtx) graph.DType { return c.DType(i) }
+func sameAs(i int) func(c *InferCtx) graph.DType {
+	return func(c *InferCtx) graph.DType { return c.DType(i) }
 }
 
 // fixed returns an OutType rule: always d.
-func fixed(d graph.DType) func(c *inferCtx) graph.DType {
-	return func(*inferCtx) graph.DType { return d }
+func fixed(d graph.DType) func(c *InferCtx) graph.DType {
+	return func(*InferCtx) graph.DType { return d }
 }

@@ -21,9 +21,9 @@ import (
 func init() {
 	define(
 		&Op{Name: "QuantizeLinear", MinIn: 2, MaxIn: 3, Pattern: Broadcast, OutType: quantType(2), Lower: lowerQuantize,
-			Eval: evalQuantize, Layout: graph.LayoutAxes, PermuteAxes: permuteQuantAxis},
+			Eval: evalQuantize, Layout: LayoutAxes, PermuteAxes: permuteQuantAxis},
 		&Op{Name: "DequantizeLinear", MinIn: 2, MaxIn: 3, Pattern: Broadcast, OutType: fixed(graph.Float32), Lower: lowerDequantize,
-			Eval: evalDequantize, Layout: graph.LayoutAxes, PermuteAxes: permuteQuantAxis},
+			Eval: evalDequantize, Layout: LayoutAxes, PermuteAxes: permuteQuantAxis},
 		&Op{Name: "DynamicQuantizeLinear", MinIn: 1, MaxIn: 1, Expand: expandDynamicQuantize},
 		&Op{Name: "MatMulInteger", MinIn: 2, MaxIn: 4, Expand: expandIntegerOp("MatMul", false)},
 		&Op{Name: "ConvInteger", MinIn: 2, MaxIn: 4, Expand: expandIntegerOp("Conv", false)},
@@ -49,8 +49,8 @@ func quantRange(dt graph.DType) (lo, hi float64, ok bool) {
 
 // quantType is the output dtype of QuantizeLinear: the zero point's (input
 // zp), else output_dtype (opset 21), else uint8.
-func quantType(zp int) func(c *inferCtx) graph.DType {
-	return func(c *inferCtx) graph.DType {
+func quantType(zp int) func(c *InferCtx) graph.DType {
+	return func(c *InferCtx) graph.DType {
 		if c.Has(zp) {
 			return c.DType(zp)
 		}
@@ -174,7 +174,7 @@ func (e *expander) toFloat(x string) string {
 
 // expandDynamicQuantize: the scale and zero point that map [min(x, 0),
 // max(x, 0)] onto uint8, then x quantized with them.
-func expandDynamicQuantize(c *inferCtx) ([]*graph.Node, error) {
+func expandDynamicQuantize(c *InferCtx) ([]*graph.Node, error) {
 	if err := c.NeedFloat(0); err != nil {
 		return nil, err
 	}
@@ -201,8 +201,8 @@ func expandDynamicQuantize(c *inferCtx) ([]*graph.Node, error) {
 // expandIntegerOp expands MatMulInteger and ConvInteger (int32 results), and
 // QLinearMatMul and QLinearConv (requantized), into float32 MatMul or Conv
 // of the operands minus their zero points.
-func expandIntegerOp(op string, qlinear bool) func(c *inferCtx) ([]*graph.Node, error) {
-	return func(c *inferCtx) ([]*graph.Node, error) {
+func expandIntegerOp(op string, qlinear bool) func(c *InferCtx) ([]*graph.Node, error) {
+	return func(c *InferCtx) ([]*graph.Node, error) {
 		n := c.N
 		// Inputs: a, b and their zero points; QLinear interleaves scales:
 		// a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp [, bias].
@@ -287,7 +287,7 @@ func expandIntegerOp(op string, qlinear bool) func(c *inferCtx) ([]*graph.Node, 
 // quantParams returns, for a QuantizeLinear or DequantizeLinear of x, the
 // scale and zero point of each element by flat index: per tensor, or per
 // slice along the axis attribute.
-func quantParams(c *inferCtx, in []*graph.Tensor) (scale func(int) float64, zp func(int) int64, err error) {
+func quantParams(c *InferCtx, in []*graph.Tensor) (scale func(int) float64, zp func(int) int64, err error) {
 	x, s := in[0], in[1]
 	var z *graph.Tensor
 	if len(in) > 2 {
@@ -333,7 +333,7 @@ func quantParams(c *inferCtx, in []*graph.Tensor) (scale func(int) float64, zp f
 	return scale, zp, nil
 }
 
-func evalDequantize(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalDequantize(c *InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	if !in[0].DType.IsInt() {
 		return nil, nil // float8 and the like: not folded
 	}
@@ -349,7 +349,7 @@ func evalDequantize(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	return []*graph.Tensor{graph.Float32Tensor(slices.Clone(in[0].Shape), out)}, nil
 }
 
-func evalQuantize(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalQuantize(c *InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	if in[0].DType != graph.Float32 {
 		return nil, nil
 	}

@@ -58,8 +58,8 @@ var lstmCell = cell{op: "LSTM", gates: 4, defaults: []string{"Sigmoid", "Tanh", 
 var gruCell = cell{op: "GRU", gates: 3, defaults: []string{"Sigmoid", "Tanh"}, step: gruStep}
 var rnnCell = cell{op: "RNN", gates: 1, defaults: []string{"Tanh"}, step: rnnStep}
 
-func expandRecurrent(cl cell) func(c *inferCtx) ([]*graph.Node, error) {
-	return func(c *inferCtx) ([]*graph.Node, error) {
+func expandRecurrent(cl cell) func(c *InferCtx) ([]*graph.Node, error) {
+	return func(c *InferCtx) ([]*graph.Node, error) {
 		nodes, err := expandRecurrentNode(c, cl)
 		if err != nil {
 			if strings.Contains(err.Error(), c.N.Name) {
@@ -71,7 +71,7 @@ func expandRecurrent(cl cell) func(c *inferCtx) ([]*graph.Node, error) {
 	}
 }
 
-func expandRecurrentNode(c *inferCtx, cl cell) ([]*graph.Node, error) {
+func expandRecurrentNode(c *InferCtx, cl cell) ([]*graph.Node, error) {
 	n := c.N
 	if c.Opset < 7 {
 		return nil, graph.Unsupportedf("%s before opset 7", cl.op)
@@ -247,7 +247,7 @@ func expandRecurrentNode(c *inferCtx, cl cell) ([]*graph.Node, error) {
 // masks returns, per time step, a [B, 1] bool mask of the batch entries
 // whose sequence is longer than the step, or nil when every sequence
 // spans all T steps (sequence_lens omitted, or constant and equal to T).
-func (r *recurrence) masks(e *expander, c *inferCtx) ([]string, error) {
+func (r *recurrence) masks(e *expander, c *InferCtx) ([]string, error) {
 	if !c.Has(4) {
 		return nil, nil
 	}

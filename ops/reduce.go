@@ -43,7 +43,7 @@ func topK(g *graph.Graph, n *graph.Node, rank int) (k, axis int, err error) {
 	return int(v[0]), axis, err
 }
 
-func inferTopK(c *inferCtx) error {
+func inferTopK(c *InferCtx) error {
 	k, axis, err := topK(c.G, c.N, len(c.Shape(0)))
 	if err != nil {
 		return err

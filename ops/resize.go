@@ -38,7 +38,7 @@ import (
 func init() {
 	define(
 		&Op{Name: "Resize", MinIn: 1, MaxIn: 4, Expand: expandResize, Lower: lowerResize, Pattern: Injective,
-			Layout: graph.LayoutAxes, PermuteAxes: permuteResize},
+			Layout: LayoutAxes, PermuteAxes: permuteResize},
 		&Op{Name: "Upsample", MinIn: 1, MaxIn: 2, Expand: expandResize},
 	)
 }
@@ -52,7 +52,7 @@ type resizeParams struct {
 	legacy               bool // Resize-10 and Upsample
 }
 
-func expandResize(c *inferCtx) ([]*graph.Node, error) {
+func expandResize(c *InferCtx) ([]*graph.Node, error) {
 	plan, err := planResize(c)
 	if err != nil {
 		return nil, fmt.Errorf("%s (opset %d) at node %s: %w", c.N.OpType, c.Opset, c.N.Name, err)
@@ -91,7 +91,7 @@ func (p *resizePlan) periodic() bool {
 	return true
 }
 
-func planResize(c *inferCtx) (*resizePlan, error) {
+func planResize(c *InferCtx) (*resizePlan, error) {
 	n := c.N
 	x := c.Shape(0)
 	rank := len(x)
@@ -523,7 +523,7 @@ func lowerResize(c *lowerCtx) ([]*te.Tensor, error) {
 			in[i] = c.g.Values[name]
 		}
 	}
-	plan, err := planResize(&inferCtx{&graph.InferCtx{G: c.g, N: c.n, Opset: c.opset, In: in}})
+	plan, err := planResize(&InferCtx{G: c.g, N: c.n, Opset: c.opset, In: in})
 	if err != nil {
 		return nil, err
 	}

@@ -90,7 +90,7 @@ func lowerGatherND(c *lowerCtx) ([]*te.Tensor, error) {
 // w, :] = cnt), which would otherwise run as kernels on every inference.
 // The output is data with updates[i...] written (or combined by the
 // reduction) at the index tuple indices[i..., :] and the slice it names.
-func evalScatterND(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalScatterND(c *InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	data, idx, upd := in[0], in[1], in[2]
 	red, err := c.N.Str("reduction", "none")
 	if err != nil {

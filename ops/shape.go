@@ -15,17 +15,17 @@ import (
 
 func init() {
 	define(
-		&Op{Name: "Reshape", Copy: graph.CopyReshape, MinIn: 1, MaxIn: 2, Pattern: Injective, Infer: inferReshape, Eval: evalReshape, Lower: lowerReshape},
-		&Op{Name: "Flatten", Copy: graph.CopyReshape, MinIn: 1, MaxIn: 1, Pattern: Injective, Infer: inferFlatten, Eval: evalReshape, Lower: lowerFlatten},
-		&Op{Name: "Squeeze", Copy: graph.CopyReshape, MinIn: 1, MaxIn: 2, Pattern: Injective, Infer: inferSqueeze, Eval: evalReshape, Lower: lowerWithInts("axes", "axes", te.Squeeze)},
-		&Op{Name: "Unsqueeze", Copy: graph.CopyReshape, MinIn: 1, MaxIn: 2, Pattern: Injective, Infer: inferUnsqueeze, Eval: evalReshape, Lower: lowerWithInts("axes", "axes", te.Unsqueeze)},
-		&Op{Name: "Transpose", MinIn: 1, MaxIn: 1, Pattern: Injective, Layout: graph.LayoutTranspose, Infer: inferTranspose, Eval: evalTranspose, Lower: lowerTranspose, CopyIf: identityPerm},
-		&Op{Name: "Concat", MinIn: 1, MaxIn: -1, Pattern: Injective, Layout: graph.LayoutAxes, PermuteAxes: permuteAxisAttr, Infer: inferConcat, Eval: evalConcat, Lower: lowerConcat},
-		&Op{Name: "Slice", MinIn: 1, MaxIn: 5, Pattern: Injective, Layout: graph.LayoutAxes, PermuteAxes: permuteSlice, Infer: inferSlice, Eval: evalSlice, Lower: lowerSlice},
-		&Op{Name: "Pad", MinIn: 1, MaxIn: 4, Pattern: Injective, Layout: graph.LayoutAxes, PermuteAxes: permutePad, Lower: lowerPad, CopyIf: padsNothing},
-		&Op{Name: "Expand", Copy: graph.CopyWhenUnchanged, MinIn: 2, MaxIn: 2, Pattern: Broadcast, Infer: inferExpand, Eval: evalExpand, Lower: lowerWithInts("", "shape", te.Expand)},
+		&Op{Name: "Reshape", Copy: CopyReshape, MinIn: 1, MaxIn: 2, Pattern: Injective, Infer: inferReshape, Eval: evalReshape, Lower: lowerReshape},
+		&Op{Name: "Flatten", Copy: CopyReshape, MinIn: 1, MaxIn: 1, Pattern: Injective, Infer: inferFlatten, Eval: evalReshape, Lower: lowerFlatten},
+		&Op{Name: "Squeeze", Copy: CopyReshape, MinIn: 1, MaxIn: 2, Pattern: Injective, Infer: inferSqueeze, Eval: evalReshape, Lower: lowerWithInts("axes", "axes", te.Squeeze)},
+		&Op{Name: "Unsqueeze", Copy: CopyReshape, MinIn: 1, MaxIn: 2, Pattern: Injective, Infer: inferUnsqueeze, Eval: evalReshape, Lower: lowerWithInts("axes", "axes", te.Unsqueeze)},
+		&Op{Name: "Transpose", MinIn: 1, MaxIn: 1, Pattern: Injective, Layout: LayoutTranspose, Infer: inferTranspose, Eval: evalTranspose, Lower: lowerTranspose, CopyIf: identityPerm},
+		&Op{Name: "Concat", MinIn: 1, MaxIn: -1, Pattern: Injective, Layout: LayoutAxes, PermuteAxes: permuteAxisAttr, Infer: inferConcat, Eval: evalConcat, Lower: lowerConcat},
+		&Op{Name: "Slice", MinIn: 1, MaxIn: 5, Pattern: Injective, Layout: LayoutAxes, PermuteAxes: permuteSlice, Infer: inferSlice, Eval: evalSlice, Lower: lowerSlice},
+		&Op{Name: "Pad", MinIn: 1, MaxIn: 4, Pattern: Injective, Layout: LayoutAxes, PermuteAxes: permutePad, Lower: lowerPad, CopyIf: padsNothing},
+		&Op{Name: "Expand", Copy: CopyWhenUnchanged, MinIn: 2, MaxIn: 2, Pattern: Broadcast, Infer: inferExpand, Eval: evalExpand, Lower: lowerWithInts("", "shape", te.Expand)},
 		&Op{Name: "Tile", MinIn: 2, MaxIn: 2, Pattern: Injective, Infer: inferTile, Eval: evalTile, Lower: lowerTile},
-		&Op{Name: "Split", MinIn: 1, MaxIn: 2, Pattern: Injective, Layout: graph.LayoutAxes, PermuteAxes: permuteAxisAttr, Infer: inferSplit, Lower: lowerSplit},
+		&Op{Name: "Split", MinIn: 1, MaxIn: 2, Pattern: Injective, Layout: LayoutAxes, PermuteAxes: permuteAxisAttr, Infer: inferSplit, Lower: lowerSplit},
 		&Op{Name: "DepthToSpace", MinIn: 1, MaxIn: 1, Pattern: Injective, Infer: inferDepthToSpace, Lower: lowerDepthToSpace},
 		&Op{Name: "SpaceToDepth", MinIn: 1, MaxIn: 1, Pattern: Injective, Infer: inferSpaceToDepth, Lower: lowerSpaceToDepth},
 	)
@@ -72,7 +72,7 @@ func ReshapeShape(in []int, shape []int64, allowZero bool) ([]int, bool) {
 	return out, true
 }
 
-func inferReshape(c *inferCtx) error {
+func inferReshape(c *InferCtx) error {
 	shape, ok, err := c.IntsParam(1, "shape", "shape")
 	if err != nil {
 		return err
@@ -92,7 +92,7 @@ func inferReshape(c *inferCtx) error {
 	return nil
 }
 
-func evalReshape(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalReshape(c *InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	return []*graph.Tensor{reshaped(in[0], c.Out[0].Shape)}, nil
 }
 
@@ -109,7 +109,7 @@ func lowerReshape(c *lowerCtx) ([]*te.Tensor, error) {
 	return one(te.Reshape(c.name(0), x, c.outShape(0), false))
 }
 
-func inferFlatten(c *inferCtx) error {
+func inferFlatten(c *InferCtx) error {
 	x := c.Shape(0)
 	axis, err := c.N.Int("axis", 1)
 	if err != nil {
@@ -137,7 +137,7 @@ func lowerFlatten(c *lowerCtx) ([]*te.Tensor, error) {
 	return one(te.Flatten(c.name(0), x, int(axis)))
 }
 
-func inferSqueeze(c *inferCtx) error {
+func inferSqueeze(c *InferCtx) error {
 	x := c.Shape(0)
 	v, _, err := c.IntsParam(1, "axes", "axes")
 	if err != nil {
@@ -163,7 +163,7 @@ func inferSqueeze(c *inferCtx) error {
 	return nil
 }
 
-func inferUnsqueeze(c *inferCtx) error {
+func inferUnsqueeze(c *InferCtx) error {
 	x := c.Shape(0)
 	v, ok, err := c.IntsParam(1, "axes", "axes")
 	if err != nil {
@@ -192,7 +192,7 @@ func inferUnsqueeze(c *inferCtx) error {
 }
 
 // perm returns Transpose's permutation (default: reversed axes).
-func (c *inferCtx) perm() ([]int, error) {
+func (c *InferCtx) perm() ([]int, error) {
 	rank := len(c.Shape(0))
 	p, err := c.N.Ints("perm")
 	if err != nil {
@@ -211,7 +211,7 @@ func (c *inferCtx) perm() ([]int, error) {
 	return c.NormAxes(p, rank)
 }
 
-func inferTranspose(c *inferCtx) error {
+func inferTranspose(c *InferCtx) error {
 	p, err := c.perm()
 	if err != nil {
 		return err
@@ -225,7 +225,7 @@ func inferTranspose(c *inferCtx) error {
 	return nil
 }
 
-func evalTranspose(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalTranspose(c *InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	p, _ := c.perm()
 	st := graph.Strides(in[0].Shape)
 	return []*graph.Tensor{remap(in[0], c.Out[0].Shape, func(idx []int) int {
@@ -281,7 +281,7 @@ func padsNothing(g *graph.Graph, n *graph.Node) bool {
 	return !slices.ContainsFunc(p.Begin, nonzero) && !slices.ContainsFunc(p.End, nonzero)
 }
 
-func (c *inferCtx) concatAxis() (int, error) {
+func (c *InferCtx) concatAxis() (int, error) {
 	if !c.N.HasAttr("axis") {
 		return 0, c.Errorf("no axis")
 	}
@@ -292,7 +292,7 @@ func (c *inferCtx) concatAxis() (int, error) {
 	return c.NormAxis(a, len(c.Shape(0)))
 }
 
-func inferConcat(c *inferCtx) error {
+func inferConcat(c *InferCtx) error {
 	axis, err := c.concatAxis()
 	if err != nil {
 		return err
@@ -314,7 +314,7 @@ func inferConcat(c *inferCtx) error {
 	return nil
 }
 
-func evalConcat(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalConcat(c *InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	axis, _ := c.concatAxis()
 	out := &graph.Tensor{DType: in[0].DType, Shape: slices.Clone(c.Out[0].Shape)}
 	outer := graph.NumElems(out.Shape[:axis])
@@ -444,7 +444,7 @@ func ResolveSlice(g *graph.Graph, n *graph.Node, x []int) (*SliceSpec, error) {
 	return sp, nil
 }
 
-func inferSlice(c *inferCtx) error {
+func inferSlice(c *InferCtx) error {
 	sp, err := ResolveSlice(c.G, c.N, c.Shape(0))
 	if err != nil {
 		return err
@@ -453,7 +453,7 @@ func inferSlice(c *inferCtx) error {
 	return nil
 }
 
-func evalSlice(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalSlice(c *InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	sp, err := ResolveSlice(c.G, c.N, in[0].Shape)
 	if err != nil {
 		return nil, err
@@ -562,7 +562,7 @@ func lowerPad(c *lowerCtx) ([]*te.Tensor, error) {
 	return one(te.Pad(c.name(0), x, te.PadAttrs{Mode: mode, Pads: append(slices.Clone(p.Begin), p.End...), Value: v}))
 }
 
-func inferExpand(c *inferCtx) error {
+func inferExpand(c *InferCtx) error {
 	shape, _, err := c.IntsParam(1, "", "shape")
 	if err != nil {
 		return err
@@ -580,11 +580,11 @@ func inferExpand(c *inferCtx) error {
 	return nil
 }
 
-func evalExpand(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalExpand(c *InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	return []*graph.Tensor{remap(in[0], c.Out[0].Shape, func(idx []int) int { return graph.BroadcastSrc(in[0].Shape, idx) })}, nil
 }
 
-func inferTile(c *inferCtx) error {
+func inferTile(c *InferCtx) error {
 	reps, _, err := c.IntsParam(1, "", "repeats")
 	if err != nil {
 		return err
@@ -604,7 +604,7 @@ func inferTile(c *inferCtx) error {
 	return nil
 }
 
-func evalTile(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalTile(c *InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	x := in[0].Shape
 	st := graph.Strides(x)
 	return []*graph.Tensor{remap(in[0], c.Out[0].Shape, func(idx []int) int {
@@ -727,7 +727,7 @@ func lowerSplit(c *lowerCtx) ([]*te.Tensor, error) {
 	return outs, nil
 }
 
-func inferDepthToSpace(c *inferCtx) error {
+func inferDepthToSpace(c *InferCtx) error {
 	x := c.Shape(0)
 	b, err := c.N.Int("blocksize", 0)
 	if err != nil {
@@ -741,7 +741,7 @@ func inferDepthToSpace(c *inferCtx) error {
 	return nil
 }
 
-func inferSpaceToDepth(c *inferCtx) error {
+func inferSpaceToDepth(c *InferCtx) error {
 	x := c.Shape(0)
 	b, err := c.N.Int("blocksize", 0)
 	if err != nil {
@@ -807,7 +807,7 @@ func lowerSpaceToDepth(c *lowerCtx) ([]*te.Tensor, error) {
 	return c.reshapeTransposeReshape(x, []int{n, ch, h / b, b, w / b, b}, []int{0, 3, 5, 1, 2, 4})
 }
 
-func inferSplit(c *inferCtx) error {
+func inferSplit(c *InferCtx) error {
 	axis, sizes, err := SplitSizes(c.G, c.N, c.Shape(0))
 	if err != nil {
 		return err

@@ -17,7 +17,7 @@ func init() {
 		"HardSwish": te.HardSwish,
 	}
 	for name, f := range unary {
-		op := &Op{Name: name, MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Lower: lowerUnary(f)}
+		op := &Op{Name: name, MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: LayoutFree, Lower: lowerUnary(f)}
 		if _, ok := floatUnary[name]; ok {
 			op.Eval = evalUnary
 		}
@@ -29,7 +29,7 @@ func init() {
 		"Asin": "asin", "Acos": "acos", "Atan": "atan", "Sinh": "sinh", "Cosh": "cosh",
 		"Asinh": "asinh", "Acosh": "acosh", "Atanh": "atanh",
 	} {
-		op := &Op{Name: name, MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree,
+		op := &Op{Name: name, MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: LayoutFree,
 			Lower: elementwise(func(_ *lowerCtx, v []tir.Expr) tir.Expr { return tir.CallE(fn, v[0]) })}
 		if _, ok := floatUnary[name]; ok {
 			op.Eval = evalUnary
@@ -37,9 +37,9 @@ func init() {
 		define(op)
 	}
 	define(
-		&Op{Name: "IsNaN", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, OutType: fixed(graph.Bool),
+		&Op{Name: "IsNaN", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: LayoutFree, OutType: fixed(graph.Bool),
 			Lower: elementwise(func(_ *lowerCtx, v []tir.Expr) tir.Expr { return boolE(tir.Cmp(tir.NE, v[0], v[0])) })},
-		&Op{Name: "IsInf", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, OutType: fixed(graph.Bool),
+		&Op{Name: "IsInf", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: LayoutFree, OutType: fixed(graph.Bool),
 			Lower: elementwise(func(c *lowerCtx, v []tir.Expr) tir.Expr {
 				pos, _ := c.n.Int("detect_positive", 1)
 				neg, _ := c.n.Int("detect_negative", 1)
@@ -53,33 +53,33 @@ func init() {
 				return boolE(hit)
 			})},
 		// Shrink: x+bias below -lambd, x-bias above lambd, 0 between.
-		&Op{Name: "Shrink", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Lower: elementwise(func(c *lowerCtx, v []tir.Expr) tir.Expr {
+		&Op{Name: "Shrink", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: LayoutFree, Lower: elementwise(func(c *lowerCtx, v []tir.Expr) tir.Expr {
 			l, _ := c.n.Float("lambd", 0.5)
 			b, _ := c.n.Float("bias", 0)
 			x := v[0]
 			return tir.SelectE(tir.Cmp(tir.LT, x, tir.F32(-float64(l))), tir.AddE(x, tir.F32(float64(b))),
 				tir.SelectE(tir.Cmp(tir.GT, x, tir.F32(float64(l))), tir.SubE(x, tir.F32(float64(b))), tir.F32(0)))
 		})},
-		&Op{Name: "ThresholdedRelu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Lower: elementwise(func(c *lowerCtx, v []tir.Expr) tir.Expr {
+		&Op{Name: "ThresholdedRelu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: LayoutFree, Lower: elementwise(func(c *lowerCtx, v []tir.Expr) tir.Expr {
 			a, _ := c.n.Float("alpha", 1)
 			return tir.SelectE(tir.Cmp(tir.GT, v[0], tir.F32(float64(a))), v[0], tir.F32(0))
 		})},
-		&Op{Name: "LeakyRelu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Lower: lowerLeakyRelu},
-		&Op{Name: "HardSigmoid", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Lower: lowerHardSigmoid},
-		&Op{Name: "Gelu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Lower: lowerGelu},
-		&Op{Name: "Elu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Lower: lowerElu},
-		&Op{Name: "Selu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Lower: lowerElu},
-		&Op{Name: "Celu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Lower: lowerCelu},
-		&Op{Name: "Softplus", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Lower: lowerSoftplus},
-		&Op{Name: "Softsign", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Lower: lowerSoftsign},
+		&Op{Name: "LeakyRelu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: LayoutFree, Lower: lowerLeakyRelu},
+		&Op{Name: "HardSigmoid", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: LayoutFree, Lower: lowerHardSigmoid},
+		&Op{Name: "Gelu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: LayoutFree, Lower: lowerGelu},
+		&Op{Name: "Elu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: LayoutFree, Lower: lowerElu},
+		&Op{Name: "Selu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: LayoutFree, Lower: lowerElu},
+		&Op{Name: "Celu", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: LayoutFree, Lower: lowerCelu},
+		&Op{Name: "Softplus", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: LayoutFree, Lower: lowerSoftplus},
+		&Op{Name: "Softsign", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: LayoutFree, Lower: lowerSoftsign},
 		// Clip's bounds are attributes before opset 11, optional inputs after.
-		&Op{Name: "Clip", MinIn: 1, MaxIn: 3, Pattern: ElemWise, Layout: graph.LayoutFree, Lower: lowerClip},
-		&Op{Name: "Sign", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Eval: evalUnary, Lower: elementwise(func(_ *lowerCtx, v []tir.Expr) tir.Expr {
+		&Op{Name: "Clip", MinIn: 1, MaxIn: 3, Pattern: ElemWise, Layout: LayoutFree, Lower: lowerClip},
+		&Op{Name: "Sign", MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: LayoutFree, Eval: evalUnary, Lower: elementwise(func(_ *lowerCtx, v []tir.Expr) tir.Expr {
 			return tir.SelectE(tir.Cmp(tir.GT, v[0], tir.F32(0)), tir.F32(1),
 				tir.SelectE(tir.Cmp(tir.LT, v[0], tir.F32(0)), tir.F32(-1), tir.F32(0)))
 		})},
-		&Op{Name: "Identity", Copy: graph.CopyReshape, MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: graph.LayoutFree, Infer: inferUnary, Eval: evalIdentity, Lower: lowerCopy},
-		&Op{Name: "Dropout", Copy: graph.CopyWhenUnchanged, MinIn: 1, MaxIn: 3, Pattern: ElemWise, Layout: graph.LayoutFree, Infer: inferDropout, Eval: evalDropout, Lower: lowerDropout},
+		&Op{Name: "Identity", Copy: CopyReshape, MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: LayoutFree, Infer: inferUnary, Eval: evalIdentity, Lower: lowerCopy},
+		&Op{Name: "Dropout", Copy: CopyWhenUnchanged, MinIn: 1, MaxIn: 3, Pattern: ElemWise, Layout: LayoutFree, Infer: inferDropout, Eval: evalDropout, Lower: lowerDropout},
 	)
 }
 
@@ -94,7 +94,7 @@ func lowerUnary(f func(string, *te.Tensor) (*te.Tensor, error)) func(c *lowerCtx
 	}
 }
 
-func inferUnary(c *inferCtx) error {
+func inferUnary(c *InferCtx) error {
 	if err := c.OnlyOutputs(1, "extra output"); err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func inferUnary(c *inferCtx) error {
 	return nil
 }
 
-func evalUnary(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalUnary(c *InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	t := in[0]
 	if t.DType.IsInt() {
 		f, ok := intUnary[c.N.OpType]
@@ -114,7 +114,7 @@ func evalUnary(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	return []*graph.Tensor{mapN(t.Shape, in, nil, unaryF(floatUnary[c.N.OpType]))}, nil
 }
 
-func evalIdentity(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalIdentity(c *InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	return []*graph.Tensor{in[0]}, nil
 }
 
@@ -122,7 +122,7 @@ func evalIdentity(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 // element dropped, none scaled: torchvision's Swin calls F.dropout with
 // p=0 and the default training=True, which PyTorch exports so); the
 // optional mask output is all true.
-func inferDropout(c *inferCtx) error {
+func inferDropout(c *InferCtx) error {
 	if c.Has(2) {
 		t, err := c.Constant(2, "training_mode")
 		if err != nil {
@@ -150,7 +150,7 @@ func inferDropout(c *inferCtx) error {
 	return nil
 }
 
-func evalDropout(c *inferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
+func evalDropout(c *InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 	mask := &graph.Tensor{DType: graph.Bool, Shape: in[0].Shape, I64: make([]int64, in[0].Len())}
 	for i := range mask.I64 {
 		mask.I64[i] = 1

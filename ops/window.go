@@ -70,11 +70,11 @@ func layoutName(channelsLast bool) string {
 
 func init() {
 	define(
-		&Op{Name: "Conv", MinIn: 2, MaxIn: 3, Pattern: OutEWiseFusable, Layout: graph.LayoutChannelsLast, Lower: lowerConv, Alternatives: convAlternatives},
+		&Op{Name: "Conv", MinIn: 2, MaxIn: 3, Pattern: OutEWiseFusable, Layout: LayoutChannelsLast, Lower: lowerConv, Alternatives: convAlternatives},
 		&Op{Name: "ConvTranspose", MinIn: 2, MaxIn: 3, Pattern: OutEWiseFusable, Lower: lowerConvTranspose},
-		&Op{Name: "MaxPool", MinIn: 1, MaxIn: 1, Pattern: OutEWiseFusable, Layout: graph.LayoutChannelsLast, Lower: lowerPool},
-		&Op{Name: "AveragePool", MinIn: 1, MaxIn: 1, Pattern: OutEWiseFusable, Layout: graph.LayoutChannelsLast, Lower: lowerPool},
-		&Op{Name: "GlobalAveragePool", MinIn: 1, MaxIn: 1, Pattern: OutEWiseFusable, Layout: graph.LayoutChannelsLast, Lower: lowerGlobalPool},
+		&Op{Name: "MaxPool", MinIn: 1, MaxIn: 1, Pattern: OutEWiseFusable, Layout: LayoutChannelsLast, Lower: lowerPool},
+		&Op{Name: "AveragePool", MinIn: 1, MaxIn: 1, Pattern: OutEWiseFusable, Layout: LayoutChannelsLast, Lower: lowerPool},
+		&Op{Name: "GlobalAveragePool", MinIn: 1, MaxIn: 1, Pattern: OutEWiseFusable, Layout: LayoutChannelsLast, Lower: lowerGlobalPool},
 		&Op{Name: "GlobalMaxPool", MinIn: 1, MaxIn: 1, Pattern: OutEWiseFusable, Lower: lowerGlobalPool},
 	)
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/te"
@@ -137,7 +138,7 @@ func TestConformanceEachPassOff(t *testing.T) {
 		base.Store(set, fp)
 		return true
 	})
-	for _, p := range graph.PassNames() {
+	for _, p := range frontend.PassNames() {
 		results := runConformance(t, map[string]bool{p: true}, func(set, fp string) bool {
 			b, ok := base.Load(set)
 			return ok && b.(string) == fp
@@ -435,7 +436,7 @@ func TestFingerprint(t *testing.T) {
 func lowerFreezing(g *graph.Graph, inputs map[string]*graph.Tensor, disabled map[string]bool) (*Lowered, error) {
 	for attempt := 0; ; attempt++ {
 		base := g.Clone()
-		err := graph.RunPasses(g, disabled)
+		err := frontend.RunPasses(g, disabled)
 		var l *Lowered
 		if err == nil {
 			l, err = Lower(g)

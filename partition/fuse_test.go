@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/te"
 )
@@ -79,7 +80,7 @@ func (b *tg) done(t *testing.T, disabled map[string]bool, outs ...string) *graph
 		disabled = map[string]bool{"convert-layout": true}
 	}
 	b.g.Outputs = append(b.g.Outputs, outs...)
-	if err := graph.RunPasses(b.g, disabled); err != nil {
+	if err := frontend.RunPasses(b.g, disabled); err != nil {
 		t.Fatalf("passes: %v", err)
 	}
 	return b.g

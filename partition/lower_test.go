@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/te"
 )
@@ -39,7 +40,7 @@ func oneNode(opset int, shape []int, consts map[string]*graph.Tensor, n *graph.N
 // evalGraph runs the passes (but disabled), lowers g and evaluates it.
 func evalGraph(t *testing.T, g *graph.Graph, disabled map[string]bool, inputs map[string][]float32) [][]float32 {
 	t.Helper()
-	if err := graph.RunPasses(g, disabled); err != nil {
+	if err := frontend.RunPasses(g, disabled); err != nil {
 		t.Fatal(err)
 	}
 	return evalLowered(t, g, inputs)
@@ -170,7 +171,7 @@ func TestLowerErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := oneNode(tc.opset, []int{1}, nil, tc.node)
 			g.Opsets["com.example"] = 1
-			err := g.InferShapes()
+			err := frontend.InferShapes(g)
 			if err == nil {
 				_, err = Lower(g)
 			}
@@ -184,7 +185,7 @@ func TestLowerErrors(t *testing.T) {
 func TestLowerWeightsArePlaceholders(t *testing.T) {
 	w := graph.Float32Tensor([]int{2, 1, 1, 1}, []float32{3, 4})
 	g := oneNode(13, []int{1, 1, 2, 2}, map[string]*graph.Tensor{"w": w}, mkNode("Conv", "c", []string{"x", "w"}, []string{"y"}, nil))
-	if err := graph.RunPasses(g, nil); err != nil {
+	if err := frontend.RunPasses(g, nil); err != nil {
 		t.Fatal(err)
 	}
 	l, err := Lower(g)
@@ -341,7 +342,7 @@ func TestPassesPreserveResults(t *testing.T) {
 			}
 			x := randT(tc.xshape...).F32
 			off := map[string]bool{}
-			for _, p := range graph.PassNames() {
+			for _, p := range frontend.PassNames() {
 				off[p] = true
 			}
 			plain := evalGraph(t, mk(), off, map[string][]float32{"x": x})

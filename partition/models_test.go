@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/modelgen"
@@ -26,7 +27,7 @@ func loadGenerated(t *testing.T, name string) *graph.Graph {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := graph.RunPasses(g, nil); err != nil {
+	if err := frontend.RunPasses(g, nil); err != nil {
 		t.Fatal(err)
 	}
 	return g
@@ -225,7 +226,7 @@ func TestKeysShared(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := graph.RunPasses(g, nil); err != nil {
+		if err := frontend.RunPasses(g, nil); err != nil {
 			t.Fatal(err)
 		}
 		p, err := Extract(g, Options{})
@@ -278,7 +279,7 @@ func TestModelsCompute(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := graph.RunPasses(g, nil); err != nil {
+			if err := frontend.RunPasses(g, nil); err != nil {
 				t.Fatal(err)
 			}
 			checkComputes(t, g, Options{})

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/te"
@@ -208,7 +209,7 @@ func (c ortCase) check(dir string) string {
 	if err != nil {
 		return err.Error()
 	}
-	if err := graph.RunPasses(h, nil); err != nil {
+	if err := frontend.RunPasses(h, nil); err != nil {
 		return err.Error()
 	}
 	l, err := Lower(h)

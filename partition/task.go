@@ -78,7 +78,7 @@ func (p *Plan) TotalFLOPs() float64 {
 	return total
 }
 
-// Extract fuses g (shapes inferred, passes run; see graph.RunPasses),
+// Extract fuses g (shapes inferred, passes run; see frontend.RunPasses),
 // lowers every group to a DAG and merges the groups of equal workload key
 // into tasks. It fails on a node that cannot be lowered, naming the group.
 func Extract(g *graph.Graph, opts Options) (*Plan, error) {

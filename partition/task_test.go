@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/ops"
 )
@@ -233,10 +234,10 @@ func TestExtractFoldOnlyHint(t *testing.T) {
 		g.AddNode(mkNode("Cast", "c", []string{"s"}, []string{"y"}, map[string]graph.Attr{"to": {Kind: graph.AttrInt, I: int64(graph.Float32)}}))
 		g.Outputs = []string{"y"}
 		off := map[string]bool{}
-		for _, p := range graph.PassNames() {
+		for _, p := range frontend.PassNames() {
 			off[p] = true
 		}
-		err := graph.RunPasses(g, off)
+		err := frontend.RunPasses(g, off)
 		if err == nil {
 			_, err = Extract(g, Options{})
 		}

@@ -56,6 +56,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/graph/onnx"
 )
@@ -76,7 +77,7 @@ const MinOpset = 13
 // model was read.
 func Load(path string, inputs map[string][]int) (g *graph.Graph, notes []string, err error) {
 	noPass := map[string]bool{}
-	for _, name := range graph.PassNames() {
+	for _, name := range frontend.PassNames() {
 		if !slices.Contains(PrepPasses, name) {
 			noPass[name] = true
 		}
@@ -158,7 +159,7 @@ func Quantize(ctx context.Context, g *graph.Graph, opts Options) (*graph.Graph, 
 	if err := p.emit(ranges, rep); err != nil {
 		return nil, nil, err
 	}
-	if err := q.InferShapes(); err != nil {
+	if err := frontend.InferShapes(q); err != nil {
 		return nil, nil, fmt.Errorf("quantize: the quantized graph does not check: %w", err)
 	}
 	return q, rep, nil

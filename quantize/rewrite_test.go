@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tessera-ml/tessera/assemble"
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/graph/onnx"
 )
@@ -43,7 +44,7 @@ func (b *builder) node(op string, ins, outs []string, attrs map[string]graph.Att
 
 func (b *builder) done(outputs ...string) *graph.Graph {
 	b.g.Outputs = outputs
-	if err := b.g.InferShapes(); err != nil {
+	if err := frontend.InferShapes(b.g); err != nil {
 		b.t.Fatal(err)
 	}
 	return b.g
@@ -209,7 +210,7 @@ func checkRoundTrip(t *testing.T, q *graph.Graph) {
 	if back.Opset != q.Opset || !slices.Equal(opsOrder(back), opsOrder(q)) {
 		t.Errorf("decoded opset %d %v, wrote opset %d %v", back.Opset, opsOrder(back), q.Opset, opsOrder(q))
 	}
-	if err := back.InferShapes(); err != nil {
+	if err := frontend.InferShapes(back); err != nil {
 		t.Errorf("the written model does not check: %v", err)
 	}
 	entries, _ := os.ReadDir(filepath.Dir(path))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tessera-ml/tessera/assemble"
 	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/partition"
@@ -27,7 +28,7 @@ func BuildRunner(threads int) Runner {
 			threads = runtime.NumCPU()
 		}
 		g = g.Clone()
-		if err := graph.RunPasses(g, nil); err != nil {
+		if err := frontend.RunPasses(g, nil); err != nil {
 			return fmt.Errorf("calibration model: %w", err)
 		}
 		plan, err := partition.Extract(g, partition.Options{})

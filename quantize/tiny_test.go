@@ -11,6 +11,7 @@ import (
 
 	"github.com/tessera-ml/tessera/assemble"
 	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/measure"
@@ -82,7 +83,7 @@ func TestTinyEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := back.InferShapes(); err != nil {
+	if err := frontend.InferShapes(back); err != nil {
 		t.Fatal(err)
 	}
 	ref, err := assemble.Reference(back, [][]float32{x})

@@ -23,6 +23,7 @@ import (
 	"github.com/tessera-ml/tessera/assemble"
 	"github.com/tessera-ml/tessera/backend"
 	"github.com/tessera-ml/tessera/backend/machine"
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/internal/crosstest"
@@ -180,7 +181,7 @@ func hostileModel(t *testing.T) *graph.Graph {
 // buildGraph builds g with tg into a new folder.
 func buildGraph(t *testing.T, g *graph.Graph, tg *backend.Target, singleFile bool) string {
 	t.Helper()
-	if err := graph.RunPasses(g, nil); err != nil {
+	if err := frontend.RunPasses(g, nil); err != nil {
 		t.Fatal(err)
 	}
 	plan, err := partition.Extract(g, partition.Options{})

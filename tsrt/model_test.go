@@ -13,7 +13,7 @@ import (
 
 	"github.com/tessera-ml/tessera/assemble"
 	"github.com/tessera-ml/tessera/backend"
-	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/partition"
@@ -42,7 +42,7 @@ func buildTinyFor(t testing.TB, tg *backend.Target, singleFile bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := graph.RunPasses(g, nil); err != nil {
+	if err := frontend.RunPasses(g, nil); err != nil {
 		t.Fatal(err)
 	}
 	plan, err := partition.Extract(g, partition.Options{})

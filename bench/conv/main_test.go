@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/modelgen"
 	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/schedule"
@@ -18,7 +18,7 @@ func TestFusedIsResNet18Task(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := graph.RunPasses(g, nil); err != nil {
+	if err := frontend.RunPasses(g, nil); err != nil {
 		t.Fatal(err)
 	}
 	plan, err := partition.Extract(g, partition.Options{Alternatives: true})

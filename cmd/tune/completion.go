@@ -5,7 +5,7 @@ import (
 
 	"github.com/tessera-ml/tessera/backend"
 	"github.com/tessera-ml/tessera/backend/machine"
-	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/internal/cli"
 )
 
@@ -50,7 +50,7 @@ var completionArgs = cli.Completion{
 		"build:target":                     cli.WordArg(backend.Names...),
 		"worker:target":                    cli.WordArg(backend.Names...),
 		"cpu":                              cli.WordArg(append([]string{"native"}, machine.Levels()...)...),
-		"no-pass":                          cli.WordArg(graph.PassNames()...),
+		"no-pass":                          cli.WordArg(frontend.PassNames()...),
 		":scheduler":                       cli.WordArg("gradient", "round-robin"),
 	},
 }

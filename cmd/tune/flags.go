@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/tessera-ml/tessera/backend/machine"
-	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/internal/cli"
 	"github.com/tessera-ml/tessera/measure/remote"
@@ -34,7 +34,7 @@ func (m *modelFlags) Register(fs *flag.FlagSet) {
 	fs.Var(m.inputs, "input", "bind graph input `name=d0,d1,...` to a static shape (repeatable); a dimension the model leaves dynamic may be named instead (N), for --range")
 	fs.Var(m.ranges, "range", "the values `NAME=lo..hi` of the inputs' dynamic dimension NAME (repeatable): tune and build the model over them — a dynamic batch whose samples every group computes apart (tuned at 1, run per sample), and one other dimension whose value the kernels take at run time (a sequence length: tuned at three values of its range, built at every value); tune inspect prints the tasks over any ranges")
 	fs.Var(m.freeze, "freeze", "freeze graph input `name=v0,v1,...` to these values, a constant of the compiled model (a sample rate an If branches on; repeatable)")
-	fs.Var(m.noPass, "no-pass", "disable graph pass `NAME` (repeatable; passes: "+strings.Join(graph.PassNames(), ", ")+")")
+	fs.Var(m.noPass, "no-pass", "disable graph pass `NAME` (repeatable; passes: "+strings.Join(frontend.PassNames(), ", ")+")")
 	fs.BoolVar(&m.winograd, "winograd", true, "give 3×3 stride-1 convolutions a Winograd alternative task (tuned like any task; the build keeps the faster; --winograd=false: direct only)")
 }
 

@@ -8,9 +8,9 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/graph/onnx/onnxpb"
-	_ "github.com/tessera-ml/tessera/ops"
 )
 
 // sample is a small model exercising every attribute kind Encode writes.
@@ -66,7 +66,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	if err := h.Bind(map[string][]int{"x": {2, 3, 4, 4}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := graph.RunPasses(h, nil); err != nil {
+	if err := frontend.RunPasses(h, nil); err != nil {
 		t.Fatal(err)
 	}
 	if y := h.Values["y"].Shape; !slices.Equal(y, []int{2, 32}) {
@@ -203,7 +203,7 @@ func TestSubgraphRoundTrip(t *testing.T) {
 		if err := g.Freeze("x", graph.Float32Tensor([]int{2}, []float32{1, -2})); err != nil {
 			t.Fatal(err)
 		}
-		if err := graph.RunPasses(g, nil); err != nil {
+		if err := frontend.RunPasses(g, nil); err != nil {
 			t.Fatal(err)
 		}
 		if y := g.Values["y"].Const; y == nil || !slices.Equal(y.F32, tc.want) {
@@ -317,7 +317,7 @@ func TestDecodeVersionsAndDeclarations(t *testing.T) {
 		}
 		err = g.Bind(map[string][]int{"x": {2, 3, 4, 4}})
 		if err == nil {
-			err = g.InferShapes()
+			err = frontend.InferShapes(g)
 		}
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
-	_ "github.com/tessera-ml/tessera/ops"
 )
 
 // FuzzDecode feeds arbitrary bytes through decoding, binding, shape
@@ -49,7 +49,7 @@ func FuzzDecode(f *testing.F) {
 		if err := g.Bind(dims); err != nil {
 			return
 		}
-		if err := graph.RunPasses(g, nil); err != nil {
+		if err := frontend.RunPasses(g, nil); err != nil {
 			return
 		}
 		if err := g.Validate(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 )
 
@@ -21,7 +22,7 @@ type LoadOptions struct {
 	// (tuning.LoadRange); Load itself refuses them.
 	DimNames map[string][]string
 	Freeze   map[string][]string // graph input → the values it is frozen to, as written
-	NoPass   map[string]bool     // graph passes not to run (graph.PassNames)
+	NoPass   map[string]bool     // graph passes not to run (frontend.PassNames)
 }
 
 // Loaded is a model read, frozen, bound and simplified.
@@ -75,7 +76,7 @@ func Prepare(g *graph.Graph, path string, opts LoadOptions) (*Loaded, error) {
 	if err := g.Bind(inputs); err != nil {
 		return nil, err
 	}
-	if err := graph.RunPasses(g, opts.NoPass); err != nil {
+	if err := frontend.RunPasses(g, opts.NoPass); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	l.After = graph.StatsOf(g)
@@ -179,7 +180,7 @@ func (l *Loaded) Summary(path string) Summary {
 	if len(l.Options.Freeze) > 0 {
 		s.Frozen = l.Options.Freeze
 	}
-	for _, name := range graph.PassNames() {
+	for _, name := range frontend.PassNames() {
 		if !l.Options.NoPass[name] {
 			s.Passes = append(s.Passes, name)
 		}

@@ -1,8 +1,8 @@
-package graph_test
+package frontend_test
 
 import (
+	"github.com/tessera-ml/tessera/frontend"
 	. "github.com/tessera-ml/tessera/graph"
-	_ "github.com/tessera-ml/tessera/ops"
 	"strings"
 	"testing"
 )
@@ -11,13 +11,13 @@ import (
 func runOnly(t *testing.T, g *Graph, names ...string) {
 	t.Helper()
 	off := map[string]bool{}
-	for _, p := range PassNames() {
+	for _, p := range frontend.PassNames() {
 		off[p] = true
 	}
 	for _, n := range names {
 		delete(off, n)
 	}
-	if err := RunPasses(g, off); err != nil {
+	if err := frontend.RunPasses(g, off); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.Validate(); err != nil {
@@ -27,7 +27,7 @@ func runOnly(t *testing.T, g *Graph, names ...string) {
 
 func TestRunPassesUnknownPass(t *testing.T) {
 	g := build(t, 0, []in{{"x", []int{2}}}, nil, []*Node{node("Relu r x -> y", nil)}, "y")
-	err := RunPasses(g, map[string]bool{"fold-everything": true})
+	err := frontend.RunPasses(g, map[string]bool{"fold-everything": true})
 	if err == nil || !strings.Contains(err.Error(), "unknown pass") || !strings.Contains(err.Error(), "fold-constants") {
 		t.Errorf("error %v", err)
 	}
@@ -48,7 +48,7 @@ func TestRunPassesPipeline(t *testing.T) {
 		node("Reshape r y,shp -> y2", nil),
 	}, "y2")
 	// convert-layout has its own tests (pass_layout_test.go).
-	if err := RunPasses(g, map[string]bool{"convert-layout": true}); err != nil {
+	if err := frontend.RunPasses(g, map[string]bool{"convert-layout": true}); err != nil {
 		t.Fatal(err)
 	}
 	if got := ops(g); got != "Conv" {

@@ -1,4 +1,4 @@
-package graph_test
+package frontend_test
 
 import (
 	"testing"

@@ -1,9 +1,14 @@
-package graph
+package frontend
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/ops"
+)
 
 // removeNoops removes the nodes that copy their input: those of an op
-// whose Copy rule (OpRule.Copy: Identity, the reshapes, Expand, Cast,
+// whose Copy rule (ops.Op.Copy: Identity, the reshapes, Expand, Cast,
 // Dropout in inference mode with its mask unused) makes them copies when
 // the output has the input's shape and dtype, and those its CopyIf rule
 // says copy (a Transpose by the identity permutation, a Pad by zero
@@ -12,7 +17,7 @@ import "slices"
 // When the output is a graph output, the input's producer is made to write
 // it under the output's name, so graph outputs keep their names; when that
 // is impossible (the input is a graph input or constant) the node stays.
-func removeNoops(g *Graph) (bool, error) {
+func removeNoops(g *graph.Graph) (bool, error) {
 	changed := false
 	// A Dropout's mask that nothing reads is no output (PyTorch names it
 	// in training-mode exports: Swin's attention dropout).
@@ -59,7 +64,7 @@ func removeNoops(g *Graph) (bool, error) {
 }
 
 // isNoop reports whether n's first output is a copy of its first input.
-func isNoop(g *Graph, n *Node) bool {
+func isNoop(g *graph.Graph, n *graph.Node) bool {
 	if len(n.Inputs) == 0 || n.Inputs[0] == "" || len(n.Outputs) == 0 || n.Outputs[0] == "" {
 		return false
 	}
@@ -74,11 +79,11 @@ func isNoop(g *Graph, n *Node) bool {
 	}
 	// Shape inference rejects a Dropout in training mode with a ratio
 	// above 0, or with a used mask.
-	if CopyOf(n) != CopyNever {
+	if ops.CopyOf(n) != ops.CopyNever {
 		return true
 	}
-	r := ruleOf(n)
-	return r.CopyIf != nil && r.CopyIf(g, n)
+	op := ops.LookupNode(n)
+	return op != nil && op.CopyIf != nil && op.CopyIf(g, n)
 }
 
 // mergeReshapes makes a reshape of a reshape (Reshape, Flatten, Squeeze,
@@ -87,15 +92,15 @@ func isNoop(g *Graph, n *Node) bool {
 // when nothing else reads it. The layout pass leaves such pairs: the
 // Reshape back to NCHW of a pooled [1, 1, 1, C] value, then the model's
 // Flatten.
-func mergeReshapes(g *Graph) (bool, error) {
+func mergeReshapes(g *graph.Graph) (bool, error) {
 	producers := g.Producers()
 	changed := false
 	for _, n := range g.Nodes {
-		if CopyOf(n) != CopyReshape || len(n.Outputs) != 1 {
+		if ops.CopyOf(n) != ops.CopyReshape || len(n.Outputs) != 1 {
 			continue
 		}
 		p := producers[n.Input(0)]
-		if p == nil || CopyOf(p) != CopyReshape || len(p.Outputs) != 1 || p.Input(0) == "" {
+		if p == nil || ops.CopyOf(p) != ops.CopyReshape || len(p.Outputs) != 1 || p.Input(0) == "" {
 			continue
 		}
 		out, in := g.Values[n.Outputs[0]], g.Values[p.Input(0)]
@@ -107,7 +112,7 @@ func mergeReshapes(g *Graph) (bool, error) {
 			shape[i] = int64(d)
 		}
 		n.OpType, n.Attrs = "Reshape", nil
-		n.Inputs = []string{p.Input(0), g.newConst(n.Name+"_shape", Int64Tensor([]int{len(shape)}, shape))}
+		n.Inputs = []string{p.Input(0), newConst(g, n.Name+"_shape", graph.Int64Tensor([]int{len(shape)}, shape))}
 		changed = true
 	}
 	return changed, nil

@@ -1,18 +1,10 @@
-package graph
+package frontend
 
 import (
 	"fmt"
-)
 
-// LayoutAttr is the attribute convert-layout sets on the sliding-window
-// ops it makes channels-last: data_layout = "NHWC". OutLayoutAttr, with
-// data_layout "NCHW", marks a Conv that reads an NCHW graph input and
-// writes a channels-last output: out_layout = "NHWC" (Relay's names). They
-// are Tessera's own, never read from a model file (package onnx refuses
-// them).
-const (
-	LayoutAttr    = "data_layout"
-	OutLayoutAttr = "out_layout"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/ops"
 )
 
 // convertLayout makes the 2-D convolutions and pools of the model, and the
@@ -39,11 +31,11 @@ const (
 // N, H, W (the last two of the original) and then the channel axes in
 // their order: channelsLast(r). `--no-pass convert-layout` keeps every
 // value NCHW.
-func convertLayout(g *Graph) (bool, error) {
+func convertLayout(g *graph.Graph) (bool, error) {
 	twinOf := map[string]string{}     // value → its channels-last twin
 	pending := map[string]string{}    // converted values whose own form is not written yet
 	constTwins := map[string]string{} // constant and rank → its permuted copy
-	var out []*Node
+	var out []*graph.Node
 	changed := false
 	fresh := func(base, like string) string {
 		name := base
@@ -62,8 +54,8 @@ func convertLayout(g *Graph) (bool, error) {
 			reshape(g, &out, in, outName, name, to)
 			return
 		}
-		out = append(out, &Node{Name: name, OpType: "Transpose", Inputs: []string{in}, Outputs: []string{outName},
-			Attrs: map[string]Attr{"perm": {Kind: AttrInts, Ints: ints64(perm)}}})
+		out = append(out, &graph.Node{Name: name, OpType: "Transpose", Inputs: []string{in}, Outputs: []string{outName},
+			Attrs: map[string]graph.Attr{"perm": {Kind: graph.AttrInts, Ints: ints64(perm)}}})
 	}
 	toNHWC := func(name string) string {
 		if t, ok := twinOf[name]; ok {
@@ -82,7 +74,7 @@ func convertLayout(g *Graph) (bool, error) {
 			delete(pending, name)
 		}
 	}
-	convertOutputs := func(n *Node) {
+	convertOutputs := func(n *graph.Node) {
 		for i, o := range n.Outputs {
 			if o == "" {
 				continue
@@ -95,20 +87,20 @@ func convertLayout(g *Graph) (bool, error) {
 	}
 	for _, n := range g.Nodes {
 		switch {
-		case g.nhwcWindowOp(n) && g.readsInputNCHW(n, twinOf):
-			n.SetAttr(LayoutAttr, Attr{Kind: AttrString, S: "NCHW"})
-			n.SetAttr(OutLayoutAttr, Attr{Kind: AttrString, S: "NHWC"})
+		case nhwcWindowOp(g, n) && readsInputNCHW(g, n, twinOf):
+			n.SetAttr(graph.LayoutAttr, graph.Attr{Kind: graph.AttrString, S: "NCHW"})
+			n.SetAttr(graph.OutLayoutAttr, graph.Attr{Kind: graph.AttrString, S: "NHWC"})
 			convertOutputs(n)
-		case g.nhwcWindowOp(n):
+		case nhwcWindowOp(g, n):
 			n.Inputs[0] = toNHWC(n.Inputs[0])
-			n.SetAttr(LayoutAttr, Attr{Kind: AttrString, S: "NHWC"})
+			n.SetAttr(graph.LayoutAttr, graph.Attr{Kind: graph.AttrString, S: "NHWC"})
 			convertOutputs(n)
-		case g.followsLayout(n, twinOf):
+		case followsLayout(g, n, twinOf):
 			r := len(g.Values[n.Outputs[0]].Shape)
 			for i, in := range n.Inputs {
 				if t, ok := twinOf[in]; ok {
 					n.Inputs[i] = t
-				} else if v := g.Values[in]; in != "" && v.Const != nil && NumElems(v.Shape) > 1 {
+				} else if v := g.Values[in]; in != "" && v.Const != nil && graph.NumElems(v.Shape) > 1 {
 					key := fmt.Sprintf("%s@%d", in, r)
 					if constTwins[key] == "" {
 						constTwins[key] = fresh(in+"_nhwc", in)
@@ -118,14 +110,14 @@ func convertLayout(g *Graph) (bool, error) {
 				}
 			}
 			convertOutputs(n)
-		case g.axesFollowLayout(n, twinOf):
+		case axesFollowLayout(g, n, twinOf):
 			for i, in := range n.Inputs {
 				if t, ok := twinOf[in]; ok {
 					n.Inputs[i] = t
 				}
 			}
 			convertOutputs(n)
-		case LayoutOf(n) == LayoutTranspose && twinOf[n.Input(0)] != "":
+		case ops.LayoutOf(n) == ops.LayoutTranspose && twinOf[n.Input(0)] != "":
 			// The output is the input permuted by p; the twin is the
 			// input permuted by q. A permutation that keeps N, H and W
 			// in place permutes the twin's channel axes: the output
@@ -150,7 +142,7 @@ func convertLayout(g *Graph) (bool, error) {
 			transpose(twinOf[n.Input(0)], n.Outputs[0], n.Name, permuted(x, q), t)
 			changed = true
 			continue
-		case CopyOf(n) == CopyReshape && twinOf[n.Input(0)] != "" && len(n.Outputs) == 1 &&
+		case ops.CopyOf(n) == ops.CopyReshape && twinOf[n.Input(0)] != "" && len(n.Outputs) == 1 &&
 			splitsChannels(g.Values[n.Input(0)].Shape, g.Values[n.Outputs[0]].Shape):
 			in := twinOf[n.Input(0)]
 			shape := g.Values[n.Outputs[0]].Shape
@@ -173,10 +165,10 @@ func convertLayout(g *Graph) (bool, error) {
 
 // reshape appends to nodes a Reshape named name of in to shape, written as
 // outName.
-func reshape(g *Graph, nodes *[]*Node, in, outName, name string, shape []int64) {
+func reshape(g *graph.Graph, nodes *[]*graph.Node, in, outName, name string, shape []int64) {
 	c := g.FreshName(name + "/shape")
-	g.AddConst(c, Int64Tensor([]int{len(shape)}, shape))
-	*nodes = append(*nodes, &Node{Name: name, OpType: "Reshape", Inputs: []string{in, c}, Outputs: []string{outName}})
+	g.AddConst(c, graph.Int64Tensor([]int{len(shape)}, shape))
+	*nodes = append(*nodes, &graph.Node{Name: name, OpType: "Reshape", Inputs: []string{in, c}, Outputs: []string{outName}})
 }
 
 // channelsLast is the permutation from a value of rank r ≥ 3 (N, the
@@ -217,7 +209,7 @@ func splitsChannels(in, out []int) bool {
 	if ri < 4 || ro < 4 || in[0] != out[0] || in[ri-2] != out[ro-2] || in[ri-1] != out[ro-1] {
 		return false
 	}
-	return NumElems(in[1:ri-2]) == NumElems(out[1:ro-2])
+	return graph.NumElems(in[1:ri-2]) == graph.NumElems(out[1:ro-2])
 }
 
 // permuted returns shape permuted by perm: axis i of the result is axis
@@ -269,11 +261,11 @@ func sameOrder(from []int, perm []int) ([]int64, bool) {
 
 // nhwcWindowOp reports whether n is a 2-D sliding-window op with a
 // channels-last form (LayoutChannelsLast) that has no layout yet.
-func (g *Graph) nhwcWindowOp(n *Node) bool {
-	if LayoutOf(n) != LayoutChannelsLast || n.HasAttr(LayoutAttr) || len(n.Inputs) == 0 || len(n.Outputs) == 0 {
+func nhwcWindowOp(g *graph.Graph, n *graph.Node) bool {
+	if ops.LayoutOf(n) != ops.LayoutChannelsLast || n.HasAttr(graph.LayoutAttr) || len(n.Inputs) == 0 || len(n.Outputs) == 0 {
 		return false
 	}
-	if x := g.Values[n.Inputs[0]]; x == nil || len(x.Shape) != 4 || x.DType != Float32 {
+	if x := g.Values[n.Inputs[0]]; x == nil || len(x.Shape) != 4 || x.DType != graph.Float32 {
 		return false
 	}
 	// One output: MaxPool's Indices and storage order have no NHWC form.
@@ -292,7 +284,7 @@ const maxInputChannelsNCHW = 4
 // readsInputNCHW reports whether Conv n (a window op with a channels-last
 // form) reads a graph input of at most maxInputChannelsNCHW channels that
 // has no twin yet: it then reads it as NCHW and writes a twin.
-func (g *Graph) readsInputNCHW(n *Node, twinOf map[string]string) bool {
+func readsInputNCHW(g *graph.Graph, n *graph.Node, twinOf map[string]string) bool {
 	x := n.Inputs[0]
 	return n.OpType == "Conv" && twinOf[x] == "" && g.IsInput(x) && g.Values[x].Shape[1] <= maxInputChannelsNCHW
 }
@@ -302,8 +294,8 @@ func (g *Graph) readsInputNCHW(n *Node, twinOf map[string]string) bool {
 // constants that broadcast against its output (a per-channel bias
 // [C, 1, 1]: the pass gives them a twin, permuteConst), so that it can run
 // on the twins.
-func (g *Graph) followsLayout(n *Node, twinOf map[string]string) bool {
-	if LayoutOf(n) != LayoutFree || len(n.Outputs) != 1 {
+func followsLayout(g *graph.Graph, n *graph.Node, twinOf map[string]string) bool {
+	if ops.LayoutOf(n) != ops.LayoutFree || len(n.Outputs) != 1 {
 		return false
 	}
 	o := g.Values[n.Outputs[0]]
@@ -327,7 +319,7 @@ func (g *Graph) followsLayout(n *Node, twinOf map[string]string) bool {
 			some = true
 			continue
 		}
-		if NumElems(v.Shape) != 1 && (v.Const == nil || v.Const.DType != Float32 || len(v.Shape) > r) {
+		if graph.NumElems(v.Shape) != 1 && (v.Const == nil || v.Const.DType != graph.Float32 || len(v.Shape) > r) {
 			return false
 		}
 	}
@@ -338,8 +330,8 @@ func (g *Graph) followsLayout(n *Node, twinOf map[string]string) bool {
 // Split, Slice, Pad) whose first input has a twin, as every other input of
 // its rank has, and rewrites it, by its PermuteAxes, to run on the twins.
 // Its other inputs (sizes, starts, pads) do not depend on the layout.
-func (g *Graph) axesFollowLayout(n *Node, twinOf map[string]string) bool {
-	if LayoutOf(n) != LayoutAxes || len(n.Inputs) == 0 || twinOf[n.Inputs[0]] == "" {
+func axesFollowLayout(g *graph.Graph, n *graph.Node, twinOf map[string]string) bool {
+	if ops.LayoutOf(n) != ops.LayoutAxes || len(n.Inputs) == 0 || twinOf[n.Inputs[0]] == "" {
 		return false
 	}
 	r := len(g.Values[n.Inputs[0]].Shape)
@@ -352,13 +344,14 @@ func (g *Graph) axesFollowLayout(n *Node, twinOf map[string]string) bool {
 			return false
 		}
 	}
-	return g.permuteAxes(n, channelsLast(r))
+	op := ops.LookupNode(n)
+	return op != nil && op.PermuteAxes != nil && op.PermuteAxes(g, n, channelsLast(r))
 }
 
 // permuteConst returns constant c, broadcast against a value of rank
 // len(perm), permuted by perm: its shape is padded with leading ones to
 // that rank, then permuted with its data.
-func permuteConst(c *Tensor, perm []int) *Tensor {
+func permuteConst(c *graph.Tensor, perm []int) *graph.Tensor {
 	r := len(perm)
 	s := make([]int, r)
 	for i := range r - len(c.Shape) {
@@ -366,8 +359,8 @@ func permuteConst(c *Tensor, perm []int) *Tensor {
 	}
 	copy(s[r-len(c.Shape):], c.Shape)
 	to := permuted(s, perm)
-	src := Strides(s)
-	dst := Strides(to)
+	src := graph.Strides(s)
+	dst := graph.Strides(to)
 	out := make([]float32, len(c.F32))
 	idx := make([]int, r)
 	for k := range out {
@@ -379,5 +372,5 @@ func permuteConst(c *Tensor, perm []int) *Tensor {
 		}
 		out[k] = c.F32[from]
 	}
-	return Float32Tensor(to, out)
+	return graph.Float32Tensor(to, out)
 }

@@ -1,8 +1,10 @@
-package graph
+package frontend
 
 import (
 	"math"
 	"slices"
+
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // fuseGelu finds GELU written out with Erf, as PyTorch exports nn.GELU
@@ -20,7 +22,7 @@ import (
 // and multiplies by 1/√2 where the export divides (within an ulp of the
 // quotient). The intermediate values must have no reader outside the
 // pattern; dce drops the nodes left dead.
-func fuseGelu(g *Graph) (bool, error) {
+func fuseGelu(g *graph.Graph) (bool, error) {
 	producers, consumers := g.Producers(), g.Consumers()
 	changed := false
 	for _, erf := range g.Nodes {
@@ -39,7 +41,7 @@ func fuseGelu(g *Graph) (bool, error) {
 
 // matchGelu matches the pattern of fuseGelu at its Erf: the node that
 // writes y, and x.
-func matchGelu(g *Graph, erf *Node, producers map[string]*Node, consumers map[string][]*Node) (*Node, string) {
+func matchGelu(g *graph.Graph, erf *graph.Node, producers map[string]*graph.Node, consumers map[string][]*graph.Node) (*graph.Node, string) {
 	if !isOp(erf, "Erf", 1) {
 		return nil, ""
 	}
@@ -58,7 +60,7 @@ func matchGelu(g *Graph, erf *Node, producers map[string]*Node, consumers map[st
 		return nil, ""
 	}
 	xv := g.Values[x]
-	if xv == nil || xv.DType != Float32 || xv.Shape == nil {
+	if xv == nil || xv.DType != graph.Float32 || xv.Shape == nil {
 		return nil, ""
 	}
 	add := onlyReader(g, erf.Outputs[0], consumers)
@@ -72,7 +74,7 @@ func matchGelu(g *Graph, erf *Node, producers map[string]*Node, consumers map[st
 	if !isOp(prod, "Mul", 2) {
 		return nil, ""
 	}
-	var last *Node
+	var last *graph.Node
 	switch other := otherOperand(prod, add.Outputs[0]); {
 	case other == x: // x·(1 + erf), then ·0.5
 		last = onlyReader(g, prod.Outputs[0], consumers)
@@ -90,7 +92,7 @@ func matchGelu(g *Graph, erf *Node, producers map[string]*Node, consumers map[st
 	default:
 		return nil, ""
 	}
-	if y := g.Values[last.Outputs[0]]; y == nil || !slices.Equal(y.Shape, xv.Shape) || y.DType != Float32 {
+	if y := g.Values[last.Outputs[0]]; y == nil || !slices.Equal(y.Shape, xv.Shape) || y.DType != graph.Float32 {
 		return nil, "" // a constant broadcast the result
 	}
 	return last, x

@@ -1,4 +1,8 @@
-package graph
+package frontend
+
+import (
+	"github.com/tessera-ml/tessera/graph"
+)
 
 // moveMatMulScale rewrites a matmul of a scaled operand as the scaled
 // matmul:
@@ -16,10 +20,10 @@ package graph
 // chain. onnxruntime's MatMulScaleFusion makes the same move. The product
 // is rounded differently (a scale after the sums instead of before each
 // product), within float32's rounding of the sums.
-func moveMatMulScale(g *Graph) (bool, error) {
+func moveMatMulScale(g *graph.Graph) (bool, error) {
 	producers, consumers := g.Producers(), g.Consumers()
-	after := map[*Node]*Node{} // MatMul → the scale node to write after it
-	moved := map[*Node]bool{}
+	after := map[*graph.Node]*graph.Node{} // MatMul → the scale node to write after it
+	moved := map[*graph.Node]bool{}
 	for _, m := range g.Nodes {
 		if !isOp(m, "MatMul", 2) {
 			continue
@@ -37,7 +41,7 @@ func moveMatMulScale(g *Graph) (bool, error) {
 				continue
 			}
 			product := g.FreshName(m.Outputs[0] + "/unscaled")
-			g.Value(product).DType = Float32
+			g.Value(product).DType = graph.Float32
 			m.Inputs[k] = x
 			sn.Inputs = []string{product, c}
 			sn.Outputs[0], m.Outputs[0] = m.Outputs[0], product
@@ -48,7 +52,7 @@ func moveMatMulScale(g *Graph) (bool, error) {
 	if len(after) == 0 {
 		return false, nil
 	}
-	var nodes []*Node
+	var nodes []*graph.Node
 	for _, n := range g.Nodes {
 		if moved[n] {
 			continue
@@ -66,7 +70,7 @@ func moveMatMulScale(g *Graph) (bool, error) {
 // Div(x, c), x a float value and c a one-element float constant whose
 // rank is below x's (the product keeps x's shape; a scale moved after the
 // matmul keeps the matmul's).
-func scaleByConst(g *Graph, n *Node) (x, c string, ok bool) {
+func scaleByConst(g *graph.Graph, n *graph.Node) (x, c string, ok bool) {
 	if !isOp(n, "Mul", 2) && !isOp(n, "Div", 2) {
 		return "", "", false
 	}
@@ -76,8 +80,8 @@ func scaleByConst(g *Graph, n *Node) (x, c string, ok bool) {
 		}
 		x, c = n.Inputs[1-i], n.Inputs[i]
 		ct, xv := g.ConstOf(c), g.Values[x]
-		if ct != nil && ct.DType == Float32 && NumElems(ct.Shape) == 1 && g.ConstOf(x) == nil &&
-			xv != nil && xv.DType == Float32 && len(xv.Shape) >= 2 && len(ct.Shape) < len(xv.Shape) {
+		if ct != nil && ct.DType == graph.Float32 && graph.NumElems(ct.Shape) == 1 && g.ConstOf(x) == nil &&
+			xv != nil && xv.DType == graph.Float32 && len(xv.Shape) >= 2 && len(ct.Shape) < len(xv.Shape) {
 			return x, c, true
 		}
 	}

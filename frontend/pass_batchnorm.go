@@ -1,9 +1,11 @@
-package graph
+package frontend
 
 import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // foldBatchNorm folds an inference-mode BatchNormalization into the Conv or
@@ -17,7 +19,7 @@ import (
 // computed in float64 and rounded to float32. For Gemm the channel is the
 // column n of the output: B's column n (row n when transB) is scaled, and C
 // becomes beta*C scaled and shifted the same way (beta becomes 1).
-func foldBatchNorm(g *Graph) (bool, error) {
+func foldBatchNorm(g *graph.Graph) (bool, error) {
 	producers := g.Producers()
 	consumers := g.Consumers()
 	changed := false
@@ -71,7 +73,7 @@ func foldBatchNorm(g *Graph) (bool, error) {
 // in float64; ok is false when a parameter is not a float32 constant of
 // one element per channel, or bn is in training mode or writes its
 // running statistics.
-func bnAffine(g *Graph, bn *Node) (s, shift []float64, ok bool, err error) {
+func bnAffine(g *graph.Graph, bn *graph.Node) (s, shift []float64, ok bool, err error) {
 	if bn.OpType != "BatchNormalization" || bn.Domain != "" || len(bn.Inputs) != 5 || bn.Output(1) != "" || bn.Output(2) != "" {
 		return nil, nil, false, nil
 	}
@@ -81,7 +83,7 @@ func bnAffine(g *Graph, bn *Node) (s, shift []float64, ok bool, err error) {
 	var params [4][]float64
 	for k := range params {
 		t := g.ConstOf(bn.Inputs[1+k])
-		if t == nil || t.DType != Float32 || len(t.Shape) != 1 || (k > 0 && t.Shape[0] != len(params[0])) {
+		if t == nil || t.DType != graph.Float32 || len(t.Shape) != 1 || (k > 0 && t.Shape[0] != len(params[0])) {
 			return nil, nil, false, nil
 		}
 		params[k] = t.Float64s()
@@ -106,16 +108,16 @@ func bnAffine(g *Graph, bn *Node) (s, shift []float64, ok bool, err error) {
 // scale and Add of the shift (bnAffine), constants of shape [C, 1, ...]:
 // the same arithmetic, but elementwise ops that fuse like any other and
 // that the layout pass carries channels-last.
-func decomposeBatchNorm(g *Graph) (bool, error) {
+func decomposeBatchNorm(g *graph.Graph) (bool, error) {
 	changed := false
-	var out []*Node
+	var out []*graph.Node
 	for _, bn := range g.Nodes {
 		x := g.Values[bn.Input(0)]
 		s, shift, ok, err := bnAffine(g, bn)
 		if err != nil {
 			return false, err
 		}
-		if !ok || x == nil || len(x.Shape) < 2 || x.DType != Float32 || x.Shape[1] != len(s) {
+		if !ok || x == nil || len(x.Shape) < 2 || x.DType != graph.Float32 || x.Shape[1] != len(s) {
 			out = append(out, bn)
 			continue
 		}
@@ -124,18 +126,18 @@ func decomposeBatchNorm(g *Graph) (bool, error) {
 			shape[i] = 1
 		}
 		shape[0] = len(s)
-		f32 := func(v []float64) *Tensor {
+		f32 := func(v []float64) *graph.Tensor {
 			d := make([]float32, len(v))
 			for i, x := range v {
 				d[i] = float32(x)
 			}
-			return Float32Tensor(slices.Clone(shape), d)
+			return graph.Float32Tensor(slices.Clone(shape), d)
 		}
 		scaled := g.FreshName(bn.Outputs[0] + "_scaled")
-		g.Value(scaled).DType = Float32
+		g.Value(scaled).DType = graph.Float32
 		out = append(out,
-			&Node{Name: bn.Name + "/scale", OpType: "Mul", Inputs: []string{bn.Inputs[0], g.newConst(bn.Name+"_scale", f32(s))}, Outputs: []string{scaled}},
-			&Node{Name: bn.Name + "/shift", OpType: "Add", Inputs: []string{scaled, g.newConst(bn.Name+"_shift", f32(shift))}, Outputs: []string{bn.Outputs[0]}})
+			&graph.Node{Name: bn.Name + "/scale", OpType: "Mul", Inputs: []string{bn.Inputs[0], newConst(g, bn.Name+"_scale", f32(s))}, Outputs: []string{scaled}},
+			&graph.Node{Name: bn.Name + "/shift", OpType: "Add", Inputs: []string{scaled, newConst(g, bn.Name+"_shift", f32(shift))}, Outputs: []string{bn.Outputs[0]}})
 		changed = true
 	}
 	g.Nodes = out
@@ -143,7 +145,7 @@ func decomposeBatchNorm(g *Graph) (bool, error) {
 }
 
 // newConst adds a constant named after base, unique in g.
-func (g *Graph) newConst(base string, t *Tensor) string {
+func newConst(g *graph.Graph, base string, t *graph.Tensor) string {
 	name := base
 	for k := 1; g.Values[name] != nil; k++ {
 		name = fmt.Sprintf("%s_%d", base, k)
@@ -152,25 +154,25 @@ func (g *Graph) newConst(base string, t *Tensor) string {
 	return name
 }
 
-func foldIntoConv(g *Graph, conv *Node, s, shift []float64) (bool, error) {
+func foldIntoConv(g *graph.Graph, conv *graph.Node, s, shift []float64) (bool, error) {
 	w := g.ConstOf(conv.Input(1))
-	if w == nil || w.DType != Float32 || len(w.Shape) < 1 || w.Shape[0] != len(s) || len(s) == 0 {
+	if w == nil || w.DType != graph.Float32 || len(w.Shape) < 1 || w.Shape[0] != len(s) || len(s) == 0 {
 		return false, nil
 	}
 	var b []float64
 	if conv.Input(2) != "" {
 		bt := g.ConstOf(conv.Input(2))
-		if bt == nil || bt.DType != Float32 || bt.Len() != len(s) {
+		if bt == nil || bt.DType != graph.Float32 || bt.Len() != len(s) {
 			return false, nil
 		}
 		b = bt.Float64s()
 	}
 	per := w.Len() / len(s)
-	nw := &Tensor{DType: Float32, Shape: slices.Clone(w.Shape), F32: make([]float32, w.Len())}
+	nw := &graph.Tensor{DType: graph.Float32, Shape: slices.Clone(w.Shape), F32: make([]float32, w.Len())}
 	for i, v := range w.F32 {
 		nw.F32[i] = float32(float64(v) * s[i/per])
 	}
-	nb := Float32Tensor([]int{len(s)}, make([]float32, len(s)))
+	nb := graph.Float32Tensor([]int{len(s)}, make([]float32, len(s)))
 	for c := range s {
 		bc := 0.0
 		if b != nil {
@@ -179,14 +181,14 @@ func foldIntoConv(g *Graph, conv *Node, s, shift []float64) (bool, error) {
 		nb.F32[c] = float32(bc*s[c] + shift[c])
 	}
 	conv.Inputs = append(conv.Inputs[:min(len(conv.Inputs), 2)], "")
-	conv.Inputs[1] = g.newConst(conv.Name+"_W_bnfolded", nw)
-	conv.Inputs[2] = g.newConst(conv.Name+"_B_bnfolded", nb)
+	conv.Inputs[1] = newConst(g, conv.Name+"_W_bnfolded", nw)
+	conv.Inputs[2] = newConst(g, conv.Name+"_B_bnfolded", nb)
 	return true, nil
 }
 
-func foldIntoGemm(g *Graph, gemm *Node, s, shift []float64) (bool, error) {
+func foldIntoGemm(g *graph.Graph, gemm *graph.Node, s, shift []float64) (bool, error) {
 	w := g.ConstOf(gemm.Input(1))
-	if w == nil || w.DType != Float32 || len(w.Shape) != 2 {
+	if w == nil || w.DType != graph.Float32 || len(w.Shape) != 2 {
 		return false, nil
 	}
 	tb, err := gemm.Int("transB", 0)
@@ -205,7 +207,7 @@ func foldIntoGemm(g *Graph, gemm *Node, s, shift []float64) (bool, error) {
 	if out == nil || len(out.Shape) != 2 || out.Shape[1] != n {
 		return false, nil
 	}
-	nw := &Tensor{DType: Float32, Shape: slices.Clone(w.Shape), F32: make([]float32, w.Len())}
+	nw := &graph.Tensor{DType: graph.Float32, Shape: slices.Clone(w.Shape), F32: make([]float32, w.Len())}
 	for i, v := range w.F32 {
 		c := i % w.Shape[1] // column
 		if tb != 0 {
@@ -218,7 +220,7 @@ func foldIntoGemm(g *Graph, gemm *Node, s, shift []float64) (bool, error) {
 	var cval func(m, c int) float64
 	if name := gemm.Input(2); name != "" {
 		ct := g.ConstOf(name)
-		if ct == nil || ct.DType != Float32 {
+		if ct == nil || ct.DType != graph.Float32 {
 			return false, nil
 		}
 		cv := ct.Float64s()
@@ -229,9 +231,9 @@ func foldIntoGemm(g *Graph, gemm *Node, s, shift []float64) (bool, error) {
 		if len(cs) > 2 {
 			return false, nil
 		}
-		cval = func(m, c int) float64 { return cv[BroadcastSrc(cs, []int{m, c}[2-len(cs):])] * float64(beta) }
+		cval = func(m, c int) float64 { return cv[graph.BroadcastSrc(cs, []int{m, c}[2-len(cs):])] * float64(beta) }
 	}
-	nc := Float32Tensor(cshape, make([]float32, NumElems(cshape)))
+	nc := graph.Float32Tensor(cshape, make([]float32, graph.NumElems(cshape)))
 	rows := 1
 	if len(cshape) == 2 {
 		rows = cshape[0]
@@ -245,9 +247,9 @@ func foldIntoGemm(g *Graph, gemm *Node, s, shift []float64) (bool, error) {
 			nc.F32[m*n+c] = float32(v*s[c] + shift[c])
 		}
 	}
-	bName := g.newConst(gemm.Name+"_B_bnfolded", nw)
-	cName := g.newConst(gemm.Name+"_C_bnfolded", nc)
+	bName := newConst(g, gemm.Name+"_B_bnfolded", nw)
+	cName := newConst(g, gemm.Name+"_C_bnfolded", nc)
 	gemm.Inputs = []string{gemm.Inputs[0], bName, cName}
-	gemm.Attrs["beta"] = Attr{Kind: AttrFloat, F: 1}
+	gemm.Attrs["beta"] = graph.Attr{Kind: graph.AttrFloat, F: 1}
 	return true, nil
 }

@@ -1,11 +1,15 @@
-package graph
+package frontend
+
+import (
+	"github.com/tessera-ml/tessera/graph"
+)
 
 // foldConstants replaces every node whose outputs shape inference could
 // evaluate (constant inputs, or Shape/Size of a static shape) by the
 // constants themselves. Constant nodes fold the same way.
-func foldConstants(g *Graph) (bool, error) {
+func foldConstants(g *graph.Graph) (bool, error) {
 	changed := false
-	g.removeNodes(func(n *Node) bool {
+	removeNodes(g, func(n *graph.Node) bool {
 		used := false
 		for _, o := range n.Outputs {
 			if o == "" {

@@ -1,9 +1,11 @@
-package graph
+package frontend
 
 import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // Pass is a named graph transformation. Run reports whether it changed the
@@ -11,7 +13,7 @@ import (
 // them again after every change.
 type Pass struct {
 	Name string
-	Run  func(g *Graph) (changed bool, err error)
+	Run  func(g *graph.Graph) (changed bool, err error)
 }
 
 // Passes is the simplification pipeline, in order. RunPasses runs it to a
@@ -59,7 +61,7 @@ func checkPassOrder(ps []Pass) error {
 	idx := map[string]int{}
 	for i, p := range ps {
 		if _, dup := idx[p.Name]; dup {
-			return fmt.Errorf("graph: pass %s listed twice", p.Name)
+			return fmt.Errorf("frontend: pass %s listed twice", p.Name)
 		}
 		idx[p.Name] = i
 	}
@@ -67,10 +69,10 @@ func checkPassOrder(ps []Pass) error {
 		b, ok1 := idx[c.before]
 		a, ok2 := idx[c.after]
 		if !ok1 || !ok2 {
-			return fmt.Errorf("graph: pass order names unknown pass %s or %s", c.before, c.after)
+			return fmt.Errorf("frontend: pass order names unknown pass %s or %s", c.before, c.after)
 		}
 		if b >= a {
-			return fmt.Errorf("graph: pass %s must run before %s: %s", c.before, c.after, c.reason)
+			return fmt.Errorf("frontend: pass %s must run before %s: %s", c.before, c.after, c.reason)
 		}
 	}
 	return nil
@@ -93,13 +95,13 @@ const maxPassRounds = 32
 // order, round after round until a round changes nothing. Shapes are
 // inferred again after each change, so the graph stays checked. disabled
 // may only name passes of Passes (`--no-pass NAME`).
-func RunPasses(g *Graph, disabled map[string]bool) error {
+func RunPasses(g *graph.Graph, disabled map[string]bool) error {
 	for name := range disabled {
 		if !slices.Contains(PassNames(), name) {
 			return fmt.Errorf("unknown pass %q (passes: %s)", name, strings.Join(PassNames(), ", "))
 		}
 	}
-	if err := g.InferShapes(); err != nil {
+	if err := InferShapes(g); err != nil {
 		return err
 	}
 	for range maxPassRounds {
@@ -114,7 +116,7 @@ func RunPasses(g *Graph, disabled map[string]bool) error {
 			}
 			if changed {
 				any = true
-				if err := g.InferShapes(); err != nil {
+				if err := InferShapes(g); err != nil {
 					return fmt.Errorf("after pass %s: %w", p.Name, err)
 				}
 			}
@@ -126,7 +128,7 @@ func RunPasses(g *Graph, disabled map[string]bool) error {
 	return nil
 }
 
-// removeNode deletes the nodes for which drop is true.
-func (g *Graph) removeNodes(drop func(n *Node) bool) {
+// removeNodes deletes the nodes of g for which drop is true.
+func removeNodes(g *graph.Graph, drop func(n *graph.Node) bool) {
 	g.Nodes = slices.DeleteFunc(g.Nodes, drop)
 }

@@ -1,9 +1,13 @@
-package graph
+package frontend
+
+import (
+	"github.com/tessera-ml/tessera/graph"
+)
 
 // eliminateDeadCode removes the nodes none of whose outputs is read (by a
 // node or as a graph output), then the values nothing defines or reads
 // (unused constants among them).
-func eliminateDeadCode(g *Graph) (bool, error) {
+func eliminateDeadCode(g *graph.Graph) (bool, error) {
 	live := map[string]bool{}
 	for _, o := range g.Outputs {
 		live[o] = true
@@ -23,7 +27,7 @@ func eliminateDeadCode(g *Graph) (bool, error) {
 		}
 	}
 	changed := false
-	var nodes []*Node
+	var nodes []*graph.Node
 	for i, n := range g.Nodes {
 		if keep[i] {
 			nodes = append(nodes, n)

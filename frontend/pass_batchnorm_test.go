@@ -1,8 +1,7 @@
-package graph_test
+package frontend_test
 
 import (
 	. "github.com/tessera-ml/tessera/graph"
-	_ "github.com/tessera-ml/tessera/ops"
 	"math"
 	"testing"
 )

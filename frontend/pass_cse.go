@@ -1,27 +1,29 @@
-package graph
+package frontend
 
 import (
 	"fmt"
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // eliminateCommonSubexpressions merges nodes that apply the same op with
 // the same attributes to the same inputs: readers of the later node's
 // outputs read the earlier node's instead. A node whose output is a graph
 // output is kept (graph outputs keep their names).
-func eliminateCommonSubexpressions(g *Graph) (bool, error) {
-	seen := map[string][]*Node{}
+func eliminateCommonSubexpressions(g *graph.Graph) (bool, error) {
+	seen := map[string][]*graph.Node{}
 	changed := false
-	var nodes []*Node
+	var nodes []*graph.Node
 	for _, n := range g.Nodes {
 		if hasGraphAttr(n) {
 			nodes = append(nodes, n)
 			continue
 		}
 		key := n.Domain + "." + n.OpType + "(" + strings.Join(n.Inputs, ",") + ")" + fmt.Sprint(len(n.Outputs))
-		var same *Node
+		var same *graph.Node
 		for _, m := range seen[key] {
 			if sameAttrs(m, n) {
 				same = m
@@ -56,7 +58,7 @@ func eliminateCommonSubexpressions(g *Graph) (bool, error) {
 	return changed, nil
 }
 
-func sameAttrs(a, b *Node) bool {
+func sameAttrs(a, b *graph.Node) bool {
 	if len(a.Attrs) != len(b.Attrs) {
 		return false
 	}
@@ -76,9 +78,9 @@ func sameAttrs(a, b *Node) bool {
 
 // hasGraphAttr reports whether n has a subgraph attribute, whose body the
 // graph does not keep (so two such nodes cannot be compared).
-func hasGraphAttr(n *Node) bool {
+func hasGraphAttr(n *graph.Node) bool {
 	for _, a := range n.Attrs {
-		if a.Kind == AttrGraph {
+		if a.Kind == graph.AttrGraph {
 			return true
 		}
 	}

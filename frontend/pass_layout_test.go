@@ -1,10 +1,11 @@
-package graph_test
+package frontend_test
 
 import (
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/tessera-ml/tessera/frontend"
 	. "github.com/tessera-ml/tessera/graph"
 )
 
@@ -36,7 +37,7 @@ func TestConvertLayout(t *testing.T) {
 		node("GlobalAveragePool g f -> h", nil),
 		node("Flatten fl h -> y", nil),
 	}, "y", "f")
-	if err := RunPasses(g, nil); err != nil {
+	if err := frontend.RunPasses(g, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := g.Validate(); err != nil {
@@ -78,13 +79,13 @@ func TestConvertLayout(t *testing.T) {
 		t.Errorf("bias_nhwc: %+v", b.Const)
 	}
 	before := len(g.Nodes)
-	if err := RunPasses(g, nil); err != nil || len(g.Nodes) != before {
+	if err := frontend.RunPasses(g, nil); err != nil || len(g.Nodes) != before {
 		t.Errorf("second run: %v, %d nodes, want %d", err, len(g.Nodes), before)
 	}
 	// Off, nothing changes.
 	g2 := build(t, 17, []in{{"x", []int{1, 3, 8, 8}}}, map[string]*Tensor{"w1": w(4, 3, 3)},
 		[]*Node{node("Conv c1 x,w1 -> y", nil)}, "y")
-	if err := RunPasses(g2, map[string]bool{"convert-layout": true}); err != nil || len(g2.Nodes) != 1 || g2.Nodes[0].HasAttr(LayoutAttr) {
+	if err := frontend.RunPasses(g2, map[string]bool{"convert-layout": true}); err != nil || len(g2.Nodes) != 1 || g2.Nodes[0].HasAttr(LayoutAttr) {
 		t.Errorf("convert-layout off: %v, %d nodes", err, len(g2.Nodes))
 	}
 }
@@ -137,7 +138,7 @@ func TestConvertLayoutDenseBlock(t *testing.T) {
 		node("AveragePool ap t1 -> t2", map[string]Attr{"kernel_shape": ints(2, 2), "strides": ints(2, 2)}),
 		node("Split sp t2,sizes -> y1,y2", map[string]Attr{"axis": intA(1)}),
 	}, "y1", "y2")
-	if err := RunPasses(g, nil); err != nil {
+	if err := frontend.RunPasses(g, nil); err != nil {
 		t.Fatal(err)
 	}
 	want := "Conv,Mul,Add,Relu,Conv,Concat,Mul,Add,Relu,Conv,Concat,Mul,Add,Relu,Conv,AveragePool,Split,Transpose,Reshape"

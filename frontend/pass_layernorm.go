@@ -1,7 +1,9 @@
-package graph
+package frontend
 
 import (
 	"slices"
+
+	"github.com/tessera-ml/tessera/graph"
 )
 
 // fuseLayerNorm finds layer normalization written out in elementwise ops
@@ -16,7 +18,7 @@ import (
 // two reductions share a loop nest, instead of five kernels. The
 // intermediate values must have no reader outside the pattern; dce drops
 // the nodes left dead.
-func fuseLayerNorm(g *Graph) (bool, error) {
+func fuseLayerNorm(g *graph.Graph) (bool, error) {
 	producers, consumers := g.Producers(), g.Consumers()
 	changed := false
 	for _, div := range g.Nodes {
@@ -27,16 +29,16 @@ func fuseLayerNorm(g *Graph) (bool, error) {
 		last := ln.last
 		inputs := []string{ln.x, ln.gamma, ln.beta}
 		if ln.gamma == "" {
-			inputs[1] = g.newConst(div.Name+"_gamma", Float32Tensor(slices.Clone(g.Values[ln.x].Shape[ln.axis:]), ones(NumElems(g.Values[ln.x].Shape[ln.axis:]))))
+			inputs[1] = newConst(g, div.Name+"_gamma", graph.Float32Tensor(slices.Clone(g.Values[ln.x].Shape[ln.axis:]), ones(graph.NumElems(g.Values[ln.x].Shape[ln.axis:]))))
 		}
 		if ln.beta == "" {
 			inputs = inputs[:2]
 		}
 		last.OpType, last.Domain = "LayerNormalization", ""
 		last.Inputs = inputs
-		last.Attrs = map[string]Attr{
-			"axis":    {Kind: AttrInt, I: int64(ln.axis)},
-			"epsilon": {Kind: AttrFloat, F: ln.eps},
+		last.Attrs = map[string]graph.Attr{
+			"axis":    {Kind: graph.AttrInt, I: int64(ln.axis)},
+			"epsilon": {Kind: graph.AttrFloat, F: ln.eps},
 		}
 		changed = true
 		producers, consumers = g.Producers(), g.Consumers()
@@ -55,7 +57,7 @@ func ones(n int) []float32 {
 // layerNorm is a matched pattern: the node that writes y, and what
 // LayerNormalization takes.
 type layerNorm struct {
-	last        *Node
+	last        *graph.Node
 	x           string
 	gamma, beta string // "" when absent
 	axis        int
@@ -63,7 +65,7 @@ type layerNorm struct {
 }
 
 // matchLayerNorm matches the pattern of fuseLayerNorm at its Div.
-func matchLayerNorm(g *Graph, div *Node, producers map[string]*Node, consumers map[string][]*Node) *layerNorm {
+func matchLayerNorm(g *graph.Graph, div *graph.Node, producers map[string]*graph.Node, consumers map[string][]*graph.Node) *layerNorm {
 	if !isOp(div, "Div", 2) {
 		return nil
 	}
@@ -73,7 +75,7 @@ func matchLayerNorm(g *Graph, div *Node, producers map[string]*Node, consumers m
 	}
 	x, mean := sub.Inputs[0], producers[sub.Inputs[1]]
 	xv := g.Values[x]
-	if xv == nil || xv.DType != Float32 || xv.Shape == nil || !isOp(mean, "ReduceMean", -1) || mean.Inputs[0] != x {
+	if xv == nil || xv.DType != graph.Float32 || xv.Shape == nil || !isOp(mean, "ReduceMean", -1) || mean.Inputs[0] != x {
 		return nil
 	}
 	axis, ok := trailingAxes(g, mean, len(xv.Shape))
@@ -98,7 +100,7 @@ func matchLayerNorm(g *Graph, div *Node, producers map[string]*Node, consumers m
 	sq := producers[variance.Inputs[0]]
 	switch {
 	case isOp(sq, "Pow", 2) && sq.Inputs[0] == sub.Outputs[0]:
-		if e := g.ConstOf(sq.Inputs[1]); e == nil || NumElems(e.Shape) != 1 || e.Float64s()[0] != 2 {
+		if e := g.ConstOf(sq.Inputs[1]); e == nil || graph.NumElems(e.Shape) != 1 || e.Float64s()[0] != 2 {
 			return nil
 		}
 	case isOp(sq, "Mul", 2) && sq.Inputs[0] == sub.Outputs[0] && sq.Inputs[1] == sub.Outputs[0]:
@@ -106,7 +108,7 @@ func matchLayerNorm(g *Graph, div *Node, producers map[string]*Node, consumers m
 		return nil
 	}
 	// Only the pattern reads the intermediate values.
-	inner := map[*Node]bool{mean: true, sub: true, sq: true, variance: true, add: true, sqrt: true, div: true}
+	inner := map[*graph.Node]bool{mean: true, sub: true, sq: true, variance: true, add: true, sqrt: true, div: true}
 	for n := range inner {
 		if n != div && !readOnlyBy(g, n.Outputs[0], consumers, inner) {
 			return nil
@@ -132,14 +134,14 @@ func matchLayerNorm(g *Graph, div *Node, producers map[string]*Node, consumers m
 
 // isOp reports whether n is a default-domain op of type op with one output
 // and nIn inputs (nIn < 0: any number).
-func isOp(n *Node, op string, nIn int) bool {
+func isOp(n *graph.Node, op string, nIn int) bool {
 	return n != nil && n.OpType == op && n.Domain == "" && len(n.Outputs) == 1 && (nIn < 0 || len(n.Inputs) == nIn) && len(n.Inputs) > 0
 }
 
 // trailingAxes returns the first axis of a keepdims ReduceMean over the
 // last axes [k, rank) of a rank-rank value (axes from the attribute, or
 // the constant input from opset 18).
-func trailingAxes(g *Graph, n *Node, rank int) (int, bool) {
+func trailingAxes(g *graph.Graph, n *graph.Node, rank int) (int, bool) {
 	if kd, err := n.Int("keepdims", 1); err != nil || kd != 1 {
 		return 0, false
 	}
@@ -174,9 +176,9 @@ func trailingAxes(g *Graph, n *Node, rank int) (int, bool) {
 
 // scalarOperand returns the other operand of a binary node and the value
 // of its constant scalar operand.
-func scalarOperand(g *Graph, n *Node) (string, float32, bool) {
+func scalarOperand(g *graph.Graph, n *graph.Node) (string, float32, bool) {
 	for i := range 2 {
-		if c := g.ConstOf(n.Inputs[i]); c != nil && c.DType == Float32 && NumElems(c.Shape) == 1 {
+		if c := g.ConstOf(n.Inputs[i]); c != nil && c.DType == graph.Float32 && graph.NumElems(c.Shape) == 1 {
 			return n.Inputs[1-i], c.F32[0], true
 		}
 	}
@@ -185,7 +187,7 @@ func scalarOperand(g *Graph, n *Node) (string, float32, bool) {
 
 // readOnlyBy reports whether value v is read only by nodes of set and is
 // not a graph output.
-func readOnlyBy(g *Graph, v string, consumers map[string][]*Node, set map[*Node]bool) bool {
+func readOnlyBy(g *graph.Graph, v string, consumers map[string][]*graph.Node, set map[*graph.Node]bool) bool {
 	if g.IsOutput(v) {
 		return false
 	}
@@ -199,7 +201,7 @@ func readOnlyBy(g *Graph, v string, consumers map[string][]*Node, set map[*Node]
 
 // onlyReader returns the one node that reads v, or nil when v has several
 // readers or is a graph output.
-func onlyReader(g *Graph, v string, consumers map[string][]*Node) *Node {
+func onlyReader(g *graph.Graph, v string, consumers map[string][]*graph.Node) *graph.Node {
 	if g.IsOutput(v) || len(consumers[v]) != 1 {
 		return nil
 	}
@@ -208,7 +210,7 @@ func onlyReader(g *Graph, v string, consumers map[string][]*Node) *Node {
 
 // otherOperand returns the operand of binary node n that is not v ("" when
 // both are).
-func otherOperand(n *Node, v string) string {
+func otherOperand(n *graph.Node, v string) string {
 	switch {
 	case n.Inputs[0] == v && n.Inputs[1] != v:
 		return n.Inputs[1]
@@ -220,8 +222,8 @@ func otherOperand(n *Node, v string) string {
 
 // affineConst reports whether c is a float32 constant that broadcasts to
 // shape without changing it (n's output has the shape).
-func affineConst(g *Graph, c string, shape []int, n *Node) bool {
+func affineConst(g *graph.Graph, c string, shape []int, n *graph.Node) bool {
 	t := g.ConstOf(c)
 	out := g.Values[n.Outputs[0]]
-	return t != nil && t.DType == Float32 && out != nil && slices.Equal(out.Shape, shape) && len(t.Shape) <= len(shape)
+	return t != nil && t.DType == graph.Float32 && out != nil && slices.Equal(out.Shape, shape) && len(t.Shape) <= len(shape)
 }

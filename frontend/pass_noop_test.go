@@ -1,10 +1,9 @@
-package graph_test
+package frontend_test
 
 import (
 	"fmt"
 
 	. "github.com/tessera-ml/tessera/graph"
-	_ "github.com/tessera-ml/tessera/ops"
 )
 
 import "testing"
