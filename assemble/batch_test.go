@@ -13,6 +13,7 @@ import (
 
 	"github.com/tessera-ml/tessera/backend"
 	"github.com/tessera-ml/tessera/backend/machine"
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/internal/crosstest"
@@ -58,7 +59,7 @@ func batchModel(t *testing.T) string {
 // build's runner, the Go package and the library itself.
 func TestBatchBuild(t *testing.T) {
 	path := batchModel(t)
-	_, bp, err := tuning.LoadBatch(path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 7}}, partition.Options{Alternatives: true})
+	_, bp, err := tuning.LoadBatch(path, frontend.LoadOptions{}, map[string][2]int{"N": {1, 7}}, partition.Options{Alternatives: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +201,7 @@ func openIn(t *testing.T, dir string, exec []string, b *measure.Builder) *tsrt.M
 // path, its inputs bound to shapes, on inputs.
 func referenceAt(t *testing.T, path string, shapes map[string][]int, inputs [][]float32) [][]float32 {
 	t.Helper()
-	l, err := onnx.Load(path, onnx.LoadOptions{Inputs: shapes})
+	l, err := frontend.Load(path, frontend.LoadOptions{Inputs: shapes})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func referenceAt(t *testing.T, path string, shapes map[string][]int, inputs [][]
 func bertBatch(t *testing.T, c modelgen.BERTEncoderConfig) (string, *partition.BatchPlan) {
 	t.Helper()
 	path := writeBERT(t, c, map[int]string{0: "B"})
-	_, bp, err := tuning.LoadBatch(path, onnx.LoadOptions{}, map[string][2]int{"B": {1, 4}}, partition.Options{})
+	_, bp, err := tuning.LoadBatch(path, frontend.LoadOptions{}, map[string][2]int{"B": {1, 4}}, partition.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +278,7 @@ func TestBatchBuildBERT(t *testing.T) {
 // inputs disagree on the batch is refused by the library.
 func TestBatchRefusals(t *testing.T) {
 	path := batchModel(t)
-	_, bp, err := tuning.LoadBatch(path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 4}}, partition.Options{})
+	_, bp, err := tuning.LoadBatch(path, frontend.LoadOptions{}, map[string][2]int{"N": {1, 4}}, partition.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,11 +338,11 @@ func TestBatchBuildFolded(t *testing.T) {
 		}
 		return path
 	}
-	if _, _, err := tuning.LoadBatch(model(false), onnx.LoadOptions{}, map[string][2]int{"N": {1, 5}}, partition.Options{}); err == nil || !strings.Contains(err.Error(), "value z, a model input or output: shape [4 5] at batch 1, [8 5] at 2: its leading dimension is 4·N") {
+	if _, _, err := tuning.LoadBatch(model(false), frontend.LoadOptions{}, map[string][2]int{"N": {1, 5}}, partition.Options{}); err == nil || !strings.Contains(err.Error(), "value z, a model input or output: shape [4 5] at batch 1, [8 5] at 2: its leading dimension is 4·N") {
 		t.Errorf("an output of folded rows: %v", err)
 	}
 	path := model(true)
-	_, bp, err := tuning.LoadBatch(path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 5}}, partition.Options{})
+	_, bp, err := tuning.LoadBatch(path, frontend.LoadOptions{}, map[string][2]int{"N": {1, 5}}, partition.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +374,7 @@ func TestBatchBuildFolded(t *testing.T) {
 // without the cross tools, unless TESSERA_REQUIRE_CROSS is set).
 func TestBatchRunner(t *testing.T) {
 	path := batchModel(t)
-	_, bp, err := tuning.LoadBatch(path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 5}}, partition.Options{Alternatives: true})
+	_, bp, err := tuning.LoadBatch(path, frontend.LoadOptions{}, map[string][2]int{"N": {1, 5}}, partition.Options{Alternatives: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/internal/pytest"
@@ -32,7 +33,7 @@ import (
 func bertDims(t *testing.T, c modelgen.BERTEncoderConfig, bHi, sLo, sHi int) (string, *partition.BatchPlan, *partition.DimPlan) {
 	t.Helper()
 	path := writeBERT(t, c, map[int]string{0: "B", 1: "S"})
-	r, err := tuning.LoadRange(path, onnx.LoadOptions{}, map[string][2]int{"B": {1, bHi}, "S": {sLo, sHi}}, partition.Options{})
+	r, err := tuning.LoadRange(path, frontend.LoadOptions{}, map[string][2]int{"B": {1, bHi}, "S": {sLo, sHi}}, partition.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +198,7 @@ func TestDimRefusals(t *testing.T) {
 		return path
 	}
 	load := func(path string) *partition.DimPlan {
-		r, err := tuning.LoadRange(path, onnx.LoadOptions{}, map[string][2]int{"S": {3, 9}}, partition.Options{})
+		r, err := tuning.LoadRange(path, frontend.LoadOptions{}, map[string][2]int{"S": {3, 9}}, partition.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -310,7 +311,7 @@ func TestDimBuildProbes(t *testing.T) {
 	if err := onnx.EncodeFile(path, g); err != nil {
 		t.Fatal(err)
 	}
-	_, bp, dp, err := tuning.LoadDims(path, onnx.LoadOptions{}, map[string][2]int{"S": {16, 128}}, partition.Options{})
+	_, bp, dp, err := tuning.LoadDims(path, frontend.LoadOptions{}, map[string][2]int{"S": {16, 128}}, partition.Options{})
 	if err != nil || bp != nil || dp == nil {
 		t.Fatalf("batch %v, dimension %v: %v", bp, dp, err)
 	}

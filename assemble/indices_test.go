@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/measure"
@@ -368,7 +369,7 @@ func TestIndexChecksBatch(t *testing.T) {
 	if err := onnx.EncodeFile(path, g); err != nil {
 		t.Fatal(err)
 	}
-	_, bp, err := tuning.LoadBatch(path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 4}}, partition.Options{})
+	_, bp, err := tuning.LoadBatch(path, frontend.LoadOptions{}, map[string][2]int{"N": {1, 4}}, partition.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +419,7 @@ func TestIndexChecksDim(t *testing.T) {
 	if err := onnx.EncodeFile(path, g); err != nil {
 		t.Fatal(err)
 	}
-	r, err := tuning.LoadRange(path, onnx.LoadOptions{}, map[string][2]int{"B": {1, 4}, "S": {2, 6}}, partition.Options{})
+	r, err := tuning.LoadRange(path, frontend.LoadOptions{}, map[string][2]int{"B": {1, 4}, "S": {2, 6}}, partition.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/tsrt"
@@ -38,7 +38,7 @@ const (
 // much of its plan the records cover.
 type LayoutModel struct {
 	Layout string
-	*onnx.Loaded
+	*frontend.Loaded
 	Plan  *partition.Plan // every alternative algorithm offered: the build keeps the fastest
 	Share float64         // percent of the FLOPs of one inference with a record
 	// OwnShare is Share over the tasks no other layout has (100 when it
@@ -78,7 +78,7 @@ type LayoutChoice struct {
 // with run) and returns the fastest. Without records, the first layout.
 // load says how to read the model; in the NCHW layout the convert-layout
 // pass does not run.
-func ChooseLayout(ctx context.Context, path string, load onnx.LoadOptions, layouts []string, opts Options, run tsrt.RunOptions) (*LayoutChoice, error) {
+func ChooseLayout(ctx context.Context, path string, load frontend.LoadOptions, layouts []string, opts Options, run tsrt.RunOptions) (*LayoutChoice, error) {
 	if opts.Records == nil || len(layouts) == 1 {
 		lm, err := loadLayout(path, load, layouts[0])
 		return &LayoutChoice{Chosen: lm}, err
@@ -115,7 +115,7 @@ func ChooseLayout(ctx context.Context, path string, load onnx.LoadOptions, layou
 
 // loadLayout loads the model in one layout and extracts its plan with
 // every alternative algorithm.
-func loadLayout(path string, load onnx.LoadOptions, layout string) (*LayoutModel, error) {
+func loadLayout(path string, load frontend.LoadOptions, layout string) (*LayoutModel, error) {
 	if layout == LayoutNCHW {
 		load.NoPass = maps.Clone(load.NoPass)
 		if load.NoPass == nil {
@@ -123,7 +123,7 @@ func loadLayout(path string, load onnx.LoadOptions, layout string) (*LayoutModel
 		}
 		load.NoPass["convert-layout"] = true
 	}
-	l, err := onnx.Load(path, load)
+	l, err := frontend.Load(path, load)
 	if err != nil {
 		return nil, err
 	}

@@ -82,7 +82,7 @@ func Load(path string, inputs map[string][]int) (g *graph.Graph, notes []string,
 			noPass[name] = true
 		}
 	}
-	l, err := onnx.Load(path, onnx.LoadOptions{Inputs: inputs, NoPass: noPass})
+	l, err := frontend.Load(path, frontend.LoadOptions{Inputs: inputs, NoPass: noPass})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -135,7 +135,7 @@ func outputParams(t *testing.T, q *graph.Graph) (name string, scale float32, zp 
 // the one input x.
 func runBuilt(t *testing.T, path string, x []float32) []float32 {
 	t.Helper()
-	l, err := onnx.Load(path, onnx.LoadOptions{})
+	l, err := frontend.Load(path, frontend.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

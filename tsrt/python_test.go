@@ -11,6 +11,7 @@ import (
 
 	"github.com/tessera-ml/tessera/assemble"
 	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/internal/pytest"
 	"github.com/tessera-ml/tessera/measure"
@@ -102,7 +103,7 @@ func buildTinyBatch(t *testing.T) string {
 	if err := onnx.EncodeFile(path, g); err != nil {
 		t.Fatal(err)
 	}
-	_, bp, err := tuning.LoadBatch(path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 4}}, partition.Options{})
+	_, bp, err := tuning.LoadBatch(path, frontend.LoadOptions{}, map[string][2]int{"N": {1, 4}}, partition.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

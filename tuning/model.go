@@ -6,17 +6,18 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/te"
 )
 
-// LoadModel loads the ONNX model at path (onnx.Load with lo) and extracts
+// LoadModel loads the ONNX model at path (frontend.Load with lo) and extracts
 // its tasks (partition.Extract with po): the model as tune, inspect and
 // the cost model commands see it, loaded and partitioned once.
-func LoadModel(path string, lo onnx.LoadOptions, po partition.Options) (*onnx.Loaded, *partition.Plan, error) {
-	l, err := onnx.Load(path, lo)
+func LoadModel(path string, lo frontend.LoadOptions, po partition.Options) (*frontend.Loaded, *partition.Plan, error) {
+	l, err := frontend.Load(path, lo)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -30,7 +31,7 @@ func LoadModel(path string, lo onnx.LoadOptions, po partition.Options) (*onnx.Lo
 // ModelTasks loads a model as tune does by default (every graph pass) and
 // returns the tasks tune tunes, Winograd alternatives included.
 func ModelTasks(path string) ([]*partition.Task, error) {
-	_, plan, err := LoadModel(path, onnx.LoadOptions{}, partition.Options{Alternatives: true})
+	_, plan, err := LoadModel(path, frontend.LoadOptions{}, partition.Options{Alternatives: true})
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +41,7 @@ func ModelTasks(path string) ([]*partition.Task, error) {
 // TaskDAGs returns the compute DAG of every task of the models, by
 // workload key: records keep workload keys, not DAGs, so reading them as
 // programs (package dataset) needs the models whose tasks they measured.
-func TaskDAGs(paths []string, lo onnx.LoadOptions, po partition.Options) (map[string]*te.DAG, error) {
+func TaskDAGs(paths []string, lo frontend.LoadOptions, po partition.Options) (map[string]*te.DAG, error) {
 	dags := map[string]*te.DAG{}
 	for _, path := range paths {
 		_, plan, err := LoadModel(path, lo, po)
@@ -67,7 +68,7 @@ type dynInput struct {
 // they are dimensions of. A dynamic dimension without a name, a symbol
 // without a range, a range of no symbol, or a name given to a dimension
 // the model fixes is an error.
-func symbols(g *graph.Graph, path string, lo onnx.LoadOptions, ranges map[string][2]int) ([]partition.Symbol, map[string]dynInput, error) {
+func symbols(g *graph.Graph, path string, lo frontend.LoadOptions, ranges map[string][2]int) ([]partition.Symbol, map[string]dynInput, error) {
 	seen := map[string]bool{}
 	var syms []partition.Symbol
 	inputs := map[string]dynInput{}
@@ -136,7 +137,7 @@ type Range struct {
 	Plan *partition.SymbolicPlan
 
 	path   string
-	lo     onnx.LoadOptions
+	lo     frontend.LoadOptions
 	po     partition.Options
 	g      *graph.Graph
 	syms   []partition.Symbol
@@ -144,14 +145,14 @@ type Range struct {
 	// batch holds the model prepared at batches 1, 2 and 3 where the
 	// sample points were those (a model of one dynamic dimension).
 	batch map[int]partition.BatchSample
-	one   *onnx.Loaded // at batch 1
+	one   *frontend.Loaded // at batch 1
 }
 
 // LoadRange loads the model at path over the ranges of its dynamic
 // dimensions (symbols): the plan at each of partition.SamplePoints, each
 // loaded with the dimensions bound to the point's values, then
 // partition.Symbolic of them.
-func LoadRange(path string, lo onnx.LoadOptions, ranges map[string][2]int, po partition.Options) (*Range, error) {
+func LoadRange(path string, lo frontend.LoadOptions, ranges map[string][2]int, po partition.Options) (*Range, error) {
 	g, err := onnx.DecodeFile(path)
 	if err != nil {
 		return nil, err
@@ -193,7 +194,7 @@ func LoadRange(path string, lo onnx.LoadOptions, ranges map[string][2]int, po pa
 // batch 1, which tune tunes and the build runs once per sample, and the
 // plan over the batch. A model over several dynamic dimensions, or whose
 // groups combine samples, is an error that says why.
-func (r *Range) Batch() (*onnx.Loaded, *partition.BatchPlan, error) {
+func (r *Range) Batch() (*frontend.Loaded, *partition.BatchPlan, error) {
 	if len(r.syms) != 1 {
 		return nil, nil, fmt.Errorf("%s over %s: a build over a range takes one dynamic dimension, the batch (kernels whose inner extents vary at run time are not built yet): bind all but one with --input", r.path, rangesString(r.syms))
 	}
@@ -228,7 +229,7 @@ func (r *Range) Batch() (*onnx.Loaded, *partition.BatchPlan, error) {
 // loaded model is the one at batch 1 and the dimension's largest value.
 // With two dimensions the batch is the one whose samples the groups
 // compute apart, checked at the other's both ends.
-func (r *Range) Dims() (*onnx.Loaded, *partition.BatchPlan, *partition.DimPlan, error) {
+func (r *Range) Dims() (*frontend.Loaded, *partition.BatchPlan, *partition.DimPlan, error) {
 	switch len(r.syms) {
 	case 1:
 		l, bp, berr := r.Batch()
@@ -279,9 +280,9 @@ func (r *Range) Dims() (*onnx.Loaded, *partition.BatchPlan, *partition.DimPlan, 
 
 // dimPlan prepares the model at every value of dim, the other symbols at
 // fixed, and checks the plans agree (partition.Dim).
-func (r *Range) dimPlan(dim partition.Symbol, fixed map[string]int) (*onnx.Loaded, *partition.DimPlan, error) {
+func (r *Range) dimPlan(dim partition.Symbol, fixed map[string]int) (*frontend.Loaded, *partition.DimPlan, error) {
 	at := make([]partition.BatchSample, dim.Hi-dim.Lo+1)
-	var hi *onnx.Loaded
+	var hi *frontend.Loaded
 	for v := dim.Lo; v <= dim.Hi; v++ {
 		p := maps.Clone(fixed)
 		if p == nil {
@@ -304,7 +305,7 @@ func (r *Range) dimPlan(dim partition.Symbol, fixed map[string]int) (*onnx.Loade
 
 // prepareAt prepares graph g (decoded from path, not changed) with its
 // dynamic inputs bound at point p of the symbols, and extracts its plan.
-func prepareAt(g *graph.Graph, path string, lo onnx.LoadOptions, syms []partition.Symbol, inputs map[string]dynInput, p map[string]int, po partition.Options) (*onnx.Loaded, *partition.Plan, error) {
+func prepareAt(g *graph.Graph, path string, lo frontend.LoadOptions, syms []partition.Symbol, inputs map[string]dynInput, p map[string]int, po partition.Options) (*frontend.Loaded, *partition.Plan, error) {
 	at := lo
 	at.Inputs, at.DimNames = maps.Clone(lo.Inputs), nil
 	if at.Inputs == nil {
@@ -319,7 +320,7 @@ func prepareAt(g *graph.Graph, path string, lo onnx.LoadOptions, syms []partitio
 		}
 		at.Inputs[in] = shape
 	}
-	l, err := onnx.Prepare(g.Clone(), path, at)
+	l, err := frontend.Prepare(g.Clone(), path, at)
 	if err != nil {
 		return nil, nil, fmt.Errorf("at %s: %w", pointString(syms, p), err)
 	}
@@ -334,7 +335,7 @@ func prepareAt(g *graph.Graph, path string, lo onnx.LoadOptions, syms []partitio
 // dimension, a batch (LoadRange, then Range.Batch): the plan over the
 // range checks that the model has the same groups at every batch of it,
 // its ends included.
-func LoadBatch(path string, lo onnx.LoadOptions, ranges map[string][2]int, po partition.Options) (*onnx.Loaded, *partition.BatchPlan, error) {
+func LoadBatch(path string, lo frontend.LoadOptions, ranges map[string][2]int, po partition.Options) (*frontend.Loaded, *partition.BatchPlan, error) {
 	r, err := LoadRange(path, lo, ranges, po)
 	if err != nil {
 		return nil, nil, err
@@ -344,7 +345,7 @@ func LoadBatch(path string, lo onnx.LoadOptions, ranges map[string][2]int, po pa
 
 // LoadDims loads the model at path over the ranges of its dynamic
 // dimensions as tune build builds it (LoadRange, then Range.Dims).
-func LoadDims(path string, lo onnx.LoadOptions, ranges map[string][2]int, po partition.Options) (*onnx.Loaded, *partition.BatchPlan, *partition.DimPlan, error) {
+func LoadDims(path string, lo frontend.LoadOptions, ranges map[string][2]int, po partition.Options) (*frontend.Loaded, *partition.BatchPlan, *partition.DimPlan, error) {
 	r, err := LoadRange(path, lo, ranges, po)
 	if err != nil {
 		return nil, nil, nil, err

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/partition"
@@ -45,7 +46,7 @@ func dynamicModel(t *testing.T, named bool) string {
 // plain Load.
 func TestLoadRange(t *testing.T) {
 	path := dynamicModel(t, true)
-	r, err := LoadRange(path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 8}, "S": {16, 128}}, partition.Options{})
+	r, err := LoadRange(path, frontend.LoadOptions{}, map[string][2]int{"N": {1, 8}, "S": {16, 128}}, partition.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,26 +62,26 @@ func TestLoadRange(t *testing.T) {
 		t.Errorf("output [%s], want [N,S,4]", got)
 	}
 	// The unnamed dimension named on the command line (--input x=N,T,8).
-	named := onnx.LoadOptions{Inputs: map[string][]int{"x": {-1, -1, 8}}, DimNames: map[string][]string{"x": {"N", "T", ""}}}
+	named := frontend.LoadOptions{Inputs: map[string][]int{"x": {-1, -1, 8}}, DimNames: map[string][]string{"x": {"N", "T", ""}}}
 	if r, err := LoadRange(dynamicModel(t, false), named, map[string][2]int{"N": {1, 8}, "T": {4, 64}}, partition.Options{}); err != nil || r.Plan.Tasks[0].Output[1].String() != "T" {
 		t.Errorf("--input x=N,T,8: %v", err)
 	}
-	if _, err := onnx.Load(path, named); err == nil || !strings.Contains(err.Error(), "--range N=lo..hi") {
+	if _, err := frontend.Load(path, named); err == nil || !strings.Contains(err.Error(), "--range N=lo..hi") {
 		t.Errorf("Load of a named dimension: %v", err)
 	}
 	for _, c := range []struct {
 		name   string
 		path   string
-		lo     onnx.LoadOptions
+		lo     frontend.LoadOptions
 		ranges map[string][2]int
 		want   string
 	}{
-		{"no range", path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 8}}, "dimension 1 (S) is dynamic: give it a range with --range S=lo..hi"},
-		{"unknown", path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 8}, "S": {16, 128}, "T": {1, 4}}, "--range T: no dynamic dimension"},
-		{"bound", path, onnx.LoadOptions{Inputs: map[string][]int{"x": {2, 5, 8}}}, map[string][2]int{"N": {1, 8}}, "--range N: no dynamic dimension"},
-		{"unnamed", dynamicModel(t, false), onnx.LoadOptions{}, map[string][2]int{"N": {1, 8}}, "dimension 1 is dynamic and has no name"},
-		{"narrow", path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 3}, "S": {16, 128}}, "too narrow"},
-		{"fixed named", path, onnx.LoadOptions{Inputs: map[string][]int{"x": {-1, -1, -1}}, DimNames: map[string][]string{"x": {"N", "S", "C"}}},
+		{"no range", path, frontend.LoadOptions{}, map[string][2]int{"N": {1, 8}}, "dimension 1 (S) is dynamic: give it a range with --range S=lo..hi"},
+		{"unknown", path, frontend.LoadOptions{}, map[string][2]int{"N": {1, 8}, "S": {16, 128}, "T": {1, 4}}, "--range T: no dynamic dimension"},
+		{"bound", path, frontend.LoadOptions{Inputs: map[string][]int{"x": {2, 5, 8}}}, map[string][2]int{"N": {1, 8}}, "--range N: no dynamic dimension"},
+		{"unnamed", dynamicModel(t, false), frontend.LoadOptions{}, map[string][2]int{"N": {1, 8}}, "dimension 1 is dynamic and has no name"},
+		{"narrow", path, frontend.LoadOptions{}, map[string][2]int{"N": {1, 3}, "S": {16, 128}}, "too narrow"},
+		{"fixed named", path, frontend.LoadOptions{Inputs: map[string][]int{"x": {-1, -1, -1}}, DimNames: map[string][]string{"x": {"N", "S", "C"}}},
 			map[string][2]int{"N": {1, 8}, "S": {16, 128}, "C": {2, 9}}, "dimension 2 is named C, but"},
 	} {
 		if _, err := LoadRange(c.path, c.lo, c.ranges, partition.Options{}); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -113,7 +114,7 @@ func batchModel(t *testing.T, op string, attrs map[string]graph.Attr) string {
 // TestBatchBuildFolded) or ranges over two dimensions is refused, saying
 // why.
 func TestLoadBatch(t *testing.T) {
-	lo := onnx.LoadOptions{Inputs: map[string][]int{"x": {-1, 5, 8}}, DimNames: map[string][]string{"x": {"N", "", ""}}}
+	lo := frontend.LoadOptions{Inputs: map[string][]int{"x": {-1, 5, 8}}, DimNames: map[string][]string{"x": {"N", "", ""}}}
 	l, bp, err := LoadBatch(dynamicModel(t, true), lo, map[string][2]int{"N": {1, 8}}, partition.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +122,7 @@ func TestLoadBatch(t *testing.T) {
 	if got := l.Graph.Values["x"].Shape; !slices.Equal(got, []int{1, 5, 8}) || !bp.Batched["x"] || !bp.Batched["y"] || bp.Symbol != (partition.Symbol{Name: "N", Lo: 1, Hi: 8}) {
 		t.Errorf("at batch 1: x %v, batched %v, symbol %v", got, bp.Batched, bp.Symbol)
 	}
-	if _, _, err := LoadBatch(batchModel(t, "Softmax", map[string]graph.Attr{"axis": {Kind: graph.AttrInt, I: 1}}), onnx.LoadOptions{}, map[string][2]int{"N": {1, 8}}, partition.Options{}); err != nil {
+	if _, _, err := LoadBatch(batchModel(t, "Softmax", map[string]graph.Attr{"axis": {Kind: graph.AttrInt, I: 1}}), frontend.LoadOptions{}, map[string][2]int{"N": {1, 8}}, partition.Options{}); err != nil {
 		t.Errorf("softmax over the features: %v", err)
 	}
 	// A reshape that folds the batch with another axis: [N, 4] → [2·N, 2].
@@ -136,14 +137,14 @@ func TestLoadBatch(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, path string
-		lo         onnx.LoadOptions
+		lo         frontend.LoadOptions
 		ranges     map[string][2]int
 		want       string
 	}{
-		{"an output folding the batch", fold, onnx.LoadOptions{}, map[string][2]int{"N": {1, 8}}, "value y, a model input or output: shape [2 2] at batch 1, [4 2] at 2: its leading dimension is 2·N"},
-		{"two dimensions", dynamicModel(t, true), onnx.LoadOptions{}, map[string][2]int{"N": {1, 8}, "S": {16, 128}}, "takes one dynamic dimension, the batch"},
-		{"softmax over the batch", batchModel(t, "Softmax", map[string]graph.Attr{"axis": {Kind: graph.AttrInt, I: 0}}), onnx.LoadOptions{}, map[string][2]int{"N": {1, 8}}, "T1 depends on the batch other than by its leading extent"},
-		{"transpose", batchModel(t, "Transpose", map[string]graph.Attr{"perm": {Kind: graph.AttrInts, Ints: []int64{1, 0}}}), onnx.LoadOptions{}, map[string][2]int{"N": {1, 8}}, "only the leading dimension may be the batch"},
+		{"an output folding the batch", fold, frontend.LoadOptions{}, map[string][2]int{"N": {1, 8}}, "value y, a model input or output: shape [2 2] at batch 1, [4 2] at 2: its leading dimension is 2·N"},
+		{"two dimensions", dynamicModel(t, true), frontend.LoadOptions{}, map[string][2]int{"N": {1, 8}, "S": {16, 128}}, "takes one dynamic dimension, the batch"},
+		{"softmax over the batch", batchModel(t, "Softmax", map[string]graph.Attr{"axis": {Kind: graph.AttrInt, I: 0}}), frontend.LoadOptions{}, map[string][2]int{"N": {1, 8}}, "T1 depends on the batch other than by its leading extent"},
+		{"transpose", batchModel(t, "Transpose", map[string]graph.Attr{"perm": {Kind: graph.AttrInts, Ints: []int64{1, 0}}}), frontend.LoadOptions{}, map[string][2]int{"N": {1, 8}}, "only the leading dimension may be the batch"},
 	} {
 		if _, _, err := LoadBatch(c.path, c.lo, c.ranges, partition.Options{}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error containing %q", c.name, err, c.want)
@@ -155,7 +156,7 @@ func TestLoadBatch(t *testing.T) {
 // tuning point nearest each (S=16..128: points 24, 48, 96), averaging 1
 // over the points; a weight outside the range is an error naming it.
 func TestRangeEmphasis(t *testing.T) {
-	_, _, dp, err := LoadDims(dynamicModel(t, true), onnx.LoadOptions{}, map[string][2]int{"N": {1, 4}, "S": {16, 128}}, partition.Options{})
+	_, _, dp, err := LoadDims(dynamicModel(t, true), frontend.LoadOptions{}, map[string][2]int{"N": {1, 4}, "S": {16, 128}}, partition.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestRangeEmphasis(t *testing.T) {
 // TestRangeSupport: a batch and a sequence length are taken, each said
 // how; three dynamic dimensions are not, said why.
 func TestRangeSupport(t *testing.T) {
-	r, err := LoadRange(dynamicModel(t, true), onnx.LoadOptions{}, map[string][2]int{"N": {1, 4}, "S": {16, 128}}, partition.Options{})
+	r, err := LoadRange(dynamicModel(t, true), frontend.LoadOptions{}, map[string][2]int{"N": {1, 4}, "S": {16, 128}}, partition.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +202,7 @@ func TestRangeSupport(t *testing.T) {
 	if err := onnx.EncodeFile(path, g); err != nil {
 		t.Fatal(err)
 	}
-	if r, err = LoadRange(path, onnx.LoadOptions{}, map[string][2]int{"N": {1, 4}, "S": {16, 64}, "C": {4, 16}}, partition.Options{}); err != nil {
+	if r, err = LoadRange(path, frontend.LoadOptions{}, map[string][2]int{"N": {1, 4}, "S": {16, 64}, "C": {4, 16}}, partition.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if s := r.Support("N=1..4,S=16..64,C=4..16"); s.Yes || len(s.How) != 0 || !strings.Contains(s.Why, "takes a batch and one other dynamic dimension at most") {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/tessera-ml/tessera/backend"
 	"github.com/tessera-ml/tessera/costmodel"
-	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/records/dataset"
 )
@@ -58,7 +58,7 @@ func (r PretrainReport) Write(w io.Writer) {
 // that names one; "": every target) as a cost model's dataset (package
 // dataset, featurized by backend.FeaturesOf), and reports what it holds
 // and left out.
-func LoadDataset(dbs []string, target string, models []string, lo onnx.LoadOptions, po partition.Options) (*costmodel.Dataset, dataset.Report, error) {
+func LoadDataset(dbs []string, target string, models []string, lo frontend.LoadOptions, po partition.Options) (*costmodel.Dataset, dataset.Report, error) {
 	dags, err := TaskDAGs(models, lo, po)
 	if err != nil {
 		return nil, dataset.Report{}, err
@@ -82,7 +82,7 @@ func Pretrain(opts PretrainOptions) (*costmodel.Model, PretrainReport, error) {
 		}
 		opts.Models = append(opts.Models, paths...)
 	}
-	data, drep, err := LoadDataset(opts.DBs, "", opts.Models, onnx.LoadOptions{}, partition.Options{Alternatives: true})
+	data, drep, err := LoadDataset(opts.DBs, "", opts.Models, frontend.LoadOptions{}, partition.Options{Alternatives: true})
 	rep.Data = drep
 	if err != nil {
 		return nil, rep, err

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/modelgen"
 	"github.com/tessera-ml/tessera/partition"
@@ -22,7 +22,7 @@ func TestPretrain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := onnx.Load(path, onnx.LoadOptions{})
+	l, err := frontend.Load(path, frontend.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/modelgen"
@@ -40,7 +41,7 @@ func rangeSession(t *testing.T, db string, lo, hi, trials int, m search.Measurer
 	if err := onnx.EncodeFile(path, g); err != nil {
 		t.Fatal(err)
 	}
-	_, _, dp, err := LoadDims(path, onnx.LoadOptions{}, map[string][2]int{"S": {lo, hi}}, partition.Options{})
+	_, _, dp, err := LoadDims(path, frontend.LoadOptions{}, map[string][2]int{"S": {lo, hi}}, partition.Options{})
 	if err != nil || dp == nil {
 		t.Fatalf("no dimension given at run time (%v)", err)
 	}

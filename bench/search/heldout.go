@@ -8,7 +8,7 @@ import (
 	"github.com/tessera-ml/tessera/backend"
 	"github.com/tessera-ml/tessera/backend/machine"
 	"github.com/tessera-ml/tessera/costmodel"
-	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/modelgen"
 	"github.com/tessera-ml/tessera/partition"
@@ -31,7 +31,7 @@ import (
 // its pairwise accuracy, top-1 and top-5 peak scores and top-5 recall on
 // the test records.
 func heldOut(dbs, models []string, seen int, pretrainedFile string) error {
-	dags, err := tuning.TaskDAGs(models, onnx.LoadOptions{}, partition.Options{Alternatives: true})
+	dags, err := tuning.TaskDAGs(models, frontend.LoadOptions{}, partition.Options{Alternatives: true})
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ import (
 	"github.com/tessera-ml/tessera/backend"
 	"github.com/tessera-ml/tessera/backend/machine"
 	"github.com/tessera-ml/tessera/costmodel"
-	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/records"
@@ -132,7 +132,7 @@ func run(ctx context.Context, c config) error {
 	tg := backend.CPU(backend.CPUConfig{Threads: c.threads, Builder: &measure.Builder{}, Run: timing, Machine: m})
 	defer tg.Close()
 	// One load: the tasks tuned are the plan's the checkpoints build.
-	l, plan, err := tuning.LoadModel(c.model, onnx.LoadOptions{}, partition.Options{Alternatives: true})
+	l, plan, err := tuning.LoadModel(c.model, frontend.LoadOptions{}, partition.Options{Alternatives: true})
 	if err != nil {
 		return err
 	}

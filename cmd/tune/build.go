@@ -13,8 +13,8 @@ import (
 
 	"github.com/tessera-ml/tessera/assemble"
 	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
-	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/internal/cli"
 	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/partition"
@@ -134,7 +134,7 @@ func (bf *buildFlags) build(model string, layouts []string, opts assemble.Option
 // loadDims loads the model over --range (tuning.LoadDims) in one layout:
 // a build over a range does not race the two (with --layout auto,
 // channels-last, the layout tune tunes by default).
-func (bf *buildFlags) loadDims(model, layout string) (*onnx.Loaded, *partition.BatchPlan, *partition.DimPlan, error) {
+func (bf *buildFlags) loadDims(model, layout string) (*frontend.Loaded, *partition.BatchPlan, *partition.DimPlan, error) {
 	lo := bf.mf.loadOptions()
 	if layout == assemble.LayoutNCHW {
 		lo.NoPass = maps.Clone(lo.NoPass)

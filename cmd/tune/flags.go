@@ -6,7 +6,6 @@ import (
 
 	"github.com/tessera-ml/tessera/backend/machine"
 	"github.com/tessera-ml/tessera/frontend"
-	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/internal/cli"
 	"github.com/tessera-ml/tessera/measure/remote"
 	"github.com/tessera-ml/tessera/partition"
@@ -38,15 +37,15 @@ func (m *modelFlags) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&m.winograd, "winograd", true, "give 3×3 stride-1 convolutions a Winograd alternative task (tuned like any task; the build keeps the faster; --winograd=false: direct only)")
 }
 
-// loadOptions are the options of onnx.Load the flags give.
-func (m *modelFlags) loadOptions() onnx.LoadOptions {
-	return onnx.LoadOptions{Inputs: m.inputs.Dims(), DimNames: m.inputs.Names(), Freeze: m.freeze, NoPass: m.noPass}
+// loadOptions are the options of frontend.Load the flags give.
+func (m *modelFlags) loadOptions() frontend.LoadOptions {
+	return frontend.LoadOptions{Inputs: m.inputs.Dims(), DimNames: m.inputs.Names(), Freeze: m.freeze, NoPass: m.noPass}
 }
 
 // load loads the model at path as the flags say and extracts its tasks
 // (tuning.LoadModel); over a --range, the model at batch 1 and the largest
 // value of a dimension given at run time (tuning.LoadDims).
-func (m *modelFlags) load(path string) (*onnx.Loaded, *partition.Plan, error) {
+func (m *modelFlags) load(path string) (*frontend.Loaded, *partition.Plan, error) {
 	if len(m.ranges) > 0 {
 		l, bp, dp, err := m.loadDims(path, m.loadOptions())
 		if err != nil {
@@ -62,7 +61,7 @@ func (m *modelFlags) load(path string) (*onnx.Loaded, *partition.Plan, error) {
 
 // loadDims loads the model at path over --range (tuning.LoadDims) with
 // the load options lo.
-func (m *modelFlags) loadDims(path string, lo onnx.LoadOptions) (*onnx.Loaded, *partition.BatchPlan, *partition.DimPlan, error) {
+func (m *modelFlags) loadDims(path string, lo frontend.LoadOptions) (*frontend.Loaded, *partition.BatchPlan, *partition.DimPlan, error) {
 	return tuning.LoadDims(path, lo, m.ranges, partition.Options{Alternatives: m.winograd})
 }
 

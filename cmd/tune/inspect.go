@@ -10,7 +10,7 @@ import (
 	"github.com/tessera-ml/tessera/schedule"
 	"github.com/tessera-ml/tessera/sketch"
 
-	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/internal/cli"
 	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/tuning"
@@ -107,7 +107,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 // static shapes, its summary and plan; over --range, the plan over the
 // ranges, whether tune and tune build take them, and the DAG of --dag.
 type inspectResult struct {
-	Model       *onnx.Summary             `json:"model,omitempty"`
+	Model       *frontend.Summary         `json:"model,omitempty"`
 	Plan        *partition.PlanReport     `json:"plan,omitempty"`
 	RangePlan   *partition.SymbolicReport `json:"range_plan,omitempty"`
 	RangeTuning *tuning.RangeSupport      `json:"range_tuning,omitempty"`

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/tessera-ml/tessera/assemble"
-	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/internal/chrometrace"
 	"github.com/tessera-ml/tessera/tsrt"
 )
@@ -21,7 +21,7 @@ import (
 // evaluator.
 func tinyReference(t *testing.T, x []float32) []float32 {
 	t.Helper()
-	l, err := onnx.Load(tiny, onnx.LoadOptions{})
+	l, err := frontend.Load(tiny, frontend.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/tessera-ml/tessera/graph/onnx"
 	"io"
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/tessera-ml/tessera/frontend"
 
 	"github.com/tessera-ml/tessera/backend"
 	"github.com/tessera-ml/tessera/internal/cli"
@@ -154,7 +155,7 @@ func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *backend.Targ
 
 // tasks loads the model and returns its tasks, each within --max-memory.
 func (f *tuneFlags) tasks(path string, stderr io.Writer) ([]*partition.Task, error) {
-	var l *onnx.Loaded
+	var l *frontend.Loaded
 	var tasks []*partition.Task
 	if err := f.weights.Within(f.model.ranges); err != nil {
 		return nil, err

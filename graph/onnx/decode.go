@@ -1,8 +1,8 @@
 // Package onnx reads and writes ONNX model files: Decode turns a serialized
-// ModelProto into a *graph.Graph, Encode does the reverse, and Load reads
-// a model the way every command takes it (inputs frozen and bound, shapes
-// inferred, the graph passes run). The protobuf messages are in package
-// onnxpb.
+// ModelProto into a *graph.Graph, Encode does the reverse. The protobuf
+// messages are in package onnxpb. It knows no op: package frontend's Load
+// reads a model the way every command takes it (inputs frozen and bound,
+// shapes inferred by the ops' rules, the graph passes run).
 //
 // Tensors are float32, integer (int8 to int64, uint8 to uint32) or bool; a
 // tensor of another data type (float16, float64, string), a tensor stored

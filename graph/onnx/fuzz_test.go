@@ -1,4 +1,4 @@
-package onnx
+package onnx_test
 
 import (
 	"os"
@@ -7,14 +7,15 @@ import (
 
 	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/graph/onnx"
 )
 
 // FuzzDecode feeds arbitrary bytes through decoding, binding, shape
 // inference and the passes: each step may fail, none may panic or hang.
 // Run with: go test ./graph/onnx -run '^$' -fuzz FuzzDecode -fuzztime 1m
 func FuzzDecode(f *testing.F) {
-	for _, g := range []*graph.Graph{sample(), withIf()} {
-		if data, err := Encode(g); err == nil {
+	for _, g := range []*graph.Graph{onnx.Sample(), onnx.WithIf()} {
+		if data, err := onnx.Encode(g); err == nil {
 			f.Add(data)
 		}
 	}
@@ -26,7 +27,7 @@ func FuzzDecode(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		g, err := Decode(data, "fuzz.onnx")
+		g, err := onnx.Decode(data, "fuzz.onnx")
 		if err != nil {
 			return
 		}
@@ -55,7 +56,7 @@ func FuzzDecode(f *testing.F) {
 		if err := g.Validate(); err != nil {
 			t.Fatalf("passes left an invalid graph: %v", err)
 		}
-		if _, err := Encode(g); err != nil {
+		if _, err := onnx.Encode(g); err != nil {
 			t.Fatalf("cannot encode a graph that decoded: %v", err)
 		}
 	})

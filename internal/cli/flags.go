@@ -187,7 +187,7 @@ func (w Weights) Within(r Ranges) error {
 }
 
 // Values collects repeated `--freeze name=v0,v1,...` flags: the values as
-// written, parsed once the input's dtype is known (onnx.Load). Make it
+// written, parsed once the input's dtype is known (frontend.Load). Make it
 // before registering it.
 type Values map[string][]string
 

@@ -1,4 +1,4 @@
-package onnx
+package frontend
 
 import (
 	"errors"
@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/graph/onnx"
 )
 
 // LoadOptions say how Load prepares a model: the flags --input, --freeze
@@ -22,7 +22,7 @@ type LoadOptions struct {
 	// (tuning.LoadRange); Load itself refuses them.
 	DimNames map[string][]string
 	Freeze   map[string][]string // graph input → the values it is frozen to, as written
-	NoPass   map[string]bool     // graph passes not to run (frontend.PassNames)
+	NoPass   map[string]bool     // graph passes not to run (PassNames)
 }
 
 // Loaded is a model read, frozen, bound and simplified.
@@ -33,11 +33,11 @@ type Loaded struct {
 	Notes         []string    // what a user should know of how the model was read
 }
 
-// Load decodes the model file at path, freezes and binds its inputs,
-// infers shapes and runs the graph passes not disabled: a graph ready for
-// partition.Extract. The ops' rules must be registered (package ops).
+// Load decodes the model file at path (package graph/onnx), freezes and
+// binds its inputs, infers shapes and runs the graph passes not disabled:
+// a graph ready for partition.Extract.
 func Load(path string, opts LoadOptions) (*Loaded, error) {
-	g, err := DecodeFile(path)
+	g, err := onnx.DecodeFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func Prepare(g *graph.Graph, path string, opts LoadOptions) (*Loaded, error) {
 	if err := g.Bind(inputs); err != nil {
 		return nil, err
 	}
-	if err := frontend.RunPasses(g, opts.NoPass); err != nil {
+	if err := RunPasses(g, opts.NoPass); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	l.After = graph.StatsOf(g)
@@ -180,7 +180,7 @@ func (l *Loaded) Summary(path string) Summary {
 	if len(l.Options.Freeze) > 0 {
 		s.Frozen = l.Options.Freeze
 	}
-	for _, name := range frontend.PassNames() {
+	for _, name := range PassNames() {
 		if !l.Options.NoPass[name] {
 			s.Passes = append(s.Passes, name)
 		}

@@ -1,4 +1,4 @@
-package onnx
+package frontend
 
 import (
 	"os"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/graph/onnx"
 )
 
 // rateModel is a model whose int64 input sr selects y = x·x (sr = 16000)
@@ -27,7 +28,7 @@ func rateModel() *graph.Graph {
 
 // TestLoad reads a model file as every command does.
 func TestLoad(t *testing.T) {
-	data, err := Encode(rateModel())
+	data, err := onnx.Encode(rateModel())
 	if err != nil {
 		t.Fatal(err)
 	}
