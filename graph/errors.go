@@ -14,8 +14,9 @@ import (
 // such models apart from malformed ones with errors.Is.
 var ErrUnsupported = errors.New("unsupported")
 
-// UnsupportedOpError is returned when a node's op has no shape inference
-// (graph) or no lowering (partition).
+// UnsupportedOpError is returned when a node's op has no shape rule
+// (frontend's shape inference: no ops.Op defines it) or no lowering
+// (partition).
 type UnsupportedOpError struct {
 	Op, Domain string
 	Opset      int
@@ -52,8 +53,8 @@ func (e *NotConstantError) Error() string {
 	return fmt.Sprintf("%s at node %s: %s input %s must be a constant (it is computed at run time)", e.Op, e.Node, e.What, e.Value)
 }
 
-// UnboundDimsError is returned by InferShapes (and Bind) when graph inputs
-// still have dynamic dimensions.
+// UnboundDimsError is returned by Bind and CheckBound (and so by
+// frontend.InferShapes) when graph inputs still have dynamic dimensions.
 type UnboundDimsError struct {
 	Dims []UnboundDim
 }

@@ -1,8 +1,7 @@
 package graph
 
 // Operands that ONNX gives either as an input or, in older opsets, as an
-// attribute: the op rules of package ops and the graph passes read them
-// alike.
+// attribute; the op rules of package ops read them through these.
 
 // IntsParam returns an integer list operand of node n given either as input
 // i (in the opsets where it is an input) or as attribute attr (in the older
