@@ -44,6 +44,87 @@ class TextEncoder(torch.nn.Module):
         return self.head(self.encoder(x).mean(dim=1))
 
 
+class FirstOutput(torch.nn.Module):
+    """A torchvision segmentation model's "out" alone (its forward returns a
+    dict, which the exporter cannot name)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)["out"]
+
+
+class LanguageModel(torch.nn.Module):
+    """An LSTM language model as torch.nn users write one: token embedding,
+    two LSTM layers, a linear head over the vocabulary at every step."""
+
+    def __init__(self, vocab=4000, d=256, hidden=512, layers=2):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, d)
+        self.lstm = torch.nn.LSTM(d, hidden, layers, batch_first=True)
+        self.head = torch.nn.Linear(hidden, vocab)
+
+    def forward(self, ids):
+        y, _ = self.lstm(self.embed(ids))
+        return self.head(y)
+
+
+class SpeechGRU(torch.nn.Module):
+    """A small speech model: a 1-D convolution over 80 mel bins, two GRU
+    layers, a per-frame classifier (a keyword spotter's or CTC head's shape)."""
+
+    def __init__(self, mels=80, channels=128, hidden=192, classes=32):
+        super().__init__()
+        self.conv = torch.nn.Conv1d(mels, channels, 5, padding=2)
+        self.gru = torch.nn.GRU(channels, hidden, 2, batch_first=True)
+        self.head = torch.nn.Linear(hidden, classes)
+
+    def forward(self, x):  # x: [N, mels, T]
+        h = torch.relu(self.conv(x)).transpose(1, 2)
+        y, _ = self.gru(h)
+        return self.head(y)
+
+
+class DCGANGenerator(torch.nn.Module):
+    """The DCGAN generator (Radford et al.): a latent vector to a 64×64 image
+    through ConvTranspose 4×4 stride 2, BatchNorm and ReLU, Tanh at the end."""
+
+    def __init__(self, z=100, f=64):
+        super().__init__()
+        def up(i, o, s=2, p=1):
+            return [torch.nn.ConvTranspose2d(i, o, 4, s, p, bias=False), torch.nn.BatchNorm2d(o), torch.nn.ReLU(True)]
+        self.net = torch.nn.Sequential(*up(z, f * 8, 1, 0), *up(f * 8, f * 4), *up(f * 4, f * 2), *up(f * 2, f),
+                                       torch.nn.ConvTranspose2d(f, 3, 4, 2, 1, bias=False), torch.nn.Tanh())
+
+    def forward(self, z):
+        return self.net(z)
+
+
+class SmallUNet(torch.nn.Module):
+    """A small U-Net: three levels of two 3×3 convolutions, max pooling down,
+    ConvTranspose 2×2 stride 2 up, skip connections by concatenation."""
+
+    def __init__(self, c=3, f=32, classes=2):
+        super().__init__()
+        def block(i, o):
+            return torch.nn.Sequential(torch.nn.Conv2d(i, o, 3, padding=1), torch.nn.BatchNorm2d(o), torch.nn.ReLU(True),
+                                       torch.nn.Conv2d(o, o, 3, padding=1), torch.nn.BatchNorm2d(o), torch.nn.ReLU(True))
+        self.d1, self.d2, self.bottom = block(c, f), block(f, 2 * f), block(2 * f, 4 * f)
+        self.u2, self.c2 = torch.nn.ConvTranspose2d(4 * f, 2 * f, 2, 2), block(4 * f, 2 * f)
+        self.u1, self.c1 = torch.nn.ConvTranspose2d(2 * f, f, 2, 2), block(2 * f, f)
+        self.out = torch.nn.Conv2d(f, classes, 1)
+
+    def forward(self, x):
+        a = self.d1(x)
+        b = self.d2(torch.nn.functional.max_pool2d(a, 2))
+        m = self.bottom(torch.nn.functional.max_pool2d(b, 2))
+        b = self.c2(torch.cat([self.u2(m), b], 1))
+        a = self.c1(torch.cat([self.u1(b), a], 1))
+        return self.out(a)
+
+
 # name: (constructor, input shape); images are 224×224 but Inception's 299.
 MODELS = {
     "resnext50_32x4d": (lambda: tvm.resnext50_32x4d(), (1, 3, 224, 224)),
@@ -56,6 +137,18 @@ MODELS = {
     "swin_t": (lambda: tvm.swin_t(), (1, 3, 224, 224)),
     "vit_b_32": (lambda: tvm.vit_b_32(), (1, 3, 224, 224)),
     "text_encoder": (lambda: TextEncoder(), (1, 128)),
+    # Architectures beyond the classifiers (issue 47): segmentation, more
+    # efficient CNNs, a larger Swin, recurrent models, decoders.
+    "fcn_resnet50": (lambda: FirstOutput(tvm.segmentation.fcn_resnet50(weights=None, weights_backbone=None, aux_loss=False)), (1, 3, 224, 224)),
+    "lraspp_mobilenet_v3_large": (lambda: FirstOutput(tvm.segmentation.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None)), (1, 3, 224, 224)),
+    "efficientnet_b1": (lambda: tvm.efficientnet_b1(), (1, 3, 240, 240)),
+    "efficientnet_v2_s": (lambda: tvm.efficientnet_v2_s(), (1, 3, 224, 224)),
+    "regnet_x_1_6gf": (lambda: tvm.regnet_x_1_6gf(), (1, 3, 224, 224)),
+    "swin_s": (lambda: tvm.swin_s(), (1, 3, 224, 224)),
+    "lstm_lm": (lambda: LanguageModel(), (1, 32)),
+    "gru_speech": (lambda: SpeechGRU(), (1, 80, 100)),
+    "dcgan_generator": (lambda: DCGANGenerator(), (1, 100, 1, 1)),
+    "unet_small": (lambda: SmallUNet(), (1, 3, 128, 128)),
 }
 
 
@@ -91,10 +184,12 @@ def latency(model, x, threads):
 
 
 def sample_input(name, shape, g):
-    """A random input of the shape: token ids for the text encoder, else
+    """A random input of the shape: token ids for the text models, else
     values uniform in [-1, 1)."""
     if name == "text_encoder":
         return torch.randint(0, 8000, shape, generator=g)
+    if name == "lstm_lm":
+        return torch.randint(0, 4000, shape, generator=g)
     return torch.rand(shape, generator=g) * 2 - 1
 
 
