@@ -76,17 +76,18 @@ type LayoutChoice struct {
 // where every layout is covered, it builds each into a temporary
 // directory, times them end to end (RaceRounds alternating rounds, run
 // with run) and returns the fastest. Without records, the first layout.
-// load says how to read the model; in the NCHW layout the convert-layout
-// pass does not run.
-func ChooseLayout(ctx context.Context, path string, load frontend.LoadOptions, layouts []string, opts Options, run tsrt.RunOptions) (*LayoutChoice, error) {
+// load says how to read the model (in the NCHW layout the convert-layout
+// pass does not run), part how to partition it (Alternatives: the Winograd
+// rivals a build may choose).
+func ChooseLayout(ctx context.Context, path string, load frontend.LoadOptions, part partition.Options, layouts []string, opts Options, run tsrt.RunOptions) (*LayoutChoice, error) {
 	if opts.Records == nil || len(layouts) == 1 {
-		lm, err := loadLayout(path, load, layouts[0])
+		lm, err := loadLayout(path, load, part, layouts[0])
 		return &LayoutChoice{Chosen: lm}, err
 	}
 	c := &LayoutChoice{}
 	var covered []*LayoutModel
 	for _, layout := range layouts {
-		lm, err := loadLayout(path, load, layout)
+		lm, err := loadLayout(path, load, part, layout)
 		if err != nil {
 			return nil, err
 		}
@@ -115,7 +116,7 @@ func ChooseLayout(ctx context.Context, path string, load frontend.LoadOptions, l
 
 // loadLayout loads the model in one layout and extracts its plan with
 // every alternative algorithm.
-func loadLayout(path string, load frontend.LoadOptions, layout string) (*LayoutModel, error) {
+func loadLayout(path string, load frontend.LoadOptions, part partition.Options, layout string) (*LayoutModel, error) {
 	if layout == LayoutNCHW {
 		load.NoPass = maps.Clone(load.NoPass)
 		if load.NoPass == nil {
@@ -127,7 +128,7 @@ func loadLayout(path string, load frontend.LoadOptions, layout string) (*LayoutM
 	if err != nil {
 		return nil, err
 	}
-	plan, err := partition.Extract(l.Graph, partition.Options{Alternatives: true})
+	plan, err := partition.Extract(l.Graph, part)
 	if err != nil {
 		return nil, err
 	}

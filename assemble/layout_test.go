@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tessera-ml/tessera/frontend"
+	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/records"
 	"github.com/tessera-ml/tessera/tsrt"
 )
@@ -29,7 +30,7 @@ func TestChooseLayoutByCoverage(t *testing.T) {
 	const tiny = "../testdata/tiny.onnx"
 	opts := Options{Target: testTarget(recordsKey, nil)}
 	both := []string{LayoutNHWC, LayoutNCHW}
-	c, err := ChooseLayout(context.Background(), tiny, frontend.LoadOptions{}, both, opts, tsrt.RunOptions{})
+	c, err := ChooseLayout(context.Background(), tiny, frontend.LoadOptions{}, partition.Options{Alternatives: true}, both, opts, tsrt.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func TestChooseLayoutByCoverage(t *testing.T) {
 		t.Errorf("without records: chose %s, weighed %d, raced %v", c.Chosen.Layout, len(c.Weighed), c.Raced)
 	}
 
-	nchw, err := loadLayout(tiny, frontend.LoadOptions{}, LayoutNCHW)
+	nchw, err := loadLayout(tiny, frontend.LoadOptions{}, partition.Options{Alternatives: true}, LayoutNCHW)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func TestChooseLayoutByCoverage(t *testing.T) {
 		keys[task.Key] = true
 	}
 	opts.Records = keys
-	if c, err = ChooseLayout(context.Background(), tiny, frontend.LoadOptions{}, both, opts, tsrt.RunOptions{}); err != nil {
+	if c, err = ChooseLayout(context.Background(), tiny, frontend.LoadOptions{}, partition.Options{Alternatives: true}, both, opts, tsrt.RunOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if c.Chosen.Layout != LayoutNCHW || len(c.Weighed) != 2 || c.Raced {

@@ -113,7 +113,7 @@ func (bf *buildFlags) build(model string, layouts []string, opts assemble.Option
 			g, plan = bp.One.Graph, bp.One.Plan
 		}
 	} else {
-		c, err := assemble.ChooseLayout(ctx, model, bf.mf.loadOptions(), layouts, opts, tsrt.RunOptions{Threads: bf.threads})
+		c, err := assemble.ChooseLayout(ctx, model, bf.mf.loadOptions(), partition.Options{Alternatives: bf.mf.winograd}, layouts, opts, tsrt.RunOptions{Threads: bf.threads})
 		if err != nil {
 			return nil, sigs.Interrupted(err, stopped)
 		}
