@@ -380,10 +380,45 @@ func (r *Report) NodeSummary() string {
 // emit writes the plan into g: quantized constants, Q/DQ nodes, readers
 // rewired; ranges are the calibrated (and adjusted) ranges.
 func (p *plan) emit(ranges map[string]Range, rep *Report) error {
+	info, err := p.params(ranges, rep)
+	if err != nil {
+		return err
+	}
+	// The weights' scales, raised where an int32 bias would overflow.
+	for _, b := range p.biases {
+		in, w := info[b.input], info[b.weight]
+		if in == nil || w == nil || len(in.ps) != 1 || w.dtype != graph.Int8 {
+			continue
+		}
+		rep.Raised += len(AdjustForBias(in.ps[0].Scale, w.ps, p.g.Values[b.bias].Const.F32))
+	}
+	e := &emission{
+		plan:   p,
+		info:   info,
+		rep:    rep,
+		after:  map[string][]*graph.Node{},
+		before: map[string]*graph.Node{},
+		rename: map[string]string{},
+	}
+	e.tensors()
+	e.quantizeBiases()
+	e.rewire()
+	for n := range p.nodes {
+		rep.Nodes[n.OpType]++
+	}
+	rep.Folded = len(p.removed)
+	rep.Notes = append(rep.Notes, p.notes...)
+	return nil
+}
+
+// params are the quantization parameters of every marked tensor:
+// activations from their ranges, constants from their data, shared
+// tensors from their providers. A shared tensor whose provider is a
+// weight or is not quantized after all loses its mark; the model's
+// quantized outputs go into rep.
+func (p *plan) params(ranges map[string]Range, rep *Report) (map[string]*qinfo, error) {
 	g := p.g
 	info := map[string]*qinfo{}
-	// Parameters: activations from their ranges, constants from their
-	// data, shared tensors from their providers.
 	for _, name := range p.order {
 		m := p.marks[name]
 		v := g.Values[name]
@@ -395,7 +430,7 @@ func (p *plan) emit(ranges map[string]Range, rep *Report) error {
 		case m.kind == activation:
 			r, ok := ranges[name]
 			if !ok {
-				return fmt.Errorf("quantize: tensor %s has no calibrated range", name)
+				return nil, fmt.Errorf("quantize: tensor %s has no calibrated range", name)
 			}
 			ps := ScaleZeroPoint(r.Min, r.Max, uint8Min, uint8Max, false)
 			if ps.Degenerate() && r.Min == 0 && r.Max == 0 {
@@ -427,62 +462,70 @@ func (p *plan) emit(ranges map[string]Range, rep *Report) error {
 			rep.Outputs = append(rep.Outputs, Output{Name: o, Params: qi.ps[0]})
 		}
 	}
+	return info, nil
+}
 
-	// The weights' scales, raised where an int32 bias would overflow.
-	for _, b := range p.biases {
-		in, w := info[b.input], info[b.weight]
-		if in == nil || w == nil || len(in.ps) != 1 || w.dtype != graph.Int8 {
-			continue
-		}
-		rep.Raised += len(AdjustForBias(in.ps[0].Scale, w.ps, g.Values[b.bias].Const.F32))
+// emission is emit's work in progress: the nodes it makes, where they go,
+// and the reads it redirects. Q/DQ pairs follow the node that writes
+// their tensor (graph inputs: first); a constant's DequantizeLinear
+// precedes its first reader.
+type emission struct {
+	*plan
+	info   map[string]*qinfo
+	rep    *Report
+	after  map[string][]*graph.Node // value → the Q/DQ nodes that follow its producer
+	first  []*graph.Node            // Q/DQ of graph inputs
+	before map[string]*graph.Node   // value → the DQ node that writes it (constants)
+	rename map[string]string        // reads of a value → reads of its DQ output
+}
+
+// addConst adds a constant named after base and returns its name.
+func (e *emission) addConst(base string, t *graph.Tensor) string {
+	name := e.g.FreshName(base)
+	e.g.AddConst(name, t)
+	return name
+}
+
+// paramConsts adds qi's scale and zero-point constants, named after base.
+func (e *emission) paramConsts(base string, qi *qinfo) {
+	shape := []int{}
+	if qi.axis >= 0 {
+		shape = []int{len(qi.ps)}
 	}
+	sc := &graph.Tensor{DType: graph.Float32, Shape: shape}
+	zp := &graph.Tensor{DType: qi.dtype, Shape: slices.Clone(shape)}
+	for _, ps := range qi.ps {
+		sc.F32 = append(sc.F32, ps.Scale)
+		zp.I64 = append(zp.I64, ps.ZeroPoint)
+	}
+	qi.scale = e.addConst(base+"_scale", sc)
+	qi.zero = e.addConst(base+"_zero_point", zp)
+}
 
-	// The constants and nodes. Q/DQ pairs follow the node that writes
-	// their tensor (graph inputs: first); a constant's DequantizeLinear
-	// precedes its first reader.
-	after := map[string][]*graph.Node{} // value → the Q/DQ nodes that follow its producer
-	var first []*graph.Node             // Q/DQ of graph inputs
-	before := map[string]*graph.Node{}  // value → the DQ node that writes it (constants)
-	rename := map[string]string{}       // reads of a value → reads of its DQ output
+// tensors makes the nodes of every marked tensor: a constant's quantized
+// values and a DequantizeLinear, an activation's Q → DQ after its
+// producer.
+func (e *emission) tensors() {
+	g, rep := e.g, e.rep
 	producers := g.Producers()
-	addConst := func(base string, t *graph.Tensor) string {
-		name := g.FreshName(base)
-		g.AddConst(name, t)
-		return name
-	}
-	paramConsts := func(base string, qi *qinfo) {
-		shape := []int{}
-		if qi.axis >= 0 {
-			shape = []int{len(qi.ps)}
-		}
-		sc := &graph.Tensor{DType: graph.Float32, Shape: shape}
-		zp := &graph.Tensor{DType: qi.dtype, Shape: slices.Clone(shape)}
-		for _, ps := range qi.ps {
-			sc.F32 = append(sc.F32, ps.Scale)
-			zp.I64 = append(zp.I64, ps.ZeroPoint)
-		}
-		qi.scale = addConst(base+"_scale", sc)
-		qi.zero = addConst(base+"_zero_point", zp)
-	}
-	for _, name := range p.order {
-		m, qi, v := p.marks[name], info[name], g.Values[name]
+	for _, name := range e.order {
+		m, qi, v := e.marks[name], e.info[name], g.Values[name]
 		if v.Const != nil {
-			// A constant: its quantized values and a DequantizeLinear.
 			c := v.Const
-			paramConsts(name, qi)
+			e.paramConsts(name, qi)
 			lo, hi := int64(uint8Min), int64(uint8Max)
 			if qi.dtype == graph.Int8 {
 				lo, hi = int8Min, int8Max
 			}
 			q := &graph.Tensor{DType: qi.dtype, Shape: slices.Clone(c.Shape), I64: QuantizeData(c.Shape, c.F32, qi.axis, qi.ps, lo, hi)}
-			qname := addConst(name+"_quantized", q)
-			out := p.fresh(name+"_DequantizeLinear_Output", graph.Float32, c.Shape)
+			qname := e.addConst(name+"_quantized", q)
+			out := e.fresh(name+"_DequantizeLinear_Output", graph.Float32, c.Shape)
 			dq := &graph.Node{Name: name + "_DequantizeLinear", OpType: "DequantizeLinear", Inputs: []string{qname, qi.scale, qi.zero}, Outputs: []string{out}, Attrs: map[string]graph.Attr{}}
 			if qi.axis >= 0 {
 				dq.Attrs["axis"] = graph.Attr{Kind: graph.AttrInt, I: int64(qi.axis)}
 			}
-			before[out] = dq
-			rename[name] = out
+			e.before[out] = dq
+			e.rename[name] = out
 			if m.kind == weight {
 				rep.Weights++
 				if qi.axis >= 0 {
@@ -493,11 +536,10 @@ func (p *plan) emit(ranges map[string]Range, rep *Report) error {
 			}
 			continue
 		}
-		// An activation: Q → DQ after its producer.
 		if m.kind == shared {
 			rep.Shared++
 		} else {
-			paramConsts(name, qi)
+			e.paramConsts(name, qi)
 			rep.Activations++
 		}
 		qin, dqout := name, name
@@ -505,44 +547,48 @@ func (p *plan) emit(ranges map[string]Range, rep *Report) error {
 		if g.IsOutput(name) && prod != nil {
 			// The model's output keeps its name: the producer writes the
 			// Q's input, the DQ writes the output.
-			qin = p.fresh(name+"_QuantizeLinear_Input", graph.Float32, v.Shape)
+			qin = e.fresh(name+"_QuantizeLinear_Input", graph.Float32, v.Shape)
 			for k, o := range prod.Outputs {
 				if o == name {
 					prod.Outputs[k] = qin
 				}
 			}
 		} else {
-			dqout = p.fresh(name+"_DequantizeLinear_Output", graph.Float32, v.Shape)
-			rename[name] = dqout
+			dqout = e.fresh(name+"_DequantizeLinear_Output", graph.Float32, v.Shape)
+			e.rename[name] = dqout
 		}
-		qout := p.fresh(name+"_QuantizeLinear_Output", graph.Uint8, v.Shape)
+		qout := e.fresh(name+"_QuantizeLinear_Output", graph.Uint8, v.Shape)
 		pair := []*graph.Node{
 			{Name: name + "_QuantizeLinear", OpType: "QuantizeLinear", Inputs: []string{qin, qi.scale, qi.zero}, Outputs: []string{qout}, Attrs: map[string]graph.Attr{}},
 			{Name: name + "_DequantizeLinear", OpType: "DequantizeLinear", Inputs: []string{qout, qi.scale, qi.zero}, Outputs: []string{dqout}, Attrs: map[string]graph.Attr{}},
 		}
 		if prod == nil {
-			first = append(first, pair...)
+			e.first = append(e.first, pair...)
 		} else {
-			after[qin] = append(after[qin], pair...)
+			e.after[qin] = append(e.after[qin], pair...)
 		}
 	}
+}
 
-	// Biases: int32 with the scale input × weight, written under the
-	// bias's own name by a DequantizeLinear.
-	for _, b := range p.biases {
-		in, w := info[b.input], info[b.weight]
+// quantizeBiases makes each bias int32 with the scale input × weight, written
+// under the bias's own name by a DequantizeLinear; a bias that cannot be
+// is left float, with a note.
+func (e *emission) quantizeBiases() {
+	g, rep := e.g, e.rep
+	for _, b := range e.biases {
+		in, w := e.info[b.input], e.info[b.weight]
 		c := g.Values[b.bias].Const
 		if in == nil || w == nil || len(in.ps) != 1 {
-			p.notes = append(p.notes, fmt.Sprintf("%s node %s: its input or weight is not quantized: bias %s left float", b.node.OpType, b.node.Name, b.bias))
+			e.notes = append(e.notes, fmt.Sprintf("%s node %s: its input or weight is not quantized: bias %s left float", b.node.OpType, b.node.Name, b.bias))
 			continue
 		}
 		if len(w.ps) > 1 && (len(c.Shape) != 1 || c.Shape[0] != len(w.ps)) {
-			p.notes = append(p.notes, fmt.Sprintf("%s node %s: bias %s of shape %v does not match the %d weight channels: left float", b.node.OpType, b.node.Name, b.bias, c.Shape, len(w.ps)))
+			e.notes = append(e.notes, fmt.Sprintf("%s node %s: bias %s of shape %v does not match the %d weight channels: left float", b.node.OpType, b.node.Name, b.bias, c.Shape, len(w.ps)))
 			continue
 		}
 		scales := BiasScales(in.ps[0].Scale, w.ps, b.beta)
 		if slices.Contains(scales, 0) {
-			p.notes = append(p.notes, fmt.Sprintf("%s node %s: input scale × weight scale underflows float32: bias %s left float", b.node.OpType, b.node.Name, b.bias))
+			e.notes = append(e.notes, fmt.Sprintf("%s node %s: input scale × weight scale underflows float32: bias %s left float", b.node.OpType, b.node.Name, b.bias))
 			continue
 		}
 		vals := c.F32
@@ -558,47 +604,50 @@ func (p *plan) emit(ranges map[string]Range, rep *Report) error {
 		q, clipped := QuantizeBias(vals, scales)
 		rep.Clipped += clipped
 		if clipped > 0 {
-			p.notes = append(p.notes, fmt.Sprintf("%s node %s: %d values of bias %s exceed int32 at scale input × weight: saturated", b.node.OpType, b.node.Name, clipped, b.bias))
+			e.notes = append(e.notes, fmt.Sprintf("%s node %s: %d values of bias %s exceed int32 at scale input × weight: saturated", b.node.OpType, b.node.Name, clipped, b.bias))
 		}
-		qname := addConst(b.bias+"_quantized", &graph.Tensor{DType: graph.Int32, Shape: slices.Clone(c.Shape), I64: q})
-		sc := addConst(b.bias+"_quantized_scale", graph.Float32Tensor([]int{len(scales)}, scales))
-		zp := addConst(b.bias+"_quantized_zero_point", &graph.Tensor{DType: graph.Int32, Shape: []int{len(scales)}, I64: make([]int64, len(scales))})
+		qname := e.addConst(b.bias+"_quantized", &graph.Tensor{DType: graph.Int32, Shape: slices.Clone(c.Shape), I64: q})
+		sc := e.addConst(b.bias+"_quantized_scale", graph.Float32Tensor([]int{len(scales)}, scales))
+		zp := e.addConst(b.bias+"_quantized_zero_point", &graph.Tensor{DType: graph.Int32, Shape: []int{len(scales)}, I64: make([]int64, len(scales))})
 		dq := &graph.Node{Name: b.bias + "_DequantizeLinear", OpType: "DequantizeLinear", Inputs: []string{qname, sc, zp}, Outputs: []string{b.bias}, Attrs: map[string]graph.Attr{}}
 		if len(scales) > 1 {
 			dq.Attrs["axis"] = graph.Attr{Kind: graph.AttrInt, I: 0}
 		}
 		v := g.Values[b.bias]
 		v.Const, v.Known = nil, nil
-		before[b.bias] = dq
+		e.before[b.bias] = dq
 		rep.Biases++
 	}
+}
 
-	// Readers of a quantized tensor read its DequantizeLinear's output.
+// rewire points the readers of a quantized tensor at its DequantizeLinear's
+// output, puts the new nodes in their places, and drops the float
+// constants no node reads any more (the weights) and the values nothing
+// writes or reads (a folded Relu's input).
+func (e *emission) rewire() {
+	g := e.g
 	for _, n := range g.Nodes {
 		for k, in := range n.Inputs {
-			if r, ok := rename[in]; ok {
+			if r, ok := e.rename[in]; ok {
 				n.Inputs[k] = r
 			}
 		}
 	}
-	nodes := slices.Clone(first)
+	nodes := slices.Clone(e.first)
 	emitted := map[*graph.Node]bool{}
 	for _, n := range g.Nodes {
 		for _, in := range n.Inputs {
-			if dq := before[in]; dq != nil && !emitted[dq] {
+			if dq := e.before[in]; dq != nil && !emitted[dq] {
 				nodes = append(nodes, dq)
 				emitted[dq] = true
 			}
 		}
 		nodes = append(nodes, n)
 		for _, o := range n.Outputs {
-			nodes = append(nodes, after[o]...)
+			nodes = append(nodes, e.after[o]...)
 		}
 	}
 	g.Nodes = nodes
-
-	// The float constants no node reads any more (the weights) go, and
-	// the values nothing writes or reads (a folded Relu's input).
 	used := map[string]bool{}
 	for _, n := range g.Nodes {
 		for _, name := range slices.Concat(n.Inputs, n.Outputs) {
@@ -610,12 +659,6 @@ func (p *plan) emit(ranges map[string]Range, rep *Report) error {
 			delete(g.Values, name)
 		}
 	}
-	for n := range p.nodes {
-		rep.Nodes[n.OpType]++
-	}
-	rep.Folded = len(p.removed)
-	rep.Notes = append(rep.Notes, p.notes...)
-	return nil
 }
 
 // fresh returns a new value name from base with the given type.
