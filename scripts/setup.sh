@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 user_path=$PATH # deps.sh adds Go's folders to PATH for this script only
 source scripts/deps.sh
 go build ./...
-go install ./cmd/tune
+# -buildvcs=auto: tune --version names the commit even where GOFLAGS
+# turns stamping off (some containers set -buildvcs=false)
+go install -buildvcs=auto ./cmd/tune
 bin=$(go env GOBIN)
 [ -n "$bin" ] || bin=$(go env GOPATH)/bin
 echo "installed tune into $bin/tune"
