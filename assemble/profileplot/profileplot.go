@@ -98,7 +98,7 @@ func Draw(w io.Writer, format string, r *tsrt.BenchReport) error {
 	pl.Legend.XOffs, pl.Legend.YOffs = vg.Points(-4), vg.Points(-4)
 	pl.X.Min, pl.X.Max = 0, most*1.15 // room for the ratios
 	// The legend's two lines sit above the first step.
-	pl.Y.Max += 1.5
+	pl.Y.Max += 2
 	height := vg.Length(n)*rowHeight + frame
 	return curveplot.WritePanels(w, format, curveplot.Width, height, curveplot.Panel{Plot: pl, YLabel: ""})
 }
