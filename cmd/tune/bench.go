@@ -73,7 +73,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "wrote %s\n", *plot)
 	}
 	if *asJSON {
-		return writeJSON(stdout, r)
+		return cli.WriteJSON(stdout, r)
 	}
 	return r.Write(stdout)
 }

@@ -58,7 +58,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 			dagRow = &partition.SymbolicDAGRow{Task: *dag, Ops: t.Ops, Key: t.Key, Form: t.Form}
 		}
 		if *asJSON {
-			return writeJSON(stdout, inspectResult{RangePlan: sp.Report(), RangeTuning: &over, RangeDAG: dagRow})
+			return cli.WriteJSON(stdout, inspectResult{RangePlan: sp.Report(), RangeTuning: &over, RangeDAG: dagRow})
 		}
 		var b strings.Builder
 		if err := partition.WriteSymbolic(&b, sp); err != nil {
@@ -92,7 +92,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		sum := m.Summary(pos[0])
-		return writeJSON(stdout, inspectResult{Model: &sum, Plan: plan})
+		return cli.WriteJSON(stdout, inspectResult{Model: &sum, Plan: plan})
 	}
 	var b strings.Builder
 	m.WriteSummary(&b, pos[0])

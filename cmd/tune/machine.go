@@ -32,7 +32,7 @@ func runMachine(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *asJSON {
-		return writeJSON(stdout, r)
+		return cli.WriteJSON(stdout, r)
 	}
 	return r.Write(stdout)
 }

@@ -88,7 +88,7 @@ func writeStats(w io.Writer, store *records.Store, db string, asJSON bool) error
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, recordsStats{DB: db, Stats: records.StatRows(st)})
+	return cli.WriteJSON(w, recordsStats{DB: db, Stats: records.StatRows(st)})
 }
 
 // plotUsage is the help of the command, before its flags.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -61,4 +62,15 @@ func Notes(w io.Writer, prefix string, notes []string) {
 	for _, n := range notes {
 		fmt.Fprintf(w, "%s: note: %s\n", prefix, Printable(n))
 	}
+}
+
+// WriteJSON writes v as one indented JSON document: the output of a
+// command's --json, alone on stdout.
+func WriteJSON(w io.Writer, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(data, '\n'))
+	return err
 }
