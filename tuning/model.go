@@ -353,6 +353,31 @@ func LoadDims(path string, lo frontend.LoadOptions, ranges map[string][2]int, po
 	return r.Dims()
 }
 
+// LoadPlan loads the model at path and extracts its plan (LoadModel);
+// over ranges (--range), the model a build over them generates from
+// (LoadDims, RangeModel).
+func LoadPlan(path string, lo frontend.LoadOptions, ranges map[string][2]int, po partition.Options) (*frontend.Loaded, *partition.Plan, error) {
+	if len(ranges) == 0 {
+		return LoadModel(path, lo, po)
+	}
+	l, bp, dp, err := LoadDims(path, lo, ranges, po)
+	if err != nil {
+		return nil, nil, err
+	}
+	return l, RangeModel(bp, dp).Plan, nil
+}
+
+// RangeModel returns the model that a build over ranges generates from
+// (assemble.Options.Batch and Dim), of the plans LoadDims returns: the
+// model at the largest value of the dimension given at run time (dp) if
+// there is one, else at batch 1 (bp).
+func RangeModel(bp *partition.BatchPlan, dp *partition.DimPlan) partition.BatchSample {
+	if dp != nil {
+		return dp.Hi()
+	}
+	return bp.One
+}
+
 // RangeTasks returns the tasks a tuning for a build over ranges tunes:
 // those of one, the model at batch 1 (the model's plan if it has no
 // batch), or, over a dimension given at run time (dp), those of the model

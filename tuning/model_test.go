@@ -209,3 +209,46 @@ func TestRangeSupport(t *testing.T) {
 		t.Errorf("N, S and C: %+v", s)
 	}
 }
+
+// TestLoadPlan: without ranges the model as bound; over a batch the model
+// at batch 1; over a batch and a sequence length, or a sequence length
+// alone, the model at batch 1 and the sequence's largest value, which a
+// build generates from (RangeModel); a range LoadDims refuses is its
+// error.
+func TestLoadPlan(t *testing.T) {
+	path := dynamicModel(t, true)
+	bound := frontend.LoadOptions{Inputs: map[string][]int{"x": {2, 5, 8}}}
+	seq := frontend.LoadOptions{Inputs: map[string][]int{"x": {3, -1, 8}}, DimNames: map[string][]string{"x": {"", "S", ""}}}
+	batch := frontend.LoadOptions{Inputs: map[string][]int{"x": {-1, 5, 8}}, DimNames: map[string][]string{"x": {"N", "", ""}}}
+	for _, c := range []struct {
+		name   string
+		lo     frontend.LoadOptions
+		ranges map[string][2]int
+		x      []int // the shape of x in the model planned
+		err    string
+	}{
+		{"no ranges", bound, nil, []int{2, 5, 8}, ""},
+		{"a batch", batch, map[string][2]int{"N": {1, 8}}, []int{1, 5, 8}, ""},
+		{"a sequence length", seq, map[string][2]int{"S": {16, 32}}, []int{3, 32, 8}, ""},
+		{"a batch and a sequence length", frontend.LoadOptions{}, map[string][2]int{"N": {1, 4}, "S": {16, 32}}, []int{1, 32, 8}, ""},
+		{"a range of no dimension", bound, map[string][2]int{"T": {1, 4}}, nil, "no dynamic dimension of the inputs"},
+	} {
+		l, plan, err := LoadPlan(path, c.lo, c.ranges, partition.Options{})
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: %v, want an error containing %q", c.name, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if got := l.Graph.Values["x"].Shape; !slices.Equal(got, c.x) || len(plan.Tasks) != 1 {
+			t.Errorf("%s: x %v, %d tasks; want x %v, 1 task", c.name, got, len(plan.Tasks), c.x)
+		}
+		if got := plan.Tasks[0].DAG.Tensors[0].Shape; len(c.ranges) > 0 && !slices.Equal(got, c.x) {
+			t.Errorf("%s: the task reads %v, want %v", c.name, got, c.x)
+		}
+	}
+}
