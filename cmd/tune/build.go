@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"runtime"
 	"strings"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/records"
 	"github.com/tessera-ml/tessera/tsrt"
+	"github.com/tessera-ml/tessera/tuning"
 )
 
 // buildUsage is the help of the command, before its flags.
@@ -32,21 +32,18 @@ const buildUsage = "usage: tune build model.onnx [--db FILE | --no-records] -o D
 
 // buildFlags are the flags of `tune build`.
 type buildFlags struct {
-	mf                    modelFlags
-	db, out, target, cpu  string
-	layout                string
+	mf                    cli.Model
+	target                backend.Config
+	db, out, layout       string
 	noRecords, singleFile bool
-	threads               int
 }
 
 func (b *buildFlags) Register(fs *flag.FlagSet) {
 	b.mf.Register(fs)
-	fs.StringVar(&b.db, "db", "tuning.db", "records database `FILE` (from tune)")
+	cli.RegisterDB(fs, &b.db, " (from tune)")
 	fs.BoolVar(&b.noRecords, "no-records", false, "use no records: every task gets the default schedule")
 	fs.StringVar(&b.out, "o", "", "output `DIR` (created; required)")
-	fs.StringVar(&b.target, "target", "cpu", "target to build for: "+strings.Join(backend.Names, ", "))
-	fs.IntVar(&b.threads, "threads", runtime.NumCPU(), "use the records measured with `N` threads (the --threads of tune)")
-	fs.StringVar(&b.cpu, "cpu", backend.DefaultCPU(), cpuFlagHelp+"; the library refuses to load on a processor without the level's features")
+	cli.RegisterTarget(fs, &b.target, "target to build for", cli.CPUHelp+"; the library refuses to load on a processor without the level's features", "use the records measured with `N` threads (the --threads of tune)")
 	fs.BoolVar(&b.singleFile, "single-file", false, "embed the weights in the library: libmodel.so alone is the model (no weights.bin)")
 	fs.StringVar(&b.layout, "layout", "auto", "activation layout: nhwc (the convert-layout pass), nchw (as the model gives it), or auto: the one whose tasks have records; where both have, both are built, timed end to end, and the faster is kept")
 	cli.SetUsage(fs, buildUsage)
@@ -63,19 +60,19 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 1 || bf.out == "" {
 		return cli.Usagef(stderr, "tune build: want one model file and -o DIR (run 'tune build -h')")
 	}
-	if bf.threads <= 0 {
+	if bf.target.Threads <= 0 {
 		return errors.New("--threads must be positive")
 	}
-	layouts, err := assemble.Layouts(bf.layout, bf.mf.noPass["convert-layout"])
+	layouts, err := assemble.Layouts(bf.layout, bf.mf.NoPass["convert-layout"])
 	if err != nil {
 		return err
 	}
-	tg, err := backend.New(backend.Config{Name: bf.target, CPU: bf.cpu, Threads: bf.threads, Host: &measure.Builder{Timeout: assemble.LibraryTimeout}})
+	tg, err := backend.New(backend.Config{Name: bf.target.Name, CPU: bf.target.CPU, Threads: bf.target.Threads, Host: &measure.Builder{Timeout: assemble.LibraryTimeout}})
 	if err != nil {
 		return err
 	}
 	defer tg.Close()
-	opts := assemble.Options{Target: tg, Model: pos[0], Warn: stderr, SingleFile: bf.singleFile, Frozen: strings.Fields(bf.mf.freeze.String())}
+	opts := assemble.Options{Target: tg, Model: pos[0], Warn: stderr, SingleFile: bf.singleFile, Frozen: strings.Fields(bf.mf.Freeze.String())}
 	var store *records.Store
 	if !bf.noRecords {
 		if store, err = openBuildRecords(bf.db, pos[0]); err != nil {
@@ -100,7 +97,7 @@ func (bf *buildFlags) build(model string, layouts []string, opts assemble.Option
 	start := time.Now()
 	var g *graph.Graph
 	var plan *partition.Plan
-	if len(bf.mf.ranges) > 0 {
+	if len(bf.mf.Ranges) > 0 {
 		l, bp, dp, err := bf.loadDims(model, layouts[0])
 		if err != nil {
 			return nil, err
@@ -113,11 +110,11 @@ func (bf *buildFlags) build(model string, layouts []string, opts assemble.Option
 			g, plan = bp.One.Graph, bp.One.Plan
 		}
 	} else {
-		c, err := assemble.ChooseLayout(ctx, model, bf.mf.loadOptions(), partition.Options{Alternatives: bf.mf.winograd}, layouts, opts, tsrt.RunOptions{Threads: bf.threads})
+		c, err := assemble.ChooseLayout(ctx, model, bf.mf.LoadOptions(), bf.mf.Partition(), layouts, opts, tsrt.RunOptions{Threads: bf.target.Threads})
 		if err != nil {
 			return nil, sigs.Interrupted(err, stopped)
 		}
-		if why := c.Reason(bf.threads, bf.out); why != "" {
+		if why := c.Reason(bf.target.Threads, bf.out); why != "" {
 			fmt.Fprintf(stderr, "tune build: %s\n", why)
 		}
 		cli.Notes(stderr, "tune build", c.Chosen.Notes)
@@ -135,7 +132,7 @@ func (bf *buildFlags) build(model string, layouts []string, opts assemble.Option
 // a build over a range does not race the two (with --layout auto,
 // channels-last, the layout tune tunes by default).
 func (bf *buildFlags) loadDims(model, layout string) (*frontend.Loaded, *partition.BatchPlan, *partition.DimPlan, error) {
-	lo := bf.mf.loadOptions()
+	lo := bf.mf.LoadOptions()
 	if layout == assemble.LayoutNCHW {
 		lo.NoPass = maps.Clone(lo.NoPass)
 		if lo.NoPass == nil {
@@ -143,7 +140,7 @@ func (bf *buildFlags) loadDims(model, layout string) (*frontend.Loaded, *partiti
 		}
 		lo.NoPass["convert-layout"] = true
 	}
-	return bf.mf.loadDims(model, lo)
+	return tuning.LoadDims(model, lo, bf.mf.Ranges, bf.mf.Partition())
 }
 
 // openBuildRecords opens the records database of a build: a missing one

@@ -11,7 +11,6 @@ import (
 	"github.com/tessera-ml/tessera/costmodel"
 	"github.com/tessera-ml/tessera/internal/cli"
 	"github.com/tessera-ml/tessera/measure"
-	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/tuning"
 )
 
@@ -50,7 +49,7 @@ task's own records (cold), both judged on the second half.
 type costModelFlags struct {
 	verb                   string
 	dbs, models            cli.List
-	mf                     modelFlags
+	mf                     cli.Model
 	target, out, objective string
 	generated, testdata    string
 	generatedDir           string
@@ -150,16 +149,16 @@ func (c *costModelFlags) load(stdout io.Writer) (*costmodel.Dataset, error) {
 	if len(c.models) == 0 {
 		return nil, errors.New("name the models whose tasks the records measured with --model (records keep workload keys, not the DAGs)")
 	}
-	if len(c.mf.ranges) > 0 {
+	if len(c.mf.Ranges) > 0 {
 		// A range tuning's records are those of the model at batch 1:
 		// bind it there (--input NAME=1,...) to read them.
-		return nil, fmt.Errorf("--range %s: tune costmodel reads models of static shapes; bind the batch to 1 with --input to read the records of a tuning over a range", c.mf.ranges)
+		return nil, fmt.Errorf("--range %s: tune costmodel reads models of static shapes; bind the batch to 1 with --input to read the records of a tuning over a range", c.mf.Ranges)
 	}
 	dbs := c.dbs
 	if len(dbs) == 0 {
 		dbs = []string{"tuning.db"}
 	}
-	data, rep, err := tuning.LoadDataset(dbs, c.target, c.models, c.mf.loadOptions(), partition.Options{Alternatives: c.mf.winograd})
+	data, rep, err := tuning.LoadDataset(dbs, c.target, c.models, c.mf.LoadOptions(), c.mf.Partition())
 	if err != nil {
 		return nil, err
 	}

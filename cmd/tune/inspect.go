@@ -24,15 +24,15 @@ const inspectUsage = "usage: tune inspect model.onnx [--input name=d0,d1,... ...
 // the graph's size before and after the passes, the fused groups and the
 // task table.
 func runInspect(args []string, stdout, stderr io.Writer) error {
-	var mf modelFlags
+	var mf cli.Model
 	fs := cli.NewFlagSet("tune inspect", stderr, &mf)
 	groups := fs.Bool("groups", true, "list the fused groups")
 	maxDepth := fs.Int("max-fuse-depth", partition.DefaultMaxFuseDepth, "largest group fusion may build, in ops")
 	dag := fs.Int("dag", -1, "print the compute DAG of task `N` (with --range: its form over the ranges)")
 	asJSON := fs.Bool("json", false, "print it all as one JSON document (notes go to stderr)")
 	dump := fs.String("dump", "", "with --dag N: print the kernel of task N's default schedule as it is after `PASS` (lower/NAME or codegen/NAME; list: the passes)")
-	tgName := fs.String("target", "cpu", "with --dump: the target whose passes run: "+strings.Join(backend.Names, ", "))
-	cpu := fs.String("cpu", backend.DefaultCPU(), "with --dump: "+cpuFlagHelp)
+	var tc backend.Config
+	cli.RegisterTarget(fs, &tc, "with --dump: the target whose passes run", "with --dump: "+cli.CPUHelp, "")
 	cli.SetUsage(fs, inspectUsage)
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
@@ -42,8 +42,10 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return cli.ErrUsage
 	}
-	if len(mf.ranges) > 0 {
-		r, err := tuning.LoadRange(pos[0], mf.loadOptions(), mf.ranges, partition.Options{MaxFuseDepth: *maxDepth, Alternatives: mf.winograd})
+	po := mf.Partition()
+	po.MaxFuseDepth = *maxDepth
+	if len(mf.Ranges) > 0 {
+		r, err := tuning.LoadRange(pos[0], mf.LoadOptions(), mf.Ranges, po)
 		if err != nil {
 			return err
 		}
@@ -51,7 +53,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		if *dag >= len(sp.Tasks) {
 			return fmt.Errorf("--dag %d: the model has %d tasks", *dag, len(sp.Tasks))
 		}
-		over := r.Support(mf.ranges.String())
+		over := r.Support(mf.Ranges.String())
 		var dagRow *partition.SymbolicDAGRow
 		if *dag >= 0 {
 			t := sp.Tasks[*dag]
@@ -65,9 +67,9 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		if over.Yes {
-			fmt.Fprintf(&b, "tune and tune build over %s: yes: %s\n", mf.ranges, strings.Join(over.How, "; "))
+			fmt.Fprintf(&b, "tune and tune build over %s: yes: %s\n", mf.Ranges, strings.Join(over.How, "; "))
 		} else {
-			fmt.Fprintf(&b, "tune and tune build over %s: no: %s\n", mf.ranges, over.Why)
+			fmt.Fprintf(&b, "tune and tune build over %s: no: %s\n", mf.Ranges, over.Why)
 		}
 		if dagRow != nil {
 			fmt.Fprintf(&b, "\ntask %d (%s, key %s), its DAG over the ranges:\n%s", dagRow.Task, dagRow.Ops, dagRow.Key, dagRow.Form)
@@ -75,16 +77,16 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		_, err = io.WriteString(stdout, cli.PrintableLines(b.String()))
 		return err
 	}
-	if *dump != "" && len(mf.ranges) > 0 {
+	if *dump != "" && len(mf.Ranges) > 0 {
 		return fmt.Errorf("--dump takes a model of static shapes (not --range)")
 	}
-	m, p, err := tuning.LoadModel(pos[0], mf.loadOptions(), partition.Options{MaxFuseDepth: *maxDepth, Alternatives: mf.winograd})
+	m, p, err := tuning.LoadModel(pos[0], mf.LoadOptions(), po)
 	if err != nil {
 		return err
 	}
 	cli.Notes(stderr, "tune inspect", m.Notes)
 	if *dump != "" {
-		return dumpPass(stdout, p, *dag, *dump, *tgName, *cpu)
+		return dumpPass(stdout, p, *dag, *dump, tc.Name, tc.CPU)
 	}
 	if *asJSON {
 		plan, err := partition.Report(m.Graph, p, *groups, *dag)

@@ -16,7 +16,7 @@ const machineUsage = "usage: tune machine [--cpu NAME] [--peak] [--json]\n\nPrin
 // (target.Machine).
 func runMachine(args []string, stdout, stderr io.Writer) error {
 	fs := cli.NewFlagSet("tune machine", stderr, nil)
-	cpu := fs.String("cpu", backend.DefaultCPU(), cpuFlagHelp)
+	cpu := fs.String("cpu", backend.DefaultCPU(), cli.CPUHelp)
 	peak := fs.Bool("peak", false, "also measure one core's FMA peak for it (cached per machine)")
 	asJSON := fs.Bool("json", false, "print the report as one JSON document")
 	cli.SetUsage(fs, machineUsage)

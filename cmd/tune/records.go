@@ -26,7 +26,8 @@ func runRecords(args []string, stdout, stderr io.Writer) error {
 		return runPlot(args, stdout, stderr)
 	}
 	fs := cli.NewFlagSet("tune records "+verb, stderr, nil)
-	db := fs.String("db", "tuning.db", "records database `FILE`")
+	var db string
+	cli.RegisterDB(fs, &db, "")
 	out := fs.String("o", "-", "output `FILE` (- for standard output)")
 	k := fs.Int("k", 1, "records kept per task and target (distill)")
 	asJSON := false
@@ -49,7 +50,7 @@ func runRecords(args []string, stdout, stderr io.Writer) error {
 	if verb == "import" {
 		open = records.Open
 	}
-	store, err := open(*db)
+	store, err := open(db)
 	if err != nil {
 		return err
 	}
@@ -67,7 +68,7 @@ func runRecords(args []string, stdout, stderr io.Writer) error {
 	case "distill":
 		err = store.Distill(w, *k)
 	case "stats":
-		err = writeStats(w, store, *db, asJSON)
+		err = writeStats(w, store, db, asJSON)
 	}
 	return errors.Join(err, closeOut())
 }
@@ -103,13 +104,13 @@ plotted; without, every task stored in --db that has records on the target.
 
 // plotFlags are the flags of `tune records plot`.
 type plotFlags struct {
-	mf              modelFlags
+	mf              cli.Model
 	db, target, out string
 }
 
 func (p *plotFlags) Register(fs *flag.FlagSet) {
 	p.mf.Register(fs)
-	fs.StringVar(&p.db, "db", "tuning.db", "records database `FILE`")
+	cli.RegisterDB(fs, &p.db, "")
 	fs.StringVar(&p.target, "target", "", "target key, or a part of it that names one target (default: the only target of the records)")
 	fs.StringVar(&p.out, "o", "tuning.svg", "output `FILE`: .svg or .png")
 	cli.SetUsage(fs, plotUsage)
@@ -137,7 +138,7 @@ func runPlot(args []string, stdout, stderr io.Writer) error {
 	var plan *partition.Plan
 	title := filepath.Base(pf.db)
 	if len(pos) == 1 {
-		if _, plan, err = pf.mf.load(pos[0]); err != nil {
+		if _, plan, err = tuning.LoadPlan(pos[0], pf.mf.LoadOptions(), pf.mf.Ranges, pf.mf.Partition()); err != nil {
 			return err
 		}
 		title = filepath.Base(pos[0])

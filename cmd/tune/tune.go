@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"runtime"
 	"strings"
 	"time"
 
@@ -27,17 +26,18 @@ const tuneUsage = "usage: tune [flags] model.onnx\n\nTunes every task of the mod
 // tuneFlags are the flags of `tune`: most go straight into the session's
 // options and, with --nats, the remote measurer's.
 type tuneFlags struct {
-	model                      modelFlags
-	opts                       tuning.Options
-	remote                     remote.DialOptions
-	threads, pop               int
-	target, db, cpu, costModel string
-	seed                       uint64
-	verify, flushCache         bool
-	timeout                    time.Duration
-	maxMemory                  *cli.Bytes
-	weights                    cli.Weights
-	dim                        *partition.DimPlan // the dimension given at run time of --range, if any
+	model              cli.Model
+	opts               tuning.Options
+	remote             remote.DialOptions
+	target             backend.Config
+	pop                int
+	db, costModel      string
+	seed               uint64
+	verify, flushCache bool
+	timeout            time.Duration
+	maxMemory          *cli.Bytes
+	weights            cli.Weights
+	dim                *partition.DimPlan // the dimension given at run time of --range, if any
 }
 
 func (f *tuneFlags) Register(fs *flag.FlagSet) {
@@ -45,10 +45,8 @@ func (f *tuneFlags) Register(fs *flag.FlagSet) {
 	o, r := &f.opts, &f.remote
 	*o = tuning.DefaultOptions(search.DefaultOptions(nil))
 	fs.IntVar(&o.Trials, "trials", o.Trials, "measurements across all tasks, earlier runs of the same target included (over a dimension given at run time, --range S=lo..hi, up to a quarter of them measure the tuning points' best schedules at the probe points, the search taking what they leave)")
-	fs.StringVar(&f.target, "target", "cpu", "target to tune for: "+strings.Join(backend.Names, ", "))
-	fs.StringVar(&f.db, "db", "tuning.db", "records database `FILE`")
-	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "threads of every measured kernel")
-	fs.StringVar(&f.cpu, "cpu", backend.DefaultCPU(), cpuFlagHelp)
+	cli.RegisterTarget(fs, &f.target, "target to tune for", cli.CPUHelp, "threads of every measured kernel")
+	cli.RegisterDB(fs, &f.db, "")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed of the search")
 	fs.IntVar(&o.PerRound, "per-round", 64, "measurements per round")
 	fs.IntVar(&f.pop, "population", o.Search.Population, "states per generation of the evolutionary search (fewer: faster rounds, worse picks)")
@@ -60,7 +58,7 @@ func (f *tuneFlags) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "run time limit of one candidate")
 	fs.BoolVar(&f.flushCache, "flush-cache", true, "before every timed call (one call per repetition) evict the kernel's weights from the CPU caches, or clear a GPU's L2: time kernels as a model runs them, weights cold; --flush-cache=false times them with the caches warm from the call before (costs not comparable: tune into another --db)")
 	fs.StringVar(&o.Scheduler.Strategy, "scheduler", "gradient", "task scheduler: gradient or round-robin")
-	registerNATS(fs, r, "measure on the workers (tune worker) of this NATS server `URL` instead of on this machine")
+	cli.RegisterNATS(fs, r, "measure on the workers (tune worker) of this NATS server `URL` instead of on this machine")
 	fs.StringVar(&r.WorkerKey, "worker-key", "", "with --nats, when workers of several target keys are up: the `key`, or a part of it that names one")
 	fs.DurationVar(&r.AckWait, "ack-wait", 30*time.Second, "with --nats: a job without a worker's heartbeat for this long goes to another worker")
 	fs.IntVar(&r.MaxDeliver, "max-deliver", 3, "with --nats: deliveries of a job before it is recorded as a failure of its candidate")
@@ -85,22 +83,22 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 1 {
 		return cli.Usagef(stderr, "tune: want exactly one model file (run 'tune -h')")
 	}
-	if o := f.opts; o.Trials < 0 || o.PerRound <= 0 || f.threads <= 0 || f.pop <= 0 || o.WarmUp < 0 || o.Transfer < 0 {
+	if o := f.opts; o.Trials < 0 || o.PerRound <= 0 || f.target.Threads <= 0 || f.pop <= 0 || o.WarmUp < 0 || o.Transfer < 0 {
 		return errors.New("--trials, --per-round, --population and --threads must be positive (--warm-up and --transfer not negative)")
 	} else if err := search.CheckStrategy(o.Scheduler.Strategy); err != nil {
 		return err
 	}
-	if len(f.model.ranges) > 0 && f.target != "cpu" {
-		return fmt.Errorf("--range %s: a model over a range is built for the CPU only (tune build --range); tune it with --target cpu", f.model.ranges)
+	if len(f.model.Ranges) > 0 && f.target.Name != "cpu" {
+		return fmt.Errorf("--range %s: a model over a range is built for the CPU only (tune build --range); tune it with --target cpu", f.model.Ranges)
 	}
 	tasks, err := f.tasks(pos[0], stderr)
 	if err != nil {
 		return err
 	}
 	timing := &f.remote.Timing // the timing protocol, of workers too
-	*timing = measure.SearchRunOptions(f.threads)
+	*timing = measure.SearchRunOptions(f.target.Threads)
 	timing.Timeout, timing.FlushCache = f.timeout, f.flushCache
-	tg, err := backend.New(backend.Config{Name: f.target, CPU: f.cpu, Threads: f.threads, Run: *timing, Host: &measure.Builder{}, Measures: true})
+	tg, err := backend.New(backend.Config{Name: f.target.Name, CPU: f.target.CPU, Threads: f.target.Threads, Run: *timing, Host: &measure.Builder{}, Measures: true})
 	if err != nil {
 		return err
 	}
@@ -157,14 +155,14 @@ func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *backend.Targ
 func (f *tuneFlags) tasks(path string, stderr io.Writer) ([]*partition.Task, error) {
 	var l *frontend.Loaded
 	var tasks []*partition.Task
-	if err := f.weights.Within(f.model.ranges); err != nil {
+	if err := f.weights.Within(f.model.Ranges); err != nil {
 		return nil, err
 	}
-	if len(f.model.ranges) > 0 {
+	if len(f.model.Ranges) > 0 {
 		var bp *partition.BatchPlan
 		var dp *partition.DimPlan
 		var err error
-		if l, bp, dp, err = f.model.loadDims(path, f.model.loadOptions()); err != nil {
+		if l, bp, dp, err = tuning.LoadDims(path, f.model.LoadOptions(), f.model.Ranges, f.model.Partition()); err != nil {
 			return nil, err
 		}
 		if bp != nil {
@@ -195,7 +193,7 @@ func (f *tuneFlags) tasks(path string, stderr io.Writer) ([]*partition.Task, err
 	} else {
 		var plan *partition.Plan
 		var err error
-		if l, plan, err = f.model.load(path); err != nil {
+		if l, plan, err = tuning.LoadModel(path, f.model.LoadOptions(), f.model.Partition()); err != nil {
 			return nil, err
 		}
 		tasks = plan.Tasks

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"strings"
 
 	"github.com/tessera-ml/tessera/backend"
 	"github.com/tessera-ml/tessera/internal/cli"
@@ -21,18 +19,15 @@ var workerUsage = "usage: tune worker --nats URL [flags]\n\nTakes the measuremen
 
 // workerFlags are the flags of `tune worker`.
 type workerFlags struct {
-	nats        remote.DialOptions
-	cfg         remote.WorkerConfig
-	target, cpu string
-	threads     int
-	maxMemory   *cli.Bytes
+	nats      remote.DialOptions
+	cfg       remote.WorkerConfig
+	target    backend.Config
+	maxMemory *cli.Bytes
 }
 
 func (w *workerFlags) Register(fs *flag.FlagSet) {
-	registerNATS(fs, &w.nats, "NATS server `URL` (nats://host:4222, tls://...); required")
-	fs.StringVar(&w.target, "target", "cpu", "target this host measures: "+strings.Join(backend.Names, ", "))
-	fs.IntVar(&w.threads, "threads", runtime.NumCPU(), "threads of every measured kernel (part of the target key)")
-	fs.StringVar(&w.cpu, "cpu", backend.DefaultCPU(), cpuFlagHelp)
+	cli.RegisterNATS(fs, &w.nats, "NATS server `URL` (nats://host:4222, tls://...); required")
+	cli.RegisterTarget(fs, &w.target, "target this host measures", cli.CPUHelp, "threads of every measured kernel (part of the target key)")
 	fs.IntVar(&w.cfg.Concurrency, "concurrency", 1, "jobs held at a time: their builds run in parallel, their timing runs take turns")
 	fs.StringVar(&w.cfg.Name, "name", "", "worker name in results and presence (default host-pid)")
 	w.maxMemory = cli.MaxMemory(fs, "the most memory measuring one task may take on this host, e.g. 8GiB")
@@ -50,10 +45,10 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 0 || wf.nats.URL == "" {
 		return cli.Usagef(stderr, "tune worker: want --nats URL and no arguments (run 'tune worker -h')")
 	}
-	if wf.threads <= 0 || wf.cfg.Concurrency <= 0 {
+	if wf.target.Threads <= 0 || wf.cfg.Concurrency <= 0 {
 		return errors.New("--threads and --concurrency must be positive")
 	}
-	tg, err := backend.New(backend.Config{Name: wf.target, CPU: wf.cpu, Threads: wf.threads, Run: measure.SearchRunOptions(wf.threads), Host: &measure.Builder{}, Measures: true})
+	tg, err := backend.New(backend.Config{Name: wf.target.Name, CPU: wf.target.CPU, Threads: wf.target.Threads, Run: measure.SearchRunOptions(wf.target.Threads), Host: &measure.Builder{}, Measures: true})
 	if err != nil {
 		return err
 	}
@@ -64,6 +59,6 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 		os.Getpid(), tg.Key(), remote.KeyID(tg.Key()), wf.cfg.Concurrency, remote.JobsStream, wf.nats.URL)
 	cfg := wf.cfg
 	cfg.Target, cfg.Log = tg.Key(), stderr
-	cfg.Measurer = remote.Measurers(tg.Generator, tg.Builder, tg.Runner, wf.threads, int64(*wf.maxMemory))
+	cfg.Measurer = remote.Measurers(tg.Generator, tg.Builder, tg.Runner, wf.target.Threads, int64(*wf.maxMemory))
 	return remote.Serve(ctx, wf.nats, cfg)
 }

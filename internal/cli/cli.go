@@ -1,11 +1,12 @@
 // Package cli is what every subcommand of Tessera's command line shares:
 // the dispatch of a table of subcommands (Program.Main), flags parsed
 // wherever they appear among the arguments (Parse), the flag values the
-// commands take (Shapes, Values, Names, List, Bytes, Files), messages made
-// one printable line (OneLine, Printable), the document of a command's
-// --json (WriteJSON), the signal context of a command that must commit
-// what it did before it stops (NotifySignals), a progress bar on a
-// terminal (NewBar) and output files (Create, WriteFile).
+// commands take (Shapes, Values, Names, List, Bytes, Files) and the flags
+// several register (Model, RegisterTarget, RegisterDB, RegisterNATS),
+// messages made one printable line (OneLine, Printable), the document of
+// a command's --json (WriteJSON), the signal context of a command that
+// must commit what it did before it stops (NotifySignals), a progress bar
+// on a terminal (NewBar) and output files (Create, WriteOutput).
 //
 // Exit statuses: 0 on success (and after -h), 1 for an error, printed as
 // one line "prog command: message", or for wrong arguments (ErrUsage,

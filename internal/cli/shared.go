@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"flag"
+	"runtime"
+	"strings"
+
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/backend/machine"
+	"github.com/tessera-ml/tessera/frontend"
+	"github.com/tessera-ml/tessera/measure/remote"
+	"github.com/tessera-ml/tessera/partition"
+)
+
+// The flags several commands share: those of a model (Model), of the
+// target they compile for (RegisterTarget), of a records database
+// (RegisterDB) and of a NATS server (RegisterNATS), and --cpu's help.
+
+// CPUHelp is the help of --cpu (backend.Config.CPU).
+var CPUHelp = "the processor to compile for: native (this machine), a portable level (" +
+	strings.Join(machine.Levels(), ", ") + ") or a compiler -march `NAME` (znver3, skylake-avx512, ...); part of the target key; the default is $TESSERA_CPU where set"
+
+// Model are the flags of every command that reads a model: how to load
+// it (LoadOptions) and partition it (Partition), and the ranges of its
+// dynamic dimensions.
+type Model struct {
+	Inputs   Shapes
+	Freeze   Values
+	NoPass   Names
+	Ranges   Ranges
+	Winograd bool
+}
+
+// Register registers --input, --range, --freeze, --no-pass and
+// --winograd.
+func (m *Model) Register(fs *flag.FlagSet) {
+	m.Inputs, m.Freeze, m.NoPass, m.Ranges = Shapes{}, Values{}, Names{}, Ranges{}
+	fs.Var(m.Inputs, "input", "bind graph input `name=d0,d1,...` to a static shape (repeatable); a dimension the model leaves dynamic may be named instead (N), for --range")
+	fs.Var(m.Ranges, "range", "the values `NAME=lo..hi` of the inputs' dynamic dimension NAME (repeatable): tune and build the model over them — a dynamic batch whose samples every group computes apart (tuned at 1, run per sample), and one other dimension whose value the kernels take at run time (a sequence length: tuned at three values of its range, built at every value); tune inspect prints the tasks over any ranges")
+	fs.Var(m.Freeze, "freeze", "freeze graph input `name=v0,v1,...` to these values, a constant of the compiled model (a sample rate an If branches on; repeatable)")
+	fs.Var(m.NoPass, "no-pass", "disable graph pass `NAME` (repeatable; passes: "+strings.Join(frontend.PassNames(), ", ")+")")
+	fs.BoolVar(&m.Winograd, "winograd", true, "give 3×3 stride-1 convolutions a Winograd alternative task (tuned like any task; the build keeps the faster; --winograd=false: direct only)")
+}
+
+// LoadOptions are the options of frontend.Load the flags give.
+func (m *Model) LoadOptions() frontend.LoadOptions {
+	return frontend.LoadOptions{Inputs: m.Inputs.Dims(), DimNames: m.Inputs.Names(), Freeze: m.Freeze, NoPass: m.NoPass}
+}
+
+// Partition are the options of partition.Extract the flags give: the
+// Winograd alternatives unless --winograd=false.
+func (m *Model) Partition() partition.Options {
+	return partition.Options{Alternatives: m.Winograd}
+}
+
+// RegisterTarget registers the flags that fill c, the target a command
+// compiles for: --target (cpu unless given; its help is target, then the
+// targets' names), --cpu (backend.DefaultCPU unless given; help cpu,
+// CPUHelp or what a command says of it) and, unless threads is "",
+// --threads (runtime.NumCPU unless given; help threads).
+func RegisterTarget(fs *flag.FlagSet, c *backend.Config, target, cpu, threads string) {
+	fs.StringVar(&c.Name, "target", "cpu", target+": "+strings.Join(backend.Names, ", "))
+	fs.StringVar(&c.CPU, "cpu", backend.DefaultCPU(), cpu)
+	if threads != "" {
+		fs.IntVar(&c.Threads, "threads", runtime.NumCPU(), threads)
+	}
+}
+
+// RegisterDB registers --db, a records database (tuning.db unless
+// given), whose help may say more after "records database FILE".
+func RegisterDB(fs *flag.FlagSet, db *string, more string) {
+	fs.StringVar(db, "db", "tuning.db", "records database `FILE`"+more)
+}
+
+// RegisterNATS registers the flags of a command that talks to a NATS
+// server: its URL (--nats, whose help is urlHelp) and where the
+// credentials are (files or the environment; never the command line).
+func RegisterNATS(fs *flag.FlagSet, d *remote.DialOptions, urlHelp string) {
+	fs.StringVar(&d.URL, "nats", "", urlHelp)
+	fs.StringVar(&d.Auth.Password, "nats-password-file", "", "`FILE` with user:password on its first line (else $"+remote.EnvUser+" and $"+remote.EnvPassword+")")
+	fs.StringVar(&d.Auth.NKey, "nats-nkey", "", "`FILE` with an NKey user seed (else $"+remote.EnvNKey+")")
+	fs.StringVar(&d.Auth.Creds, "nats-creds", "", "JWT user credentials `FILE`")
+	fs.StringVar(&d.Auth.CA, "nats-ca", "", "CA certificate `FILE` that verifies the server (turns TLS on)")
+	fs.StringVar(&d.Auth.Cert, "nats-cert", "", "client certificate `FILE` (with --nats-key)")
+	fs.StringVar(&d.Auth.Key, "nats-key", "", "client key `FILE` (with --nats-cert)")
+}
