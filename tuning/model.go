@@ -9,6 +9,7 @@ import (
 	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/graph/onnx"
+	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/te"
 )
@@ -376,6 +377,73 @@ func RangeModel(bp *partition.BatchPlan, dp *partition.DimPlan) partition.BatchS
 		return dp.Hi()
 	}
 	return bp.One
+}
+
+// TaskOptions say how LoadTasks loads the tasks a session tunes.
+type TaskOptions struct {
+	Load      frontend.LoadOptions // how to read the model (frontend.Load)
+	Partition partition.Options    // how to extract its tasks
+	// Ranges are the values of the inputs' dynamic dimensions to tune
+	// over, by name (tune --range); none tunes the model as Load binds it.
+	Ranges map[string][2]int
+	// Weights weigh the values of the dimension given at run time, by its
+	// name and value (tune --weights, RangeEmphasis); weights on a batch
+	// move nothing, every sample running the same kernels.
+	Weights map[string]map[int]float64
+}
+
+// TaskSet is the tasks of a model that a session tunes (LoadTasks) and
+// what its Options take of the ranges.
+type TaskSet struct {
+	Model *frontend.Loaded // over ranges, at batch 1 and the largest value of Dim
+	Tasks []*partition.Task
+	Batch *partition.BatchPlan // the dynamic batch of the ranges, tuned at batch 1; nil if none
+	Dim   *partition.DimPlan   // the dimension given at run time of the ranges (Options.Dim); nil if none
+	// Emphasis weighs the tasks by the Weights on Dim's values
+	// (Options.Emphasis), and Points says the tuning points' weights
+	// (RangeEmphasis); nil and "" without such weights.
+	Emphasis map[string]float64
+	Points   string
+}
+
+// LoadTasks loads the model at path and returns the tasks a session
+// tunes: the model's (LoadModel) or, over o.Ranges, those of a tuning for
+// a build over them (LoadDims, RangeTasks), weighed by o.Weights.
+func LoadTasks(path string, o TaskOptions) (*TaskSet, error) {
+	if len(o.Ranges) == 0 {
+		l, plan, err := LoadModel(path, o.Load, o.Partition)
+		if err != nil {
+			return nil, err
+		}
+		return &TaskSet{Model: l, Tasks: plan.Tasks}, nil
+	}
+	l, bp, dp, err := LoadDims(path, o.Load, o.Ranges, o.Partition)
+	if err != nil {
+		return nil, err
+	}
+	ts := &TaskSet{Model: l, Batch: bp, Dim: dp}
+	var one *partition.Plan
+	if bp != nil {
+		one = bp.One.Plan
+	}
+	ts.Tasks = RangeTasks(one, dp)
+	if dp != nil && o.Weights[dp.Symbol.Name] != nil {
+		if ts.Emphasis, ts.Points, err = RangeEmphasis(dp, o.Weights[dp.Symbol.Name]); err != nil {
+			return nil, fmt.Errorf("--weights: %w", err)
+		}
+	}
+	return ts, nil
+}
+
+// CheckFootprints checks that measuring each of the tasks takes at most
+// max bytes (measure.CheckFootprint; tune --max-memory).
+func CheckFootprints(tasks []*partition.Task, max int64) error {
+	for i, t := range tasks {
+		if err := measure.CheckFootprint(t.DAG, max); err != nil {
+			return fmt.Errorf("task %d (%s) cannot be tuned: %w (--max-memory)", i, t.Ops(), err)
+		}
+	}
+	return nil
 }
 
 // RangeTasks returns the tasks a tuning for a build over ranges tunes:

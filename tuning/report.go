@@ -24,6 +24,23 @@ func LogProgress(w io.Writer, start time.Time) func(search.Progress) {
 	}
 }
 
+// Bar is a progress bar (cli.Bar): its length, and where it stands with
+// what it says.
+type Bar interface {
+	SetMax(n int)
+	Set(desc string, n int)
+}
+
+// BarProgress returns a progress callback that moves bar to the trials
+// committed, saying the task of the round and the estimated model
+// latency.
+func BarProgress(bar Bar) func(search.Progress) {
+	return func(p search.Progress) {
+		bar.SetMax(p.Total)
+		bar.Set(fmt.Sprintf("task %d/%d, est. model latency %s", p.Task+1, len(p.Tasks), Estimate(p.Objective, p.Complete)), p.Trials)
+	}
+}
+
 // Estimate prints an estimated model latency, "?" while some task has no
 // valid schedule.
 func Estimate(objective float64, complete bool) string {

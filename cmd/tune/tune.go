@@ -9,13 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tessera-ml/tessera/frontend"
-
 	"github.com/tessera-ml/tessera/backend"
 	"github.com/tessera-ml/tessera/internal/cli"
 	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/measure/remote"
-	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/search"
 	"github.com/tessera-ml/tessera/tuning"
 )
@@ -37,7 +34,6 @@ type tuneFlags struct {
 	timeout            time.Duration
 	maxMemory          *cli.Bytes
 	weights            cli.Weights
-	dim                *partition.DimPlan // the dimension given at run time of --range, if any
 }
 
 func (f *tuneFlags) Register(fs *flag.FlagSet) {
@@ -91,7 +87,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	if len(f.model.Ranges) > 0 && f.target.Name != "cpu" {
 		return fmt.Errorf("--range %s: a model over a range is built for the CPU only (tune build --range); tune it with --target cpu", f.model.Ranges)
 	}
-	tasks, err := f.tasks(pos[0], stderr)
+	ts, err := f.tasks(pos[0], stderr)
 	if err != nil {
 		return err
 	}
@@ -103,30 +99,41 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer tg.Close()
-	return f.tune(pos[0], tasks, tg, stdout, stderr)
+	return f.tune(pos[0], ts, tg, stdout, stderr)
 }
 
 // tune runs a tuning.Session on the tasks, measured where the flags say,
 // and prints its summary. A signal ends it once the batch measured is
 // committed.
-func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *backend.Target, stdout, stderr io.Writer) error {
+func (f *tuneFlags) tune(model string, ts *tuning.TaskSet, tg *backend.Target, stdout, stderr io.Writer) error {
 	ctx, sigs := cli.NotifySignals()
 	defer sigs.Stop()
-	m, key, err := f.measurer(ctx, tg, stdout)
+	m, key, err := tuning.Measurer(ctx, tg, f.remote, f.verify, int64(*f.maxMemory))
 	if err != nil {
 		return err
 	}
 	if rm, ok := m.(*remote.Measurer); ok {
 		defer rm.Close()
+		fmt.Fprintf(stdout, "measuring on the workers of target key %s through %s (run %s)\n", rm.Key(), f.remote.URL, rm.Run())
 	}
-	opts, err := f.options(tg, stdout)
-	if err != nil {
-		return err
+	opts := f.opts
+	opts.Search = search.DefaultOptions(tg)
+	opts.Search.Seed, opts.Search.Population, opts.CostModel.Seed = f.seed, f.pop, f.seed
+	opts.Dim, opts.Emphasis = ts.Dim, ts.Emphasis
+	var note string
+	if opts.Pretrained, note, err = tuning.StartingModel(f.costModel, tg); err != nil {
+		return fmt.Errorf("--cost-model: %w", err)
+	} else if note != "" {
+		fmt.Fprintln(stdout, note)
 	}
-	opts.Dim = f.dim
 	start := time.Now()
-	bar := progress(&opts, stderr, start)
-	s, err := tuning.Open(f.db, tasks, key, m, opts)
+	bar := cli.NewBar(stderr, "tuning")
+	if bar == nil {
+		opts.Progress = append(opts.Progress, tuning.LogProgress(stderr, start))
+	} else {
+		opts.Progress = append(opts.Progress, tuning.BarProgress(bar))
+	}
+	s, err := tuning.Open(f.db, ts.Tasks, key, m, opts)
 	if err != nil {
 		return err
 	}
@@ -151,109 +158,29 @@ func (f *tuneFlags) tune(model string, tasks []*partition.Task, tg *backend.Targ
 	return nil
 }
 
-// tasks loads the model and returns its tasks, each within --max-memory.
-func (f *tuneFlags) tasks(path string, stderr io.Writer) ([]*partition.Task, error) {
-	var l *frontend.Loaded
-	var tasks []*partition.Task
+// tasks loads the model's tasks (tuning.LoadTasks), says what it tunes of
+// a --range, and checks each task within --max-memory.
+func (f *tuneFlags) tasks(path string, stderr io.Writer) (*tuning.TaskSet, error) {
 	if err := f.weights.Within(f.model.Ranges); err != nil {
 		return nil, err
 	}
-	if len(f.model.Ranges) > 0 {
-		var bp *partition.BatchPlan
-		var dp *partition.DimPlan
-		var err error
-		if l, bp, dp, err = tuning.LoadDims(path, f.model.LoadOptions(), f.model.Ranges, f.model.Partition()); err != nil {
-			return nil, err
-		}
-		if bp != nil {
-			fmt.Fprintf(stderr, "tune: over %s one sample at a time: the tasks of the model at %s=1, which tune build --range runs once per sample\n", bp.Symbol, bp.Symbol.Name)
-		}
-		var one *partition.Plan
-		if bp != nil {
-			one = bp.One.Plan
-		}
-		tasks = tuning.RangeTasks(one, dp)
-		var dimWeights map[int]float64
-		if dp != nil {
-			f.dim, dimWeights = dp, f.weights[dp.Symbol.Name]
-			fmt.Fprintf(stderr, "tune: over %s: the tasks at %s=%v (%d workloads), their best schedules then measured at %s=%v, whose fastest tune build --range replays at the values nearest each\n",
-				dp.Symbol, dp.Symbol.Name, dp.Symbol.TunePoints(), len(tasks), dp.Symbol.Name, dp.Symbol.ProbePoints())
-		}
-		if bp != nil && f.weights[bp.Symbol.Name] != nil {
-			fmt.Fprintf(stderr, "tune: --weights %s=...: every sample of the batch runs the same kernels, so its weights move no trials\n", bp.Symbol.Name)
-		}
-		if dimWeights != nil {
-			em, note, err := tuning.RangeEmphasis(dp, dimWeights)
-			if err != nil {
-				return nil, fmt.Errorf("--weights: %w", err)
-			}
-			f.opts.Emphasis = em
-			fmt.Fprintf(stderr, "tune: --weights: %s\n", note)
-		}
-	} else {
-		var plan *partition.Plan
-		var err error
-		if l, plan, err = tuning.LoadModel(path, f.model.LoadOptions(), f.model.Partition()); err != nil {
-			return nil, err
-		}
-		tasks = plan.Tasks
-	}
-	cli.Notes(stderr, "tune", l.Notes)
-	for i, t := range tasks {
-		if err := measure.CheckFootprint(t.DAG, int64(*f.maxMemory)); err != nil {
-			return nil, fmt.Errorf("task %d (%s) cannot be tuned: %w (--max-memory)", i, t.Ops(), err)
-		}
-	}
-	return tasks, nil
-}
-
-// options are the session's options the flags give, the search's set
-// for tg; the cost model of --cost-model is loaded and named on stdout.
-func (f *tuneFlags) options(tg *backend.Target, stdout io.Writer) (tuning.Options, error) {
-	opts := f.opts
-	opts.Search = search.DefaultOptions(tg)
-	opts.Search.Seed, opts.Search.Population, opts.CostModel.Seed = f.seed, f.pop, f.seed
-	m, note, err := tuning.StartingModel(f.costModel, tg)
+	ts, err := tuning.LoadTasks(path, tuning.TaskOptions{Load: f.model.LoadOptions(), Partition: f.model.Partition(), Ranges: f.model.Ranges, Weights: f.weights})
 	if err != nil {
-		return opts, fmt.Errorf("--cost-model: %w", err)
+		return nil, err
 	}
-	if note != "" {
-		fmt.Fprintln(stdout, note)
+	if bp := ts.Batch; bp != nil {
+		fmt.Fprintf(stderr, "tune: over %s one sample at a time: the tasks of the model at %s=1, which tune build --range runs once per sample\n", bp.Symbol, bp.Symbol.Name)
 	}
-	opts.Pretrained = m
-	return opts, nil
-}
-
-// progress adds the session's progress report to opts: a bar on a
-// terminal (returned), elsewhere one line per committed round.
-func progress(opts *tuning.Options, stderr io.Writer, start time.Time) *cli.Bar {
-	bar := cli.NewBar(stderr, "tuning")
-	if bar == nil {
-		opts.Progress = append(opts.Progress, tuning.LogProgress(stderr, start))
-		return nil
+	if dp := ts.Dim; dp != nil {
+		fmt.Fprintf(stderr, "tune: over %s: the tasks at %s=%v (%d workloads), their best schedules then measured at %s=%v, whose fastest tune build --range replays at the values nearest each\n",
+			dp.Symbol, dp.Symbol.Name, dp.Symbol.TunePoints(), len(ts.Tasks), dp.Symbol.Name, dp.Symbol.ProbePoints())
 	}
-	opts.Progress = append(opts.Progress, func(p search.Progress) {
-		bar.SetMax(p.Total)
-		bar.Set(fmt.Sprintf("task %d/%d, est. model latency %s", p.Task+1, len(p.Tasks), tuning.Estimate(p.Objective, p.Complete)), p.Trials)
-	})
-	return bar
-}
-
-// measurer returns where candidates are measured, this machine
-// (measure.Measurer) or the workers of a NATS server (remote.Measurer),
-// and the target key of what measures them.
-func (f *tuneFlags) measurer(ctx context.Context, tg *backend.Target, stdout io.Writer) (search.Measurer, string, error) {
-	if f.remote.URL == "" {
-		local := tg.Measurer(f.verify)
-		local.MaxMemory = int64(*f.maxMemory)
-		return local, tg.Key(), nil
+	if bp := ts.Batch; bp != nil && f.weights[bp.Symbol.Name] != nil {
+		fmt.Fprintf(stderr, "tune: --weights %s=...: every sample of the batch runs the same kernels, so its weights move no trials\n", bp.Symbol.Name)
 	}
-	r := f.remote
-	r.Verify = f.verify
-	rm, err := remote.Open(ctx, tg.Name, r)
-	if err != nil {
-		return nil, "", err
+	if ts.Emphasis != nil {
+		fmt.Fprintf(stderr, "tune: --weights: %s\n", ts.Points)
 	}
-	fmt.Fprintf(stdout, "measuring on the workers of target key %s through %s (run %s)\n", rm.Key(), r.URL, rm.Run())
-	return rm, rm.Key(), nil
+	cli.Notes(stderr, "tune", ts.Model.Notes)
+	return ts, tuning.CheckFootprints(ts.Tasks, int64(*f.maxMemory))
 }
