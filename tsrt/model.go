@@ -496,3 +496,20 @@ func (m *Model) Close() error {
 	m.profilePin.Unpin()
 	return nil
 }
+
+// OpenChecked opens the build folder dir (Open) once its manifest
+// (ReadManifest) and, unless they are inside the library, its weights
+// (VerifyWeights) are checked in Go: a damaged folder is named as such
+// before its library loads (tune run and tune bench open one so).
+func OpenChecked(dir string) (*Model, error) {
+	man, err := ReadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !man.Weights.Embedded { // else inside the library, which checks them
+		if err := VerifyWeights(filepath.Join(dir, man.Weights.File), man.Weights); err != nil {
+			return nil, err
+		}
+	}
+	return Open(dir)
+}

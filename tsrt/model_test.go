@@ -338,3 +338,64 @@ func BenchmarkRun(b *testing.B) {
 	b.ReportMetric(kernels*1e6, "µs-kernels/op")
 	b.ReportMetric((perRun-kernels)*1e6, "µs-overhead/op")
 }
+
+// TestOpenChecked opens build folders intact and damaged: a damaged
+// folder's manifest or weights are named by the checks in Go
+// (ErrNoManifest, ErrCorruptWeights), not by the library.
+func TestOpenChecked(t *testing.T) {
+	dir, single := buildTiny(t), buildTinyWith(t, true)
+	copyDir := func(t *testing.T, damage func(dir string)) string {
+		t.Helper()
+		out := t.TempDir()
+		if err := os.CopyFS(out, os.DirFS(dir)); err != nil {
+			t.Fatal(err)
+		}
+		damage(out)
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		dir  func(t *testing.T) string
+		want error  // nil: it opens
+		msg  string // in the error
+	}{
+		{"intact", func(*testing.T) string { return dir }, nil, ""},
+		{"single file", func(*testing.T) string { return single }, nil, ""},
+		{"weights flipped", func(t *testing.T) string {
+			return copyDir(t, func(d string) {
+				p := filepath.Join(d, tsrt.WeightsFile)
+				w, _ := os.ReadFile(p)
+				w[len(w)-1] ^= 0xff
+				os.WriteFile(p, w, 0o644)
+			})
+		}, tsrt.ErrCorruptWeights, "checksum"},
+		{"weights truncated", func(t *testing.T) string {
+			return copyDir(t, func(d string) {
+				p := filepath.Join(d, tsrt.WeightsFile)
+				w, _ := os.ReadFile(p)
+				os.WriteFile(p, w[:len(w)-4], 0o644)
+			})
+		}, tsrt.ErrCorruptWeights, "the manifest says"},
+		{"no manifest", func(t *testing.T) string {
+			return copyDir(t, func(d string) { os.Remove(filepath.Join(d, tsrt.ManifestFile)) })
+		}, tsrt.ErrNoManifest, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := tsrt.OpenChecked(c.dir(t))
+			if c.want == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				m.Close()
+				return
+			}
+			if err == nil {
+				m.Close()
+				t.Fatalf("opened; want %v", c.want)
+			}
+			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.msg) {
+				t.Errorf("err = %v; want %v, saying %q", err, c.want, c.msg)
+			}
+		})
+	}
+}

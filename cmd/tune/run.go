@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"runtime"
 
 	"github.com/tessera-ml/tessera/internal/cli"
@@ -63,9 +62,8 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 }
 
 // openBuildDir parses the flags of a command that takes one build
-// directory and opens it: a folder tune build wrote. Its manifest and
-// weights are checked first, in Go, so that a damaged folder is named as
-// such before its library loads.
+// directory and opens it: a folder tune build wrote, its manifest and
+// weights checked first (tsrt.OpenChecked).
 func openBuildDir(fs *flag.FlagSet, args []string) (*tsrt.Model, error) {
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
@@ -74,15 +72,5 @@ func openBuildDir(fs *flag.FlagSet, args []string) (*tsrt.Model, error) {
 	if len(pos) != 1 {
 		return nil, cli.Usagef(fs.Output(), "%s: want one build directory (run '%s -h')", fs.Name(), fs.Name())
 	}
-	dir := pos[0]
-	man, err := tsrt.ReadManifest(dir)
-	if err != nil {
-		return nil, err
-	}
-	if !man.Weights.Embedded { // else inside the library, which checks them
-		if err := tsrt.VerifyWeights(filepath.Join(dir, man.Weights.File), man.Weights); err != nil {
-			return nil, err
-		}
-	}
-	return tsrt.Open(dir)
+	return tsrt.OpenChecked(pos[0])
 }
