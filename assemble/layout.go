@@ -117,14 +117,7 @@ func ChooseLayout(ctx context.Context, path string, load frontend.LoadOptions, p
 // loadLayout loads the model in one layout and extracts its plan with
 // every alternative algorithm.
 func loadLayout(path string, load frontend.LoadOptions, part partition.Options, layout string) (*LayoutModel, error) {
-	if layout == LayoutNCHW {
-		load.NoPass = maps.Clone(load.NoPass)
-		if load.NoPass == nil {
-			load.NoPass = map[string]bool{}
-		}
-		load.NoPass["convert-layout"] = true
-	}
-	l, err := frontend.Load(path, load)
+	l, err := frontend.Load(path, LayoutLoadOptions(load, layout))
 	if err != nil {
 		return nil, err
 	}
@@ -133,6 +126,20 @@ func loadLayout(path string, load frontend.LoadOptions, part partition.Options, 
 		return nil, err
 	}
 	return &LayoutModel{Layout: layout, Loaded: l, Plan: plan}, nil
+}
+
+// LayoutLoadOptions returns load made to load the model in layout: for
+// NCHW, the convert-layout pass off (in a copy of load.NoPass; load's is
+// left as it is); for NHWC, load itself.
+func LayoutLoadOptions(load frontend.LoadOptions, layout string) frontend.LoadOptions {
+	if layout == LayoutNCHW {
+		load.NoPass = maps.Clone(load.NoPass)
+		if load.NoPass == nil {
+			load.NoPass = map[string]bool{}
+		}
+		load.NoPass["convert-layout"] = true
+	}
+	return load
 }
 
 // cover sums what the records cover of the plan: per group, the

@@ -2,6 +2,10 @@ package assemble
 
 import (
 	"context"
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -105,4 +109,67 @@ func TestLayouts(t *testing.T) {
 			t.Errorf("Layouts(%q, %v) = %v, %v; want %v, %q", c.layout, c.noConvert, got, err, c.want, c.err)
 		}
 	}
+}
+
+// TestLayoutLoadOptions: NCHW turns the convert-layout pass off, in a
+// copy of the passes turned off; NHWC leaves the options as they are.
+func TestLayoutLoadOptions(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		noPass map[string]bool
+		layout string
+		want   map[string]bool
+	}{
+		{"nhwc", nil, LayoutNHWC, nil},
+		{"nhwc keeps passes off", map[string]bool{"cse": true}, LayoutNHWC, map[string]bool{"cse": true}},
+		{"nchw", nil, LayoutNCHW, map[string]bool{"convert-layout": true}},
+		{"nchw adds to passes off", map[string]bool{"cse": true}, LayoutNCHW, map[string]bool{"cse": true, "convert-layout": true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := maps.Clone(c.noPass)
+			in := frontend.LoadOptions{NoPass: c.noPass, Inputs: map[string][]int{"x": {1, 3}}}
+			got := LayoutLoadOptions(in, c.layout)
+			if !maps.Equal(got.NoPass, c.want) {
+				t.Errorf("NoPass = %v, want %v", got.NoPass, c.want)
+			}
+			if !maps.Equal(c.noPass, before) {
+				t.Errorf("the caller's NoPass changed to %v", c.noPass)
+			}
+			if !slices.Equal(got.Inputs["x"], []int{1, 3}) {
+				t.Errorf("Inputs = %v, want the caller's", got.Inputs)
+			}
+		})
+	}
+}
+
+// TestOpenRecords: a build's missing database is an error that says how
+// to make it; an existing one opens for reading only, beside another
+// reader.
+func TestOpenRecords(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "tuning.db")
+	_, err := OpenRecords(db, "m.onnx")
+	if err == nil || !strings.Contains(err.Error(), "tune the model first (tune --db "+db+" m.onnx)") {
+		t.Fatalf("missing database: err = %v", err)
+	}
+	if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("OpenRecords created %s (%v)", db, err)
+	}
+	st, err := records.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	st, err = OpenRecords(db, "m.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// Read only, it shares the file with other readers (a writer would
+	// hold it alone).
+	other, err := records.OpenReadOnly(db)
+	if err != nil {
+		t.Fatalf("another reader: %v (want the build's open read-only)", err)
+	}
+	other.Close()
 }

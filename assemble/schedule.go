@@ -1,8 +1,10 @@
 package assemble
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"os"
 	"time"
 
 	"github.com/tessera-ml/tessera/backend"
@@ -51,6 +53,16 @@ type kernel struct {
 // first; a *records.Store is one.
 type RecordSource interface {
 	Ranked(workload, target string) ([]records.Record, error)
+}
+
+// OpenRecords opens the records database db that a build of model reads:
+// a missing one is a mistake (the model was not tuned into it); an
+// existing one is only read (records.OpenReadOnly).
+func OpenRecords(db, model string) (*records.Store, error) {
+	if _, err := os.Stat(db); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("records database %s does not exist: tune the model first (tune --db %s %s), or build with default schedules (--no-records)", db, db, model)
+	}
+	return records.OpenReadOnly(db)
 }
 
 // usable is the fastest record of a task that replays on its DAG and

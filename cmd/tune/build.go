@@ -5,14 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/tessera-ml/tessera/assemble"
 	"github.com/tessera-ml/tessera/backend"
-	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/internal/cli"
 	"github.com/tessera-ml/tessera/measure"
@@ -75,7 +72,7 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	opts := assemble.Options{Target: tg, Model: pos[0], Warn: stderr, SingleFile: bf.singleFile, Frozen: strings.Fields(bf.mf.Freeze.String())}
 	var store *records.Store
 	if !bf.noRecords {
-		if store, err = openBuildRecords(bf.db, pos[0]); err != nil {
+		if store, err = assemble.OpenRecords(bf.db, pos[0]); err != nil {
 			return err
 		}
 		defer store.Close()
@@ -98,17 +95,18 @@ func (bf *buildFlags) build(model string, layouts []string, opts assemble.Option
 	var g *graph.Graph
 	var plan *partition.Plan
 	if len(bf.mf.Ranges) > 0 {
-		l, bp, dp, err := bf.loadDims(model, layouts[0])
+		// A build over a range does not race the two layouts: it loads the
+		// model over it (tuning.LoadDims) in the first (with --layout auto,
+		// channels-last, the layout tune tunes by default).
+		lo := assemble.LayoutLoadOptions(bf.mf.LoadOptions(), layouts[0])
+		l, bp, dp, err := tuning.LoadDims(model, lo, bf.mf.Ranges, bf.mf.Partition())
 		if err != nil {
 			return nil, err
 		}
 		cli.Notes(stderr, "tune build", l.Notes)
 		opts.Batch, opts.Dim = bp, dp
-		if dp != nil {
-			g, plan = dp.Hi().Graph, dp.Hi().Plan
-		} else {
-			g, plan = bp.One.Graph, bp.One.Plan
-		}
+		rm := tuning.RangeModel(bp, dp)
+		g, plan = rm.Graph, rm.Plan
 	} else {
 		c, err := assemble.ChooseLayout(ctx, model, bf.mf.LoadOptions(), bf.mf.Partition(), layouts, opts, tsrt.RunOptions{Threads: bf.target.Threads})
 		if err != nil {
@@ -126,28 +124,4 @@ func (bf *buildFlags) build(model string, layouts []string, opts assemble.Option
 	}
 	assemble.WriteReport(stdout, m, bf.out, time.Since(start))
 	return m, nil
-}
-
-// loadDims loads the model over --range (tuning.LoadDims) in one layout:
-// a build over a range does not race the two (with --layout auto,
-// channels-last, the layout tune tunes by default).
-func (bf *buildFlags) loadDims(model, layout string) (*frontend.Loaded, *partition.BatchPlan, *partition.DimPlan, error) {
-	lo := bf.mf.LoadOptions()
-	if layout == assemble.LayoutNCHW {
-		lo.NoPass = maps.Clone(lo.NoPass)
-		if lo.NoPass == nil {
-			lo.NoPass = map[string]bool{}
-		}
-		lo.NoPass["convert-layout"] = true
-	}
-	return tuning.LoadDims(model, lo, bf.mf.Ranges, bf.mf.Partition())
-}
-
-// openBuildRecords opens the records database of a build: a missing one
-// is a mistake here; an existing one is only read.
-func openBuildRecords(db, model string) (*records.Store, error) {
-	if _, err := os.Stat(db); errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("records database %s does not exist: tune the model first (tune --db %s %s), or build with default schedules (--no-records)", db, db, model)
-	}
-	return records.OpenReadOnly(db)
 }
