@@ -1,11 +1,14 @@
 package tuning
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/tessera-ml/tessera/backend"
@@ -25,6 +28,10 @@ type PretrainOptions struct {
 	// of pretraining is one left out of both lists.
 	Generated, Models []string
 	GeneratedDir      string
+	// TestData is the folder of the test data's models (TestDataDir),
+	// whose layers PretrainTestData names (TestDataModels) are learned
+	// from too; "": none.
+	TestData string
 	// HoldOut is the share of workloads held out for the report (0: 0.2).
 	HoldOut float64
 	Params  costmodel.Params
@@ -68,6 +75,44 @@ func LoadDataset(dbs []string, target string, models []string, lo frontend.LoadO
 	return data, rep, err
 }
 
+// DataOptions say which records LoadTrainingData reads.
+type DataOptions struct {
+	DBs    []string // records databases (none: tuning.db)
+	Target string   // its key, or a part of it that names one ("": every target)
+	// Models are the ONNX models whose tasks the records measured (at
+	// least one), loaded with Load and partitioned with Partition.
+	Models    []string
+	Load      frontend.LoadOptions
+	Partition partition.Options
+	// Ranges are refused: the records of a tuning over ranges (tune
+	// --range) are read with the model bound in Load at batch 1.
+	Ranges map[string][2]int
+}
+
+// LoadTrainingData is LoadDataset for a cost model trained or evaluated
+// on the records of models of static shapes (tune costmodel train and
+// eval): the models are required, records keeping workload keys, not
+// DAGs.
+func LoadTrainingData(o DataOptions) (*costmodel.Dataset, dataset.Report, error) {
+	if len(o.Models) == 0 {
+		return nil, dataset.Report{}, errors.New("name the models whose tasks the records measured with --model (records keep workload keys, not the DAGs)")
+	}
+	if len(o.Ranges) > 0 {
+		// A range tuning's records are those of the model at batch 1:
+		// bind it there (--input NAME=1,...) to read them.
+		var rs []string
+		for _, n := range slices.Sorted(maps.Keys(o.Ranges)) {
+			rs = append(rs, partition.Symbol{Name: n, Lo: o.Ranges[n][0], Hi: o.Ranges[n][1]}.String())
+		}
+		return nil, dataset.Report{}, fmt.Errorf("--range %s: tune costmodel reads models of static shapes; bind the batch to 1 with --input to read the records of a tuning over a range", strings.Join(rs, " "))
+	}
+	dbs := o.DBs
+	if len(dbs) == 0 {
+		dbs = []string{"tuning.db"}
+	}
+	return LoadDataset(dbs, o.Target, o.Models, o.Load, o.Partition)
+}
+
 // Pretrain trains a cost model on every record of the databases that
 // measures a task of the models. Before it trains on all of them, it
 // holds out a share of the workloads (by a hash of their key), trains on
@@ -75,6 +120,9 @@ func LoadDataset(dbs []string, target string, models []string, lo frontend.LoadO
 // model never saw.
 func Pretrain(opts PretrainOptions) (*costmodel.Model, PretrainReport, error) {
 	var rep PretrainReport
+	if opts.TestData != "" {
+		opts.Models = append(slices.Clip(opts.Models), TestDataModels(opts.TestData, PretrainTestData...)...)
+	}
 	if len(opts.Generated) > 0 {
 		paths, err := GeneratedModels(opts.GeneratedDir, opts.Generated)
 		if err != nil {

@@ -2,6 +2,7 @@ package tuning
 
 import (
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,6 +19,25 @@ import (
 // model) are left out and counted.
 func TestPretrain(t *testing.T) {
 	dir := t.TempDir()
+	_, tasks := tinyRecords(t, dir, "r.db")
+	m, rep, err := Pretrain(PretrainOptions{DBs: []string{filepath.Join(dir, "r.db")}, Generated: []string{"tiny"}, GeneratedDir: dir, HoldOut: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(rep.Data)
+	if rep.Data.Records != 40*tasks || rep.Data.Unknown != 40 {
+		t.Errorf("%d records learned from, %d left out; want %d and 40 (the matmul no model has)", rep.Data.Records, rep.Data.Unknown, 40*tasks)
+	}
+	if m.NumFeatures() == 0 || rep.HeldOutTasks == 0 || rep.HeldOutTasks == tasks {
+		t.Errorf("held out %d of %d tasks; want some, not all", rep.HeldOutTasks, tasks)
+	}
+}
+
+// tinyRecords generates the tiny model into dir and writes the records
+// database dir/db: 40 records of each of its tasks, and 40 of a matmul
+// that no model has. It returns the model's file and its tasks.
+func tinyRecords(t *testing.T, dir, db string) (string, int) {
+	t.Helper()
 	path, err := modelgen.Generate(dir, "tiny", modelgen.DefaultSeed)
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +51,7 @@ func TestPretrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	tg := cpuTarget()
-	store, err := records.Open(filepath.Join(dir, "r.db"))
+	store, err := records.Open(filepath.Join(dir, db))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,16 +66,86 @@ func TestPretrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	store.Close()
-	m, rep, err := Pretrain(PretrainOptions{DBs: []string{filepath.Join(dir, "r.db")}, Generated: []string{"tiny"}, GeneratedDir: dir, HoldOut: 0.5})
+	return path, len(plan.Tasks)
+}
+
+// TestPretrainTestData: the layers of the test data's folder are learned
+// from (TestDataModels), a model whose name PretrainTestData does not
+// start not; without the folder, nothing is.
+func TestPretrainTestData(t *testing.T) {
+	dir := t.TempDir()
+	tiny, tasks := tinyRecords(t, dir, "r.db")
+	data, err := os.ReadFile(tiny)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Log(rep.Data)
-	if rep.Data.Records != 40*len(plan.Tasks) || rep.Data.Unknown != 40 {
-		t.Errorf("%d records learned from, %d left out; want %d and 40 (the matmul no model has)", rep.Data.Records, rep.Data.Unknown, 40*len(plan.Tasks))
+	testdata, other := filepath.Join(dir, "testdata"), filepath.Join(dir, "other")
+	for _, d := range []string{filepath.Join(testdata, "test_Conv2d_tiny"), filepath.Join(other, "test_Other_tiny")} {
+		os.MkdirAll(d, 0o755)
+		if err := os.WriteFile(filepath.Join(d, "model.onnx"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if m.NumFeatures() == 0 || rep.HeldOutTasks == 0 || rep.HeldOutTasks == len(plan.Tasks) {
-		t.Errorf("held out %d of %d tasks; want some, not all", rep.HeldOutTasks, len(plan.Tasks))
+	for _, c := range []struct {
+		name     string
+		testdata string
+		records  int
+	}{
+		{"test data", testdata, 40 * tasks},
+		{"test data of other layers", other, 0},
+		{"none", "", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, rep, err := Pretrain(PretrainOptions{DBs: []string{filepath.Join(dir, "r.db")}, TestData: c.testdata, HoldOut: 0.5})
+			if c.records == 0 {
+				if err == nil || rep.Data.Records != 0 {
+					t.Errorf("learned from %d records (err %v); want none, and an error", rep.Data.Records, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Data.Records != c.records {
+				t.Errorf("learned from %d records; want %d", rep.Data.Records, c.records)
+			}
+		})
+	}
+}
+
+// TestLoadTrainingData: the records of a cost model's training are read
+// from tuning.db unless databases are named; without a model, or over
+// ranges, they are not read.
+func TestLoadTrainingData(t *testing.T) {
+	dir := t.TempDir()
+	tiny, tasks := tinyRecords(t, dir, "tuning.db")
+	t.Chdir(dir)
+	for _, c := range []struct {
+		name string
+		opts DataOptions
+		err  string // "": the records of the tiny model
+	}{
+		{"tuning.db", DataOptions{Models: []string{tiny}}, ""},
+		{"named database", DataOptions{DBs: []string{filepath.Join(dir, "tuning.db")}, Models: []string{tiny}}, ""},
+		{"missing database", DataOptions{DBs: []string{"nope.db"}, Models: []string{tiny}}, "nope.db"},
+		{"no model", DataOptions{DBs: []string{"tuning.db"}}, "name the models whose tasks the records measured with --model"},
+		{"over ranges", DataOptions{Models: []string{tiny}, Ranges: map[string][2]int{"S": {16, 128}, "N": {1, 8}}}, "--range N=1..8 S=16..128: tune costmodel reads models of static shapes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			data, rep, err := LoadTrainingData(c.opts)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Errorf("err = %v; want it to say %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Records != 40*tasks || rep.Unknown != 40 || data.Len() == 0 {
+				t.Errorf("%d records read, %d left out, %d tasks; want %d and 40 (the matmul no model has)", rep.Records, rep.Unknown, data.Len(), 40*tasks)
+			}
+		})
 	}
 }
 

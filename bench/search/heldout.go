@@ -126,7 +126,7 @@ func heldOutTasks(dbs []string) error {
 		}
 	}
 	opts := tuning.PretrainOptions{DBs: dbs, Generated: tuning.PretrainGenerated, GeneratedDir: dir,
-		Models: tuning.TestDataModels(tuning.TestDataDir, tuning.PretrainTestData...), Params: costmodel.DefaultParams()}
+		TestData: tuning.TestDataDir, Params: costmodel.DefaultParams()}
 	opts.Params.Seed = 1 // tune costmodel pretrain's default
 	_, rep, err := tuning.Pretrain(opts)
 	if err != nil {

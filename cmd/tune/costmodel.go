@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -143,22 +142,11 @@ func evalCostModel(cf costModelFlags, path string, stdout io.Writer) error {
 	return nil
 }
 
-// load makes the dataset of the flags' records (package dataset), the
-// tasks of the --model files giving the DAGs, and prints what it holds.
+// load makes the dataset of the flags' records (tuning.LoadTrainingData),
+// the tasks of the --model files giving the DAGs, and prints what it holds.
 func (c *costModelFlags) load(stdout io.Writer) (*costmodel.Dataset, error) {
-	if len(c.models) == 0 {
-		return nil, errors.New("name the models whose tasks the records measured with --model (records keep workload keys, not the DAGs)")
-	}
-	if len(c.mf.Ranges) > 0 {
-		// A range tuning's records are those of the model at batch 1:
-		// bind it there (--input NAME=1,...) to read them.
-		return nil, fmt.Errorf("--range %s: tune costmodel reads models of static shapes; bind the batch to 1 with --input to read the records of a tuning over a range", c.mf.Ranges)
-	}
-	dbs := c.dbs
-	if len(dbs) == 0 {
-		dbs = []string{"tuning.db"}
-	}
-	data, rep, err := tuning.LoadDataset(dbs, c.target, c.models, c.mf.LoadOptions(), c.mf.Partition())
+	data, rep, err := tuning.LoadTrainingData(tuning.DataOptions{DBs: c.dbs, Target: c.target, Models: c.models,
+		Load: c.mf.LoadOptions(), Partition: c.mf.Partition(), Ranges: c.mf.Ranges})
 	if err != nil {
 		return nil, err
 	}
@@ -170,8 +158,7 @@ func (c *costModelFlags) load(stdout io.Writer) (*costmodel.Dataset, error) {
 func pretrain(c costModelFlags, stdout io.Writer) error {
 	params := costmodel.DefaultParams()
 	params.Seed = c.seed
-	opts := tuning.PretrainOptions{DBs: c.dbs, Models: append(c.models, tuning.TestDataModels(c.testdata, tuning.PretrainTestData...)...),
-		GeneratedDir: c.generatedDir, HoldOut: c.holdOut, Params: params}
+	opts := tuning.PretrainOptions{DBs: c.dbs, Models: c.models, TestData: c.testdata, GeneratedDir: c.generatedDir, HoldOut: c.holdOut, Params: params}
 	if c.generated != "" {
 		opts.Generated = strings.Split(c.generated, ",")
 	}
