@@ -469,6 +469,20 @@ func RangeTasks(one *partition.Plan, dp *partition.DimPlan) []*partition.Task {
 	return tasks
 }
 
+// DAGRow returns the form of task n of r's plan over the ranges (tune
+// inspect --range --dag N): nil for n < 0, an error for a task the plan
+// does not have.
+func (r *Range) DAGRow(n int) (*partition.SymbolicDAGRow, error) {
+	if n >= len(r.Plan.Tasks) {
+		return nil, fmt.Errorf("--dag %d: the model has %d tasks", n, len(r.Plan.Tasks))
+	}
+	if n < 0 {
+		return nil, nil
+	}
+	t := r.Plan.Tasks[n]
+	return &partition.SymbolicDAGRow{Task: n, Ops: t.Ops, Key: t.Key, Form: t.Form}, nil
+}
+
 // RangeSupport says whether tune and tune build take a model's ranges
 // (tune inspect --range --json: range_tuning): how (a batch run a sample
 // at a time, a dimension given to the kernels at run time), or why not.

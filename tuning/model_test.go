@@ -252,3 +252,37 @@ func TestLoadPlan(t *testing.T) {
 		}
 	}
 }
+
+// TestRangeDAGRow: the form of a task over the ranges, none for a
+// negative task, and an error for a task the plan lacks.
+func TestRangeDAGRow(t *testing.T) {
+	r, err := LoadRange(dynamicModel(t, true), frontend.LoadOptions{}, map[string][2]int{"N": {1, 8}, "S": {16, 128}}, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		n    int
+		row  bool
+		want string // in the form, or the error
+	}{
+		{-1, false, ""},
+		{0, true, "S"},
+		{1, false, "--dag 1: the model has 1 tasks"},
+		{5, false, "--dag 5: the model has 1 tasks"},
+	} {
+		row, err := r.DAGRow(c.n)
+		switch {
+		case c.row && (err != nil || row == nil):
+			t.Errorf("DAGRow(%d) = %v, %v; want a row", c.n, row, err)
+		case c.row:
+			tk := r.Plan.Tasks[0]
+			if row.Task != c.n || row.Ops != tk.Ops || row.Key != tk.Key || row.Form != tk.Form || !strings.Contains(row.Form, c.want) {
+				t.Errorf("DAGRow(%d) = %+v; want task %d's ops, key and form (over %s)", c.n, row, c.n, c.want)
+			}
+		case c.want == "" && (row != nil || err != nil):
+			t.Errorf("DAGRow(%d) = %v, %v; want none", c.n, row, err)
+		case c.want != "" && (row != nil || err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("DAGRow(%d) = %v, %v; want the error %q", c.n, row, err, c.want)
+		}
+	}
+}

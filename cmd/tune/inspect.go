@@ -6,10 +6,6 @@ import (
 	"strings"
 
 	"github.com/tessera-ml/tessera/backend"
-	"github.com/tessera-ml/tessera/measure"
-	"github.com/tessera-ml/tessera/schedule"
-	"github.com/tessera-ml/tessera/sketch"
-
 	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/internal/cli"
 	"github.com/tessera-ml/tessera/partition"
@@ -50,15 +46,11 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		sp := r.Plan
-		if *dag >= len(sp.Tasks) {
-			return fmt.Errorf("--dag %d: the model has %d tasks", *dag, len(sp.Tasks))
+		dagRow, err := r.DAGRow(*dag)
+		if err != nil {
+			return err
 		}
 		over := r.Support(mf.Ranges.String())
-		var dagRow *partition.SymbolicDAGRow
-		if *dag >= 0 {
-			t := sp.Tasks[*dag]
-			dagRow = &partition.SymbolicDAGRow{Task: *dag, Ops: t.Ops, Key: t.Key, Form: t.Form}
-		}
 		if *asJSON {
 			return cli.WriteJSON(stdout, inspectResult{RangePlan: sp.Report(), RangeTuning: &over, RangeDAG: dagRow})
 		}
@@ -86,7 +78,12 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	}
 	cli.Notes(stderr, "tune inspect", m.Notes)
 	if *dump != "" {
-		return dumpPass(stdout, p, *dag, *dump, tc.Name, tc.CPU)
+		out, err := tuning.DumpPass(p, *dag, *dump, tc)
+		if err != nil {
+			return err
+		}
+		_, err = io.WriteString(stdout, out)
+		return err
 	}
 	if *asJSON {
 		plan, err := partition.Report(m.Graph, p, *groups, *dag)
@@ -114,32 +111,4 @@ type inspectResult struct {
 	RangePlan   *partition.SymbolicReport `json:"range_plan,omitempty"`
 	RangeTuning *tuning.RangeSupport      `json:"range_tuning,omitempty"`
 	RangeDAG    *partition.SymbolicDAGRow `json:"range_dag,omitempty"`
-}
-
-// dumpPass prints the kernel of task n's default schedule on the target as
-// it is after pass (backend.Target.Dump), or, for pass "list", the passes.
-func dumpPass(w io.Writer, p *partition.Plan, n int, pass, target, cpu string) error {
-	tg, err := backend.New(backend.Config{Name: target, CPU: cpu, Host: &measure.Builder{}})
-	if err != nil {
-		return err
-	}
-	defer tg.Close()
-	if pass == "list" {
-		_, err := fmt.Fprintln(w, strings.Join(tg.Passes(), "\n"))
-		return err
-	}
-	if n < 0 || n >= len(p.Tasks) {
-		return fmt.Errorf("--dump needs --dag N, a task of the model's %d", len(p.Tasks))
-	}
-	t := p.Tasks[n]
-	s, rule, err := sketch.Default(schedule.NewState(t.DAG), tg.Sketch)
-	if err != nil {
-		return fmt.Errorf("task %d (%s): %w", n, t.Ops(), err)
-	}
-	out, err := tg.Dump(s, fmt.Sprintf("task%d", n), pass)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "# task %d (%s), %s, default schedule (%s), after %s\n%s", n, t.Ops(), tg.Key(), rule, pass, out)
-	return err
 }
