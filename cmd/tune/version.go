@@ -35,34 +35,12 @@ func runVersion(args []string, stdout, stderr io.Writer) error {
 }
 
 // versionText is what tune version prints, from the build information
-// of the binary (nil where it has none) and the C compiler.
+// of the binary (nil where it has none; cli.BuildOf) and the C compiler.
 func versionText(bi *debug.BuildInfo, cc measure.CompilerInfo) string {
-	module, version := "tessera", "(devel)"
-	settings := map[string]string{}
-	if bi != nil {
-		if bi.Main.Path != "" {
-			module = bi.Main.Path
-		}
-		if bi.Main.Version != "" {
-			version = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			settings[s.Key] = s.Value
-		}
-	}
-	commit := "(devel): none recorded (go build records it in a git checkout; go run, go test and -buildvcs=false do not)"
-	if rev := settings["vcs.revision"]; rev != "" {
-		commit = rev
-		if at := settings["vcs.time"]; at != "" {
-			commit += " " + at
-		}
-		if settings["vcs.modified"] == "true" {
-			commit += " (with uncommitted changes)"
-		}
-	}
+	build := cli.BuildOf(bi)
 	var b strings.Builder
-	fmt.Fprintf(&b, "tune       %s %s\n", module, version)
-	fmt.Fprintf(&b, "commit     %s\n", commit)
+	fmt.Fprintf(&b, "tune       %s %s\n", build.Module, build.Version)
+	fmt.Fprintf(&b, "commit     %s\n", build.Commit)
 	fmt.Fprintf(&b, "C ABI      %d\n", tsrt.ABIVersion)
 	fmt.Fprintf(&b, "Go         %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	fmt.Fprintf(&b, "C compiler %s (%s): %s\n", strings.Join(cc.Command, " "), cc.Path, cc.Version)

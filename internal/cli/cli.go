@@ -6,7 +6,8 @@
 // messages made one printable line (OneLine, Printable), the document of
 // a command's --json (WriteJSON), the signal context of a command that
 // must commit what it did before it stops (NotifySignals), a progress bar
-// on a terminal (NewBar) and output files (Create, WriteOutput).
+// on a terminal (NewBar), output files (Create, WriteOutput) and what the
+// Go toolchain recorded of the binary (BuildOf).
 //
 // Exit statuses: 0 on success (and after -h), 1 for an error, printed as
 // one line "prog command: message", or for wrong arguments (ErrUsage,
