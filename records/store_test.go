@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -243,4 +244,45 @@ func FuzzImport(f *testing.F) {
 			t.Fatalf("failed import changed the store: %d → %d", before, after)
 		}
 	})
+}
+
+// TestStatsReport: the document of tune records stats --json names the
+// database it was opened at and has a row per (workload, target), the
+// best cost in milliseconds (none where no record is valid), an empty
+// list, not null, for an empty database.
+func TestStatsReport(t *testing.T) {
+	ms := func(v float64) *float64 { return &v }
+	for _, c := range []struct {
+		name string
+		recs []Record
+		want []StatRow
+	}{
+		{"empty", nil, []StatRow{}},
+		{"two workloads", []Record{rec("w1", []float64{3e-3}, "none"), rec("w1", nil, "runtime_error"), rec("w1", []float64{2e-3}, "none"), rec("w2", nil, "runtime_error")},
+			[]StatRow{{WorkloadKey: "w1", Target: "cpu-test", Records: 3, Errors: 1, BestMs: ms(2)}, {WorkloadKey: "w2", Target: "cpu-test", Records: 1, Errors: 1}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "t.db")
+			s := open(t, path)
+			defer s.Close()
+			if len(c.recs) > 0 {
+				if err := s.Add(c.recs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r, err := s.StatsReport()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.DB != path || r.Stats == nil || len(r.Stats) != len(c.want) {
+				t.Fatalf("report %+v; want db %s and %d rows", r, path, len(c.want))
+			}
+			for i, w := range c.want {
+				g := r.Stats[i]
+				if g.WorkloadKey != w.WorkloadKey || g.Target != w.Target || g.Records != w.Records || g.Errors != w.Errors || (g.BestMs == nil) != (w.BestMs == nil) || g.BestMs != nil && math.Abs(*g.BestMs-*w.BestMs) > 1e-9 {
+					t.Errorf("row %d = %+v (best %v); want %+v (best %v)", i, g, g.BestMs, w, w.BestMs)
+				}
+			}
+		})
+	}
 }

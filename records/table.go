@@ -57,6 +57,24 @@ func StatRows(stats []Stat) []StatRow {
 	return rows
 }
 
+// StatsReport is the document of tune records stats --json: the
+// database and its Stats, one row per (workload, target), by workload
+// then target.
+type StatsReport struct {
+	DB    string    `json:"db"`
+	Stats []StatRow `json:"stats"`
+}
+
+// StatsReport returns the store's Stats as tune records stats --json
+// prints them, DB the path it was opened at.
+func (s *Store) StatsReport() (*StatsReport, error) {
+	st, err := s.Stats()
+	if err != nil {
+		return nil, err
+	}
+	return &StatsReport{DB: s.path, Stats: StatRows(st)}, nil
+}
+
 // ShortKey abbreviates a workload key as task tables and messages show
 // it: its first 11 characters.
 func ShortKey(key string) string {

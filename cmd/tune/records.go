@@ -62,34 +62,20 @@ func runRecords(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	switch verb {
-	case "export":
+	switch {
+	case verb == "export":
 		err = store.Export(w)
-	case "distill":
+	case verb == "distill":
 		err = store.Distill(w, *k)
-	case "stats":
-		err = writeStats(w, store, db, asJSON)
+	case asJSON: // stats --json
+		var r *records.StatsReport
+		if r, err = store.StatsReport(); err == nil {
+			err = cli.WriteJSON(w, r)
+		}
+	default: // stats
+		err = store.WriteStats(w)
 	}
 	return errors.Join(err, closeOut())
-}
-
-// recordsStats is the document of tune records stats --json.
-type recordsStats struct {
-	DB    string            `json:"db"`
-	Stats []records.StatRow `json:"stats"` // one per (workload, target), by workload then target
-}
-
-// writeStats writes the stats of the store at db as a table or, asJSON,
-// a recordsStats.
-func writeStats(w io.Writer, store *records.Store, db string, asJSON bool) error {
-	if !asJSON {
-		return store.WriteStats(w)
-	}
-	st, err := store.Stats()
-	if err != nil {
-		return err
-	}
-	return cli.WriteJSON(w, recordsStats{DB: db, Stats: records.StatRows(st)})
 }
 
 // plotUsage is the help of the command, before its flags.
