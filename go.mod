@@ -10,6 +10,7 @@ require (
 	github.com/nats-io/nats.go v1.55.0
 	github.com/nats-io/nkeys v0.4.16
 	github.com/schollz/progressbar/v3 v3.19.1
+	github.com/x448/float16 v0.8.4
 	go.etcd.io/bbolt v1.4.3
 	golang.org/x/term v0.47.0
 	gonum.org/v1/plot v0.16.0

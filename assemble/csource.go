@@ -288,7 +288,7 @@ func embeddedExpr(embedded bool) string {
 
 // dtypeEnum returns the tessera_dtype enumerator of a manifest dtype name.
 func dtypeEnum(name string) (string, error) {
-	for d := graph.Float32; d <= graph.Bool; d++ {
+	for d := graph.Float32; d <= graph.Float16; d++ {
 		if d.String() == name {
 			switch d {
 			case graph.Float32:
@@ -309,6 +309,8 @@ func dtypeEnum(name string) (string, error) {
 				return "TESSERA_UINT32", nil
 			case graph.Bool:
 				return "TESSERA_BOOL", nil
+			case graph.Float16:
+				return "TESSERA_FLOAT16", nil
 			}
 		}
 	}

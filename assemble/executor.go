@@ -317,7 +317,9 @@ func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel, batch *
 
 // tensorInfo describes a graph input or output of static shape. Values of
 // integer or bool type cross the model's API as float32 values, exact
-// within ±2^24 (graph.MaxExactInt); the manifest names their dtype.
+// within ±2^24 (graph.MaxExactInt), float16 values as float32 values
+// (exact both ways: a float16 output is a Cast's, rounded); the manifest
+// names their dtype.
 func tensorInfo(g *graph.Graph, name, what string) (tsrt.ManifestTensor, error) {
 	v := g.Values[name]
 	if v == nil || v.Shape == nil {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/x448/float16"
+
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/graph/onnx"
 )
@@ -76,6 +78,13 @@ func Prepare(g *graph.Graph, path string, opts LoadOptions) (*Loaded, error) {
 	if err := g.Bind(inputs); err != nil {
 		return nil, err
 	}
+	half, err := computeFloat16InFloat32(g)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if half {
+		l.Notes = append(l.Notes, fmt.Sprintf("%s has float16 values: they are computed in float32 (float16 inputs converted on entry, float16 outputs and Casts rounded to float16)", path))
+	}
 	if err := RunPasses(g, opts.NoPass); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -100,7 +109,7 @@ func frozenTensor(v *graph.Value, bound []int, vals []string) (*graph.Tensor, er
 	if n := graph.NumElems(shape); n != len(vals) {
 		return nil, fmt.Errorf("%d values for shape %v (%d elements)", len(vals), shape, n)
 	}
-	if v.DType != graph.Float32 && !v.DType.IsInt() {
+	if !v.DType.IsFloat() && !v.DType.IsInt() {
 		return nil, fmt.Errorf("input of dtype %s", v.DType)
 	}
 	t := &graph.Tensor{DType: v.DType, Shape: slices.Clone(shape)}
@@ -116,10 +125,13 @@ func frozenTensor(v *graph.Value, bound []int, vals []string) (*graph.Tensor, er
 // type or bool) and appends it; its error completes "value i (s) ...".
 func appendValue(t *graph.Tensor, s string) error {
 	switch {
-	case t.DType == graph.Float32:
+	case t.DType.IsFloat():
 		f, err := strconv.ParseFloat(s, 32)
 		if err != nil {
-			return errors.New("is not a float32")
+			return fmt.Errorf("is not a %s", t.DType)
+		}
+		if t.DType == graph.Float16 {
+			f = float64(float16.Fromfloat32(float32(f)).Float32())
 		}
 		t.F32 = append(t.F32, float32(f))
 	case t.DType == graph.Bool:

@@ -108,9 +108,9 @@ func (t *Tensor) Check() error {
 	}
 	n := t.Len()
 	switch t.DType {
-	case Float32:
+	case Float32, Float16:
 		if len(t.F32) != n {
-			return fmt.Errorf("float32 tensor of shape %v has %d elements", t.Shape, len(t.F32))
+			return fmt.Errorf("%s tensor of shape %v has %d elements", t.DType, t.Shape, len(t.F32))
 		}
 	case Int64, Int32, Int16, Int8, Uint8, Uint16, Uint32, Bool:
 		if len(t.I64) != n {

@@ -20,10 +20,12 @@ import (
 	"sort"
 )
 
-// DType is the element type of a value. float32 is the only floating-point
-// type; the integer types and bool hold their values in Tensor.I64 (bool as
-// 0 and 1). The decoder rejects other types (float16, float64, strings) by
-// name.
+// DType is the element type of a value. float32 and float16 hold their
+// values in Tensor.F32 (a float16 value exactly, as a float32); the integer
+// types and bool in Tensor.I64 (bool as 0 and 1). The decoder rejects other
+// types (bfloat16, float64, strings) by name. Kernels compute float16
+// values in float32: frontend.Load leaves float16 only at the model's
+// inputs and outputs and its Casts (see its float16 rewrite).
 type DType uint8
 
 const (
@@ -37,6 +39,7 @@ const (
 	Uint16
 	Uint32
 	Bool
+	Float16 // IEEE half precision, held in Tensor.F32 (see DType)
 )
 
 // dtypeInfo gives each dtype its name and ONNX TensorProto data type number.
@@ -54,6 +57,7 @@ var dtypeInfo = [...]struct {
 	Uint16:    {"uint16", 4},
 	Uint32:    {"uint32", 12},
 	Bool:      {"bool", 9},
+	Float16:   {"float16", 10},
 }
 
 func (d DType) String() string {
@@ -84,6 +88,9 @@ func DTypeFromONNX(t int32) (d DType, ok bool) {
 
 // IsInt reports whether d is an integer type or bool (held in Tensor.I64).
 func (d DType) IsInt() bool { return d >= Int64 && d <= Bool }
+
+// IsFloat reports whether d is a floating-point type (held in Tensor.F32).
+func (d DType) IsFloat() bool { return d == Float32 || d == Float16 }
 
 // Wrap converts v to d's range as a C cast does: integers wrap modulo
 // their width, bool is v != 0. Int64 and non-integer dtypes keep v.
@@ -173,8 +180,9 @@ type Value struct {
 
 // Tensor is a constant tensor: a shape and the row-major data of one dtype.
 //
-// Invariant: len(F32) (for Float32) or len(I64) (for the integer types and
-// bool) equals the product of Shape.
+// Invariant: len(F32) (for Float32 and Float16, whose values are each a
+// float16) or len(I64) (for the integer types and bool) equals the product
+// of Shape.
 type Tensor struct {
 	DType DType
 	Shape []int

@@ -91,6 +91,20 @@ func Generate(dir, name string, seed uint64) (string, error) {
 	return path, WriteFile(path, g)
 }
 
+// GenerateFloat16 builds the named model, converts it to float16
+// (Float16) and writes it to dir/name.fp16.onnx, returning the path.
+func GenerateFloat16(dir, name string, seed uint64) (string, error) {
+	g, err := Build(name, seed)
+	if err != nil {
+		return "", err
+	}
+	if g, err = Float16(g); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, name+".fp16.onnx")
+	return path, WriteFile(path, g)
+}
+
 // opset is the default-domain opset of the generated models (the first
 // with LayerNormalization).
 const opset = 17

@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 
+	"github.com/x448/float16"
+
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/te"
 	"github.com/tessera-ml/tessera/tir"
@@ -87,7 +89,7 @@ func compare(op tir.CmpOp, a, b float64) bool {
 }
 
 // castType is Cast's output dtype: the "to" attribute. A type the graph
-// does not hold (float16, float64, string) is unsupported; the zero dtype
+// does not hold (bfloat16, float64, string) is unsupported; the zero dtype
 // stands for it so that Lower reports the error.
 func castType(c *InferCtx) graph.DType {
 	to, _ := c.N.Int("to", 0)
@@ -106,7 +108,7 @@ func castTarget(c *lowerCtx) (graph.DType, error) {
 	}
 	d, ok := graph.DTypeFromONNX(int32(to))
 	if !ok {
-		return 0, graph.Unsupportedf("Cast at node %s: to data type %d (float32, integers and bool are supported)", c.n.Name, to)
+		return 0, graph.Unsupportedf("Cast at node %s: to data type %d (float32, float16, integers and bool are supported)", c.n.Name, to)
 	}
 	return d, nil
 }
@@ -124,16 +126,23 @@ func lowerCastOp(c *lowerCtx) ([]*te.Tensor, error) {
 
 // lowerCast: to an integer type, a float truncates toward zero (the width's
 // wrap-around is not modelled: values stay within ±2^24); to bool, nonzero
-// is 1; integers and bools are already exact floats.
+// is 1; to float16, the float32 value is rounded to the nearest float16
+// (kernels compute float16 in float32); integers, bools and float16 values
+// are already exact float32 values.
 func lowerCast(c *lowerCtx, v []tir.Expr) tir.Expr {
 	to, err := castTarget(c)
 	from := c.dtype(0)
 	switch {
 	case err != nil || to == graph.Float32 || from == to:
 		return v[0]
+	case to == graph.Float16:
+		if from == graph.Bool || from == graph.Int8 || from == graph.Uint8 {
+			return v[0] // within ±255: each one a float16
+		}
+		return tir.CallE("roundhalf", v[0])
 	case to == graph.Bool:
 		return boolE(truthE(v[0]))
-	case from == graph.Float32:
+	case from.IsFloat():
 		return truncE(v[0])
 	}
 	return v[0]
@@ -165,6 +174,9 @@ func evalCast(c *InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		out.F32 = make([]float32, len(vals))
 		for i, v := range vals {
 			out.F32[i] = float32(v)
+			if to == graph.Float16 {
+				out.F32[i] = float16.Fromfloat32(out.F32[i]).Float32()
+			}
 		}
 	}
 	return []*graph.Tensor{out}, nil

@@ -10,6 +10,8 @@ package tir
 import (
 	"fmt"
 	"math"
+
+	"github.com/x448/float16"
 )
 
 // DType is the scalar type of an expression or buffer element.
@@ -163,6 +165,10 @@ var MathFuncs = map[string]MathFunc{
 	"atanh":   unaryMath("atanhf", math.Atanh),
 	"pow":     {2, "powf", func(a ...float64) float64 { return math.Pow(a[0], a[1]) }},
 	"fmod":    {2, "fmodf", func(a ...float64) float64 { return math.Mod(a[0], a[1]) }},
+	// roundhalf rounds to the nearest float16 (ties to even; beyond the
+	// largest, 65504, to ±inf from 65520 on; NaN stays NaN): a Cast to
+	// float16, computed in float32.
+	"roundhalf": unaryMath("tsr_roundhalff", func(v float64) float64 { return float64(float16.Fromfloat32(float32(v)).Float32()) }),
 }
 
 func unaryMath(c string, f func(float64) float64) MathFunc {

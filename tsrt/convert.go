@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 
+	"github.com/x448/float16"
+
 	"github.com/tessera-ml/tessera/graph"
 )
 
@@ -15,13 +17,14 @@ import (
 
 // convertTensor returns t's values as a tensor of dtype to: integers
 // exactly or an error naming the first that dtype cannot hold; float32
-// values rounded to the nearest integer (fromFloat32).
+// and float16 values rounded to the nearest integer or float16
+// (fromFloat32; float16 to float32 is exact).
 func convertTensor(t Tensor, to DType) (Tensor, error) {
 	if t.DType == to {
 		return t, nil
 	}
-	if t.DType == Float32 {
-		v, err := Values[float32](t)
+	if t.DType == Float32 || t.DType == Float16 {
+		v, err := float32sOf(t)
 		if err != nil {
 			return Tensor{}, err
 		}
@@ -89,11 +92,13 @@ func narrowed[T int32 | int16 | int8 | uint8 | uint16 | uint32](t Tensor, v []in
 
 // fromFloat32 converts float32 values to a tensor of dtype dt (integers
 // and bool rounded to the nearest, exact within ±2^24, as the kernels
-// compute them).
+// compute them; float16 rounded to the nearest, ties to even).
 func fromFloat32(dt DType, shape []int64, v []float32) (Tensor, error) {
 	switch dt {
 	case Float32:
 		return NewTensor(shape, v), nil
+	case Float16:
+		return NewTensor(shape, convert(v, float16.Fromfloat32)), nil
 	case Int64:
 		return rounded[int64](shape, v), nil
 	case Int32:
@@ -149,12 +154,16 @@ func widened[T int32 | int16 | int8 | uint8 | uint16 | uint32](t Tensor) ([]int6
 	return convert(v, func(x T) int64 { return int64(x) }), err
 }
 
-// float32sOf returns t's values as float32: integers and bools exact
-// within ±graph.MaxExactInt, an error beyond.
+// float32sOf returns t's values as float32: float16 exact, integers and
+// bools exact within ±graph.MaxExactInt, an error beyond.
 func float32sOf(t Tensor) ([]float32, error) {
-	if t.DType == Float32 {
+	switch t.DType {
+	case Float32:
 		v, err := Values[float32](t)
 		return slices.Clone(v), err
+	case Float16:
+		v, err := Values[float16.Float16](t)
+		return convert(v, float16.Float16.Float32), err
 	}
 	v, err := int64sOf(t)
 	if err != nil {
@@ -172,8 +181,8 @@ func float32sOf(t Tensor) ([]float32, error) {
 
 // float64sOf returns t's values as float64, to compare them.
 func float64sOf(t Tensor) ([]float64, error) {
-	if t.DType == Float32 {
-		v, err := Values[float32](t)
+	if t.DType == Float32 || t.DType == Float16 {
+		v, err := float32sOf(t)
 		return convert(v, func(x float32) float64 { return float64(x) }), err
 	}
 	v, err := int64sOf(t)

@@ -3,6 +3,8 @@ package tsrt
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/x448/float16"
 )
 
 // DType is an element type, as tessera.h's tessera_dtype: ONNX's
@@ -125,9 +127,10 @@ func NewTensor[T Element](shape []int64, data []T) Tensor {
 	return Tensor{DType: dtypeOf(z), Shape: shape, Data: unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(data))), len(data)*int(unsafe.Sizeof(z)))}
 }
 
-// Element is a Go type with a tessera dtype (bool as one byte).
+// Element is a Go type with a tessera dtype (bool as one byte; float16 as
+// github.com/x448/float16's Float16, its bits).
 type Element interface {
-	float32 | uint8 | int8 | uint16 | int16 | int32 | int64 | bool | uint32
+	float32 | uint8 | int8 | uint16 | int16 | int32 | int64 | bool | uint32 | float16.Float16
 }
 
 func dtypeOf(v any) DType {
@@ -150,6 +153,8 @@ func dtypeOf(v any) DType {
 		return Bool
 	case uint32:
 		return Uint32
+	case float16.Float16:
+		return Float16
 	}
 	return 0
 }

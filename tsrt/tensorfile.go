@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"codeberg.org/sbinet/npyio/npy"
+	npyfloat16 "codeberg.org/sbinet/npyio/npy/float16"
+	"github.com/x448/float16"
 
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/graph/onnx"
@@ -18,9 +20,9 @@ import (
 // Tensor files: what `tune run` reads and writes.
 //
 //	.npy        NumPy's format, read and written by codeberg.org/sbinet/npyio:
-//	            float32 and the integer and bool dtypes ('<f4', '<i8', '<i4',
-//	            '<i2', '|i1', '|u1', '<u2', '<u4', '|b1'; either byte order),
-//	            C order
+//	            float32, float16 and the integer and bool dtypes ('<f4',
+//	            '<f2', '<i8', '<i4', '<i2', '|i1', '|u1', '<u2', '<u4',
+//	            '|b1'; either byte order), C order
 //	.pb         an ONNX TensorProto (the input_N.pb files of ONNX's test data)
 //	otherwise   raw little-endian float32, the shape taken from the manifest
 //
@@ -172,7 +174,7 @@ func WriteTensorFile(path string, t Tensor) error {
 // npyDTypes are the .npy element types tensors are read from and written
 // as: NumPy's kind and size, after the byte order.
 var npyDTypes = map[string]DType{
-	"f4": Float32, "i8": Int64, "i4": Int32, "i2": Int16, "i1": Int8,
+	"f4": Float32, "f2": Float16, "i8": Int64, "i4": Int32, "i2": Int16, "i1": Int8,
 	"u1": Uint8, "u2": Uint16, "u4": Uint32, "b1": Bool,
 }
 
@@ -213,6 +215,12 @@ func decodeNpy(data []byte) (t Tensor, err error) {
 	switch dt {
 	case Float32:
 		return readNpy[float32](r, shape)
+	case Float16:
+		var v []npyfloat16.Num
+		if err := r.Read(&v); err != nil {
+			return Tensor{}, fmt.Errorf("reading .npy data: %w", err)
+		}
+		return NewTensor(shape, convert(v, func(x npyfloat16.Num) float16.Float16 { return float16.Frombits(x.Uint16()) })), nil
 	case Int64:
 		return readNpy[int64](r, shape)
 	case Int32:
@@ -249,9 +257,19 @@ func encodeNpy(t Tensor) ([]byte, error) {
 	}
 	var v any
 	var err error
+	half := false
 	switch t.DType {
 	case Float32:
 		v, err = npyValue[float32](t)
+	case Float16:
+		// npyio v0.14 reads float16 but cannot write it (its marshaller
+		// panics on float16.Num): the bits go out as uint16, and the
+		// header's '<u2' says '<f2' instead (the same length).
+		var h []float16.Float16
+		if h, err = Values[float16.Float16](t); err == nil {
+			v = npyNest(t.Shape, convert(h, float16.Float16.Bits))
+			half = true
+		}
 	case Int64:
 		v, err = npyValue[int64](t)
 	case Int32:
@@ -278,7 +296,16 @@ func encodeNpy(t Tensor) ([]byte, error) {
 	if err := npy.Write(&buf, v); err != nil {
 		return nil, fmt.Errorf("writing .npy: %w", err)
 	}
-	return buf.Bytes(), nil
+	out := buf.Bytes()
+	if half {
+		end := bytes.IndexByte(out, '\n')
+		k := bytes.Index(out[:max(end, 0)], []byte("'descr': '<u2'"))
+		if k < 0 {
+			return nil, fmt.Errorf("writing .npy: npyio wrote no '<u2' header for float16's bits")
+		}
+		copy(out[k+len("'descr': '<"):], "f")
+	}
+	return out, nil
 }
 
 // npyValue returns t's elements as npy.Write takes a tensor of t's shape:
@@ -289,8 +316,14 @@ func npyValue[T Element](t Tensor) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(t.Shape) == 0 {
-		return vals[0], nil
+	return npyNest(t.Shape, vals), nil
+}
+
+// npyNest returns vals, a slice of a tensor's elements, as npy.Write takes
+// a tensor of its shape (see npyValue).
+func npyNest[T any](shape []int64, vals []T) any {
+	if len(shape) == 0 {
+		return vals[0]
 	}
 	var nest func(v reflect.Value, shape []int64) reflect.Value
 	nest = func(v reflect.Value, shape []int64) reflect.Value {
@@ -311,7 +344,7 @@ func npyValue[T Element](t Tensor) (any, error) {
 		}
 		return rows
 	}
-	return nest(reflect.ValueOf(vals), t.Shape).Interface(), nil
+	return nest(reflect.ValueOf(vals), shape).Interface()
 }
 
 // fromGraphTensor is a decoded ONNX tensor as a runtime tensor of its dtype.
@@ -321,8 +354,11 @@ func fromGraphTensor(g *graph.Tensor) (Tensor, error) {
 		return Tensor{}, err
 	}
 	shape := shape64(g.Shape)
-	if dt == Float32 {
+	switch dt {
+	case Float32:
 		return NewTensor(shape, g.F32), nil
+	case Float16:
+		return fromFloat32(dt, shape, g.F32) // exact: each one a float16
 	}
 	return convertTensor(NewTensor(shape, g.I64), dt)
 }
@@ -335,7 +371,7 @@ func graphTensor(t Tensor) (*graph.Tensor, error) {
 	}
 	g := &graph.Tensor{DType: dt, Shape: ints(t.Shape)}
 	var err error
-	if dt == graph.Float32 {
+	if dt.IsFloat() {
 		g.F32, err = float32sOf(t)
 	} else {
 		g.I64, err = int64sOf(t)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/x448/float16"
+
 	"codeberg.org/sbinet/npyio/npy"
 
 	"github.com/tessera-ml/tessera/graph"
@@ -32,6 +34,8 @@ func dtypeSamples() []Tensor {
 		NewTensor(shape, []uint16{0, 1, 2, 300, 40000, math.MaxUint16}),
 		NewTensor(shape, []uint32{0, 1, 2, 1 << 24, 1<<31 + 1, math.MaxUint32}),
 		NewTensor(shape, []bool{true, false, false, true, true, false}),
+		NewTensor(shape, []float16.Float16{float16.Fromfloat32(1), float16.Fromfloat32(-2), float16.Fromfloat32(3.5),
+			float16.Inf(-1), float16.Fromfloat32(65504), float16.Frombits(1)}), // the largest and the smallest subnormal
 	}
 }
 
@@ -54,7 +58,7 @@ func npyDescr(t *testing.T, path string) string {
 // reads it back: the same dtype, shape and bytes. A .npy file declares
 // the dtype NumPy spells for it.
 func TestTensorFileDTypes(t *testing.T) {
-	descr := map[DType]string{Float32: "<f4", Int64: "<i8", Int32: "<i4", Int16: "<i2", Int8: "|i1",
+	descr := map[DType]string{Float32: "<f4", Float16: "<f2", Int64: "<i8", Int32: "<i4", Int16: "<i2", Int8: "|i1",
 		Uint8: "|u1", Uint16: "<u2", Uint32: "<u4", Bool: "|b1"}
 	dir := t.TempDir()
 	for _, want := range dtypeSamples() {
@@ -210,6 +214,7 @@ samples = {
     "uint16": [0, 1, 2, 300, 40000, 65535],
     "uint32": [0, 1, 2, 2**24, 2**31 + 1, 2**32 - 1],
     "bool": [True, False, False, True, True, False],
+    "float16": [1, -2, 3.5, -np.inf, 65504, np.finfo(np.float16).smallest_subnormal],
 }
 for name, vals in samples.items():
     want = np.array(vals, dtype=name).reshape(2, 3)

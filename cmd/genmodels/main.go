@@ -1,9 +1,10 @@
 // Command genmodels writes the models of package modelgen as ONNX files:
 //
-//	genmodels -o DIR [-seed N] [model ...]
+//	genmodels -o DIR [-seed N] [-float16] [model ...]
 //
 // With no model named it writes all of them. The same seed always gives
-// the same files.
+// the same files. With -float16 each is written in half precision
+// (modelgen.Float16) as DIR/NAME.fp16.onnx.
 package main
 
 import (
@@ -23,8 +24,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	dir := fs.String("o", "", "output `directory` (created if missing)")
 	seed := fs.Uint64("seed", modelgen.DefaultSeed, "seed of the random weights")
+	half := fs.Bool("float16", false, "write each model in float16 (weights, inputs, outputs) as NAME.fp16.onnx")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: genmodels -o DIR [-seed N] [model ...]\n\nmodels:\n")
+		fmt.Fprintf(stderr, "usage: genmodels -o DIR [-seed N] [-float16] [model ...]\n\nmodels:\n")
 		for _, m := range modelgen.Models {
 			fmt.Fprintf(stderr, "  %-16s %s\n", m.Name, m.Doc)
 		}
@@ -59,7 +61,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	for _, name := range names {
-		path, err := modelgen.Generate(*dir, name, *seed)
+		generate := modelgen.Generate
+		if *half {
+			generate = modelgen.GenerateFloat16
+		}
+		path, err := generate(*dir, name, *seed)
 		if err != nil {
 			fmt.Fprintf(stderr, "genmodels: %v\n", err)
 			return 1

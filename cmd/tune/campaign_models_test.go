@@ -249,6 +249,18 @@ var craftedModels = []struct {
 	{craftedModel{"declared_dtype_wrong", unary("decld", "Relu", []int{1, 4}, nil), setOutputType(onnxpb.TensorProto_INT64, 1, 4)}, false},
 	{craftedModel{"float16_input", unary("f16", "Relu", []int{1, 4}, nil), func(m *onnxpb.ModelProto) {
 		m.Graph.Input[0].Type.GetTensorType().ElemType = int32(onnxpb.TensorProto_FLOAT16)
+		setOutputType(onnxpb.TensorProto_FLOAT, 1, 4)(m) // a float16 Relu declared float32
+	}}, false},
+	{craftedModel{"float16_undeclared", unary("f16u", "Relu", []int{1, 4}, nil), func(m *onnxpb.ModelProto) {
+		m.Graph.Input[0].Type.GetTensorType().ElemType = int32(onnxpb.TensorProto_FLOAT16)
+	}}, true},
+	{craftedModel{"float16_model", unary("f16ok", "Relu", []int{1, 4}, nil), func(m *onnxpb.ModelProto) {
+		m.Graph.Input[0].Type.GetTensorType().ElemType = int32(onnxpb.TensorProto_FLOAT16)
+		setOutputType(onnxpb.TensorProto_FLOAT16, 1, 4)(m)
+	}}, true},
+	{craftedModel{"bfloat16_input", unary("bf16", "Relu", []int{1, 4}, nil), func(m *onnxpb.ModelProto) {
+		m.Graph.Input[0].Type.GetTensorType().ElemType = int32(onnxpb.TensorProto_BFLOAT16)
+		setOutputType(onnxpb.TensorProto_BFLOAT16, 1, 4)(m)
 	}}, false},
 	{craftedModel{"string_input", unary("str", "Relu", []int{1, 4}, nil), func(m *onnxpb.ModelProto) {
 		m.Graph.Input[0].Type.GetTensorType().ElemType = int32(onnxpb.TensorProto_STRING)

@@ -4,8 +4,9 @@
 // reads a model the way every command takes it (inputs frozen and bound,
 // shapes inferred by the ops' rules, the graph passes run).
 //
-// Tensors are float32, integer (int8 to int64, uint8 to uint32) or bool; a
-// tensor of another data type (float16, float64, string), a tensor stored
+// Tensors are float32, float16 (held as float32 values, exactly), integer
+// (int8 to int64, uint8 to uint32) or bool; a tensor of another data type
+// (bfloat16, float64, string), a tensor stored
 // outside the file and a value of a non-tensor type are rejected with an error that names it and wraps
 // graph.ErrUnsupported. Malformed input is an error, never a panic, and no
 // tensor is allocated before its size is checked against the bytes that
@@ -18,6 +19,7 @@ import (
 	"math"
 	"os"
 
+	"github.com/x448/float16"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tessera-ml/tessera/graph"
@@ -452,6 +454,28 @@ func TensorFromProto(tp *onnxpb.TensorProto) (*graph.Tensor, error) {
 			t.F32 = append([]float32{}, tp.GetFloatData()...)
 		default:
 			return nil, fmt.Errorf("tensor %s: %d floats for shape %v", name, len(tp.GetFloatData()), shape)
+		}
+	case graph.Float16:
+		// Raw: 2 bytes each, little-endian; typed: each in an int32_data
+		// element's low 16 bits (ONNX's convention for float16).
+		t.F32 = make([]float32, n)
+		switch {
+		case raw != nil:
+			if int64(len(raw)) != 2*n {
+				return nil, fmt.Errorf("tensor %s: %d bytes of raw float16 data for shape %v", name, len(raw), shape)
+			}
+			for i := range t.F32 {
+				t.F32[i] = float16.Frombits(binary.LittleEndian.Uint16(raw[2*i:])).Float32()
+			}
+		case int64(len(tp.GetInt32Data())) == n:
+			for i, v := range tp.GetInt32Data() {
+				if v < 0 || v > math.MaxUint16 {
+					return nil, fmt.Errorf("tensor %s: float16 element %d is stored as %d, not 16 bits", name, i, v)
+				}
+				t.F32[i] = float16.Frombits(uint16(v)).Float32()
+			}
+		default:
+			return nil, fmt.Errorf("tensor %s: no float16 data for shape %v", name, shape)
 		}
 	default:
 		w := intWidth(dt)

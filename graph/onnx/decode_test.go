@@ -65,18 +65,23 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 }
 
 func TestDecodeTypedData(t *testing.T) {
-	// float_data and int64_data instead of raw_data.
+	// float_data, int64_data and int32_data (float16's bits) instead of
+	// raw_data.
 	for _, tp := range []*onnxpb.TensorProto{
 		{Name: "f", DataType: int32(onnxpb.TensorProto_FLOAT), Dims: []int64{2}, FloatData: []float32{1.5, -2}},
 		{Name: "i", DataType: int32(onnxpb.TensorProto_INT64), Dims: []int64{1, 2}, Int64Data: []int64{7, -8}},
+		{Name: "h", DataType: int32(onnxpb.TensorProto_FLOAT16), Dims: []int64{4}, Int32Data: []int32{0x3e00, 0xc000, 0x7bff, 0x0001}},
 	} {
 		got, err := TensorFromProto(tp)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want, _ := TensorFromProto(TensorToProto(tp.Name, got))
-		if !slices.Equal(got.F32, want.F32) || !slices.Equal(got.I64, want.I64) || !slices.Equal(got.Shape, want.Shape) {
+		if !slices.Equal(got.F32, want.F32) || !slices.Equal(got.I64, want.I64) || !slices.Equal(got.Shape, want.Shape) || got.DType != want.DType {
 			t.Errorf("%s: %v, raw round trip %v", tp.Name, got, want)
+		}
+		if tp.Name == "h" && !slices.Equal(got.F32, []float32{1.5, -2, 65504, 0x1p-24}) {
+			t.Errorf("float16 bits %#x decoded as %v", tp.Int32Data, got.F32)
 		}
 	}
 }
@@ -123,9 +128,17 @@ func TestDecodeErrors(t *testing.T) {
 		{"raw data too short", model(func(m *onnxpb.ModelProto) { init(m, "w").RawData = make([]byte, 8) }), "tensor w: 8 bytes of raw data for shape [2 3 1 1]", false},
 		{"huge dims, little data", model(func(m *onnxpb.ModelProto) { init(m, "w").Dims = []int64{1 << 20, 1 << 18} }), "tensor w: 24 bytes of raw data for shape [1048576 262144]", false},
 		{"dims past the element cap", model(func(m *onnxpb.ModelProto) { init(m, "w").Dims = []int64{1 << 30, 1 << 30} }), "tensor w: dims", false},
-		{"float16 input", model(func(m *onnxpb.ModelProto) {
-			m.Graph.Input[0].Type.GetTensorType().ElemType = int32(onnxpb.TensorProto_FLOAT16)
-		}), "input x: data type FLOAT16", true},
+		{"bfloat16 input", model(func(m *onnxpb.ModelProto) {
+			m.Graph.Input[0].Type.GetTensorType().ElemType = int32(onnxpb.TensorProto_BFLOAT16)
+		}), "input x: data type BFLOAT16", true},
+		{"float16 raw data too short", model(func(m *onnxpb.ModelProto) {
+			w := init(m, "w")
+			w.DataType, w.RawData = int32(onnxpb.TensorProto_FLOAT16), make([]byte, 11)
+		}), "tensor w: 11 bytes of raw float16 data for shape [2 3 1 1]", false},
+		{"float16 beyond 16 bits", model(func(m *onnxpb.ModelProto) {
+			w := init(m, "w")
+			w.DataType, w.RawData, w.Int32Data = int32(onnxpb.TensorProto_FLOAT16), nil, []int32{0, 1, 2, 3, 4, 1 << 16}
+		}), "tensor w: float16 element 5 is stored as 65536, not 16 bits", false},
 		{"sequence input", model(func(m *onnxpb.ModelProto) {
 			m.Graph.Input[0].Type = &onnxpb.TypeProto{Value: &onnxpb.TypeProto_SequenceType{SequenceType: &onnxpb.TypeProto_Sequence{}}}
 		}), "input x has a sequence type", true},
@@ -205,9 +218,9 @@ func TestDecodeSubgraphErrors(t *testing.T) {
 		{"graph attribute without a graph", model(func(m *onnxpb.ModelProto) { m.Graph.Node[1].Attribute[0].G = nil }), "graph attribute without a graph"},
 		{"graphs attribute", model(func(m *onnxpb.ModelProto) { m.Graph.Node[1].Attribute[0].Type = onnxpb.AttributeProto_GRAPHS }), "attribute type GRAPHS"},
 		{"nested too deep", model(func(m *onnxpb.ModelProto) { nest(m, maxNesting+1) }), "nest more than 64 deep"},
-		{"float16 in a branch", model(func(m *onnxpb.ModelProto) {
-			branch(m).Initializer[0].DataType = int32(onnxpb.TensorProto_FLOAT16)
-		}), "data type FLOAT16"},
+		{"bfloat16 in a branch", model(func(m *onnxpb.ModelProto) {
+			branch(m).Initializer[0].DataType = int32(onnxpb.TensorProto_BFLOAT16)
+		}), "data type BFLOAT16"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Decode(tc.data, "m.onnx")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 
+	"github.com/x448/float16"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tessera-ml/tessera/graph"
@@ -149,6 +150,11 @@ func TensorToProto(name string, t *graph.Tensor) *onnxpb.TensorProto {
 		tp.RawData = make([]byte, 4*len(t.F32))
 		for i, v := range t.F32 {
 			binary.LittleEndian.PutUint32(tp.RawData[4*i:], math.Float32bits(v))
+		}
+	case graph.Float16:
+		tp.RawData = make([]byte, 2*len(t.F32))
+		for i, v := range t.F32 {
+			binary.LittleEndian.PutUint16(tp.RawData[2*i:], uint16(float16.Fromfloat32(v)))
 		}
 	default:
 		w := intWidth(t.DType)

@@ -577,6 +577,48 @@ static tessera_status check(const char *what, int32_t i, const tessera_tensor *t
    integer the kernels compute with (graph.MaxExactInt). */
 #define EXACT_INT 16777216.0
 
+/* half_to_float is the float32 of an IEEE half-precision value (exact). */
+static float half_to_float(uint16_t h) {
+  uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
+  if (e == 0x1fu)
+    u = s | 0x7f800000u | (m << 13); /* inf, NaN (its payload kept) */
+  else if (e != 0)
+    u = s | ((e + 112u) << 23) | (m << 13);
+  else if (m == 0)
+    u = s;
+  else { /* subnormal: m * 2^-24, exact in float32 */
+    float f = (float)m * 5.9604644775390625e-8f;
+    memcpy(&u, &f, sizeof u);
+    u |= s;
+  }
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* float_to_half is the IEEE half-precision value nearest x (ties to even,
+   +-inf from 65520 on, NaN kept). Outputs of float16 reach it already
+   rounded to float16 (a Cast's tsr_roundhalff), so it is exact there. */
+static uint16_t float_to_half(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  uint16_t s = (uint16_t)((u >> 16) & 0x8000u);
+  uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u)
+    return s | 0x7e00u | (uint16_t)((a >> 13) & 0x3ffu); /* NaN, quiet */
+  if (a >= 0x477ff000u)
+    return s | 0x7c00u;
+  if (a >= 0x38800000u) { /* normal: round the 23 fraction bits to 10 */
+    a = (a + 0xfffu + ((a >> 13) & 1u)) >> 13;
+    return s | (uint16_t)(a - (112u << 10));
+  }
+  /* below 2^-14: a multiple of 2^-24, rounded to nearest even */
+  float f;
+  memcpy(&f, &a, sizeof f);
+  f = (f * 16777216.0f + 8388608.0f) - 8388608.0f;
+  return s | (uint16_t)f;
+}
+
 /* to_float converts input i (name) of n elements to float32, or says
    which element float32 would round. */
 static tessera_status to_float(float *dst, const void *src, tessera_dtype t, uint64_t n, int32_t i, const char *name) {
@@ -600,6 +642,7 @@ static tessera_status to_float(float *dst, const void *src, tessera_dtype t, uin
   case TESSERA_UINT32: WIDE(uint32_t) break;
   case TESSERA_INT64: WIDE(int64_t) break;
   case TESSERA_BOOL: for (uint64_t k = 0; k < n; k++) dst[k] = ((const uint8_t *)src)[k] ? 1.0f : 0.0f; break;
+  case TESSERA_FLOAT16: for (uint64_t k = 0; k < n; k++) dst[k] = half_to_float(((const uint16_t *)src)[k]); break;
   default: break;
   }
 #undef WIDE
@@ -626,6 +669,10 @@ static tessera_status from_float(void *dst, const float *src, tessera_dtype t, u
   case TESSERA_BOOL:
     for (uint64_t k = 0; k < n; k++)
       ((uint8_t *)dst)[k] = src[k] != 0.0f;
+    return TESSERA_OK;
+  case TESSERA_FLOAT16:
+    for (uint64_t k = 0; k < n; k++)
+      ((uint16_t *)dst)[k] = float_to_half(src[k]);
     return TESSERA_OK;
   default: break;
   }
