@@ -17,6 +17,23 @@ type ProbeError struct{ Err error }
 func (e *ProbeError) Error() string { return e.Err.Error() }
 func (e *ProbeError) Unwrap() error { return e.Err }
 
+// Resumable returns err, an error of RunRange on the records database
+// db, with what a run of the same command does next where it goes on
+// from there: a failed probe (*ProbeError; its error, unwrapped) probes
+// again, and a batch that could not be measured (search.ErrMeasure)
+// resumes after the batches committed before it. It returns nil for any
+// other error, and for nil.
+func Resumable(err error, db string) error {
+	var perr *ProbeError
+	if errors.As(err, &perr) {
+		return fmt.Errorf("%w\nthe tuning's records are in %s; run the same command to probe again", perr.Err, db)
+	}
+	if errors.Is(err, search.ErrMeasure) {
+		return fmt.Errorf("%w\nevery batch measured before is in %s; run the same command to resume", err, db)
+	}
+	return nil
+}
+
 // RunRange runs the session (Run) and, where it tunes over a dimension
 // given at run time (Options.Dim), spends the rest of the trials:
 //

@@ -119,3 +119,40 @@ func TestRunRangeProbeFails(t *testing.T) {
 		t.Errorf("%d measurements stored (%v), want the search's %d", n, err, s.ToGo())
 	}
 }
+
+// TestResumable: a failed probe and a batch that could not be measured
+// say how the same command goes on, naming the database; other errors,
+// a cancelled run's included, and nil are not resumable.
+func TestResumable(t *testing.T) {
+	measureErr := fmt.Errorf("%w: worker gone", search.ErrMeasure)
+	for _, c := range []struct {
+		name  string
+		err   error
+		want  string // the error's text; "": nil
+		inner error  // what it still wraps
+	}{
+		{"nil", nil, "", nil},
+		{"other", errors.New("disk full"), "", nil},
+		{"cancelled", context.Canceled, "", nil},
+		{"probe", &ProbeError{Err: measureErr}, measureErr.Error() + "\nthe tuning's records are in t.db; run the same command to probe again", search.ErrMeasure},
+		{"probe of another error", &ProbeError{Err: errors.New("bad replay")}, "bad replay\nthe tuning's records are in t.db; run the same command to probe again", nil},
+		{"measure", fmt.Errorf("task 3: %w", measureErr), "task 3: " + measureErr.Error() + "\nevery batch measured before is in t.db; run the same command to resume", search.ErrMeasure},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := Resumable(c.err, "t.db")
+			if c.want == "" {
+				if got != nil {
+					t.Errorf("Resumable = %v, want nil", got)
+				}
+				return
+			}
+			if got == nil || got.Error() != c.want {
+				t.Fatalf("Resumable = %v\nwant %s", got, c.want)
+			}
+			var perr *ProbeError
+			if c.inner != nil && !errors.Is(got, c.inner) || errors.As(got, &perr) {
+				t.Errorf("Resumable = %v: want it to wrap %v, not a *ProbeError", got, c.inner)
+			}
+		})
+	}
+}

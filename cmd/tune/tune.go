@@ -140,12 +140,8 @@ func (f *tuneFlags) tune(model string, ts *tuning.TaskSet, tg *backend.Target, s
 	defer s.Close()
 	s.WriteStart(stdout, cli.Printable(model), cli.Printable(f.db), tg)
 	last, sum, err := s.RunRange(ctx, stdout, bar.Finish)
-	var perr *tuning.ProbeError
-	if errors.As(err, &perr) {
-		return fmt.Errorf("%w\nthe tuning's records are in %s; run the same command to probe again", perr.Err, f.db)
-	}
-	if errors.Is(err, search.ErrMeasure) {
-		return fmt.Errorf("%w\nevery batch measured before is in %s; run the same command to resume", err, f.db)
+	if rerr := tuning.Resumable(err, f.db); rerr != nil {
+		return rerr
 	}
 	interrupted := sigs.Caught() != 0 && errors.Is(err, context.Canceled)
 	if err != nil && !interrupted {
