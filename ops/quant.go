@@ -47,6 +47,29 @@ func quantRange(dt graph.DType) (lo, hi float64, ok bool) {
 	return 0, 0, false
 }
 
+// checkScales refuses a constant scale of node n (inputs idx, those given)
+// with an element that is zero, infinite or NaN: QuantizeLinear would
+// divide by it, DequantizeLinear and the QLinear ops multiply by a
+// degenerate one (quantizers write 1 for an empty range). A scale computed
+// at run time is not checked.
+func checkScales(g *graph.Graph, n *graph.Node, idx ...int) error {
+	for _, i := range idx {
+		if i >= len(n.Inputs) || n.Inputs[i] == "" {
+			continue
+		}
+		t := g.ConstOf(n.Inputs[i])
+		if t == nil || !t.DType.IsFloat() {
+			continue
+		}
+		for k, v := range t.F32 {
+			if v == 0 || math.IsInf(float64(v), 0) || math.IsNaN(float64(v)) {
+				return fmt.Errorf("%s at node %s: scale %s element %d is %g: a quantization scale must be nonzero and finite", n.OpType, n.Name, n.Inputs[i], k, v)
+			}
+		}
+	}
+	return nil
+}
+
 // quantType is the output dtype of QuantizeLinear: the zero point's (input
 // zp), else output_dtype (opset 21), else uint8.
 func quantType(zp int) func(c *InferCtx) graph.DType {
@@ -82,6 +105,9 @@ func quantParam(p *te.Tensor, x *te.Tensor, axis int) (func(i []tir.Expr) tir.Ex
 func (c *lowerCtx) quantOperands() (x *te.Tensor, scale, zp func(i []tir.Expr) tir.Expr, err error) {
 	if b, _ := c.n.Int("block_size", 0); b != 0 {
 		return nil, nil, nil, graph.Unsupportedf("%s at node %s: blocked quantization (block_size %d)", c.n.OpType, c.n.Name, b)
+	}
+	if err := checkScales(c.g, c.n, 1); err != nil {
+		return nil, nil, nil, err
 	}
 	if x, err = c.in(0); err != nil {
 		return nil, nil, nil, err
@@ -209,6 +235,9 @@ func expandIntegerOp(op string, qlinear bool) func(c *InferCtx) ([]*graph.Node, 
 		ia, iaz, ib, ibz := 0, 2, 1, 3
 		if qlinear {
 			ia, iaz, ib, ibz = 0, 2, 3, 5
+			if err := checkScales(c.G, n, 1, 4, 6); err != nil {
+				return nil, err
+			}
 		}
 		e := newExpander(c)
 		rank := len(c.Shape(ia))
@@ -295,6 +324,9 @@ func quantParams(c *InferCtx, in []*graph.Tensor) (scale func(int) float64, zp f
 	}
 	if b, _ := c.N.Int("block_size", 0); b != 0 {
 		return nil, nil, graph.Unsupportedf("%s at node %s: blocked quantization (block_size %d)", c.N.OpType, c.N.Name, b)
+	}
+	if err := checkScales(c.G, c.N, 1); err != nil {
+		return nil, nil, err
 	}
 	a, err := c.N.Int("axis", 1)
 	if err != nil {

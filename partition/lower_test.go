@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 
@@ -370,4 +371,49 @@ func randInts(rng *rand.Rand, n int, lo, hi int64) []int64 {
 		v[i] = lo + rng.Int63n(hi-lo+1)
 	}
 	return v
+}
+
+// TestZeroScale: a constant quantization scale of zero (or infinite, or
+// NaN) is an error naming the node and the element, whether the op lowers
+// (QuantizeLinear of run-time data), folds (DequantizeLinear of a constant
+// weight) or expands (QLinearMatMul's output scale).
+func TestZeroScale(t *testing.T) {
+	f32 := func(v ...float32) *graph.Tensor { return graph.Float32Tensor([]int{len(v)}, v) }
+	scalar := func(v float32) *graph.Tensor { return graph.Float32Tensor([]int{}, []float32{v}) }
+	u8 := func(v int64) *graph.Tensor { return &graph.Tensor{DType: graph.Uint8, Shape: []int{}, I64: []int64{v}} }
+	for _, c := range []struct {
+		name   string
+		consts map[string]*graph.Tensor
+		node   *graph.Node
+		want   string
+	}{
+		{"QuantizeLinear", map[string]*graph.Tensor{"s": scalar(0), "z": u8(128)},
+			mkNode("QuantizeLinear", "q", []string{"x", "s", "z"}, []string{"y"}, nil),
+			"QuantizeLinear at node q: scale s element 0 is 0: a quantization scale must be nonzero and finite"},
+		{"DequantizeLinear per axis", map[string]*graph.Tensor{"w": {DType: graph.Int8, Shape: []int{2, 4}, I64: []int64{1, 2, 3, 4, 5, 6, 7, 8}}, "s": f32(0.5, float32(math.Inf(1)))},
+			mkNode("DequantizeLinear", "dq", []string{"w", "s"}, []string{"wf"}, map[string]graph.Attr{"axis": intA(0)}),
+			"DequantizeLinear at node dq: scale s element 1 is +Inf"},
+		{"QLinearMatMul", map[string]*graph.Tensor{"a": {DType: graph.Uint8, Shape: []int{4, 2}, I64: make([]int64, 8)}, "as": scalar(0.1), "az": u8(0),
+			"bs": scalar(0.2), "bz": u8(0), "ys": scalar(0), "yz": u8(0)},
+			mkNode("QLinearMatMul", "qmm", []string{"a", "as", "az", "xq", "bs", "bz", "ys", "yz"}, []string{"y"}, nil),
+			"QLinearMatMul at node qmm: scale ys element 0 is 0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := oneNode(17, []int{2, 4}, c.consts, c.node)
+			if c.name == "DequantizeLinear per axis" {
+				g.AddNode(mkNode("Add", "add", []string{"x", "wf"}, []string{"y"}, nil))
+			}
+			if c.name == "QLinearMatMul" {
+				g.Nodes = slices.Insert(g.Nodes, 0, mkNode("QuantizeLinear", "qx", []string{"x", "as", "az"}, []string{"xq"}, nil))
+				g.Value("xq")
+			}
+			err := frontend.RunPasses(g, nil)
+			if err == nil {
+				_, err = Lower(g)
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want one containing %q", err, c.want)
+			}
+		})
+	}
 }
