@@ -258,12 +258,23 @@ func valueType(vi *onnxpb.ValueInfoProto, what string) (graph.DType, []int, []st
 	return dt, shape, params, nil
 }
 
+// newerDataTypes names the data types ONNX added after the onnx.proto
+// package onnxpb was generated from (ONNX 1.14 to 1.18), so that a model
+// holding one is refused by the type's name.
+var newerDataTypes = map[int32]string{
+	17: "FLOAT8E4M3FN", 18: "FLOAT8E4M3FNUZ", 19: "FLOAT8E5M2", 20: "FLOAT8E5M2FNUZ",
+	21: "UINT4", 22: "INT4", 23: "FLOAT4E2M1",
+}
+
 // dtype maps an ONNX data type number to a graph dtype.
 func dtype(t int32) (graph.DType, error) {
 	if d, ok := graph.DTypeFromONNX(t); ok {
 		return d, nil
 	}
 	name, ok := onnxpb.TensorProto_DataType_name[t]
+	if !ok {
+		name, ok = newerDataTypes[t]
+	}
 	if !ok {
 		name = fmt.Sprint(t)
 	}

@@ -131,6 +131,10 @@ func TestDecodeErrors(t *testing.T) {
 		{"bfloat16 input", model(func(m *onnxpb.ModelProto) {
 			m.Graph.Input[0].Type.GetTensorType().ElemType = int32(onnxpb.TensorProto_BFLOAT16)
 		}), "input x: data type BFLOAT16", true},
+		{"int4 initializer", model(func(m *onnxpb.ModelProto) { init(m, "w").DataType = 22 }), "tensor w: data type INT4", true},
+		{"float8 input", model(func(m *onnxpb.ModelProto) {
+			m.Graph.Input[0].Type.GetTensorType().ElemType = 17
+		}), "input x: data type FLOAT8E4M3FN", true},
 		{"float16 raw data too short", model(func(m *onnxpb.ModelProto) {
 			w := init(m, "w")
 			w.DataType, w.RawData = int32(onnxpb.TensorProto_FLOAT16), make([]byte, 11)
