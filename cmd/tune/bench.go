@@ -72,8 +72,5 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stderr, "wrote %s\n", *plot)
 	}
-	if *asJSON {
-		return cli.WriteJSON(stdout, r)
-	}
-	return r.Write(stdout)
+	return cli.WriteReport(stdout, r, *asJSON)
 }

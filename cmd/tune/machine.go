@@ -31,8 +31,5 @@ func runMachine(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		return cli.WriteJSON(stdout, r)
-	}
-	return r.Write(stdout)
+	return cli.WriteReport(stdout, r, *asJSON)
 }

@@ -3,11 +3,12 @@
 // wherever they appear among the arguments (Parse), the flag values the
 // commands take (Shapes, Values, Names, List, Bytes, Files) and the flags
 // several register (Model, RegisterTarget, RegisterDB, RegisterNATS),
-// messages made one printable line (OneLine, Printable), the document of
-// a command's --json (WriteJSON), the signal context of a command that
-// must commit what it did before it stops (NotifySignals), a progress bar
-// on a terminal (NewBar), output files (Create, WriteOutput) and what the
-// Go toolchain recorded of the binary (BuildOf).
+// messages made one printable line (OneLine, Printable), a report as
+// text or as the document of a command's --json (WriteReport, WriteJSON),
+// the signal context of a command that must commit what it did before it
+// stops (NotifySignals), a progress bar on a terminal (NewBar), output
+// files (Create, WriteOutput) and what the Go toolchain recorded of the
+// binary (BuildOf).
 //
 // Exit statuses: 0 on success (and after -h), 1 for an error, printed as
 // one line "prog command: message", or for wrong arguments (ErrUsage,

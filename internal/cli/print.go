@@ -74,3 +74,16 @@ func WriteJSON(w io.Writer, v any) error {
 	_, err = w.Write(append(data, '\n'))
 	return err
 }
+
+// Report is a command's report: it writes itself as text, and as JSON
+// through its fields.
+type Report interface{ Write(w io.Writer) error }
+
+// WriteReport writes r as text (its Write) or, asJSON (a command's
+// --json), as one JSON document (WriteJSON).
+func WriteReport(w io.Writer, r Report, asJSON bool) error {
+	if asJSON {
+		return WriteJSON(w, r)
+	}
+	return r.Write(w)
+}

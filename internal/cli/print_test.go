@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"testing"
 )
 
@@ -24,6 +26,43 @@ func TestWriteJSON(t *testing.T) {
 		err := WriteJSON(&b, c.v)
 		if (err != nil) != c.wantErr || b.String() != c.want {
 			t.Errorf("WriteJSON(%T) wrote %q, %v; want %q (error %v)", c.v, b.String(), err, c.want, c.wantErr)
+		}
+	}
+}
+
+// textReport is a Report whose text is its field, or an error.
+type textReport struct {
+	Text string `json:"text"`
+	err  error
+}
+
+func (r textReport) Write(w io.Writer) error {
+	if r.err != nil {
+		return r.err
+	}
+	_, err := io.WriteString(w, r.Text+"\n")
+	return err
+}
+
+// TestWriteReport: a report as its text, or with --json as one JSON
+// document of its fields; the text's error is returned.
+func TestWriteReport(t *testing.T) {
+	broken := errors.New("broken")
+	for _, c := range []struct {
+		r       textReport
+		asJSON  bool
+		want    string
+		wantErr error
+	}{
+		{textReport{Text: "min ms = 1"}, false, "min ms = 1\n", nil},
+		{textReport{Text: "min ms = 1"}, true, "{\n  \"text\": \"min ms = 1\"\n}\n", nil},
+		{textReport{err: broken}, false, "", broken},
+		{textReport{Text: "t", err: broken}, true, "{\n  \"text\": \"t\"\n}\n", nil},
+	} {
+		var b bytes.Buffer
+		err := WriteReport(&b, c.r, c.asJSON)
+		if !errors.Is(err, c.wantErr) || (err == nil) != (c.wantErr == nil) || b.String() != c.want {
+			t.Errorf("WriteReport(%+v, json %v) wrote %q, %v; want %q, %v", c.r, c.asJSON, b.String(), err, c.want, c.wantErr)
 		}
 	}
 }
