@@ -34,8 +34,9 @@ func TestPretrain(t *testing.T) {
 }
 
 // tinyRecords generates the tiny model into dir and writes the records
-// database dir/db: 40 records of each of its tasks, and 40 of a matmul
-// that no model has. It returns the model's file and its tasks.
+// database dir/db: 40 records of each of its tasks, stored with them
+// (PutTask), and 40 of a matmul that no model has. It returns the model's
+// file and its tasks.
 func tinyRecords(t *testing.T, dir, db string) (string, int) {
 	t.Helper()
 	path, err := modelgen.Generate(dir, "tiny", modelgen.DefaultSeed)
@@ -64,6 +65,11 @@ func tinyRecords(t *testing.T, dir, db string) (string, int) {
 	}
 	if err := store.Add(recs); err != nil {
 		t.Fatal(err)
+	}
+	for _, task := range plan.Tasks {
+		if err := store.PutTask(TaskInfo(task)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	store.Close()
 	return path, len(plan.Tasks)
@@ -163,5 +169,46 @@ func TestGeneratedModels(t *testing.T) {
 	want := "write them with go run ./cmd/genmodels -o " + dir + " tiny resnet18"
 	if _, err := GeneratedModels(dir, []string{"tiny", "resnet18"}); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("GeneratedModels without resnet18.onnx: %v; want it to say %q", err, want)
+	}
+}
+
+// TestLoadCurve: the curve of a database is of a model's tasks, named by
+// index and ops, or, without a model, of every task it holds, named by
+// short key (those it has stored, not the matmul's); a missing database
+// or model is an error.
+func TestLoadCurve(t *testing.T) {
+	dir := t.TempDir()
+	tiny, tasks := tinyRecords(t, dir, "r.db")
+	db := filepath.Join(dir, "r.db")
+	for _, c := range []struct {
+		name      string
+		db, model string
+		tasks     int
+		prefix    string // of the first name
+		err       string
+	}{
+		{"model", db, tiny, tasks, "0 ", ""},
+		{"every task", db, "", tasks, "", ""},
+		{"missing database", filepath.Join(dir, "nope.db"), tiny, 0, "", "nope.db"},
+		{"missing model", db, filepath.Join(dir, "nope.onnx"), 0, "", "nope.onnx"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			curve, names, err := LoadCurve(c.db, c.model, frontend.LoadOptions{}, nil, partition.Options{Alternatives: true}, "")
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err = %v; want it to say %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(curve.Tasks) != c.tasks || len(names) != c.tasks || !strings.HasPrefix(names[0], c.prefix) {
+				t.Fatalf("%d tasks, names %q; want %d, the first starting %q", len(curve.Tasks), names, c.tasks, c.prefix)
+			}
+			if c.model == "" && len(names[0]) != len(records.ShortKey(curve.Tasks[0].Key)) {
+				t.Errorf("names %q; want short keys", names)
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/records"
@@ -176,4 +177,23 @@ func Curve(store *records.Store, plan *partition.Plan, target string) (*records.
 	}
 	c, err := store.CurveOf(tasks, target)
 	return c, names, err
+}
+
+// LoadCurve returns the tuning curve on target (Curve) of the records
+// database db, opened read-only: of the tasks of the model at path
+// (LoadPlan with lo, ranges and po), or, for path "", of every task
+// stored with records on the target.
+func LoadCurve(db, path string, lo frontend.LoadOptions, ranges map[string][2]int, po partition.Options, target string) (*records.Curve, []string, error) {
+	store, err := records.OpenReadOnly(db)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer store.Close()
+	var plan *partition.Plan
+	if path != "" {
+		if _, plan, err = LoadPlan(path, lo, ranges, po); err != nil {
+			return nil, nil, err
+		}
+	}
+	return Curve(store, plan, target)
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/tessera-ml/tessera/internal/cli"
-	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/records"
 	"github.com/tessera-ml/tessera/records/curveplot"
 	"github.com/tessera-ml/tessera/tuning"
@@ -102,7 +101,8 @@ func (p *plotFlags) Register(fs *flag.FlagSet) {
 	cli.SetUsage(fs, plotUsage)
 }
 
-// runPlot is `tune records plot [flags] [model.onnx]` (package curveplot).
+// runPlot is `tune records plot [flags] [model.onnx]` (tuning.LoadCurve,
+// package curveplot).
 func runPlot(args []string, stdout, stderr io.Writer) error {
 	var pf plotFlags
 	pos, err := cli.Parse(cli.NewFlagSet("tune records plot", stderr, &pf), args)
@@ -116,20 +116,11 @@ func runPlot(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	store, err := records.OpenReadOnly(pf.db)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	var plan *partition.Plan
-	title := filepath.Base(pf.db)
+	model, title := "", filepath.Base(pf.db)
 	if len(pos) == 1 {
-		if _, plan, err = tuning.LoadPlan(pos[0], pf.mf.LoadOptions(), pf.mf.Ranges, pf.mf.Partition()); err != nil {
-			return err
-		}
-		title = filepath.Base(pos[0])
+		model, title = pos[0], filepath.Base(pos[0])
 	}
-	c, names, err := tuning.Curve(store, plan, pf.target)
+	c, names, err := tuning.LoadCurve(pf.db, model, pf.mf.LoadOptions(), pf.mf.Ranges, pf.mf.Partition(), pf.target)
 	if err != nil {
 		return err
 	}
