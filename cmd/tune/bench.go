@@ -37,7 +37,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	dim := fs.Int("dim", 0, "of a model built over a dimension given at run time (tune build --range S=lo..hi): run at its value `S` (default: the range's largest)")
 	maxMemory := cli.MaxMemory(fs, "the most memory a run may take (inputs, outputs, weights, arena), e.g. 8GiB")
 	cli.SetUsage(fs, benchUsage)
-	model, err := openBuildDir(fs, args)
+	model, err := cli.OpenBuildDir(fs, args)
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func (r *runFlags) Register(fs *flag.FlagSet) {
 // (tsrt.Model.RunFiles).
 func runModel(args []string, stdout, stderr io.Writer) error {
 	var rf runFlags
-	model, err := openBuildDir(cli.NewFlagSet("tune run", stderr, &rf), args)
+	model, err := cli.OpenBuildDir(cli.NewFlagSet("tune run", stderr, &rf), args)
 	if err != nil {
 		return err
 	}
@@ -59,18 +59,4 @@ func runModel(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return err
-}
-
-// openBuildDir parses the flags of a command that takes one build
-// directory and opens it: a folder tune build wrote, its manifest and
-// weights checked first (tsrt.OpenChecked).
-func openBuildDir(fs *flag.FlagSet, args []string) (*tsrt.Model, error) {
-	pos, err := cli.Parse(fs, args)
-	if err != nil {
-		return nil, err
-	}
-	if len(pos) != 1 {
-		return nil, cli.Usagef(fs.Output(), "%s: want one build directory (run '%s -h')", fs.Name(), fs.Name())
-	}
-	return tsrt.OpenChecked(pos[0])
 }

@@ -7,8 +7,9 @@
 // text or as the document of a command's --json (WriteReport, WriteJSON),
 // the signal context of a command that must commit what it did before it
 // stops (NotifySignals), a progress bar on a terminal (NewBar), output
-// files (Create, WriteOutput) and what the Go toolchain recorded of the
-// binary (BuildOf).
+// files (Create, WriteOutput), the build directory a command takes
+// (OpenBuildDir) and what the Go toolchain recorded of the binary
+// (BuildOf).
 //
 // Exit statuses: 0 on success (and after -h), 1 for an error, printed as
 // one line "prog command: message", or for wrong arguments (ErrUsage,
