@@ -109,6 +109,9 @@ type Policy struct {
 	sketches []*schedule.State
 	first    []Candidate // measured before anything the search proposes
 	seeded   []Candidate // states of other workloads replayed on this task (Seed)
+	// defaultKey is the key of the task's default schedule
+	// (sketch.Default), "" where it has none.
+	defaultKey string
 	rng      *rand.Rand
 	measured map[string]bool
 	history  []Measured
@@ -163,12 +166,21 @@ func NewPolicy(task string, s0 *schedule.State, opts Options, model CostModel, m
 		measured: map[string]bool{},
 		feats:    map[string][][]float32{},
 	}
-	if opts.MeasureDefault {
-		if st, _, err := sketch.Default(s0, opts.Target.Sketch); err == nil {
-			p.first = append(p.first, Candidate{State: st, Key: sketch.Key(st)})
+	if st, _, err := sketch.Default(s0, opts.Target.Sketch); err == nil {
+		p.defaultKey = sketch.Key(st)
+		if opts.MeasureDefault {
+			p.first = append(p.first, Candidate{State: st, Key: p.defaultKey})
 		}
 	}
 	return p, nil
+}
+
+// OnDefault reports whether the task's best measured schedule is its
+// default one (sketch.Default, what a build without its records runs):
+// the search has found nothing faster yet.
+func (p *Policy) OnDefault() bool {
+	best, _ := p.Best()
+	return best != nil && p.defaultKey != "" && sketch.Key(best) == p.defaultKey
 }
 
 // Seed adds states to the task's initial populations: schedules of other

@@ -166,6 +166,42 @@ func TestFirstRoundMeasuresDefault(t *testing.T) {
 	}
 }
 
+// TestOnDefault: a policy is on its default schedule while that is its
+// fastest measurement, and off it once another is faster; with nothing
+// valid measured, it is on none.
+func TestOnDefault(t *testing.T) {
+	d := tetest.DAGs()["matmul_bias_relu"]
+	def, _, err := sketch.Default(schedule.NewState(d), testTarget().Sketch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := DefaultOptions(testTarget())
+	opts.Population, opts.Generations = 64, 1
+	p, err := NewPolicy(d.WorkloadKey(), schedule.NewState(d), opts, featureModel{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.OnDefault() {
+		t.Error("on the default schedule before any measurement")
+	}
+	cands, err := p.Propose(4)
+	if err != nil || len(cands) < 2 {
+		t.Fatalf("%d candidates, %v", len(cands), err)
+	}
+	p.AddMeasured([]Measured{{State: def, Result: measure.Result{Costs: []float64{1e-3}}}})
+	if !p.OnDefault() {
+		t.Error("the default schedule is the only measurement, and the policy is not on it")
+	}
+	p.AddMeasured([]Measured{{State: cands[1].State, Result: measure.Result{Costs: []float64{2e-3}}}})
+	if !p.OnDefault() {
+		t.Error("a slower schedule took the policy off its default")
+	}
+	p.AddMeasured([]Measured{{State: cands[1].State, Result: measure.Result{Costs: []float64{0.5e-3}}}})
+	if p.OnDefault() {
+		t.Error("a faster schedule left the policy on its default")
+	}
+}
+
 // cutoffMeasurer gives every candidate the same cost and remembers the
 // cutoffs it was asked to use.
 type cutoffMeasurer struct {

@@ -86,7 +86,11 @@ type TaskSummary struct {
 	Beaten bool
 	// Exhausted is true when the search found no schedule of the task left
 	// to measure: every distinct one it can reach was measured.
-	Exhausted  bool
+	Exhausted bool
+	// OnDefault is true when the best measured schedule is the task's
+	// default (Policy.OnDefault): tuning has not improved on what a build
+	// without records runs.
+	OnDefault  bool
 	LastErrors string
 }
 
@@ -261,6 +265,7 @@ func finish(sum Summary, sums []TaskSummary, policies []*Policy, progress []*Tas
 		sum.Times = sum.Times.Add(p.Times())
 		sums[i].BestState, sums[i].Best = p.Best()
 		sums[i].Dead = progress[i].Dead
+		sums[i].OnDefault = p.OnDefault()
 	}
 	sum.Tasks = sums
 	sum.Objective, sum.Complete = Objective(progress)

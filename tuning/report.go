@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -82,6 +83,9 @@ func WriteSummary(w io.Writer, sum search.Summary) {
 		est = fmt.Sprintf("%.3f ms", sum.Objective*1e3)
 	}
 	fmt.Fprintf(w, "%d trials this run, %d from earlier runs; estimated model latency %s\n", sum.Trials, sum.Prior, est)
+	if line := budgetLine(sum, bests); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	for i, t := range sum.Tasks {
 		switch {
 		case t.Exhausted:
@@ -93,6 +97,36 @@ func WriteSummary(w io.Writer, sum search.Summary) {
 			fmt.Fprintf(w, "task %d has no valid schedule; last error: %s\n", i, t.LastErrors)
 		}
 	}
+}
+
+// budgetLine says how the trials fell on the tasks (per task, this run's
+// and earlier runs': the least, the median, the most) and how much of the
+// estimated latency is still on default schedules: the tasks whose best
+// measured schedule is the one a build without records runs, and their
+// share of the estimate. A budget spread over many small tasks shows
+// there.
+func budgetLine(sum search.Summary, bests map[*search.Task]float64) string {
+	if len(sum.Tasks) == 0 {
+		return ""
+	}
+	trials := make([]int, len(sum.Tasks))
+	onDefault, share := 0, 0.0
+	for i, t := range sum.Tasks {
+		trials[i] = t.Trials + t.Prior
+		if t.OnDefault {
+			onDefault++
+			if sum.Objective > 0 && !math.IsInf(t.Best, 1) && !beaten(t, bests) {
+				share += float64(t.Task.Weight) * t.Best / sum.Objective
+			}
+		}
+	}
+	slices.Sort(trials)
+	line := fmt.Sprintf("trials per task: least %d, median %d, most %d; on their default schedule: %d of %d tasks",
+		trials[0], trials[len(trials)/2], trials[len(trials)-1], onDefault, len(sum.Tasks))
+	if sum.Complete && sum.Objective > 0 {
+		line += fmt.Sprintf(", %.1f%% of the estimated latency", 100*share)
+	}
+	return line
 }
 
 // beaten says whether a rival of the task (another algorithm of its
