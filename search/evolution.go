@@ -112,11 +112,11 @@ type Policy struct {
 	// defaultKey is the key of the task's default schedule
 	// (sketch.Default), "" where it has none.
 	defaultKey string
-	rng      *rand.Rand
-	measured map[string]bool
-	history  []Measured
-	feats    map[string][][]float32 // features by state key, for the states seen lately
-	times    Times
+	rng        *rand.Rand
+	measured   map[string]bool
+	history    []Measured
+	feats      map[string][][]float32 // features by state key, for the states seen lately
+	times      Times
 }
 
 // Times is where a policy's rounds spent their wall time.
