@@ -252,32 +252,33 @@ func calibrate(ctx context.Context, g *graph.Graph, names []string, samples [][]
 
 // Write writes g to path as an ONNX model, whole or not at all: into a
 // temporary file beside it that is decoded again before it is renamed.
-func Write(path string, g *graph.Graph) error {
+// It returns the size of the file written, in bytes.
+func Write(path string, g *graph.Graph) (int64, error) {
 	data, err := onnx.Encode(g)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp) // after the rename, there is nothing there
 	if _, err := f.Write(data); err != nil {
 		f.Close()
-		return err
+		return 0, err
 	}
 	if err := f.Close(); err != nil {
-		return err
+		return 0, err
 	}
 	back, err := onnx.DecodeFile(tmp)
 	if err != nil {
-		return fmt.Errorf("the quantized model does not decode again: %w", err)
+		return 0, fmt.Errorf("the quantized model does not decode again: %w", err)
 	}
 	if back.Opset != g.Opset || len(back.Nodes) != len(g.Nodes) {
-		return fmt.Errorf("the quantized model decodes as opset %d with %d nodes, not opset %d with %d", back.Opset, len(back.Nodes), g.Opset, len(g.Nodes))
+		return 0, fmt.Errorf("the quantized model decodes as opset %d with %d nodes, not opset %d with %d", back.Opset, len(back.Nodes), g.Opset, len(g.Nodes))
 	}
-	return os.Rename(tmp, path)
+	return int64(len(data)), os.Rename(tmp, path)
 }
 
 // SameFile reports whether paths a and b name the same file (b need not

@@ -196,12 +196,16 @@ func checkClose(t *testing.T, g, q *graph.Graph, step float32, steps float64) {
 	}
 }
 
-// checkRoundTrip writes q and decodes it again.
+// checkRoundTrip writes q, of the size Write says, and decodes it again.
 func checkRoundTrip(t *testing.T, q *graph.Graph) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "q.onnx")
-	if err := Write(path, q); err != nil {
+	n, err := Write(path, q)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() != n || n == 0 {
+		t.Errorf("Write said %d bytes; the file: %v, %v", n, st, err)
 	}
 	back, err := onnx.DecodeFile(path)
 	if err != nil {

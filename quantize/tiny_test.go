@@ -63,7 +63,7 @@ func TestTinyEndToEnd(t *testing.T) {
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "tiny.int8.onnx")
-	if err := Write(path, q); err != nil {
+	if _, err := Write(path, q); err != nil {
 		t.Fatal(err)
 	}
 	_, step, zp := outputParams(t, q)

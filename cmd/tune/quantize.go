@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 
 	"github.com/tessera-ml/tessera/internal/cli"
@@ -84,7 +83,8 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return sigs.Interrupted(err, "stopped; nothing was written")
 	}
-	if err := quantize.Write(qf.out, q); err != nil {
+	size, err := quantize.Write(qf.out, q)
+	if err != nil {
 		return err
 	}
 	method := qf.method
@@ -93,10 +93,6 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "calibration: %s over %d samples\n", method, rep.Samples)
 	rep.WriteReport(stdout)
-	st, err := os.Stat(qf.out)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "wrote %s (opset %d, %d nodes, %.1f MB)\n", cli.Printable(qf.out), q.Opset, len(q.Nodes), float64(st.Size())/1e6)
+	fmt.Fprintf(stdout, "wrote %s (opset %d, %d nodes, %.1f MB)\n", cli.Printable(qf.out), q.Opset, len(q.Nodes), float64(size)/1e6)
 	return nil
 }

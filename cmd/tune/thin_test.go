@@ -13,7 +13,7 @@ import (
 // session, the loading of models and records and everything else a verb
 // runs belong to the library packages that own them. Issue 49 aims at
 // 1,000: lower the limit as code leaves, never raise it to let code in.
-const maxProductLines = 1234
+const maxProductLines = 1230
 
 // TestThinVerbs fails when cmd/tune's non-test Go grows past
 // maxProductLines.
