@@ -12,13 +12,13 @@ import (
 	"testing"
 )
 
-// TestVectorMath checks the vector exp, erf and sigmoid of vectorHelpers
+// TestVectorMath checks the vector exp, erf, sigmoid and tanh of vectorHelpers
 // against float64 math on a dense sweep (every 1/1024 in [-100, 100]), the
 // ends of exp's fast range, and infinities and NaN, at the native lanes of
 // every ISA level the machine runs and at 4 lanes, with every test compiler
 // at -O2 -march=LEVEL (the builder's flags): exp
 // within 2 ulp (+inf above the overflow threshold, 0 below FLT_MIN), erf within 3e-7
-// absolute and 3 ulp below 0.5, sigmoid within 3 ulp (a subnormal result
+// absolute and 3 ulp below 0.5, sigmoid and tanh within 3 ulp (a subnormal result
 // may be 0, as with the scalar helper).
 func TestVectorMath(t *testing.T) {
 	var xs []float32
@@ -67,9 +67,9 @@ func TestVectorMath(t *testing.T) {
 	for (int i = 0; i < N; i += L) {                                            \
 		tsr_v##L##f x;                                                          \
 		__builtin_memcpy(&x, xs + i, sizeof x);                                 \
-		tsr_v##L##f e = tsr_exp_v##L##f(x), f = tsr_erf_v##L##f(x), s = tsr_sigmoid_v##L##f(x); \
+		tsr_v##L##f e = tsr_exp_v##L##f(x), f = tsr_erf_v##L##f(x), s = tsr_sigmoid_v##L##f(x), h = tsr_tanh_v##L##f(x); \
 		for (int l = 0; l < L; ++l)                                             \
-			printf("%%d %%a %%a %%a\n", L, (double)e[l], (double)f[l], (double)s[l]); \
+			printf("%%d %%a %%a %%a %%a\n", L, (double)e[l], (double)f[l], (double)s[l], (double)h[l]); \
 	}
 int main(void) {
 	RUN(%d)
@@ -94,8 +94,8 @@ int main(void) {
 				n, bad := 0, 0
 				for sc.Scan() {
 					var lanes int
-					var e, f, s float64
-					if _, err := fmt.Sscanf(strings.ReplaceAll(sc.Text(), "-nan", "nan"), "%d %v %v %v", &lanes, &e, &f, &s); err != nil {
+					var e, f, s, h float64
+					if _, err := fmt.Sscanf(strings.ReplaceAll(sc.Text(), "-nan", "nan"), "%d %v %v %v %v", &lanes, &e, &f, &s, &h); err != nil {
 						t.Fatalf("line %q: %v", sc.Text(), err)
 					}
 					x := float64(xs[n%len(xs)])
@@ -108,6 +108,7 @@ int main(void) {
 						{"exp", e, math.Exp(x), ulps(e, math.Exp(x)) <= 2},
 						{"erf", f, math.Erf(x), math.Abs(f-math.Erf(x)) <= 3e-7 && (math.Abs(x) >= 0.5 || ulps(f, math.Erf(x)) <= 3)},
 						{"sigmoid", s, 1 / (1 + math.Exp(-x)), ulps(s, 1/(1+math.Exp(-x))) <= 3},
+						{"tanh", h, math.Tanh(x), ulps(h, math.Tanh(x)) <= 3},
 					} {
 						if math.IsNaN(c.want) {
 							c.ok = math.IsNaN(c.got)
