@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // TestVectorMath checks the vector exp, erf, sigmoid and tanh of vectorHelpers
@@ -147,4 +149,16 @@ func ulps(got, want float64) float64 {
 	}
 	ulp := math.Abs(float64(math.Nextafter32(w, float32(math.Inf(1)))) - float64(w))
 	return math.Abs(got-want) / ulp
+}
+
+// TestVectorMathTable: the functions tir.MathFuncs marks Vector are those
+// vectorHelpers computes on whole vectors (a polynomial, or fabs's bit
+// mask); every other one is a call per lane, which package sketch does not
+// vectorize small loops for.
+func TestVectorMathTable(t *testing.T) {
+	for fn, mf := range tir.MathFuncs {
+		if whole := polynomial[fn] || fn == "fabs"; whole != mf.Vector {
+			t.Errorf("%s: tir.MathFuncs says Vector %v, codegen computes it on whole vectors: %v", fn, mf.Vector, whole)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tessera-ml/tessera/schedule"
 	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Annotator is one step of random annotation: it fills in a decision of a
@@ -302,13 +303,29 @@ func attachedIters(s *schedule.State, i int) map[int]bool {
 
 // annotateParallel fuses the outer spatial loops of every root stage while
 // their product stays under 16 × cores (stopping at a reduce loop or a loop
-// other stages are attached at) and marks the fused loop parallel.
+// other stages are attached at) and marks the fused loop parallel. Of an
+// untiled elementwise stage so small that the fusion would take its
+// innermost loop too (a GRU step's gates, 256 elements), a vector's worth
+// of that loop is kept out (split off where it is longer), for
+// annotateVectorize: fused into the parallel loop, the stage ran a libm
+// call or a scalar helper per element.
 func annotateParallel(rng *rand.Rand, s *schedule.State, tiled map[int]bool, opts Options) (*schedule.State, error) {
 	for i, st := range s.Stages {
 		if st.IsPlaceholder() || st.Attach != schedule.Root {
 			continue
 		}
-		n, err := parallelOuter(s, i, 16*opts.Cores, -1)
+		limit, keep := 16*opts.Cores, 0
+		if lanes, split := keepLanes(s, i, tiled, limit, opts); lanes {
+			keep = 1
+			if split {
+				n, err := s.Apply(&schedule.Split{Stage: i, Iter: len(st.Iters) - 1, Lengths: []int{opts.MaxVectorLanes}})
+				if err != nil {
+					return nil, err
+				}
+				s = n
+			}
+		}
+		n, err := parallelOuter(s, i, limit, -1, keep)
 		if err != nil {
 			return nil, err
 		}
@@ -317,14 +334,59 @@ func annotateParallel(rng *rand.Rand, s *schedule.State, tiled map[int]bool, opt
 	return s, nil
 }
 
+// keepLanes says whether the parallel fusion of stage i's outer loops
+// (under limit) must leave its innermost loop to vectorization: an
+// untiled stage without a reduction whose loops are all spatial,
+// unannotated and unattached, whose outer loops multiply to less than
+// limit, whose innermost loop is a multiple of the vector length, and
+// whose math the code generator computes on whole vectors
+// (tir.MathFunc.Vector: a sigmoid, not a square root, which it would
+// compute lane by lane, slower than the scalar loop); split when it is
+// longer than one vector.
+func keepLanes(s *schedule.State, i int, tiled map[int]bool, limit int, opts Options) (keep, split bool) {
+	st := s.Stages[i]
+	if tiled[i] || len(st.Tensor.ReduceAxis) > 0 || len(st.Iters) == 0 || opts.MaxVectorLanes <= 1 || !vectorMathOnly(st.Tensor.Body) {
+		return false, false
+	}
+	att := attachedIters(s, i)
+	prod := 1
+	for p, it := range st.Iters {
+		if it.Kind != schedule.Spatial || it.Ann != schedule.NoAnn || it.Extent == 0 || att[p] {
+			return false, false
+		}
+		if p < len(st.Iters)-1 {
+			prod *= it.Extent
+		}
+	}
+	last := st.Iters[len(st.Iters)-1].Extent
+	if prod >= limit || last%opts.MaxVectorLanes != 0 {
+		return false, false
+	}
+	return true, last > opts.MaxVectorLanes
+}
+
+// vectorMathOnly reports whether every math call of e has a vector form
+// (tir.MathFunc.Vector).
+func vectorMathOnly(e tir.Expr) bool {
+	ok := true
+	tir.WalkExpr(e, func(x tir.Expr) bool {
+		if c, is := x.(*tir.Call); is && !tir.MathFuncs[c.Fn].Vector {
+			ok = false
+		}
+		return ok
+	})
+	return ok
+}
+
 // parallelOuter fuses the outermost spatial loops of stage i and marks them
-// parallel: as many as fit under limit, or exactly count when count >= 1.
-func parallelOuter(s *schedule.State, i, limit, count int) (*schedule.State, error) {
+// parallel: as many as fit under limit, or exactly count when count >= 1,
+// never the innermost keep loops.
+func parallelOuter(s *schedule.State, i, limit, count, keep int) (*schedule.State, error) {
 	st := s.Stages[i]
 	att := attachedIters(s, i)
 	prod, n := 1, 0
 	for p, it := range st.Iters {
-		if it.Kind != schedule.Spatial || it.Ann != schedule.NoAnn || it.Extent == 0 {
+		if it.Kind != schedule.Spatial || it.Ann != schedule.NoAnn || it.Extent == 0 || p >= len(st.Iters)-keep {
 			break
 		}
 		if count >= 1 && n == count {

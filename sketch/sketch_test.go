@@ -461,6 +461,38 @@ func TestSampleConstTensorTilesFitVectors(t *testing.T) {
 	}
 }
 
+// A small elementwise stage (a GRU step's gates, 256 elements) keeps a
+// vector's worth of its innermost loop out of the parallel loop, which used
+// to take every loop and leave nothing to vectorize; one exactly a vector
+// long keeps it whole; a large one is unchanged (TestSampleVectorizesLong-
+// Elementwise).
+func TestSampleVectorizesSmallElementwise(t *testing.T) {
+	opts := testOptions()
+	for _, c := range []struct {
+		shape    []int
+		parallel int // the extent of the parallel loop
+	}{
+		{[]int{1, 256}, 256 / opts.MaxVectorLanes},
+		{[]int{3, opts.MaxVectorLanes}, 3},
+	} {
+		e, err := te.Sigmoid("sig", te.Placeholder("X", c.shape...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sk := sketchesOf(t, e)
+		s, err := Sample(rand.New(rand.NewPCG(7, 8)), sk[0], opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := s.Stages[len(s.Stages)-1]
+		last := st.Iters[len(st.Iters)-1]
+		if st.Tensor.Name != "sig" || last.Ann != schedule.Vectorize || last.Extent != opts.MaxVectorLanes ||
+			st.Iters[0].Ann != schedule.Parallel || st.Iters[0].Extent != c.parallel {
+			t.Errorf("%v: want a parallel loop of %d and %d lanes vectorized:\n%v", c.shape, c.parallel, opts.MaxVectorLanes, s)
+		}
+	}
+}
+
 // An elementwise stage no rule tiles, whose innermost loop is longer than a
 // vector (a GELU over a matmul's 3,072 columns), is vectorized a vector's
 // worth at a time: its math is vector code, not a libm call per element.

@@ -136,22 +136,26 @@ type MathFunc struct {
 	Arity int
 	C     string
 	Eval  func(args ...float64) float64
+	// Vector says that the CPU code generator computes it on whole
+	// vectors (a polynomial or a bit mask), not with a call per lane: a
+	// loop of it gains from vectorization (package sketch's annotation).
+	Vector bool
 }
 
 // MathFuncs lists the functions a Call may name, by name: the one table of
 // math functions for the evaluators, code generation and features.
 var MathFuncs = map[string]MathFunc{
-	"exp":     unaryMath("expf", math.Exp),
+	"exp":     vectorMath(unaryMath("expf", math.Exp)),
 	"log":     unaryMath("logf", math.Log),
 	"sqrt":    unaryMath("sqrtf", math.Sqrt),
-	"tanh":    unaryMath("tanhf", math.Tanh),
-	"erf":     unaryMath("erff", math.Erf),
-	"fabs":    unaryMath("fabsf", math.Abs),
+	"tanh":    vectorMath(unaryMath("tanhf", math.Tanh)),
+	"erf":     vectorMath(unaryMath("erff", math.Erf)),
+	"fabs":    vectorMath(unaryMath("fabsf", math.Abs)),
 	"floor":   unaryMath("floorf", math.Floor),
 	"ceil":    unaryMath("ceilf", math.Ceil),
 	"trunc":   unaryMath("truncf", math.Trunc),
 	"rint":    unaryMath("rintf", math.RoundToEven), // round half to even
-	"sigmoid": unaryMath("tsr_sigmoidf", func(v float64) float64 { return 1 / (1 + math.Exp(-v)) }),
+	"sigmoid": vectorMath(unaryMath("tsr_sigmoidf", func(v float64) float64 { return 1 / (1 + math.Exp(-v)) })),
 	"sin":     unaryMath("sinf", math.Sin),
 	"cos":     unaryMath("cosf", math.Cos),
 	"tan":     unaryMath("tanf", math.Tan),
@@ -163,8 +167,8 @@ var MathFuncs = map[string]MathFunc{
 	"asinh":   unaryMath("asinhf", math.Asinh),
 	"acosh":   unaryMath("acoshf", math.Acosh),
 	"atanh":   unaryMath("atanhf", math.Atanh),
-	"pow":     {2, "powf", func(a ...float64) float64 { return math.Pow(a[0], a[1]) }},
-	"fmod":    {2, "fmodf", func(a ...float64) float64 { return math.Mod(a[0], a[1]) }},
+	"pow":     {Arity: 2, C: "powf", Eval: func(a ...float64) float64 { return math.Pow(a[0], a[1]) }},
+	"fmod":    {Arity: 2, C: "fmodf", Eval: func(a ...float64) float64 { return math.Mod(a[0], a[1]) }},
 	// roundhalf rounds to the nearest float16 (ties to even; beyond the
 	// largest, 65504, to ±inf from 65520 on; NaN stays NaN): a Cast to
 	// float16, computed in float32.
@@ -172,7 +176,12 @@ var MathFuncs = map[string]MathFunc{
 }
 
 func unaryMath(c string, f func(float64) float64) MathFunc {
-	return MathFunc{1, c, func(a ...float64) float64 { return f(a[0]) }}
+	return MathFunc{Arity: 1, C: c, Eval: func(a ...float64) float64 { return f(a[0]) }}
+}
+
+func vectorMath(f MathFunc) MathFunc {
+	f.Vector = true
+	return f
 }
 
 func (v *Var) Type() DType       { return v.T }
