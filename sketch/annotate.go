@@ -448,8 +448,13 @@ func annotateVectorize(rng *rand.Rand, s *schedule.State, tiled map[int]bool, op
 			limit := opts.MaxVectorLanes
 			if p == last && opts.Lanes > 0 {
 				// One loop, not a fusion: whole vectors and a remainder
-				// (a Swin window's 49 keys: 3 × 16 lanes + 1).
+				// (a Swin window's 49 keys: 3 × 16 lanes + 1), and a
+				// contraction's register tile of one row and up to
+				// maxWideVectors vectors (widenForFewRows).
 				limit = max(limit, maxWholeVectors*opts.Lanes)
+				if tiled[i] && te.IsContraction(st.Tensor) {
+					limit = max(limit, maxWideVectors*opts.Lanes)
+				}
 			}
 			if it.Kind != schedule.Spatial || it.Ann != schedule.NoAnn || att[p] || it.Extent == 0 || prod*it.Extent > limit {
 				break

@@ -190,11 +190,16 @@ func fillTiles(sk *schedule.State, lanes, regs, l2 int) (*schedule.State, error)
 				row, rowShared = r, shared[o.axis]
 			}
 		}
+		rows := 1
 		if row >= 0 {
-			inner[splits[row].k] = rowLength(splits[row].ext, rowTile)
+			rows = rowLength(splits[row].ext, rowTile)
+			inner[splits[row].k] = rows
 			if streamsWeights(vec.tensor, vec.axis, l2) {
 				rowsInside[splits[row].k] = true
 			}
+		}
+		if te.IsContraction(vec.tensor) && len(constMatrixIndexVars(vec.tensor)) == 0 {
+			inner[vec.k] = widenForFewRows(vec.ext, inner[vec.k], lanes, vecs, rows, rowTile)
 		}
 	}
 	steps := slices.Clone(sk.Steps)
@@ -212,6 +217,33 @@ func fillTiles(sk *schedule.State, lanes, regs, l2 int) (*schedule.State, error)
 		steps[sp.k] = &schedule.Split{Stage: old.Stage, Iter: old.Iter, Lengths: lengths}
 	}
 	return schedule.Replay(schedule.NewState(sk.DAG), steps)
+}
+
+// maxWideVectors bounds the vectors of a register tile widened for few
+// rows (widenForFewRows).
+const maxWideVectors = 8
+
+// widenForFewRows returns the vector axis's tile (of ext, now tile lanes,
+// vecs vectors) for a stage whose row axis gives only rows of the rowTile
+// rows the register tile was sized for: a matrix-vector product (a GRU
+// step's h·R, a classifier or squeeze-excite layer at batch 1) has one row,
+// and with two vectors its tile had two accumulators, each a chain of
+// dependent multiply-adds that waited for the last (4 cycles each): 14 of
+// a GRU step's 17.5 us. The tile takes the accumulators the rows left
+// (rowTile·vecs over rows, at most maxWideVectors vectors, a power of two
+// of lanes dividing ext): one row of 8 vectors on AVX2. The caller widens
+// the register tiles of contractions only (a matmul, a convolution, a
+// matrix-vector product: te.IsContraction), not of a constant matrix (one
+// vector: maxInnerSplit) nor a pooling window.
+func widenForFewRows(ext, tile, lanes, vecs, rows, rowTile int) int {
+	if lanes < minLanes || rows*2 > rowTile || tile != vecs*lanes || tile&(tile-1) != 0 {
+		return tile
+	}
+	want := min(rowTile*vecs/rows, maxWideVectors) * lanes
+	if l := largestDivisor(ext, want, true); l > tile && l&(l-1) == 0 {
+		return l
+	}
+	return tile
 }
 
 // streamsWeights reports whether the weights t reads along its vector axis

@@ -203,3 +203,49 @@ func TestDefaultStreamsWeights(t *testing.T) {
 		}
 	}
 }
+
+// TestWidenForFewRows: the vector tile a register tile gets when its row
+// axis leaves accumulators unused (the budget is rowTile × vecs of the
+// machine's tile), a power of two of lanes dividing the axis, at most
+// maxWideVectors vectors.
+func TestWidenForFewRows(t *testing.T) {
+	for _, c := range []struct {
+		ext, tile, lanes, vecs, rows, rowTile, want int
+	}{
+		{768, 16, 8, 2, 1, 6, 64},   // AVX2, a GRU step's 1 × 256 by 256 × 768: 8 vectors
+		{768, 16, 16, 1, 1, 8, 128}, // AVX-512: 8 vectors of 16
+		{96, 16, 8, 2, 1, 6, 32},    // the largest power of two of lanes dividing 96
+		{32, 16, 8, 2, 3, 6, 32},    // 3 rows: 12/3 = 4 vectors
+		{768, 16, 8, 2, 4, 6, 16},   // 4 rows use the tile: unchanged
+		{24, 24, 8, 3, 1, 6, 24},    // not a power of two (a whole-vectors tile): unchanged
+		{768, 16, 2, 8, 1, 6, 16},   // fewer lanes than minLanes: unchanged
+	} {
+		if got := widenForFewRows(c.ext, c.tile, c.lanes, c.vecs, c.rows, c.rowTile); got != c.want {
+			t.Errorf("%+v: %d", c, got)
+		}
+	}
+}
+
+// TestDefaultMatrixVector: a matrix-vector product's default schedule has
+// one row of maxWideVectors vectors, vectorized as one loop, and computes
+// what the reference evaluator computes; a pooling window and a matmul of
+// many rows keep their tiles (TestDefault).
+func TestDefaultMatrixVector(t *testing.T) {
+	opts := testOptions()
+	mm, err := te.MatMul("C", te.Placeholder("A", 1, 256), te.Constant("B", 256, 768))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, st, rule := defaultOf(t, mm)
+	out := st.Stages[len(st.Stages)-1]
+	vec := false
+	for _, s := range st.Stages {
+		for _, it := range s.Iters {
+			vec = vec || it.Ann == schedule.Vectorize && it.Extent == maxWideVectors*opts.Lanes
+		}
+	}
+	if !vec {
+		t.Errorf("no loop of %d lanes vectorized (%s):\n%v\n%v", maxWideVectors*opts.Lanes, rule, out, st)
+	}
+	checkLowered(t, d, st, rule, 3)
+}

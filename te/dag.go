@@ -230,9 +230,20 @@ func loads(t *Tensor) []*tir.Load {
 // axes of extent > 1 (matmul: A misses j, B misses i; conv: the data misses
 // the output channel, the kernel misses the pixel). Reductions that read
 // every spatial axis (softmax sums, pooling) do not.
-func NeedsMultiLevelTiling(t *Tensor) bool {
+func NeedsMultiLevelTiling(t *Tensor) bool { return missingAxes(t) >= 2 }
+
+// IsContraction reports whether t is a reduction in which some load misses
+// a spatial axis of extent > 1: a matmul or a convolution, and also a
+// matrix-vector product (only the matrix misses an axis: the vector's rows
+// are one), whose register tile keeps accumulators; not a pooling window,
+// a softmax's sum or a layer norm's mean, whose loads use every axis.
+func IsContraction(t *Tensor) bool { return missingAxes(t) >= 1 }
+
+// missingAxes counts, over the loads of a reduction t, the spatial axes of
+// extent > 1 each load does not use (0 for a tensor without reduction).
+func missingAxes(t *Tensor) int {
 	if !HasReduce(t) {
-		return false
+		return 0
 	}
 	missing := 0
 	for _, l := range loads(t) {
@@ -251,7 +262,7 @@ func NeedsMultiLevelTiling(t *Tensor) bool {
 			}
 		}
 	}
-	return missing >= 2
+	return missing
 }
 
 // ReadsElementwise reports whether every read of p in c uses exactly c's

@@ -115,3 +115,35 @@ func TestEvalOutOfBounds(t *testing.T) {
 		t.Fatal("out-of-bounds read not reported")
 	}
 }
+
+// TestIsContraction: matmuls, matrix-vector products and convolutions are
+// contractions (some load misses an output axis); a pooling window, a sum
+// over a row and an elementwise op are not. NeedsMultiLevelTiling wants
+// two missed axes: a matrix-vector product is a contraction without it.
+func TestIsContraction(t *testing.T) {
+	must := func(x *Tensor, err error) *Tensor {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	mm := must(MatMul("mm", Placeholder("A", 8, 16), Placeholder("B", 16, 8)))
+	gemv := must(MatMul("gemv", Placeholder("A", 1, 16), Placeholder("B", 16, 8)))
+	pool := must(MaxPool("pool", Placeholder("X", 1, 4, 8, 8), PoolAttrs{KernelShape: []int{2, 2}, Strides: []int{2, 2}}))
+	sum := must(ReduceSum("sum", Placeholder("X", 4, 8), ReduceAttrs{Axes: []int{1}}))
+	relu := must(Relu("relu", Placeholder("X", 4, 8)))
+	for _, c := range []struct {
+		t                  *Tensor
+		contraction, multi bool
+	}{
+		{mm, true, true}, {gemv, true, false}, {pool, false, false}, {sum, false, false}, {relu, false, false},
+	} {
+		if got := IsContraction(c.t); got != c.contraction {
+			t.Errorf("%s: IsContraction %v", c.t.Name, got)
+		}
+		if got := NeedsMultiLevelTiling(c.t); got != c.multi {
+			t.Errorf("%s: NeedsMultiLevelTiling %v", c.t.Name, got)
+		}
+	}
+}
