@@ -159,48 +159,12 @@ func conjuncts(e tir.Expr) []tir.Expr {
 
 // prefixWhere returns the largest e such that c holds for every iteration
 // of f's variable in [0, e) and every value of the loops in dom, or 0 when
-// c is not an upper bound over those variables alone.
+// c is not an upper bound (<, <=) over those variables alone (holdsWhere).
 func prefixWhere(c tir.Expr, f *tir.For, dom map[*tir.Var]tir.Interval) int {
 	cmp, ok := c.(*tir.Compare)
-	if !ok || (cmp.Op != tir.LT && cmp.Op != tir.LE) || cmp.A.Type() != tir.Int {
+	if !ok || (cmp.Op != tir.LT && cmp.Op != tir.LE) {
 		return 0
 	}
-	diff := tir.SubE(cmp.A, cmp.B) // c holds iff diff < 0 (LT) or diff <= 0 (LE)
-	limit := int64(-1)
-	if cmp.Op == tir.LE {
-		limit = 0
-	}
-	uses, foreign := false, false
-	tir.WalkExpr(diff, func(x tir.Expr) bool {
-		switch x := x.(type) {
-		case *tir.Var:
-			if x == f.Var {
-				uses = true
-			} else if _, in := dom[x]; !in {
-				foreign = true
-			}
-		case *tir.Load, *tir.Call:
-			foreign = true
-		}
-		return !foreign
-	})
-	if !uses || foreign {
-		return 0
-	}
-	holds := func(n int) bool { // c holds for f.Var in [0, n)
-		d := dom
-		d[f.Var] = tir.Interval{Lo: 0, Hi: int64(n) - 1}
-		defer delete(d, f.Var)
-		return tir.ConstBound(diff, d).Hi <= limit
-	}
-	lo, hi := 0, f.Extent // holds(lo) (vacuously for 0); find the largest
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		if holds(mid) {
-			lo = mid
-		} else {
-			hi = mid - 1
-		}
-	}
-	return lo
+	_, e := holdsWhere(c, f, dom)
+	return e
 }
