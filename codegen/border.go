@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/tessera-ml/tessera/tir"
@@ -81,7 +82,13 @@ func (b *borderSplitter) stmt(s tir.Stmt) tir.Stmt {
 func borderCuts(f *tir.For) []int {
 	dom := map[*tir.Var]tir.Interval{}
 	points := map[int]bool{}
-	var guards []tir.Expr
+	// A guard keeps the ranges of the loops around it inside f, which
+	// failsOn needs as walkExprsWithDom empties dom on its way out.
+	type guard struct {
+		c   tir.Expr
+		dom map[*tir.Var]tir.Interval
+	}
+	var guards []guard
 	if !safeToCopy(f.Body) {
 		return nil
 	}
@@ -102,7 +109,7 @@ func borderCuts(f *tir.For) []int {
 					}
 				}
 				if added {
-					guards = append(guards, c)
+					guards = append(guards, guard{c, maps.Clone(dom)})
 				}
 			}
 			return true
@@ -124,8 +131,8 @@ func borderCuts(f *tir.For) []int {
 	bounds := append(append([]int{0}, cuts...), f.Extent)
 	dead := 0
 	for r := 0; r+1 < len(bounds); r++ {
-		for _, c := range guards {
-			if failsOn(c, f.Var, bounds[r], bounds[r+1], dom) {
+		for _, g := range guards {
+			if failsOn(g.c, f.Var, bounds[r], bounds[r+1], g.dom) {
 				dead += bounds[r+1] - bounds[r]
 				break
 			}

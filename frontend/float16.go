@@ -55,7 +55,6 @@ func computeFloat16InFloat32(g *graph.Graph) (bool, error) {
 			v.Const, v.DType = c, graph.Float32
 		}
 	}
-	const float32Type, float16Type = 1, 10
 	var nodes []*graph.Node
 	cast := func(in, out string, to int64) *graph.Node {
 		g.Value(out)
@@ -162,6 +161,12 @@ func computeFloat16InFloat32(g *graph.Graph) (bool, error) {
 	return true, nil
 }
 
+// The ONNX data type numbers the rewrite reads and writes.
+var (
+	float32Type = int64(graph.Float32.ONNX())
+	float16Type = int64(graph.Float16.ONNX())
+)
+
 // isCastTo reports whether n is a Cast to the ONNX data type to.
 func isCastTo(n *graph.Node, to int64) bool {
 	t, err := n.Int("to", 0)
@@ -184,7 +189,7 @@ func hasFloat16(g *graph.Graph) bool {
 	for _, n := range g.Nodes {
 		for name, a := range n.Attrs {
 			if a.Kind == graph.AttrTensor && a.T != nil && a.T.DType == graph.Float16 ||
-				a.Kind == graph.AttrInt && a.I == 10 && (name == "dtype" || name == "to" && n.OpType == "Cast") {
+				a.Kind == graph.AttrInt && a.I == float16Type && (name == "dtype" || name == "to" && n.OpType == "Cast") {
 				return true
 			}
 		}

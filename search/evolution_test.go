@@ -12,6 +12,7 @@ import (
 	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/schedule"
 	"github.com/tessera-ml/tessera/sketch"
+	"github.com/tessera-ml/tessera/te"
 	"github.com/tessera-ml/tessera/te/tetest"
 )
 
@@ -128,10 +129,10 @@ func (featureModel) Predict(ps [][][]float32) []float64 {
 
 func (featureModel) Update(string, [][][]float32, []float64) error { return nil }
 
-// TestFirstRoundMeasuresDefault: the first batch of a task holds its
-// default schedule, once; a policy that knows it measured says nothing of
-// it again.
-func TestFirstRoundMeasuresDefault(t *testing.T) {
+// matmulPolicy is a policy of the matmul_bias_relu example (population 64,
+// one generation), with its DAG, default schedule and options.
+func matmulPolicy(t *testing.T) (*te.DAG, *schedule.State, Options, *Policy) {
+	t.Helper()
 	d := tetest.DAGs()["matmul_bias_relu"]
 	def, _, err := sketch.Default(schedule.NewState(d), testTarget().Sketch)
 	if err != nil {
@@ -143,6 +144,14 @@ func TestFirstRoundMeasuresDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return d, def, opts, p
+}
+
+// TestFirstRoundMeasuresDefault: the first batch of a task holds its
+// default schedule, once; a policy that knows it measured says nothing of
+// it again.
+func TestFirstRoundMeasuresDefault(t *testing.T) {
+	d, def, opts, p := matmulPolicy(t)
 	cands, err := p.Propose(8)
 	if err != nil {
 		t.Fatal(err)
@@ -170,17 +179,7 @@ func TestFirstRoundMeasuresDefault(t *testing.T) {
 // fastest measurement, and off it once another is faster; with nothing
 // valid measured, it is on none.
 func TestOnDefault(t *testing.T) {
-	d := tetest.DAGs()["matmul_bias_relu"]
-	def, _, err := sketch.Default(schedule.NewState(d), testTarget().Sketch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := DefaultOptions(testTarget())
-	opts.Population, opts.Generations = 64, 1
-	p, err := NewPolicy(d.WorkloadKey(), schedule.NewState(d), opts, featureModel{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, def, _, p := matmulPolicy(t)
 	if p.OnDefault() {
 		t.Error("on the default schedule before any measurement")
 	}
