@@ -2,6 +2,7 @@ package tuning
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -404,6 +405,30 @@ type TaskSet struct {
 	// (RangeEmphasis); nil and "" without such weights.
 	Emphasis map[string]float64
 	Points   string
+	// weighedBatch says that Weights weighed the values of Batch, which
+	// move nothing.
+	weighedBatch bool
+}
+
+// WriteRanges writes, a line each beginning "prefix: ", what a tuning
+// over ranges tunes of them: the batch one sample at a time, the
+// dimension given at run time at its tuning points and then its probe
+// points, that weights on the batch move nothing, and the tuning points'
+// weights. Of a model tuned as bound, nothing.
+func (ts *TaskSet) WriteRanges(w io.Writer, prefix string) {
+	if bp := ts.Batch; bp != nil {
+		fmt.Fprintf(w, "%s: over %s one sample at a time: the tasks of the model at %s=1, which tune build --range runs once per sample\n", prefix, bp.Symbol, bp.Symbol.Name)
+	}
+	if dp := ts.Dim; dp != nil {
+		fmt.Fprintf(w, "%s: over %s: the tasks at %s=%v (%d workloads), their best schedules then measured at %s=%v, whose fastest tune build --range replays at the values nearest each\n",
+			prefix, dp.Symbol, dp.Symbol.Name, dp.Symbol.TunePoints(), len(ts.Tasks), dp.Symbol.Name, dp.Symbol.ProbePoints())
+	}
+	if ts.weighedBatch {
+		fmt.Fprintf(w, "%s: --weights %s=...: every sample of the batch runs the same kernels, so its weights move no trials\n", prefix, ts.Batch.Symbol.Name)
+	}
+	if ts.Emphasis != nil {
+		fmt.Fprintf(w, "%s: --weights: %s\n", prefix, ts.Points)
+	}
 }
 
 // LoadTasks loads the model at path and returns the tasks a session
@@ -421,7 +446,7 @@ func LoadTasks(path string, o TaskOptions) (*TaskSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	ts := &TaskSet{Model: l, Batch: bp, Dim: dp}
+	ts := &TaskSet{Model: l, Batch: bp, Dim: dp, weighedBatch: bp != nil && o.Weights[bp.Symbol.Name] != nil}
 	var one *partition.Plan
 	if bp != nil {
 		one = bp.One.Plan

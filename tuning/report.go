@@ -26,11 +26,12 @@ func LogProgress(w io.Writer, start time.Time) func(search.Progress) {
 	}
 }
 
-// Bar is a progress bar (cli.Bar): its length, and where it stands with
-// what it says.
+// Bar is a progress bar (cli.Bar): its length, where it stands with what
+// it says, and its end.
 type Bar interface {
 	SetMax(n int)
 	Set(desc string, n int)
+	Finish()
 }
 
 // BarProgress returns a progress callback that moves bar to the trials

@@ -134,6 +134,7 @@ type fakeBar struct {
 
 func (b *fakeBar) SetMax(n int)           { b.max = n }
 func (b *fakeBar) Set(desc string, n int) { b.desc, b.n = desc, n }
+func (b *fakeBar) Finish()                {}
 
 // TestBarProgress: the bar moves to the trials committed, out of the
 // trials asked for, saying the round's task and the estimated latency

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -102,56 +101,22 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	return f.tune(pos[0], ts, tg, stdout, stderr)
 }
 
-// tune runs a tuning.Session on the tasks, measured where the flags say,
-// and prints its summary. A signal ends it once the batch measured is
-// committed.
+// tune runs the tuning (tuning.Tune) of the tasks, measured where the
+// flags say, with a progress bar on a terminal. A signal ends it once the
+// batch measured is committed.
 func (f *tuneFlags) tune(model string, ts *tuning.TaskSet, tg *backend.Target, stdout, stderr io.Writer) error {
 	ctx, sigs := cli.NotifySignals()
 	defer sigs.Stop()
-	m, key, err := tuning.Measurer(ctx, tg, f.remote, f.verify, int64(*f.maxMemory))
-	if err != nil {
+	r := tuning.Run{Options: f.opts, Seed: f.seed, Population: f.pop, Tasks: ts, Target: tg,
+		DB: f.db, Model: cli.Printable(model), DBName: cli.Printable(f.db), Remote: f.remote, Verify: f.verify,
+		MaxMemory: int64(*f.maxMemory), CostModel: f.costModel, Log: stderr}
+	if bar := cli.NewBar(stderr, "tuning"); bar != nil {
+		r.Bar = bar
+	}
+	if stopped, err := tuning.Tune(ctx, stdout, r); !stopped {
 		return err
 	}
-	if rm, ok := m.(*remote.Measurer); ok {
-		defer rm.Close()
-		fmt.Fprintf(stdout, "measuring on the workers of target key %s through %s (run %s)\n", rm.Key(), f.remote.URL, rm.Run())
-	}
-	opts := f.opts
-	opts.Search = search.DefaultOptions(tg)
-	opts.Search.Seed, opts.Search.Population, opts.CostModel.Seed = f.seed, f.pop, f.seed
-	opts.Dim, opts.Emphasis = ts.Dim, ts.Emphasis
-	var note string
-	if opts.Pretrained, note, err = tuning.StartingModel(f.costModel, tg); err != nil {
-		return fmt.Errorf("--cost-model: %w", err)
-	} else if note != "" {
-		fmt.Fprintln(stdout, note)
-	}
-	start := time.Now()
-	bar := cli.NewBar(stderr, "tuning")
-	if bar == nil {
-		opts.Progress = append(opts.Progress, tuning.LogProgress(stderr, start))
-	} else {
-		opts.Progress = append(opts.Progress, tuning.BarProgress(bar))
-	}
-	s, err := tuning.Open(f.db, ts.Tasks, key, m, opts)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	s.WriteStart(stdout, cli.Printable(model), cli.Printable(f.db), tg)
-	last, sum, err := s.RunRange(ctx, stdout, bar.Finish)
-	if rerr := tuning.Resumable(err, f.db); rerr != nil {
-		return rerr
-	}
-	interrupted := sigs.Caught() != 0 && errors.Is(err, context.Canceled)
-	if err != nil && !interrupted {
-		return err
-	}
-	last.WriteEnd(stdout, sum, interrupted, time.Since(start))
-	if interrupted {
-		return sigs.Interrupted(nil, fmt.Sprintf("every measured batch is in %s; run the same command to resume", f.db))
-	}
-	return nil
+	return sigs.Interrupted(nil, fmt.Sprintf("every measured batch is in %s; run the same command to resume", f.db))
 }
 
 // tasks loads the model's tasks (tuning.LoadTasks), says what it tunes of
@@ -164,19 +129,7 @@ func (f *tuneFlags) tasks(path string, stderr io.Writer) (*tuning.TaskSet, error
 	if err != nil {
 		return nil, err
 	}
-	if bp := ts.Batch; bp != nil {
-		fmt.Fprintf(stderr, "tune: over %s one sample at a time: the tasks of the model at %s=1, which tune build --range runs once per sample\n", bp.Symbol, bp.Symbol.Name)
-	}
-	if dp := ts.Dim; dp != nil {
-		fmt.Fprintf(stderr, "tune: over %s: the tasks at %s=%v (%d workloads), their best schedules then measured at %s=%v, whose fastest tune build --range replays at the values nearest each\n",
-			dp.Symbol, dp.Symbol.Name, dp.Symbol.TunePoints(), len(ts.Tasks), dp.Symbol.Name, dp.Symbol.ProbePoints())
-	}
-	if bp := ts.Batch; bp != nil && f.weights[bp.Symbol.Name] != nil {
-		fmt.Fprintf(stderr, "tune: --weights %s=...: every sample of the batch runs the same kernels, so its weights move no trials\n", bp.Symbol.Name)
-	}
-	if ts.Emphasis != nil {
-		fmt.Fprintf(stderr, "tune: --weights: %s\n", ts.Points)
-	}
+	ts.WriteRanges(stderr, "tune")
 	cli.Notes(stderr, "tune", ts.Model.Notes)
 	return ts, tuning.CheckFootprints(ts.Tasks, int64(*f.maxMemory))
 }
