@@ -113,6 +113,39 @@ func LoadTrainingData(o DataOptions) (*costmodel.Dataset, dataset.Report, error)
 	return LoadDataset(dbs, o.Target, o.Models, o.Load, o.Partition)
 }
 
+// TrainModel trains a cost model with params on the records o names
+// (LoadTrainingData; tune costmodel train), having written on w what they
+// hold.
+func TrainModel(w io.Writer, o DataOptions, params costmodel.Params) (*costmodel.Model, error) {
+	data, rep, err := LoadTrainingData(o)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(w, rep)
+	return costmodel.Train(data, params)
+}
+
+// EvaluateModel writes on w how the cost model saved at path ranks the
+// programs of the records o names (LoadTrainingData; tune costmodel
+// eval): what the records hold, the model, and TenSet's metrics
+// (costmodel.EvaluateTenSet) with the tasks and records they average.
+func EvaluateModel(w io.Writer, path string, o DataOptions) error {
+	m, err := costmodel.LoadFile(path)
+	if err != nil {
+		return err
+	}
+	data, rep, err := LoadTrainingData(o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, rep)
+	r := costmodel.EvaluateTenSet(data, m.Predict(data.Programs()))
+	fmt.Fprintf(w, "model %s: %d trees, %s\n", path, m.NumTrees(), m.Objective())
+	fmt.Fprintf(w, "pairwise accuracy = %.4f\ntop-1 score = %.4f\ntop-5 score = %.4f\n", r.Pairwise, r.Top1, r.Top5)
+	fmt.Fprintf(w, "(%d tasks, %d records)\n", r.Tasks, r.Programs)
+	return nil
+}
+
 // Pretrain trains a cost model on every record of the databases that
 // measures a task of the models. Before it trains on all of them, it
 // holds out a share of the workloads (by a hash of their key), trains on

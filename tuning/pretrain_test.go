@@ -1,12 +1,14 @@
 package tuning
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/tessera-ml/tessera/costmodel"
 	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/modelgen"
@@ -210,5 +212,66 @@ func TestLoadCurve(t *testing.T) {
 				t.Errorf("names %q; want short keys", names)
 			}
 		})
+	}
+}
+
+// TestTrainEvaluateModel: a model trained on the records of a model's
+// tasks says what it learned from; evaluated on the same records, it
+// says so again, names itself and gives TenSet's metrics over every task
+// and record. A missing model file, or records without their model, are
+// errors, with nothing written.
+func TestTrainEvaluateModel(t *testing.T) {
+	dir := t.TempDir()
+	tiny, tasks := tinyRecords(t, dir, "r.db")
+	data := DataOptions{DBs: []string{filepath.Join(dir, "r.db")}, Models: []string{tiny}}
+	var out strings.Builder
+	params := costmodel.DefaultParams()
+	params.MaxRounds = 20
+	m, err := TrainModel(&out, data, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := fmt.Sprintf("%d successful records of %d tasks on 1 target(s) from %s", 40*tasks, tasks, data.DBs[0])
+	if !strings.HasPrefix(out.String(), reads) || strings.Count(out.String(), "\n") != 1 {
+		t.Errorf("train wrote %q, want one line beginning %q", out.String(), reads)
+	}
+	path := filepath.Join(dir, "m.txt")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Save(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, c := range []struct {
+		name, path string
+		data       DataOptions
+		want       []string // the lines, by their beginnings; nil for an error
+		err        string
+	}{
+		{"the training records", path, data, []string{reads, fmt.Sprintf("model %s: %d trees, pack-sum", path, m.NumTrees()),
+			"pairwise accuracy = ", "top-1 score = ", "top-5 score = ", fmt.Sprintf("(%d tasks, %d records)", tasks, 40*tasks)}, ""},
+		{"no model file", filepath.Join(dir, "none.txt"), data, nil, "none.txt"},
+		{"no --model", path, DataOptions{DBs: data.DBs}, nil, "with --model"},
+	} {
+		out.Reset()
+		err := EvaluateModel(&out, c.path, c.data)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) || out.Len() > 0 {
+				t.Errorf("%s: %v, wrote %q; want an error containing %q, nothing written", c.name, err, out.String(), c.err)
+			}
+			continue
+		}
+		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		if err != nil || len(lines) != len(c.want) {
+			t.Errorf("%s: %v, wrote\n%s", c.name, err, out.String())
+			continue
+		}
+		for i, w := range c.want {
+			if !strings.HasPrefix(lines[i], w) {
+				t.Errorf("%s: line %d is %q, want it to begin %q", c.name, i+1, lines[i], w)
+			}
+		}
 	}
 }

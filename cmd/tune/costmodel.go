@@ -98,7 +98,7 @@ func runCostModel(args []string, stdout, stderr io.Writer) error {
 	case cf.verb == "eval" && len(pos) != 1:
 		return cli.Usagef(stderr, "usage: tune costmodel eval [flags] model.txt (run 'tune costmodel eval -h')")
 	case cf.verb == "eval":
-		return evalCostModel(cf, pos[0], stdout)
+		return tuning.EvaluateModel(stdout, pos[0], cf.data())
 	case len(pos) > 0 || cf.out == "":
 		return cli.Usagef(stderr, "usage: tune costmodel train [flags] -o model.txt (models go with --model; run 'tune costmodel train -h')")
 	}
@@ -107,15 +107,7 @@ func runCostModel(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--%w", err) // --objective "x": ...
 	}
 	params.Seed = cf.seed
-	return trainCostModel(cf, params, stdout)
-}
-
-func trainCostModel(cf costModelFlags, params costmodel.Params, stdout io.Writer) error {
-	data, err := cf.load(stdout)
-	if err != nil {
-		return err
-	}
-	m, err := costmodel.Train(data, params)
+	m, err := tuning.TrainModel(stdout, cf.data(), params)
 	if err != nil {
 		return err
 	}
@@ -126,32 +118,11 @@ func trainCostModel(cf costModelFlags, params costmodel.Params, stdout io.Writer
 	return nil
 }
 
-func evalCostModel(cf costModelFlags, path string, stdout io.Writer) error {
-	m, err := costmodel.LoadFile(path)
-	if err != nil {
-		return err
-	}
-	data, err := cf.load(stdout)
-	if err != nil {
-		return err
-	}
-	r := costmodel.EvaluateTenSet(data, m.Predict(data.Programs()))
-	fmt.Fprintf(stdout, "model %s: %d trees, %s\n", path, m.NumTrees(), m.Objective())
-	fmt.Fprintf(stdout, "pairwise accuracy = %.4f\ntop-1 score = %.4f\ntop-5 score = %.4f\n", r.Pairwise, r.Top1, r.Top5)
-	fmt.Fprintf(stdout, "(%d tasks, %d records)\n", r.Tasks, r.Programs)
-	return nil
-}
-
-// load makes the dataset of the flags' records (tuning.LoadTrainingData),
-// the tasks of the --model files giving the DAGs, and prints what it holds.
-func (c *costModelFlags) load(stdout io.Writer) (*costmodel.Dataset, error) {
-	data, rep, err := tuning.LoadTrainingData(tuning.DataOptions{DBs: c.dbs, Target: c.target, Models: c.models,
-		Load: c.mf.LoadOptions(), Partition: c.mf.Partition(), Ranges: c.mf.Ranges})
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintln(stdout, rep)
-	return data, nil
+// data says which records train or evaluate a model: those of the --db
+// files that measure the tasks of the --model files.
+func (c *costModelFlags) data() tuning.DataOptions {
+	return tuning.DataOptions{DBs: c.dbs, Target: c.target, Models: c.models,
+		Load: c.mf.LoadOptions(), Partition: c.mf.Partition(), Ranges: c.mf.Ranges}
 }
 
 // pretrain is `tune costmodel pretrain` (tuning.Pretrain).
