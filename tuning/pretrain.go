@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -100,11 +99,7 @@ func LoadTrainingData(o DataOptions) (*costmodel.Dataset, dataset.Report, error)
 	if len(o.Ranges) > 0 {
 		// A range tuning's records are those of the model at batch 1:
 		// bind it there (--input NAME=1,...) to read them.
-		var rs []string
-		for _, n := range slices.Sorted(maps.Keys(o.Ranges)) {
-			rs = append(rs, partition.Symbol{Name: n, Lo: o.Ranges[n][0], Hi: o.Ranges[n][1]}.String())
-		}
-		return nil, dataset.Report{}, fmt.Errorf("--range %s: tune costmodel reads models of static shapes; bind the batch to 1 with --input to read the records of a tuning over a range", strings.Join(rs, " "))
+		return nil, dataset.Report{}, fmt.Errorf("--range %s: tune costmodel reads models of static shapes; bind the batch to 1 with --input to read the records of a tuning over a range", formatRanges(o.Ranges))
 	}
 	dbs := o.DBs
 	if len(dbs) == 0 {

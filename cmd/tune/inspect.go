@@ -1,12 +1,10 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"strings"
 
 	"github.com/tessera-ml/tessera/backend"
-	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/internal/cli"
 	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/tuning"
@@ -18,7 +16,7 @@ const inspectUsage = "usage: tune inspect model.onnx [--input name=d0,d1,... ...
 
 // runInspect is `tune inspect model.onnx [--input name=dims ...] [--no-pass NAME ...]`:
 // the graph's size before and after the passes, the fused groups and the
-// task table.
+// task table (tuning.Inspect).
 func runInspect(args []string, stdout, stderr io.Writer) error {
 	var mf cli.Model
 	fs := cli.NewFlagSet("tune inspect", stderr, &mf)
@@ -40,45 +38,13 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	}
 	po := mf.Partition()
 	po.MaxFuseDepth = *maxDepth
-	if len(mf.Ranges) > 0 {
-		r, err := tuning.LoadRange(pos[0], mf.LoadOptions(), mf.Ranges, po)
-		if err != nil {
-			return err
-		}
-		sp := r.Plan
-		dagRow, err := r.DAGRow(*dag)
-		if err != nil {
-			return err
-		}
-		over := r.Support(mf.Ranges.String())
-		if *asJSON {
-			return cli.WriteJSON(stdout, inspectResult{RangePlan: sp.Report(), RangeTuning: &over, RangeDAG: dagRow})
-		}
-		var b strings.Builder
-		if err := partition.WriteSymbolic(&b, sp); err != nil {
-			return err
-		}
-		if over.Yes {
-			fmt.Fprintf(&b, "tune and tune build over %s: yes: %s\n", mf.Ranges, strings.Join(over.How, "; "))
-		} else {
-			fmt.Fprintf(&b, "tune and tune build over %s: no: %s\n", mf.Ranges, over.Why)
-		}
-		if dagRow != nil {
-			fmt.Fprintf(&b, "\ntask %d (%s, key %s), its DAG over the ranges:\n%s", dagRow.Task, dagRow.Ops, dagRow.Key, dagRow.Form)
-		}
-		_, err = io.WriteString(stdout, cli.PrintableLines(b.String()))
-		return err
-	}
-	if *dump != "" && len(mf.Ranges) > 0 {
-		return fmt.Errorf("--dump takes a model of static shapes (not --range)")
-	}
-	m, p, err := tuning.LoadModel(pos[0], mf.LoadOptions(), po)
+	in, err := tuning.Inspect(pos[0], tuning.InspectOptions{Load: mf.LoadOptions(), Partition: po, Ranges: mf.Ranges, Groups: *groups, DAG: *dag})
 	if err != nil {
 		return err
 	}
-	cli.Notes(stderr, "tune inspect", m.Notes)
-	if *dump != "" {
-		out, err := tuning.DumpPass(p, *dag, *dump, tc)
+	cli.Notes(stderr, "tune inspect", in.Notes)
+	if *dump != "" && len(mf.Ranges) == 0 { // over --range, --dump is not looked at
+		out, err := in.Dump(*dump, tc)
 		if err != nil {
 			return err
 		}
@@ -86,29 +52,16 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *asJSON {
-		plan, err := partition.Report(m.Graph, p, *groups, *dag)
+		doc, err := in.Report()
 		if err != nil {
 			return err
 		}
-		sum := m.Summary(pos[0])
-		return cli.WriteJSON(stdout, inspectResult{Model: &sum, Plan: plan})
+		return cli.WriteJSON(stdout, doc)
 	}
 	var b strings.Builder
-	m.WriteSummary(&b, pos[0])
-	if err := partition.WritePlan(&b, m.Graph, p, *groups, *dag); err != nil {
+	if err := in.WriteText(&b); err != nil {
 		return err
 	}
 	_, err = io.WriteString(stdout, cli.PrintableLines(b.String()))
 	return err
-}
-
-// inspectResult is the document of tune inspect --json: of a model of
-// static shapes, its summary and plan; over --range, the plan over the
-// ranges, whether tune and tune build take them, and the DAG of --dag.
-type inspectResult struct {
-	Model       *frontend.Summary         `json:"model,omitempty"`
-	Plan        *partition.PlanReport     `json:"plan,omitempty"`
-	RangePlan   *partition.SymbolicReport `json:"range_plan,omitempty"`
-	RangeTuning *tuning.RangeSupport      `json:"range_tuning,omitempty"`
-	RangeDAG    *partition.SymbolicDAGRow `json:"range_dag,omitempty"`
 }
