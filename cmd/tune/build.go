@@ -10,10 +10,8 @@ import (
 
 	"github.com/tessera-ml/tessera/assemble"
 	"github.com/tessera-ml/tessera/backend"
-	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/internal/cli"
 	"github.com/tessera-ml/tessera/measure"
-	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/records"
 	"github.com/tessera-ml/tessera/tsrt"
 	"github.com/tessera-ml/tessera/tuning"
@@ -47,7 +45,8 @@ func (b *buildFlags) Register(fs *flag.FlagSet) {
 }
 
 // runBuild is `tune build model.onnx [--db FILE | --no-records] -o DIR`:
-// the layout is chosen (build.ChooseLayout), then built (build.Build).
+// the model is loaded over --range or in the layout chosen
+// (tuning.LoadBuild), then built (assemble.Build).
 func runBuild(args []string, stdout, stderr io.Writer) error {
 	var bf buildFlags
 	pos, err := cli.Parse(cli.NewFlagSet("tune build", stderr, &bf), args)
@@ -85,40 +84,24 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	return assemble.WriteOtherTargets(stderr, m, store)
 }
 
-// build chooses the layout and builds the model into -o; a signal stops
-// it, leaving -o incomplete.
+// build loads the model as the flags say (tuning.LoadBuild: over --range,
+// or in the layout chosen) and builds it into -o (assemble.Build); a
+// signal stops it, leaving -o incomplete.
 func (bf *buildFlags) build(model string, layouts []string, opts assemble.Options, stdout, stderr io.Writer) (*tsrt.Manifest, error) {
 	ctx, sigs := cli.NotifySignals()
 	defer sigs.Stop()
 	stopped := "the build was stopped; " + bf.out + " is incomplete"
 	start := time.Now()
-	var g *graph.Graph
-	var plan *partition.Plan
-	if len(bf.mf.Ranges) > 0 {
-		// A build over a range does not race the two layouts: it loads the
-		// model over it (tuning.LoadDims) in the first (with --layout auto,
-		// channels-last, the layout tune tunes by default).
-		lo := assemble.LayoutLoadOptions(bf.mf.LoadOptions(), layouts[0])
-		l, bp, dp, err := tuning.LoadDims(model, lo, bf.mf.Ranges, bf.mf.Partition())
-		if err != nil {
-			return nil, err
-		}
-		cli.Notes(stderr, "tune build", l.Notes)
-		opts.Batch, opts.Dim = bp, dp
-		rm := tuning.RangeModel(bp, dp)
-		g, plan = rm.Graph, rm.Plan
-	} else {
-		c, err := assemble.ChooseLayout(ctx, model, bf.mf.LoadOptions(), bf.mf.Partition(), layouts, opts, tsrt.RunOptions{Threads: bf.target.Threads})
-		if err != nil {
-			return nil, sigs.Interrupted(err, stopped)
-		}
-		if why := c.Reason(bf.target.Threads, bf.out); why != "" {
-			fmt.Fprintf(stderr, "tune build: %s\n", why)
-		}
-		cli.Notes(stderr, "tune build", c.Chosen.Notes)
-		g, plan = c.Chosen.Graph, c.Chosen.Plan
+	src, err := tuning.LoadBuild(ctx, model, tuning.BuildOptions{Load: bf.mf.LoadOptions(), Partition: bf.mf.Partition(), Ranges: bf.mf.Ranges,
+		Layouts: layouts, Assemble: opts, Threads: bf.target.Threads, Dir: bf.out})
+	if err != nil {
+		return nil, sigs.Interrupted(err, stopped)
 	}
-	m, err := assemble.Build(ctx, g, plan, bf.out, opts)
+	if src.Reason != "" {
+		fmt.Fprintf(stderr, "tune build: %s\n", src.Reason)
+	}
+	cli.Notes(stderr, "tune build", src.Notes)
+	m, err := assemble.Build(ctx, src.Graph, src.Plan, bf.out, src.Options)
 	if err != nil {
 		return nil, sigs.Interrupted(err, stopped)
 	}
