@@ -1,6 +1,15 @@
 package cli
 
-import "runtime/debug"
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+	"strings"
+
+	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/tsrt"
+)
 
 // Build is what the Go toolchain recorded of a program's binary: its
 // module, the module's version and the commit it was built from.
@@ -39,4 +48,36 @@ func BuildOf(bi *debug.BuildInfo) Build {
 		}
 	}
 	return b
+}
+
+// Version is what a program's version command prints (VersionOf): its
+// build, the C ABI version of the libraries it builds, the Go toolchain
+// and platform, and the C compiler it runs.
+type Version struct {
+	Program string
+	Build
+	ABI      int
+	Go       string // "go1.24.1 linux/amd64"
+	Compiler measure.CompilerInfo
+}
+
+// VersionOf returns the version of program, a binary bi describes (nil
+// where it has none; BuildOf) that runs the C compiler cc.
+func VersionOf(program string, bi *debug.BuildInfo, cc measure.CompilerInfo) Version {
+	return Version{Program: program, Build: BuildOf(bi), ABI: tsrt.ABIVersion,
+		Go: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH, Compiler: cc}
+}
+
+// Write writes the version, a line each: the program's module and
+// version, the commit, the C ABI, Go, and the C compiler's command, path
+// and --version line.
+func (v Version) Write(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-11s%s %s\n", v.Program, v.Module, v.Version)
+	fmt.Fprintf(&b, "commit     %s\n", v.Commit)
+	fmt.Fprintf(&b, "C ABI      %d\n", v.ABI)
+	fmt.Fprintf(&b, "Go         %s\n", v.Go)
+	fmt.Fprintf(&b, "C compiler %s (%s): %s\n", strings.Join(v.Compiler.Command, " "), v.Compiler.Path, v.Compiler.Version)
+	_, err := io.WriteString(w, b.String())
+	return err
 }

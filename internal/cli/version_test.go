@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"runtime"
 	"runtime/debug"
+	"strings"
 	"testing"
+
+	"github.com/tessera-ml/tessera/measure"
 )
 
 // TestBuildOf: the module, version and commit go build records, and what
@@ -39,5 +43,35 @@ func TestBuildOf(t *testing.T) {
 				t.Errorf("BuildOf = %+v\nwant %+v", got, c.want)
 			}
 		})
+	}
+}
+
+// TestVersionWrite: the program's module and version and the commit as
+// go build records them, the C ABI, Go and the C compiler, a line each,
+// and what is printed where the build information is absent.
+func TestVersionWrite(t *testing.T) {
+	cc := measure.CompilerInfo{Command: []string{"gcc-12"}, Path: "/usr/bin/gcc-12", Version: "gcc-12 (Debian 12.2.0-14) 12.2.0"}
+	stamped := &debug.BuildInfo{Main: debug.Module{Path: "example.org/tessera", Version: "v0.2.0"}, Settings: []debug.BuildSetting{
+		{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "0123456789abcdef0123456789abcdef01234567"},
+		{Key: "vcs.time", Value: "2026-12-06T10:00:00Z"}, {Key: "vcs.modified", Value: "true"}}}
+	goLine := "Go         " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + "\n"
+	ccLine := "C compiler gcc-12 (/usr/bin/gcc-12): gcc-12 (Debian 12.2.0-14) 12.2.0\n"
+	for _, c := range []struct {
+		name    string
+		program string
+		bi      *debug.BuildInfo
+		want    string
+	}{
+		{"stamped", "tune", stamped, "tune       example.org/tessera v0.2.0\n" +
+			"commit     0123456789abcdef0123456789abcdef01234567 2026-12-06T10:00:00Z (with uncommitted changes)\n" +
+			"C ABI      4\n" + goLine + ccLine},
+		{"none", "tune", nil, "tune       tessera (devel)\ncommit     (devel): none recorded (go build records it in a git checkout; go run, go test and -buildvcs=false do not)\n" +
+			"C ABI      4\n" + goLine + ccLine},
+		{"empty, another program", "tessera-x", &debug.BuildInfo{}, "tessera-x  tessera (devel)\ncommit     (devel): none recorded"},
+	} {
+		var b strings.Builder
+		if err := VersionOf(c.program, c.bi, cc).Write(&b); err != nil || !strings.HasPrefix(b.String(), c.want) {
+			t.Errorf("%s: %v, wrote\n%s\nwant\n%s", c.name, err, b.String(), c.want)
+		}
 	}
 }
