@@ -1,8 +1,6 @@
 package main
 
 import (
-	"io"
-
 	"github.com/tessera-ml/tessera/backend"
 	"github.com/tessera-ml/tessera/backend/machine"
 	"github.com/tessera-ml/tessera/frontend"
@@ -55,22 +53,9 @@ var completionArgs = cli.Completion{
 	},
 }
 
-// The command is added to the table of main.go here: it reads the table,
-// which its entry there would make an initialization cycle.
+// The command (cli.Program.CompletionCommand) is added to the table of
+// main.go here: it reads the table, which its entry there would make an
+// initialization cycle.
 func init() {
-	tune.Commands = append(tune.Commands, cli.Command{Name: "completion", Summary: "print a bash or zsh script that completes tune's commands, flags and files", Run: runCompletion})
-}
-
-// runCompletion is `tune completion bash|zsh` (cli.Program.WriteCompletion).
-func runCompletion(args []string, stdout, stderr io.Writer) error {
-	fs := cli.NewFlagSet("tune completion", stderr, nil)
-	cli.SetUsage(fs, completionUsage)
-	pos, err := cli.Parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return cli.Usagef(stderr, "usage: tune completion bash|zsh")
-	}
-	return tune.WriteCompletion(stdout, pos[0], completionArgs)
+	tune.Commands = append(tune.Commands, tune.CompletionCommand("print a bash or zsh script that completes tune's commands, flags and files", completionUsage, completionArgs))
 }

@@ -144,6 +144,26 @@ func (p *Program) WriteCompletion(w io.Writer, shell string, c Completion) error
 	return err
 }
 
+// CompletionCommand returns p's command "completion", summarized as
+// summary, with help usage: `NAME completion bash|zsh` writes the
+// completion script of p for the shell (WriteCompletion with c). It is
+// added to p.Commands where p is set up, not in p's literal: it reads the
+// commands, which its entry there would make an initialization cycle.
+func (p *Program) CompletionCommand(summary, usage string, c Completion) Command {
+	return Command{Name: "completion", Summary: summary, Run: func(args []string, stdout, stderr io.Writer) error {
+		fs := NewFlagSet(p.Name+" completion", stderr, nil)
+		SetUsage(fs, usage)
+		pos, err := Parse(fs, args)
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return Usagef(stderr, "usage: %s completion bash|zsh", p.Name)
+		}
+		return p.WriteCompletion(stdout, pos[0], c)
+	}}
+}
+
 // quote quotes s for a POSIX shell (bash and zsh alike).
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 

@@ -208,3 +208,40 @@ _describe() { print -r -- "_describe ${(P)4}"; }; source "$1"; words=(` + c.line
 		}
 	}
 }
+
+// TestCompletionCommand: toy's completion command writes WriteCompletion's
+// script for the shell named, says its usage for -h and for no shell or
+// two, and refuses a shell it has no script for; it completes its own
+// argument, the shells.
+func TestCompletionCommand(t *testing.T) {
+	p := toy()
+	p.Commands = append(p.Commands[:2], p.CompletionCommand("print a completion script", "usage: toy completion bash|zsh\n\nhelp\n", toyCompletion))
+	var want bytes.Buffer
+	if err := p.WriteCompletion(&want, "zsh", toyCompletion); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args           []string
+		status         int
+		stdout, stderr string // stdout: want's where "zsh"
+	}{
+		{[]string{"completion", "zsh"}, 0, "zsh", ""},
+		{[]string{"completion", "-h"}, 0, "", "usage: toy completion bash|zsh\n\nhelp\n"},
+		{[]string{"completion"}, 1, "", "usage: toy completion bash|zsh\n"},
+		{[]string{"completion", "bash", "zsh"}, 1, "", "usage: toy completion bash|zsh\n"},
+		{[]string{"completion", "fish"}, 1, "", "toy completion: no completion for shell \"fish\" (bash, zsh)\n"},
+	} {
+		var stdout, stderr bytes.Buffer
+		status := p.Main(c.args, &stdout, &stderr)
+		if c.stdout == "zsh" {
+			c.stdout = want.String()
+		}
+		if status != c.status || stdout.String() != c.stdout || stderr.String() != c.stderr {
+			t.Errorf("toy %s: status %d, stdout %d bytes, stderr %q; want %d, %d bytes, %q", strings.Join(c.args, " "), status, stdout.Len(), stderr.String(), c.status, len(c.stdout), c.stderr)
+		}
+	}
+	var script bytes.Buffer
+	if err := p.WriteCompletion(&script, "bash", Completion{Args: map[string]Arg{"completion": WordArg(Shells...)}}); err != nil || !strings.Contains(script.String(), "completion") {
+		t.Errorf("the completion command completes as %v:\n%s", err, script.String())
+	}
+}
