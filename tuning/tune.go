@@ -2,11 +2,13 @@ package tuning
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/measure/remote"
 	"github.com/tessera-ml/tessera/search"
 )
@@ -21,8 +23,15 @@ type Run struct {
 	Seed       uint64
 	Population int
 
-	Tasks  *TaskSet
-	Target *backend.Target
+	Tasks *TaskSet
+	// Target is the target to tune for (backend.New, measured on this
+	// host unless Remote says otherwise), its candidates timed with the
+	// search's protocol (measure.SearchRunOptions) within Timeout each,
+	// FlushCache evicting their weights from the caches before every
+	// timed call (a remote worker times them alike).
+	Target     backend.Config
+	Timeout    time.Duration
+	FlushCache bool
 	// DB is the records database (Open); Model and DBName name the model
 	// and the database in the first line of the report (WriteStart), as
 	// a terminal may print them.
@@ -44,17 +53,38 @@ type Run struct {
 	Log io.Writer
 }
 
-// Tune is one run of `tune`: it measures where r says (Measurer), starts
-// from r's cost model, opens a session on r.DB (Open), runs it (RunRange)
-// and writes its report on w: where it measures, the starting model, what
-// it is about to do (WriteStart), the probes of a range, and how the run
-// ended (WriteEnd). An error that a run of the same command resumes from
-// says so (Resumable). stopped says that ctx ended the run, after every
-// measured batch was committed and its end written; err is then ctx's.
+// Check says what is wrong with r's options (Trials, PerRound, WarmUp,
+// Transfer and the task scheduler's Strategy, Population and the
+// target's Threads), naming tune's flags; nil where nothing is.
+func (r Run) Check() error {
+	if o := r.Options; o.Trials < 0 || o.PerRound <= 0 || r.Target.Threads <= 0 || r.Population <= 0 || o.WarmUp < 0 || o.Transfer < 0 {
+		return errors.New("--trials, --per-round, --population and --threads must be positive (--warm-up and --transfer not negative)")
+	}
+	return search.CheckStrategy(r.Options.Scheduler.Strategy)
+}
+
+// Tune is one run of `tune`: it makes r's target, measures where r says
+// (Measurer), starts from r's cost model, opens a session on r.DB (Open),
+// runs it (RunRange) and writes its report on w: where it measures, the
+// starting model, what it is about to do (WriteStart), the probes of a
+// range, and how the run ended (WriteEnd). An error that a run of the
+// same command resumes from says so (Resumable). stopped says that ctx
+// ended the run, after every measured batch was committed and its end
+// written; err is then ctx's.
 func Tune(ctx context.Context, w io.Writer, r Run) (stopped bool, err error) {
-	m, key := r.Measurer, r.Target.Key()
+	timing := &r.Remote.Timing // the timing protocol, of workers too
+	*timing = measure.SearchRunOptions(r.Target.Threads)
+	timing.Timeout, timing.FlushCache = r.Timeout, r.FlushCache
+	tc := r.Target
+	tc.Run, tc.Host, tc.Measures = *timing, &measure.Builder{}, true
+	tg, err := backend.New(tc)
+	if err != nil {
+		return false, err
+	}
+	defer tg.Close()
+	m, key := r.Measurer, tg.Key()
 	if m == nil {
-		if m, key, err = Measurer(ctx, r.Target, r.Remote, r.Verify, r.MaxMemory); err != nil {
+		if m, key, err = Measurer(ctx, tg, r.Remote, r.Verify, r.MaxMemory); err != nil {
 			return false, err
 		}
 	}
@@ -63,11 +93,11 @@ func Tune(ctx context.Context, w io.Writer, r Run) (stopped bool, err error) {
 		fmt.Fprintf(w, "measuring on the workers of target key %s through %s (run %s)\n", rm.Key(), r.Remote.URL, rm.Run())
 	}
 	opts := r.Options
-	opts.Search = search.DefaultOptions(r.Target)
+	opts.Search = search.DefaultOptions(tg)
 	opts.Search.Seed, opts.Search.Population, opts.CostModel.Seed = r.Seed, r.Population, r.Seed
 	opts.Dim, opts.Emphasis = r.Tasks.Dim, r.Tasks.Emphasis
 	var note string
-	if opts.Pretrained, note, err = StartingModel(r.CostModel, r.Target); err != nil {
+	if opts.Pretrained, note, err = StartingModel(r.CostModel, tg); err != nil {
 		return false, fmt.Errorf("--cost-model: %w", err)
 	} else if note != "" {
 		fmt.Fprintln(w, note)
@@ -85,7 +115,7 @@ func Tune(ctx context.Context, w io.Writer, r Run) (stopped bool, err error) {
 		return false, err
 	}
 	defer s.Close()
-	s.WriteStart(w, r.Model, r.DBName, r.Target)
+	s.WriteStart(w, r.Model, r.DBName, tg)
 	last, sum, err := s.RunRange(ctx, w, searched)
 	if rerr := Resumable(err, r.DB); rerr != nil {
 		return false, rerr

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tessera-ml/tessera/backend"
 	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/records"
@@ -24,7 +25,8 @@ func (b *countingBar) Finish()         { b.finished++ }
 // and its end; the same run again has nothing to do. A cancelled run
 // stops with its end written, a batch that cannot be measured is an
 // error that says how to resume, and a cost model that cannot be read
-// is one of --cost-model.
+// is one of --cost-model; so is a target tune does not know, of
+// --target.
 func TestTune(t *testing.T) {
 	tg := cpuTarget()
 	tasks := &TaskSet{Tasks: []*partition.Task{matmulTask(t, 16, 16, 16)}}
@@ -36,6 +38,7 @@ func TestTune(t *testing.T) {
 		ctx       context.Context
 		db        string // db where ""
 		costModel string
+		target    string // cpu where ""
 		bar       bool
 		failAfter int
 		stopped   bool
@@ -52,6 +55,7 @@ func TestTune(t *testing.T) {
 			want: []string{"0 trials this run", "wall time "}},
 		{name: "measurer fails", db: "f.db", costModel: "none", failAfter: 4, log: "committed 4/8 trials", err: "run the same command to resume"},
 		{name: "no cost model", db: "n.db", costModel: "no-such.txt", err: "--cost-model: "},
+		{name: "no such target", db: "t2.db", costModel: "none", target: "tpu", err: `--target "tpu": `},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, path := c.ctx, db
@@ -64,7 +68,10 @@ func TestTune(t *testing.T) {
 			opts := DefaultOptions(search.DefaultOptions(tg))
 			opts.Trials, opts.PerRound, opts.Transfer = 8, 4, 0
 			var out, log strings.Builder
-			r := Run{Options: opts, Seed: 1, Population: 16, Tasks: tasks, Target: tg, DB: path, Model: "m.onnx", DBName: filepath.Base(path),
+			if c.target == "" {
+				c.target = "cpu"
+			}
+			r := Run{Options: opts, Seed: 1, Population: 16, Tasks: tasks, Target: backend.Config{Name: c.target, CPU: "native", Threads: 1}, DB: path, Model: "m.onnx", DBName: filepath.Base(path),
 				Measurer: &countingMeasurer{failAfter: c.failAfter}, CostModel: c.costModel, Log: &log}
 			bar := &countingBar{}
 			if c.bar {
@@ -134,6 +141,35 @@ func TestWriteRanges(t *testing.T) {
 		ts.WriteRanges(&b, "tune")
 		if b.String() != c.want {
 			t.Errorf("%s: wrote\n%s\nwant\n%s", c.name, b.String(), c.want)
+		}
+	}
+}
+
+// TestRunCheck: tune's defaults pass; a budget, round, population or
+// thread count that is not positive, a negative warm-up or transfer, and
+// an unknown task scheduler do not, each naming the flags.
+func TestRunCheck(t *testing.T) {
+	const counts = "--trials, --per-round, --population and --threads must be positive (--warm-up and --transfer not negative)"
+	for _, c := range []struct {
+		name string
+		edit func(*Run)
+		err  string
+	}{
+		{"defaults", func(*Run) {}, ""},
+		{"no trials", func(r *Run) { r.Trials = 0 }, ""}, // a run that only reports
+		{"negative trials", func(r *Run) { r.Trials = -1 }, counts},
+		{"no rounds", func(r *Run) { r.PerRound = 0 }, counts},
+		{"no population", func(r *Run) { r.Population = 0 }, counts},
+		{"no threads", func(r *Run) { r.Target.Threads = 0 }, counts},
+		{"negative warm-up", func(r *Run) { r.WarmUp = -1 }, counts},
+		{"negative transfer", func(r *Run) { r.Transfer = -1 }, counts},
+		{"unknown scheduler", func(r *Run) { r.Scheduler.Strategy = "lottery" }, "lottery"},
+	} {
+		r := Run{Options: DefaultOptions(search.DefaultOptions(nil)), Population: 128, Target: backend.Config{Name: "cpu", Threads: 4}}
+		r.Scheduler.Strategy = "gradient"
+		c.edit(&r)
+		if err := r.Check(); (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.err)
 		}
 	}
 }

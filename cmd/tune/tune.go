@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/tessera-ml/tessera/backend"
 	"github.com/tessera-ml/tessera/internal/cli"
-	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/measure/remote"
 	"github.com/tessera-ml/tessera/search"
 	"github.com/tessera-ml/tessera/tuning"
@@ -64,8 +62,9 @@ func (f *tuneFlags) Register(fs *flag.FlagSet) {
 	cli.SetUsage(fs, tuneUsage)
 }
 
-// runTune is the tuning command, `tune [flags] model.onnx`: flags, the
-// model's tasks and the target; tune does the rest.
+// runTune is the tuning command, `tune [flags] model.onnx`: flags and the
+// model's tasks; tuning.Tune does the rest, with a progress bar on a
+// terminal.
 func runTune(args []string, stdout, stderr io.Writer) error {
 	if !strings.HasPrefix(args[0], "-") && !strings.HasSuffix(args[0], ".onnx") {
 		return fmt.Errorf("unknown command %q (run 'tune -h' for the commands)", args[0])
@@ -78,38 +77,21 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 1 {
 		return cli.Usagef(stderr, "tune: want exactly one model file (run 'tune -h')")
 	}
-	if o := f.opts; o.Trials < 0 || o.PerRound <= 0 || f.target.Threads <= 0 || f.pop <= 0 || o.WarmUp < 0 || o.Transfer < 0 {
-		return errors.New("--trials, --per-round, --population and --threads must be positive (--warm-up and --transfer not negative)")
-	} else if err := search.CheckStrategy(o.Scheduler.Strategy); err != nil {
+	r := tuning.Run{Options: f.opts, Seed: f.seed, Population: f.pop, Target: f.target, Timeout: f.timeout, FlushCache: f.flushCache,
+		DB: f.db, Model: cli.Printable(pos[0]), DBName: cli.Printable(f.db), Remote: f.remote, Verify: f.verify,
+		MaxMemory: int64(*f.maxMemory), CostModel: f.costModel, Log: stderr}
+	if err := r.Check(); err != nil {
 		return err
 	}
 	if len(f.model.Ranges) > 0 && f.target.Name != "cpu" {
 		return fmt.Errorf("--range %s: a model over a range is built for the CPU only (tune build --range); tune it with --target cpu", f.model.Ranges)
 	}
-	ts, err := f.tasks(pos[0], stderr)
-	if err != nil {
+	if r.Tasks, err = f.tasks(pos[0], stderr); err != nil {
 		return err
 	}
-	timing := &f.remote.Timing // the timing protocol, of workers too
-	*timing = measure.SearchRunOptions(f.target.Threads)
-	timing.Timeout, timing.FlushCache = f.timeout, f.flushCache
-	tg, err := backend.New(backend.Config{Name: f.target.Name, CPU: f.target.CPU, Threads: f.target.Threads, Run: *timing, Host: &measure.Builder{}, Measures: true})
-	if err != nil {
-		return err
-	}
-	defer tg.Close()
-	return f.tune(pos[0], ts, tg, stdout, stderr)
-}
-
-// tune runs the tuning (tuning.Tune) of the tasks, measured where the
-// flags say, with a progress bar on a terminal. A signal ends it once the
-// batch measured is committed.
-func (f *tuneFlags) tune(model string, ts *tuning.TaskSet, tg *backend.Target, stdout, stderr io.Writer) error {
+	// A signal ends the run once the batch measured is committed.
 	ctx, sigs := cli.NotifySignals()
 	defer sigs.Stop()
-	r := tuning.Run{Options: f.opts, Seed: f.seed, Population: f.pop, Tasks: ts, Target: tg,
-		DB: f.db, Model: cli.Printable(model), DBName: cli.Printable(f.db), Remote: f.remote, Verify: f.verify,
-		MaxMemory: int64(*f.maxMemory), CostModel: f.costModel, Log: stderr}
 	if bar := cli.NewBar(stderr, "tuning"); bar != nil {
 		r.Bar = bar
 	}
