@@ -3,13 +3,10 @@ package main
 import (
 	"errors"
 	"flag"
-	"fmt"
 	"io"
-	"os"
 
 	"github.com/tessera-ml/tessera/backend"
 	"github.com/tessera-ml/tessera/internal/cli"
-	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/measure/remote"
 )
 
@@ -35,7 +32,7 @@ func (w *workerFlags) Register(fs *flag.FlagSet) {
 }
 
 // runWorker is `tune worker --nats URL`: a device host that measures the
-// jobs of its own target key (package measure/remote).
+// jobs of its own target key (remote.ServeTarget).
 func runWorker(args []string, stdout, stderr io.Writer) error {
 	var wf workerFlags
 	pos, err := cli.Parse(cli.NewFlagSet("tune worker", stderr, &wf), args)
@@ -48,17 +45,8 @@ func runWorker(args []string, stdout, stderr io.Writer) error {
 	if wf.target.Threads <= 0 || wf.cfg.Concurrency <= 0 {
 		return errors.New("--threads and --concurrency must be positive")
 	}
-	tg, err := backend.New(backend.Config{Name: wf.target.Name, CPU: wf.target.CPU, Threads: wf.target.Threads, Run: measure.SearchRunOptions(wf.target.Threads), Host: &measure.Builder{}, Measures: true})
-	if err != nil {
-		return err
-	}
-	defer tg.Close()
 	ctx, sigs := cli.NotifySignals()
 	defer sigs.Stop()
-	fmt.Fprintf(stdout, "worker pid %d: target key %s (id %s), concurrency %d, jobs from %s on %s\n",
-		os.Getpid(), tg.Key(), remote.KeyID(tg.Key()), wf.cfg.Concurrency, remote.JobsStream, wf.nats.URL)
-	cfg := wf.cfg
-	cfg.Target, cfg.Log = tg.Key(), stderr
-	cfg.Measurer = remote.Measurers(tg.Generator, tg.Builder, tg.Runner, wf.target.Threads, int64(*wf.maxMemory))
-	return remote.Serve(ctx, wf.nats, cfg)
+	wf.cfg.Log = stderr
+	return remote.ServeTarget(ctx, stdout, wf.nats, wf.cfg, wf.target, int64(*wf.maxMemory))
 }

@@ -3,9 +3,13 @@ package remote
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/measure"
 )
 
 // Dial connects to the NATS server at url as name, with the credentials
@@ -76,4 +80,25 @@ func Serve(ctx context.Context, d DialOptions, cfg WorkerConfig) error {
 	}
 	defer nc.Close()
 	return RunWorker(ctx, nc, cfg)
+}
+
+// ServeTarget works as a worker (Serve) of the target tc names on this
+// machine (tune worker): it makes the target (backend.New, measuring with
+// the search's timing protocol), says on w what it serves (its pid, the
+// target's key, cfg's concurrency, the stream and d's server), and takes
+// the jobs of the target's key, built and run by the target (Measurers,
+// a candidate's tensors within maxMemory bytes), until ctx ends. cfg's
+// Target and Measurer are set here.
+func ServeTarget(ctx context.Context, w io.Writer, d DialOptions, cfg WorkerConfig, tc backend.Config, maxMemory int64) error {
+	tc.Run, tc.Host, tc.Measures = measure.SearchRunOptions(tc.Threads), &measure.Builder{}, true
+	tg, err := backend.New(tc)
+	if err != nil {
+		return err
+	}
+	defer tg.Close()
+	cfg.Target = tg.Key()
+	cfg.Measurer = Measurers(tg.Generator, tg.Builder, tg.Runner, tc.Threads, maxMemory)
+	fmt.Fprintf(w, "worker pid %d: target key %s (id %s), concurrency %d, jobs from %s on %s\n",
+		os.Getpid(), cfg.Target, KeyID(cfg.Target), cfg.Concurrency, JobsStream, d.URL)
+	return Serve(ctx, d, cfg)
 }

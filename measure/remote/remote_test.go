@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -447,5 +448,34 @@ func writeFile(t *testing.T, path, data string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestServeTarget: a worker of the cpu target says what it serves, its
+// target key the target's, before it connects, and a server it cannot
+// reach is its error; a target it cannot make is the error of --target,
+// with nothing said.
+func TestServeTarget(t *testing.T) {
+	tg, err := backend.New(backend.Config{Name: "cpu", CPU: "native", Threads: 1, Host: &measure.Builder{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := tg.Key()
+	tg.Close()
+	for _, c := range []struct {
+		name   string
+		target string
+		said   string
+		err    string
+	}{
+		{"cpu", "cpu", fmt.Sprintf("worker pid %d: target key %s (id %s), concurrency 2, jobs from %s on nats://127.0.0.1:1\n", os.Getpid(), key, remote.KeyID(key), remote.JobsStream), "--nats: "},
+		{"no such target", "tpu", "", `--target "tpu"`},
+	} {
+		var out strings.Builder
+		d := remote.DialOptions{URL: "nats://127.0.0.1:1", Auth: remote.AuthFiles{}}
+		err := remote.ServeTarget(context.Background(), &out, d, remote.WorkerConfig{Concurrency: 2}, backend.Config{Name: c.target, CPU: "native", Threads: 1}, 0)
+		if err == nil || !strings.Contains(err.Error(), c.err) || out.String() != c.said {
+			t.Errorf("%s: %v, said %q; want an error containing %q, said %q", c.name, err, out.String(), c.err, c.said)
+		}
 	}
 }
