@@ -6,14 +6,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/tessera-ml/tessera/assemble"
 	"github.com/tessera-ml/tessera/backend"
 	"github.com/tessera-ml/tessera/internal/cli"
-	"github.com/tessera-ml/tessera/measure"
-	"github.com/tessera-ml/tessera/records"
-	"github.com/tessera-ml/tessera/tsrt"
 	"github.com/tessera-ml/tessera/tuning"
 )
 
@@ -46,7 +42,8 @@ func (b *buildFlags) Register(fs *flag.FlagSet) {
 
 // runBuild is `tune build model.onnx [--db FILE | --no-records] -o DIR`:
 // the model is loaded over --range or in the layout chosen
-// (tuning.LoadBuild), then built (assemble.Build).
+// (tuning.OpenBuild), then built (tuning.Build.Run); a signal stops it,
+// leaving -o incomplete.
 func runBuild(args []string, stdout, stderr io.Writer) error {
 	var bf buildFlags
 	pos, err := cli.Parse(cli.NewFlagSet("tune build", stderr, &bf), args)
@@ -63,48 +60,23 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tg, err := backend.New(backend.Config{Name: bf.target.Name, CPU: bf.target.CPU, Threads: bf.target.Threads, Host: &measure.Builder{Timeout: assemble.LibraryTimeout}})
-	if err != nil {
-		return err
-	}
-	defer tg.Close()
-	opts := assemble.Options{Target: tg, Model: pos[0], Warn: stderr, SingleFile: bf.singleFile, Frozen: strings.Fields(bf.mf.Freeze.String())}
-	var store *records.Store
-	if !bf.noRecords {
-		if store, err = assemble.OpenRecords(bf.db, pos[0]); err != nil {
-			return err
-		}
-		defer store.Close()
-		opts.Records = store
-	}
-	m, err := bf.build(pos[0], layouts, opts, stdout, stderr)
-	if err != nil || store == nil {
-		return err
-	}
-	return assemble.WriteOtherTargets(stderr, m, store)
-}
-
-// build loads the model as the flags say (tuning.LoadBuild: over --range,
-// or in the layout chosen) and builds it into -o (assemble.Build); a
-// signal stops it, leaving -o incomplete.
-func (bf *buildFlags) build(model string, layouts []string, opts assemble.Options, stdout, stderr io.Writer) (*tsrt.Manifest, error) {
 	ctx, sigs := cli.NotifySignals()
 	defer sigs.Stop()
 	stopped := "the build was stopped; " + bf.out + " is incomplete"
-	start := time.Now()
-	src, err := tuning.LoadBuild(ctx, model, tuning.BuildOptions{Load: bf.mf.LoadOptions(), Partition: bf.mf.Partition(), Ranges: bf.mf.Ranges,
-		Layouts: layouts, Assemble: opts, Threads: bf.target.Threads, Dir: bf.out})
+	b, err := tuning.OpenBuild(ctx, pos[0], tuning.BuildOptions{Load: bf.mf.LoadOptions(), Partition: bf.mf.Partition(), Ranges: bf.mf.Ranges,
+		Layouts: layouts, Target: bf.target, DB: bf.db, NoRecords: bf.noRecords, Dir: bf.out,
+		Assemble: assemble.Options{Model: pos[0], Warn: stderr, SingleFile: bf.singleFile, Frozen: strings.Fields(bf.mf.Freeze.String())}})
 	if err != nil {
-		return nil, sigs.Interrupted(err, stopped)
+		return sigs.Interrupted(err, stopped)
 	}
-	if src.Reason != "" {
-		fmt.Fprintf(stderr, "tune build: %s\n", src.Reason)
+	defer b.Close()
+	if b.Reason != "" {
+		fmt.Fprintf(stderr, "tune build: %s\n", b.Reason)
 	}
-	cli.Notes(stderr, "tune build", src.Notes)
-	m, err := assemble.Build(ctx, src.Graph, src.Plan, bf.out, src.Options)
+	cli.Notes(stderr, "tune build", b.Notes)
+	m, err := b.Run(ctx, stdout)
 	if err != nil {
-		return nil, sigs.Interrupted(err, stopped)
+		return sigs.Interrupted(err, stopped)
 	}
-	assemble.WriteReport(stdout, m, bf.out, time.Since(start))
-	return m, nil
+	return b.WriteOtherTargets(stderr, m)
 }
