@@ -249,7 +249,8 @@ func FuzzImport(f *testing.F) {
 // TestStatsReport: the document of tune records stats --json names the
 // database it was opened at and has a row per (workload, target), the
 // best cost in milliseconds (none where no record is valid), an empty
-// list, not null, for an empty database.
+// list, not null, for an empty database; as text, it is the table of the
+// stats.
 func TestStatsReport(t *testing.T) {
 	ms := func(v float64) *float64 { return &v }
 	for _, c := range []struct {
@@ -276,6 +277,14 @@ func TestStatsReport(t *testing.T) {
 			}
 			if r.DB != path || r.Stats == nil || len(r.Stats) != len(c.want) {
 				t.Fatalf("report %+v; want db %s and %d rows", r, path, len(c.want))
+			}
+			var text, table strings.Builder
+			st, err := s.Stats()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Write(&text); err != nil || WriteStats(&table, st) != nil || text.String() != table.String() {
+				t.Errorf("report as text (%v):\n%s\nwant the table of the stats:\n%s", err, text.String(), table.String())
 			}
 			for i, w := range c.want {
 				g := r.Stats[i]

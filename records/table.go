@@ -57,13 +57,19 @@ func StatRows(stats []Stat) []StatRow {
 	return rows
 }
 
-// StatsReport is the document of tune records stats --json: the
-// database and its Stats, one row per (workload, target), by workload
-// then target.
+// StatsReport is what tune records stats prints: as a document (--json),
+// the database and its Stats, one row per (workload, target), by
+// workload then target; as text, their table (Write).
 type StatsReport struct {
 	DB    string    `json:"db"`
 	Stats []StatRow `json:"stats"`
+
+	stats []Stat
 }
+
+// Write writes the report as tune records stats prints it, the table of
+// its Stats (WriteStats).
+func (r *StatsReport) Write(w io.Writer) error { return WriteStats(w, r.stats) }
 
 // StatsReport returns the store's Stats as tune records stats --json
 // prints them, DB the path it was opened at.
@@ -72,7 +78,7 @@ func (s *Store) StatsReport() (*StatsReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &StatsReport{DB: s.path, Stats: StatRows(st)}, nil
+	return &StatsReport{DB: s.path, Stats: StatRows(st), stats: st}, nil
 }
 
 // ShortKey abbreviates a workload key as task tables and messages show

@@ -66,13 +66,11 @@ func runRecords(args []string, stdout, stderr io.Writer) error {
 		err = store.Export(w)
 	case verb == "distill":
 		err = store.Distill(w, *k)
-	case asJSON: // stats --json
+	default: // stats, as text or JSON
 		var r *records.StatsReport
 		if r, err = store.StatsReport(); err == nil {
-			err = cli.WriteJSON(w, r)
+			err = cli.WriteReport(w, r, asJSON)
 		}
-	default: // stats
-		err = store.WriteStats(w)
 	}
 	return errors.Join(err, closeOut())
 }
