@@ -8,6 +8,7 @@ import (
 
 	"github.com/tessera-ml/tessera/backend"
 	"github.com/tessera-ml/tessera/measure"
+	"github.com/tessera-ml/tessera/ops"
 	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/records"
 	"github.com/tessera-ml/tessera/schedule"
@@ -237,11 +238,11 @@ func checkDimConstants(dp *partition.DimPlan) error {
 				if ch == nil || ch.Const == nil {
 					return fmt.Errorf("build: %s is a constant at %s=%d but not at %d", name, dp.Symbol.Name, v, dp.Symbol.Hi)
 				}
-				a, err := c.Const.KernelData()
+				a, _, err := ops.ConstSlots(at.Graph, name)
 				if err != nil {
 					return fmt.Errorf("build: constant %s: %w", name, err)
 				}
-				b, err := ch.Const.KernelData()
+				b, _, err := ops.ConstSlots(hi.Graph, name)
 				if err != nil {
 					return fmt.Errorf("build: constant %s: %w", name, err)
 				}

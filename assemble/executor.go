@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/ops"
 	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/tir"
 	"github.com/tessera-ml/tessera/tsrt"
@@ -45,7 +46,8 @@ type place struct {
 	index  int   // the input or output number (inInput, inOutput)
 	offset int64 // bytes into the weights payload or the arena
 	elems  int
-	buf    int // inArena: the buffer in program.bufs whose offset it is
+	dt     tir.DType // the element type in memory (ops.Storage)
+	buf    int       // inArena: the buffer in program.bufs whose offset it is
 	// batched: the value's leading dimension is the batch; elems are one
 	// sample's, and sample n starts n·elems floats in.
 	batched bool
@@ -70,16 +72,23 @@ func (p place) cExpr() string {
 	return fmt.Sprintf("a + %d", p.offset/4)
 }
 
+// bytes is the size of the value in memory.
+func (p place) bytes() int64 { return int64(p.elems) * int64(p.dt.Bytes()) }
+
 // cExprAt returns the address of sample n's part of a batched value (the
 // value's address for any other), where n is a C variable.
 func (p place) cExprAt(n string) string {
 	if !p.batched {
 		return p.cExpr()
 	}
+	stride := fmt.Sprint(p.elems)
 	if p.sample != "" {
-		return fmt.Sprintf("%s + %s * %s", p.cExpr(), n, p.sample)
+		stride = p.sample
 	}
-	return fmt.Sprintf("%s + %s * %d", p.cExpr(), n, p.elems)
+	if size := p.dt.Bytes(); size != 4 {
+		return fmt.Sprintf("(float *)((char *)(%s) + (%s) * %s * %d)", p.cExpr(), n, stride, size)
+	}
+	return fmt.Sprintf("%s + %s * %s", p.cExpr(), n, stride)
 }
 
 // batched reports whether the call reads or writes a batched value: it
@@ -198,7 +207,7 @@ func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel, batch *
 		if v == nil || v.Const == nil {
 			return place{}, false, nil
 		}
-		data, err := v.Const.KernelData()
+		data, dt, err := ops.ConstSlots(g, name)
 		if err != nil {
 			return place{}, false, fmt.Errorf("build: constant %s: %w", name, err)
 		}
@@ -207,7 +216,7 @@ func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel, batch *
 			data = packing.Pack(data)
 			key = name + " packed " + packing.String()
 		}
-		return place{kind: inWeights, offset: p.weights.add(key, data), elems: len(data)}, true, nil
+		return place{kind: inWeights, offset: p.weights.add(key, tir.PackMemory(dt, data)), elems: len(data), dt: dt}, true, nil
 	}
 	arena := map[string]int{} // value → index in p.bufs
 	for s, grp := range plan.Groups {
@@ -233,8 +242,8 @@ func planProgram(g *graph.Graph, plan *partition.Plan, kernels []kernel, batch *
 			if !ok {
 				n := graph.NumElems(g.Values[name].Shape)
 				arena[name] = len(p.bufs)
-				pl = place{kind: inArena, elems: n, buf: len(p.bufs), batched: batched(name)}
-				bytes := 4 * int64(n)
+				pl = place{kind: inArena, elems: n, buf: len(p.bufs), batched: batched(name), dt: ops.Storage(g, name)}
+				bytes := pl.bytes()
 				if pl.batched {
 					bytes *= samples
 				}

@@ -78,7 +78,7 @@ func gpuSource(p *program, kernels []kernel, tg *backend.Target, singleFile bool
 			// Computed on the device: downloaded, once the kernels before
 			// are done, to the value's host place (the arena's slot or the
 			// output buffer, unused otherwise), and checked there.
-			fmt.Fprintf(&launches, "  if ((rc = tsm_dev_finish()) != 0 || (rc = tsm_dev_download(%s, %d, %d)) != 0)\n    return rc;\n", ck.pl.cExpr(), bufOf(ck.pl), 4*ck.pl.elems)
+			fmt.Fprintf(&launches, "  if ((rc = tsm_dev_finish()) != 0 || (rc = tsm_dev_download(%s, %d, %d)) != 0)\n    return rc;\n", ck.pl.cExpr(), bufOf(ck.pl), ck.pl.bytes())
 			launches.WriteString(checkC(ck, ck.pl.cExpr(), "  "))
 		}
 		for _, l := range gf.Launches {
@@ -112,7 +112,11 @@ func gpuSource(p *program, kernels []kernel, tg *backend.Target, singleFile bool
 	fmt.Fprintf(&b, "#define TSM_NUM_KERNELS %d\n#define TSM_NUM_DBUFS %d\n", len(names), max(len(bufs), 1))
 	var sizes []string
 	for _, d := range bufs {
-		sizes = append(sizes, fmt.Sprint(4*max(d.elems, 1)))
+		n := 4 * int64(d.elems) // a temporary's elements are float32
+		if !d.temp {
+			n = d.src.bytes()
+		}
+		sizes = append(sizes, fmt.Sprint(max(n, 4)))
 	}
 	if len(sizes) == 0 {
 		sizes = []string{"4"}
@@ -127,7 +131,7 @@ func gpuSource(p *program, kernels []kernel, tg *backend.Target, singleFile bool
 	b.WriteString("\nstatic int tsm_dev_setup(const float *w) {\n  if (tsm_dev_init() != 0)\n    return -1;\n")
 	for i, d := range bufs {
 		if d.src.kind == inWeights && !d.temp {
-			fmt.Fprintf(&b, "  if (tsm_dev_upload(%d, w + %d, %d) != 0)\n    return -1;\n", i, d.src.offset/4, 4*d.elems)
+			fmt.Fprintf(&b, "  if (tsm_dev_upload(%d, w + %d, %d) != 0)\n    return -1;\n", i, d.src.offset/4, d.src.bytes())
 		}
 	}
 	b.WriteString("  return 0;\n}\n")
@@ -146,14 +150,14 @@ func gpuSource(p *program, kernels []kernel, tg *backend.Target, singleFile bool
 	}
 	for i, d := range bufs {
 		if !d.temp && d.src.kind == inInput {
-			fmt.Fprintf(&src, "  if ((rc = tsm_dev_upload(%d, in[%d], %d)) != 0)\n    return rc;\n", i, d.src.index, 4*d.elems)
+			fmt.Fprintf(&src, "  if ((rc = tsm_dev_upload(%d, in[%d], %d)) != 0)\n    return rc;\n", i, d.src.index, d.src.bytes())
 		}
 	}
 	src.WriteString(launches.String())
 	src.WriteString("  if ((rc = tsm_dev_finish()) != 0)\n    return rc;\n")
 	for i, d := range bufs {
 		if !d.temp && d.src.kind == inOutput {
-			fmt.Fprintf(&src, "  if ((rc = tsm_dev_download(out[%d], %d, %d)) != 0)\n    return rc;\n", d.src.index, i, 4*d.elems)
+			fmt.Fprintf(&src, "  if ((rc = tsm_dev_download(out[%d], %d, %d)) != 0)\n    return rc;\n", d.src.index, i, d.src.bytes())
 		}
 	}
 	for _, c := range p.copies {

@@ -75,6 +75,10 @@ func indexChecks(g *graph.Graph, grp *partition.Group, places map[string]place, 
 			if !ok {
 				return nil, fmt.Errorf("build: internal error: group %d (%s) reads %s, the indices of %s, which has no place", grp.ID, grp.Ops(), name, what)
 			}
+			if pl.dt.IntElem() {
+				// ONNX's indices are int32 or int64, which run as float32.
+				return nil, graph.Unsupportedf("build: %s are %s, stored as %v: run-time indices are checked as float32 values only", what, name, pl.dt)
+			}
 			ck := indexCheck{pl: pl, what: what, perSample: pl.batched && dim != nil && pl.kind == inArena}
 			for _, a := range o.Axes {
 				if batch != nil && batch.Batched[data] && a == 0 {

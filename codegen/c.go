@@ -174,16 +174,26 @@ func elemType(t tir.DType) (string, error) {
 	case tir.Bool:
 		return "int32_t", nil
 	}
+	if t.IntElem() {
+		return intElemType(t), nil
+	}
 	return "", fmt.Errorf("unknown dtype %v", t)
 }
 
-func elemSize(t tir.DType) int {
+// intElemType is the C type of an integer element type.
+func intElemType(t tir.DType) string {
 	switch t {
-	case tir.Int:
-		return 8
+	case tir.Int8:
+		return "int8_t"
+	case tir.Uint8:
+		return "uint8_t"
+	case tir.Int16:
+		return "int16_t"
 	}
-	return 4
+	return "int32_t"
 }
+
+func elemSize(t tir.DType) int { return t.Bytes() }
 
 func scalarType(t tir.DType) (string, error) {
 	switch t {
@@ -193,6 +203,9 @@ func scalarType(t tir.DType) (string, error) {
 		return "int64_t", nil
 	case tir.Bool:
 		return "int", nil
+	}
+	if t.IntElem() {
+		return intElemType(t), nil
 	}
 	return "", fmt.Errorf("unknown dtype %v", t)
 }
@@ -798,6 +811,9 @@ func (k *kernel) binary(e *tir.Binary) (string, error) {
 	if t == tir.Bool {
 		return "", fmt.Errorf("arithmetic %v on booleans", e.Op)
 	}
+	if t.IntElem() && t != tir.Int32 {
+		return "", fmt.Errorf("%v arithmetic in %s (cast to int32 first)", t, tir.ExprString(e))
+	}
 	a, err := k.expr(e.A)
 	if err != nil {
 		return "", err
@@ -840,7 +856,7 @@ func (k *kernel) binary(e *tir.Binary) (string, error) {
 		}
 	case tir.Min, tir.Max:
 		fn := map[bool]string{true: "tsr_min", false: "tsr_max"}[e.Op == tir.Min]
-		if t == tir.Int {
+		if t == tir.Int || t.IntElem() {
 			fn += "i"
 		} else {
 			fn += "f"
@@ -872,6 +888,9 @@ func (k *kernel) cast(e *tir.Cast) (string, error) {
 			return "(" + x + " != 0.0f)", nil
 		}
 		return "(" + x + " != 0)", nil
+	}
+	if e.To.IntElem() {
+		return "((" + intElemType(e.To) + ")" + x + ")", nil
 	}
 	return "", fmt.Errorf("cast to unknown dtype %v", e.To)
 }

@@ -3,6 +3,9 @@ package measure
 import (
 	"fmt"
 	"math"
+
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // Compare reports whether got matches want elementwise within
@@ -35,6 +38,18 @@ func Compare(got, want []float32, rtol, atol float64) (ok bool, msg string) {
 	}
 	return false, fmt.Sprintf("%d of %d elements differ (rtol %g, atol %g); first [%d]: got %g, want %g; worst [%d]: got %g, want %g",
 		bad, len(got), rtol, atol, first, got[first], want[first], worst, got[worst], want[worst])
+}
+
+// CompareAs is Compare for outputs of element type dt: integer outputs
+// (tir's slots) must be equal.
+func CompareAs(dt tir.DType, got, want []float32, rtol, atol float64) (ok bool, msg string) {
+	if !dt.IntElem() {
+		return Compare(got, want, rtol, atol)
+	}
+	if i, m := te.Mismatch(dt, got, want, 0); i >= 0 {
+		return false, fmt.Sprintf("%v element [%d]: %s", dt, i, m)
+	}
+	return true, ""
 }
 
 // elemError returns how far g is from w (+Inf when they cannot be compared

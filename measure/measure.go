@@ -74,10 +74,10 @@ const inputSeed = 20201104
 func Args(d *te.DAG) []Arg {
 	var args []Arg
 	for _, t := range d.Inputs {
-		args = append(args, Arg{Name: t.Name, Size: t.Size(), Weight: t.Const})
+		args = append(args, Arg{Name: t.Name, Size: t.Size(), DType: t.DType(), Weight: t.Const})
 	}
 	for _, t := range d.Outputs {
-		args = append(args, Arg{Name: t.Name, Size: t.Size(), Output: true})
+		args = append(args, Arg{Name: t.Name, Size: t.Size(), DType: t.DType(), Output: true})
 	}
 	return args
 }
@@ -89,7 +89,7 @@ func Args(d *te.DAG) []Arg {
 func FuncArgs(f *tir.PrimFunc, outputs int) []Arg {
 	args := make([]Arg, len(f.Params))
 	for i, p := range f.Params {
-		args[i] = Arg{Name: p.Name, Size: p.Size(), Output: i >= len(f.Params)-outputs}
+		args[i] = Arg{Name: p.Name, Size: p.Size(), DType: p.DType, Output: i >= len(f.Params)-outputs}
 	}
 	return args
 }
@@ -230,7 +230,7 @@ func (m *Measurer) check(d *te.DAG, r Result) Result {
 			r.Kind, r.Msg = WrongResult, "missing output"
 			return r
 		}
-		if ok, msg := Compare(r.Outputs[k], want, tol, tol); !ok {
+		if ok, msg := CompareAs(d.Outputs[k].DType(), r.Outputs[k], want, tol, tol); !ok {
 			r.Kind, r.Msg = WrongResult, fmt.Sprintf("output %s: %s", d.Outputs[k].Name, msg)
 			return r
 		}

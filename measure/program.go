@@ -37,7 +37,7 @@ func (p Program) Args(d *te.DAG) []Arg {
 	}
 	args := make([]Arg, len(p.Params))
 	for i, b := range p.Params {
-		args[i] = Arg{Name: b.Name, Size: b.Size(), Output: i >= len(p.Params)-len(d.Outputs)}
+		args[i] = Arg{Name: b.Name, Size: b.Size(), DType: b.DType, Output: i >= len(p.Params)-len(d.Outputs)}
 		if i < len(d.Inputs) {
 			args[i].Weight = d.Inputs[i].Const
 		}

@@ -16,14 +16,16 @@ import (
 	"time"
 
 	"github.com/tessera-ml/tessera/codegen"
+	"github.com/tessera-ml/tessera/tir"
 	"github.com/tessera-ml/tessera/tsrt"
 )
 
 // Arg describes one kernel argument, a buffer of Size float32 elements.
 type Arg struct {
 	Name   string
-	Size   int  // elements
-	Output bool // written by the kernel; zeroed before the first call
+	Size   int       // elements
+	DType  tir.DType // their type: the data is one slot per element (tir.PackMemory), in memory DType.Bytes() each
+	Output bool      // written by the kernel; zeroed before the first call
 	// Weight marks a constant input (the model's weights): with
 	// RunOptions.FlushCache on the CPU it leaves the caches before every
 	// timed call.
@@ -284,7 +286,7 @@ func (r *Runner) run(ctx context.Context, opts RunOptions, job Job) Result {
 		case a.Weight && r.Device == nil:
 			io = "w"
 		}
-		argv = append(argv, io+strconv.Itoa(a.Size))
+		argv = append(argv, io+strconv.Itoa(tir.MemoryWords(a.DType, a.Size)))
 	}
 	if job.Workspace > 0 {
 		argv = append(argv, "s"+strconv.Itoa((job.Workspace+3)/4))
@@ -347,20 +349,20 @@ func (r *Runner) run(ctx context.Context, opts RunOptions, job Job) Result {
 func (r *Runner) inputFile(job Job) (string, error) {
 	if job.Inputs != nil {
 		path := filepath.Join(r.dataDir, "in-explicit.bin")
-		return path, writeFloats(path, job.Inputs)
+		return path, writeInputs(path, job.Args, job.Inputs)
 	}
 	var key strings.Builder
 	fmt.Fprintf(&key, "%d", job.Seed)
 	for _, a := range job.Args {
 		if !a.Output {
-			fmt.Fprintf(&key, ",%d", a.Size)
+			fmt.Fprintf(&key, ",%d:%v", a.Size, a.DType)
 		}
 	}
 	if path, ok := r.inputs[key.String()]; ok {
 		return path, nil
 	}
 	path := r.newFile("in")
-	if err := writeFloats(path, RandomInputs(job.Args, job.Seed)); err != nil {
+	if err := writeInputs(path, job.Args, RandomInputs(job.Args, job.Seed)); err != nil {
 		return "", err
 	}
 	r.inputs[key.String()] = path

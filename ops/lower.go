@@ -42,6 +42,7 @@ func LowerNode(g *graph.Graph, n *graph.Node, src TensorSource) ([]*te.Tensor, e
 			if v := g.Values[n.Outputs[i]]; v != nil && !slices.Equal(v.Shape, t.Shape) {
 				return nil, n.Errorf("lowered output %s has shape %v, shape inference says %v", n.Outputs[i], t.Shape, v.Shape)
 			}
+			outs[i] = stored(n.Outputs[i], t, Storage(g, n.Outputs[i]))
 		}
 	}
 	return outs, nil
@@ -82,8 +83,18 @@ func (c *lowerCtx) name(i int) string { return c.n.Outputs[i] }
 
 func (c *lowerCtx) sub(suffix string) string { return c.n.Outputs[0] + "_" + suffix }
 
-// in returns data input i.
+// in returns data input i as float32 (see Storage).
 func (c *lowerCtx) in(i int) (*te.Tensor, error) {
+	t, err := c.raw(i)
+	if err != nil {
+		return nil, err
+	}
+	return floatView(c.n.Input(i)+"_f32", t), nil
+}
+
+// raw returns data input i in its storage type, for a lowering that
+// computes on integers.
+func (c *lowerCtx) raw(i int) (*te.Tensor, error) {
 	name := c.n.Input(i)
 	if name == "" {
 		return nil, fmt.Errorf("input %d is missing", i)

@@ -27,8 +27,10 @@ func init() {
 		&Op{Name: "DynamicQuantizeLinear", MinIn: 1, MaxIn: 1, Expand: expandDynamicQuantize},
 		&Op{Name: "MatMulInteger", MinIn: 2, MaxIn: 4, Expand: expandIntegerOp("MatMul", false)},
 		&Op{Name: "ConvInteger", MinIn: 2, MaxIn: 4, Expand: expandIntegerOp("Conv", false)},
-		&Op{Name: "QLinearMatMul", MinIn: 8, MaxIn: 8, Expand: expandIntegerOp("MatMul", true)},
-		&Op{Name: "QLinearConv", MinIn: 8, MaxIn: 9, Expand: expandIntegerOp("Conv", true)},
+		&Op{Name: "QLinearMatMul", MinIn: 8, MaxIn: 8, Pattern: OutEWiseFusable, OutType: qlinearType,
+			Lower: lowerQLinear(false), Expand: expandQLinear("MatMul")},
+		&Op{Name: "QLinearConv", MinIn: 8, MaxIn: 9, Pattern: OutEWiseFusable, OutType: qlinearType,
+			Lower: lowerQLinear(true), Expand: expandQLinear("Conv")},
 	)
 }
 
@@ -222,6 +224,30 @@ func expandDynamicQuantize(c *InferCtx) ([]*graph.Node, error) {
 		}
 	}
 	return e.nodes, nil
+}
+
+// qlinearType is a QLinear op's output type: its y zero point's, else
+// uint8.
+func qlinearType(c *InferCtx) graph.DType {
+	if c.Has(qYZero) {
+		return c.DType(qYZero)
+	}
+	return graph.Uint8
+}
+
+// expandQLinear keeps a QLinear node that has an integer form
+// (integerForm), and expands any other into float arithmetic.
+func expandQLinear(op string) func(c *InferCtx) ([]*graph.Node, error) {
+	float := expandIntegerOp(op, true)
+	return func(c *InferCtx) ([]*graph.Node, error) {
+		if err := checkScales(c.G, c.N, qXScale, qWScale, qYScale); err != nil {
+			return nil, err
+		}
+		if f, _ := integerForm(c.G, c.N, op == "Conv"); f != nil {
+			return []*graph.Node{c.N}, nil
+		}
+		return float(c)
+	}
 }
 
 // expandIntegerOp expands MatMulInteger and ConvInteger (int32 results), and

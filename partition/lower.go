@@ -75,8 +75,7 @@ func (l *Lowered) tensor(name string) (*te.Tensor, error) {
 	if err := ops.CheckShape(name, v.Shape); err != nil {
 		return nil, err
 	}
-	t := te.Placeholder(name, v.Shape...)
-	t.Const = v.Const != nil
+	t := ops.Placeholder(l.g, name)
 	l.Values[name] = t
 	l.Sources[t] = name
 	return t, nil
@@ -94,8 +93,8 @@ func (l *Lowered) Feed(d *te.DAG, inputs map[string][]float32) ([][]float32, err
 		if !ok {
 			return nil, fmt.Errorf("placeholder %s does not come from the graph", t.Name)
 		}
-		if c := l.g.Values[name].Const; c != nil {
-			data, err := c.KernelData()
+		if l.g.Values[name].Const != nil {
+			data, _, err := ops.ConstSlots(l.g, name)
 			if err != nil {
 				return nil, fmt.Errorf("constant %s: %w", name, err)
 			}

@@ -162,11 +162,13 @@ func lowerGroup(g *graph.Graph, grp *Group, override nodeLowering) (*te.DAG, err
 		}
 		var t *te.Tensor
 		if c := v.Const; c != nil && c.Len() == 1 {
-			lit := tir.F32(c.Float64s()[0])
+			lit := tir.Expr(tir.F32(c.Float64s()[0]))
+			if dt := ops.Storage(g, name); dt.IntElem() {
+				lit = tir.IntOf(dt, c.I64[0])
+			}
 			t = te.Compute(name, v.Shape, func([]tir.Expr) tir.Expr { return lit })
 		} else {
-			t = te.Placeholder(name, v.Shape...)
-			t.Const = v.Const != nil
+			t = ops.Placeholder(g, name)
 			source[t] = name
 		}
 		vals[name] = t

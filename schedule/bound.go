@@ -61,7 +61,7 @@ func (l *lowerer) boundStage(i int) error {
 		if st.Scope == tir.Shared {
 			scope = tir.Shared
 		}
-		info.storage = &tir.Buffer{Name: t.Name, DType: tir.Float32, Shape: info.rootExt[:nSpatial:nSpatial], Scope: scope}
+		info.storage = &tir.Buffer{Name: t.Name, DType: t.DType(), Shape: info.rootExt[:nSpatial:nSpatial], Scope: scope}
 		info.local = true
 	}
 

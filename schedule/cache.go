@@ -79,7 +79,7 @@ func (st *CacheWrite) apply(s *State) error {
 		Reducer:    t.Reducer,
 		Body:       t.Body,
 	}
-	cache.Buf = &tir.Buffer{Name: cache.Name, DType: tir.Float32, Shape: t.Shape, Scope: st.Scope, Owner: cache}
+	cache.Buf = &tir.Buffer{Name: cache.Name, DType: t.DType(), Shape: t.Shape, Scope: st.Scope, Owner: cache}
 	cstage := newStage(cache, false)
 	cstage.Scope = st.Scope
 	orig := newStage(copyOf(t.Name, t.Buf, cache), stg.Output)
@@ -211,7 +211,7 @@ func (st *Rfactor) apply(s *State) error {
 				}
 			}
 			if cond != nil {
-				body = tir.SelectE(cond, body, tir.F32(t.Reducer.Identity()))
+				body = tir.SelectE(cond, body, t.Reducer.IdentityOf(t.DType()))
 			}
 			return body
 		})

@@ -390,7 +390,7 @@ func (l *lowerer) crossThreadNest(i int) (tir.Stmt, error) {
 		}
 	}
 	attached := l.attachedAt(i)
-	red := &tir.Buffer{Name: t.Name + ".red", DType: tir.Float32, Shape: []int{1}, Scope: tir.Local}
+	red := &tir.Buffer{Name: t.Name + ".red", DType: t.DType(), Shape: []int{1}, Scope: tir.Local}
 	zero := []tir.Expr{tir.Const(0)}
 	acc := &tir.Load{Buf: red, Indices: zero}
 	value := l.rewriteLoads(tir.Substitute(info.body, l.rootSub(i)))
@@ -420,9 +420,9 @@ func (l *lowerer) crossThreadNest(i int) (tir.Stmt, error) {
 		out[pos] = e
 		return out
 	}
-	shared := &tir.Buffer{Name: t.Name + ".red_shared", DType: tir.Float32, Shape: shape, Scope: tir.Shared}
+	shared := &tir.Buffer{Name: t.Name + ".red_shared", DType: t.DType(), Shape: shape, Scope: tir.Shared}
 	steps := []tir.Stmt{
-		&tir.Store{Buf: red, Indices: zero, Value: tir.F32(t.Reducer.Identity())},
+		&tir.Store{Buf: red, Indices: zero, Value: t.Reducer.IdentityOf(t.DType())},
 		reduce,
 		&tir.Store{Buf: shared, Indices: at(T.v), Value: acc},
 	}

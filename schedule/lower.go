@@ -352,7 +352,7 @@ func (l *lowerer) initNest(i, first int) tir.Stmt {
 			g = append(g, guard{cond: tir.Substitute(gd.cond, sub), kind: Spatial})
 		}
 	}
-	var s tir.Stmt = &tir.Store{Buf: info.storage, Indices: idx, Value: tir.F32(st.Tensor.Reducer.Identity())}
+	var s tir.Stmt = &tir.Store{Buf: info.storage, Indices: idx, Value: st.Tensor.Reducer.IdentityOf(st.Tensor.DType())}
 	s = guardWith(s, append(l.predicates(i, NoAnn), g...), true)
 	for k := len(loops) - 1; k >= 0; k-- {
 		s = &tir.For{Var: loops[k].v, Extent: loops[k].ext, Kind: kinds[k], Thread: threads[k], Body: s}

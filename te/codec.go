@@ -35,8 +35,14 @@ import (
 // or arguments are in "a".
 
 // dagFormatVersion is the version of the JSON form; another version is
-// refused, never misread.
-const dagFormatVersion = 1
+// refused, never misread. Version 2 adds the integer element types
+// (tir.DType.IntElem): a placeholder's "dtype", and casts and loads of
+// them. A DAG without them is written as version 1, which readers from
+// before version 2 read as before.
+const (
+	dagFormatVersion = 2
+	dagFormatFloat   = 1
+)
 
 // maxTensorElems bounds the elements of one decoded tensor, so that a
 // hostile or damaged DAG cannot make its reader allocate without limit.
@@ -58,6 +64,7 @@ type tensorJSON struct {
 	Name    string    `json:"name"`
 	Shape   []int     `json:"shape"`
 	Const   bool      `json:"const,omitempty"`
+	DType   string    `json:"dtype,omitempty"`  // a placeholder's element type, if not float32
 	Axis    []int     `json:"axis,omitempty"`   // var indices, one per dimension
 	Reduce  []int     `json:"reduce,omitempty"` // var indices of the reduce axes
 	Extents []int     `json:"extents,omitempty"`
@@ -80,21 +87,28 @@ type exprJSON struct {
 var (
 	binOps     = []string{"+", "-", "*", "/", "floordiv", "floormod", "min", "max"}
 	cmpOps     = []string{"==", "!=", "<", "<=", ">", ">="}
-	dtypeNames = []string{tir.Float32: "float32", tir.Int: "int", tir.Bool: "bool"}
-	reducers   = []string{NoReduce: "", Sum: "sum", MaxReduce: "max", MinReduce: "min", ProdReduce: "prod"}
+	dtypeNames = []string{tir.Float32: "float32", tir.Int: "int", tir.Bool: "bool",
+		tir.Int8: "int8", tir.Uint8: "uint8", tir.Int16: "int16", tir.Int32: "int32"}
+	reducers = []string{NoReduce: "", Sum: "sum", MaxReduce: "max", MinReduce: "min", ProdReduce: "prod"}
 )
 
 // MarshalJSON encodes the DAG in the codec's JSON form. It fails for a
 // tensor whose buffer is not the one the te constructors give it.
 func (d *DAG) MarshalJSON() ([]byte, error) {
 	e := dagEncoder{vars: map[*tir.Var]int{}, tensors: map[*tir.Buffer]int{}}
-	out := dagJSON{Version: dagFormatVersion}
+	out := dagJSON{Version: dagFormatFloat}
 	for i, t := range d.Tensors {
-		if b := t.Buf; b == nil || b.Owner != t || b.Name != t.Name || b.DType != tir.Float32 || b.Scope != 0 || b.Packed != nil || !slices.Equal(b.Shape, t.Shape) {
+		if b := t.Buf; b == nil || b.Owner != t || b.Name != t.Name || !ownType(t) || b.Scope != 0 || b.Packed != nil || !slices.Equal(b.Shape, t.Shape) {
 			return nil, fmt.Errorf("te: encode tensor %d (%s): its buffer is not the tensor's own", i, t.Name)
 		}
 		e.tensors[t.Buf] = i
 		tj := tensorJSON{Name: t.Name, Shape: t.Shape, Const: t.Const}
+		if dt := t.DType(); dt != tir.Float32 {
+			out.Version = dagFormatVersion
+			if t.IsPlaceholder() {
+				tj.DType = dt.String()
+			}
+		}
 		if !t.IsPlaceholder() {
 			for _, a := range t.Axis {
 				tj.Axis = append(tj.Axis, e.varIndex(a.Var))
@@ -223,8 +237,8 @@ func UnmarshalDAG(data []byte) (*DAG, error) {
 	if err := json.Unmarshal(data, &dj); err != nil {
 		return nil, fmt.Errorf("te: decode DAG: %w", err)
 	}
-	if dj.Version != dagFormatVersion {
-		return nil, fmt.Errorf("te: decode DAG: format version %d, this tessera reads %d", dj.Version, dagFormatVersion)
+	if dj.Version != dagFormatVersion && dj.Version != dagFormatFloat {
+		return nil, fmt.Errorf("te: decode DAG: format version %d, this tessera reads %d and %d", dj.Version, dagFormatFloat, dagFormatVersion)
 	}
 	dec := dagDecoder{}
 	for i, v := range dj.Vars {
@@ -289,6 +303,13 @@ func (dec *dagDecoder) tensor(tj tensorJSON) (*Tensor, error) {
 		}
 		t := Placeholder(tj.Name, tj.Shape...)
 		t.Const = tj.Const
+		if tj.DType != "" {
+			dt, ok := parseDType(tj.DType)
+			if !ok || !dt.IntElem() {
+				return nil, fmt.Errorf("placeholder of element type %q", tj.DType)
+			}
+			t.Buf.DType = dt
+		}
 		return t, nil
 	}
 	if tj.Const {
@@ -345,10 +366,11 @@ func (dec *dagDecoder) tensor(tj tensorJSON) (*Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if body.Type() != tir.Float32 {
-		return nil, fmt.Errorf("body of type %v, want float32", body.Type())
+	if dt := body.Type(); dt != tir.Float32 && !dt.IntElem() {
+		return nil, fmt.Errorf("body of type %v, want float32 or an integer element type", dt)
 	}
 	t.Body = body
+	t.typeFromBody()
 	return t, nil
 }
 
@@ -494,8 +516,10 @@ func (dec *dagDecoder) expr(j *exprJSON) (tir.Expr, error) {
 // floats only, floordiv and floormod to integers only, nothing to booleans.
 func binOpTypes(op tir.BinOp, t tir.DType) bool {
 	switch {
-	case t == tir.Bool:
+	case t == tir.Bool, t.IntElem() && t != tir.Int32:
 		return false
+	case t == tir.Int32:
+		return op != tir.Div && op != tir.FloorDiv && op != tir.FloorMod
 	case op == tir.Div:
 		return t == tir.Float32
 	case op == tir.FloorDiv || op == tir.FloorMod:
@@ -516,6 +540,21 @@ func derefOr(p *int, def int) int {
 		return def
 	}
 	return *p
+}
+
+// ownType reports whether t's buffer has the element type te gives it: a
+// compute tensor's its body's (Compute), a placeholder's any but Int and
+// Bool.
+func ownType(t *Tensor) bool {
+	dt := t.DType()
+	if t.IsPlaceholder() {
+		return dt == tir.Float32 || dt.IntElem()
+	}
+	want := t.Body.Type()
+	if !want.IntElem() {
+		want = tir.Float32
+	}
+	return dt == want
 }
 
 func parseDType(s string) (tir.DType, bool) {

@@ -133,7 +133,7 @@ func TestUnmarshalDAGRejectsBadInput(t *testing.T) {
 	}
 	cases := []struct{ name, in, want string }{
 		{"not json", `{`, "decode DAG"},
-		{"version", `{"v":2}`, "format version 2"},
+		{"version", `{"v":3}`, "format version 3"},
 		{"no outputs", `{"v":1,"tensors":[{"name":"A","shape":[4]}]}`, "no outputs"},
 		{"output range", strings.Replace(good, `"outputs":[1]`, `"outputs":[7]`, 1), "output 0: tensor 7"},
 		{"placeholder output", strings.Replace(good, `"outputs":[1]`, `"outputs":[0]`, 1), "placeholder"},

@@ -75,6 +75,11 @@ type compiler struct {
 	slots map[*tir.Var]int
 	vals  map[*tir.Buffer][]float32
 	err   error
+	// round makes every float operation round its result to float32, as
+	// the C code does: set while compiling the operand of a conversion
+	// from float to an integer type, whose result must be exact (a
+	// requantization), not merely close.
+	round bool
 }
 
 func evalTensor(t *Tensor, vals map[*tir.Buffer][]float32) (out []float32, err error) {
@@ -91,6 +96,9 @@ func evalTensor(t *Tensor, vals map[*tir.Buffer][]float32) (out []float32, err e
 	axes := append(append([]IterVar(nil), t.Axis...), t.ReduceAxis...)
 	for i, a := range axes {
 		c.slots[a.Var] = i
+	}
+	if dt := t.Buf.DType; dt.IntElem() {
+		return evalIntTensor(t, c, dt)
 	}
 	body := c.float(t.Body)
 	if c.err != nil {
@@ -121,6 +129,85 @@ func evalTensor(t *Tensor, vals map[*tir.Buffer][]float32) (out []float32, err e
 	}
 	spatial(0)
 	return out, nil
+}
+
+// evalIntTensor evaluates a tensor of integer element type dt exactly, in
+// int64, faulting where its Int32 arithmetic would leave int32's range.
+func evalIntTensor(t *Tensor, c *compiler, dt tir.DType) ([]float32, error) {
+	body := c.int(t.Body)
+	if c.err != nil {
+		return nil, c.err
+	}
+	if t.Body.Type() != dt {
+		return nil, fmt.Errorf("body of type %v for a tensor of %v", t.Body.Type(), dt)
+	}
+	out := make([]float32, t.Size())
+	axes := len(t.Axis) + len(t.ReduceAxis)
+	e := &env{v: make([]int64, axes)}
+	idx := 0
+	lo, hi := dt.Range()
+	var spatial func(dim int)
+	spatial = func(dim int) {
+		if dim == len(t.Axis) {
+			v := int64(0)
+			if t.Reducer == NoReduce {
+				v = body(e)
+			} else {
+				v = intIdentity(t.Reducer, dt)
+				intReduceLoop(e, len(t.Axis), t.ReduceAxis, t.Reducer, body, &v)
+			}
+			if v < lo || v > hi {
+				panic(evalError{fmt.Sprintf("%v reduction overflows: %d", dt, v)})
+			}
+			out[idx] = tir.IntSlot(v)
+			idx++
+			return
+		}
+		for i := 0; i < t.Axis[dim].Extent; i++ {
+			e.v[dim] = int64(i)
+			spatial(dim + 1)
+		}
+	}
+	spatial(0)
+	return out, nil
+}
+
+// intIdentity is r's neutral element in integer type dt.
+func intIdentity(r Reducer, dt tir.DType) int64 {
+	lo, hi := dt.Range()
+	switch r {
+	case MaxReduce:
+		return lo
+	case MinReduce:
+		return hi
+	case ProdReduce:
+		return 1
+	}
+	return 0
+}
+
+func intReduceLoop(e *env, base int, axes []IterVar, r Reducer, body func(*env) int64, acc *int64) {
+	if len(axes) == 0 {
+		v := body(e)
+		switch r {
+		case Sum:
+			*acc += v
+		case MaxReduce:
+			*acc = max(*acc, v)
+		case MinReduce:
+			*acc = min(*acc, v)
+		case ProdReduce:
+			*acc *= v
+		}
+		if *acc != int64(int32(*acc)) {
+			panic(evalError{fmt.Sprintf("int32 reduction overflows: %d", *acc)})
+		}
+		return
+	}
+	for i := 0; i < axes[0].Extent; i++ {
+		e.v[base] = int64(i)
+		intReduceLoop(e, base+1, axes[1:], r, body, acc)
+	}
 }
 
 func reduceLoop(e *env, base int, axes []IterVar, r Reducer, body func(*env) float64, acc *float64) {
@@ -155,40 +242,30 @@ func (c *compiler) fail(format string, args ...any) {
 }
 
 func (c *compiler) float(x tir.Expr) func(*env) float64 {
+	f := c.float64(x)
+	if !c.round {
+		return f
+	}
+	return func(e *env) float64 { return float64(float32(f(e))) }
+}
+
+func (c *compiler) float64(x tir.Expr) func(*env) float64 {
 	switch x := x.(type) {
 	case *tir.FloatImm:
 		v := x.V
 		return func(*env) float64 { return v }
 	case *tir.Cast:
-		if x.X.Type() == tir.Int {
+		if t := x.X.Type(); t == tir.Int || t.IntElem() {
 			f := c.int(x.X)
 			return func(e *env) float64 { return float64(f(e)) }
 		}
 		return c.float(x.X)
 	case *tir.Load:
-		data, ok := c.vals[x.Buf]
-		if !ok {
-			c.fail("read of %s before it is computed", x.Buf.Name)
-			return func(*env) float64 { return 0 }
+		if x.Buf.DType != tir.Float32 {
+			break
 		}
-		idx := make([]func(*env) int64, len(x.Indices))
-		for i, ix := range x.Indices {
-			idx[i] = c.int(ix)
-		}
-		strides := x.Buf.Strides()
-		shape := x.Buf.Shape
-		name := x.Buf.Name
-		return func(e *env) float64 {
-			off := int64(0)
-			for i, f := range idx {
-				v := f(e)
-				if v < 0 || v >= int64(shape[i]) {
-					panic(evalError{fmt.Sprintf("read %s out of bounds: index %d of dimension %d is outside [0, %d)", name, v, i, shape[i])})
-				}
-				off += v * int64(strides[i])
-			}
-			return float64(data[off])
-		}
+		load := c.load(x)
+		return func(e *env) float64 { return float64(load(e)) }
 	case *tir.Binary:
 		a, b := c.float(x.A), c.float(x.B)
 		switch x.Op {
@@ -256,7 +333,111 @@ func fmax(a, b float64) float64 {
 	return b
 }
 
+// load returns a function reading the slot a Load reads.
+func (c *compiler) load(x *tir.Load) func(*env) float32 {
+	data, ok := c.vals[x.Buf]
+	if !ok {
+		c.fail("read of %s before it is computed", x.Buf.Name)
+		return func(*env) float32 { return 0 }
+	}
+	idx := make([]func(*env) int64, len(x.Indices))
+	for i, ix := range x.Indices {
+		idx[i] = c.int(ix)
+	}
+	strides := x.Buf.Strides()
+	shape := x.Buf.Shape
+	name := x.Buf.Name
+	return func(e *env) float32 {
+		off := int64(0)
+		for i, f := range idx {
+			v := f(e)
+			if v < 0 || v >= int64(shape[i]) {
+				panic(evalError{fmt.Sprintf("read %s out of bounds: index %d of dimension %d is outside [0, %d)", name, v, i, shape[i])})
+			}
+			off += v * int64(strides[i])
+		}
+		return data[off]
+	}
+}
+
+// intElem compiles an expression of integer element type t, exactly.
+func (c *compiler) intElem(t tir.DType, x tir.Expr) func(*env) int64 {
+	switch x := x.(type) {
+	case *tir.Load:
+		load := c.load(x)
+		return func(e *env) int64 { return tir.SlotInt(t, load(e)) }
+	case *tir.Cast:
+		switch from := x.X.Type(); {
+		case from == tir.Float32:
+			round := c.round
+			c.round = true
+			f := c.float(x.X)
+			c.round = round
+			lo, hi := t.Range()
+			return func(e *env) int64 {
+				v := math.Trunc(float64(float32(f(e))))
+				if math.IsNaN(v) || v < float64(lo) || v > float64(hi) {
+					panic(evalError{fmt.Sprintf("%v outside the range of %v in a conversion", v, t)})
+				}
+				return int64(v)
+			}
+		case from == tir.Bool:
+			b := c.bool(x.X)
+			return func(e *env) int64 {
+				if b(e) {
+					return 1
+				}
+				return 0
+			}
+		}
+		v := c.int(x.X)
+		return func(e *env) int64 { return t.Wrap(v(e)) }
+	case *tir.Binary:
+		if t != tir.Int32 {
+			c.fail("%v arithmetic in %s (cast to int32 first)", t, tir.ExprString(x))
+			return func(*env) int64 { return 0 }
+		}
+		a, b := c.int(x.A), c.int(x.B)
+		var op func(a, b int64) int64
+		switch x.Op {
+		case tir.Add:
+			op = func(a, b int64) int64 { return a + b }
+		case tir.Sub:
+			op = func(a, b int64) int64 { return a - b }
+		case tir.Mul:
+			op = func(a, b int64) int64 { return a * b }
+		case tir.Min:
+			op = func(a, b int64) int64 { return min(a, b) }
+		case tir.Max:
+			op = func(a, b int64) int64 { return max(a, b) }
+		default:
+			c.fail("int32 operator %v", x.Op)
+			return func(*env) int64 { return 0 }
+		}
+		return func(e *env) int64 {
+			v := op(a(e), b(e))
+			if v != int64(int32(v)) {
+				panic(evalError{fmt.Sprintf("int32 arithmetic overflows: %d", v)})
+			}
+			return v
+		}
+	case *tir.Select:
+		cond, a, b := c.bool(x.Cond), c.int(x.T), c.int(x.F)
+		return func(e *env) int64 {
+			if cond(e) {
+				return a(e)
+			}
+			return b(e)
+		}
+	}
+	c.fail("unsupported %v expression %s", t, tir.ExprString(x))
+	return func(*env) int64 { return 0 }
+}
+
 func (c *compiler) int(x tir.Expr) func(*env) int64 {
+	if t := x.Type(); t.IntElem() {
+		return c.intElem(t, x)
+	}
 	switch x := x.(type) {
 	case *tir.IntImm:
 		v := x.V

@@ -11,6 +11,30 @@ import (
 // [K, 1], the promoted axes are removed from the result, and the batch
 // dimensions (all but the last two) broadcast. One reduction stage.
 func MatMul(name string, a, b *Tensor) (*Tensor, error) {
+	return matMul(name, a, b, tir.MulE)
+}
+
+// IntMatMul is MatMul on integers: a and b hold integers (of an integer
+// type, or float32 values that are integers), and the result is the int32
+// sum of their int32 products. Zero points are the caller's to subtract
+// (or to fold into a bias); the sums must stay within int32.
+func IntMatMul(name string, a, b *Tensor) (*Tensor, error) {
+	return matMul(name, a, b, intProduct)
+}
+
+// intProduct is the int32 product of two integer operands.
+func intProduct(a, b tir.Expr) tir.Expr { return tir.MulE(toInt32(a), toInt32(b)) }
+
+// toInt32 converts an integer operand (of an integer type, or a float32
+// holding an integer) to int32.
+func toInt32(x tir.Expr) tir.Expr {
+	if x.Type() == tir.Int32 {
+		return x
+	}
+	return &tir.Cast{To: tir.Int32, X: x}
+}
+
+func matMul(name string, a, b *Tensor, mul func(a, b tir.Expr) tir.Expr) (*Tensor, error) {
 	name = orDefault(name, "matmul")
 	if err := checkInputs("MatMul", name, a, b); err != nil {
 		return nil, err
@@ -62,7 +86,7 @@ func MatMul(name string, a, b *Tensor) (*Tensor, error) {
 		} else {
 			bi = append(bi, k)
 		}
-		return tir.MulE(a.At(ai...), b.At(bi...))
+		return mul(a.At(ai...), b.At(bi...))
 	}), nil
 }
 
@@ -263,6 +287,11 @@ func padStage(name string, x *Tensor, ws []window, v float64) *Tensor {
 // padAxes pads the axes first, first+1, ... of x (one per window) with v,
 // as a stage name_pad; it returns x itself when no padding is needed.
 func padAxes(name string, x *Tensor, first int, ws []window, v float64) *Tensor {
+	return padFill(name, x, first, ws, tir.F32(v))
+}
+
+// padFill is padAxes with the fill value an expression of x's type.
+func padFill(name string, x *Tensor, first int, ws []window, fill tir.Expr) *Tensor {
 	shape := append([]int(nil), x.Shape...)
 	need := false
 	for i, w := range ws {
@@ -288,7 +317,7 @@ func padAxes(name string, x *Tensor, first int, ws []window, v float64) *Tensor 
 		if inside == nil {
 			return x.At(idx...)
 		}
-		return tir.SelectE(inside, x.At(idx...), tir.F32(v))
+		return tir.SelectE(inside, x.At(idx...), fill)
 	})
 }
 
@@ -331,6 +360,67 @@ type ConvAttrs struct {
 // (C/group, K...) (the channel axis is left out when C/group is 1, as in
 // depthwise convolution), and name_bias adding b.
 func Conv(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
+	conv, err := conv(name, x, w, b, a, tir.F32(0), tir.MulE)
+	if err != nil || b == nil {
+		return conv, err
+	}
+	return Compute(conv.Name+"_bias", conv.Shape, func(i []tir.Expr) tir.Expr {
+		return tir.AddE(conv.At(i...), b.At(i[1]))
+	}), nil
+}
+
+// IntConv is Conv on integers: x holds integers (of an integer type, or
+// float32 values that are integers) and is padded with xZero (x's zero
+// point, so that a padded tap contributes nothing once the caller
+// subtracts xZero·Σw), w holds integers, and the result is the int32 sum
+// of the int32 products over the live taps (see window.liveTaps: the
+// caller's correction sums w over those taps only, LiveWeightSums). The
+// sums must stay within int32.
+func IntConv(name string, x, w *Tensor, xZero int64, a ConvAttrs) (*Tensor, error) {
+	fill := tir.Expr(tir.F32(float64(xZero)))
+	if dt := x.DType(); dt.IntElem() {
+		fill = tir.IntOf(dt, xZero)
+	}
+	return conv(name, x, w, nil, a, fill, intProduct)
+}
+
+// LiveWeightSums returns, for Conv's weights w (data wdata, row-major) of
+// a convolution over input x's shape with attributes a, the sum of the
+// weights of each output channel over the taps the reduction visits
+// (IntConv's correction of the zero point).
+func LiveWeightSums(xShape, wShape []int, wdata []int64, a ConvAttrs) ([]int64, error) {
+	if len(xShape) < 3 || len(wShape) != len(xShape) {
+		return nil, opError("Conv", "conv", "input %v and weights %v must have the same rank >= 3", xShape, wShape)
+	}
+	ws, err := windows("Conv", "conv", xShape[2:], wShape[2:], a.Strides, a.Dilations, a.Pads, a.AutoPad, false)
+	if err != nil {
+		return nil, err
+	}
+	M := wShape[0]
+	per := len(wdata) / M
+	sums := make([]int64, M)
+	taps := wShape[2:]
+	for m := range M {
+		for k := range per {
+			// k = c·Πtaps + flat tap index; keep the live taps only.
+			rest, live := k, true
+			for s := len(taps) - 1; s >= 0; s-- {
+				t := rest % taps[s]
+				rest /= taps[s]
+				lo, hi := ws[s].liveTaps()
+				live = live && t >= lo && t < hi
+			}
+			if live {
+				sums[m] += wdata[m*per+k]
+			}
+		}
+	}
+	return sums, nil
+}
+
+// conv is Conv's reduction: x padded with fill, mul the product of an
+// input and a weight element.
+func conv(name string, x, w, b *Tensor, a ConvAttrs, fill tir.Expr, mul func(a, b tir.Expr) tir.Expr) (*Tensor, error) {
 	name = orDefault(name, "conv")
 	if err := checkInputs("Conv", name, x, w); err != nil {
 		return nil, err
@@ -350,7 +440,7 @@ func Conv(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := padStage(name, x, ws, 0)
+	src := padFill(name, x, 2, ws, fill)
 	out := []int{N, M}
 	rshape := []int{}
 	if Cg > 1 {
@@ -366,7 +456,7 @@ func Conv(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
 		rshape = append(rshape, hi-lo)
 	}
 	mPerG := M / G
-	conv := Reduce(name, out, Sum, rshape, func(i, r []tir.Expr) tir.Expr {
+	return Reduce(name, out, Sum, rshape, func(i, r []tir.Expr) tir.Expr {
 		var rc tir.Expr = Idx(0)
 		if Cg > 1 {
 			rc, r = r[0], r[1:]
@@ -382,13 +472,7 @@ func Conv(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
 			xi = append(xi, iadd(imulc(i[2+s], w.s), imulc(tap, w.d)))
 			wi = append(wi, tap)
 		}
-		return tir.MulE(src.At(xi...), w.At(wi...))
-	})
-	if b == nil {
-		return conv, nil
-	}
-	return Compute(name+"_bias", out, func(i []tir.Expr) tir.Expr {
-		return tir.AddE(conv.At(i...), b.At(i[1]))
+		return mul(src.At(xi...), w.At(wi...))
 	}), nil
 }
 

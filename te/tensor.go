@@ -52,6 +52,16 @@ func (r Reducer) Identity() float64 {
 	return 0
 }
 
+// IdentityOf returns the reducer's neutral element as a constant of
+// element type dt: a float32, or the integer type's own (its smallest
+// value for max, its largest for min).
+func (r Reducer) IdentityOf(dt tir.DType) tir.Expr {
+	if dt.IntElem() {
+		return tir.IntOf(dt, intIdentity(r, dt))
+	}
+	return tir.F32(r.Identity())
+}
+
 // Combine returns the tir expression that folds v into acc.
 func (r Reducer) Combine(acc, v tir.Expr) tir.Expr {
 	switch r {
@@ -112,6 +122,13 @@ func Placeholder(name string, shape ...int) *Tensor {
 	return t
 }
 
+// TypedPlaceholder declares an input tensor of element type dt.
+func TypedPlaceholder(name string, dt tir.DType, shape ...int) *Tensor {
+	t := Placeholder(name, shape...)
+	t.Buf.DType = dt
+	return t
+}
+
 // Constant declares an input tensor whose data is fixed when the model is
 // built: a weight (see Tensor.Const).
 func Constant(name string, shape ...int) *Tensor {
@@ -124,7 +141,17 @@ func Constant(name string, shape ...int) *Tensor {
 func Compute(name string, shape []int, f func(i []tir.Expr) tir.Expr) *Tensor {
 	t, axis := newCompute(name, shape)
 	t.Body = f(axis)
+	t.typeFromBody()
 	return t
+}
+
+// typeFromBody gives a compute tensor whose body is of an integer element
+// type (tir.DType.IntElem) a buffer of that type; every other body (a
+// float, or a bool or index stored as a float) keeps Float32.
+func (t *Tensor) typeFromBody() {
+	if dt := t.Body.Type(); dt.IntElem() {
+		t.Buf.DType = dt
+	}
 }
 
 // Reduce defines a reduction: out[i...] = red over r... of f(i..., r...).
@@ -142,6 +169,7 @@ func Reduce(name string, shape []int, red Reducer, rshape []int, f func(i, r []t
 	}
 	t.Reducer = red
 	t.Body = f(axis, raxis)
+	t.typeFromBody()
 	return t
 }
 

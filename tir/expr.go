@@ -18,9 +18,22 @@ import (
 type DType uint8
 
 const (
-	Float32 DType = iota // IEEE single precision; the element type of every tensor
+	Float32 DType = iota // IEEE single precision; the element type of float tensors
 	Int                  // 64-bit signed integer; indices and loop variables
 	Bool                 // result of comparisons and logic
+	// The integer element types of tensors (IntElem): quantized data
+	// (Int8, Uint8), packed operands (Int16) and accumulators (Int32).
+	// Arithmetic is on Int32 only (narrower values are Cast to it first),
+	// and never overflows: a schedule whose Int32 arithmetic leaves its
+	// range is as wrong as one that reads out of bounds, and the
+	// interpreters fault on it. A Cast to a narrower integer wraps (two's
+	// complement, as GCC and Clang define it); a Cast from Float32 to an
+	// integer type truncates toward zero, and a value outside the type's
+	// range (or NaN) is a fault: lowerings clamp before they narrow.
+	Int8
+	Uint8
+	Int16
+	Int32
 )
 
 func (t DType) String() string {
@@ -31,8 +44,149 @@ func (t DType) String() string {
 		return "int"
 	case Bool:
 		return "bool"
+	case Int8:
+		return "int8"
+	case Uint8:
+		return "uint8"
+	case Int16:
+		return "int16"
+	case Int32:
+		return "int32"
 	}
 	return fmt.Sprintf("dtype(%d)", uint8(t))
+}
+
+// IntElem reports whether t is an integer element type of tensors (Int8,
+// Uint8, Int16, Int32), as opposed to Int, the type of indices.
+func (t DType) IntElem() bool { return t >= Int8 && t <= Int32 }
+
+// Bytes is the size of one element of a buffer of type t in memory.
+func (t DType) Bytes() int {
+	switch t {
+	case Int:
+		return 8
+	case Int8, Uint8:
+		return 1
+	case Int16:
+		return 2
+	}
+	return 4
+}
+
+// Range returns the smallest and largest values of an integer element
+// type (of Int, the int64 range).
+func (t DType) Range() (lo, hi int64) {
+	switch t {
+	case Int8:
+		return math.MinInt8, math.MaxInt8
+	case Uint8:
+		return 0, math.MaxUint8
+	case Int16:
+		return math.MinInt16, math.MaxInt16
+	case Int32:
+		return math.MinInt32, math.MaxInt32
+	}
+	return math.MinInt64, math.MaxInt64
+}
+
+// Wrap reduces v to the integer type t as a two's-complement narrowing
+// conversion does (v unchanged for Int).
+func (t DType) Wrap(v int64) int64 {
+	switch t {
+	case Int8:
+		return int64(int8(v))
+	case Uint8:
+		return int64(uint8(v))
+	case Int16:
+		return int64(int16(v))
+	case Int32:
+		return int64(int32(v))
+	}
+	return v
+}
+
+// The interpreters (this package's Run and te's Eval) and everything that
+// hands them data hold a buffer as one float32 slot per element, whatever
+// its type: an integer element's slot holds the bits of its value as an
+// int32 (never converted as a float, so no bit pattern is altered).
+// PackMemory and UnpackMemory convert between that form and the memory a
+// compiled kernel reads, where an element takes t.Bytes().
+
+// IntSlot returns the slot of integer element value v.
+func IntSlot(v int64) float32 { return math.Float32frombits(uint32(int32(v))) }
+
+// SlotInt returns the value of integer element type t held in slot f.
+func SlotInt(t DType, f float32) int64 { return t.Wrap(int64(int32(math.Float32bits(f)))) }
+
+// SlotFloat returns the value held in a slot of type t as a float64: the
+// float itself, or an integer element's value.
+func SlotFloat(t DType, f float32) float64 {
+	if t.IntElem() {
+		return float64(SlotInt(t, f))
+	}
+	return float64(f)
+}
+
+// ValueSlot returns the slot holding v in a buffer of type t: v rounded to
+// float32, or for an integer type v rounded to nearest (ties to even) and
+// clamped to the type's range.
+func ValueSlot(t DType, v float64) float32 {
+	if !t.IntElem() {
+		return float32(v)
+	}
+	lo, hi := t.Range()
+	r := math.RoundToEven(v)
+	switch {
+	case math.IsNaN(r):
+		r = 0
+	case r < float64(lo):
+		r = float64(lo)
+	case r > float64(hi):
+		r = float64(hi)
+	}
+	return IntSlot(int64(r))
+}
+
+// MemoryWords returns how many 32-bit words n elements of type t take in
+// memory (rounded up).
+func MemoryWords(t DType, n int) int { return (n*t.Bytes() + 3) / 4 }
+
+// PackMemory returns slots (one per element of type t) in a compiled
+// kernel's memory layout, as 32-bit words (the last one zero-padded);
+// slots itself for a 4-byte type.
+func PackMemory(t DType, slots []float32) []float32 {
+	if t.Bytes() == 4 {
+		return slots
+	}
+	words := make([]uint32, MemoryWords(t, len(slots)))
+	size := t.Bytes()
+	per := 4 / size
+	mask := uint32(1)<<(8*size) - 1
+	for i, f := range slots {
+		w := uint32(int32(math.Float32bits(f))) & mask
+		words[i/per] |= w << (8 * size * (i % per))
+	}
+	out := make([]float32, len(words))
+	for i, w := range words {
+		out[i] = math.Float32frombits(w)
+	}
+	return out
+}
+
+// UnpackMemory is PackMemory's inverse: n elements of type t from a
+// kernel's memory words, one slot each.
+func UnpackMemory(t DType, words []float32, n int) []float32 {
+	if t.Bytes() == 4 {
+		return words[:n]
+	}
+	size := t.Bytes()
+	per := 4 / size
+	out := make([]float32, n)
+	for i := range out {
+		w := math.Float32bits(words[i/per]) >> (8 * size * (i % per))
+		out[i] = IntSlot(t.Wrap(int64(w)))
+	}
+	return out
 }
 
 // Expr is a side-effect-free scalar expression. The family is closed: the
@@ -216,6 +370,10 @@ func NewVar(name string) *Var { return &Var{Name: name, T: Int} }
 
 // Const returns an integer constant.
 func Const(v int64) *IntImm { return &IntImm{V: v} }
+
+// IntOf returns the integer constant v of element type t (a Cast of an
+// IntImm, which is of type Int).
+func IntOf(t DType, v int64) Expr { return &Cast{To: t, X: Const(v)} }
 
 // F32 returns a float32 constant.
 func F32(v float64) *FloatImm { return &FloatImm{V: float64(float32(v))} }

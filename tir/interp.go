@@ -191,18 +191,28 @@ func (in *interp) stmt(s Stmt) func(*frame) {
 		if !ok {
 			in.fail("store to undeclared buffer %s", s.Buf.Name)
 		}
-		val := in.float(s.Value)
+		var val func(*frame) float32
+		if t := s.Buf.DType; t.IntElem() {
+			if s.Value.Type() != t {
+				in.fail("store of a %v value into %s, a buffer of %v", s.Value.Type(), s.Buf.Name, t)
+			}
+			iv := in.int(s.Value)
+			val = func(fr *frame) float32 { return IntSlot(iv(fr)) }
+		} else {
+			fv := in.float(s.Value)
+			val = func(fr *frame) float32 { return float32(fv(fr)) }
+		}
 		if in.checked(s.Buf) {
 			return func(fr *frame) {
 				o := off(fr)
-				v := float32(val(fr))
+				v := val(fr)
 				fr.th.access(slot, o, true)
 				fr.mem[slot][o] = v
 			}
 		}
 		return func(fr *frame) {
 			o := off(fr)
-			fr.mem[slot][o] = float32(val(fr))
+			fr.mem[slot][o] = val(fr)
 		}
 	}
 	in.fail("unknown statement %T", s)
@@ -252,21 +262,13 @@ func (in *interp) float(x Expr) func(*frame) float64 {
 		}
 		return func(fr *frame) float64 { return math.Float64frombits(uint64(fr.vars[slot])) }
 	case *Load:
-		off := in.offset(x.Buf, x.Indices)
-		slot, ok := in.bufs[x.Buf]
-		if !ok {
-			in.fail("load from undeclared buffer %s", x.Buf.Name)
+		if x.Buf.DType != Float32 {
+			break
 		}
-		if in.checked(x.Buf) {
-			return func(fr *frame) float64 {
-				o := off(fr)
-				fr.th.access(slot, o, false)
-				return float64(fr.mem[slot][o])
-			}
-		}
-		return func(fr *frame) float64 { return float64(fr.mem[slot][off(fr)]) }
+		load := in.load(x)
+		return func(fr *frame) float64 { return float64(load(fr)) }
 	case *Cast:
-		if x.X.Type() == Int {
+		if t := x.X.Type(); t == Int || t.IntElem() {
 			f := in.int(x.X)
 			return func(fr *frame) float64 { return float64(f(fr)) }
 		}
@@ -337,7 +339,47 @@ func (in *interp) float(x Expr) func(*frame) float64 {
 	return func(*frame) float64 { return 0 }
 }
 
+// load returns a function reading the slot a Load reads.
+func (in *interp) load(x *Load) func(*frame) float32 {
+	off := in.offset(x.Buf, x.Indices)
+	slot, ok := in.bufs[x.Buf]
+	if !ok {
+		in.fail("load from undeclared buffer %s", x.Buf.Name)
+	}
+	if in.checked(x.Buf) {
+		return func(fr *frame) float32 {
+			o := off(fr)
+			fr.th.access(slot, o, false)
+			return fr.mem[slot][o]
+		}
+	}
+	return func(fr *frame) float32 { return fr.mem[slot][off(fr)] }
+}
+
+// int32Op checks that an Int32 result is within the type's range: C's
+// signed overflow is undefined, so a schedule that overflows is wrong.
+func int32Op(v int64) int64 {
+	if v != int64(int32(v)) {
+		panic(runFault(fmt.Sprintf("int32 arithmetic overflows: %d", v)))
+	}
+	return v
+}
+
+// floatToInt converts a float to integer type t as C does (truncating),
+// faulting where C's conversion is undefined.
+func floatToInt(t DType, f float64) (int64, bool) {
+	lo, hi := t.Range()
+	v := math.Trunc(f)
+	if math.IsNaN(v) || v < float64(lo) || v > float64(hi) {
+		return 0, false
+	}
+	return int64(v), true
+}
+
 func (in *interp) int(x Expr) func(*frame) int64 {
+	if t := x.Type(); t.IntElem() {
+		return in.intElem(t, x)
+	}
 	switch x := x.(type) {
 	case *IntImm:
 		v := x.V
@@ -386,6 +428,69 @@ func (in *interp) int(x Expr) func(*frame) int64 {
 		return in.int(x.X)
 	}
 	in.fail("unsupported integer expression %s", ExprString(x))
+	return func(*frame) int64 { return 0 }
+}
+
+// intElem compiles an expression of integer element type t.
+func (in *interp) intElem(t DType, x Expr) func(*frame) int64 {
+	switch x := x.(type) {
+	case *Load:
+		load := in.load(x)
+		return func(fr *frame) int64 { return SlotInt(t, load(fr)) }
+	case *Var:
+		slot := in.slot(x)
+		return func(fr *frame) int64 { return fr.vars[slot] }
+	case *Cast:
+		from := x.X.Type()
+		if from == Float32 {
+			f := in.float(x.X)
+			return func(fr *frame) int64 {
+				v, ok := floatToInt(t, f(fr))
+				if !ok {
+					panic(runFault(fmt.Sprintf("%v outside the range of %v in a conversion", f(fr), t)))
+				}
+				return v
+			}
+		}
+		if from == Bool {
+			c := in.bool(x.X)
+			return func(fr *frame) int64 {
+				if c(fr) {
+					return 1
+				}
+				return 0
+			}
+		}
+		v := in.int(x.X)
+		return func(fr *frame) int64 { return t.Wrap(v(fr)) }
+	case *Binary:
+		if t != Int32 {
+			in.fail("%v arithmetic in %s (cast to int32 first)", t, ExprString(x))
+			return func(*frame) int64 { return 0 }
+		}
+		a, b := in.int(x.A), in.int(x.B)
+		switch x.Op {
+		case Add:
+			return func(fr *frame) int64 { return int32Op(a(fr) + b(fr)) }
+		case Sub:
+			return func(fr *frame) int64 { return int32Op(a(fr) - b(fr)) }
+		case Mul:
+			return func(fr *frame) int64 { return int32Op(a(fr) * b(fr)) }
+		case Min:
+			return func(fr *frame) int64 { return min(a(fr), b(fr)) }
+		case Max:
+			return func(fr *frame) int64 { return max(a(fr), b(fr)) }
+		}
+	case *Select:
+		c, a, b := in.bool(x.Cond), in.int(x.T), in.int(x.F)
+		return func(fr *frame) int64 {
+			if c(fr) {
+				return a(fr)
+			}
+			return b(fr)
+		}
+	}
+	in.fail("unsupported %v expression %s", t, ExprString(x))
 	return func(*frame) int64 { return 0 }
 }
 

@@ -10,7 +10,6 @@ package schedtest
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 
 	"github.com/tessera-ml/tessera/schedule"
@@ -229,15 +228,14 @@ func pickLength(rng *rand.Rand, ext int) int {
 	return divs[rng.IntN(len(divs))]
 }
 
-// Inputs returns fixed random inputs in [-1, 1) for d.
+// Inputs returns fixed random inputs for d (te.RandomSlots: floats in
+// [-1, 1), integers over their type's range).
 func Inputs(d *te.DAG, seed uint64) [][]float32 {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	out := make([][]float32, len(d.Inputs))
 	for i, t := range d.Inputs {
 		out[i] = make([]float32, t.Size())
-		for k := range out[i] {
-			out[i][k] = float32(rng.Float64()*2 - 1)
-		}
+		te.RandomSlots(t.DType(), out[i], rng.Float64)
 	}
 	return out
 }
@@ -269,12 +267,9 @@ func check(d *te.DAG, f *tir.PrimFunc, seed uint64, run func(*tir.PrimFunc, [][]
 	}
 	tol := d.Tolerance()
 	for k, w := range want {
-		got := args[len(in)+k]
-		for i := range w {
-			diff := math.Abs(float64(got[i]) - float64(w[i]))
-			if !(diff <= tol*(1+math.Abs(float64(w[i])))) {
-				return fmt.Errorf("output %s element %d: got %v, want %v", d.Outputs[k].Name, i, got[i], w[i])
-			}
+		o := d.Outputs[k]
+		if i, msg := te.Mismatch(o.DType(), args[len(in)+k], w, tol); i >= 0 {
+			return fmt.Errorf("output %s element %d: %s", o.Name, i, msg)
 		}
 	}
 	return nil

@@ -1,0 +1,227 @@
+package assemble
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tessera-ml/tessera/frontend"
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/partition"
+	"github.com/tessera-ml/tessera/tir"
+	"github.com/tessera-ml/tessera/tsrt"
+)
+
+// qlinearModel is x (float32) → QuantizeLinear (uint8) → QLinearConv
+// (3×3, padded, per-channel int8 weights, int32 bias) → QLinearConv
+// (3×3, stride 2, two groups, no bias) → QLinearMatMul over the last axis
+// → DequantizeLinear: every integer op in its integer form, uint8 between
+// them. It returns the graph and the parameters a direct computation
+// needs.
+type qconvParams struct {
+	w           []int64 // [M, C/g, 3, 3]
+	ws          []float32
+	bias        []int64
+	M, C, group int
+	stride, pad int
+	ys          float32
+	yz          int64
+}
+
+func int8Tensor(shape []int, v []int64) *graph.Tensor {
+	return &graph.Tensor{DType: graph.Int8, Shape: shape, I64: v}
+}
+
+func uint8Scalar(v int64) *graph.Tensor {
+	return &graph.Tensor{DType: graph.Uint8, Shape: []int{}, I64: []int64{v}}
+}
+
+func qlinearModel(rng *rand.Rand) (*graph.Graph, []qconvParams, []int64, []float32, float32, int64) {
+	g := graph.New("qlinear", 17)
+	g.AddInput("x", graph.Float32, []int{1, 8, 9, 9})
+	scalar := func(name string, v float32) string {
+		g.AddConst(name, graph.Float32Tensor([]int{}, []float32{v}))
+		return name
+	}
+	const xs, xz = float32(0.03), int64(120)
+	g.AddConst("xz", uint8Scalar(xz))
+	g.AddNode(&graph.Node{Name: "q", OpType: "QuantizeLinear", Inputs: []string{"x", scalar("xs", xs), "xz"}, Outputs: []string{"xq"}})
+	convs := []qconvParams{
+		{M: 16, C: 8, group: 1, stride: 1, pad: 1, ys: 0.05, yz: 100},
+		{M: 12, C: 16, group: 2, stride: 2, pad: 0, ys: 0.08, yz: 90},
+	}
+	in, inScale := "xq", xs
+	for k := range convs {
+		p := &convs[k]
+		n := p.M * p.C / p.group * 9
+		for range n {
+			p.w = append(p.w, int64(rng.IntN(255))-127)
+		}
+		for range p.M {
+			p.ws = append(p.ws, float32(0.002+0.004*rng.Float64()))
+		}
+		name := func(s string) string { return string(rune('a'+k)) + s }
+		g.AddConst(name("w"), int8Tensor([]int{p.M, p.C / p.group, 3, 3}, p.w))
+		g.AddConst(name("ws"), graph.Float32Tensor([]int{p.M}, p.ws))
+		g.AddConst(name("wz"), int8Tensor([]int{p.M}, make([]int64, p.M)))
+		g.AddConst(name("yz"), uint8Scalar(p.yz))
+		ins := []string{in, scalar(name("xs"), inScale), "xz", name("w"), name("ws"), name("wz"), scalar(name("ys"), p.ys), name("yz")}
+		if k == 0 {
+			for range p.M {
+				p.bias = append(p.bias, int64(rng.IntN(40001))-20000)
+			}
+			g.AddConst(name("b"), &graph.Tensor{DType: graph.Int32, Shape: []int{p.M}, I64: p.bias})
+			ins = append(ins, name("b"))
+		}
+		out := name("y")
+		g.AddNode(&graph.Node{Name: name("conv"), OpType: "QLinearConv", Inputs: ins, Outputs: []string{out}, Attrs: map[string]graph.Attr{
+			"pads":    {Kind: graph.AttrInts, Ints: []int64{int64(p.pad), int64(p.pad), int64(p.pad), int64(p.pad)}},
+			"strides": {Kind: graph.AttrInts, Ints: []int64{int64(p.stride), int64(p.stride)}},
+			"group":   {Kind: graph.AttrInt, I: int64(p.group)},
+		}})
+		in, inScale = out, p.ys
+		if k == 0 {
+			g.AddConst("xz2", uint8Scalar(p.yz)) // the next op's x zero point
+		}
+	}
+	// The second conv reads the first's output with its zero point.
+	g.Nodes[2].Inputs[2] = "xz2"
+	// QLinearMatMul over the last axis (4): [1, 12, 4, 4] · [4, 6].
+	var mw []int64
+	for range 4 * 6 {
+		mw = append(mw, int64(rng.IntN(255))-127)
+	}
+	const ms, mys, myz = float32(0.01), float32(0.04), int64(130)
+	g.AddConst("mw", int8Tensor([]int{4, 6}, mw))
+	g.AddConst("mwz", int8Tensor([]int{}, []int64{0}))
+	g.AddConst("myz", uint8Scalar(myz))
+	g.AddConst("mxz", uint8Scalar(convs[1].yz))
+	g.AddNode(&graph.Node{Name: "mm", OpType: "QLinearMatMul", Inputs: []string{in, scalar("mxs", inScale), "mxz", "mw", scalar("mws", ms), "mwz", scalar("mys", mys), "myz"}, Outputs: []string{"my"}})
+	g.AddNode(&graph.Node{Name: "dq", OpType: "DequantizeLinear", Inputs: []string{"my", "mys", "myz"}, Outputs: []string{"y"}})
+	g.Outputs = []string{"y"}
+	return g, convs, mw, []float32{xs, ms}, mys, myz
+}
+
+// qlinearDirect computes qlinearModel's output in Go, in int64 and the
+// float32 operations ONNX's QLinear ops define.
+func qlinearDirect(x []float32, convs []qconvParams, mw []int64, scales []float32, mys float32, myz int64) []float32 {
+	xs := scales[0]
+	const xz = 120
+	q := make([]int64, len(x))
+	for i, v := range x {
+		q[i] = int64(min(max(math.RoundToEven(float64(v/xs))+xz, 0), 255))
+	}
+	C, H := 8, 9
+	inScale, inZero := xs, int64(xz)
+	for _, p := range convs {
+		Ho := (H+2*p.pad-3)/p.stride + 1
+		Cg, Mg := p.C/p.group, p.M/p.group
+		out := make([]int64, p.M*Ho*Ho)
+		for m := range p.M {
+			mult := inScale * p.ws[m] / p.ys
+			for oy := range Ho {
+				for ox := range Ho {
+					var acc int64
+					for c := range Cg {
+						ch := (m/Mg)*Cg + c
+						for ky := range 3 {
+							for kx := range 3 {
+								iy, ix := oy*p.stride+ky-p.pad, ox*p.stride+kx-p.pad
+								v := inZero
+								if iy >= 0 && iy < H && ix >= 0 && ix < H {
+									v = q[(ch*H+iy)*H+ix]
+								}
+								acc += (v - inZero) * p.w[((m*Cg+c)*3+ky)*3+kx]
+							}
+						}
+					}
+					if p.bias != nil {
+						acc += p.bias[m]
+					}
+					r := math.RoundToEven(float64(float32(acc)*mult)) + float64(p.yz)
+					out[(m*Ho+oy)*Ho+ox] = int64(min(max(r, 0), 255))
+				}
+			}
+		}
+		q, C, H, inScale, inZero = out, p.M, Ho, p.ys, p.yz
+	}
+	// QLinearMatMul: rows of the last axis (H) against mw [H, 6].
+	mult := inScale * scales[1] / mys
+	var y []float32
+	for r := range C * H {
+		for n := range 6 {
+			var acc int64
+			for k := range H {
+				acc += (q[r*H+k] - inZero) * mw[k*6+n]
+			}
+			v := min(max(math.RoundToEven(float64(float32(acc)*mult))+float64(myz), 0), 255)
+			y = append(y, (float32(v)-float32(myz))*mys)
+		}
+	}
+	return y
+}
+
+// TestQLinearIntegerModel: QLinearConv and QLinearMatMul with constant
+// weights run on integers — uint8 tensors between them, int32 sums — and
+// the built model's output, the reference evaluator's and a direct
+// computation in Go are the same numbers, exactly.
+func TestQLinearIntegerModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	g, convs, mw, scales, mys, myz := qlinearModel(rng)
+	l, err := frontend.Prepare(g, "qlinear.onnx", frontend.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float32, 8*9*9)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64() * 1.5)
+	}
+	want := qlinearDirect(x, convs, mw, scales, mys, myz)
+	ref, err := Reference(l.Graph, [][]float32{x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := partition.Extract(l.Graph, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ints, ops := 0, ""
+	for _, task := range plan.Tasks {
+		ops += task.Ops() + "\n"
+		for _, tt := range task.DAG.Tensors {
+			if tt.DType() == tir.Int32 && tt.Reducer != 0 {
+				ints++
+			}
+		}
+	}
+	if ints != 3 {
+		t.Errorf("%d int32 reductions among the tasks, want 3 (two QLinearConv, one QLinearMatMul); tasks:\n%s", ints, ops)
+	}
+	dir := t.TempDir()
+	if _, err := Build(context.Background(), l.Graph, plan, dir, Options{Target: testTarget(recordsKey, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := tsrt.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	outs, err := m.Run(context.Background(), []tsrt.Tensor{tsrt.NewTensor([]int64{1, 8, 9, 9}, x)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tsrt.Values[float32](outs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) || len(ref[0]) != len(want) {
+		t.Fatalf("%d outputs built, %d in the reference, %d computed directly", len(got), len(ref[0]), len(want))
+	}
+	for i := range want {
+		if ref[0][i] != want[i] || got[i] != want[i] {
+			t.Fatalf("element %d: built %v, reference %v, direct %v", i, got[i], ref[0][i], want[i])
+		}
+	}
+	t.Logf("%d outputs equal; %d tasks", len(want), len(plan.Tasks))
+}

@@ -1,0 +1,282 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
+)
+
+// Integer QLinearConv and QLinearMatMul. Where the weights, scales, zero
+// points and bias are constants, the weights' zero point is 0 and the
+// int32 sums cannot overflow (integerForm), the op runs on integers:
+//
+//	acc[m]  = Σ x·w                       int32, x padded with its zero point
+//	y       = saturate(rint(float(acc + bias'[m]) · mult[m]) + y_zero)
+//
+// with bias'[m] = bias[m] − x_zero·Σ w[m] (the zero point's share, summed
+// over the taps the reduction visits) and mult[m] = x_scale·w_scale[m] /
+// y_scale in float32, the requantization onnxruntime's integer kernels
+// compute. The two derived constants are added to the graph under names
+// made of the node's output (qlinearConsts), the same every time the node
+// is lowered. Any other form expands into float arithmetic
+// (expandIntegerOp), which is exact within ±2^24.
+
+// qlinearInputs are the positions of QLinear's operands: x, x_scale,
+// x_zero, w, w_scale, w_zero, y_scale, y_zero, [bias].
+const (
+	qX, qXScale, qXZero, qW, qWScale, qWZero, qYScale, qYZero, qBias = 0, 1, 2, 3, 4, 5, 6, 7, 8
+)
+
+// qlinearForm is what the integer form of a QLinear node needs.
+type qlinearForm struct {
+	xZero, yZero int64
+	yType        graph.DType
+	mult         []float32 // per output channel (Conv) or column (MatMul), or one
+	bias         []int64   // bias', per output channel or column
+}
+
+// integerForm returns the integer form of QLinearConv (conv) or
+// QLinearMatMul node n of g, or why it has none. The reason names the
+// operand, for tune inspect.
+func integerForm(g *graph.Graph, n *graph.Node, conv bool) (*qlinearForm, string) {
+	in := func(i int) *graph.Value { return g.Values[n.Input(i)] }
+	x, w := in(qX), in(qW)
+	if x == nil || w == nil || x.Shape == nil || w.Shape == nil {
+		return nil, "shapes unknown"
+	}
+	if x.DType != graph.Uint8 && x.DType != graph.Int8 {
+		return nil, fmt.Sprintf("input x is %s", x.DType)
+	}
+	if w.Const == nil {
+		return nil, "the weights are computed at run time"
+	}
+	if w.DType != graph.Int8 && w.DType != graph.Uint8 {
+		return nil, fmt.Sprintf("the weights are %s", w.DType)
+	}
+	consts := func(i int) (*graph.Tensor, bool) {
+		if n.Input(i) == "" {
+			return nil, true
+		}
+		c := g.ConstOf(n.Input(i))
+		return c, c != nil
+	}
+	var cs [9]*graph.Tensor
+	for _, i := range []int{qXScale, qXZero, qWScale, qWZero, qYScale, qYZero, qBias} {
+		c, ok := consts(i)
+		if !ok {
+			return nil, fmt.Sprintf("input %d (%s) is computed at run time", i, n.Input(i))
+		}
+		cs[i] = c
+	}
+	if cs[qXScale].Len() != 1 || cs[qYScale].Len() != 1 || (cs[qXZero] != nil && cs[qXZero].Len() != 1) || (cs[qYZero] != nil && cs[qYZero].Len() != 1) {
+		return nil, "x or y is quantized per axis"
+	}
+	if z := cs[qWZero]; z != nil && slices.ContainsFunc(z.I64, func(v int64) bool { return v != 0 }) {
+		return nil, "the weights' zero point is not 0"
+	}
+	// Output channels: a Conv's M (weights [M, C/g, k...]), a MatMul's N
+	// (weights [..., K, N], 2-D only here).
+	var outs, per int
+	if conv {
+		outs = w.Shape[0]
+	} else {
+		if len(w.Shape) != 2 {
+			return nil, fmt.Sprintf("the weights have rank %d (2 runs on integers)", len(w.Shape))
+		}
+		outs = w.Shape[1]
+	}
+	per = w.Const.Len() / outs
+	ws := cs[qWScale]
+	if ws.Len() != 1 && ws.Len() != outs {
+		return nil, fmt.Sprintf("the weights' scale has %d elements for %d output channels", ws.Len(), outs)
+	}
+	f := &qlinearForm{yType: graph.Uint8}
+	if cs[qXZero] != nil {
+		f.xZero = cs[qXZero].I64[0]
+	}
+	if cs[qYZero] != nil {
+		f.yZero, f.yType = cs[qYZero].I64[0], cs[qYZero].DType
+	}
+	if f.yType != graph.Uint8 && f.yType != graph.Int8 {
+		return nil, fmt.Sprintf("the output is %s", f.yType)
+	}
+	// Σ w per output channel, over the taps the reduction visits.
+	var sums []int64
+	if conv {
+		a, err := convAttrsOf(n)
+		if err != nil {
+			return nil, err.Error()
+		}
+		if sums, err = te.LiveWeightSums(x.Shape, w.Shape, w.Const.I64, a); err != nil {
+			return nil, err.Error()
+		}
+	} else {
+		sums = make([]int64, outs)
+		for k := range per {
+			for j := range outs {
+				sums[j] += w.Const.I64[k*outs+j]
+			}
+		}
+	}
+	xs, ys := float32(cs[qXScale].Float64s()[0]), float32(cs[qYScale].Float64s()[0])
+	wsf := ws.Float64s()
+	xMax := int64(255)
+	if x.DType == graph.Int8 {
+		xMax = 128
+	}
+	for m := range outs {
+		s := wsf[0]
+		if len(wsf) > 1 {
+			s = wsf[m]
+		}
+		mult := xs * float32(s) / ys
+		if mult == 0 || math.IsInf(float64(mult), 0) || math.IsNaN(float64(mult)) {
+			return nil, fmt.Sprintf("the requantization scale of channel %d is %g", m, mult)
+		}
+		f.mult = append(f.mult, mult)
+		b := int64(0)
+		if cs[qBias] != nil {
+			b = cs[qBias].I64[m]
+		}
+		b -= f.xZero * sums[m]
+		// The largest |acc + bias'| the channel can reach.
+		var abs int64
+		for k := range per {
+			v := w.Const.I64[k*outs+m]
+			if conv {
+				v = w.Const.I64[m*per+k]
+			}
+			abs += xMax * max(v, -v)
+		}
+		if abs+max(b, -b) > math.MaxInt32 {
+			return nil, fmt.Sprintf("channel %d could overflow an int32 sum", m)
+		}
+		f.bias = append(f.bias, b)
+	}
+	if !slices.ContainsFunc(f.mult, func(v float32) bool { return v != f.mult[0] }) {
+		f.mult = f.mult[:1]
+	}
+	return f, ""
+}
+
+// convAttrsOf reads a convolution node's attributes.
+func convAttrsOf(n *graph.Node) (te.ConvAttrs, error) {
+	var a te.ConvAttrs
+	var err error
+	if a.AutoPad, err = n.Str("auto_pad", "NOTSET"); err != nil {
+		return a, err
+	}
+	g, err := n.Int("group", 1)
+	if err != nil {
+		return a, err
+	}
+	a.Group = int(g)
+	for attr, dst := range map[string]*[]int{"dilations": &a.Dilations, "kernel_shape": &a.KernelShape, "pads": &a.Pads, "strides": &a.Strides} {
+		vs, err := n.Ints(attr)
+		if err != nil {
+			return a, err
+		}
+		for _, v := range vs {
+			*dst = append(*dst, int(v))
+		}
+	}
+	return a, nil
+}
+
+// qlinearConsts adds f's derived constants to g (or finds them there) and
+// returns their names: bias' (int32) and the multipliers (float32).
+func qlinearConsts(g *graph.Graph, n *graph.Node, f *qlinearForm) (bias, mult string, err error) {
+	bias, mult = n.Outputs[0]+"_qbias", n.Outputs[0]+"_qmult"
+	want := map[string]*graph.Tensor{
+		bias: {DType: graph.Int32, Shape: []int{len(f.bias)}, I64: f.bias},
+		mult: graph.Float32Tensor([]int{len(f.mult)}, f.mult),
+	}
+	for name, t := range want {
+		v := g.Values[name]
+		switch {
+		case v == nil:
+			g.AddConst(name, t)
+		case v.Const == nil || v.Const.DType != t.DType || !slices.Equal(v.Const.I64, t.I64) || !slices.Equal(v.Const.F32, t.F32):
+			return "", "", fmt.Errorf("%s at node %s: the graph has a value %s already", n.OpType, n.Name, name)
+		}
+	}
+	return bias, mult, nil
+}
+
+// lowerQLinear lowers QLinearConv (conv) and QLinearMatMul in their
+// integer form.
+func lowerQLinear(conv bool) func(c *lowerCtx) ([]*te.Tensor, error) {
+	return func(c *lowerCtx) ([]*te.Tensor, error) {
+		f, why := integerForm(c.g, c.n, conv)
+		if f == nil {
+			return nil, fmt.Errorf("no integer form (%s)", why)
+		}
+		biasName, multName, err := qlinearConsts(c.g, c.n, f)
+		if err != nil {
+			return nil, err
+		}
+		x, err := c.raw(qX)
+		if err != nil {
+			return nil, err
+		}
+		w, err := c.raw(qW)
+		if err != nil {
+			return nil, err
+		}
+		bias, err := c.src(biasName)
+		if err != nil {
+			return nil, err
+		}
+		mult, err := c.src(multName)
+		if err != nil {
+			return nil, err
+		}
+		var acc *te.Tensor
+		channel := 1 // the axis of the output channel
+		if conv {
+			a, err := convAttrsOf(c.n)
+			if err != nil {
+				return nil, err
+			}
+			acc, err = te.IntConv(c.sub("acc"), x, w, f.xZero, a)
+			if err != nil {
+				return nil, err
+			}
+		} else {
+			if acc, err = te.IntMatMul(c.sub("acc"), x, w); err != nil {
+				return nil, err
+			}
+			channel = len(acc.Shape) - 1
+		}
+		lo, hi, _ := quantRange(f.yType)
+		dt := Storage(c.g, c.n.Outputs[0])
+		if !dt.IntElem() {
+			dt = tir.Int32 // a model output: converted to float32 by LowerNode
+		}
+		return []*te.Tensor{te.Compute(c.name(0), acc.Shape, func(i []tir.Expr) tir.Expr {
+			m := i[channel]
+			b := bias.At(perChannel(bias, m)...)
+			if b.Type() != tir.Int32 {
+				b = &tir.Cast{To: tir.Int32, X: b}
+			}
+			v := &tir.Cast{To: tir.Float32, X: tir.AddE(acc.At(i...), b)}
+			q := tir.AddE(tir.CallE("rint", tir.MulE(v, mult.At(perChannel(mult, m)...))), tir.F32(float64(f.yZero)))
+			return &tir.Cast{To: dt, X: tir.MinE(tir.MaxE(q, tir.F32(lo)), tir.F32(hi))}
+		})}, nil
+	}
+}
+
+// perChannel indexes a per-channel vector at channel m, or its one element.
+func perChannel(t *te.Tensor, m tir.Expr) []tir.Expr {
+	switch {
+	case len(t.Shape) == 0:
+		return nil
+	case t.Shape[0] == 1:
+		return []tir.Expr{te.Idx(0)}
+	}
+	return []tir.Expr{m}
+}
