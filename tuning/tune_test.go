@@ -81,14 +81,7 @@ func TestTune(t *testing.T) {
 			if stopped != c.stopped || (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {
 				t.Fatalf("stopped %v, %v; want %v and an error containing %q\n%s", stopped, err, c.stopped, c.err, out.String())
 			}
-			rest := out.String()
-			for _, w := range c.want {
-				i := strings.Index(rest, w)
-				if i < 0 {
-					t.Fatalf("no %q (in order) in the report:\n%s", w, out.String())
-				}
-				rest = rest[i+len(w):]
-			}
+			inOrder(t, out.String(), c.want)
 			if !strings.Contains(log.String(), c.log) || c.log == "" && log.Len() > 0 {
 				t.Errorf("log %q, want %q", log.String(), c.log)
 			}

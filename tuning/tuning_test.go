@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tessera-ml/tessera/backend"
@@ -64,6 +65,36 @@ func record(t *testing.T, task *partition.Task, key string, s *schedule.State, r
 		t.Fatal(err)
 	}
 	return r
+}
+
+// wantError fails t unless err is an error containing want where want
+// is not "", nil where it is. It returns whether the case wanted an
+// error, and so ends there.
+func wantError(t *testing.T, err error, want string) bool {
+	t.Helper()
+	if want == "" {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return false
+	}
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("%v, want an error containing %q", err, want)
+	}
+	return true
+}
+
+// inOrder fails t unless text holds each of wants, in order.
+func inOrder(t *testing.T, text string, wants []string) {
+	t.Helper()
+	rest := text
+	for _, w := range wants {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			t.Fatalf("no %q (in order) in\n%s", w, text)
+		}
+		rest = rest[i+len(w):]
+	}
 }
 
 func openStore(t *testing.T) *records.Store {
