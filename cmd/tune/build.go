@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"github.com/tessera-ml/tessera/assemble"
+	"github.com/tessera-ml/tessera/assemble/modelbuild"
 	"github.com/tessera-ml/tessera/backend"
 	"github.com/tessera-ml/tessera/internal/cli"
-	"github.com/tessera-ml/tessera/tuning"
 )
 
 // buildUsage is the help of the command, before its flags.
@@ -42,7 +42,7 @@ func (b *buildFlags) Register(fs *flag.FlagSet) {
 
 // runBuild is `tune build model.onnx [--db FILE | --no-records] -o DIR`:
 // the model is loaded over --range or in the layout chosen
-// (tuning.OpenBuild), then built (tuning.Build.Run); a signal stops it,
+// (modelbuild.Open), then built (modelbuild.Build.Run); a signal stops it,
 // leaving -o incomplete.
 func runBuild(args []string, stdout, stderr io.Writer) error {
 	var bf buildFlags
@@ -63,7 +63,7 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	ctx, sigs := cli.NotifySignals()
 	defer sigs.Stop()
 	stopped := "the build was stopped; " + bf.out + " is incomplete"
-	b, err := tuning.OpenBuild(ctx, pos[0], tuning.BuildOptions{Load: bf.mf.LoadOptions(), Partition: bf.mf.Partition(), Ranges: bf.mf.Ranges,
+	b, err := modelbuild.Open(ctx, pos[0], modelbuild.Options{Load: bf.mf.LoadOptions(), Partition: bf.mf.Partition(), Ranges: bf.mf.Ranges,
 		Layouts: layouts, Target: bf.target, DB: bf.db, NoRecords: bf.noRecords, Dir: bf.out,
 		Assemble: assemble.Options{Model: pos[0], Warn: stderr, SingleFile: bf.singleFile, Frozen: strings.Fields(bf.mf.Freeze.String())}})
 	if err != nil {

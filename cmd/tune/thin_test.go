@@ -12,10 +12,10 @@ import (
 // wc -l counts them). A verb is flags, help, printing and wiring; the
 // session, the loading of models and records and everything else a verb
 // runs belong to the library packages that own them. Issue 49 asked for
-// under 1,000 and got there (tuning.Tune, Inspect, OpenBuild, TrainModel
-// and EvaluateModel, remote.ServeTarget, cli.Version and the completion
-// command took what the verbs ran): lower the limit as code leaves, never
-// raise it to let code in.
+// under 1,000 and got there (tuning.Tune, Inspect, TrainModel and
+// EvaluateModel, modelbuild.Open, remote.ServeTarget, cli.Version and the
+// completion command took what the verbs ran): lower the limit as code
+// leaves, never raise it to let code in.
 const maxProductLines = 988
 
 // TestThinVerbs fails when cmd/tune's non-test Go grows past

@@ -1,4 +1,10 @@
-package tuning
+// Package modelbuild opens a build of a model as `tune build` makes it:
+// the target, the records database, the model over the ranges of its
+// dynamic dimensions (package tuning, which tunes it so) or in the layout
+// the records choose (assemble.ChooseLayout), then builds it
+// (assemble.Build) and reports. It sits above assemble and tuning, which
+// it joins: neither imports the other.
+package modelbuild
 
 import (
 	"context"
@@ -14,11 +20,12 @@ import (
 	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/records"
 	"github.com/tessera-ml/tessera/tsrt"
+	"github.com/tessera-ml/tessera/tuning"
 )
 
-// BuildOptions say what OpenBuild builds, for what and with which
-// records (tune build).
-type BuildOptions struct {
+// Options say what Open builds, for what and with which records (tune
+// build).
+type Options struct {
 	Load      frontend.LoadOptions // how to read the model (frontend.Load)
 	Partition partition.Options    // how to extract its tasks
 	// Ranges are the values of the inputs' dynamic dimensions to build
@@ -37,13 +44,13 @@ type BuildOptions struct {
 	// then gets its default schedule.
 	DB        string
 	NoRecords bool
-	// Assemble are the build's options; OpenBuild sets their Target and
+	// Assemble are the build's options; Open sets their Target and
 	// Records and, over ranges, Batch and Dim.
 	Assemble assemble.Options
 	Dir      string // where the model is built
 }
 
-// Build is a build of a model (OpenBuild): the model as it is built, the
+// Build is a build of a model (Open): the model as it is built, the
 // build's options and what a user should know; Run builds it.
 type Build struct {
 	Graph   *graph.Graph
@@ -60,13 +67,13 @@ type Build struct {
 	store  *records.Store // nil without records
 }
 
-// OpenBuild makes the target o names, opens its records database and
-// loads the model at path as a build of it builds it: over o.Ranges, the
-// model over them (LoadDims, RangeModel) in the first of o.Layouts,
-// without a race of the layouts; else in the layout that
+// Open makes the target o names, opens its records database and loads
+// the model at path as a build of it builds it: over o.Ranges, the model
+// over them (tuning.LoadDims, tuning.RangeModel) in the first of
+// o.Layouts, without a race of the layouts; else in the layout that
 // assemble.ChooseLayout chooses by the records, which may build and time
 // each end to end (ctx ends that). Close closes the target and records.
-func OpenBuild(ctx context.Context, path string, o BuildOptions) (*Build, error) {
+func Open(ctx context.Context, path string, o Options) (*Build, error) {
 	tc := o.Target
 	tc.Host = &measure.Builder{Timeout: assemble.LibraryTimeout}
 	tg, err := backend.New(tc)
@@ -89,18 +96,18 @@ func OpenBuild(ctx context.Context, path string, o BuildOptions) (*Build, error)
 	return b, nil
 }
 
-// load loads the model at path as OpenBuild says.
-func (b *Build) load(ctx context.Context, path string, o BuildOptions) error {
+// load loads the model at path as Open says.
+func (b *Build) load(ctx context.Context, path string, o Options) error {
 	b.start = time.Now()
 	if len(o.Ranges) > 0 {
 		// With --layout auto the first is channels-last, the layout tune
 		// tunes by default.
-		l, bp, dp, err := LoadDims(path, assemble.LayoutLoadOptions(o.Load, o.Layouts[0]), o.Ranges, o.Partition)
+		l, bp, dp, err := tuning.LoadDims(path, assemble.LayoutLoadOptions(o.Load, o.Layouts[0]), o.Ranges, o.Partition)
 		if err != nil {
 			return err
 		}
 		b.Options.Batch, b.Options.Dim = bp, dp
-		rm := RangeModel(bp, dp)
+		rm := tuning.RangeModel(bp, dp)
 		b.Graph, b.Plan, b.Notes = rm.Graph, rm.Plan, l.Notes
 		return nil
 	}
