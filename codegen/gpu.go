@@ -192,8 +192,12 @@ func (m *module) gpuKernel(name string, kern tir.Kernel, params []*tir.Buffer, g
 	})
 	var decls []string
 	for _, p := range params {
-		if p.DType != tir.Float32 {
-			return "", fmt.Errorf("param %s is %v: GPU kernels take float32 buffers", p.Name, p.DType)
+		if p.DType != tir.Float32 && !p.DType.IntElem() {
+			return "", fmt.Errorf("param %s is %v: GPU kernels take float32 and integer element buffers", p.Name, p.DType)
+		}
+		et, err := elemType(p.DType)
+		if err != nil {
+			return "", err
 		}
 		pn := k.declare(p.Name)
 		k.bufs[p] = &bufBind{buf: p, name: pn}
@@ -202,9 +206,9 @@ func (m *module) gpuKernel(name string, kern tir.Kernel, params []*tir.Buffer, g
 			cnst = ""
 		}
 		if g.d == OpenCL {
-			decls = append(decls, fmt.Sprintf("__global %sfloat *restrict %s", cnst, pn))
+			decls = append(decls, fmt.Sprintf("__global %s%s *restrict %s", cnst, et, pn))
 		} else {
-			decls = append(decls, fmt.Sprintf("%sfloat *__restrict__ %s", cnst, pn))
+			decls = append(decls, fmt.Sprintf("%s%s *__restrict__ %s", cnst, et, pn))
 		}
 	}
 	if len(decls) == 0 {
@@ -233,12 +237,16 @@ func (m *module) gpuKernel(name string, kern tir.Kernel, params []*tir.Buffer, g
 		if k.bufs[sb] != nil {
 			return "", fmt.Errorf("shared buffer %s is allocated twice", sb.Name)
 		}
-		if sb.DType != tir.Float32 {
+		if sb.DType != tir.Float32 && !sb.DType.IntElem() {
 			return "", fmt.Errorf("shared buffer %s is %v", sb.Name, sb.DType)
+		}
+		et, err := elemType(sb.DType)
+		if err != nil {
+			return "", err
 		}
 		sn := k.declare(sb.Name)
 		k.bufs[sb] = &bufBind{buf: sb, name: sn}
-		k.line("TSR_SHARED float %s[%d] __attribute__((aligned(16)));", sn, max(sb.Size(), 1))
+		k.line("TSR_SHARED %s %s[%d] __attribute__((aligned(16)));", et, sn, max(sb.Size(), 1))
 	}
 	body, err := runPasses(kern.Body, true, GPUVectorLanes, nil, nil)
 	if err != nil {
@@ -268,11 +276,20 @@ func (k *kernel) bindIndex(v *tir.Var, macro string, ext int) {
 	k.dom[v] = tir.Interval{Lo: 0, Hi: int64(ext) - 1}
 }
 
-// checkGPUInts rejects integer constants a 32-bit index cannot hold.
+// checkGPUInts rejects integer constants a 32-bit index cannot hold (an
+// integer element constant, tir.IntOf, holds its type's values).
 func checkGPUInts(s tir.Stmt) error {
 	var bad error
 	tir.WalkStmtExprs(s, func(e tir.Expr) {
 		tir.WalkExpr(e, func(x tir.Expr) bool {
+			if c, ok := x.(*tir.Cast); ok && c.To.IntElem() {
+				if v, ok := tir.IsConst(c.X); ok {
+					if lo, hi := c.To.Range(); (v < lo || v > hi) && bad == nil {
+						bad = fmt.Errorf("integer %d is not a %v", v, c.To)
+					}
+					return false
+				}
+			}
 			if c, ok := x.(*tir.IntImm); ok && (c.V > maxGPUInt || c.V < -maxGPUInt) && bad == nil {
 				bad = fmt.Errorf("integer %d does not fit a 32-bit index", c.V)
 			}
@@ -656,6 +673,13 @@ TSR_DEVICE float tsr_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 `)
 		b.WriteString(roundHalfGPU(d))
 	}
+	// The integer element types, by the names of C's <stdint.h>, which
+	// neither dialect includes.
+	b.WriteString(`typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef int int32_t;
+`)
 	b.WriteString(`TSR_DEVICE int tsr_floordiv(int a, int b) {
   int q = a / b, r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;

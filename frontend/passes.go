@@ -19,6 +19,7 @@ type Pass struct {
 // Passes is the simplification pipeline, in order. RunPasses runs it to a
 // fixed point.
 var Passes = []Pass{
+	{"fuse-qlinear", fuseQLinear},
 	{"fold-constants", foldConstants},
 	{"remove-noops", removeNoops},
 	{"merge-reshapes", mergeReshapes},
@@ -35,6 +36,8 @@ var Passes = []Pass{
 // passOrder lists the ordering constraints of Passes: before runs earlier
 // than after in each round, for the reason given. Checked at init.
 var passOrder = []struct{ before, after, reason string }{
+	{"fuse-qlinear", "fold-constants", "folding turns a weight's DequantizeLinear into float weights"},
+	{"fuse-qlinear", "convert-layout", "a Conv the layout pass made channels-last no longer matches"},
 	{"fold-constants", "fold-batchnorm", "BatchNormalization's parameters and the weights must be constants to fold"},
 	{"remove-noops", "fold-batchnorm", "an Identity or Dropout between Conv and BatchNormalization hides the pattern"},
 	{"fold-constants", "cse", "folded constants let equal shape computations compare equal"},

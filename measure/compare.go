@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/tessera-ml/tessera/te"
-	"github.com/tessera-ml/tessera/tir"
 )
 
 // Compare reports whether got matches want elementwise within
@@ -40,13 +39,14 @@ func Compare(got, want []float32, rtol, atol float64) (ok bool, msg string) {
 		bad, len(got), rtol, atol, first, got[first], want[first], worst, got[worst], want[worst])
 }
 
-// CompareAs is Compare for outputs of element type dt: integer outputs
-// (tir's slots) must be equal.
-func CompareAs(dt tir.DType, got, want []float32, rtol, atol float64) (ok bool, msg string) {
+// CompareOutput is Compare for output o of DAG d: an integer output
+// (tir's slots) must be within d.IntTolerance(o) of the reference.
+func CompareOutput(d *te.DAG, o *te.Tensor, got, want []float32, rtol, atol float64) (ok bool, msg string) {
+	dt := o.DType()
 	if !dt.IntElem() {
 		return Compare(got, want, rtol, atol)
 	}
-	if i, m := te.Mismatch(dt, got, want, 0); i >= 0 {
+	if i, m := te.Mismatch(dt, got, want, 0, d.IntTolerance(o)); i >= 0 {
 		return false, fmt.Sprintf("%v element [%d]: %s", dt, i, m)
 	}
 	return true, ""

@@ -242,8 +242,8 @@ func checkCompiled(t *testing.T, p platform, gen func(i int, d *te.DAG) []*sched
 				msg = fmt.Sprintf("%v: %s", res.Kind, res.Msg)
 			} else {
 				for o := range want {
-					if ok, m := measure.Compare(res.Outputs[o], want[o], tol, tol); !ok {
-						msg = "wrong result: " + m
+					if ok, why := measure.CompareOutput(m.dag, m.dag.Outputs[o], res.Outputs[o], want[o], tol, tol); !ok {
+						msg = "wrong result: " + why
 						break
 					}
 				}

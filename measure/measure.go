@@ -230,7 +230,7 @@ func (m *Measurer) check(d *te.DAG, r Result) Result {
 			r.Kind, r.Msg = WrongResult, "missing output"
 			return r
 		}
-		if ok, msg := CompareAs(d.Outputs[k].DType(), r.Outputs[k], want, tol, tol); !ok {
+		if ok, msg := CompareOutput(d, d.Outputs[k], r.Outputs[k], want, tol, tol); !ok {
 			r.Kind, r.Msg = WrongResult, fmt.Sprintf("output %s: %s", d.Outputs[k].Name, msg)
 			return r
 		}

@@ -252,31 +252,21 @@ func lowerQLinear(conv bool) func(c *lowerCtx) ([]*te.Tensor, error) {
 			}
 			channel = len(acc.Shape) - 1
 		}
-		lo, hi, _ := quantRange(f.yType)
-		dt := Storage(c.g, c.n.Outputs[0])
-		if !dt.IntElem() {
-			dt = tir.Int32 // a model output: converted to float32 by LowerNode
+		q := tir.Uint8
+		if f.yType == graph.Int8 {
+			q = tir.Int8
 		}
-		return []*te.Tensor{te.Compute(c.name(0), acc.Shape, func(i []tir.Expr) tir.Expr {
-			m := i[channel]
-			b := bias.At(perChannel(bias, m)...)
-			if b.Type() != tir.Int32 {
-				b = &tir.Cast{To: tir.Int32, X: b}
-			}
-			v := &tir.Cast{To: tir.Float32, X: tir.AddE(acc.At(i...), b)}
-			q := tir.AddE(tir.CallE("rint", tir.MulE(v, mult.At(perChannel(mult, m)...))), tir.F32(float64(f.yZero)))
-			return &tir.Cast{To: dt, X: tir.MinE(tir.MaxE(q, tir.F32(lo)), tir.F32(hi))}
-		})}, nil
+		return one(te.Requantize(c.name(0), acc, bias, mult, channel, f.yZero, q))
 	}
 }
 
-// perChannel indexes a per-channel vector at channel m, or its one element.
-func perChannel(t *te.Tensor, m tir.Expr) []tir.Expr {
-	switch {
-	case len(t.Shape) == 0:
-		return nil
-	case t.Shape[0] == 1:
-		return []tir.Expr{te.Idx(0)}
+// WhyFloat returns why QLinearConv or QLinearMatMul node n of g runs in
+// float arithmetic (integerForm's reason), or "" when it runs on integers.
+// Any other node: "not a QLinear op".
+func WhyFloat(g *graph.Graph, n *graph.Node) string {
+	if n.OpType != "QLinearConv" && n.OpType != "QLinearMatMul" {
+		return "not a QLinear op"
 	}
-	return []tir.Expr{m}
+	_, why := integerForm(g, n, n.OpType == "QLinearConv")
+	return why
 }

@@ -8,8 +8,11 @@ import (
 )
 
 // Eval runs the DAG naively: every tensor in topological order, every
-// element from its definition, reductions accumulated in float64, results
-// stored as float32. It is the oracle every schedule is checked against.
+// element from its definition, each float operation rounded to float32 as
+// the C code rounds it (kernels differ only where a compiler contracts a
+// product and a sum into one fused multiply-add, and in the order of
+// sums), reductions accumulated in float64, integers exactly. It is the
+// oracle every schedule is checked against.
 // inputs are given in the order of d.Inputs; the outputs come back in the
 // order of d.Outputs.
 func (d *DAG) Eval(inputs [][]float32) ([][]float32, error) {
@@ -75,11 +78,6 @@ type compiler struct {
 	slots map[*tir.Var]int
 	vals  map[*tir.Buffer][]float32
 	err   error
-	// round makes every float operation round its result to float32, as
-	// the C code does: set while compiling the operand of a conversion
-	// from float to an integer type, whose result must be exact (a
-	// requantization), not merely close.
-	round bool
 }
 
 func evalTensor(t *Tensor, vals map[*tir.Buffer][]float32) (out []float32, err error) {
@@ -241,11 +239,14 @@ func (c *compiler) fail(format string, args ...any) {
 	}
 }
 
+// float compiles a float expression: every operation's result rounded to
+// float32.
 func (c *compiler) float(x tir.Expr) func(*env) float64 {
-	f := c.float64(x)
-	if !c.round {
-		return f
+	switch x.(type) {
+	case *tir.FloatImm, *tir.Load, *tir.Select:
+		return c.float64(x) // float32 already, or its branches rounded
 	}
+	f := c.float64(x)
 	return func(e *env) float64 { return float64(float32(f(e))) }
 }
 
@@ -369,10 +370,7 @@ func (c *compiler) intElem(t tir.DType, x tir.Expr) func(*env) int64 {
 	case *tir.Cast:
 		switch from := x.X.Type(); {
 		case from == tir.Float32:
-			round := c.round
-			c.round = true
 			f := c.float(x.X)
-			c.round = round
 			lo, hi := t.Range()
 			return func(e *env) int64 {
 				v := math.Trunc(float64(float32(f(e))))

@@ -268,7 +268,7 @@ func check(d *te.DAG, f *tir.PrimFunc, seed uint64, run func(*tir.PrimFunc, [][]
 	tol := d.Tolerance()
 	for k, w := range want {
 		o := d.Outputs[k]
-		if i, msg := te.Mismatch(o.DType(), args[len(in)+k], w, tol); i >= 0 {
+		if i, msg := te.Mismatch(o.DType(), args[len(in)+k], w, tol, d.IntTolerance(o)); i >= 0 {
 			return fmt.Errorf("output %s element %d: %s", o.Name, i, msg)
 		}
 	}

@@ -264,4 +264,64 @@ func (b *exampleBuilder) build() {
 		t := mustExample(te.Tanh("tanh", m))
 		b.add("elemwise_chain")(te.Sigmoid("sigmoid", t))
 	}
+	b.quantized()
+}
+
+// quantized adds the integer computations of quantized models: uint8
+// activations, int8 weights, int32 sums and biases, requantized to uint8
+// ("qmatmul", "qconv", "qconv_depthwise"), and elementwise work on uint8
+// data through float32 ("u8_add", "u8_max_pool"). The multipliers are the
+// inputs scaled by 2^-12, so that the requantized values spread over
+// uint8's range instead of saturating.
+func (b *exampleBuilder) quantized() {
+	typed := func(dt tir.DType, konst bool) func(string, ...int) *te.Tensor {
+		return func(name string, shape ...int) *te.Tensor {
+			t := te.TypedPlaceholder(name, dt, shape...)
+			t.Const = konst
+			return t
+		}
+	}
+	U8, I8, I32 := typed(tir.Uint8, false), typed(tir.Int8, true), typed(tir.Int32, true)
+	mult := func(n int) *te.Tensor {
+		m := te.Constant("mult", n)
+		return te.Compute("mult_scaled", m.Shape, func(i []tir.Expr) tir.Expr { return tir.MulE(m.At(i...), tir.F32(1.0/4096)) })
+	}
+	{
+		acc := mustExample(te.IntMatMul("qmatmul_acc", U8("X", 23, 40), I8("W", 40, 19)))
+		b.add("qmatmul")(te.Requantize("qmatmul", acc, I32("bias", 19), mult(19), 1, 7, tir.Uint8))
+	}
+	{
+		acc := mustExample(te.IntConv("qconv_acc", U8("X", 1, 6, 9, 9), I8("W", 8, 6, 3, 3), 100, te.ConvAttrs{Pads: []int{1, 1, 1, 1}}))
+		b.add("qconv")(te.Requantize("qconv", acc, I32("bias", 8), mult(8), 1, 128, tir.Uint8))
+	}
+	{
+		acc := mustExample(te.IntConv("qdw_acc", U8("X", 1, 8, 9, 9), I8("W", 8, 1, 3, 3), 3,
+			te.ConvAttrs{AutoPad: "SAME_UPPER", Strides: []int{2, 2}, Group: 8}))
+		b.add("qconv_depthwise")(te.Requantize("qconv_depthwise", acc, nil, mult(1), 1, 0, tir.Int8))
+	}
+	{
+		// DequantizeLinear of two uint8 tensors, Add, QuantizeLinear.
+		a, c := U8("A", 3, 5, 7), U8("B", 3, 5, 7)
+		sum := te.Compute("u8_add_sum", a.Shape, func(i []tir.Expr) tir.Expr {
+			da := tir.MulE(tir.SubE(&tir.Cast{To: tir.Float32, X: a.At(i...)}, tir.F32(128)), tir.F32(0.02))
+			dc := tir.MulE(tir.SubE(&tir.Cast{To: tir.Float32, X: c.At(i...)}, tir.F32(120)), tir.F32(0.03))
+			return tir.AddE(da, dc)
+		})
+		b.add("u8_add")(te.Compute("u8_add", a.Shape, func(i []tir.Expr) tir.Expr {
+			q := tir.AddE(tir.CallE("rint", tir.MulE(sum.At(i...), tir.F32(1.0/0.04))), tir.F32(125))
+			return &tir.Cast{To: tir.Uint8, X: tir.MinE(tir.MaxE(q, tir.F32(0)), tir.F32(255))}
+		}), nil)
+	}
+	{
+		// MaxPool on uint8 data as an int32 max reduction.
+		x := U8("X", 1, 3, 9, 11)
+		m := te.Reduce("u8_max", []int{1, 3, 4, 5}, te.MaxReduce, []int{3, 3}, func(i, r []tir.Expr) tir.Expr {
+			y := tir.AddE(tir.MulE(i[2], te.Idx(2)), r[0])
+			z := tir.AddE(tir.MulE(i[3], te.Idx(2)), r[1])
+			return &tir.Cast{To: tir.Int32, X: x.At(i[0], i[1], y, z)}
+		})
+		b.add("u8_max_pool")(te.Compute("u8_max_pool", m.Shape, func(i []tir.Expr) tir.Expr {
+			return &tir.Cast{To: tir.Uint8, X: m.At(i...)}
+		}), nil)
+	}
 }

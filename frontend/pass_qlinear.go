@@ -1,0 +1,164 @@
+package frontend
+
+import (
+	"math"
+	"slices"
+
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/ops"
+)
+
+// fuseQLinear rewrites the quantized convolutions and matmuls of a QDQ
+// model (onnxruntime's quantize_static, tune quantize) as the QLinear ops
+// that run on integers (ops.WhyFloat):
+//
+//	Q(Conv(DQ(x), DQ(w)[, DQ(b)]))  → QLinearConv(x, w[, b])
+//	Q(Relu(Conv(…)))                → Max(QLinearConv(…), y_zero)
+//	Q(MatMul(DQ(x), DQ(w)))         → QLinearMatMul(x, w)
+//	Q(Relu(MatMul(…)))              → Max(QLinearMatMul(…), y_zero)
+//
+// where w and b are constants, b's scale is x's scale times w's and its
+// zero point 0, the float value between has no other reader, and the
+// QLinear node has an integer form; anything else stays as it is and runs
+// in float. The Relu becomes a Max with the output's zero point: Q is
+// monotonic and Q(0) is that zero point, so Q(Relu(v)) = max(Q(v), Q(0)).
+// It runs before constant folding, which would turn DQ(w) into float
+// weights.
+func fuseQLinear(g *graph.Graph) (bool, error) {
+	producers, consumers := g.Producers(), g.Consumers()
+	replace := map[*graph.Node][]*graph.Node{} // a QuantizeLinear → the nodes in its place
+	for _, q := range g.Nodes {
+		if nodes := qlinearOf(g, q, producers, consumers); nodes != nil {
+			replace[q] = nodes
+		}
+	}
+	if len(replace) == 0 {
+		return false, nil
+	}
+	var nodes []*graph.Node
+	for _, n := range g.Nodes {
+		if r, ok := replace[n]; ok {
+			nodes = append(nodes, r...)
+			continue
+		}
+		nodes = append(nodes, n)
+	}
+	g.Nodes = nodes
+	return true, nil
+}
+
+// qlinearOf returns the nodes that compute QuantizeLinear node q's output
+// on integers, or nil.
+func qlinearOf(g *graph.Graph, q *graph.Node, producers map[string]*graph.Node, consumers map[string][]*graph.Node) []*graph.Node {
+	if !isOp(q, "QuantizeLinear", -1) || len(q.Inputs) < 2 || q.HasAttr("output_dtype") || q.HasAttr("block_size") {
+		return nil
+	}
+	v, reader := q.Inputs[0], q
+	var relu *graph.Node
+	if p := producers[v]; isOp(p, "Relu", 1) && onlyReader(g, v, consumers) == q {
+		relu, v, reader = p, p.Inputs[0], p
+	}
+	op := producers[v]
+	if op == nil || onlyReader(g, v, consumers) != reader || op.HasAttr(ops.DataLayout) {
+		return nil
+	}
+	conv := isOp(op, "Conv", -1)
+	if !conv && !isOp(op, "MatMul", 2) {
+		return nil
+	}
+	dq := func(i int) *graph.Node {
+		if i >= len(op.Inputs) || op.Inputs[i] == "" {
+			return nil
+		}
+		d := producers[op.Inputs[i]]
+		if !isOp(d, "DequantizeLinear", -1) || len(d.Inputs) < 2 || d.HasAttr("block_size") {
+			return nil
+		}
+		return d
+	}
+	dx, dw := dq(0), dq(1)
+	if dx == nil || dw == nil || g.ConstOf(dw.Inputs[0]) == nil {
+		return nil
+	}
+	// Per-channel weights: along the output channels (a Conv's axis 0, a
+	// [K, N] MatMul weight's axis 1).
+	if s := g.ConstOf(dw.Inputs[1]); s == nil || s.Len() > 1 && quantAxis(dw, len(g.Values[dw.Inputs[0]].Shape)) != map[bool]int{true: 0, false: 1}[conv] {
+		return nil
+	}
+	ins := []string{dx.Inputs[0], dx.Inputs[1], dx.Input(2), dw.Inputs[0], dw.Inputs[1], dw.Input(2), q.Inputs[1], q.Input(2)}
+	if conv && len(op.Inputs) > 2 && op.Inputs[2] != "" {
+		db := dq(2)
+		if db == nil || !biasScaleFits(g, db, dx, dw) {
+			return nil
+		}
+		ins = append(ins, db.Inputs[0])
+	}
+	n := &graph.Node{Name: op.Name + "/qlinear", Domain: "", Inputs: ins, Outputs: []string{q.Outputs[0]}}
+	if conv {
+		n.OpType = "QLinearConv"
+		n.Attrs = op.Attrs
+	} else {
+		n.OpType = "QLinearMatMul"
+	}
+	if ops.WhyFloat(g, n) != "" {
+		return nil
+	}
+	if relu == nil {
+		return []*graph.Node{n}
+	}
+	zero := q.Input(2)
+	if zero == "" {
+		zero = g.FreshName(q.Outputs[0] + "/zero")
+		g.AddConst(zero, &graph.Tensor{DType: graph.Uint8, Shape: []int{}, I64: []int64{0}})
+	}
+	unclamped := g.FreshName(q.Outputs[0] + "/unclamped")
+	g.Value(unclamped).DType = g.Values[q.Outputs[0]].DType
+	n.Outputs[0] = unclamped
+	return []*graph.Node{n, {Name: relu.Name + "/qlinear", OpType: "Max", Inputs: []string{unclamped, zero}, Outputs: []string{q.Outputs[0]}, Attrs: map[string]graph.Attr{}}}
+}
+
+// quantAxis returns the axis of a DequantizeLinear's per-axis parameters
+// (attribute axis, default 1) in [0, rank).
+func quantAxis(d *graph.Node, rank int) int {
+	a, err := d.Int("axis", 1)
+	if err != nil {
+		return -1
+	}
+	if a < 0 {
+		a += int64(rank)
+	}
+	return int(a)
+}
+
+// biasScaleFits reports whether the bias's DequantizeLinear db has zero
+// point 0 and scale x_scale·w_scale (per channel, as a float32 product,
+// within a rounding): its int32 values are then the sums' own units.
+func biasScaleFits(g *graph.Graph, db, dx, dw *graph.Node) bool {
+	b, bs, xs, ws := g.ConstOf(db.Inputs[0]), g.ConstOf(db.Inputs[1]), g.ConstOf(dx.Inputs[1]), g.ConstOf(dw.Inputs[1])
+	if b == nil || b.DType != graph.Int32 || bs == nil || xs == nil || ws == nil || xs.Len() != 1 {
+		return false
+	}
+	if z := db.Input(2); z != "" {
+		zt := g.ConstOf(z)
+		if zt == nil || slices.ContainsFunc(zt.I64, func(v int64) bool { return v != 0 }) {
+			return false
+		}
+	}
+	x := float32(xs.Float64s()[0])
+	wf, bf := ws.Float64s(), bs.Float64s()
+	for m := range b.Len() {
+		w := wf[0]
+		if len(wf) > 1 {
+			w = wf[m]
+		}
+		s := bf[0]
+		if len(bf) > 1 {
+			s = bf[m]
+		}
+		want := float64(x * float32(w))
+		if math.Abs(s-want) > 1e-6*math.Abs(want) {
+			return false
+		}
+	}
+	return true
+}

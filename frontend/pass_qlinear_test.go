@@ -1,0 +1,57 @@
+package frontend_test
+
+import (
+	"testing"
+
+	. "github.com/tessera-ml/tessera/graph"
+)
+
+// TestFuseQLinear: the quantized Conv and MatMul of a QDQ model become
+// QLinearConv and QLinearMatMul (a Relu between, a Max with the output's
+// zero point); a bias whose scale is not x's times w's, weights computed
+// at run time or a float value read elsewhere keep the float form.
+func TestFuseQLinear(t *testing.T) {
+	u8 := func(v int64) *Tensor { return &Tensor{DType: Uint8, Shape: []int{}, I64: []int64{v}} }
+	consts := map[string]*Tensor{
+		"xs": Float32Tensor([]int{}, []float32{0.5}), "xz": u8(3),
+		"w":  {DType: Int8, Shape: []int{2, 1, 1, 1}, I64: []int64{3, -4}},
+		"ws": f32(0.25, 0.125), "wz": {DType: Int8, Shape: []int{2}, I64: []int64{0, 0}},
+		"b":  {DType: Int32, Shape: []int{2}, I64: []int64{10, -20}},
+		"bs": f32(0.125, 0.0625), "bad": f32(0.125, 0.07),
+		"ys": Float32Tensor([]int{}, []float32{0.75}), "yz": u8(7),
+		"m":  {DType: Int8, Shape: []int{4, 3}, I64: []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, -1, -2, -3}},
+		"ms": Float32Tensor([]int{}, []float32{0.1}),
+	}
+	dqx := node("DequantizeLinear dx xq,xs,xz -> xf", nil)
+	dqw := node("DequantizeLinear dw w,ws,wz -> wf", map[string]Attr{"axis": intA(0)})
+	q := node("QuantizeLinear q y,ys,yz -> yq", nil)
+	tests := []struct {
+		name  string
+		nodes []*Node
+		outs  []string
+		want  string
+	}{
+		{"conv with bias", []*Node{dqx, dqw, node("DequantizeLinear db b,bs -> bf", map[string]Attr{"axis": intA(0)}), node("Conv c xf,wf,bf -> y", nil), q}, []string{"yq"}, "QuantizeLinear,QLinearConv"},
+		{"conv and relu", []*Node{dqx, dqw, node("Conv c xf,wf -> r", nil), node("Relu relu r -> y", nil), q}, []string{"yq"}, "QuantizeLinear,QLinearConv,Max"},
+		{"bias of another scale", []*Node{dqx, dqw, node("DequantizeLinear db b,bad -> bf", map[string]Attr{"axis": intA(0)}), node("Conv c xf,wf,bf -> y", nil), q}, []string{"yq"},
+			"QuantizeLinear,DequantizeLinear,DequantizeLinear,DequantizeLinear,Conv,QuantizeLinear"},
+		{"conv output read elsewhere", []*Node{dqx, dqw, node("Conv c xf,wf -> y", nil), q}, []string{"yq", "y"},
+			"QuantizeLinear,DequantizeLinear,DequantizeLinear,Conv,QuantizeLinear"},
+		{"matmul", []*Node{node("DequantizeLinear dx xq,xs,xz -> xf", nil), node("DequantizeLinear dm m,ms -> mf", nil), node("MatMul mm xf,mf -> y", nil), q}, []string{"yq"},
+			"QuantizeLinear,QLinearMatMul"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			x := node("QuantizeLinear qx x,xs,xz -> xq", nil)
+			shape := []int{1, 1, 3, 4}
+			if tc.name == "matmul" {
+				shape = []int{2, 4}
+			}
+			g := build(t, 17, []in{{"x", shape}}, consts, append([]*Node{x}, tc.nodes...), tc.outs...)
+			runOnly(t, g, "fuse-qlinear", "dce")
+			if got := ops(g); got != tc.want {
+				t.Fatalf("ops %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
