@@ -289,8 +289,8 @@ func (p *vplan) check() string {
 			why = "malformed store"
 			return
 		}
-		if st.Buf.DType != tir.Float32 || st.Value.Type() != tir.Float32 {
-			why = "non-float store"
+		if t := st.Buf.DType; !(t == tir.Float32 || t.IntElem()) || st.Value.Type() != t {
+			why = "store of a value of another type"
 			return
 		}
 		flat, err := p.flat(st.Buf, st.Indices)
@@ -527,7 +527,7 @@ func (k *kernel) vstore(p *vplan, st *tir.Store, guard tir.Expr) error {
 		return err
 	}
 	if !isv {
-		val = k.splat(p, val)
+		val = k.splatOf(p, val, st.Value.Type())
 	}
 	val = trimParens(val)
 	coef, rest, ok := tir.LinearIn(flat, p.v)
@@ -548,13 +548,13 @@ func (k *kernel) vstore(p *vplan, st *tir.Store, guard tir.Expr) error {
 		if err != nil {
 			return err
 		}
-		k.line("tsr_store_v%df(&%s[%s], %s);", p.L, bb.name, trimParens(r), val)
+		k.line("tsr_store_v%d%s(&%s[%s], %s);", p.L, laneSuffix(st.Buf.DType), bb.name, trimParens(r), val)
 		return nil
 	}
 	// Scatter, lane by lane in lane order.
 	k.line("{")
 	k.indent++
-	k.line("const %s tsr_s = %s;", vt(p.L), val)
+	k.line("const %s tsr_s = %s;", vtOf(p.L, st.Value.Type()), val)
 	for l := 0; l < p.L; l++ {
 		idx := tir.Simplify(tir.Substitute(flat, map[*tir.Var]tir.Expr{p.v: tir.Const(int64(l))}), k.dom)
 		ref, err := k.elemAt(bb, idx)
@@ -618,7 +618,7 @@ func (k *kernel) maskedStore(p *vplan, bb *bufBind, st *tir.Store, flat tir.Expr
 	}
 	m = trimParens(m)
 	coef, rest, ok := tir.LinearIn(flat, p.v)
-	if ok && coef == 1 && bb.private && inBounds(&tir.Load{Buf: st.Buf, Indices: st.Indices}, k.dom) {
+	if ok && coef == 1 && bb.private && st.Buf.DType == tir.Float32 && inBounds(&tir.Load{Buf: st.Buf, Indices: st.Indices}, k.dom) {
 		rest = tir.Simplify(rest, k.dom)
 		if bb.scal != nil {
 			name, err := k.chunkAt(bb, rest, p.L)
@@ -638,7 +638,7 @@ func (k *kernel) maskedStore(p *vplan, bb *bufBind, st *tir.Store, flat tir.Expr
 	}
 	k.line("{")
 	k.indent++
-	k.line("const %s tsr_s = %s;", vt(p.L), val)
+	k.line("const %s tsr_s = %s;", vtOf(p.L, st.Value.Type()), val)
 	k.line("const %s tsr_m = %s;", mt(p.L), m)
 	for l := 0; l < p.L; l++ {
 		idx := tir.Simplify(tir.Substitute(flat, map[*tir.Var]tir.Expr{p.v: tir.Const(int64(l))}), k.dom)
@@ -670,13 +670,53 @@ func (k *kernel) splat(p *vplan, s string) string {
 	return fmt.Sprintf("tsr_splat_v%df(%s)", p.L, trimParens(s))
 }
 
+// splatOf broadcasts scalar s of type t: a float, or an integer element
+// as int32 lanes.
+func (k *kernel) splatOf(p *vplan, s string, t tir.DType) string {
+	if t.IntElem() {
+		return fmt.Sprintf("tsr_splat_v%di((int32_t)%s)", p.L, s)
+	}
+	return k.splat(p, s)
+}
+
+// vtOf is the vector type of expressions of type t: float lanes, or int32
+// lanes for an integer element type (narrower values widened) and for
+// masks.
+func vtOf(L int, t tir.DType) string {
+	if t == tir.Float32 {
+		return vt(L)
+	}
+	return mt(L)
+}
+
+func minOf(t tir.DType) int64 { lo, _ := t.Range(); return lo }
+func maxOf(t tir.DType) int64 { _, hi := t.Range(); return hi }
+
+// laneSuffix names the vector load and store helpers of a buffer type:
+// f for float32, i8, u8, i16 or i32 for the integer types, whose lanes
+// are int32 in registers.
+func laneSuffix(t tir.DType) string {
+	switch t {
+	case tir.Int8:
+		return "i8"
+	case tir.Uint8:
+		return "u8"
+	case tir.Int16:
+		return "i16"
+	case tir.Int32:
+		return "i32"
+	}
+	return "f"
+}
+
 func (k *kernel) splatMask(p *vplan, s string) string {
 	return fmt.Sprintf("tsr_splat_v%di(-(int32_t)%s)", p.L, s)
 }
 
 // vexpr emits e inside vector code. It returns a scalar C expression
 // (isVec false) when e does not depend on the lane, else a vector of
-// tsr_vLf (float) or tsr_vLi (mask, for booleans).
+// tsr_vLf (float) or tsr_vLi (mask, for booleans; int32 lanes for the
+// integer element types, narrower ones widened).
 func (k *kernel) vexpr(p *vplan, e tir.Expr) (code string, isVec bool, err error) {
 	if e == nil {
 		return "", false, fmt.Errorf("nil expression")
@@ -745,19 +785,18 @@ func (k *kernel) laneWise(p *vplan, e tir.Expr) (string, bool, error) {
 		if err != nil {
 			return "", false, err
 		}
-		switch e.Type() {
-		case tir.Float32:
+		switch t := e.Type(); {
+		case t == tir.Float32:
 			parts[l] = trimParens(s)
-		case tir.Bool:
+		case t == tir.Bool:
 			parts[l] = "-" + s
+		case t.IntElem():
+			parts[l] = "(int32_t)" + s
 		default:
 			return "", false, fmt.Errorf("internal: integer vector expression %s", tir.ExprString(e))
 		}
 	}
-	t := vt(p.L)
-	if e.Type() == tir.Bool {
-		t = mt(p.L)
-	}
+	t := vtOf(p.L, e.Type())
 	return "(" + t + "){" + strings.Join(parts, ", ") + "}", true, nil
 }
 
@@ -775,6 +814,12 @@ func (k *kernel) vload(p *vplan, e *tir.Load) (string, bool, error) {
 	case ok && coef == 0:
 		s, err := k.elemAt(bb, tir.Simplify(rest, k.dom))
 		return s, false, err
+	case ok && coef == 1 && e.Buf.DType.IntElem():
+		r, err := k.expr(tir.Simplify(rest, k.dom))
+		if err != nil {
+			return "", false, err
+		}
+		return fmt.Sprintf("tsr_load_v%d%s(&%s[%s])", p.L, laneSuffix(e.Buf.DType), bb.name, trimParens(r)), true, nil
 	case ok && coef == 1 && e.Buf.DType == tir.Float32:
 		rest = tir.Simplify(rest, k.dom)
 		if bb.scal != nil {
@@ -791,6 +836,9 @@ func (k *kernel) vload(p *vplan, e *tir.Load) (string, bool, error) {
 }
 
 func (k *kernel) vbinary(p *vplan, e *tir.Binary) (string, bool, error) {
+	if e.A != nil && e.B != nil && e.A.Type() == tir.Int32 && e.B.Type() == tir.Int32 {
+		return k.vbinaryInt(p, e)
+	}
 	if e.A == nil || e.B == nil || e.A.Type() != tir.Float32 || e.B.Type() != tir.Float32 {
 		return "", false, fmt.Errorf("binary %v of mismatched operands in %s", e.Op, tir.ExprString(e))
 	}
@@ -819,6 +867,33 @@ func (k *kernel) vbinary(p *vplan, e *tir.Binary) (string, bool, error) {
 	return "", false, fmt.Errorf("%v on float32 in %s", e.Op, tir.ExprString(e))
 }
 
+// vbinaryInt emits int32 arithmetic on int32 lanes.
+func (k *kernel) vbinaryInt(p *vplan, e *tir.Binary) (string, bool, error) {
+	a, av, err := k.vexpr(p, e.A)
+	if err != nil {
+		return "", false, err
+	}
+	b, bv, err := k.vexpr(p, e.B)
+	if err != nil {
+		return "", false, err
+	}
+	if !av {
+		a = k.splatOf(p, a, tir.Int32)
+	}
+	if !bv {
+		b = k.splatOf(p, b, tir.Int32)
+	}
+	switch e.Op {
+	case tir.Add, tir.Sub, tir.Mul:
+		return "(" + a + " " + e.Op.String() + " " + b + ")", true, nil
+	case tir.Min:
+		return fmt.Sprintf("tsr_min_v%di(%s, %s)", p.L, trimParens(a), trimParens(b)), true, nil
+	case tir.Max:
+		return fmt.Sprintf("tsr_max_v%di(%s, %s)", p.L, trimParens(a), trimParens(b)), true, nil
+	}
+	return "", false, fmt.Errorf("%v on int32 in %s", e.Op, tir.ExprString(e))
+}
+
 func (k *kernel) vcompare(p *vplan, e *tir.Compare) (string, bool, error) {
 	if e.A == nil || e.B == nil || e.A.Type() != e.B.Type() {
 		return "", false, fmt.Errorf("comparison %s of mismatched operands", tir.ExprString(e))
@@ -838,6 +913,22 @@ func (k *kernel) vcompare(p *vplan, e *tir.Compare) (string, bool, error) {
 		}
 		if !bv {
 			b = k.splat(p, b)
+		}
+		return "(" + a + " " + e.Op.String() + " " + b + ")", true, nil
+	case tir.Int8, tir.Uint8, tir.Int16, tir.Int32:
+		a, av, err := k.vexpr(p, e.A)
+		if err != nil {
+			return "", false, err
+		}
+		b, bv, err := k.vexpr(p, e.B)
+		if err != nil {
+			return "", false, err
+		}
+		if !av {
+			a = k.splatOf(p, a, e.A.Type())
+		}
+		if !bv {
+			b = k.splatOf(p, b, e.B.Type())
 		}
 		return "(" + a + " " + e.Op.String() + " " + b + ")", true, nil
 	case tir.Int:
@@ -931,8 +1022,13 @@ func (k *kernel) vselect(p *vplan, e *tir.Select) (string, bool, error) {
 	case tir.IsFalse(c):
 		return k.vexpr(p, e.F)
 	}
-	if e.Type() != tir.Float32 {
+	et := e.Type()
+	if et != tir.Float32 && !et.IntElem() {
 		return k.laneWise(p, e)
+	}
+	sel := "f"
+	if et.IntElem() {
+		sel = "i"
 	}
 	branches := func() (string, string, error) {
 		t, tv, err := k.vexpr(p, e.T)
@@ -944,10 +1040,10 @@ func (k *kernel) vselect(p *vplan, e *tir.Select) (string, bool, error) {
 			return "", "", err
 		}
 		if !tv {
-			t = k.splat(p, t)
+			t = k.splatOf(p, t, et)
 		}
 		if !fv {
-			f = k.splat(p, f)
+			f = k.splatOf(p, f, et)
 		}
 		return trimParens(t), trimParens(f), nil
 	}
@@ -978,7 +1074,7 @@ func (k *kernel) vselect(p *vplan, e *tir.Select) (string, bool, error) {
 			return "", false, err
 		}
 		if !tv {
-			t = k.splat(p, t)
+			t = k.splatOf(p, t, et)
 		}
 		return "(" + all + " ? " + trimParens(t) + " : " + lw + ")", true, nil
 	}
@@ -990,7 +1086,7 @@ func (k *kernel) vselect(p *vplan, e *tir.Select) (string, bool, error) {
 	if err != nil {
 		return "", false, err
 	}
-	return fmt.Sprintf("tsr_select_v%df(%s, %s, %s)", p.L, trimParens(m), t, f), true, nil
+	return fmt.Sprintf("tsr_select_v%d%s(%s, %s, %s)", p.L, sel, trimParens(m), t, f), true, nil
 }
 
 func (k *kernel) vcast(p *vplan, e *tir.Cast) (string, bool, error) {
@@ -1013,6 +1109,38 @@ func (k *kernel) vcast(p *vplan, e *tir.Cast) (string, bool, error) {
 			return "", false, err
 		}
 		return fmt.Sprintf("(%s != tsr_splat_v%df(0.0f))", x, p.L), true, nil
+	case e.To.IntElem() && (from == tir.Float32 || from.IntElem() || from == tir.Bool):
+		x, _, err := k.vexpr(p, e.X)
+		if err != nil {
+			return "", false, err
+		}
+		switch {
+		case from == tir.Float32:
+			x = fmt.Sprintf("__builtin_convertvector(%s, %s)", trimParens(x), mt(p.L)) // truncating, as C's conversion
+		case from == tir.Bool:
+			return "(-" + x + ")", true, nil
+		}
+		if from.IntElem() {
+			if lo, hi := from.Range(); lo >= minOf(e.To) && hi <= maxOf(e.To) {
+				return x, true, nil // widening keeps the value
+			}
+		}
+		// Narrowing wraps; the lanes hold the narrow type's value.
+		switch e.To {
+		case tir.Uint8:
+			x = fmt.Sprintf("(%s & tsr_splat_v%di(255))", x, p.L)
+		case tir.Int8:
+			x = fmt.Sprintf("((%s << 24) >> 24)", x)
+		case tir.Int16:
+			x = fmt.Sprintf("((%s << 16) >> 16)", x)
+		}
+		return x, true, nil
+	case e.To == tir.Float32 && from.IntElem():
+		x, _, err := k.vexpr(p, e.X)
+		if err != nil {
+			return "", false, err
+		}
+		return fmt.Sprintf("__builtin_convertvector(%s, %s)", trimParens(x), vt(p.L)), true, nil
 	}
 	return k.laneWise(p, e)
 }
@@ -1081,6 +1209,22 @@ func vectorHelpers(L int) string {
 	w("static inline %s tsr_min_v%df(%s a, %s b) { return tsr_select_v%df((a < b) | (a != a), a, b); }", f, L, f, f, L)
 	w("static inline %s tsr_max_v%df(%s a, %s b) { return tsr_select_v%df((a > b) | (a != a), a, b); }", f, L, f, f, L)
 	w("static inline %s tsr_b2f_v%df(%s m) { return __builtin_convertvector(-m, %s); }", f, L, m, f)
+	// Integer element buffers: lanes of int32 in registers, loaded and
+	// stored in the buffer's own width.
+	for _, it := range []struct{ suffix, ctype string }{{"i8", "int8_t"}, {"u8", "uint8_t"}, {"i16", "int16_t"}, {"i32", "int32_t"}} {
+		nv := "tsr_v" + strconv.Itoa(L) + it.suffix
+		if it.suffix != "i32" {
+			w("typedef %s %s __attribute__((vector_size(%d)));", it.ctype, nv, L*map[string]int{"i8": 1, "u8": 1, "i16": 2}[it.suffix])
+			w("static inline %s tsr_load_v%d%s(const %s *p) { %s r; __builtin_memcpy(&r, p, sizeof r); return __builtin_convertvector(r, %s); }", m, L, it.suffix, it.ctype, nv, m)
+			w("static inline void tsr_store_v%d%s(%s *p, %s x) { %s r = __builtin_convertvector(x, %s); __builtin_memcpy(p, &r, sizeof r); }", L, it.suffix, it.ctype, m, nv, nv)
+			continue
+		}
+		w("static inline %s tsr_load_v%di32(const int32_t *p) { %s r; __builtin_memcpy(&r, p, sizeof r); return r; }", m, L, m)
+		w("static inline void tsr_store_v%di32(int32_t *p, %s x) { __builtin_memcpy(p, &x, sizeof x); }", L, m)
+	}
+	w("static inline %s tsr_select_v%di(%s m, %s a, %s b) { return (m & a) | (~m & b); }", m, L, m, m, m)
+	w("static inline %s tsr_min_v%di(%s a, %s b) { return tsr_select_v%di(a < b, a, b); }", m, L, m, m, L)
+	w("static inline %s tsr_max_v%di(%s a, %s b) { return tsr_select_v%di(a > b, a, b); }", m, L, m, m, L)
 	w("static inline %s tsr_fabs_v%df(%s x) { return (%s)((%s)x & tsr_splat_v%di(0x7fffffff)); }", f, L, f, f, m, L)
 	fns := make([]string, 0, len(tir.MathFuncs))
 	for fn := range tir.MathFuncs {

@@ -25,6 +25,10 @@ type LoadOptions struct {
 	DimNames map[string][]string
 	Freeze   map[string][]string // graph input → the values it is frozen to, as written
 	NoPass   map[string]bool     // graph passes not to run (PassNames)
+	// Integer runs quantized convolutions and matmuls (QLinearConv,
+	// QLinearMatMul, and those of a QDQ model: fuse-qlinear) on integer
+	// kernels where they can (graph.Graph.Integer); else in float.
+	Integer bool
 }
 
 // Loaded is a model read, frozen, bound and simplified.
@@ -50,6 +54,7 @@ func Load(path string, opts LoadOptions) (*Loaded, error) {
 // errors.
 func Prepare(g *graph.Graph, path string, opts LoadOptions) (*Loaded, error) {
 	l := &Loaded{Graph: g, Options: opts, Before: graph.StatsOf(g)}
+	g.Integer = opts.Integer
 	for _, name := range g.Shadowed {
 		l.Notes = append(l.Notes, fmt.Sprintf("input %s has an initializer in %s (a default value): it is taken as a constant, not an input", name, path))
 	}

@@ -265,7 +265,7 @@ func nhwcWindowOp(g *graph.Graph, n *graph.Node) bool {
 	if ops.LayoutOf(n) != ops.LayoutChannelsLast || n.HasAttr(graph.LayoutAttr) || len(n.Inputs) == 0 || len(n.Outputs) == 0 {
 		return false
 	}
-	if x := g.Values[n.Inputs[0]]; x == nil || len(x.Shape) != 4 || x.DType != graph.Float32 {
+	if x := g.Values[n.Inputs[0]]; x == nil || len(x.Shape) != 4 || x.DType != graph.Float32 && n.OpType != "QLinearConv" {
 		return false
 	}
 	// One output: MaxPool's Indices and storage order have no NHWC form.

@@ -23,8 +23,12 @@ import (
 // in float. The Relu becomes a Max with the output's zero point: Q is
 // monotonic and Q(0) is that zero point, so Q(Relu(v)) = max(Q(v), Q(0)).
 // It runs before constant folding, which would turn DQ(w) into float
-// weights.
+// weights, and only where the graph runs on integer kernels
+// (graph.Graph.Integer).
 func fuseQLinear(g *graph.Graph) (bool, error) {
+	if !g.Integer {
+		return false, nil
+	}
 	producers, consumers := g.Producers(), g.Consumers()
 	replace := map[*graph.Node][]*graph.Node{} // a QuantizeLinear → the nodes in its place
 	for _, q := range g.Nodes {

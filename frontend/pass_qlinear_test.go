@@ -40,6 +40,14 @@ func TestFuseQLinear(t *testing.T) {
 		{"matmul", []*Node{node("DequantizeLinear dx xq,xs,xz -> xf", nil), node("DequantizeLinear dm m,ms -> mf", nil), node("MatMul mm xf,mf -> y", nil), q}, []string{"yq"},
 			"QuantizeLinear,QLinearMatMul"},
 	}
+	t.Run("float unless the graph runs on integers", func(t *testing.T) {
+		x := node("QuantizeLinear qx x,xs,xz -> xq", nil)
+		g := build(t, 17, []in{{"x", []int{1, 1, 3, 4}}}, consts, []*Node{x, dqx, dqw, node("Conv c xf,wf -> y", nil), q}, "yq")
+		runOnly(t, g, "fuse-qlinear", "dce")
+		if got, want := ops(g), "QuantizeLinear,DequantizeLinear,DequantizeLinear,Conv,QuantizeLinear"; got != want {
+			t.Fatalf("ops %s, want %s", got, want)
+		}
+	})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			x := node("QuantizeLinear qx x,xs,xz -> xq", nil)
@@ -48,6 +56,7 @@ func TestFuseQLinear(t *testing.T) {
 				shape = []int{2, 4}
 			}
 			g := build(t, 17, []in{{"x", shape}}, consts, append([]*Node{x}, tc.nodes...), tc.outs...)
+			g.Integer = true
 			runOnly(t, g, "fuse-qlinear", "dce")
 			if got := ops(g); got != tc.want {
 				t.Fatalf("ops %s, want %s", got, tc.want)

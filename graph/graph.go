@@ -139,6 +139,10 @@ type Graph struct {
 	// (from IR version 4, a default value the caller may override): they
 	// are taken as constants, and a command says so.
 	Shadowed []string
+	// Integer says that quantized convolutions and matmuls run on integer
+	// kernels where they can (frontend.LoadOptions.Integer), not in their
+	// float form.
+	Integer bool
 }
 
 // Decl is a declared type: Undefined and a nil Shape where the model
@@ -627,7 +631,7 @@ func sortedAttrNames(n *Node) []string {
 // neither is ever modified in place).
 func (g *Graph) Clone() *Graph {
 	c := &Graph{Name: g.Name, Opset: g.Opset, Opsets: map[string]int{}, Values: map[string]*Value{},
-		Inputs: slices.Clone(g.Inputs), Outputs: slices.Clone(g.Outputs), Shadowed: slices.Clone(g.Shadowed)}
+		Inputs: slices.Clone(g.Inputs), Outputs: slices.Clone(g.Outputs), Shadowed: slices.Clone(g.Shadowed), Integer: g.Integer}
 	if g.Declared != nil {
 		c.Declared = make(map[string]Decl, len(g.Declared))
 		for k, d := range g.Declared {

@@ -23,7 +23,10 @@ import (
 // compute. The two derived constants are added to the graph under names
 // made of the node's output (qlinearConsts), the same every time the node
 // is lowered. Any other form expands into float arithmetic
-// (expandIntegerOp), which is exact within ±2^24.
+// (expandIntegerOp), which is exact within ±2^24. Where no sum of a
+// channel can leave ±2^24, the sums Σ(x − x_zero)·w + bias run in float32
+// on float32 copies of the weights (qlinearForm.float): the same integers,
+// on the float kernels (a float convolution padded with 0).
 
 // qlinearInputs are the positions of QLinear's operands: x, x_scale,
 // x_zero, w, w_scale, w_zero, y_scale, y_zero, [bias].
@@ -37,7 +40,14 @@ type qlinearForm struct {
 	yType        graph.DType
 	mult         []float32 // per output channel (Conv) or column (MatMul), or one
 	bias         []int64   // bias', per output channel or column
+	// float: no sum of a channel can leave ±2^24 (maxExactSum), so float32
+	// arithmetic on the integers is exact: the sums run on the float
+	// kernels, with the weights as float32 (a derived constant).
+	float bool
 }
+
+// maxExactSum bounds the integers float32 holds exactly.
+const maxExactSum = 1 << 24
 
 // integerForm returns the integer form of QLinearConv (conv) or
 // QLinearMatMul node n of g, or why it has none. The reason names the
@@ -111,7 +121,15 @@ func integerForm(g *graph.Graph, n *graph.Node, conv bool) (*qlinearForm, string
 		if err != nil {
 			return nil, err.Error()
 		}
-		if sums, err = te.LiveWeightSums(x.Shape, w.Shape, w.Const.I64, a); err != nil {
+		in, _, err := layouts(n)
+		if err != nil {
+			return nil, err.Error()
+		}
+		spatial := x.Shape[2:]
+		if in {
+			spatial = x.Shape[1 : len(x.Shape)-1]
+		}
+		if sums, err = te.LiveWeightSums(spatial, w.Shape, w.Const.I64, a); err != nil {
 			return nil, err.Error()
 		}
 	} else {
@@ -128,6 +146,10 @@ func integerForm(g *graph.Graph, n *graph.Node, conv bool) (*qlinearForm, string
 	if x.DType == graph.Int8 {
 		xMax = 128
 	}
+	// The float form sums (x − x_zero)·w, |x − x_zero| ≤ 255, on the
+	// bias itself; the int32 form sums x·w on bias'.
+	var floatBias []int64
+	f.float = true
 	for m := range outs {
 		s := wsf[0]
 		if len(wsf) > 1 {
@@ -142,20 +164,26 @@ func integerForm(g *graph.Graph, n *graph.Node, conv bool) (*qlinearForm, string
 		if cs[qBias] != nil {
 			b = cs[qBias].I64[m]
 		}
+		floatBias = append(floatBias, b)
+		b0 := b
 		b -= f.xZero * sums[m]
 		// The largest |acc + bias'| the channel can reach.
-		var abs int64
+		var absW int64
 		for k := range per {
 			v := w.Const.I64[k*outs+m]
 			if conv {
 				v = w.Const.I64[m*per+k]
 			}
-			abs += xMax * max(v, -v)
+			absW += max(v, -v)
 		}
-		if abs+max(b, -b) > math.MaxInt32 {
+		if xMax*absW+max(b, -b) > math.MaxInt32 {
 			return nil, fmt.Sprintf("channel %d could overflow an int32 sum", m)
 		}
+		f.float = f.float && 255*absW+max(b0, -b0) < maxExactSum
 		f.bias = append(f.bias, b)
+	}
+	if f.float {
+		f.bias = floatBias
 	}
 	if !slices.ContainsFunc(f.mult, func(v float32) bool { return v != f.mult[0] }) {
 		f.mult = f.mult[:1]
@@ -189,11 +217,21 @@ func convAttrsOf(n *graph.Node) (te.ConvAttrs, error) {
 
 // qlinearConsts adds f's derived constants to g (or finds them there) and
 // returns their names: bias' (int32) and the multipliers (float32).
-func qlinearConsts(g *graph.Graph, n *graph.Node, f *qlinearForm) (bias, mult string, err error) {
+func qlinearConsts(g *graph.Graph, n *graph.Node, f *qlinearForm) (bias, mult, weights string, err error) {
 	bias, mult = n.Outputs[0]+"_qbias", n.Outputs[0]+"_qmult"
 	want := map[string]*graph.Tensor{
 		bias: {DType: graph.Int32, Shape: []int{len(f.bias)}, I64: f.bias},
 		mult: graph.Float32Tensor([]int{len(f.mult)}, f.mult),
+	}
+	if f.float {
+		// The weights as float32, for the float kernels.
+		w := g.Values[n.Input(qW)].Const
+		wf := make([]float32, len(w.I64))
+		for i, v := range w.I64 {
+			wf[i] = float32(v)
+		}
+		weights = n.Outputs[0] + "_qweights"
+		want[weights] = graph.Float32Tensor(slices.Clone(w.Shape), wf)
 	}
 	for name, t := range want {
 		v := g.Values[name]
@@ -201,10 +239,10 @@ func qlinearConsts(g *graph.Graph, n *graph.Node, f *qlinearForm) (bias, mult st
 		case v == nil:
 			g.AddConst(name, t)
 		case v.Const == nil || v.Const.DType != t.DType || !slices.Equal(v.Const.I64, t.I64) || !slices.Equal(v.Const.F32, t.F32):
-			return "", "", fmt.Errorf("%s at node %s: the graph has a value %s already", n.OpType, n.Name, name)
+			return "", "", "", fmt.Errorf("%s at node %s: the graph has a value %s already", n.OpType, n.Name, name)
 		}
 	}
-	return bias, mult, nil
+	return bias, mult, weights, nil
 }
 
 // lowerQLinear lowers QLinearConv (conv) and QLinearMatMul in their
@@ -215,7 +253,7 @@ func lowerQLinear(conv bool) func(c *lowerCtx) ([]*te.Tensor, error) {
 		if f == nil {
 			return nil, fmt.Errorf("no integer form (%s)", why)
 		}
-		biasName, multName, err := qlinearConsts(c.g, c.n, f)
+		biasName, multName, weightsName, err := qlinearConsts(c.g, c.n, f)
 		if err != nil {
 			return nil, err
 		}
@@ -223,7 +261,12 @@ func lowerQLinear(conv bool) func(c *lowerCtx) ([]*te.Tensor, error) {
 		if err != nil {
 			return nil, err
 		}
-		w, err := c.raw(qW)
+		var w *te.Tensor
+		if f.float {
+			w, err = c.src(weightsName)
+		} else {
+			w, err = c.raw(qW)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -242,12 +285,33 @@ func lowerQLinear(conv bool) func(c *lowerCtx) ([]*te.Tensor, error) {
 			if err != nil {
 				return nil, err
 			}
-			acc, err = te.IntConv(c.sub("acc"), x, w, f.xZero, a)
+			in, out, err := c.nhwc()
 			if err != nil {
 				return nil, err
 			}
+			switch {
+			case !f.float:
+				acc, err = te.IntConv(c.sub("acc"), x, w, f.xZero, a, te.IntConvOptions{NHWC: out, FromNCHW: out && !in})
+			case in:
+				acc, err = te.ConvNHWC(c.sub("acc"), te.Shifted(c.sub("x_shifted"), x, f.xZero), w, nil, a)
+			case out:
+				acc, err = te.ConvToNHWC(c.sub("acc"), te.Shifted(c.sub("x_shifted"), x, f.xZero), w, nil, a)
+			default:
+				acc, err = te.Conv(c.sub("acc"), te.Shifted(c.sub("x_shifted"), x, f.xZero), w, nil, a)
+			}
+			if err != nil {
+				return nil, err
+			}
+			if out {
+				channel = len(acc.Shape) - 1
+			}
 		} else {
-			if acc, err = te.IntMatMul(c.sub("acc"), x, w); err != nil {
+			if f.float {
+				acc, err = te.MatMul(c.sub("acc"), te.Shifted(c.sub("x_shifted"), x, f.xZero), w)
+			} else {
+				acc, err = te.IntMatMul(c.sub("acc"), x, w)
+			}
+			if err != nil {
 				return nil, err
 			}
 			channel = len(acc.Shape) - 1

@@ -29,7 +29,7 @@ func init() {
 		&Op{Name: "ConvInteger", MinIn: 2, MaxIn: 4, Expand: expandIntegerOp("Conv", false)},
 		&Op{Name: "QLinearMatMul", MinIn: 8, MaxIn: 8, Pattern: OutEWiseFusable, OutType: qlinearType,
 			Lower: lowerQLinear(false), Expand: expandQLinear("MatMul")},
-		&Op{Name: "QLinearConv", MinIn: 8, MaxIn: 9, Pattern: OutEWiseFusable, OutType: qlinearType,
+		&Op{Name: "QLinearConv", MinIn: 8, MaxIn: 9, Pattern: OutEWiseFusable, OutType: qlinearType, Layout: LayoutChannelsLast,
 			Lower: lowerQLinear(true), Expand: expandQLinear("Conv")},
 	)
 }
@@ -236,14 +236,15 @@ func qlinearType(c *InferCtx) graph.DType {
 }
 
 // expandQLinear keeps a QLinear node that has an integer form
-// (integerForm), and expands any other into float arithmetic.
+// (integerForm) in a graph that runs on integer kernels
+// (graph.Graph.Integer), and expands any other into float arithmetic.
 func expandQLinear(op string) func(c *InferCtx) ([]*graph.Node, error) {
 	float := expandIntegerOp(op, true)
 	return func(c *InferCtx) ([]*graph.Node, error) {
 		if err := checkScales(c.G, c.N, qXScale, qWScale, qYScale); err != nil {
 			return nil, err
 		}
-		if f, _ := integerForm(c.G, c.N, op == "Conv"); f != nil {
+		if f, _ := integerForm(c.G, c.N, op == "Conv"); f != nil && c.G.Integer {
 			return []*graph.Node{c.N}, nil
 		}
 		return float(c)

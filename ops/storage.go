@@ -9,10 +9,12 @@ import (
 )
 
 // Storage. A value's tensor holds, in kernels, the element type Storage
-// gives it: its own for 8-bit integers (quantized data) and int32
-// constants (biases), exactly; float32 for every other value (integers
-// and bools as float32 values, exact within ±2^24) and for the model's
-// inputs and outputs, which cross the API as float32 whatever their type.
+// gives it: its own for int32 constants (biases) and, in a graph that runs
+// on integer kernels (graph.Graph.Integer), for 8-bit integers (quantized
+// data), exactly; float32 for every other value (integers and bools as
+// float32 values, exact within ±2^24: a float kernel reads them without a
+// conversion) and for the model's inputs and outputs, which cross the API
+// as float32 whatever their type.
 //
 // A lowering reads its data inputs as float32 (lowerCtx.in: a value of
 // integer storage is read through a conversion stage that fusion inlines)
@@ -29,9 +31,13 @@ func Storage(g *graph.Graph, name string) tir.DType {
 	}
 	switch v.DType {
 	case graph.Int8:
-		return tir.Int8
+		if g.Integer {
+			return tir.Int8
+		}
 	case graph.Uint8:
-		return tir.Uint8
+		if g.Integer {
+			return tir.Uint8
+		}
 	case graph.Int32:
 		if v.Const != nil {
 			return tir.Int32

@@ -54,7 +54,7 @@ func layouts(n *graph.Node) (in, out bool, err error) {
 	if out, err = parse(OutLayout, def); err != nil {
 		return false, false, err
 	}
-	if in != out && (in || n.OpType != "Conv") {
+	if in != out && (in || n.OpType != "Conv" && n.OpType != "QLinearConv") {
 		return false, false, n.Errorf("%s %s with %s %s: only a Conv converts, and only from NCHW to NHWC",
 			DataLayout, layoutName(in), OutLayout, layoutName(out))
 	}

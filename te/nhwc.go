@@ -26,7 +26,7 @@ func spatialNHWC(op, name string, x *Tensor) ([]int, error) {
 // reduction runs over (KH, KW, C/group), the input channel innermost, so
 // that it walks x contiguously.
 func ConvNHWC(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
-	return convNHWC(name, x, w, b, a, false)
+	return convNHWC(name, x, w, b, a, false, tir.F32(0), tir.MulE)
 }
 
 // ConvToNHWC is Conv from NCHW activations x [N, C, H, W] to channels-last
@@ -36,11 +36,12 @@ func ConvNHWC(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
 // oneDNN's first-convolution kernels read a plain input into a blocked
 // output. The reduction is ConvNHWC's.
 func ConvToNHWC(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
-	return convNHWC(name, x, w, b, a, true)
+	return convNHWC(name, x, w, b, a, true, tir.F32(0), tir.MulE)
 }
 
-// convNHWC is ConvNHWC, or ConvToNHWC when fromNCHW is set.
-func convNHWC(name string, x, w, b *Tensor, a ConvAttrs, fromNCHW bool) (*Tensor, error) {
+// convNHWC is ConvNHWC, or ConvToNHWC when fromNCHW is set, with x padded
+// with fill and mul the product of an input and a weight element.
+func convNHWC(name string, x, w, b *Tensor, a ConvAttrs, fromNCHW bool, fill tir.Expr, mul func(a, b tir.Expr) tir.Expr) (*Tensor, error) {
 	name = orDefault(name, "conv")
 	if err := checkInputs("Conv", name, x, w); err != nil {
 		return nil, err
@@ -71,7 +72,7 @@ func convNHWC(name string, x, w, b *Tensor, a ConvAttrs, fromNCHW bool) (*Tensor
 	if err != nil {
 		return nil, err
 	}
-	src := padAxes(name, x, xH, ws, 0)
+	src := padFill(name, x, xH, ws, fill)
 	out := []int{N, ws[0].out, ws[1].out, M}
 	// The kernel axes run over their live taps only (window.liveTaps):
 	// from first[s] on, live[s] of them; an axis of one live tap is no
@@ -114,7 +115,7 @@ func convNHWC(name string, x, w, b *Tensor, a ConvAttrs, fromNCHW bool) (*Tensor
 		for s, w := range ws {
 			xi[xH+s] = iadd(imulc(i[1+s], w.s), imulc(taps[s], w.d))
 		}
-		return tir.MulE(src.At(xi...), w.At(i[3], rc, taps[0], taps[1]))
+		return mul(src.At(xi...), w.At(i[3], rc, taps[0], taps[1]))
 	})
 	if b == nil {
 		return conv, nil

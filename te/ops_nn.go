@@ -369,30 +369,49 @@ func Conv(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
 	}), nil
 }
 
+// IntConvOptions say how IntConv lays out and computes a convolution.
+type IntConvOptions struct {
+	// NHWC: x and the result are channels-last (ConvNHWC); FromNCHW with
+	// it: x is NCHW (ConvToNHWC).
+	NHWC, FromNCHW bool
+}
+
 // IntConv is Conv on integers: x holds integers (of an integer type, or
 // float32 values that are integers) and is padded with xZero (x's zero
 // point, so that a padded tap contributes nothing once the caller
-// subtracts xZero·Σw), w holds integers, and the result is the int32 sum
-// of the int32 products over the live taps (see window.liveTaps: the
-// caller's correction sums w over those taps only, LiveWeightSums). The
-// sums must stay within int32.
-func IntConv(name string, x, w *Tensor, xZero int64, a ConvAttrs) (*Tensor, error) {
+// subtracts xZero·Σw), w holds integers, and the result sums their
+// int32 products over the live taps (see window.liveTaps: the caller's
+// correction sums w over those taps only, LiveWeightSums). The sums must
+// stay within int32.
+func IntConv(name string, x, w *Tensor, xZero int64, a ConvAttrs, o IntConvOptions) (*Tensor, error) {
 	fill := tir.Expr(tir.F32(float64(xZero)))
 	if dt := x.DType(); dt.IntElem() {
 		fill = tir.IntOf(dt, xZero)
 	}
+	if o.NHWC {
+		return convNHWC(name, x, w, nil, a, o.FromNCHW, fill, intProduct)
+	}
 	return conv(name, x, w, nil, a, fill, intProduct)
 }
 
+// toFloat32 converts an operand to float32 (itself if it is one).
+func toFloat32(x tir.Expr) tir.Expr {
+	if x.Type() == tir.Float32 {
+		return x
+	}
+	return &tir.Cast{To: tir.Float32, X: x}
+}
+
 // LiveWeightSums returns, for Conv's weights w (data wdata, row-major) of
-// a convolution over input x's shape with attributes a, the sum of the
+// a convolution over an input of spatial dimensions spatial with
+// attributes a, the sum of the
 // weights of each output channel over the taps the reduction visits
 // (IntConv's correction of the zero point).
-func LiveWeightSums(xShape, wShape []int, wdata []int64, a ConvAttrs) ([]int64, error) {
-	if len(xShape) < 3 || len(wShape) != len(xShape) {
-		return nil, opError("Conv", "conv", "input %v and weights %v must have the same rank >= 3", xShape, wShape)
+func LiveWeightSums(spatial, wShape []int, wdata []int64, a ConvAttrs) ([]int64, error) {
+	if len(spatial)+2 != len(wShape) {
+		return nil, opError("Conv", "conv", "spatial dimensions %v and weights %v", spatial, wShape)
 	}
-	ws, err := windows("Conv", "conv", xShape[2:], wShape[2:], a.Strides, a.Dilations, a.Pads, a.AutoPad, false)
+	ws, err := windows("Conv", "conv", spatial, wShape[2:], a.Strides, a.Dilations, a.Pads, a.AutoPad, false)
 	if err != nil {
 		return nil, err
 	}

@@ -291,13 +291,26 @@ func (b *exampleBuilder) quantized() {
 		b.add("qmatmul")(te.Requantize("qmatmul", acc, I32("bias", 19), mult(19), 1, 7, tir.Uint8))
 	}
 	{
-		acc := mustExample(te.IntConv("qconv_acc", U8("X", 1, 6, 9, 9), I8("W", 8, 6, 3, 3), 100, te.ConvAttrs{Pads: []int{1, 1, 1, 1}}))
+		acc := mustExample(te.IntConv("qconv_acc", U8("X", 1, 6, 9, 9), I8("W", 8, 6, 3, 3), 100, te.ConvAttrs{Pads: []int{1, 1, 1, 1}}, te.IntConvOptions{}))
 		b.add("qconv")(te.Requantize("qconv", acc, I32("bias", 8), mult(8), 1, 128, tir.Uint8))
 	}
 	{
 		acc := mustExample(te.IntConv("qdw_acc", U8("X", 1, 8, 9, 9), I8("W", 8, 1, 3, 3), 3,
-			te.ConvAttrs{AutoPad: "SAME_UPPER", Strides: []int{2, 2}, Group: 8}))
+			te.ConvAttrs{AutoPad: "SAME_UPPER", Strides: []int{2, 2}, Group: 8}, te.IntConvOptions{}))
 		b.add("qconv_depthwise")(te.Requantize("qconv_depthwise", acc, nil, mult(1), 1, 0, tir.Int8))
+	}
+	{
+		acc := mustExample(te.IntConv("qconv_nhwc_acc", U8("X", 1, 7, 9, 6), I8("W", 8, 6, 3, 3), 9,
+			te.ConvAttrs{Pads: []int{1, 1, 1, 1}}, te.IntConvOptions{NHWC: true}))
+		b.add("qconv_nhwc")(te.Requantize("qconv_nhwc", acc, I32("bias", 8), mult(8), 3, 128, tir.Uint8))
+	}
+	{
+		// Summed in float32 (exact for integer weights within the bound;
+		// the sweeps' weights are any floats), from NCHW to NHWC.
+		x := te.Shifted("qconv_float_x", U8("X", 1, 6, 9, 9), 4)
+		acc := mustExample(te.ConvToNHWC("qconv_float_acc", x, te.Constant("W", 8, 6, 3, 3), nil,
+			te.ConvAttrs{Pads: []int{1, 1, 1, 1}, Strides: []int{2, 2}}))
+		b.add("qconv_float")(te.Requantize("qconv_float", acc, I32("bias", 8), mult(8), 3, 128, tir.Uint8))
 	}
 	{
 		// DequantizeLinear of two uint8 tensors, Add, QuantizeLinear.
