@@ -93,6 +93,7 @@ func Prepare(g *graph.Graph, path string, opts LoadOptions) (*Loaded, error) {
 	if err := RunPasses(g, opts.NoPass); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	l.Notes = append(l.Notes, g.Notes...)
 	l.After = graph.StatsOf(g)
 	return l, nil
 }

@@ -32,8 +32,11 @@ func fuseQLinear(g *graph.Graph) (bool, error) {
 	producers, consumers := g.Producers(), g.Consumers()
 	replace := map[*graph.Node][]*graph.Node{} // a QuantizeLinear → the nodes in its place
 	for _, q := range g.Nodes {
-		if nodes := qlinearOf(g, q, producers, consumers); nodes != nil {
+		nodes, why := qlinearOf(g, q, producers, consumers)
+		if nodes != nil {
 			replace[q] = nodes
+		} else if why != "" {
+			g.Note("the quantized %s at node %s runs in float: %s", producers[q.Inputs[0]].OpType, producers[q.Inputs[0]].Name, why)
 		}
 	}
 	if len(replace) == 0 {
@@ -52,10 +55,11 @@ func fuseQLinear(g *graph.Graph) (bool, error) {
 }
 
 // qlinearOf returns the nodes that compute QuantizeLinear node q's output
-// on integers, or nil.
-func qlinearOf(g *graph.Graph, q *graph.Node, producers map[string]*graph.Node, consumers map[string][]*graph.Node) []*graph.Node {
+// on integers, or nil and, where q quantizes a Conv or MatMul of
+// dequantized operands, why not.
+func qlinearOf(g *graph.Graph, q *graph.Node, producers map[string]*graph.Node, consumers map[string][]*graph.Node) ([]*graph.Node, string) {
 	if !isOp(q, "QuantizeLinear", -1) || len(q.Inputs) < 2 || q.HasAttr("output_dtype") || q.HasAttr("block_size") {
-		return nil
+		return nil, ""
 	}
 	v, reader := q.Inputs[0], q
 	var relu *graph.Node
@@ -63,12 +67,18 @@ func qlinearOf(g *graph.Graph, q *graph.Node, producers map[string]*graph.Node, 
 		relu, v, reader = p, p.Inputs[0], p
 	}
 	op := producers[v]
-	if op == nil || onlyReader(g, v, consumers) != reader || op.HasAttr(ops.DataLayout) {
-		return nil
+	if op == nil || op.HasAttr(ops.DataLayout) {
+		return nil, ""
 	}
 	conv := isOp(op, "Conv", -1)
+	if isOp(op, "Gemm", -1) && isOp(producers[op.Inputs[0]], "DequantizeLinear", -1) {
+		return nil, "Gemm has no integer form yet"
+	}
 	if !conv && !isOp(op, "MatMul", 2) {
-		return nil
+		return nil, ""
+	}
+	if onlyReader(g, v, consumers) != reader {
+		return nil, "its float output has other readers than the QuantizeLinear"
 	}
 	dq := func(i int) *graph.Node {
 		if i >= len(op.Inputs) || op.Inputs[i] == "" {
@@ -81,19 +91,22 @@ func qlinearOf(g *graph.Graph, q *graph.Node, producers map[string]*graph.Node, 
 		return d
 	}
 	dx, dw := dq(0), dq(1)
-	if dx == nil || dw == nil || g.ConstOf(dw.Inputs[0]) == nil {
-		return nil
+	if dx == nil || dw == nil {
+		return nil, ""
+	}
+	if g.ConstOf(dw.Inputs[0]) == nil {
+		return nil, "its weights are computed at run time"
 	}
 	// Per-channel weights: along the output channels (a Conv's axis 0, a
 	// [K, N] MatMul weight's axis 1).
 	if s := g.ConstOf(dw.Inputs[1]); s == nil || s.Len() > 1 && quantAxis(dw, len(g.Values[dw.Inputs[0]].Shape)) != map[bool]int{true: 0, false: 1}[conv] {
-		return nil
+		return nil, "its weights' scale is not a constant per output channel"
 	}
 	ins := []string{dx.Inputs[0], dx.Inputs[1], dx.Input(2), dw.Inputs[0], dw.Inputs[1], dw.Input(2), q.Inputs[1], q.Input(2)}
 	if conv && len(op.Inputs) > 2 && op.Inputs[2] != "" {
 		db := dq(2)
 		if db == nil || !biasScaleFits(g, db, dx, dw) {
-			return nil
+			return nil, "its bias is not an int32 constant of scale x_scale·w_scale and zero point 0"
 		}
 		ins = append(ins, db.Inputs[0])
 	}
@@ -104,11 +117,11 @@ func qlinearOf(g *graph.Graph, q *graph.Node, producers map[string]*graph.Node, 
 	} else {
 		n.OpType = "QLinearMatMul"
 	}
-	if ops.WhyFloat(g, n) != "" {
-		return nil
+	if why := ops.WhyFloat(g, n); why != "" {
+		return nil, why
 	}
 	if relu == nil {
-		return []*graph.Node{n}
+		return []*graph.Node{n}, ""
 	}
 	zero := q.Input(2)
 	if zero == "" {
@@ -118,7 +131,7 @@ func qlinearOf(g *graph.Graph, q *graph.Node, producers map[string]*graph.Node, 
 	unclamped := g.FreshName(q.Outputs[0] + "/unclamped")
 	g.Value(unclamped).DType = g.Values[q.Outputs[0]].DType
 	n.Outputs[0] = unclamped
-	return []*graph.Node{n, {Name: relu.Name + "/qlinear", OpType: "Max", Inputs: []string{unclamped, zero}, Outputs: []string{q.Outputs[0]}, Attrs: map[string]graph.Attr{}}}
+	return []*graph.Node{n, {Name: relu.Name + "/qlinear", OpType: "Max", Inputs: []string{unclamped, zero}, Outputs: []string{q.Outputs[0]}, Attrs: map[string]graph.Attr{}}}, ""
 }
 
 // quantAxis returns the axis of a DequantizeLinear's per-axis parameters

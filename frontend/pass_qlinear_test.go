@@ -1,6 +1,7 @@
 package frontend_test
 
 import (
+	"slices"
 	"testing"
 
 	. "github.com/tessera-ml/tessera/graph"
@@ -60,6 +61,11 @@ func TestFuseQLinear(t *testing.T) {
 			runOnly(t, g, "fuse-qlinear", "dce")
 			if got := ops(g); got != tc.want {
 				t.Fatalf("ops %s, want %s", got, tc.want)
+			}
+			if tc.name == "bias of another scale" {
+				if want := "the quantized Conv at node c runs in float: its bias is not an int32 constant of scale x_scale·w_scale and zero point 0"; !slices.Contains(g.Notes, want) {
+					t.Errorf("notes %q, want %q", g.Notes, want)
+				}
 			}
 		})
 	}

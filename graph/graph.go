@@ -143,6 +143,17 @@ type Graph struct {
 	// kernels where they can (frontend.LoadOptions.Integer), not in their
 	// float form.
 	Integer bool
+	// Notes are what shape inference and the passes decided that a user
+	// should know (a quantized op left in float, and why); Note adds one.
+	Notes []string
+}
+
+// Note adds a note, once.
+func (g *Graph) Note(format string, a ...any) {
+	s := fmt.Sprintf(format, a...)
+	if !slices.Contains(g.Notes, s) {
+		g.Notes = append(g.Notes, s)
+	}
 }
 
 // Decl is a declared type: Undefined and a nil Shape where the model
@@ -631,7 +642,7 @@ func sortedAttrNames(n *Node) []string {
 // neither is ever modified in place).
 func (g *Graph) Clone() *Graph {
 	c := &Graph{Name: g.Name, Opset: g.Opset, Opsets: map[string]int{}, Values: map[string]*Value{},
-		Inputs: slices.Clone(g.Inputs), Outputs: slices.Clone(g.Outputs), Shadowed: slices.Clone(g.Shadowed), Integer: g.Integer}
+		Inputs: slices.Clone(g.Inputs), Outputs: slices.Clone(g.Outputs), Shadowed: slices.Clone(g.Shadowed), Integer: g.Integer, Notes: slices.Clone(g.Notes)}
 	if g.Declared != nil {
 		c.Declared = make(map[string]Decl, len(g.Declared))
 		for k, d := range g.Declared {

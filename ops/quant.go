@@ -244,9 +244,14 @@ func expandQLinear(op string) func(c *InferCtx) ([]*graph.Node, error) {
 		if err := checkScales(c.G, c.N, qXScale, qWScale, qYScale); err != nil {
 			return nil, err
 		}
-		if f, _ := integerForm(c.G, c.N, op == "Conv"); f != nil && c.G.Integer {
+		if !c.G.Integer {
+			return float(c)
+		}
+		f, why := integerForm(c.G, c.N, op == "Conv")
+		if f != nil {
 			return []*graph.Node{c.N}, nil
 		}
+		c.G.Note("%s at node %s runs in float: %s", c.N.OpType, c.N.Name, why)
 		return float(c)
 	}
 }
