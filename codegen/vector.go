@@ -835,100 +835,61 @@ func (k *kernel) vload(p *vplan, e *tir.Load) (string, bool, error) {
 	return k.laneWise(p, e)
 }
 
-func (k *kernel) vbinary(p *vplan, e *tir.Binary) (string, bool, error) {
-	if e.A != nil && e.B != nil && e.A.Type() == tir.Int32 && e.B.Type() == tir.Int32 {
-		return k.vbinaryInt(p, e)
-	}
-	if e.A == nil || e.B == nil || e.A.Type() != tir.Float32 || e.B.Type() != tir.Float32 {
-		return "", false, fmt.Errorf("binary %v of mismatched operands in %s", e.Op, tir.ExprString(e))
-	}
-	a, av, err := k.vexpr(p, e.A)
+// vpair emits the operands of a binary operation or comparison of type t
+// as vectors (a scalar operand broadcast).
+func (k *kernel) vpair(p *vplan, A, B tir.Expr, t tir.DType) (a, b string, err error) {
+	a, av, err := k.vexpr(p, A)
 	if err != nil {
-		return "", false, err
+		return "", "", err
 	}
-	b, bv, err := k.vexpr(p, e.B)
+	b, bv, err := k.vexpr(p, B)
 	if err != nil {
-		return "", false, err
+		return "", "", err
 	}
 	if !av {
-		a = k.splat(p, a)
+		a = k.splatOf(p, a, t)
 	}
 	if !bv {
-		b = k.splat(p, b)
+		b = k.splatOf(p, b, t)
 	}
-	switch e.Op {
-	case tir.Add, tir.Sub, tir.Mul, tir.Div:
-		return "(" + a + " " + e.Op.String() + " " + b + ")", true, nil
-	case tir.Min:
-		return fmt.Sprintf("tsr_min_v%df(%s, %s)", p.L, trimParens(a), trimParens(b)), true, nil
-	case tir.Max:
-		return fmt.Sprintf("tsr_max_v%df(%s, %s)", p.L, trimParens(a), trimParens(b)), true, nil
-	}
-	return "", false, fmt.Errorf("%v on float32 in %s", e.Op, tir.ExprString(e))
+	return a, b, nil
 }
 
-// vbinaryInt emits int32 arithmetic on int32 lanes.
-func (k *kernel) vbinaryInt(p *vplan, e *tir.Binary) (string, bool, error) {
-	a, av, err := k.vexpr(p, e.A)
+// vbinary emits float32 arithmetic on float lanes, or int32 arithmetic on
+// int32 lanes.
+func (k *kernel) vbinary(p *vplan, e *tir.Binary) (string, bool, error) {
+	if e.A == nil || e.B == nil || e.A.Type() != e.B.Type() || e.A.Type() != tir.Float32 && e.A.Type() != tir.Int32 {
+		return "", false, fmt.Errorf("binary %v of mismatched operands in %s", e.Op, tir.ExprString(e))
+	}
+	t := e.A.Type()
+	a, b, err := k.vpair(p, e.A, e.B, t)
 	if err != nil {
 		return "", false, err
 	}
-	b, bv, err := k.vexpr(p, e.B)
-	if err != nil {
-		return "", false, err
+	suffix := "f"
+	if t == tir.Int32 {
+		suffix = "i"
 	}
-	if !av {
-		a = k.splatOf(p, a, tir.Int32)
-	}
-	if !bv {
-		b = k.splatOf(p, b, tir.Int32)
-	}
-	switch e.Op {
-	case tir.Add, tir.Sub, tir.Mul:
+	switch {
+	case e.Op == tir.Add, e.Op == tir.Sub, e.Op == tir.Mul, e.Op == tir.Div && t == tir.Float32:
 		return "(" + a + " " + e.Op.String() + " " + b + ")", true, nil
-	case tir.Min:
-		return fmt.Sprintf("tsr_min_v%di(%s, %s)", p.L, trimParens(a), trimParens(b)), true, nil
-	case tir.Max:
-		return fmt.Sprintf("tsr_max_v%di(%s, %s)", p.L, trimParens(a), trimParens(b)), true, nil
+	case e.Op == tir.Min:
+		return fmt.Sprintf("tsr_min_v%d%s(%s, %s)", p.L, suffix, trimParens(a), trimParens(b)), true, nil
+	case e.Op == tir.Max:
+		return fmt.Sprintf("tsr_max_v%d%s(%s, %s)", p.L, suffix, trimParens(a), trimParens(b)), true, nil
 	}
-	return "", false, fmt.Errorf("%v on int32 in %s", e.Op, tir.ExprString(e))
+	return "", false, fmt.Errorf("%v on %v in %s", e.Op, t, tir.ExprString(e))
 }
 
 func (k *kernel) vcompare(p *vplan, e *tir.Compare) (string, bool, error) {
 	if e.A == nil || e.B == nil || e.A.Type() != e.B.Type() {
 		return "", false, fmt.Errorf("comparison %s of mismatched operands", tir.ExprString(e))
 	}
-	switch e.A.Type() {
-	case tir.Float32:
-		a, av, err := k.vexpr(p, e.A)
+	switch t := e.A.Type(); t {
+	case tir.Float32, tir.Int8, tir.Uint8, tir.Int16, tir.Int32:
+		a, b, err := k.vpair(p, e.A, e.B, t)
 		if err != nil {
 			return "", false, err
-		}
-		b, bv, err := k.vexpr(p, e.B)
-		if err != nil {
-			return "", false, err
-		}
-		if !av {
-			a = k.splat(p, a)
-		}
-		if !bv {
-			b = k.splat(p, b)
-		}
-		return "(" + a + " " + e.Op.String() + " " + b + ")", true, nil
-	case tir.Int8, tir.Uint8, tir.Int16, tir.Int32:
-		a, av, err := k.vexpr(p, e.A)
-		if err != nil {
-			return "", false, err
-		}
-		b, bv, err := k.vexpr(p, e.B)
-		if err != nil {
-			return "", false, err
-		}
-		if !av {
-			a = k.splatOf(p, a, e.A.Type())
-		}
-		if !bv {
-			b = k.splatOf(p, b, e.B.Type())
 		}
 		return "(" + a + " " + e.Op.String() + " " + b + ")", true, nil
 	case tir.Int:

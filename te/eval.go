@@ -104,19 +104,26 @@ func evalTensor(t *Tensor, vals map[*tir.Buffer][]float32) (out []float32, err e
 	}
 	out = make([]float32, t.Size())
 	e := &env{v: make([]int64, len(axes))}
-	nSpatial := len(t.Axis)
-	reduce := t.ReduceAxis
+	eachElement(t, e, func(idx int) {
+		if t.Reducer == NoReduce {
+			out[idx] = float32(body(e))
+			return
+		}
+		acc := t.Reducer.Identity()
+		reduceLoop(e, len(t.Axis), t.ReduceAxis, t.Reducer, body, &acc)
+		out[idx] = float32(acc)
+	})
+	return out, nil
+}
+
+// eachElement sets e's spatial axes of t to each element's index in turn,
+// in row-major order, and calls f with its flat index.
+func eachElement(t *Tensor, e *env, f func(idx int)) {
 	idx := 0
 	var spatial func(dim int)
 	spatial = func(dim int) {
-		if dim == nSpatial {
-			if t.Reducer == NoReduce {
-				out[idx] = float32(body(e))
-			} else {
-				acc := t.Reducer.Identity()
-				reduceLoop(e, nSpatial, reduce, t.Reducer, body, &acc)
-				out[idx] = float32(acc)
-			}
+		if dim == len(t.Axis) {
+			f(idx)
 			idx++
 			return
 		}
@@ -126,7 +133,6 @@ func evalTensor(t *Tensor, vals map[*tir.Buffer][]float32) (out []float32, err e
 		}
 	}
 	spatial(0)
-	return out, nil
 }
 
 // evalIntTensor evaluates a tensor of integer element type dt exactly, in
@@ -140,33 +146,21 @@ func evalIntTensor(t *Tensor, c *compiler, dt tir.DType) ([]float32, error) {
 		return nil, fmt.Errorf("body of type %v for a tensor of %v", t.Body.Type(), dt)
 	}
 	out := make([]float32, t.Size())
-	axes := len(t.Axis) + len(t.ReduceAxis)
-	e := &env{v: make([]int64, axes)}
-	idx := 0
+	e := &env{v: make([]int64, len(t.Axis)+len(t.ReduceAxis))}
 	lo, hi := dt.Range()
-	var spatial func(dim int)
-	spatial = func(dim int) {
-		if dim == len(t.Axis) {
-			v := int64(0)
-			if t.Reducer == NoReduce {
-				v = body(e)
-			} else {
-				v = intIdentity(t.Reducer, dt)
-				intReduceLoop(e, len(t.Axis), t.ReduceAxis, t.Reducer, body, &v)
-			}
-			if v < lo || v > hi {
-				panic(evalError{fmt.Sprintf("%v reduction overflows: %d", dt, v)})
-			}
-			out[idx] = tir.IntSlot(v)
-			idx++
-			return
+	eachElement(t, e, func(idx int) {
+		v := int64(0)
+		if t.Reducer == NoReduce {
+			v = body(e)
+		} else {
+			v = intIdentity(t.Reducer, dt)
+			intReduceLoop(e, len(t.Axis), t.ReduceAxis, t.Reducer, body, &v)
 		}
-		for i := 0; i < t.Axis[dim].Extent; i++ {
-			e.v[dim] = int64(i)
-			spatial(dim + 1)
+		if v < lo || v > hi {
+			panic(evalError{fmt.Sprintf("%v reduction overflows: %d", dt, v)})
 		}
-	}
-	spatial(0)
+		out[idx] = tir.IntSlot(v)
+	})
 	return out, nil
 }
 
