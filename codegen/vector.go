@@ -1071,9 +1071,13 @@ func (k *kernel) vcast(p *vplan, e *tir.Cast) (string, bool, error) {
 		}
 		return fmt.Sprintf("(%s != tsr_splat_v%df(0.0f))", x, p.L), true, nil
 	case e.To.IntElem() && (from == tir.Float32 || from.IntElem() || from == tir.Bool):
-		x, _, err := k.vexpr(p, e.X)
+		x, xv, err := k.vexpr(p, e.X)
 		if err != nil {
 			return "", false, err
+		}
+		if !xv { // the same in every lane after all (a load at a lane-free index)
+			s, err := k.expr(e)
+			return s, false, err
 		}
 		switch {
 		case from == tir.Float32:
@@ -1097,9 +1101,13 @@ func (k *kernel) vcast(p *vplan, e *tir.Cast) (string, bool, error) {
 		}
 		return x, true, nil
 	case e.To == tir.Float32 && from.IntElem():
-		x, _, err := k.vexpr(p, e.X)
+		x, xv, err := k.vexpr(p, e.X)
 		if err != nil {
 			return "", false, err
+		}
+		if !xv {
+			s, err := k.expr(e)
+			return s, false, err
 		}
 		return fmt.Sprintf("__builtin_convertvector(%s, %s)", trimParens(x), vt(p.L)), true, nil
 	}
