@@ -159,13 +159,11 @@ func lowerQuantize(c *lowerCtx) ([]*te.Tensor, error) {
 	if !ok {
 		return nil, graph.Unsupportedf("QuantizeLinear at node %s: to %s", c.n.Name, dt)
 	}
-	// The quotient is a stage of its own, so that the reference evaluator
-	// (float64 inside an expression) rounds it to float32 as a kernel does
-	// before it is rounded to an integer: a quotient of 25.4999999 in
-	// float64 is 25.5 in float32, and rounds to 26.
-	quot := te.Compute(c.sub("quotient"), x.Shape, func(i []tir.Expr) tir.Expr { return tir.DivE(x.At(i...), scale(i)) })
+	// One stage: the reference evaluator rounds the quotient to float32
+	// as a kernel does before rint (a quotient of 25.4999999 in float64
+	// is 25.5 in float32, and rounds to 26).
 	return []*te.Tensor{te.Compute(c.name(0), x.Shape, func(i []tir.Expr) tir.Expr {
-		q := tir.AddE(tir.CallE("rint", quot.At(i...)), zp(i))
+		q := tir.AddE(tir.CallE("rint", tir.DivE(x.At(i...), scale(i))), zp(i))
 		return tir.MinE(tir.MaxE(q, tir.F32(lo)), tir.F32(hi))
 	})}, nil
 }
