@@ -39,7 +39,7 @@ type qlinearForm struct {
 	xZero, yZero int64
 	yType        graph.DType
 	mult         []float32 // per output channel (Conv) or column (MatMul), or one
-	bias         []int64   // bias', per output channel or column
+	bias         []int64   // per output channel or column: the bias (float form) or bias' (int32 form, integerForm withBias)
 	// float: no sum of a channel can leave ±2^24 (maxExactSum), so float32
 	// arithmetic on the integers is exact: the sums run on the float
 	// kernels, with the weights as float32 (a derived constant).
@@ -51,8 +51,10 @@ const maxExactSum = 1 << 24
 
 // integerForm returns the integer form of QLinearConv (conv) or
 // QLinearMatMul node n of g, or why it has none. The reason names the
-// operand, for tune inspect.
-func integerForm(g *graph.Graph, n *graph.Node, conv bool) (*qlinearForm, string) {
+// operand, for tune inspect. Whether there is one costs a pass over the
+// weights; the int32 form's bias' (withBias) a second, which only the
+// lowering needs: shape inference asks on every round.
+func integerForm(g *graph.Graph, n *graph.Node, conv, withBias bool) (*qlinearForm, string) {
 	in := func(i int) *graph.Value { return g.Values[n.Input(i)] }
 	x, w := in(qX), in(qW)
 	if x == nil || w == nil || x.Shape == nil || w.Shape == nil {
@@ -114,6 +116,52 @@ func integerForm(g *graph.Graph, n *graph.Node, conv bool) (*qlinearForm, string
 	if f.yType != graph.Uint8 && f.yType != graph.Int8 {
 		return nil, fmt.Sprintf("the output is %s", f.yType)
 	}
+	// Σ|w| per output channel: the largest sum |x|·Σ|w| can reach.
+	absW := make([]int64, outs)
+	for i, v := range w.Const.I64 {
+		m := i % outs // a MatMul's [K, N]
+		if conv {
+			m = i / per // a Conv's [M, ...]
+		}
+		absW[m] += max(v, -v)
+	}
+	xMax := int64(255)
+	if x.DType == graph.Int8 {
+		xMax = 128
+	}
+	xs, ys := float32(cs[qXScale].Float64s()[0]), float32(cs[qYScale].Float64s()[0])
+	wsf := ws.Float64s()
+	f.float = true
+	for m := range outs {
+		s := wsf[0]
+		if len(wsf) > 1 {
+			s = wsf[m]
+		}
+		mult := xs * float32(s) / ys
+		if mult == 0 || math.IsInf(float64(mult), 0) || math.IsNaN(float64(mult)) {
+			return nil, fmt.Sprintf("the requantization scale of channel %d is %g", m, mult)
+		}
+		f.mult = append(f.mult, mult)
+		b := int64(0)
+		if cs[qBias] != nil {
+			b = cs[qBias].I64[m]
+		}
+		f.bias = append(f.bias, b)
+		// The float form sums (x − x_zero)·w, |x − x_zero| ≤ 255, on the
+		// bias; the int32 form sums x·w on bias' = bias − x_zero·Σw, of
+		// magnitude at most |bias| + |x_zero|·Σ|w|.
+		zw := max(f.xZero, -f.xZero) * absW[m]
+		if xMax*absW[m]+max(b, -b)+zw > math.MaxInt32 {
+			return nil, fmt.Sprintf("channel %d could overflow an int32 sum", m)
+		}
+		f.float = f.float && 255*absW[m]+max(b, -b) < maxExactSum
+	}
+	if !slices.ContainsFunc(f.mult, func(v float32) bool { return v != f.mult[0] }) {
+		f.mult = f.mult[:1]
+	}
+	if f.float || !withBias {
+		return f, ""
+	}
 	// Σ w per output channel, over the taps the reduction visits.
 	var sums []int64
 	if conv {
@@ -140,53 +188,8 @@ func integerForm(g *graph.Graph, n *graph.Node, conv bool) (*qlinearForm, string
 			}
 		}
 	}
-	xs, ys := float32(cs[qXScale].Float64s()[0]), float32(cs[qYScale].Float64s()[0])
-	wsf := ws.Float64s()
-	xMax := int64(255)
-	if x.DType == graph.Int8 {
-		xMax = 128
-	}
-	// The float form sums (x − x_zero)·w, |x − x_zero| ≤ 255, on the
-	// bias itself; the int32 form sums x·w on bias'.
-	var floatBias []int64
-	f.float = true
 	for m := range outs {
-		s := wsf[0]
-		if len(wsf) > 1 {
-			s = wsf[m]
-		}
-		mult := xs * float32(s) / ys
-		if mult == 0 || math.IsInf(float64(mult), 0) || math.IsNaN(float64(mult)) {
-			return nil, fmt.Sprintf("the requantization scale of channel %d is %g", m, mult)
-		}
-		f.mult = append(f.mult, mult)
-		b := int64(0)
-		if cs[qBias] != nil {
-			b = cs[qBias].I64[m]
-		}
-		floatBias = append(floatBias, b)
-		b0 := b
-		b -= f.xZero * sums[m]
-		// The largest |acc + bias'| the channel can reach.
-		var absW int64
-		for k := range per {
-			v := w.Const.I64[k*outs+m]
-			if conv {
-				v = w.Const.I64[m*per+k]
-			}
-			absW += max(v, -v)
-		}
-		if xMax*absW+max(b, -b) > math.MaxInt32 {
-			return nil, fmt.Sprintf("channel %d could overflow an int32 sum", m)
-		}
-		f.float = f.float && 255*absW+max(b0, -b0) < maxExactSum
-		f.bias = append(f.bias, b)
-	}
-	if f.float {
-		f.bias = floatBias
-	}
-	if !slices.ContainsFunc(f.mult, func(v float32) bool { return v != f.mult[0] }) {
-		f.mult = f.mult[:1]
+		f.bias[m] -= f.xZero * sums[m]
 	}
 	return f, ""
 }
@@ -249,7 +252,7 @@ func qlinearConsts(g *graph.Graph, n *graph.Node, f *qlinearForm) (bias, mult, w
 // integer form.
 func lowerQLinear(conv bool) func(c *lowerCtx) ([]*te.Tensor, error) {
 	return func(c *lowerCtx) ([]*te.Tensor, error) {
-		f, why := integerForm(c.g, c.n, conv)
+		f, why := integerForm(c.g, c.n, conv, true)
 		if f == nil {
 			return nil, fmt.Errorf("no integer form (%s)", why)
 		}
@@ -331,6 +334,42 @@ func WhyFloat(g *graph.Graph, n *graph.Node) string {
 	if n.OpType != "QLinearConv" && n.OpType != "QLinearMatMul" {
 		return "not a QLinear op"
 	}
-	_, why := integerForm(g, n, n.OpType == "QLinearConv")
+	_, why := integerForm(g, n, n.OpType == "QLinearConv", false)
 	return why
+}
+
+// inferQLinear is QLinearConv's (conv) and QLinearMatMul's shape rule: the
+// convolution's or matmul's on placeholders of the operands' shapes, in
+// the node's layout. Deriving it from the lowering would build the derived
+// constants on every round of shape inference.
+func inferQLinear(conv bool) func(c *InferCtx) error {
+	return func(c *InferCtx) error {
+		x, w := te.Placeholder("x", c.Shape(qX)...), te.Placeholder("w", c.Shape(qW)...)
+		var y *te.Tensor
+		var err error
+		if conv {
+			var a te.ConvAttrs
+			if a, err = convAttrsOf(c.N); err != nil {
+				return err
+			}
+			in, out, lerr := layouts(c.N)
+			switch {
+			case lerr != nil:
+				return lerr
+			case in:
+				y, err = te.ConvNHWC("y", x, w, nil, a)
+			case out:
+				y, err = te.ConvToNHWC("y", x, w, nil, a)
+			default:
+				y, err = te.Conv("y", x, w, nil, a)
+			}
+		} else {
+			y, err = te.MatMul("y", x, w)
+		}
+		if err != nil {
+			return c.Errorf("%v", err)
+		}
+		c.Set(0, qlinearType(c), slices.Clone(y.Shape))
+		return nil
+	}
 }

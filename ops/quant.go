@@ -27,9 +27,9 @@ func init() {
 		&Op{Name: "DynamicQuantizeLinear", MinIn: 1, MaxIn: 1, Expand: expandDynamicQuantize},
 		&Op{Name: "MatMulInteger", MinIn: 2, MaxIn: 4, Expand: expandIntegerOp("MatMul", false)},
 		&Op{Name: "ConvInteger", MinIn: 2, MaxIn: 4, Expand: expandIntegerOp("Conv", false)},
-		&Op{Name: "QLinearMatMul", MinIn: 8, MaxIn: 8, Pattern: OutEWiseFusable, OutType: qlinearType,
+		&Op{Name: "QLinearMatMul", MinIn: 8, MaxIn: 8, Pattern: OutEWiseFusable, Infer: inferQLinear(false),
 			Lower: lowerQLinear(false), Expand: expandQLinear("MatMul")},
-		&Op{Name: "QLinearConv", MinIn: 8, MaxIn: 9, Pattern: OutEWiseFusable, OutType: qlinearType, Layout: LayoutChannelsLast,
+		&Op{Name: "QLinearConv", MinIn: 8, MaxIn: 9, Pattern: OutEWiseFusable, Layout: LayoutChannelsLast, Infer: inferQLinear(true),
 			Lower: lowerQLinear(true), Expand: expandQLinear("Conv")},
 	)
 }
@@ -245,7 +245,7 @@ func expandQLinear(op string) func(c *InferCtx) ([]*graph.Node, error) {
 		if !c.G.Integer {
 			return float(c)
 		}
-		f, why := integerForm(c.G, c.N, op == "Conv")
+		f, why := integerForm(c.G, c.N, op == "Conv", false)
 		if f != nil {
 			return []*graph.Node{c.N}, nil
 		}

@@ -111,10 +111,10 @@ func stored(name string, t *te.Tensor, dt tir.DType) *te.Tensor {
 // (NaN to 0), with C's truncation.
 func saturate(x tir.Expr, dt tir.DType) tir.Expr {
 	lo, hi := dt.Range()
-	clamped := tir.MinE(tir.MaxE(x, tir.F32(float64(lo))), tir.F32(float64(hi)))
+	fhi := float64(hi)
 	if dt == tir.Int32 {
-		// float32 has no 2^31-1: clamp below 2^31.
-		clamped = tir.MinE(tir.MaxE(x, tir.F32(float64(lo))), tir.F32(2147483520))
+		fhi = 2147483520 // float32 has no 2^31-1: the largest below 2^31
 	}
+	clamped := tir.MinE(tir.MaxE(x, tir.F32(float64(lo))), tir.F32(fhi))
 	return &tir.Cast{To: dt, X: tir.SelectE(tir.Cmp(tir.NE, x, x), tir.F32(0), clamped)}
 }

@@ -415,22 +415,29 @@ func LiveWeightSums(spatial, wShape []int, wdata []int64, a ConvAttrs) ([]int64,
 	if err != nil {
 		return nil, err
 	}
+	// live[t] says whether flat tap index t (over the kernel's axes) is
+	// visited: every axis of it within its window's live taps.
+	taps := wShape[2:]
+	grid := numElems(taps)
+	live := make([]bool, grid)
+	for t := range live {
+		rest, ok := t, true
+		for s := len(taps) - 1; s >= 0; s-- {
+			lo, hi := ws[s].liveTaps()
+			i := rest % taps[s]
+			rest /= taps[s]
+			ok = ok && i >= lo && i < hi
+		}
+		live[t] = ok
+	}
 	M := wShape[0]
 	per := len(wdata) / M
 	sums := make([]int64, M)
-	taps := wShape[2:]
 	for m := range M {
-		for k := range per {
-			// k = c·Πtaps + flat tap index; keep the live taps only.
-			rest, live := k, true
-			for s := len(taps) - 1; s >= 0; s-- {
-				t := rest % taps[s]
-				rest /= taps[s]
-				lo, hi := ws[s].liveTaps()
-				live = live && t >= lo && t < hi
-			}
-			if live {
-				sums[m] += wdata[m*per+k]
+		row := wdata[m*per : (m+1)*per]
+		for k, v := range row {
+			if live[k%grid] {
+				sums[m] += v
 			}
 		}
 	}
