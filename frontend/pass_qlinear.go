@@ -36,7 +36,7 @@ func fuseQLinear(g *graph.Graph) (bool, error) {
 		if nodes != nil {
 			replace[q] = nodes
 		} else if why != "" {
-			g.Note("the quantized %s at node %s runs in float: %s", producers[q.Inputs[0]].OpType, producers[q.Inputs[0]].Name, why)
+			g.Note("%s", why)
 		}
 	}
 	if len(replace) == 0 {
@@ -55,11 +55,21 @@ func fuseQLinear(g *graph.Graph) (bool, error) {
 }
 
 // qlinearOf returns the nodes that compute QuantizeLinear node q's output
-// on integers, or nil and, where q quantizes a Conv or MatMul of
-// dequantized operands, why not.
-func qlinearOf(g *graph.Graph, q *graph.Node, producers map[string]*graph.Node, consumers map[string][]*graph.Node) ([]*graph.Node, string) {
+// on integers, or nil and, where q quantizes a Conv, MatMul or Gemm of
+// dequantized operands, a note that names it and says why not.
+func qlinearOf(g *graph.Graph, q *graph.Node, producers map[string]*graph.Node, consumers map[string][]*graph.Node) (nodes []*graph.Node, note string) {
+	nodes, why, op := qlinearNodes(g, q, producers, consumers)
+	if why == "" {
+		return nodes, ""
+	}
+	return nil, "the quantized " + op.OpType + " at node " + op.Name + " runs in float: " + why
+}
+
+// qlinearNodes is qlinearOf's matching: the nodes, or why not and the
+// node left in float (why "": no quantized Conv, MatMul or Gemm).
+func qlinearNodes(g *graph.Graph, q *graph.Node, producers map[string]*graph.Node, consumers map[string][]*graph.Node) ([]*graph.Node, string, *graph.Node) {
 	if !isOp(q, "QuantizeLinear", -1) || len(q.Inputs) < 2 || q.HasAttr("output_dtype") || q.HasAttr("block_size") {
-		return nil, ""
+		return nil, "", nil
 	}
 	v, reader := q.Inputs[0], q
 	var relu *graph.Node
@@ -68,17 +78,17 @@ func qlinearOf(g *graph.Graph, q *graph.Node, producers map[string]*graph.Node, 
 	}
 	op := producers[v]
 	if op == nil || op.HasAttr(ops.DataLayout) {
-		return nil, ""
+		return nil, "", nil
 	}
 	conv := isOp(op, "Conv", -1)
 	if isOp(op, "Gemm", -1) && isOp(producers[op.Inputs[0]], "DequantizeLinear", -1) {
-		return nil, "Gemm has no integer form yet"
+		return nil, "Gemm has no integer form yet", op
 	}
 	if !conv && !isOp(op, "MatMul", 2) {
-		return nil, ""
+		return nil, "", nil
 	}
 	if onlyReader(g, v, consumers) != reader {
-		return nil, "its float output has other readers than the QuantizeLinear"
+		return nil, "its float output has other readers than the QuantizeLinear", op
 	}
 	dq := func(i int) *graph.Node {
 		if i >= len(op.Inputs) || op.Inputs[i] == "" {
@@ -92,21 +102,21 @@ func qlinearOf(g *graph.Graph, q *graph.Node, producers map[string]*graph.Node, 
 	}
 	dx, dw := dq(0), dq(1)
 	if dx == nil || dw == nil {
-		return nil, ""
+		return nil, "", nil
 	}
 	if g.ConstOf(dw.Inputs[0]) == nil {
-		return nil, "its weights are computed at run time"
+		return nil, "its weights are computed at run time", op
 	}
 	// Per-channel weights: along the output channels (a Conv's axis 0, a
 	// [K, N] MatMul weight's axis 1).
 	if s := g.ConstOf(dw.Inputs[1]); s == nil || s.Len() > 1 && quantAxis(dw, len(g.Values[dw.Inputs[0]].Shape)) != map[bool]int{true: 0, false: 1}[conv] {
-		return nil, "its weights' scale is not a constant per output channel"
+		return nil, "its weights' scale is not a constant per output channel", op
 	}
 	ins := []string{dx.Inputs[0], dx.Inputs[1], dx.Input(2), dw.Inputs[0], dw.Inputs[1], dw.Input(2), q.Inputs[1], q.Input(2)}
 	if conv && len(op.Inputs) > 2 && op.Inputs[2] != "" {
 		db := dq(2)
 		if db == nil || !biasScaleFits(g, db, dx, dw) {
-			return nil, "its bias is not an int32 constant of scale x_scale·w_scale and zero point 0"
+			return nil, "its bias is not an int32 constant of scale x_scale·w_scale and zero point 0", op
 		}
 		ins = append(ins, db.Inputs[0])
 	}
@@ -118,10 +128,10 @@ func qlinearOf(g *graph.Graph, q *graph.Node, producers map[string]*graph.Node, 
 		n.OpType = "QLinearMatMul"
 	}
 	if why := ops.WhyFloat(g, n); why != "" {
-		return nil, why
+		return nil, why, op
 	}
 	if relu == nil {
-		return []*graph.Node{n}, ""
+		return []*graph.Node{n}, "", nil
 	}
 	zero := q.Input(2)
 	if zero == "" {
@@ -131,7 +141,7 @@ func qlinearOf(g *graph.Graph, q *graph.Node, producers map[string]*graph.Node, 
 	unclamped := g.FreshName(q.Outputs[0] + "/unclamped")
 	g.Value(unclamped).DType = g.Values[q.Outputs[0]].DType
 	n.Outputs[0] = unclamped
-	return []*graph.Node{n, {Name: relu.Name + "/qlinear", OpType: "Max", Inputs: []string{unclamped, zero}, Outputs: []string{q.Outputs[0]}, Attrs: map[string]graph.Attr{}}}, ""
+	return []*graph.Node{n, {Name: relu.Name + "/qlinear", OpType: "Max", Inputs: []string{unclamped, zero}, Outputs: []string{q.Outputs[0]}, Attrs: map[string]graph.Attr{}}}, "", nil
 }
 
 // quantAxis returns the axis of a DequantizeLinear's per-axis parameters
