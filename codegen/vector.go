@@ -1155,6 +1155,74 @@ func (k *kernel) allLanes(p *vplan, c tir.Expr) (string, bool) {
 	return s, err == nil
 }
 
+// narrowLoadStore returns tsr_load_vL<suffix> and tsr_store_vL<suffix>: L
+// lanes of an 8- or 16-bit buffer widened to int32 on load and truncated
+// back on store. __builtin_convertvector is the portable form, but gcc 12
+// compiles it between a 64-bit and a 256-bit vector element by element (a
+// widening load of 8 int8 lanes was 33 instructions instead of one
+// vpmovsxbd, and it sat in every multiply-add of an integer convolution):
+// with gcc on x86 the load is the sign- or zero-extending move of the
+// register's width, and on little-endian targets the store takes the low
+// bytes of each lane with one shuffle.
+func narrowLoadStore(L int, suffix, ctype, nv, m string) string {
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	elem := map[string]int{"i8": 1, "u8": 1, "i16": 2}[suffix]
+	src := L * elem // bytes read
+	// The x86 extending move for this width: the builtin, the ISA macro,
+	// and how the source bytes are put in its operand.
+	var builtin, isa, operand string
+	ext := map[string]string{"i8": "pmovsxbd", "u8": "pmovzxbd", "i16": "pmovsxwd"}[suffix]
+	opType := map[bool]string{true: "tsr_x86_v8hi", false: "tsr_x86_v16qi"}[suffix == "i16"]
+	switch {
+	case 4*L == 16:
+		builtin, isa = "__builtin_ia32_"+ext+"128", "__SSE4_1__"
+	case 4*L == 32:
+		builtin, isa = "__builtin_ia32_"+ext+"256", "__AVX2__"
+	case 4*L == 64:
+		builtin, isa = "__builtin_ia32_"+ext+"512_mask", "__AVX512F__"
+		if suffix == "i16" {
+			opType = "tsr_x86_v16hi"
+		}
+	}
+	switch {
+	case builtin == "":
+	case src == 4:
+		operand = fmt.Sprintf("int x; __builtin_memcpy(&x, p, 4); %s o = (%s)(tsr_x86_v4si){x, 0, 0, 0};", opType, opType)
+	case src == 8:
+		operand = fmt.Sprintf("long long x; __builtin_memcpy(&x, p, 8); %s o = (%s)(tsr_x86_v2di){x, 0};", opType, opType)
+	default:
+		operand = fmt.Sprintf("%s o; __builtin_memcpy(&o, p, %d);", opType, src)
+	}
+	if operand != "" {
+		call := builtin + "(o)"
+		if strings.HasSuffix(builtin, "_mask") {
+			call = fmt.Sprintf("%s(o, (%s){0}, (unsigned short)-1)", builtin, m)
+		}
+		w("#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(%s)", isa)
+		w("static inline %s tsr_load_v%d%s(const %s *p) { %s return (%s)%s; }", m, L, suffix, ctype, operand, m, call)
+		w("#else")
+	}
+	w("static inline %s tsr_load_v%d%s(const %s *p) { %s r; __builtin_memcpy(&r, p, sizeof r); return __builtin_convertvector(r, %s); }", m, L, suffix, ctype, nv, m)
+	if operand != "" {
+		w("#endif")
+	}
+	// The store: lane l's low bytes are bytes elem*... of the int32 view on
+	// a little-endian target.
+	view := fmt.Sprintf("tsr_v%dx%d", 4*L/elem, elem)
+	idx := make([]string, L)
+	for l := range idx {
+		idx[l] = strconv.Itoa(l * 4 / elem)
+	}
+	w("#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__")
+	w("static inline void tsr_store_v%d%s(%s *p, %s x) { typedef %s %s __attribute__((vector_size(%d))); %s v = (%s)x; %s r = __builtin_shufflevector(v, v, %s); __builtin_memcpy(p, &r, sizeof r); }",
+		L, suffix, ctype, m, ctype, view, 4*L, view, view, nv, strings.Join(idx, ", "))
+	w("#else")
+	w("static inline void tsr_store_v%d%s(%s *p, %s x) { %s r = __builtin_convertvector(x, %s); __builtin_memcpy(p, &r, sizeof r); }", L, suffix, ctype, m, nv, nv)
+	w("#endif")
+	return b.String()
+}
+
 // vectorHelpers returns the vector types and helpers for L float lanes.
 func vectorHelpers(L int) string {
 	var b strings.Builder
@@ -1169,6 +1237,16 @@ func vectorHelpers(L int) string {
 	}
 	w("typedef float %s __attribute__((vector_size(%d)));", f, 4*L)
 	w("typedef int32_t %s __attribute__((vector_size(%d)));", m, 4*L)
+	w("#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)")
+	w("#ifndef TSR_X86_VECTORS")
+	w("#define TSR_X86_VECTORS")
+	w("typedef char tsr_x86_v16qi __attribute__((vector_size(16)));")
+	w("typedef short tsr_x86_v8hi __attribute__((vector_size(16)));")
+	w("typedef short tsr_x86_v16hi __attribute__((vector_size(32)));")
+	w("typedef int tsr_x86_v4si __attribute__((vector_size(16)));")
+	w("typedef long long tsr_x86_v2di __attribute__((vector_size(16)));")
+	w("#endif")
+	w("#endif")
 	w("static inline %s tsr_splat_v%df(float x) { return (%s){%s}; }", f, L, f, lanes("x"))
 	w("static inline %s tsr_splat_v%di(int32_t x) { return (%s){%s}; }", m, L, m, lanes("x"))
 	w("static inline %s tsr_load_v%df(const float *p) { %s r; __builtin_memcpy(&r, p, sizeof r); return r; }", f, L, f)
@@ -1184,8 +1262,7 @@ func vectorHelpers(L int) string {
 		nv := "tsr_v" + strconv.Itoa(L) + it.suffix
 		if it.suffix != "i32" {
 			w("typedef %s %s __attribute__((vector_size(%d)));", it.ctype, nv, L*map[string]int{"i8": 1, "u8": 1, "i16": 2}[it.suffix])
-			w("static inline %s tsr_load_v%d%s(const %s *p) { %s r; __builtin_memcpy(&r, p, sizeof r); return __builtin_convertvector(r, %s); }", m, L, it.suffix, it.ctype, nv, m)
-			w("static inline void tsr_store_v%d%s(%s *p, %s x) { %s r = __builtin_convertvector(x, %s); __builtin_memcpy(p, &r, sizeof r); }", L, it.suffix, it.ctype, m, nv, nv)
+			b.WriteString(narrowLoadStore(L, it.suffix, it.ctype, nv, m))
 			continue
 		}
 		w("static inline %s tsr_load_v%di32(const int32_t *p) { %s r; __builtin_memcpy(&r, p, sizeof r); return r; }", m, L, m)
