@@ -862,6 +862,11 @@ func (k *kernel) vbinary(p *vplan, e *tir.Binary) (string, bool, error) {
 		return "", false, fmt.Errorf("binary %v of mismatched operands in %s", e.Op, tir.ExprString(e))
 	}
 	t := e.A.Type()
+	if e.Op == tir.Add && t == tir.Int32 {
+		if s, ok, err := k.vdot(p, e); ok || err != nil {
+			return s, ok, err
+		}
+	}
 	a, b, err := k.vpair(p, e.A, e.B, t)
 	if err != nil {
 		return "", false, err
@@ -1245,6 +1250,8 @@ func vectorHelpers(L int) string {
 	w("typedef short tsr_x86_v16hi __attribute__((vector_size(32)));")
 	w("typedef int tsr_x86_v4si __attribute__((vector_size(16)));")
 	w("typedef long long tsr_x86_v2di __attribute__((vector_size(16)));")
+	w("typedef int tsr_x86_v8si __attribute__((vector_size(32)));")
+	w("typedef long long tsr_x86_v4di __attribute__((vector_size(32)));")
 	w("#endif")
 	w("#endif")
 	w("static inline %s tsr_splat_v%df(float x) { return (%s){%s}; }", f, L, f, lanes("x"))
@@ -1269,6 +1276,11 @@ func vectorHelpers(L int) string {
 		w("static inline void tsr_store_v%di32(int32_t *p, %s x) { __builtin_memcpy(p, &x, sizeof x); }", L, m)
 	}
 	w("static inline %s tsr_select_v%di(%s m, %s a, %s b) { return (m & a) | (~m & b); }", m, L, m, m, m)
+	w("#ifndef TSR_LD32")
+	w("#define TSR_LD32")
+	w("static inline uint32_t tsr_ld32(const void *p) { uint32_t x; __builtin_memcpy(&x, p, 4); return x; }")
+	w("#endif")
+	b.WriteString(dotHelpers(L))
 	w("static inline %s tsr_min_v%di(%s a, %s b) { return tsr_select_v%di(a < b, a, b); }", m, L, m, m, L)
 	w("static inline %s tsr_max_v%di(%s a, %s b) { return tsr_select_v%di(a > b, a, b); }", m, L, m, m, L)
 	w("static inline %s tsr_fabs_v%df(%s x) { return (%s)((%s)x & tsr_splat_v%di(0x7fffffff)); }", f, L, f, f, m, L)

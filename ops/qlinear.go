@@ -46,6 +46,12 @@ type qlinearForm struct {
 	float bool
 }
 
+// dotGroup is the group of input channels a channels-last integer
+// convolution sums in its body (te.IntConvOptions.Dot): four u8×s8
+// products, the operand of the CPU's dot-product instructions, which code
+// generation emits for it (codegen's tsr_dot4).
+const dotGroup = 4
+
 // maxExactSum bounds the integers float32 holds exactly.
 const maxExactSum = 1 << 24
 
@@ -294,7 +300,11 @@ func lowerQLinear(conv bool) func(c *lowerCtx) ([]*te.Tensor, error) {
 			}
 			switch {
 			case !f.float:
-				acc, err = te.IntConv(c.sub("acc"), x, w, f.xZero, a, te.IntConvOptions{NHWC: out, FromNCHW: out && !in})
+				o := te.IntConvOptions{NHWC: out, FromNCHW: out && !in}
+				if cg := w.Shape[1]; in && out && cg%dotGroup == 0 {
+					o.Dot = dotGroup
+				}
+				acc, err = te.IntConv(c.sub("acc"), x, w, f.xZero, a, o)
 			case in:
 				acc, err = te.ConvNHWC(c.sub("acc"), te.Shifted(c.sub("x_shifted"), x, f.xZero), w, nil, a)
 			case out:

@@ -92,10 +92,12 @@ func (l *lowerer) packFor(j, i int) error {
 	dom := varDom(loops)
 	sub := l.rootSub(i)
 
-	var packing *tir.Packing
-	var atoms []tir.Expr
+	// Every load of the constant, in the order MutateExpr visits them:
+	// its packing and its atoms.
+	var packings []*tir.Packing
+	var atoms [][]tir.Expr
 	var err error
-	body := tir.MutateExpr(info.body, func(e tir.Expr) tir.Expr {
+	tir.MutateExpr(info.body, func(e tir.Expr) tir.Expr {
 		ld, ok := e.(*tir.Load)
 		if !ok || ld.Buf != t.Buf || err != nil {
 			return e
@@ -109,18 +111,29 @@ func (l *lowerer) packFor(j, i int) error {
 			err = e2
 			return e
 		}
-		if packing == nil {
-			packing, atoms = p, at
-		} else if !samePacking(packing, p) {
-			err = fmt.Errorf("two reads of the constant need different layouts (%v and %v)", packing, p)
-			return e
-		}
-		return &tir.Load{Buf: ld.Buf, Indices: at}
+		packings, atoms = append(packings, p), append(atoms, at)
+		return e
 	})
 	if err != nil {
 		return err
 	}
-	_ = atoms
+	packing, extra, err := mergePackings(packings)
+	if err != nil {
+		return err
+	}
+	n := 0
+	body := tir.MutateExpr(info.body, func(e tir.Expr) tir.Expr {
+		ld, ok := e.(*tir.Load)
+		if !ok || ld.Buf != t.Buf {
+			return e
+		}
+		at := atoms[n]
+		for _, c := range extra[n] {
+			at = append(slices.Clip(at), tir.Const(int64(c)))
+		}
+		n++
+		return &tir.Load{Buf: ld.Buf, Indices: at}
+	})
 	size := 1
 	for _, pd := range packing.Dims {
 		size *= pd.Extent
@@ -147,6 +160,44 @@ func (l *lowerer) packFor(j, i int) error {
 
 func samePacking(a, b *tir.Packing) bool {
 	return slices.Equal(a.Dims, b.Dims) && slices.Equal(a.Offset, b.Offset) && slices.Equal(a.Shape, b.Shape)
+}
+
+// mergePackings returns the one packing that serves every load of a
+// constant, and for each load the constant indices it takes in the
+// dimensions the merge appends. Loads that walk the same loops may differ
+// in constant offsets along some axes (a reduction whose body sums a group
+// of adjacent elements, as IntConvOptions.Dot's): each such axis gets an
+// innermost dimension spanning the offsets, so a group's elements lie
+// together, in order, for every element of the loops' tile (the layout a
+// dot-product instruction reads). Loads that walk different loops need
+// different layouts: an error.
+func mergePackings(ps []*tir.Packing) (*tir.Packing, [][]int, error) {
+	if len(ps) == 0 {
+		return nil, nil, fmt.Errorf("no load of the constant")
+	}
+	first := ps[0]
+	for _, p := range ps[1:] {
+		if !slices.Equal(p.Dims, first.Dims) || !slices.Equal(p.Shape, first.Shape) {
+			return nil, nil, fmt.Errorf("two reads of the constant need different layouts (%v and %v)", first, p)
+		}
+	}
+	merged := &tir.Packing{Shape: first.Shape, Dims: slices.Clone(first.Dims), Offset: slices.Clone(first.Offset)}
+	extra := make([][]int, len(ps))
+	for axis := range first.Offset {
+		lo, hi := first.Offset[axis], first.Offset[axis]
+		for _, p := range ps[1:] {
+			lo, hi = min(lo, p.Offset[axis]), max(hi, p.Offset[axis])
+		}
+		if lo == hi {
+			continue
+		}
+		merged.Offset[axis] = lo
+		merged.Dims = append(merged.Dims, tir.PackDim{Axis: axis, Extent: hi - lo + 1, Stride: 1})
+		for i, p := range ps {
+			extra[i] = append(extra[i], p.Offset[axis]-lo)
+		}
+	}
+	return merged, extra, nil
 }
 
 // atom is one term of an index: coef × e, e a loop variable or a floordiv

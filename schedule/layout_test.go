@@ -68,6 +68,47 @@ func TestRewriteLayoutConv(t *testing.T) {
 	}
 }
 
+// TestRewriteLayoutGroups packs a weight read at four constant offsets
+// along k (a body that sums a group of four adjacent products, as
+// te.IntConvOptions.Dot writes a convolution): the group becomes the
+// innermost dimension, after the vectorized j, so each lane's four weights
+// lie together; the kernel still computes C.
+func TestRewriteLayoutGroups(t *testing.T) {
+	a := te.Placeholder("A", 6, 16)
+	b := te.Constant("B", 16, 8)
+	c := te.Reduce("C", []int{6, 8}, te.Sum, []int{4}, func(i, r []tir.Expr) tir.Expr {
+		var sum tir.Expr
+		for g := range 4 {
+			k := tir.AddE(tir.MulE(r[0], tir.Const(4)), tir.Const(int64(g)))
+			p := tir.MulE(a.At(i[0], k), b.At(k, i[1]))
+			if sum == nil {
+				sum = p
+			} else {
+				sum = tir.AddE(sum, p)
+			}
+		}
+		return sum
+	})
+	d, _ := te.NewDAG(c)
+	s0 := schedule.NewState(d)
+	cs := stageNamed(s0, "C")
+	s := apply(t, s0,
+		&schedule.Reorder{Stage: cs, Order: []int{0, 2, 1}}, // i k j
+		&schedule.Annotate{Stage: cs, Iter: 2, Ann: schedule.Vectorize},
+		&schedule.RewriteLayout{Stage: stageNamed(s0, "B")},
+	)
+	check(t, s)
+	f, err := schedule.Lower(s, "groups")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// k = 4·r + g: r (4, stride 4 along axis 0) outside j (8), g (4,
+	// stride 1 along axis 0) innermost.
+	if got, want := f.Params[1].Packed.String(), "[a0:4*4 a1:8*1 a0:4*1]"; got != want {
+		t.Errorf("packing %s, want %s\n%v", got, want, f)
+	}
+}
+
 // TestRewriteLayoutErrors: the step applies only to constants, once.
 func TestRewriteLayoutErrors(t *testing.T) {
 	d := conv3x3(2, 5, 5, 2)

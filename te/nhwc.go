@@ -2,6 +2,7 @@ package te
 
 import (
 	"math"
+	"slices"
 
 	"github.com/tessera-ml/tessera/tir"
 )
@@ -26,7 +27,7 @@ func spatialNHWC(op, name string, x *Tensor) ([]int, error) {
 // reduction runs over (KH, KW, C/group), the input channel innermost, so
 // that it walks x contiguously.
 func ConvNHWC(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
-	return convNHWC(name, x, w, b, a, false, tir.F32(0), tir.MulE)
+	return convNHWC(name, x, w, b, a, false, tir.F32(0), tir.MulE, 1)
 }
 
 // ConvToNHWC is Conv from NCHW activations x [N, C, H, W] to channels-last
@@ -36,12 +37,14 @@ func ConvNHWC(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
 // oneDNN's first-convolution kernels read a plain input into a blocked
 // output. The reduction is ConvNHWC's.
 func ConvToNHWC(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
-	return convNHWC(name, x, w, b, a, true, tir.F32(0), tir.MulE)
+	return convNHWC(name, x, w, b, a, true, tir.F32(0), tir.MulE, 1)
 }
 
 // convNHWC is ConvNHWC, or ConvToNHWC when fromNCHW is set, with x padded
-// with fill and mul the product of an input and a weight element.
-func convNHWC(name string, x, w, b *Tensor, a ConvAttrs, fromNCHW bool, fill tir.Expr, mul func(a, b tir.Expr) tir.Expr) (*Tensor, error) {
+// with fill and mul the product of an input and a weight element. With dot
+// > 1 the channel reduction runs over groups of dot adjacent input
+// channels, each group's products summed in the body (IntConvOptions.Dot).
+func convNHWC(name string, x, w, b *Tensor, a ConvAttrs, fromNCHW bool, fill tir.Expr, mul func(a, b tir.Expr) tir.Expr, dot int) (*Tensor, error) {
 	name = orDefault(name, "conv")
 	if err := checkInputs("Conv", name, x, w); err != nil {
 		return nil, err
@@ -87,8 +90,11 @@ func convNHWC(name string, x, w, b *Tensor, a ConvAttrs, fromNCHW bool, fill tir
 			rshape = append(rshape, live[s])
 		}
 	}
-	if Cg > 1 || len(rshape) == 0 {
-		rshape = append(rshape, Cg)
+	if dot < 1 || Cg%dot != 0 || dot > 1 && fromNCHW {
+		return nil, opError("Conv", name, "channel groups of %d over %d input channels (from NCHW: %v)", dot, Cg, fromNCHW)
+	}
+	if Cg/dot > 1 || len(rshape) == 0 {
+		rshape = append(rshape, Cg/dot)
 	}
 	mPerG := M / G
 	conv := Reduce(name, out, Sum, rshape, func(i, r []tir.Expr) tir.Expr {
@@ -106,16 +112,30 @@ func convNHWC(name string, x, w, b *Tensor, a ConvAttrs, fromNCHW bool, fill tir
 		if p < len(r) {
 			rc = r[p]
 		}
-		ch := rc
-		if G > 1 {
-			ch = iadd(imulc(idivc(i[3], mPerG), Cg), rc)
-		}
 		xi := make([]tir.Expr, 4)
-		xi[xN], xi[xC] = i[0], ch
+		xi[xN] = i[0]
 		for s, w := range ws {
 			xi[xH+s] = iadd(imulc(i[1+s], w.s), imulc(taps[s], w.d))
 		}
-		return mul(src.At(xi...), w.At(i[3], rc, taps[0], taps[1]))
+		var sum tir.Expr
+		for j := range dot {
+			c := rc // the weights' input channel
+			if dot > 1 {
+				c = iaddc(imulc(rc, dot), j)
+			}
+			xj := slices.Clone(xi) // At keeps its indices
+			xj[xC] = c
+			if G > 1 {
+				xj[xC] = iadd(imulc(idivc(i[3], mPerG), Cg), c)
+			}
+			t := mul(src.At(xj...), w.At(i[3], c, taps[0], taps[1]))
+			if sum == nil {
+				sum = t
+			} else {
+				sum = tir.AddE(sum, t)
+			}
+		}
+		return sum
 	})
 	if b == nil {
 		return conv, nil

@@ -374,6 +374,15 @@ type IntConvOptions struct {
 	// NHWC: x and the result are channels-last (ConvNHWC); FromNCHW with
 	// it: x is NCHW (ConvToNHWC).
 	NHWC, FromNCHW bool
+	// Dot, with NHWC and not FromNCHW, groups the channel reduction: it
+	// runs over groups of Dot adjacent input channels (Dot divides the
+	// channels of a group) and sums each group's Dot products in the
+	// body, the shape of a CPU's dot-product instruction (four u8×s8
+	// products into an int32 lane: x86's vpdpbusd, aarch64's udot), which
+	// code generation emits where the weights, packed by rewrite_layout,
+	// hold a group's Dot elements together for each output channel. 0 or
+	// 1: one channel at a time.
+	Dot int
 }
 
 // IntConv is Conv on integers: x holds integers (of an integer type, or
@@ -389,7 +398,10 @@ func IntConv(name string, x, w *Tensor, xZero int64, a ConvAttrs, o IntConvOptio
 		fill = tir.IntOf(dt, xZero)
 	}
 	if o.NHWC {
-		return convNHWC(name, x, w, nil, a, o.FromNCHW, fill, intProduct)
+		return convNHWC(name, x, w, nil, a, o.FromNCHW, fill, intProduct, max(o.Dot, 1))
+	}
+	if o.Dot > 1 {
+		return nil, opError("Conv", orDefault(name, "conv"), "channel groups (Dot %d) need channels-last input", o.Dot)
 	}
 	return conv(name, x, w, nil, a, fill, intProduct)
 }

@@ -269,7 +269,7 @@ func (b *exampleBuilder) build() {
 
 // quantized adds the integer computations of quantized models: uint8
 // activations, int8 weights, int32 sums and biases, requantized to uint8
-// ("qmatmul", "qconv", "qconv_depthwise"), and elementwise work on uint8
+// ("qmatmul", "qconv", "qconv_depthwise", "qconv_dot4"), and elementwise work on uint8
 // data through float32 ("u8_add", "u8_max_pool"). The multipliers are the
 // inputs scaled by 2^-12, so that the requantized values spread over
 // uint8's range instead of saturating.
@@ -303,6 +303,13 @@ func (b *exampleBuilder) quantized() {
 		acc := mustExample(te.IntConv("qconv_nhwc_acc", U8("X", 1, 7, 9, 6), I8("W", 8, 6, 3, 3), 9,
 			te.ConvAttrs{Pads: []int{1, 1, 1, 1}}, te.IntConvOptions{NHWC: true}))
 		b.add("qconv_nhwc")(te.Requantize("qconv_nhwc", acc, I32("bias", 8), mult(8), 3, 128, tir.Uint8))
+	}
+	{
+		// The channel reduction in groups of four (a dot-product
+		// instruction's shape), 8 channels of a stride-2 window.
+		acc := mustExample(te.IntConv("qconv_dot4_acc", U8("X", 1, 7, 9, 8), I8("W", 16, 8, 3, 3), 17,
+			te.ConvAttrs{Pads: []int{1, 1, 1, 1}, Strides: []int{2, 1}}, te.IntConvOptions{NHWC: true, Dot: 4}))
+		b.add("qconv_dot4")(te.Requantize("qconv_dot4", acc, I32("bias", 16), mult(16), 3, 128, tir.Uint8))
 	}
 	{
 		// Summed in float32 (exact for integer weights within the bound;

@@ -1,0 +1,262 @@
+package codegen
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tessera-ml/tessera/tir"
+)
+
+// Dot products.
+//
+// A vectorized int32 sum in which four products of an 8-bit activation and
+// an int8 weight form a group (te.IntConvOptions.Dot):
+//
+//	acc[v] + int32(x[i])·int32(w[4v+r]) + int32(x[i+1])·int32(w[4v+r+1])
+//	       + int32(x[i+2])·int32(w[4v+r+2]) + int32(x[i+3])·int32(w[4v+r+3])
+//
+// the activations four adjacent bytes the same in every lane (possibly all
+// under one guard that substitutes one constant, the padding), the weights
+// packed so that each lane's four are adjacent (rewrite_layout's merged
+// dimension), is emitted as one call of tsr_dot4_vL<x><w>(xq, &w[r]): xq
+// the four activation bytes as one 32-bit word. Its generic body sums the
+// products lane by lane; with gcc on x86 with AVX2 (8 lanes) it widens the
+// activations and the weights to 16 bits and multiplies and adds pairs
+// with vpmaddwd, exact for every 8-bit operand (a pair's sum is at most
+// 2·255·128 in magnitude, far inside int32), where the int32 form takes a
+// broadcast, a widening and a vpmulld per product. (vpmaddubsw would take
+// the bytes as they are, twice as fast, but its 16-bit pair sums saturate
+// for some u8×s8 operands: not used.)
+
+// dotGroup is the size of a dot-product group.
+const dotGroup = 4
+
+// dotTerm is one product of a group, matched by matchDotTerm.
+type dotTerm struct {
+	x, w         *tir.Buffer
+	xIdx, wRest  tir.Expr // the activation's flat index; the weight's flat index less 4·v
+	cond         tir.Expr // the activation's guard, or nil
+	fill         int64    // the value substituted where the guard fails
+	condKey      string
+	matched, use bool
+}
+
+// addTerms flattens a sum of int32 terms.
+func addTerms(e tir.Expr, out []tir.Expr) []tir.Expr {
+	if b, ok := e.(*tir.Binary); ok && b.Op == tir.Add && b.A != nil && b.B != nil && b.A.Type() == tir.Int32 {
+		return addTerms(b.B, addTerms(b.A, out))
+	}
+	return append(out, e)
+}
+
+// matchDotTerm matches int32(x)·int32(w) (either order) of an 8-bit
+// activation x the same in every lane and an int8 weight w at flat index
+// 4·v + rest.
+func (k *kernel) matchDotTerm(p *vplan, e tir.Expr) (dotTerm, bool) {
+	var t dotTerm
+	m, ok := e.(*tir.Binary)
+	if !ok || m.Op != tir.Mul || m.A == nil || m.B == nil {
+		return t, false
+	}
+	xs, ws := m.A, m.B
+	if !dependsOn(ws, p.v) {
+		xs, ws = ws, xs
+	}
+	if dependsOn(xs, p.v) || !dependsOn(ws, p.v) {
+		return t, false
+	}
+	widened := func(e tir.Expr) tir.Expr {
+		c, ok := e.(*tir.Cast)
+		if !ok || c.To != tir.Int32 || c.X == nil {
+			return nil
+		}
+		return c.X
+	}
+	xe, we := widened(xs), widened(ws)
+	if xe == nil || we == nil {
+		return t, false
+	}
+	wl, ok := we.(*tir.Load)
+	if !ok || wl.Buf.DType != tir.Int8 {
+		return t, false
+	}
+	flat, err := p.flat(wl.Buf, wl.Indices)
+	if err != nil {
+		return t, false
+	}
+	coef, rest, ok := tir.LinearIn(flat, p.v)
+	if !ok || coef != dotGroup {
+		return t, false
+	}
+	t.w, t.wRest = wl.Buf, tir.Simplify(rest, k.dom)
+	if s, ok := xe.(*tir.Select); ok {
+		c, isC := s.F.(*tir.Cast)
+		if !isC || s.T == nil || c.To != s.T.Type() {
+			return t, false
+		}
+		v, isConst := tir.IsConst(c.X)
+		if !isConst {
+			return t, false
+		}
+		t.cond, t.fill, t.condKey, xe = s.Cond, v, tir.ExprString(s.Cond), s.T
+	}
+	xl, ok := xe.(*tir.Load)
+	if !ok || xl.Buf.DType != tir.Uint8 && xl.Buf.DType != tir.Int8 {
+		return t, false
+	}
+	idx, err := simplifiedIndex(xl.Buf, xl.Indices, k.dom)
+	if err != nil {
+		return t, false
+	}
+	t.x, t.xIdx = xl.Buf, idx
+	if lo, hi := xl.Buf.DType.Range(); t.cond != nil && (t.fill < lo || t.fill > hi) {
+		return t, false
+	}
+	return t, true
+}
+
+// constDiff reports b − a when it is a constant.
+func constDiff(a, b tir.Expr) (int64, bool) {
+	return tir.IsConst(tir.Simplify(tir.SubE(b, a), nil))
+}
+
+// vdot emits an int32 sum with its dot-product groups as tsr_dot4 calls,
+// or ok false when it has none.
+func (k *kernel) vdot(p *vplan, e *tir.Binary) (code string, ok bool, err error) {
+	terms := addTerms(e, nil)
+	if len(terms) < dotGroup {
+		return "", false, nil
+	}
+	matched := make([]dotTerm, len(terms))
+	for i, t := range terms {
+		if m, ok := k.matchDotTerm(p, t); ok {
+			matched[i], matched[i].matched = m, true
+		}
+	}
+	var parts []string
+	for i := range terms {
+		if !matched[i].matched || matched[i].use {
+			continue
+		}
+		// A group: the terms j = 0..3 after this one's offsets.
+		lead := matched[i]
+		group := [dotGroup]int{i, -1, -1, -1}
+		for c := range terms {
+			m := matched[c]
+			if c == i || !m.matched || m.use || m.x != lead.x || m.w != lead.w || m.condKey != lead.condKey || m.fill != lead.fill {
+				continue
+			}
+			dx, okx := constDiff(lead.xIdx, m.xIdx)
+			dw, okw := constDiff(lead.wRest, m.wRest)
+			if okx && okw && dx == dw && dx > 0 && dx < dotGroup && group[dx] < 0 {
+				group[dx] = c
+			}
+		}
+		if group[1] < 0 || group[2] < 0 || group[3] < 0 {
+			continue
+		}
+		call, err := k.dotCall(p, lead)
+		if err != nil {
+			return "", false, err
+		}
+		for _, c := range group {
+			matched[c].use = true
+		}
+		parts = append(parts, call)
+	}
+	if len(parts) == 0 {
+		return "", false, nil
+	}
+	var rest []string
+	for i, t := range terms {
+		if matched[i].use {
+			continue
+		}
+		s, isVec, err := k.vexpr(p, t)
+		if err != nil {
+			return "", false, err
+		}
+		if !isVec {
+			s = k.splatOf(p, s, tir.Int32)
+		}
+		rest = append(rest, s)
+	}
+	return "(" + strings.Join(append(rest, parts...), " + ") + ")", true, nil
+}
+
+// dotCall emits the call for the group whose first term is t.
+func (k *kernel) dotCall(p *vplan, t dotTerm) (string, error) {
+	xb, err := k.lookupBuf(t.x)
+	if err != nil {
+		return "", err
+	}
+	wb, err := k.lookupBuf(t.w)
+	if err != nil {
+		return "", err
+	}
+	if xb.scal != nil || wb.scal != nil {
+		return "", fmt.Errorf("internal: dot product of a scalarized buffer")
+	}
+	xi, err := k.expr(t.xIdx)
+	if err != nil {
+		return "", err
+	}
+	wi, err := k.expr(t.wRest)
+	if err != nil {
+		return "", err
+	}
+	xq := fmt.Sprintf("tsr_ld32(&%s[%s])", xb.name, trimParens(xi))
+	if t.cond != nil {
+		c, err := k.expr(t.cond)
+		if err != nil {
+			return "", err
+		}
+		fill := uint32(uint8(t.fill)) * 0x01010101
+		xq = fmt.Sprintf("(%s ? %s : %du)", c, xq, fill)
+	}
+	return fmt.Sprintf("tsr_dot4_v%d%s(%s, &%s[%s])", p.L, laneSuffix(t.x.DType), xq, wb.name, trimParens(wi)), nil
+}
+
+// dotHelpers returns tsr_dot4_vL<x>i8 for L int32 lanes, x u8 and i8.
+func dotHelpers(L int) string {
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	m := mt(L)
+	for _, x := range []struct{ suffix, byteType string }{{"u8", "uint8_t"}, {"i8", "int8_t"}} {
+		name := "tsr_dot4_v" + strconv.Itoa(L) + x.suffix
+		if L == 8 {
+			// x86 with AVX2: the four activations widened to 16 bits and
+			// broadcast; each half of the 32 weights widened; vpmaddwd
+			// sums pairs into int32 (lane 2l: output l's first pair, 2l+1
+			// its second); vphaddd adds the pairs of both halves, which
+			// leaves the lanes in 64-bit blocks 0, 2, 1, 3 of the result;
+			// vpermq 0xD8 puts them in order.
+			ext := map[string]string{"u8": "pmovzxbw128", "i8": "pmovsxbw128"}[x.suffix]
+			w("#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__AVX2__)")
+			w("static inline %s %s(uint32_t xq, const int8_t *w) {", m, name)
+			w("  tsr_x86_v8hi x16 = __builtin_ia32_%s((tsr_x86_v16qi)(tsr_x86_v4si){(int)xq, 0, 0, 0});", ext)
+			w("  long long q = ((tsr_x86_v2di)x16)[0];")
+			w("  tsr_x86_v16hi xb = (tsr_x86_v16hi)(tsr_x86_v4di){q, q, q, q};")
+			w("  tsr_x86_v16qi lo, hi;")
+			w("  __builtin_memcpy(&lo, w, 16);")
+			w("  __builtin_memcpy(&hi, w + 16, 16);")
+			w("  tsr_x86_v8si a = __builtin_ia32_pmaddwd256(xb, __builtin_ia32_pmovsxbw256(lo));")
+			w("  tsr_x86_v8si c = __builtin_ia32_pmaddwd256(xb, __builtin_ia32_pmovsxbw256(hi));")
+			w("  return (%s)__builtin_ia32_permdi256((tsr_x86_v4di)__builtin_ia32_phaddd256(a, c), 0xD8);", m)
+			w("}")
+			w("#else")
+		}
+		w("static inline %s %s(uint32_t xq, const int8_t *w) {", m, name)
+		w("  int32_t x0 = (%s)xq, x1 = (%s)(xq >> 8), x2 = (%s)(xq >> 16), x3 = (%s)(xq >> 24);", x.byteType, x.byteType, x.byteType, x.byteType)
+		w("  %s r;", m)
+		w("  for (int l = 0; l < %d; ++l)", L)
+		w("    r[l] = x0 * w[4 * l] + x1 * w[4 * l + 1] + x2 * w[4 * l + 2] + x3 * w[4 * l + 3];")
+		w("  return r;")
+		w("}")
+		if L == 8 {
+			w("#endif")
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,53 @@
+package measure_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tessera-ml/tessera/backend"
+	"github.com/tessera-ml/tessera/backend/machine"
+	"github.com/tessera-ml/tessera/codegen"
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/sketch"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/te/tetest"
+)
+
+// TestDotProductKernel: the default schedule of a convolution whose channel
+// reduction runs in groups of four (qconv_dot4) packs its weights so that
+// code generation emits the dot-product helper (tsr_dot4) for it at every
+// x86 level, and the kernel, compiled at each level this machine runs,
+// matches the reference evaluator. (The sweeps check sampled schedules of
+// the same DAG, with and without the helper.)
+func TestDotProductKernel(t *testing.T) {
+	levels, _ := machine.RunnableLevels(backend.NativeMachine())
+	for _, name := range []string{"x86-64-v2", "x86-64-v3", "x86-64-v4"} {
+		m, err := machine.Level(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := tetest.DAGs()["qconv_dot4"]
+		st, _, err := sketch.Default(schedule.NewState(d), sketch.CPUOptions(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := codegen.C(mustLower(t, st, "k"), codegen.COptions{VectorBits: m.VectorBits()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body := c.Code[strings.Index(c.Code, "static int tsr_impl"):]; !strings.Contains(body, "tsr_dot4_v") {
+			t.Errorf("%s: the default qconv_dot4 kernel does not call tsr_dot4:\n%s", name, body)
+		}
+		for _, l := range levels {
+			if l.Name != name {
+				continue
+			}
+			checkCompiled(t, platform{m: m}, func(i int, dd *te.DAG) []*schedule.State {
+				if dd.Outputs[0].Name != "qconv_dot4" {
+					return nil
+				}
+				return []*schedule.State{st}
+			})
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package te
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/tessera-ml/tessera/tir"
+)
+
+// TestIntConvDot: grouping the channel reduction (IntConvOptions.Dot)
+// changes the shape of the sum, not its value: every output equals the
+// convolution's one channel at a time, for plain and grouped convolutions,
+// strides, padding and signed or unsigned inputs.
+func TestIntConvDot(t *testing.T) {
+	cases := []struct {
+		name       string
+		x, w       []int
+		xdt        tir.DType
+		a          ConvAttrs
+		dot, zeroX int64
+	}{
+		{"3x3 pad", []int{1, 6, 7, 8}, []int{12, 8, 3, 3}, tir.Uint8, ConvAttrs{Pads: []int{1, 1, 1, 1}}, 4, 37},
+		{"1x1 stride", []int{2, 5, 5, 4}, []int{8, 4, 1, 1}, tir.Int8, ConvAttrs{Strides: []int{2, 2}}, 4, -3},
+		{"pairs", []int{1, 4, 4, 6}, []int{5, 6, 3, 1}, tir.Uint8, ConvAttrs{Pads: []int{1, 0, 1, 0}}, 2, 128},
+		{"grouped", []int{1, 5, 6, 16}, []int{8, 8, 3, 3}, tir.Uint8, ConvAttrs{Group: 2, Pads: []int{1, 1, 1, 1}}, 4, 5},
+	}
+	for _, c := range cases {
+		x := TypedPlaceholder("x", c.xdt, c.x...)
+		w := TypedPlaceholder("w", tir.Int8, c.w...)
+		w.Const = true
+		eval := func(dot int) []float32 {
+			y, err := IntConv("y", x, w, c.zeroX, c.a, IntConvOptions{NHWC: true, Dot: dot})
+			if err != nil {
+				t.Fatalf("%s: Dot %d: %v", c.name, dot, err)
+			}
+			d, err := NewDAG(y)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ins := make([][]float32, len(d.Inputs))
+			for i, in := range d.Inputs {
+				ins[i] = make([]float32, in.Size())
+				r := rand.New(rand.NewPCG(uint64(i), 7)) // the same data for both forms
+				RandomSlots(in.DType(), ins[i], r.Float64)
+			}
+			out, err := d.Eval(ins)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out[0]
+		}
+		want, got := eval(1), eval(int(c.dot))
+		ints := func(slots []float32) []int64 {
+			out := make([]int64, len(slots))
+			for i, f := range slots {
+				out[i] = tir.SlotInt(tir.Int32, f)
+			}
+			return out
+		}
+		if !slices.Equal(ints(want), ints(got)) {
+			t.Errorf("%s: Dot %d differs from one channel at a time", c.name, c.dot)
+		}
+	}
+	x := TypedPlaceholder("x", tir.Uint8, 1, 4, 4, 6)
+	w := TypedPlaceholder("w", tir.Int8, 4, 6, 3, 3)
+	if _, err := IntConv("y", x, w, 0, ConvAttrs{}, IntConvOptions{NHWC: true, Dot: 4}); err == nil {
+		t.Error("Dot 4 over 6 channels: no error")
+	}
+	if _, err := IntConv("y", x, w, 0, ConvAttrs{}, IntConvOptions{Dot: 2}); err == nil {
+		t.Error("Dot without NHWC: no error")
+	}
+}
