@@ -4,7 +4,7 @@
 #
 #	bench/onnxruntime.sh [--model FILE]... [--zoo] [--db FILE | --no-records]
 #	                     [--rounds K] [--seconds S] [--warmup W] [--repeat R] [--cpu NAME]
-#	                     [--int8 [--threads "1 2"]]
+#	                     [--int8 [--threads "1 2"] [--integer] [--reduce-range]]
 #
 # With no --model it races models/resnet18.onnx, resnet50, mobilenetv2 and
 # bert_layer (cmd/genmodels), generating those that are missing. --zoo races
@@ -56,16 +56,22 @@
 # session and the float model are. Then it races three contenders in
 # rotating order, each in its own process: onnxruntime on the float file
 # (fp32), onnxruntime on the QDQ file (int8, its default session) and
-# Tessera on the QDQ build, at each thread count of --threads (default
-# "1 2"), and prints per model and thread count
+# Tessera on the QDQ build, and Tessera on the float file (fp32, default
+# schedules or the db's records as for the int8 build), at each thread
+# count of --threads (default "1 2"), and prints per model and thread count
 #
 #	MODEL threads=T tessera-int8/onnxruntime-int8 = <onnxruntime int8 median / tessera median>
+#	MODEL threads=T tessera-int8/tessera-fp32 = <tessera fp32 median / tessera int8 median>
 #	MODEL threads=T onnxruntime-int8/onnxruntime-fp32 = <onnxruntime fp32 median / int8 median>
 #
 # (above 1: the first is faster), the last line the first of these for the
-# first model and thread count. Tessera lowers QuantizeLinear and
-# DequantizeLinear to float arithmetic today: its int8 build is expected
-# to be slower than its float one.
+# first model and thread count. By default Tessera lowers the QDQ model's
+# QuantizeLinear and DequantizeLinear to float arithmetic; --integer builds
+# it with tune build --integer (integer kernels: dot-product micro-kernels
+# on int8 data), and --reduce-range quantizes the weights to 7 bits (tune
+# quantize --reduce-range, onnxruntime's reduce_range), with which the
+# integer kernels use vpmaddubsw on AVX2 (exact: no pair of products can
+# leave int16).
 #
 # --cpu NAME (default native) builds for that machine (tune build --cpu:
 # native, x86-64-v2, x86-64-v3, x86-64-v4, a -march name) from the records
@@ -88,13 +94,15 @@ warmup=""
 repeat=""
 cpu=native
 int8=0
+integer=()
+reduce_range=()
 threads_list="1 2"
 # given PATH: a path from the command line, made usable from the repository.
 given() {
 	if [[ $1 == /* ]]; then echo "$1"; else echo "$here/$1"; fi
 }
 usage() {
-	echo "usage: bench/onnxruntime.sh [--model FILE]... [--zoo] [--db FILE | --no-records] [--rounds K] [--seconds S] [--warmup W] [--repeat R] [--cpu NAME] [--int8 [--threads \"1 2\"]]" >&2
+	echo "usage: bench/onnxruntime.sh [--model FILE]... [--zoo] [--db FILE | --no-records] [--rounds K] [--seconds S] [--warmup W] [--repeat R] [--cpu NAME] [--int8 [--threads \"1 2\"] [--integer] [--reduce-range]]" >&2
 	exit 2
 }
 while [ $# -gt 0 ]; do
@@ -124,6 +132,14 @@ while [ $# -gt 0 ]; do
 		int8=1
 		shift
 		;;
+	--integer)
+		integer=(--integer)
+		shift
+		;;
+	--reduce-range)
+		reduce_range=(--reduce-range)
+		shift
+		;;
 	--zoo)
 		mapfile -t zoo <modelgen/zoo/models.txt
 		for m in "${zoo[@]}"; do models+=("models/zoo/$m.onnx"); done
@@ -142,6 +158,10 @@ done
 [ -z "$warmup" ] || [[ $warmup =~ ^[0-9]+$ ]] || { echo "onnxruntime.sh: --warmup wants an integer" >&2; exit 2; }
 [[ $threads_list =~ ^[1-9][0-9]*( [1-9][0-9]*)*$ ]] || { echo "onnxruntime.sh: --threads wants thread counts, e.g. \"1 2\"" >&2; exit 2; }
 [ "$int8" -eq 1 ] || [ "$threads_list" = "1 2" ] || { echo "onnxruntime.sh: --threads goes with --int8" >&2; exit 2; }
+if [ "$int8" -eq 0 ] && [ $((${#integer[@]} + ${#reduce_range[@]})) -gt 0 ]; then
+	echo "onnxruntime.sh: --integer and --reduce-range go with --int8" >&2
+	exit 2
+fi
 if ! [[ $seconds =~ ^[0-9]*\.?[0-9]+$ ]] || ! awk -v s="$seconds" 'BEGIN { exit !(s > 0) }'; then
 	echo "onnxruntime.sh: --seconds wants a positive number" >&2
 	exit 2
@@ -423,7 +443,7 @@ race() {
 
 # --- --int8: quantize, build, check, race three ways --------------------------
 # These are set by prepare_int8 for the model being raced.
-qmodel="" qbuild=""
+qmodel="" qbuild="" fbuild=""
 
 # prepare_int8 MODEL: generates the model if it is missing, writes the
 # raced input and the calibration set, quantizes the model, builds the QDQ
@@ -448,20 +468,19 @@ prepare_int8() {
 		for f in "${files[@]}"; do cal+=(--calibrate "${f#*=}"); done
 	done
 	qmodel=$dir/$name.int8.onnx
-	"$tune" quantize "$model" -o "$qmodel" "${cal[@]}" >"$dir/quantize.log" 2>&1 ||
+	"$tune" quantize "$model" -o "$qmodel" "${cal[@]}" "${reduce_range[@]}" >"$dir/quantize.log" 2>&1 ||
 		{ cat "$dir/quantize.log" >&2; die "tune quantize $model failed"; }
 	sed "s/^/onnxruntime.sh: $name: /" "$dir/quantize.log" >&2
 	local step
 	step=$(sed -n 's/^output [^ ]*: scale \([^,]*\), zero point .*/\1/p' "$dir/quantize.log" | head -1)
 	[ -n "$step" ] || die "$name: tune quantize printed no output scale (its first output is not quantized)"
-	qbuild=$dir/build-int8
-	if [ "$no_records" -eq 0 ] && [ -f "$db" ]; then
-		"$tune" build "$qmodel" --db "$db" --cpu "$cpu" -o "$qbuild" >"$dir/build.log" 2>&1 ||
-			{ cat "$dir/build.log" >&2; die "tune build $qmodel failed"; }
-	else
-		"$tune" build "$qmodel" --no-records --cpu "$cpu" -o "$qbuild" >"$dir/build.log" 2>&1 ||
-			{ cat "$dir/build.log" >&2; die "tune build $qmodel failed"; }
-	fi
+	qbuild=$dir/build-int8 fbuild=$dir/build-fp32
+	local records=(--no-records)
+	if [ "$no_records" -eq 0 ] && [ -f "$db" ]; then records=(--db "$db"); fi
+	"$tune" build "$qmodel" "${records[@]}" "${integer[@]}" --cpu "$cpu" -o "$qbuild" >"$dir/build.log" 2>&1 ||
+		{ cat "$dir/build.log" >&2; die "tune build $qmodel failed"; }
+	"$tune" build "$model" "${records[@]}" --cpu "$cpu" -o "$fbuild" >"$dir/build-fp32.log" 2>&1 ||
+		{ cat "$dir/build-fp32.log" >&2; die "tune build $model failed"; }
 	grep -E '^(built|tuned tasks|tuned FLOPs) ' "$dir/build.log" | sed "s/^/onnxruntime.sh: $name: int8 build: /" >&2 || true
 
 	# The outputs on the raced input: Tessera's int8, onnxruntime's int8
@@ -489,14 +508,15 @@ prepare_int8() {
 }
 
 run_tessera8() { "$tune" bench "$qbuild" --threads "$1" --warmup "$2" --repeat "$3"; }
+run_tesseraf() { "$tune" bench "$fbuild" --threads "$1" --warmup "$2" --repeat "$3"; }
 run_ort8() { node "$ort_dir/bench.mjs" "$qmodel" "${input_flags[@]}" --threads "$1" --warmup "$2" --repeat "$3"; }
 run_ortf() { node "$ort_dir/bench.mjs" "$model" "${input_flags[@]}" --threads "$1" --warmup "$2" --repeat "$3"; }
 
-# race_int8: rounds of the three contenders, in rotating order, at each
+# race_int8: rounds of the four contenders, in rotating order, at each
 # thread count.
 race_int8() {
 	local w=$warmup r=$repeat c
-	local contenders=(tessera8 ort8 ortf)
+	local contenders=(tessera8 ort8 ortf tesseraf)
 	if [ -z "$r" ]; then
 		local slow=0 p
 		for c in "${contenders[@]}"; do
@@ -512,13 +532,13 @@ race_int8() {
 		((w >= 1)) || w=1
 		((w <= 10)) || w=10
 	fi
-	echo "$name: $rounds rounds of 3 contenders per thread count, $w warm-up + $r timed runs per process"
+	echo "$name: $rounds rounds of ${#contenders[@]} contenders per thread count, $w warm-up + $r timed runs per process"
 	local t k j
 	local -A med
 	for t in $threads_list; do
 		for ((k = 0; k < rounds; k++)); do
-			for j in 0 1 2; do
-				one "${contenders[(k + j) % 3]}" "$t" "$w" "$r" >/dev/null
+			for ((j = 0; j < ${#contenders[@]}; j++)); do
+				one "${contenders[(k + j) % ${#contenders[@]}]}" "$t" "$w" "$r" >/dev/null
 			done
 		done
 		local what m md
@@ -528,12 +548,14 @@ race_int8() {
 			what=${c/tessera8/tessera-int8}
 			what=${what/ort8/onnxruntime-int8}
 			what=${what/ortf/onnxruntime-fp32}
+			what=${what/tesseraf/tessera-fp32}
 			echo "$name threads=$t $what min ms = $m"
 			echo "$name threads=$t $what median ms = $md"
 			med[$c]=$md
 		done
 		ratio[$name-$t]=$(awk -v o="${med[ort8]}" -v s="${med[tessera8]}" 'BEGIN { printf "%.3g", o / s }')
 		summary+=("$name threads=$t tessera-int8/onnxruntime-int8 = ${ratio[$name-$t]}")
+		summary+=("$name threads=$t tessera-int8/tessera-fp32 = $(awk -v f="${med[tesseraf]}" -v i="${med[tessera8]}" 'BEGIN { printf "%.3g", f / i }')")
 		summary+=("$name threads=$t onnxruntime-int8/onnxruntime-fp32 = $(awk -v f="${med[ortf]}" -v i="${med[ort8]}" 'BEGIN { printf "%.3g", f / i }')")
 	done
 }

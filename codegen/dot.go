@@ -25,16 +25,23 @@ import (
 // activations and the weights to 16 bits and multiplies and adds pairs
 // with vpmaddwd, exact for every 8-bit operand (a pair's sum is at most
 // 2·255·128 in magnitude, far inside int32), where the int32 form takes a
-// broadcast, a widening and a vpmulld per product. (vpmaddubsw would take
-// the bytes as they are, twice as fast, but its 16-bit pair sums saturate
-// for some u8×s8 operands: not used.)
+// broadcast, a widening and a vpmulld per product.
+//
+// A group written as two pairs each saturated to int16,
+//
+//	int32(int16(min(max(p0 + p1, -32768), 32767))) + int32(int16(min(max(p2 + p3, …))))
+//
+// (te.IntConvOptions.SaturatePairs, uint8 activations), is exactly x86's
+// vpmaddubsw followed by a vpmaddwd with ones: tsr_dot4s_vLu8, the bytes
+// as they are, half the instructions of the exact form.
 
 // dotGroup is the size of a dot-product group.
 const dotGroup = 4
 
 // dotTerm is one product of a group, matched by matchDotTerm.
 type dotTerm struct {
-	x, w         *tir.Buffer
+	x, w         *tir.Buffer // x nil: the activation is the constant fill
+	xType        tir.DType
 	xIdx, wRest  tir.Expr // the activation's flat index; the weight's flat index less 4·v
 	cond         tir.Expr // the activation's guard, or nil
 	fill         int64    // the value substituted where the guard fails
@@ -77,8 +84,13 @@ func (k *kernel) matchDotTerm(p *vplan, e tir.Expr) (dotTerm, bool) {
 	if xe == nil || we == nil {
 		return t, false
 	}
+	// Both buffers in memory (a scalarized local tile has no address).
+	addressable := func(b *tir.Buffer) bool {
+		bb, err := k.lookupBuf(b)
+		return err == nil && bb.scal == nil
+	}
 	wl, ok := we.(*tir.Load)
-	if !ok || wl.Buf.DType != tir.Int8 {
+	if !ok || wl.Buf.DType != tir.Int8 || !addressable(wl.Buf) {
 		return t, false
 	}
 	flat, err := p.flat(wl.Buf, wl.Indices)
@@ -90,6 +102,16 @@ func (k *kernel) matchDotTerm(p *vplan, e tir.Expr) (dotTerm, bool) {
 		return t, false
 	}
 	t.w, t.wRest = wl.Buf, tir.Simplify(rest, k.dom)
+	if c, ok := xe.(*tir.Cast); ok && (c.To == tir.Uint8 || c.To == tir.Int8) {
+		// A constant activation: a tap that reads only padding.
+		if v, isConst := tir.IsConst(c.X); isConst {
+			if lo, hi := c.To.Range(); v >= lo && v <= hi {
+				t.fill, t.condKey, t.xType = v, "const", c.To
+				return t, true
+			}
+		}
+		return t, false
+	}
 	if s, ok := xe.(*tir.Select); ok {
 		c, isC := s.F.(*tir.Cast)
 		if !isC || s.T == nil || c.To != s.T.Type() {
@@ -102,18 +124,84 @@ func (k *kernel) matchDotTerm(p *vplan, e tir.Expr) (dotTerm, bool) {
 		t.cond, t.fill, t.condKey, xe = s.Cond, v, tir.ExprString(s.Cond), s.T
 	}
 	xl, ok := xe.(*tir.Load)
-	if !ok || xl.Buf.DType != tir.Uint8 && xl.Buf.DType != tir.Int8 {
+	if !ok || xl.Buf.DType != tir.Uint8 && xl.Buf.DType != tir.Int8 || !addressable(xl.Buf) {
 		return t, false
 	}
 	idx, err := simplifiedIndex(xl.Buf, xl.Indices, k.dom)
 	if err != nil {
 		return t, false
 	}
-	t.x, t.xIdx = xl.Buf, idx
+	t.x, t.xIdx, t.xType = xl.Buf, idx, xl.Buf.DType
 	if lo, hi := xl.Buf.DType.Range(); t.cond != nil && (t.fill < lo || t.fill > hi) {
 		return t, false
 	}
 	return t, true
+}
+
+// matchSatPair matches int32(int16(min(max(p + q, -32768), 32767))) of
+// two dot terms at adjacent offsets, and returns the lower one.
+func (k *kernel) matchSatPair(p *vplan, e tir.Expr) (dotTerm, bool) {
+	var none dotTerm
+	c32, ok := e.(*tir.Cast)
+	if !ok || c32.To != tir.Int32 {
+		return none, false
+	}
+	c16, ok := c32.X.(*tir.Cast)
+	if !ok || c16.To != tir.Int16 {
+		return none, false
+	}
+	bound := func(e tir.Expr, op tir.BinOp, v int64) tir.Expr {
+		b, ok := e.(*tir.Binary)
+		if !ok || b.Op != op {
+			return nil
+		}
+		if c, ok := b.B.(*tir.Cast); ok && c.To == tir.Int32 {
+			if got, ok := tir.IsConst(c.X); ok && got == v {
+				return b.A
+			}
+		}
+		return nil
+	}
+	inner := bound(c16.X, tir.Min, 32767)
+	if inner == nil {
+		return none, false
+	}
+	if inner = bound(inner, tir.Max, -32768); inner == nil {
+		return none, false
+	}
+	add, ok := inner.(*tir.Binary)
+	if !ok || add.Op != tir.Add {
+		return none, false
+	}
+	a, okA := k.matchDotTerm(p, add.A)
+	b, okB := k.matchDotTerm(p, add.B)
+	if !okA || !okB || !sameSource(a, b) {
+		return none, false
+	}
+	if d, ok := offset(a, b); ok && d == 1 {
+		return a, true
+	}
+	if d, ok := offset(b, a); ok && d == 1 {
+		return b, true
+	}
+	return none, false
+}
+
+// sameSource reports whether two dot terms read the same buffers under the
+// same guard.
+func sameSource(a, b dotTerm) bool {
+	return a.x == b.x && a.w == b.w && a.xType == b.xType && a.condKey == b.condKey && a.fill == b.fill
+}
+
+// offset returns how far b's elements lie after a's, when both its
+// activation and its weight are that constant distance further.
+func offset(a, b dotTerm) (int64, bool) {
+	dw, okw := constDiff(a.wRest, b.wRest)
+	if a.x == nil && b.x == nil { // constant activations
+		return dw, okw
+	}
+	dx, okx := constDiff(a.xIdx, b.xIdx)
+	return dx, okx && okw && dx == dw
 }
 
 // constDiff reports b − a when it is a constant.
@@ -125,18 +213,42 @@ func constDiff(a, b tir.Expr) (int64, bool) {
 // or ok false when it has none.
 func (k *kernel) vdot(p *vplan, e *tir.Binary) (code string, ok bool, err error) {
 	terms := addTerms(e, nil)
-	if len(terms) < dotGroup {
+	if len(terms) < 2 {
 		return "", false, nil
 	}
 	matched := make([]dotTerm, len(terms))
+	sat := make([]bool, len(terms)) // a saturated pair, matched[i] its lower term
 	for i, t := range terms {
 		if m, ok := k.matchDotTerm(p, t); ok {
 			matched[i], matched[i].matched = m, true
+		} else if m, ok := k.matchSatPair(p, t); ok && m.xType == tir.Uint8 {
+			matched[i], matched[i].matched, sat[i] = m, true, true
 		}
 	}
 	var parts []string
+	// Two saturated pairs two elements apart: one tsr_dot4s.
 	for i := range terms {
-		if !matched[i].matched || matched[i].use {
+		if !sat[i] || matched[i].use {
+			continue
+		}
+		for c := range terms {
+			if c == i || !sat[c] || matched[c].use || !sameSource(matched[i], matched[c]) {
+				continue
+			}
+			if d, ok := offset(matched[i], matched[c]); !ok || d != 2 {
+				continue
+			}
+			call, err := k.dotCall(p, matched[i], "dot4s")
+			if err != nil {
+				return "", false, err
+			}
+			matched[i].use, matched[c].use = true, true
+			parts = append(parts, call)
+			break
+		}
+	}
+	for i := range terms {
+		if !matched[i].matched || matched[i].use || sat[i] {
 			continue
 		}
 		// A group: the terms j = 0..3 after this one's offsets.
@@ -144,19 +256,17 @@ func (k *kernel) vdot(p *vplan, e *tir.Binary) (code string, ok bool, err error)
 		group := [dotGroup]int{i, -1, -1, -1}
 		for c := range terms {
 			m := matched[c]
-			if c == i || !m.matched || m.use || m.x != lead.x || m.w != lead.w || m.condKey != lead.condKey || m.fill != lead.fill {
+			if c == i || !m.matched || m.use || sat[c] || !sameSource(lead, m) {
 				continue
 			}
-			dx, okx := constDiff(lead.xIdx, m.xIdx)
-			dw, okw := constDiff(lead.wRest, m.wRest)
-			if okx && okw && dx == dw && dx > 0 && dx < dotGroup && group[dx] < 0 {
-				group[dx] = c
+			if d, ok := offset(lead, m); ok && d > 0 && d < dotGroup && group[d] < 0 {
+				group[d] = c
 			}
 		}
 		if group[1] < 0 || group[2] < 0 || group[3] < 0 {
 			continue
 		}
-		call, err := k.dotCall(p, lead)
+		call, err := k.dotCall(p, lead, "dot4")
 		if err != nil {
 			return "", false, err
 		}
@@ -185,20 +295,10 @@ func (k *kernel) vdot(p *vplan, e *tir.Binary) (code string, ok bool, err error)
 	return "(" + strings.Join(append(rest, parts...), " + ") + ")", true, nil
 }
 
-// dotCall emits the call for the group whose first term is t.
-func (k *kernel) dotCall(p *vplan, t dotTerm) (string, error) {
-	xb, err := k.lookupBuf(t.x)
-	if err != nil {
-		return "", err
-	}
+// dotCall emits the call of helper fn (dot4, dot4s) for the group whose
+// first term is t.
+func (k *kernel) dotCall(p *vplan, t dotTerm, fn string) (string, error) {
 	wb, err := k.lookupBuf(t.w)
-	if err != nil {
-		return "", err
-	}
-	if xb.scal != nil || wb.scal != nil {
-		return "", fmt.Errorf("internal: dot product of a scalarized buffer")
-	}
-	xi, err := k.expr(t.xIdx)
 	if err != nil {
 		return "", err
 	}
@@ -206,16 +306,27 @@ func (k *kernel) dotCall(p *vplan, t dotTerm) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	xq := fmt.Sprintf("tsr_ld32(&%s[%s])", xb.name, trimParens(xi))
-	if t.cond != nil {
-		c, err := k.expr(t.cond)
+	fill := fmt.Sprintf("%du", uint32(uint8(t.fill))*0x01010101)
+	xq := fill
+	if t.x != nil {
+		xb, err := k.lookupBuf(t.x)
 		if err != nil {
 			return "", err
 		}
-		fill := uint32(uint8(t.fill)) * 0x01010101
-		xq = fmt.Sprintf("(%s ? %s : %du)", c, xq, fill)
+		xi, err := k.expr(t.xIdx)
+		if err != nil {
+			return "", err
+		}
+		xq = fmt.Sprintf("tsr_ld32(&%s[%s])", xb.name, trimParens(xi))
+		if t.cond != nil {
+			c, err := k.expr(t.cond)
+			if err != nil {
+				return "", err
+			}
+			xq = fmt.Sprintf("(%s ? %s : %s)", c, xq, fill)
+		}
 	}
-	return fmt.Sprintf("tsr_dot4_v%d%s(%s, &%s[%s])", p.L, laneSuffix(t.x.DType), xq, wb.name, trimParens(wi)), nil
+	return fmt.Sprintf("tsr_%s_v%d%s(%s, &%s[%s])", fn, p.L, laneSuffix(t.xType), xq, wb.name, trimParens(wi)), nil
 }
 
 // dotHelpers returns tsr_dot4_vL<x>i8 for L int32 lanes, x u8 and i8.
@@ -257,6 +368,34 @@ func dotHelpers(L int) string {
 		if L == 8 {
 			w("#endif")
 		}
+	}
+	// tsr_dot4s: each pair's sum saturated to int16 (vpmaddubsw), then the
+	// two pairs summed into int32 (vpmaddwd with ones); uint8 activations.
+	name := "tsr_dot4s_v" + strconv.Itoa(L) + "u8"
+	if L == 8 {
+		w("#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__AVX2__)")
+		w("static inline %s %s(uint32_t xq, const int8_t *w) {", m, name)
+		w("  tsr_x86_v32qi xb = (tsr_x86_v32qi)(tsr_x86_v8si){(int)xq, (int)xq, (int)xq, (int)xq, (int)xq, (int)xq, (int)xq, (int)xq};")
+		w("  tsr_x86_v32qi wv;")
+		w("  __builtin_memcpy(&wv, w, 32);")
+		w("  tsr_x86_v16hi pairs = __builtin_ia32_pmaddubsw256(xb, wv);")
+		w("  return (%s)__builtin_ia32_pmaddwd256(pairs, (tsr_x86_v16hi){1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1});", m)
+		w("}")
+		w("#else")
+	}
+	w("#ifndef TSR_SAT16")
+	w("#define TSR_SAT16")
+	w("static inline int32_t tsr_sat16(int32_t v) { return v < -32768 ? -32768 : v > 32767 ? 32767 : v; }")
+	w("#endif")
+	w("static inline %s %s(uint32_t xq, const int8_t *w) {", m, name)
+	w("  int32_t x0 = (uint8_t)xq, x1 = (uint8_t)(xq >> 8), x2 = (uint8_t)(xq >> 16), x3 = (uint8_t)(xq >> 24);")
+	w("  %s r;", m)
+	w("  for (int l = 0; l < %d; ++l)", L)
+	w("    r[l] = tsr_sat16(x0 * w[4 * l] + x1 * w[4 * l + 1]) + tsr_sat16(x2 * w[4 * l + 2] + x3 * w[4 * l + 3]);")
+	w("  return r;")
+	w("}")
+	if L == 8 {
+		w("#endif")
 	}
 	return b.String()
 }

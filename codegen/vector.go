@@ -1251,6 +1251,7 @@ func vectorHelpers(L int) string {
 	w("typedef int tsr_x86_v4si __attribute__((vector_size(16)));")
 	w("typedef long long tsr_x86_v2di __attribute__((vector_size(16)));")
 	w("typedef int tsr_x86_v8si __attribute__((vector_size(32)));")
+	w("typedef char tsr_x86_v32qi __attribute__((vector_size(32)));")
 	w("typedef long long tsr_x86_v4di __attribute__((vector_size(32)));")
 	w("#endif")
 	w("#endif")

@@ -17,6 +17,15 @@ import (
 // Method is how a tensor's range is taken from its calibration values.
 type Method string
 
+// Describe says how m calibrates, with percentile its percentile (for
+// Percentile), as tune quantize reports it.
+func (m Method) Describe(percentile float64) string {
+	if m == Percentile {
+		return fmt.Sprintf("percentile %g of |x|", percentile)
+	}
+	return string(m)
+}
+
 const (
 	// MinMax takes the smallest and the largest value over all samples
 	// (onnxruntime's CalibrationMethod.MinMax).

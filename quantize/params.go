@@ -25,6 +25,9 @@ const (
 	uint8Min, uint8Max = 0, 255
 	int8Min, int8Max   = -127, 127
 	int32Min, int32Max = math.MinInt32, math.MaxInt32
+	// Weights with Options.ReduceRange: 7 bits, onnxruntime's
+	// reduce_range for symmetric int8.
+	reducedMin, reducedMax = -64, 64
 )
 
 // tinyFloat32 is float32's smallest normal number (numpy's

@@ -102,6 +102,11 @@ type Options struct {
 	// Run runs the float model on the samples; nil means BuildRunner's
 	// with all CPUs.
 	Run Runner
+	// ReduceRange quantizes weights to 7 bits, [-64, 64], as
+	// onnxruntime's reduce_range does: on a CPU without VNNI, the sums of
+	// two u8×s8 products then fit int16, which the vpmaddubsw kernels
+	// need to be exact (ops' pairsFitInt16), at some cost in accuracy.
+	ReduceRange bool
 }
 
 // Runner runs the float graph g on each sample and calls each with the
@@ -156,6 +161,7 @@ func Quantize(ctx context.Context, g *graph.Graph, opts Options) (*graph.Graph, 
 	}
 	adjustRanges(g, ranges)
 	rep := &Report{Nodes: map[string]int{}, Samples: len(opts.Samples)}
+	p.reduceRange = opts.ReduceRange
 	if err := p.emit(ranges, rep); err != nil {
 		return nil, nil, err
 	}

@@ -107,6 +107,8 @@ type plan struct {
 	nodes      map[*graph.Node]bool // nodes quantized (for the report)
 	notes      []string
 	calibrated map[string]bool // the tensors onnxruntime calibrates
+	// reduceRange: weights to 7 bits (Options.ReduceRange).
+	reduceRange bool
 }
 
 // isFloat reports whether name is a float32 value of g.
@@ -339,6 +341,7 @@ type qinfo struct {
 	ps          []Params
 	axis        int // -1 per tensor
 	dtype       graph.DType
+	lo, hi      int64  // a weight's integer range (both 0: the dtype's)
 	scale, zero string // the names of the scale and zero-point constants
 }
 
@@ -424,7 +427,11 @@ func (p *plan) params(ranges map[string]Range, rep *Report) (map[string]*qinfo, 
 		v := g.Values[name]
 		switch {
 		case m.kind == weight:
-			info[name] = &qinfo{ps: WeightParams(v.Const.Shape, v.Const.F32, m.axis), axis: m.axis, dtype: graph.Int8}
+			lo, hi := int64(int8Min), int64(int8Max)
+			if p.reduceRange {
+				lo, hi = reducedMin, reducedMax
+			}
+			info[name] = &qinfo{ps: dataParams(v.Const.Shape, v.Const.F32, m.axis, lo, hi, true), axis: m.axis, dtype: graph.Int8, lo: lo, hi: hi}
 		case m.kind == activation && v.Const != nil:
 			info[name] = &qinfo{ps: []Params{ConstParams(v.Const.F32)}, axis: -1, dtype: graph.Uint8}
 		case m.kind == activation:
@@ -514,7 +521,10 @@ func (e *emission) tensors() {
 			c := v.Const
 			e.paramConsts(name, qi)
 			lo, hi := int64(uint8Min), int64(uint8Max)
-			if qi.dtype == graph.Int8 {
+			switch {
+			case qi.lo != 0 || qi.hi != 0:
+				lo, hi = qi.lo, qi.hi
+			case qi.dtype == graph.Int8:
 				lo, hi = int8Min, int8Max
 			}
 			q := &graph.Tensor{DType: qi.dtype, Shape: slices.Clone(c.Shape), I64: QuantizeData(c.Shape, c.F32, qi.axis, qi.ps, lo, hi)}

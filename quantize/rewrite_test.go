@@ -514,3 +514,45 @@ func TestPercentileCalibration(t *testing.T) {
 		t.Errorf("input scale %g by minmax (want %g), %g by percentile (want at most %g)", mm, float32(1000.0/255), pc, 1.0/255)
 	}
 }
+
+// TestReduceRange: with Options.ReduceRange the weights are quantized to
+// 7 bits, [-64, 64], each channel's largest |w| at ±64 (onnxruntime's
+// reduce_range), the biases on the matching scales; the model still
+// computes the float model's output within the (coarser) quantization
+// error.
+func TestReduceRange(t *testing.T) {
+	b := newBuilder(t, 17)
+	b.input("x", 1, 4, 5, 5)
+	b.weight("w", 0.5, 3, 4, 3, 3)
+	b.weight("b", 0.2, 3)
+	b.node("Conv", []string{"x", "w", "b"}, []string{"y"}, map[string]graph.Attr{"pads": ints(1, 1, 1, 1)})
+	g := b.done("y")
+	samples, err := RandomSamples(g, 3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _, err := Quantize(context.Background(), g, Options{Samples: samples, Run: ReferenceRunner, ReduceRange: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := q.Nodes[slices.IndexFunc(q.Nodes, func(n *graph.Node) bool { return n.OpType == "Conv" })]
+	wq, ws, _, _ := dqParams(t, q, conv.Inputs[1])
+	per := len(wq.I64) / 3
+	for m := range 3 {
+		ch := wq.I64[m*per : (m+1)*per]
+		lo, hi := slices.Min(ch), slices.Max(ch)
+		if lo < -64 || hi > 64 || max(-lo, hi) != 64 {
+			t.Errorf("channel %d spans [%d, %d]: want its largest |w| at 64 and nothing beyond", m, lo, hi)
+		}
+		wf := g.Values["w"].Const.F32[m*per : (m+1)*per]
+		var amax float32
+		for _, v := range wf {
+			amax = max(amax, v, -v)
+		}
+		if want := amax / 64; math.Abs(float64(ws.F32[m]-want)) > 1e-6*float64(want) {
+			t.Errorf("channel %d scale %g, want max|w|/64 = %g", m, ws.F32[m], want)
+		}
+	}
+	_, ys, _, _ := dqParams(t, q, "y")
+	checkClose(t, g, q, ys.F32[0], 16)
+}

@@ -27,7 +27,7 @@ func spatialNHWC(op, name string, x *Tensor) ([]int, error) {
 // reduction runs over (KH, KW, C/group), the input channel innermost, so
 // that it walks x contiguously.
 func ConvNHWC(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
-	return convNHWC(name, x, w, b, a, false, tir.F32(0), tir.MulE, 1)
+	return convNHWC(name, x, w, b, a, false, tir.F32(0), tir.MulE, dotForm{n: 1})
 }
 
 // ConvToNHWC is Conv from NCHW activations x [N, C, H, W] to channels-last
@@ -37,14 +37,30 @@ func ConvNHWC(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
 // oneDNN's first-convolution kernels read a plain input into a blocked
 // output. The reduction is ConvNHWC's.
 func ConvToNHWC(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
-	return convNHWC(name, x, w, b, a, true, tir.F32(0), tir.MulE, 1)
+	return convNHWC(name, x, w, b, a, true, tir.F32(0), tir.MulE, dotForm{n: 1})
+}
+
+// dotForm is how a convolution's body sums its channels: n at a time
+// (IntConvOptions.Dot), each pair's sum saturated to int16 with saturate
+// (IntConvOptions.SaturatePairs).
+type dotForm struct {
+	n        int
+	saturate bool
+}
+
+// sat16 is the int32 e saturated to int16's range, widened back: a pair of
+// u8×s8 products summed as x86's vpmaddubsw sums them.
+func sat16(e tir.Expr) tir.Expr {
+	c := tir.MinE(tir.MaxE(e, tir.IntOf(tir.Int32, math.MinInt16)), tir.IntOf(tir.Int32, math.MaxInt16))
+	return &tir.Cast{To: tir.Int32, X: &tir.Cast{To: tir.Int16, X: c}}
 }
 
 // convNHWC is ConvNHWC, or ConvToNHWC when fromNCHW is set, with x padded
-// with fill and mul the product of an input and a weight element. With dot
-// > 1 the channel reduction runs over groups of dot adjacent input
+// with fill and mul the product of an input and a weight element. With
+// dot.n > 1 the channel reduction runs over groups of dot.n adjacent input
 // channels, each group's products summed in the body (IntConvOptions.Dot).
-func convNHWC(name string, x, w, b *Tensor, a ConvAttrs, fromNCHW bool, fill tir.Expr, mul func(a, b tir.Expr) tir.Expr, dot int) (*Tensor, error) {
+func convNHWC(name string, x, w, b *Tensor, a ConvAttrs, fromNCHW bool, fill tir.Expr, mul func(a, b tir.Expr) tir.Expr, df dotForm) (*Tensor, error) {
+	dot := df.n
 	name = orDefault(name, "conv")
 	if err := checkInputs("Conv", name, x, w); err != nil {
 		return nil, err
@@ -93,6 +109,9 @@ func convNHWC(name string, x, w, b *Tensor, a ConvAttrs, fromNCHW bool, fill tir
 	if dot < 1 || Cg%dot != 0 || dot > 1 && fromNCHW {
 		return nil, opError("Conv", name, "channel groups of %d over %d input channels (from NCHW: %v)", dot, Cg, fromNCHW)
 	}
+	if df.saturate && (dot%2 != 0 || x.DType() != tir.Uint8 || w.DType() != tir.Int8) {
+		return nil, opError("Conv", name, "saturated pairs need uint8 input, int8 weights and an even group (%v, %v, %d)", x.DType(), w.DType(), dot)
+	}
 	if Cg/dot > 1 || len(rshape) == 0 {
 		rshape = append(rshape, Cg/dot)
 	}
@@ -117,7 +136,7 @@ func convNHWC(name string, x, w, b *Tensor, a ConvAttrs, fromNCHW bool, fill tir
 		for s, w := range ws {
 			xi[xH+s] = iadd(imulc(i[1+s], w.s), imulc(taps[s], w.d))
 		}
-		var sum tir.Expr
+		terms := make([]tir.Expr, dot)
 		for j := range dot {
 			c := rc // the weights' input channel
 			if dot > 1 {
@@ -128,12 +147,17 @@ func convNHWC(name string, x, w, b *Tensor, a ConvAttrs, fromNCHW bool, fill tir
 			if G > 1 {
 				xj[xC] = iadd(imulc(idivc(i[3], mPerG), Cg), c)
 			}
-			t := mul(src.At(xj...), w.At(i[3], c, taps[0], taps[1]))
-			if sum == nil {
-				sum = t
-			} else {
-				sum = tir.AddE(sum, t)
+			terms[j] = mul(src.At(xj...), w.At(i[3], c, taps[0], taps[1]))
+		}
+		if df.saturate {
+			for j := 0; j < dot; j += 2 {
+				terms[j/2] = sat16(tir.AddE(terms[j], terms[j+1]))
 			}
+			terms = terms[:dot/2]
+		}
+		sum := terms[0]
+		for _, t := range terms[1:] {
+			sum = tir.AddE(sum, t)
 		}
 		return sum
 	})

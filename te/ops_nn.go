@@ -383,6 +383,13 @@ type IntConvOptions struct {
 	// hold a group's Dot elements together for each output channel. 0 or
 	// 1: one channel at a time.
 	Dot int
+	// SaturatePairs, with Dot even, a uint8 x and int8 weights, saturates
+	// the sum of each pair of adjacent products to int16 before adding it
+	// (x86's vpmaddubsw, twice the products per instruction of an exact
+	// 16-bit multiply-add): the caller chooses it where no pair can reach
+	// ±32767 (255·(|w0|+|w1|) ≤ 32767 for weights of one sign), so that the
+	// sum is the exact one.
+	SaturatePairs bool
 }
 
 // IntConv is Conv on integers: x holds integers (of an integer type, or
@@ -398,9 +405,9 @@ func IntConv(name string, x, w *Tensor, xZero int64, a ConvAttrs, o IntConvOptio
 		fill = tir.IntOf(dt, xZero)
 	}
 	if o.NHWC {
-		return convNHWC(name, x, w, nil, a, o.FromNCHW, fill, intProduct, max(o.Dot, 1))
+		return convNHWC(name, x, w, nil, a, o.FromNCHW, fill, intProduct, dotForm{n: max(o.Dot, 1), saturate: o.SaturatePairs})
 	}
-	if o.Dot > 1 {
+	if o.Dot > 1 || o.SaturatePairs {
 		return nil, opError("Conv", orDefault(name, "conv"), "channel groups (Dot %d) need channels-last input", o.Dot)
 	}
 	return conv(name, x, w, nil, a, fill, intProduct)

@@ -12,7 +12,7 @@ import (
 )
 
 // quantizeUsage is the help of the command, before its flags.
-const quantizeUsage = "usage: tune quantize model.onnx -o model.int8.onnx [--calibrate FILE.npy ...] [--method minmax|percentile] [--percentile P] [--input name=d0,d1,...]\n\n" +
+const quantizeUsage = "usage: tune quantize model.onnx -o model.int8.onnx [--calibrate FILE.npy ...] [--method minmax|percentile] [--percentile P] [--reduce-range] [--input name=d0,d1,...]\n\n" +
 	"Writes the static int8 QDQ model onnxruntime's quantize_static writes (QuantFormat.QDQ;\n" +
 	"uint8 activations, int8 weights per channel, int32 biases): QuantizeLinear/DequantizeLinear\n" +
 	"around Conv, Gemm, MatMul and the ops between them, with ranges calibrated by running\n" +
@@ -29,6 +29,7 @@ type quantizeFlags struct {
 	random     int
 	seed       uint64
 	threads    int
+	reduce     bool
 }
 
 func (q *quantizeFlags) Register(fs *flag.FlagSet) {
@@ -41,6 +42,7 @@ func (q *quantizeFlags) Register(fs *flag.FlagSet) {
 	fs.IntVar(&q.random, "random", 8, "without --calibrate, calibrate on `N` random inputs (uniform in [-1, 1); integers 0 or 1)")
 	fs.Uint64Var(&q.seed, "seed", 1, "seed of --random's inputs")
 	fs.IntVar(&q.threads, "threads", runtime.NumCPU(), "threads of the calibration runs")
+	fs.BoolVar(&q.reduce, "reduce-range", false, "weights to 7 bits ([-64, 64], onnxruntime's reduce_range): exact fast int8 kernels on CPUs without VNNI (AVX2's vpmaddubsw), at some accuracy")
 	cli.SetUsage(fs, quantizeUsage)
 }
 
@@ -79,7 +81,7 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	ctx, sigs := cli.NotifySignals()
 	defer sigs.Stop()
 	q, rep, err := quantize.Quantize(ctx, g, quantize.Options{
-		Method: quantize.Method(qf.method), Percentile: qf.percentile, Samples: samples, Run: quantize.BuildRunner(qf.threads)})
+		Method: quantize.Method(qf.method), Percentile: qf.percentile, Samples: samples, Run: quantize.BuildRunner(qf.threads), ReduceRange: qf.reduce})
 	if err != nil {
 		return sigs.Interrupted(err, "stopped; nothing was written")
 	}
@@ -87,11 +89,7 @@ func runQuantize(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	method := qf.method
-	if method == string(quantize.Percentile) {
-		method = fmt.Sprintf("percentile %g of |x|", qf.percentile)
-	}
-	fmt.Fprintf(stdout, "calibration: %s over %d samples\n", method, rep.Samples)
+	fmt.Fprintf(stdout, "calibration: %s over %d samples\n", quantize.Method(qf.method).Describe(qf.percentile), rep.Samples)
 	rep.WriteReport(stdout)
 	fmt.Fprintf(stdout, "wrote %s (opset %d, %d nodes, %.1f MB)\n", cli.Printable(qf.out), q.Opset, len(q.Nodes), float64(size)/1e6)
 	return nil

@@ -16,7 +16,7 @@ import (
 // EvaluateModel, modelbuild.Open, remote.ServeTarget, cli.Version and the
 // completion command took what the verbs ran): lower the limit as code
 // leaves, never raise it to let code in.
-const maxProductLines = 988
+const maxProductLines = 986
 
 // TestThinVerbs fails when cmd/tune's non-test Go grows past
 // maxProductLines.

@@ -269,7 +269,7 @@ func (b *exampleBuilder) build() {
 
 // quantized adds the integer computations of quantized models: uint8
 // activations, int8 weights, int32 sums and biases, requantized to uint8
-// ("qmatmul", "qconv", "qconv_depthwise", "qconv_dot4"), and elementwise work on uint8
+// ("qmatmul", "qconv", "qconv_depthwise", "qconv_dot4", "qconv_dot4s"), and elementwise work on uint8
 // data through float32 ("u8_add", "u8_max_pool"). The multipliers are the
 // inputs scaled by 2^-12, so that the requantized values spread over
 // uint8's range instead of saturating.
@@ -310,6 +310,14 @@ func (b *exampleBuilder) quantized() {
 		acc := mustExample(te.IntConv("qconv_dot4_acc", U8("X", 1, 7, 9, 8), I8("W", 16, 8, 3, 3), 17,
 			te.ConvAttrs{Pads: []int{1, 1, 1, 1}, Strides: []int{2, 1}}, te.IntConvOptions{NHWC: true, Dot: 4}))
 		b.add("qconv_dot4")(te.Requantize("qconv_dot4", acc, I32("bias", 16), mult(16), 3, 128, tir.Uint8))
+	}
+	{
+		// The same with each pair's sum saturated to int16 (vpmaddubsw's
+		// arithmetic): the sweeps' weights span int8, so some pairs
+		// saturate, in the kernels as in the reference.
+		acc := mustExample(te.IntConv("qconv_dot4s_acc", U8("X", 1, 5, 6, 8), I8("W", 8, 8, 3, 3), 250,
+			te.ConvAttrs{Pads: []int{0, 1, 1, 0}}, te.IntConvOptions{NHWC: true, Dot: 4, SaturatePairs: true}))
+		b.add("qconv_dot4s")(te.Requantize("qconv_dot4s", acc, I32("bias", 8), mult(8), 3, 128, tir.Uint8))
 	}
 	{
 		// Summed in float32 (exact for integer weights within the bound;
