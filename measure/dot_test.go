@@ -28,6 +28,7 @@ func TestDotProductKernel(t *testing.T) {
 		{"x86-64-v2", "qconv_dot4s", "tsr_dot4s_v"},
 		{"x86-64-v3", "qconv_dot4s", "tsr_dot4s_v"},
 		{"x86-64-v4", "qconv_dot4s", "tsr_dot4s_v"},
+		{"x86-64-v3", "qmatmul_dot4s", "tsr_dot4s_v"},
 	} {
 		name := c.level
 		m, err := machine.Level(name)

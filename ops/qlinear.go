@@ -165,7 +165,7 @@ func integerForm(g *graph.Graph, n *graph.Node, conv, withBias bool) (*qlinearFo
 	if !slices.ContainsFunc(f.mult, func(v float32) bool { return v != f.mult[0] }) {
 		f.mult = f.mult[:1]
 	}
-	if f.float && conv && saturatedDots(g, n) {
+	if f.float && saturatedDots(g, n) {
 		// vpmaddubsw's kernels outrun the float ones (ResNet-18's 3×3
 		// convolutions of layer 3 with 7-bit weights, Zen 3: 3.8 ms
 		// summed in float32, 1.4 ms by saturated pairs).
@@ -260,53 +260,57 @@ func qlinearConsts(g *graph.Graph, n *graph.Node, f *qlinearForm) (bias, mult, w
 	return bias, mult, weights, nil
 }
 
-// saturatedDots reports whether QLinearConv node n of g, in its int32
-// form, sums its channels four at a time in saturated pairs
-// (te.IntConvOptions.SaturatePairs): channels-last, uint8 input, int8
-// weights that pairsFitInt16, channels per group a multiple of dotGroup.
+// saturatedDots reports whether QLinearConv or QLinearMatMul node n of g,
+// in its int32 form, sums its channels (its k) four at a time in saturated
+// pairs (te.IntConvOptions.SaturatePairs): uint8 input, int8 weights that
+// pairsFitInt16, channels per group (rows) a multiple of dotGroup, and a
+// convolution channels-last.
 func saturatedDots(g *graph.Graph, n *graph.Node) bool {
 	x, w := g.Values[n.Input(qX)], g.Values[n.Input(qW)]
-	if x == nil || w == nil || w.Const == nil || len(w.Shape) < 2 || x.DType != graph.Uint8 || w.DType != graph.Int8 || w.Shape[1]%dotGroup != 0 {
+	if x == nil || w == nil || w.Const == nil || len(w.Shape) < 2 || x.DType != graph.Uint8 || w.DType != graph.Int8 {
 		return false
 	}
-	if in, out, err := layouts(n); err != nil || !in || !out {
+	if n.OpType == "QLinearMatMul" {
+		return len(w.Shape) == 2 && w.Shape[0]%dotGroup == 0 && pairsFitInt16(w.Const, 0)
+	}
+	if in, out, err := layouts(n); err != nil || !in || !out || w.Shape[1]%dotGroup != 0 {
 		return false
 	}
-	return pairsFitInt16(w.Const)
+	return pairsFitInt16(w.Const, 1)
 }
 
-// pairsFitInt16 reports whether no two weights a convolution's dot groups
-// pair (input channels 2k and 2k+1 of one output channel and tap, weights
-// [M, C, k...]) can make a sum of two u8×s8 products leave int16: for each
-// pair, 255 times the larger of the sums of its positive and of its
-// negative weights is at most 32767. Then a pair summed with saturation
-// (te.IntConvOptions.SaturatePairs: vpmaddubsw) is summed exactly. Weights
-// quantized to 7 bits (onnxruntime's reduce_range, tune quantize
-// --reduce-range) always fit; full-range int8 weights rarely do.
-func pairsFitInt16(w *graph.Tensor) bool {
-	if w == nil || len(w.Shape) < 2 || w.Shape[1]%2 != 0 {
+// pairsFitInt16 reports whether no two weights a dot group pairs (indices
+// 2k and 2k+1 along axis, the input channels of a convolution's [M, C,
+// k...] or the rows of a matmul's [K, N], everything else equal) can make
+// a sum of two u8×s8 products leave int16: for each pair, 255 times the
+// larger of the sums of its positive and of its negative weights is at
+// most 32767. Then a pair summed with saturation (te.IntConvOptions.
+// SaturatePairs: vpmaddubsw) is summed exactly. Weights quantized to 7
+// bits (onnxruntime's reduce_range, tune quantize --reduce-range) always
+// fit; full-range int8 weights rarely do.
+func pairsFitInt16(w *graph.Tensor, axis int) bool {
+	if w == nil || axis >= len(w.Shape) || w.Shape[axis]%2 != 0 {
 		return false
 	}
-	taps := 1
-	for _, d := range w.Shape[2:] {
-		taps *= d
+	inner := 1
+	for _, d := range w.Shape[axis+1:] {
+		inner *= d
 	}
-	for m := range w.Shape[0] {
-		for c := 0; c < w.Shape[1]; c += 2 {
-			for t := range taps {
-				i := (m*w.Shape[1]+c)*taps + t
-				pos, neg := int64(0), int64(0)
-				for _, v := range []int64{w.I64[i], w.I64[i+taps]} {
-					if v > 0 {
-						pos += v
-					} else {
-						neg -= v
-					}
-				}
-				if 255*max(pos, neg) > math.MaxInt16 {
-					return false
-				}
+	n := w.Shape[axis]
+	for i, v := range w.I64 {
+		if (i/inner)%n%2 != 0 {
+			continue // the second of its pair
+		}
+		pos, neg := int64(0), int64(0)
+		for _, x := range []int64{v, w.I64[i+inner]} {
+			if x > 0 {
+				pos += x
+			} else {
+				neg -= x
 			}
+		}
+		if 255*max(pos, neg) > math.MaxInt16 {
+			return false
 		}
 	}
 	return true
@@ -381,7 +385,12 @@ func lowerQLinear(conv bool) func(c *lowerCtx) ([]*te.Tensor, error) {
 			if f.float {
 				acc, err = te.MatMul(c.sub("acc"), te.Shifted(c.sub("x_shifted"), x, f.xZero), w)
 			} else {
-				acc, err = te.IntMatMul(c.sub("acc"), x, w)
+				var o te.IntMatMulOptions
+				if w.Shape[0]%dotGroup == 0 {
+					o.Dot = dotGroup
+					o.SaturatePairs = x.DType() == tir.Uint8 && w.DType() == tir.Int8 && saturatedDots(c.g, c.n)
+				}
+				acc, err = te.IntMatMul(c.sub("acc"), x, w, o)
 			}
 			if err != nil {
 				return nil, err

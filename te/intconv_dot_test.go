@@ -71,3 +71,61 @@ func TestIntConvDot(t *testing.T) {
 		t.Error("Dot without NHWC: no error")
 	}
 }
+
+// TestIntMatMulDot: IntMatMul with k in groups (IntMatMulOptions.Dot)
+// equals it one k at a time, batched or not; saturated pairs equal it
+// where no pair leaves int16 (weights of magnitude ≤ 64).
+func TestIntMatMulDot(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		a, b []int
+		sat  bool
+	}{
+		{"2-D", []int{5, 12}, []int{12, 7}, false},
+		{"batched", []int{2, 3, 8}, []int{8, 4}, false},
+		{"saturated, 7-bit weights", []int{6, 16}, []int{16, 9}, true},
+	} {
+		a := TypedPlaceholder("a", tir.Uint8, c.a...)
+		b := TypedPlaceholder("b", tir.Int8, c.b...)
+		b.Const = true
+		eval := func(o IntMatMulOptions) []int64 {
+			y, err := IntMatMul("y", a, b, o)
+			if err != nil {
+				t.Fatalf("%s: %+v: %v", c.name, o, err)
+			}
+			d, err := NewDAG(y)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ins := make([][]float32, len(d.Inputs))
+			for i, in := range d.Inputs {
+				ins[i] = make([]float32, in.Size())
+				r := rand.New(rand.NewPCG(uint64(i), 9))
+				RandomSlots(in.DType(), ins[i], r.Float64)
+				if in.DType() == tir.Int8 && c.sat {
+					for k, f := range ins[i] {
+						ins[i][k] = tir.IntSlot(tir.SlotInt(tir.Int8, f) / 2) // |w| ≤ 64
+					}
+				}
+			}
+			out, err := d.Eval(ins)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]int64, len(out[0]))
+			for i, f := range out[0] {
+				got[i] = tir.SlotInt(tir.Int32, f)
+			}
+			return got
+		}
+		want, got := eval(IntMatMulOptions{}), eval(IntMatMulOptions{Dot: 4, SaturatePairs: c.sat})
+		if !slices.Equal(want, got) {
+			t.Errorf("%s: groups of 4 differ from one k at a time", c.name)
+		}
+	}
+	a := TypedPlaceholder("a", tir.Uint8, 3, 6)
+	b := TypedPlaceholder("b", tir.Int8, 6, 2)
+	if _, err := IntMatMul("y", a, b, IntMatMulOptions{Dot: 4}); err == nil {
+		t.Error("groups of 4 over k = 6: no error")
+	}
+}

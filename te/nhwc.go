@@ -48,6 +48,23 @@ type dotForm struct {
 	saturate bool
 }
 
+// sum adds a group's products: in order, or with saturate each adjacent
+// pair's sum saturated to int16 first.
+func (df dotForm) sum(terms []tir.Expr) tir.Expr {
+	if df.saturate {
+		pairs := make([]tir.Expr, 0, len(terms)/2)
+		for j := 0; j+1 < len(terms); j += 2 {
+			pairs = append(pairs, sat16(tir.AddE(terms[j], terms[j+1])))
+		}
+		terms = pairs
+	}
+	sum := terms[0]
+	for _, t := range terms[1:] {
+		sum = tir.AddE(sum, t)
+	}
+	return sum
+}
+
 // sat16 is the int32 e saturated to int16's range, widened back: a pair of
 // u8×s8 products summed as x86's vpmaddubsw sums them.
 func sat16(e tir.Expr) tir.Expr {
@@ -149,17 +166,7 @@ func convNHWC(name string, x, w, b *Tensor, a ConvAttrs, fromNCHW bool, fill tir
 			}
 			terms[j] = mul(src.At(xj...), w.At(i[3], c, taps[0], taps[1]))
 		}
-		if df.saturate {
-			for j := 0; j < dot; j += 2 {
-				terms[j/2] = sat16(tir.AddE(terms[j], terms[j+1]))
-			}
-			terms = terms[:dot/2]
-		}
-		sum := terms[0]
-		for _, t := range terms[1:] {
-			sum = tir.AddE(sum, t)
-		}
-		return sum
+		return df.sum(terms)
 	})
 	if b == nil {
 		return conv, nil

@@ -11,15 +11,27 @@ import (
 // [K, 1], the promoted axes are removed from the result, and the batch
 // dimensions (all but the last two) broadcast. One reduction stage.
 func MatMul(name string, a, b *Tensor) (*Tensor, error) {
-	return matMul(name, a, b, tir.MulE)
+	return matMul(name, a, b, tir.MulE, dotForm{n: 1})
 }
 
 // IntMatMul is MatMul on integers: a and b hold integers (of an integer
 // type, or float32 values that are integers), and the result is the int32
 // sum of their int32 products. Zero points are the caller's to subtract
 // (or to fold into a bias); the sums must stay within int32.
-func IntMatMul(name string, a, b *Tensor) (*Tensor, error) {
-	return matMul(name, a, b, intProduct)
+func IntMatMul(name string, a, b *Tensor, o IntMatMulOptions) (*Tensor, error) {
+	df := dotForm{n: max(o.Dot, 1), saturate: o.SaturatePairs}
+	if df.saturate && (df.n%2 != 0 || a.DType() != tir.Uint8 || b.DType() != tir.Int8) {
+		return nil, opError("MatMul", orDefault(name, "matmul"), "saturated pairs need uint8 a, int8 b and an even group (%v, %v, %d)", a.DType(), b.DType(), df.n)
+	}
+	return matMul(name, a, b, intProduct, df)
+}
+
+// IntMatMulOptions shape IntMatMul's reduction as IntConvOptions' Dot and
+// SaturatePairs shape a convolution's: Dot adjacent k summed in the body
+// (Dot divides k), each pair saturated to int16 with SaturatePairs.
+type IntMatMulOptions struct {
+	Dot           int
+	SaturatePairs bool
 }
 
 // intProduct is the int32 product of two integer operands.
@@ -34,7 +46,7 @@ func toInt32(x tir.Expr) tir.Expr {
 	return &tir.Cast{To: tir.Int32, X: x}
 }
 
-func matMul(name string, a, b *Tensor, mul func(a, b tir.Expr) tir.Expr) (*Tensor, error) {
+func matMul(name string, a, b *Tensor, mul func(a, b tir.Expr) tir.Expr, df dotForm) (*Tensor, error) {
 	name = orDefault(name, "matmul")
 	if err := checkInputs("MatMul", name, a, b); err != nil {
 		return nil, err
@@ -69,24 +81,34 @@ func matMul(name string, a, b *Tensor, mul func(a, b tir.Expr) tir.Expr) (*Tenso
 	if rb > 1 {
 		out = append(out, n)
 	}
+	if df.n < 1 || ka%df.n != 0 {
+		return nil, opError("MatMul", name, "groups of %d over an inner dimension of %d", df.n, ka)
+	}
 	nb := len(batch)
-	return Reduce(name, out, Sum, []int{ka}, func(i, r []tir.Expr) tir.Expr {
-		k := r[0]
-		ai := broadcastIndex(aBatch, batch, i[:nb])
-		bi := broadcastIndex(bBatch, batch, i[:nb])
-		j := nb
-		if ra > 1 {
-			ai = append(ai, i[j], k)
-			j++
-		} else {
-			ai = append(ai, k)
+	return Reduce(name, out, Sum, []int{ka / df.n}, func(i, r []tir.Expr) tir.Expr {
+		terms := make([]tir.Expr, df.n)
+		for g := range df.n {
+			k := r[0]
+			if df.n > 1 {
+				k = iaddc(imulc(r[0], df.n), g)
+			}
+			ai := broadcastIndex(aBatch, batch, i[:nb])
+			bi := broadcastIndex(bBatch, batch, i[:nb])
+			j := nb
+			if ra > 1 {
+				ai = append(ai, i[j], k)
+				j++
+			} else {
+				ai = append(ai, k)
+			}
+			if rb > 1 {
+				bi = append(bi, k, i[j])
+			} else {
+				bi = append(bi, k)
+			}
+			terms[g] = mul(a.At(ai...), b.At(bi...))
 		}
-		if rb > 1 {
-			bi = append(bi, k, i[j])
-		} else {
-			bi = append(bi, k)
-		}
-		return mul(a.At(ai...), b.At(bi...))
+		return df.sum(terms)
 	}), nil
 }
 

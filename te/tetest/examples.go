@@ -269,7 +269,8 @@ func (b *exampleBuilder) build() {
 
 // quantized adds the integer computations of quantized models: uint8
 // activations, int8 weights, int32 sums and biases, requantized to uint8
-// ("qmatmul", "qconv", "qconv_depthwise", "qconv_dot4", "qconv_dot4s"), and elementwise work on uint8
+// ("qmatmul", "qmatmul_dot4s", "qconv", "qconv_depthwise", "qconv_dot4",
+// "qconv_dot4s"), and elementwise work on uint8
 // data through float32 ("u8_add", "u8_max_pool"). The multipliers are the
 // inputs scaled by 2^-12, so that the requantized values spread over
 // uint8's range instead of saturating.
@@ -287,8 +288,14 @@ func (b *exampleBuilder) quantized() {
 		return te.Compute("mult_scaled", m.Shape, func(i []tir.Expr) tir.Expr { return tir.MulE(m.At(i...), tir.F32(1.0/4096)) })
 	}
 	{
-		acc := mustExample(te.IntMatMul("qmatmul_acc", U8("X", 23, 40), I8("W", 40, 19)))
+		acc := mustExample(te.IntMatMul("qmatmul_acc", U8("X", 23, 40), I8("W", 40, 19), te.IntMatMulOptions{}))
 		b.add("qmatmul")(te.Requantize("qmatmul", acc, I32("bias", 19), mult(19), 1, 7, tir.Uint8))
+	}
+	{
+		// k in groups of four, pairs saturated (vpmaddubsw's arithmetic;
+		// the sweeps' weights span int8, so some pairs saturate).
+		acc := mustExample(te.IntMatMul("qmatmul_dot4s_acc", U8("X", 13, 24), I8("W", 24, 16), te.IntMatMulOptions{Dot: 4, SaturatePairs: true}))
+		b.add("qmatmul_dot4s")(te.Requantize("qmatmul_dot4s", acc, I32("bias", 16), mult(16), 1, 7, tir.Uint8))
 	}
 	{
 		acc := mustExample(te.IntConv("qconv_acc", U8("X", 1, 6, 9, 9), I8("W", 8, 6, 3, 3), 100, te.ConvAttrs{Pads: []int{1, 1, 1, 1}}, te.IntConvOptions{}))
