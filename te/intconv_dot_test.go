@@ -29,36 +29,15 @@ func TestIntConvDot(t *testing.T) {
 		x := TypedPlaceholder("x", c.xdt, c.x...)
 		w := TypedPlaceholder("w", tir.Int8, c.w...)
 		w.Const = true
-		eval := func(dot int) []float32 {
+		eval := func(dot int) []int64 {
 			y, err := IntConv("y", x, w, c.zeroX, c.a, IntConvOptions{NHWC: true, Dot: dot})
 			if err != nil {
 				t.Fatalf("%s: Dot %d: %v", c.name, dot, err)
 			}
-			d, err := NewDAG(y)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ins := make([][]float32, len(d.Inputs))
-			for i, in := range d.Inputs {
-				ins[i] = make([]float32, in.Size())
-				r := rand.New(rand.NewPCG(uint64(i), 7)) // the same data for both forms
-				RandomSlots(in.DType(), ins[i], r.Float64)
-			}
-			out, err := d.Eval(ins)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return out[0]
+			return evalInts(t, y, false)
 		}
 		want, got := eval(1), eval(int(c.dot))
-		ints := func(slots []float32) []int64 {
-			out := make([]int64, len(slots))
-			for i, f := range slots {
-				out[i] = tir.SlotInt(tir.Int32, f)
-			}
-			return out
-		}
-		if !slices.Equal(ints(want), ints(got)) {
+		if !slices.Equal(want, got) {
 			t.Errorf("%s: Dot %d differs from one channel at a time", c.name, c.dot)
 		}
 	}
@@ -93,30 +72,7 @@ func TestIntMatMulDot(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %+v: %v", c.name, o, err)
 			}
-			d, err := NewDAG(y)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ins := make([][]float32, len(d.Inputs))
-			for i, in := range d.Inputs {
-				ins[i] = make([]float32, in.Size())
-				r := rand.New(rand.NewPCG(uint64(i), 9))
-				RandomSlots(in.DType(), ins[i], r.Float64)
-				if in.DType() == tir.Int8 && c.sat {
-					for k, f := range ins[i] {
-						ins[i][k] = tir.IntSlot(tir.SlotInt(tir.Int8, f) / 2) // |w| ≤ 64
-					}
-				}
-			}
-			out, err := d.Eval(ins)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := make([]int64, len(out[0]))
-			for i, f := range out[0] {
-				got[i] = tir.SlotInt(tir.Int32, f)
-			}
-			return got
+			return evalInts(t, y, c.sat)
 		}
 		want, got := eval(IntMatMulOptions{}), eval(IntMatMulOptions{Dot: 4, SaturatePairs: c.sat})
 		if !slices.Equal(want, got) {
@@ -128,4 +84,34 @@ func TestIntMatMulDot(t *testing.T) {
 	if _, err := IntMatMul("y", a, b, IntMatMulOptions{Dot: 4}); err == nil {
 		t.Error("groups of 4 over k = 6: no error")
 	}
+}
+
+// evalInts evaluates int32 tensor y on random inputs, the same for every
+// form of y (seeded by input position), int8 ones halved to 7 bits with
+// sevenBit, and returns its values.
+func evalInts(t *testing.T, y *Tensor, sevenBit bool) []int64 {
+	t.Helper()
+	d, err := NewDAG(y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := make([][]float32, len(d.Inputs))
+	for i, in := range d.Inputs {
+		ins[i] = make([]float32, in.Size())
+		RandomSlots(in.DType(), ins[i], rand.New(rand.NewPCG(uint64(i), 7)).Float64)
+		if in.DType() == tir.Int8 && sevenBit {
+			for k, f := range ins[i] {
+				ins[i][k] = tir.IntSlot(tir.SlotInt(tir.Int8, f) / 2) // |w| ≤ 64
+			}
+		}
+	}
+	out, err := d.Eval(ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]int64, len(out[0]))
+	for i, f := range out[0] {
+		got[i] = tir.SlotInt(tir.Int32, f)
+	}
+	return got
 }
