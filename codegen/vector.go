@@ -1160,6 +1160,20 @@ func (k *kernel) allLanes(p *vplan, c tir.Expr) (string, bool) {
 	return s, err == nil
 }
 
+// x86Operands are the vector types of the operands and results of the x86
+// builtins narrowLoadStore and dotHelpers call (gcc's __builtin_ia32_*),
+// as their signatures fix them: an xmm register's 16 bytes, a ymm's 32.
+// They are facts of those instructions, not choices of the machine model,
+// which decides only whether a level has them (the ISA macros that guard
+// every use: __SSE4_1__, __AVX2__, __AVX512F__).
+var x86Operands = []struct {
+	elem, name string
+	bytes      int
+}{
+	{"char", "tsr_x86_v16qi", 16}, {"short", "tsr_x86_v8hi", 16}, {"int", "tsr_x86_v4si", 16}, {"long long", "tsr_x86_v2di", 16},
+	{"char", "tsr_x86_v32qi", 32}, {"short", "tsr_x86_v16hi", 32}, {"int", "tsr_x86_v8si", 32}, {"long long", "tsr_x86_v4di", 32},
+}
+
 // narrowLoadStore returns tsr_load_vL<suffix> and tsr_store_vL<suffix>: L
 // lanes of an 8- or 16-bit buffer widened to int32 on load and truncated
 // back on store. __builtin_convertvector is the portable form, but gcc 12
@@ -1245,14 +1259,9 @@ func vectorHelpers(L int) string {
 	w("#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)")
 	w("#ifndef TSR_X86_VECTORS")
 	w("#define TSR_X86_VECTORS")
-	w("typedef char tsr_x86_v16qi __attribute__((vector_size(16)));")
-	w("typedef short tsr_x86_v8hi __attribute__((vector_size(16)));")
-	w("typedef short tsr_x86_v16hi __attribute__((vector_size(32)));")
-	w("typedef int tsr_x86_v4si __attribute__((vector_size(16)));")
-	w("typedef long long tsr_x86_v2di __attribute__((vector_size(16)));")
-	w("typedef int tsr_x86_v8si __attribute__((vector_size(32)));")
-	w("typedef char tsr_x86_v32qi __attribute__((vector_size(32)));")
-	w("typedef long long tsr_x86_v4di __attribute__((vector_size(32)));")
+	for _, o := range x86Operands {
+		w("typedef %s %s __attribute__((vector_size(%d)));", o.elem, o.name, o.bytes)
+	}
 	w("#endif")
 	w("#endif")
 	w("static inline %s tsr_splat_v%df(float x) { return (%s){%s}; }", f, L, f, lanes("x"))
