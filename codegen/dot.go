@@ -344,7 +344,7 @@ func dotHelpers(L int) string {
 			// leaves the lanes in 64-bit blocks 0, 2, 1, 3 of the result;
 			// vpermq 0xD8 puts them in order.
 			ext := map[string]string{"u8": "pmovzxbw128", "i8": "pmovsxbw128"}[x.suffix]
-			w("#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__AVX2__)")
+			w("%s", gccX86("__AVX2__"))
 			w("static inline %s %s(uint32_t xq, const int8_t *w) {", m, name)
 			w("  tsr_x86_v8hi x16 = __builtin_ia32_%s((tsr_x86_v16qi)(tsr_x86_v4si){(int)xq, 0, 0, 0});", ext)
 			w("  long long q = ((tsr_x86_v2di)x16)[0];")
@@ -373,7 +373,7 @@ func dotHelpers(L int) string {
 	// two pairs summed into int32 (vpmaddwd with ones); uint8 activations.
 	name := "tsr_dot4s_v" + strconv.Itoa(L) + "u8"
 	if L == 8 {
-		w("#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__AVX2__)")
+		w("%s", gccX86("__AVX2__"))
 		w("static inline %s %s(uint32_t xq, const int8_t *w) {", m, name)
 		w("  tsr_x86_v32qi xb = (tsr_x86_v32qi)(tsr_x86_v8si){(int)xq, (int)xq, (int)xq, (int)xq, (int)xq, (int)xq, (int)xq, (int)xq};")
 		w("  tsr_x86_v32qi wv;")

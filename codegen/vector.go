@@ -1160,6 +1160,18 @@ func (k *kernel) allLanes(p *vplan, c tir.Expr) (string, bool) {
 	return s, err == nil
 }
 
+// gccX86 is the preprocessor test that guards gcc's x86 builtins (the
+// widening loads, the dot-product helpers, their operand types): gcc,
+// x86-64, and the ISA macro isa when one is given. Other compilers and
+// targets take the portable form in the #else.
+func gccX86(isa string) string {
+	c := "#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)"
+	if isa != "" {
+		c += " && defined(" + isa + ")"
+	}
+	return c
+}
+
 // x86Operands are the vector types of the operands and results of the x86
 // builtins narrowLoadStore and dotHelpers call (gcc's __builtin_ia32_*),
 // as their signatures fix them: an xmm register's 16 bytes, a ymm's 32.
@@ -1218,7 +1230,7 @@ func narrowLoadStore(L int, suffix, ctype, nv, m string) string {
 		if strings.HasSuffix(builtin, "_mask") {
 			call = fmt.Sprintf("%s(o, (%s){0}, (unsigned short)-1)", builtin, m)
 		}
-		w("#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(%s)", isa)
+		w("%s", gccX86(isa))
 		w("static inline %s tsr_load_v%d%s(const %s *p) { %s return (%s)%s; }", m, L, suffix, ctype, operand, m, call)
 		w("#else")
 	}
@@ -1256,7 +1268,7 @@ func vectorHelpers(L int) string {
 	}
 	w("typedef float %s __attribute__((vector_size(%d)));", f, 4*L)
 	w("typedef int32_t %s __attribute__((vector_size(%d)));", m, 4*L)
-	w("#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)")
+	w("%s", gccX86(""))
 	w("#ifndef TSR_X86_VECTORS")
 	w("#define TSR_X86_VECTORS")
 	for _, o := range x86Operands {
