@@ -21,15 +21,30 @@ func (t *Target) Passes() []string {
 	for _, p := range codegen.PassNames(t.GPU()) {
 		names = append(names, "codegen/"+p)
 	}
-	return names
+	return append(names, SourcePass)
 }
+
+// SourcePass is the last entry of Passes: the translation unit the
+// target's compiler receives (C on the CPU, CUDA or OpenCL C on a GPU).
+const SourcePass = "source"
 
 // Dump returns the kernel of state s (named name) as it is after pass, one
 // of Passes (a code generator pass may be named without its "codegen/"):
-// the tir the pass leaves, printed. A pass the kernel's pipeline does not
+// the tir the pass leaves, printed; for SourcePass, the printed source. A pass the kernel's pipeline does not
 // run, or before the function exists (lower/inline, bound, pack), is an
 // error that lists the ones it can show.
 func (t *Target) Dump(s *schedule.State, name, pass string) (string, error) {
+	if pass == SourcePass {
+		f, err := t.lower(s, name)
+		if err != nil {
+			return "", err
+		}
+		p, err := t.module(f)
+		if err != nil {
+			return "", fmt.Errorf("codegen: %w", err)
+		}
+		return p.Code, nil
+	}
 	if !strings.Contains(pass, "/") {
 		pass = "codegen/" + pass
 	}

@@ -13,7 +13,7 @@ import (
 
 // TestDump: the kernel of a default schedule after each pass that makes a
 // function (the tir printed, changed by unroll where the schedule unrolls),
-// and a clear error for a pass that makes none or does not exist.
+// the source the compiler receives, and a clear error for a pass that makes none or does not exist.
 func TestDump(t *testing.T) {
 	tg := backend.CPU(backend.CPUConfig{Threads: 1, Builder: &measure.Builder{}})
 	defer tg.Close()
@@ -33,6 +33,12 @@ func TestDump(t *testing.T) {
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", pass, err)
+		}
+		if pass == backend.SourcePass {
+			if !strings.Contains(out, "TSR_KERNEL int k(") {
+				t.Errorf("%s: not the C of kernel k:\n%s", pass, out)
+			}
+			continue
 		}
 		if !strings.Contains(out, "func k(") {
 			t.Errorf("%s: not a function:\n%s", pass, out)

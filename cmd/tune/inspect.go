@@ -12,7 +12,7 @@ import (
 
 // inspectUsage is the help of the command, before its flags.
 const inspectUsage = "usage: tune inspect model.onnx [--input name=d0,d1,... ...] [--range NAME=lo..hi ...] [--no-pass NAME ...]\n" +
-	"       tune inspect model.onnx --dag N --dump PASS [--target T] [--cpu NAME]   (PASS: list, lower/NAME, codegen/NAME)\n\nflags:\n"
+	"       tune inspect model.onnx --dag N --dump PASS [--target T] [--cpu NAME]   (PASS: list, lower/NAME, codegen/NAME, source)\n\nflags:\n"
 
 // runInspect is `tune inspect model.onnx [--input name=dims ...] [--no-pass NAME ...]`:
 // the graph's size before and after the passes, the fused groups and the
@@ -24,7 +24,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	maxDepth := fs.Int("max-fuse-depth", partition.DefaultMaxFuseDepth, "largest group fusion may build, in ops")
 	dag := fs.Int("dag", -1, "print the compute DAG of task `N` (with --range: its form over the ranges)")
 	asJSON := fs.Bool("json", false, "print it all as one JSON document (notes go to stderr)")
-	dump := fs.String("dump", "", "with --dag N: print the kernel of task N's default schedule as it is after `PASS` (lower/NAME or codegen/NAME; list: the passes)")
+	dump := fs.String("dump", "", "with --dag N: print the kernel of task N's default schedule as it is after `PASS` (lower/NAME or codegen/NAME; source: the C or GPU source the compiler receives; list: the passes)")
 	var tc backend.Config
 	cli.RegisterTarget(fs, &tc, "with --dump: the target whose passes run", "with --dump: "+cli.CPUHelp, "")
 	cli.SetUsage(fs, inspectUsage)
