@@ -1318,8 +1318,16 @@ func vectorHelpers(L int) string {
 		case polynomial[fn]:
 			// vector polynomials, below
 		case mf.Arity == 1:
+			round := x86Round(L, fn)
+			if round != "" {
+				b.WriteString(round)
+				w("#else")
+			}
 			w("static inline %s tsr_%s_v%df(%s x) { %s r; for (int l = 0; l < %d; ++l) r[l] = %s(x[l]); return r; }",
 				f, fn, L, f, f, L, mf.C)
+			if round != "" {
+				w("#endif")
+			}
 		case mf.Arity == 2:
 			w("static inline %s tsr_%s_v%df(%s x, %s y) { %s r; for (int l = 0; l < %d; ++l) r[l] = %s(x[l], y[l]); return r; }",
 				f, fn, L, f, f, f, L, mf.C)
@@ -1331,6 +1339,40 @@ func vectorHelpers(L int) string {
 		b.WriteString(transposeHelper(L))
 	}
 	return b.String()
+}
+
+// roundingImm is the rounding-control immediate of x86's roundps (SSE4.1,
+// AVX) and vrndscaleps (AVX-512) that computes each rounding function
+// exactly as its C function does: rint in the current rounding mode
+// (MXCSR, bit 2), floor, ceil and trunc toward their direction with the
+// precision exception suppressed (bit 3), as gcc inlines floorf.
+var roundingImm = map[string]int{"rint": 0x04, "floor": 0x09, "ceil": 0x0A, "trunc": 0x0B}
+
+// x86Round returns tsr_<fn>_vLf as one rounding instruction, opening a
+// gccX86 block the caller closes (#else, the lane loop, #endif), or "" when
+// fn is not a rounding function or no instruction has L lanes. The lane
+// loop it replaces calls rintf per lane: gcc turns each call into a scalar
+// roundss, with the extracts and inserts around it; a QuantizeLinear's
+// rint in a convolution's epilogue cost more than its multiply-adds.
+func x86Round(L int, fn string) string {
+	imm, ok := roundingImm[fn]
+	if !ok {
+		return ""
+	}
+	f := "tsr_v" + strconv.Itoa(L) + "f"
+	var isa, body string
+	switch L {
+	case 4:
+		isa, body = "__SSE4_1__", fmt.Sprintf("__builtin_ia32_roundps(x, %d)", imm)
+	case 8:
+		isa, body = "__AVX__", fmt.Sprintf("__builtin_ia32_roundps256(x, %d)", imm)
+	case 16:
+		// _mm512_roundscale_ps: all lanes, the rounding of the immediate.
+		isa, body = "__AVX512F__", fmt.Sprintf("__builtin_ia32_rndscaleps_mask(x, %d, x, (unsigned short)0xFFFF, 4)", imm)
+	default:
+		return ""
+	}
+	return fmt.Sprintf("%s\nstatic inline %s tsr_%s_v%df(%s x) { return %s; }\n", gccX86(isa), f, fn, L, f, body)
 }
 
 // polynomial names the functions vectorMath defines as polynomials.
