@@ -93,9 +93,17 @@ func quantParam(p *te.Tensor, x *te.Tensor, axis int) (func(i []tir.Expr) tir.Ex
 	switch {
 	case p == nil:
 		return func([]tir.Expr) tir.Expr { return tir.F32(0) }, nil
-	case len(p.Shape) == 0:
-		return func([]tir.Expr) tir.Expr { return p.At() }, nil
-	case len(p.Shape) == 1 && p.Shape[0] == 1:
+	case len(p.Shape) == 0 || len(p.Shape) == 1 && p.Shape[0] == 1:
+		if f, ok := p.Body.(*tir.FloatImm); ok && !p.IsPlaceholder() && p.Reducer == te.NoReduce {
+			// A constant scalar is a literal of the kernel: a division by
+			// it stays strictly inlineable (te.IsStrictlyInlineable), so a
+			// QuantizeLinear is computed where its consumer stores (the
+			// uint8 conversion) instead of in a float buffer of its own.
+			return func([]tir.Expr) tir.Expr { return f }, nil
+		}
+		if len(p.Shape) == 0 {
+			return func([]tir.Expr) tir.Expr { return p.At() }, nil
+		}
 		return func([]tir.Expr) tir.Expr { return p.At(te.Idx(0)) }, nil
 	case len(p.Shape) == 1 && axis >= 0 && p.Shape[0] == x.Shape[axis]:
 		return func(i []tir.Expr) tir.Expr { return p.At(i[axis]) }, nil
