@@ -580,6 +580,29 @@ func cases() []ccase {
 			notSrc: []string{"tsr_store_v16f(&O[i * 16], tsr_splat_v16f(0.0f));"}})
 	}
 
+	{ // interleaved updates of several elements of a buffer in memory (a
+		// max pool's vectors, tap after tap) sort into one run per element,
+		// each stored once (groupInterleaved); elements whose lanes overlap
+		// stay interleaved, every update stored and read back
+		A, X, Y := gbuf("A", 64), gbuf("X", 32), gbuf("Y", 24)
+		v := vars("a", "b", "c", "d", "e", "f", "g", "h", "k", "l")
+		vec := func(lv *tir.Var, b *tir.Buffer, off int64, val func(*tir.Var) tir.Expr) tir.Stmt {
+			return loop(lv, 16, tir.Vectorized, st(b, val(lv), add(lv, c(off))))
+		}
+		zero := func(*tir.Var) tir.Expr { return fc(0) }
+		tap := func(b *tir.Buffer, off, aoff int64) func(*tir.Var) tir.Expr {
+			return func(lv *tir.Var) tir.Expr { return tir.MaxE(ld(b, add(lv, c(off))), ld(A, add(lv, c(aoff)))) }
+		}
+		cs = append(cs, ccase{name: "interleaved_updates", f: fnc("interleaved_updates", []*tir.Buffer{A, X, Y},
+			vec(v[0], X, 0, zero), vec(v[1], X, 16, zero),
+			vec(v[2], X, 0, tap(X, 0, 0)), vec(v[3], X, 16, tap(X, 16, 16)),
+			vec(v[4], X, 0, tap(X, 0, 32)), vec(v[5], X, 16, tap(X, 16, 48)),
+			vec(v[6], Y, 0, zero), vec(v[7], Y, 8, zero),
+			vec(v[8], Y, 0, tap(Y, 0, 1)), vec(v[9], Y, 8, tap(Y, 8, 9))),
+			src:    []string{"tsr_load_v16f(&Y[0])", "tsr_load_v16f(&Y[8])"},
+			notSrc: []string{"tsr_load_v16f(&X["}})
+	}
+
 	{ // thread-bound loops run serially on the CPU; loops of extent 1 and 0
 		A, O := gbuf("A", 32), gbuf("O", 32)
 		v := vars("bx", "tx", "one", "zero")

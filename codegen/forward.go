@@ -35,16 +35,17 @@ func forwardUpdates(s tir.Stmt) tir.Stmt {
 		if !ok || len(seq.Stmts) < 2 {
 			return st
 		}
-		return tir.SeqOf(mergeUpdates(seq.Stmts)...)
+		return tir.SeqOf(mergeUpdates(groupInterleaved(seq.Stmts))...)
 	}})
 }
 
 // update is a store of one element, alone or, for a vector element, as the
 // whole body of a vectorized loop whose lanes store distinct elements.
 type update struct {
-	loop *tir.For // nil: a scalar store
-	st   *tir.Store
-	flat string // the flat index, simplified, printed
+	loop     *tir.For // nil: a scalar store
+	st       *tir.Store
+	flat     string   // the flat index, simplified, printed
+	flatExpr tir.Expr // the same, unprinted
 }
 
 func asUpdate(s tir.Stmt) (update, bool) {
@@ -72,8 +73,99 @@ func asUpdate(s tir.Stmt) (update, bool) {
 			return u, false
 		}
 	}
-	u.flat = tir.ExprString(flat)
+	u.flat, u.flatExpr = tir.ExprString(flat), flat
 	return u, true
+}
+
+// Interleaved runs.
+//
+// A reduction into a buffer in memory whose unrolled body updates several
+// elements in turn (a max pool's two vectors of channels, tap after tap)
+// has no run of one element to merge: each update is stored and loaded
+// back by the next, a store-to-load forwarding delay per term, and for an
+// 8-bit buffer a narrowing shuffle and a widening load as well.
+// groupInterleaved first sorts such a window into one run per element.
+// That moves no update across another of the same element, and every
+// update reads the buffer only at its own element, so each element sees
+// the same operations in the same order. A local tile is left as it is:
+// the C compiler keeps it in registers, where the interleaving hides the
+// latency of each element's chain.
+
+// maxInterleaved is the most elements one window sorts apart.
+const maxInterleaved = 8
+
+// groupInterleaved returns stmts with every window of updates of at most
+// maxInterleaved disjoint elements of one buffer outside registers sorted
+// into one contiguous run per element (see above).
+func groupInterleaved(stmts []tir.Stmt) []tir.Stmt {
+	out := make([]tir.Stmt, 0, len(stmts))
+	for i := 0; i < len(stmts); {
+		first, ok := asUpdate(stmts[i])
+		if !ok || first.st.Buf.Scope == tir.Local || !continues(first, first) {
+			out = append(out, stmts[i])
+			i++
+			continue
+		}
+		heads := []update{first}
+		groups := [][]tir.Stmt{{stmts[i]}}
+		j := i + 1
+	window:
+		for ; j < len(stmts); j++ {
+			u, ok := asUpdate(stmts[j])
+			if !ok {
+				break
+			}
+			for k, h := range heads {
+				if continues(h, u) {
+					groups[k] = append(groups[k], stmts[j])
+					continue window
+				}
+			}
+			if len(heads) == maxInterleaved || u.st.Buf != first.st.Buf || !continues(u, u) {
+				break
+			}
+			for _, h := range heads {
+				if !disjoint(h, u) {
+					break window
+				}
+			}
+			heads = append(heads, u)
+			groups = append(groups, []tir.Stmt{stmts[j]})
+		}
+		for _, g := range groups {
+			out = append(out, g...)
+		}
+		i = j
+	}
+	return out
+}
+
+// disjoint reports whether updates a and b of one buffer store no element
+// in common, as far as their flat indices prove it: a constant distance
+// between scalar elements, or between vectors of equal lanes and stride
+// that no lane of one reaches in the other.
+func disjoint(a, b update) bool {
+	if (a.loop == nil) != (b.loop == nil) {
+		return false
+	}
+	if a.loop == nil {
+		d, ok := constDiff(a.flatExpr, b.flatExpr)
+		return ok && d != 0
+	}
+	ca, ra, okA := tir.LinearIn(a.flatExpr, a.loop.Var)
+	cb, rb, okB := tir.LinearIn(b.flatExpr, b.loop.Var)
+	if !okA || !okB || ca != cb || ca == 0 || a.loop.Extent != b.loop.Extent {
+		return false
+	}
+	d, ok := constDiff(ra, rb)
+	if !ok {
+		return false
+	}
+	if d%ca != 0 {
+		return true
+	}
+	lanes := d / ca
+	return lanes >= int64(a.loop.Extent) || -lanes >= int64(a.loop.Extent)
 }
 
 // lane returns e with u's lane variable renamed to v (the run's).
