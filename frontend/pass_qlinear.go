@@ -22,6 +22,15 @@ import (
 // QLinear node has an integer form; anything else stays as it is and runs
 // in float. The Relu becomes a Max with the output's zero point: Q is
 // monotonic and Q(0) is that zero point, so Q(Relu(v)) = max(Q(v), Q(0)).
+// An op that only moves or selects values (MaxPool, Reshape, Transpose,
+// ...: integerMoves) between a DequantizeLinear and a QuantizeLinear of the
+// same scalar scale and zero point runs on the integers themselves:
+//
+//	Q(MaxPool(DQ(x, s, z)), s, z) → MaxPool(x)
+//
+// exact, because DQ is increasing (s > 0) and Q(DQ(v)) = v for every v of
+// the type: the float round trip's error is far below half a step.
+//
 // It runs before constant folding, which would turn DQ(w) into float
 // weights, and only where the graph runs on integer kernels
 // (graph.Graph.Integer).
@@ -33,6 +42,9 @@ func fuseQLinear(g *graph.Graph) (bool, error) {
 	replace := map[*graph.Node][]*graph.Node{} // a QuantizeLinear → the nodes in its place
 	for _, q := range g.Nodes {
 		nodes, why := qlinearOf(g, q, producers, consumers)
+		if n := integerMove(g, q, producers, consumers); n != nil {
+			nodes = []*graph.Node{n}
+		}
 		if nodes != nil {
 			replace[q] = nodes
 		} else if why != "" {
@@ -188,4 +200,69 @@ func biasScaleFits(g *graph.Graph, db, dx, dw *graph.Node) bool {
 		}
 	}
 	return true
+}
+
+// integerMoves are the ops integerMove runs on quantized values: each
+// output element is one of the input's, unchanged, or (MaxPool) the
+// largest of some, so they commute with an increasing affine map.
+var integerMoves = map[string]bool{
+	"MaxPool": true, "Reshape": true, "Flatten": true, "Transpose": true, "Squeeze": true,
+	"Unsqueeze": true, "Identity": true, "DepthToSpace": true, "SpaceToDepth": true,
+}
+
+// integerMove returns op(x) in place of QuantizeLinear q when q quantizes
+// op(DequantizeLinear(x)) with the same scalar scale and zero point as the
+// DequantizeLinear's, op one of integerMoves whose only reader is q; else
+// nil.
+func integerMove(g *graph.Graph, q *graph.Node, producers map[string]*graph.Node, consumers map[string][]*graph.Node) *graph.Node {
+	if !isOp(q, "QuantizeLinear", -1) || len(q.Inputs) < 2 || q.HasAttr("output_dtype") || q.HasAttr("block_size") {
+		return nil
+	}
+	op := producers[q.Inputs[0]]
+	if op == nil || op.Domain != "" || len(op.Outputs) != 1 || !integerMoves[op.OpType] || op.HasAttr(ops.DataLayout) || onlyReader(g, q.Inputs[0], consumers) != q {
+		return nil
+	}
+	dq := producers[op.Inputs[0]]
+	if !isOp(dq, "DequantizeLinear", -1) || len(dq.Inputs) < 2 || dq.HasAttr("block_size") {
+		return nil
+	}
+	x, y := g.Values[dq.Inputs[0]], g.Values[q.Outputs[0]]
+	if x == nil || y == nil || x.DType != y.DType || (x.DType != graph.Uint8 && x.DType != graph.Int8) {
+		return nil
+	}
+	if !sameScalar(g, dq.Inputs[1], q.Inputs[1]) || !sameZeroPoint(g, dq.Input(2), q.Input(2)) {
+		return nil
+	}
+	n := &graph.Node{Name: op.Name + "/integer", OpType: op.OpType, Attrs: op.Attrs, Inputs: slices.Clone(op.Inputs), Outputs: []string{q.Outputs[0]}}
+	n.Inputs[0] = dq.Inputs[0]
+	return n
+}
+
+// sameScalar reports whether values a and b are one-element float
+// constants of the same value.
+func sameScalar(g *graph.Graph, a, b string) bool {
+	ta, tb := g.ConstOf(a), g.ConstOf(b)
+	if ta == nil || tb == nil || ta.Len() != 1 || tb.Len() != 1 || !ta.DType.IsFloat() || !tb.DType.IsFloat() {
+		return false
+	}
+	va, vb := ta.Float64s()[0], tb.Float64s()[0]
+	return va == vb && va > 0
+}
+
+// sameZeroPoint reports whether zero points a and b (a value, or "" for
+// the default 0) are the same one-element integer.
+func sameZeroPoint(g *graph.Graph, a, b string) bool {
+	v := func(name string) (int64, bool) {
+		if name == "" {
+			return 0, true
+		}
+		t := g.ConstOf(name)
+		if t == nil || t.Len() != 1 || len(t.I64) != 1 {
+			return 0, false
+		}
+		return t.I64[0], true
+	}
+	va, okA := v(a)
+	vb, okB := v(b)
+	return okA && okB && va == vb
 }

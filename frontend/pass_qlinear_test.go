@@ -10,7 +10,9 @@ import (
 // TestFuseQLinear: the quantized Conv and MatMul of a QDQ model become
 // QLinearConv and QLinearMatMul (a Relu between, a Max with the output's
 // zero point); a bias whose scale is not x's times w's, weights computed
-// at run time or a float value read elsewhere keep the float form.
+// at run time or a float value read elsewhere keep the float form. A max
+// pool or a transpose between a DequantizeLinear and a QuantizeLinear of
+// the same parameters runs on the integers.
 func TestFuseQLinear(t *testing.T) {
 	u8 := func(v int64) *Tensor { return &Tensor{DType: Uint8, Shape: []int{}, I64: []int64{v}} }
 	consts := map[string]*Tensor{
@@ -26,6 +28,7 @@ func TestFuseQLinear(t *testing.T) {
 	dqx := node("DequantizeLinear dx xq,xs,xz -> xf", nil)
 	dqw := node("DequantizeLinear dw w,ws,wz -> wf", map[string]Attr{"axis": intA(0)})
 	q := node("QuantizeLinear q y,ys,yz -> yq", nil)
+	pool := map[string]Attr{"kernel_shape": ints(2, 2)}
 	tests := []struct {
 		name  string
 		nodes []*Node
@@ -40,6 +43,13 @@ func TestFuseQLinear(t *testing.T) {
 			"QuantizeLinear,DequantizeLinear,DequantizeLinear,Conv,QuantizeLinear"},
 		{"matmul", []*Node{node("DequantizeLinear dx xq,xs,xz -> xf", nil), node("DequantizeLinear dm m,ms -> mf", nil), node("MatMul mm xf,mf -> y", nil), q}, []string{"yq"},
 			"QuantizeLinear,QLinearMatMul"},
+		// Between a DequantizeLinear and a QuantizeLinear of the same
+		// scale and zero point, a max pool or a transpose runs on the
+		// integers; of another scale, in float.
+		{"max pool on integers", []*Node{dqx, node("MaxPool mp xf -> y", pool), node("QuantizeLinear q y,xs,xz -> yq", nil)}, []string{"yq"}, "QuantizeLinear,MaxPool"},
+		{"transpose on integers", []*Node{dqx, node("Transpose tr xf -> y", map[string]Attr{"perm": ints(0, 1, 3, 2)}), node("QuantizeLinear q y,xs,xz -> yq", nil)}, []string{"yq"}, "QuantizeLinear,Transpose"},
+		{"max pool requantized", []*Node{dqx, node("MaxPool mp xf -> y", pool), q}, []string{"yq"}, "QuantizeLinear,DequantizeLinear,MaxPool,QuantizeLinear"},
+		{"max pool read elsewhere", []*Node{dqx, node("MaxPool mp xf -> y", pool), node("QuantizeLinear q y,xs,xz -> yq", nil)}, []string{"yq", "y"}, "QuantizeLinear,DequantizeLinear,MaxPool,QuantizeLinear"},
 	}
 	t.Run("float unless the graph runs on integers", func(t *testing.T) {
 		x := node("QuantizeLinear qx x,xs,xz -> xq", nil)
@@ -61,6 +71,9 @@ func TestFuseQLinear(t *testing.T) {
 			runOnly(t, g, "fuse-qlinear", "dce")
 			if got := ops(g); got != tc.want {
 				t.Fatalf("ops %s, want %s", got, tc.want)
+			}
+			if last := g.Nodes[len(g.Nodes)-1]; tc.want == "QuantizeLinear,"+last.OpType && (last.Inputs[0] != "xq" || g.Values["yq"].DType != Uint8) {
+				t.Errorf("%s reads %s, want the uint8 xq; writes %s", last.OpType, last.Inputs[0], g.Values["yq"].DType)
 			}
 			if tc.name == "bias of another scale" {
 				if want := "the quantized Conv at node c runs in float: its bias is not an int32 constant of scale x_scale·w_scale and zero point 0"; !slices.Contains(g.Notes, want) {

@@ -148,6 +148,11 @@ func lowerPool(c *lowerCtx) ([]*te.Tensor, error) {
 		return nil, graph.Unsupportedf("%s at node %s: storage_order 1", c.n.OpType, c.n.Name)
 	}
 	x, err := c.in(0)
+	if c.n.OpType == "MaxPool" {
+		// On an integer tensor (a quantized MaxPool): the integers
+		// themselves, the maximum is one of them.
+		x, err = c.raw(0)
+	}
 	if err != nil {
 		return nil, err
 	}

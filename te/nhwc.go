@@ -199,9 +199,9 @@ func MaxPoolNHWC(name string, x *Tensor, a PoolAttrs) (*Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := padAxes(name, x, 1, ws, math.Inf(-1))
+	src := padFill(name, x, 1, ws, maxPoolFill(x))
 	out := []int{x.Shape[0], ws[0].out, ws[1].out, x.Shape[3]}
-	return Reduce(name, out, MaxReduce, []int{ws[0].k, ws[1].k}, func(i, r []tir.Expr) tir.Expr {
+	return maxOver(name, x.DType(), out, []int{ws[0].k, ws[1].k}, func(i, r []tir.Expr) tir.Expr {
 		return src.At(i[0], iadd(imulc(i[1], ws[0].s), imulc(r[0], ws[0].d)), iadd(imulc(i[2], ws[1].s), imulc(r[1], ws[1].d)), i[3])
 	}), nil
 }

@@ -306,6 +306,17 @@ func padStage(name string, x *Tensor, ws []window, v float64) *Tensor {
 	return padAxes(name, x, 2, ws, v)
 }
 
+// maxPoolFill is the padding of a max pool over x: -Inf for floats, the
+// type's smallest value for integers (a quantized MaxPool), which no
+// window's maximum can be below: every window holds an element of x.
+func maxPoolFill(x *Tensor) tir.Expr {
+	if dt := x.DType(); dt.IntElem() {
+		lo, _ := dt.Range()
+		return tir.IntOf(dt, lo)
+	}
+	return tir.F32(math.Inf(-1))
+}
+
 // padAxes pads the axes first, first+1, ... of x (one per window) with v,
 // as a stage name_pad; it returns x itself when no padding is needed.
 func padAxes(name string, x *Tensor, first int, ws []window, v float64) *Tensor {
@@ -595,11 +606,25 @@ func MaxPool(name string, x *Tensor, a PoolAttrs) (*Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	src := padStage(name, x, ws, math.Inf(-1))
+	src := padFill(name, x, 2, ws, maxPoolFill(x))
 	out, rshape := poolShapes(x, ws)
-	return Reduce(name, out, MaxReduce, rshape, func(i, r []tir.Expr) tir.Expr {
+	return maxOver(name, x.DType(), out, rshape, func(i, r []tir.Expr) tir.Expr {
 		return src.At(poolIndex(ws, i, r)...)
 	}), nil
+}
+
+// maxOver is the max reduction of a pool over elements of type dt: for an
+// integer type, the maximum of their int32 values (tir computes no
+// arithmetic on narrower integers) converted back to dt in a stage name,
+// the reduction named name_max.
+func maxOver(name string, dt tir.DType, out, rshape []int, elem func(i, r []tir.Expr) tir.Expr) *Tensor {
+	if !dt.IntElem() || dt == tir.Int32 {
+		return Reduce(name, out, MaxReduce, rshape, elem)
+	}
+	m := Reduce(name+"_max", out, MaxReduce, rshape, func(i, r []tir.Expr) tir.Expr {
+		return &tir.Cast{To: tir.Int32, X: elem(i, r)}
+	})
+	return Compute(name, out, func(i []tir.Expr) tir.Expr { return &tir.Cast{To: dt, X: m.At(i...)} })
 }
 
 // AveragePool is ONNX AveragePool: a zero padding stage name_pad when

@@ -271,7 +271,8 @@ func (b *exampleBuilder) build() {
 // activations, int8 weights, int32 sums and biases, requantized to uint8
 // ("qmatmul", "qmatmul_dot4s", "qconv", "qconv_depthwise", "qconv_dot4",
 // "qconv_dot4s"), and elementwise work on uint8
-// data through float32 ("u8_add", "u8_max_pool"). The multipliers are the
+// data through float32 ("u8_add"), and max pools on it ("u8_max_pool",
+// "u8_max_pool_nhwc"). The multipliers are the
 // inputs scaled by 2^-12, so that the requantized values spread over
 // uint8's range instead of saturating.
 func (b *exampleBuilder) quantized() {
@@ -358,5 +359,12 @@ func (b *exampleBuilder) quantized() {
 		b.add("u8_max_pool")(te.Compute("u8_max_pool", m.Shape, func(i []tir.Expr) tir.Expr {
 			return &tir.Cast{To: tir.Uint8, X: m.At(i...)}
 		}), nil)
+	}
+	{
+		// A quantized MaxPool as the model lowers it: a uint8 max
+		// reduction over channels-last windows padded with uint8's 0,
+		// 16 channels (two vectors' updates interleaved per tap).
+		x := U8("X", 1, 9, 11, 16)
+		b.add("u8_max_pool_nhwc")(te.MaxPoolNHWC("u8_max_pool_nhwc", x, te.PoolAttrs{KernelShape: []int{3, 3}, Strides: []int{2, 2}, Pads: []int{1, 1, 1, 1}}))
 	}
 }
