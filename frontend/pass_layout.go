@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/ops"
@@ -265,7 +266,14 @@ func nhwcWindowOp(g *graph.Graph, n *graph.Node) bool {
 	if ops.LayoutOf(n) != ops.LayoutChannelsLast || n.HasAttr(graph.LayoutAttr) || len(n.Inputs) == 0 || len(n.Outputs) == 0 {
 		return false
 	}
-	if x := g.Values[n.Inputs[0]]; x == nil || len(x.Shape) != 4 || x.DType != graph.Float32 && n.OpType != "QLinearConv" {
+	x := g.Values[n.Inputs[0]]
+	if x == nil || len(x.Shape) != 4 {
+		return false
+	}
+	// Floats; the 8-bit integers of a QLinearConv or of a MaxPool on
+	// quantized values (fuseQLinear's integerMove).
+	quantized := x.DType == graph.Uint8 || x.DType == graph.Int8
+	if x.DType != graph.Float32 && n.OpType != "QLinearConv" && !(quantized && n.OpType == "MaxPool") {
 		return false
 	}
 	// One output: MaxPool's Indices and storage order have no NHWC form.
@@ -283,10 +291,26 @@ const maxInputChannelsNCHW = 4
 
 // readsInputNCHW reports whether Conv n (a window op with a channels-last
 // form) reads a graph input of at most maxInputChannelsNCHW channels that
-// has no twin yet: it then reads it as NCHW and writes a twin.
+// has no twin yet: it then reads it as NCHW and writes a twin. So does a
+// QLinearConv that reads such an input quantized (QuantizeLinear of the
+// input, which then runs where the input is, on contiguous rows, instead
+// of in a transpose that stores three bytes per pixel).
 func readsInputNCHW(g *graph.Graph, n *graph.Node, twinOf map[string]string) bool {
 	x := n.Inputs[0]
-	return n.OpType == "Conv" && twinOf[x] == "" && g.IsInput(x) && g.Values[x].Shape[1] <= maxInputChannelsNCHW
+	if twinOf[x] != "" || len(g.Values[x].Shape) != 4 || g.Values[x].Shape[1] > maxInputChannelsNCHW {
+		return false
+	}
+	switch n.OpType {
+	case "Conv":
+		return g.IsInput(x)
+	case "QLinearConv":
+		for _, p := range g.Nodes {
+			if slices.Contains(p.Outputs, x) {
+				return p.OpType == "QuantizeLinear" && p.Domain == "" && g.IsInput(p.Inputs[0]) && twinOf[p.Inputs[0]] == ""
+			}
+		}
+	}
+	return false
 }
 
 // followsLayout reports whether n is a layout-free op whose tensor inputs

@@ -156,3 +156,46 @@ func TestConvertLayoutDenseBlock(t *testing.T) {
 		}
 	}
 }
+
+// TestConvertLayoutQuantizedImage: a quantized model's first convolution
+// reads the quantized three-channel image where it is, NCHW, and writes
+// the channels-last twin, like a float model's (readsInputNCHW): the
+// QuantizeLinear of the input stays an elementwise op on contiguous rows,
+// with no Transpose after it.
+func TestConvertLayoutQuantizedImage(t *testing.T) {
+	u8 := func(v int64) *Tensor { return &Tensor{DType: Uint8, Shape: []int{}, I64: []int64{v}} }
+	wq := &Tensor{DType: Int8, Shape: []int{4, 3, 3, 3}, I64: make([]int64, 4*3*3*3)}
+	for i := range wq.I64 {
+		wq.I64[i] = int64(i%9) - 4
+	}
+	g := build(t, 17, []in{{"x", []int{1, 3, 8, 8}}}, map[string]*Tensor{
+		"xs": Float32Tensor([]int{}, []float32{0.02}), "xz": u8(128),
+		"w": wq, "ws": Float32Tensor([]int{}, []float32{0.01}),
+		"ys": Float32Tensor([]int{}, []float32{0.05}), "yz": u8(3),
+	}, []*Node{
+		node("QuantizeLinear qx x,xs,xz -> xq", nil),
+		node("DequantizeLinear dx xq,xs,xz -> xf", nil),
+		node("DequantizeLinear dw w,ws -> wf", nil),
+		node("Conv c xf,wf -> a", map[string]Attr{"pads": ints(1, 1, 1, 1)}),
+		node("QuantizeLinear q a,ys,yz -> aq", nil),
+		node("DequantizeLinear d aq,ys,yz -> y", nil),
+	}, "y")
+	g.Integer = true
+	if err := frontend.RunPasses(g, nil); err != nil {
+		t.Fatal(err)
+	}
+	var ops []string
+	for _, n := range g.Nodes {
+		ops = append(ops, n.OpType)
+		if n.OpType == "QLinearConv" {
+			l, _ := n.Str(LayoutAttr, "")
+			o, _ := n.Str(OutLayoutAttr, "")
+			if l != "NCHW" || o != "NHWC" || n.Inputs[0] != "xq" {
+				t.Errorf("QLinearConv reads %s, data_layout %q, out_layout %q; want xq, NCHW, NHWC", n.Inputs[0], l, o)
+			}
+		}
+	}
+	if got, want := strings.Join(ops, ","), "QuantizeLinear,QLinearConv,DequantizeLinear,Transpose"; got != want {
+		t.Errorf("nodes %s\nwant  %s", got, want)
+	}
+}
