@@ -12,9 +12,15 @@
 // it (OPENBLAS_CORETYPE), and each figure is printed as a share of that
 // level's measured FMA peak too.
 //
+// With -dtype int8 the race is an integer GEMM, u8×s8→s32, Tessera's
+// default schedule against oneDNN's dnnl_gemm_u8s8s32, each as a share of
+// the machine's int8 multiply-add peak (int8.go, onednn/u8s8s32.c); its last line is
+// "github.com/tessera-ml/tessera/onednn-u8s8s32 = R".
+//
 //	go run ./bench/gemm              # 1024³, 1 thread
 //	go run ./bench/gemm -threads 2
 //	go run ./bench/gemm -cpu x86-64-v3
+//	go run ./bench/gemm -dtype int8
 package main
 
 import (
@@ -44,8 +50,15 @@ func main() {
 	unroll := flag.Int("unroll", 0, "the expert's auto_unroll_max_step (default: its register tile's steps)")
 	dump := flag.String("dump", "", "write the expert kernel's C to `PREFIX`.c and its assembly to PREFIX.s")
 	cpu := flag.String("cpu", "native", "compile for native, a level (x86-64-v2, x86-64-v3, x86-64-v4) or a -march name; OpenBLAS is restricted to its level")
+	dtype := flag.String("dtype", "float32", "element type of the race: float32 (against OpenBLAS's sgemm) or int8 (uint8 × int8 → int32, against oneDNN's u8s8s32 GEMM)")
 	gpu := gpubench.Flags(flag.CommandLine)
 	flag.Parse()
+	if *dtype != "float32" && *dtype != "int8" {
+		benchutil.Fatal(fmt.Errorf("-dtype %q: float32 or int8", *dtype))
+	}
+	if *dtype == "int8" && gpu.On() {
+		benchutil.Fatal(fmt.Errorf("-dtype int8 races on the CPU only"))
+	}
 	if gpu.On() {
 		d, err := gemmDAG(*n)
 		if err != nil {
@@ -59,6 +72,12 @@ func main() {
 	m, err := benchutil.CPU(context.Background(), *cpu, &measure.Builder{})
 	if err != nil {
 		benchutil.Fatal(err)
+	}
+	if *dtype == "int8" {
+		if err := runInt8(*n, *threads, *rounds, m, *dump); err != nil {
+			benchutil.Fatal(err)
+		}
+		return
 	}
 	t := expertTiles(*n, m.Lanes(), m.VectorRegs, m.L1D)
 	if *ti != "" {

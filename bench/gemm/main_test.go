@@ -6,6 +6,7 @@ import (
 	"github.com/tessera-ml/tessera/backend/machine"
 	"github.com/tessera-ml/tessera/schedule"
 	"github.com/tessera-ml/tessera/schedule/schedtest"
+	"github.com/tessera-ml/tessera/sketch"
 )
 
 // TestExpert checks the expert schedule, with the tiles expertTiles picks
@@ -37,6 +38,35 @@ func TestExpert(t *testing.T) {
 		}
 		if err := schedtest.Check(d, f, 1); err != nil {
 			t.Errorf("%s: tiles %+v: %v", level, tl, err)
+		}
+	}
+}
+
+// TestInt8Default checks the int8 race's kernel, the default schedule of
+// the u8×s8 GEMM at every level, against the reference evaluator (the
+// benchmark itself compares the compiled kernel with oneDNN's and with a
+// product computed in Go).
+func TestInt8Default(t *testing.T) {
+	const n = 64
+	d, err := int8DAG(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, level := range machine.Levels() {
+		m, err := machine.Level(level)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _, err := sketch.Default(schedule.NewState(d), sketch.CPUOptions(m))
+		if err != nil {
+			t.Fatalf("%s: %v", level, err)
+		}
+		f, err := schedule.Lower(s, "k")
+		if err != nil {
+			t.Fatalf("%s: lower: %v", level, err)
+		}
+		if err := schedtest.Check(d, f, 1); err != nil {
+			t.Errorf("%s: %v", level, err)
 		}
 	}
 }
