@@ -336,6 +336,24 @@ func dotHelpers(L int) string {
 	m := mt(L)
 	for _, x := range []struct{ suffix, byteType string }{{"u8", "uint8_t"}, {"i8", "int8_t"}} {
 		name := "tsr_dot4_v" + strconv.Itoa(L) + x.suffix
+		if L == 4 {
+			// x86 with SSE4.1: as below with 128-bit registers; phaddd
+			// leaves the four lanes in order.
+			ext := map[string]string{"u8": "pmovzxbw128", "i8": "pmovsxbw128"}[x.suffix]
+			w("%s", gccX86("__SSE4_1__"))
+			w("static inline %s %s(uint32_t xq, const int8_t *w) {", m, name)
+			w("  tsr_x86_v8hi x16 = __builtin_ia32_%s((tsr_x86_v16qi)(tsr_x86_v4si){(int)xq, 0, 0, 0});", ext)
+			w("  long long q = ((tsr_x86_v2di)x16)[0];")
+			w("  tsr_x86_v8hi xb = (tsr_x86_v8hi)(tsr_x86_v2di){q, q};")
+			w("  long long lo, hi;")
+			w("  __builtin_memcpy(&lo, w, 8);")
+			w("  __builtin_memcpy(&hi, w + 8, 8);")
+			w("  tsr_x86_v4si a = __builtin_ia32_pmaddwd128(xb, __builtin_ia32_pmovsxbw128((tsr_x86_v16qi)(tsr_x86_v2di){lo, 0}));")
+			w("  tsr_x86_v4si c = __builtin_ia32_pmaddwd128(xb, __builtin_ia32_pmovsxbw128((tsr_x86_v16qi)(tsr_x86_v2di){hi, 0}));")
+			w("  return (%s)__builtin_ia32_phaddd128(a, c);", m)
+			w("}")
+			w("#else")
+		}
 		if L == 8 {
 			// x86 with AVX2: the four activations widened to 16 bits and
 			// broadcast; each half of the 32 weights widened; vpmaddwd
@@ -365,21 +383,30 @@ func dotHelpers(L int) string {
 		w("    r[l] = x0 * w[4 * l] + x1 * w[4 * l + 1] + x2 * w[4 * l + 2] + x3 * w[4 * l + 3];")
 		w("  return r;")
 		w("}")
-		if L == 8 {
+		if L == 4 || L == 8 {
 			w("#endif")
 		}
 	}
 	// tsr_dot4s: each pair's sum saturated to int16 (vpmaddubsw), then the
 	// two pairs summed into int32 (vpmaddwd with ones); uint8 activations.
 	name := "tsr_dot4s_v" + strconv.Itoa(L) + "u8"
-	if L == 8 {
-		w("%s", gccX86("__AVX2__"))
+	// The x86 form of each width: the ISA macro, the bytes' and the
+	// pairs' vector types, and the two multiply-adds.
+	// AVX-512's builtins take a merge source and a mask (all lanes).
+	sat, hasSat := map[int]struct{ isa, bytes, pairs, maddubs, madd string }{
+		4:  {"__SSSE3__", "tsr_x86_v16qi", "tsr_x86_v8hi", "__builtin_ia32_pmaddubsw128(xb, wv)", "__builtin_ia32_pmaddwd128(pairs, ones)"},
+		8:  {"__AVX2__", "tsr_x86_v32qi", "tsr_x86_v16hi", "__builtin_ia32_pmaddubsw256(xb, wv)", "__builtin_ia32_pmaddwd256(pairs, ones)"},
+		16: {"__AVX512BW__", "tsr_x86_v64qi", "tsr_x86_v32hi", "__builtin_ia32_pmaddubsw512_mask(xb, wv, ones, 0xFFFFFFFFu)", "__builtin_ia32_pmaddwd512_mask(pairs, ones, (" + m + "){}, 0xFFFF)"},
+	}[L]
+	if hasSat {
+		w("%s", gccX86(sat.isa))
 		w("static inline %s %s(uint32_t xq, const int8_t *w) {", m, name)
-		w("  tsr_x86_v32qi xb = (tsr_x86_v32qi)(tsr_x86_v8si){(int)xq, (int)xq, (int)xq, (int)xq, (int)xq, (int)xq, (int)xq, (int)xq};")
-		w("  tsr_x86_v32qi wv;")
-		w("  __builtin_memcpy(&wv, w, 32);")
-		w("  tsr_x86_v16hi pairs = __builtin_ia32_pmaddubsw256(xb, wv);")
-		w("  return (%s)__builtin_ia32_pmaddwd256(pairs, (tsr_x86_v16hi){1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1});", m)
+		w("  %s xb = (%s)((%s){} + (int)xq);", sat.bytes, sat.bytes, m)
+		w("  %s wv;", sat.bytes)
+		w("  %s ones = (%s){} + 1;", sat.pairs, sat.pairs)
+		w("  __builtin_memcpy(&wv, w, %d);", 4*L)
+		w("  %s pairs = %s;", sat.pairs, sat.maddubs)
+		w("  return (%s)%s;", m, sat.madd)
 		w("}")
 		w("#else")
 	}
@@ -394,7 +421,7 @@ func dotHelpers(L int) string {
 	w("    r[l] = tsr_sat16(x0 * w[4 * l] + x1 * w[4 * l + 1]) + tsr_sat16(x2 * w[4 * l + 2] + x3 * w[4 * l + 3]);")
 	w("  return r;")
 	w("}")
-	if L == 8 {
+	if hasSat {
 		w("#endif")
 	}
 	return b.String()

@@ -1174,7 +1174,8 @@ func gccX86(isa string) string {
 
 // x86Operands are the vector types of the operands and results of the x86
 // builtins narrowLoadStore and dotHelpers call (gcc's __builtin_ia32_*),
-// as their signatures fix them: an xmm register's 16 bytes, a ymm's 32.
+// as their signatures fix them: an xmm register's 16 bytes, a ymm's 32, a
+// zmm's 64.
 // They are facts of those instructions, not choices of the machine model,
 // which decides only whether a level has them (the ISA macros that guard
 // every use: __SSE4_1__, __AVX2__, __AVX512F__).
@@ -1184,6 +1185,7 @@ var x86Operands = []struct {
 }{
 	{"char", "tsr_x86_v16qi", 16}, {"short", "tsr_x86_v8hi", 16}, {"int", "tsr_x86_v4si", 16}, {"long long", "tsr_x86_v2di", 16},
 	{"char", "tsr_x86_v32qi", 32}, {"short", "tsr_x86_v16hi", 32}, {"int", "tsr_x86_v8si", 32}, {"long long", "tsr_x86_v4di", 32},
+	{"char", "tsr_x86_v64qi", 64}, {"short", "tsr_x86_v32hi", 64},
 }
 
 // narrowLoadStore returns tsr_load_vL<suffix> and tsr_store_vL<suffix>: L
