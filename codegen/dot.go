@@ -354,6 +354,25 @@ func dotHelpers(L int) string {
 			w("}")
 			w("#else")
 		}
+		// With VNNI, vpdpbusd is this very sum for uint8 activations
+		// (four u8×s8 products into each int32 lane, exact, no
+		// saturation): one instruction. Not run here, on a CPU without
+		// VNNI; the native sweeps check it where the CPU has it.
+		vnni := x.suffix == "u8" && (L == 8 || L == 16)
+		if vnni {
+			isa := "(defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__)))"
+			if L == 16 {
+				isa = "defined(__AVX512VNNI__)"
+			}
+			v := "tsr_x86_v" + strconv.Itoa(L) + "si"
+			w("%s && %s", gccX86(""), isa)
+			w("static inline %s %s(uint32_t xq, const int8_t *w) {", m, name)
+			w("  %s wv;", v)
+			w("  __builtin_memcpy(&wv, w, %d);", 4*L)
+			w("  return (%s)__builtin_ia32_vpdpbusd_v%dsi((%s){}, (%s)((%s){} + (int)xq), wv);", m, L, v, v, m)
+			w("}")
+			w("#else")
+		}
 		if L == 8 {
 			// x86 with AVX2: the four activations widened to 16 bits and
 			// broadcast; each half of the 32 weights widened; vpmaddwd
@@ -384,6 +403,9 @@ func dotHelpers(L int) string {
 		w("  return r;")
 		w("}")
 		if L == 4 || L == 8 {
+			w("#endif")
+		}
+		if vnni {
 			w("#endif")
 		}
 	}

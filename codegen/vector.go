@@ -1185,7 +1185,7 @@ var x86Operands = []struct {
 }{
 	{"char", "tsr_x86_v16qi", 16}, {"short", "tsr_x86_v8hi", 16}, {"int", "tsr_x86_v4si", 16}, {"long long", "tsr_x86_v2di", 16},
 	{"char", "tsr_x86_v32qi", 32}, {"short", "tsr_x86_v16hi", 32}, {"int", "tsr_x86_v8si", 32}, {"long long", "tsr_x86_v4di", 32},
-	{"char", "tsr_x86_v64qi", 64}, {"short", "tsr_x86_v32hi", 64},
+	{"char", "tsr_x86_v64qi", 64}, {"short", "tsr_x86_v32hi", 64}, {"int", "tsr_x86_v16si", 64},
 }
 
 // narrowLoadStore returns tsr_load_vL<suffix> and tsr_store_vL<suffix>: L
