@@ -950,6 +950,7 @@ static inline int64_t tsr_maxi(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline float tsr_minf(float a, float b) { float r = a < b ? a : b; return a != a ? a : r; }
 static inline float tsr_maxf(float a, float b) { float r = a > b ? a : b; return a != a ? a : r; }
 static inline float tsr_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
+static inline float tsr_nan0f(float x) { return x == x ? x : 0.0f; }
 ` + roundHalfC + `/* expf, but 0 below -87.34 (where e^x is below FLT_MIN, at most 1.2e-38
    from libm's subnormal), without libm's underflow path: an additive
    attention mask (-10000) sends a masked row's logits there, lane by lane

@@ -619,6 +619,7 @@ func gpuPrelude(d Dialect) string {
 #define TSR_THREAD_Y ((int)get_local_id(1))
 #define TSR_THREAD_Z ((int)get_local_id(2))
 TSR_DEVICE float tsr_sigmoidf(float x) { return 1.0f / (1.0f + exp(-x)); }
+TSR_DEVICE float tsr_nan0f(float x) { return x == x ? x : 0.0f; }
 `)
 		b.WriteString(roundHalfGPU(d))
 	} else {
@@ -670,6 +671,7 @@ typedef struct __attribute__((aligned(8))) { float x, y; } tsr_float2;
 TSR_DEVICE tsr_float4 tsr_make_float4(float x, float y, float z, float w) { tsr_float4 v = {x, y, z, w}; return v; }
 TSR_DEVICE tsr_float2 tsr_make_float2(float x, float y) { tsr_float2 v = {x, y}; return v; }
 TSR_DEVICE float tsr_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
+TSR_DEVICE float tsr_nan0f(float x) { return x == x ? x : 0.0f; }
 `)
 		b.WriteString(roundHalfGPU(d))
 	}

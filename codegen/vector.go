@@ -1317,6 +1317,9 @@ func vectorHelpers(L int) string {
 		switch mf := tir.MathFuncs[fn]; {
 		case fn == "fabs":
 			// a bit mask, above
+		case fn == "nan0":
+			// a bit mask: x == x is all ones but in NaN lanes.
+			w("static inline %s tsr_nan0_v%df(%s x) { return (%s)((%s)x & (x == x)); }", f, L, f, f, m)
 		case polynomial[fn]:
 			// vector polynomials, below
 		case mf.Arity == 1:
@@ -1376,6 +1379,9 @@ func x86Round(L int, fn string) string {
 	}
 	return fmt.Sprintf("%s\nstatic inline %s tsr_%s_v%df(%s x) { return %s; }\n", gccX86(isa), f, fn, L, f, body)
 }
+
+// bitMask names the functions computed on whole vectors as a bit mask.
+var bitMask = map[string]bool{"fabs": true, "nan0": true}
 
 // polynomial names the functions vectorMath defines as polynomials.
 var polynomial = map[string]bool{"exp": true, "erf": true, "sigmoid": true, "tanh": true}

@@ -152,12 +152,12 @@ func ulps(got, want float64) float64 {
 }
 
 // TestVectorMathTable: the functions tir.MathFuncs marks Vector are those
-// vectorHelpers computes on whole vectors (a polynomial, or fabs's bit
-// mask); every other one is a call per lane, which package sketch does not
+// vectorHelpers computes on whole vectors (a polynomial, or a bit mask:
+// fabs, nan0); every other one is a call per lane, which package sketch does not
 // vectorize small loops for.
 func TestVectorMathTable(t *testing.T) {
 	for fn, mf := range tir.MathFuncs {
-		if whole := polynomial[fn] || fn == "fabs"; whole != mf.Vector {
+		if whole := polynomial[fn] || bitMask[fn]; whole != mf.Vector {
 			t.Errorf("%s: tir.MathFuncs says Vector %v, codegen computes it on whole vectors: %v", fn, mf.Vector, whole)
 		}
 	}

@@ -115,6 +115,5 @@ func saturate(x tir.Expr, dt tir.DType) tir.Expr {
 	if dt == tir.Int32 {
 		fhi = 2147483520 // float32 has no 2^31-1: the largest below 2^31
 	}
-	clamped := tir.MinE(tir.MaxE(x, tir.F32(float64(lo))), tir.F32(fhi))
-	return &tir.Cast{To: dt, X: tir.SelectE(tir.Cmp(tir.NE, x, x), tir.F32(0), clamped)}
+	return &tir.Cast{To: dt, X: tir.MinE(tir.MaxE(tir.CallE("nan0", x), tir.F32(float64(lo))), tir.F32(fhi))}
 }

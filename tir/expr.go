@@ -299,16 +299,26 @@ type MathFunc struct {
 // MathFuncs lists the functions a Call may name, by name: the one table of
 // math functions for the evaluators, code generation and features.
 var MathFuncs = map[string]MathFunc{
-	"exp":     vectorMath(unaryMath("expf", math.Exp)),
-	"log":     unaryMath("logf", math.Log),
-	"sqrt":    unaryMath("sqrtf", math.Sqrt),
-	"tanh":    vectorMath(unaryMath("tanhf", math.Tanh)),
-	"erf":     vectorMath(unaryMath("erff", math.Erf)),
-	"fabs":    vectorMath(unaryMath("fabsf", math.Abs)),
-	"floor":   unaryMath("floorf", math.Floor),
-	"ceil":    unaryMath("ceilf", math.Ceil),
-	"trunc":   unaryMath("truncf", math.Trunc),
-	"rint":    unaryMath("rintf", math.RoundToEven), // round half to even
+	"exp":   vectorMath(unaryMath("expf", math.Exp)),
+	"log":   unaryMath("logf", math.Log),
+	"sqrt":  unaryMath("sqrtf", math.Sqrt),
+	"tanh":  vectorMath(unaryMath("tanhf", math.Tanh)),
+	"erf":   vectorMath(unaryMath("erff", math.Erf)),
+	"fabs":  vectorMath(unaryMath("fabsf", math.Abs)),
+	"floor": unaryMath("floorf", math.Floor),
+	"ceil":  unaryMath("ceilf", math.Ceil),
+	"trunc": unaryMath("truncf", math.Trunc),
+	"rint":  unaryMath("rintf", math.RoundToEven), // round half to even
+	// nan0 is x, or 0 where x is NaN: with a clamp, a float's conversion
+	// to an integer type that reads the float once (a select on x != x
+	// reads it three times, and a quantized value inlined into it was
+	// computed three times).
+	"nan0": vectorMath(unaryMath("tsr_nan0f", func(v float64) float64 {
+		if math.IsNaN(v) {
+			return 0
+		}
+		return v
+	})),
 	"sigmoid": vectorMath(unaryMath("tsr_sigmoidf", func(v float64) float64 { return 1 / (1 + math.Exp(-v)) })),
 	"sin":     unaryMath("sinf", math.Sin),
 	"cos":     unaryMath("cosf", math.Cos),
