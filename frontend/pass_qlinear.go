@@ -93,10 +93,13 @@ func qlinearNodes(g *graph.Graph, q *graph.Node, producers map[string]*graph.Nod
 		return nil, "", nil
 	}
 	conv := isOp(op, "Conv", -1)
-	if isOp(op, "Gemm", -1) && isOp(producers[op.Inputs[0]], "DequantizeLinear", -1) {
-		return nil, "Gemm has no integer form yet", op
+	gemm := isOp(op, "Gemm", -1) && isOp(producers[op.Inputs[0]], "DequantizeLinear", -1)
+	if gemm {
+		if why := gemmAsConv(g, op); why != "" {
+			return nil, why, op
+		}
 	}
-	if !conv && !isOp(op, "MatMul", 2) {
+	if !conv && !gemm && !isOp(op, "MatMul", 2) {
 		return nil, "", nil
 	}
 	if onlyReader(g, v, consumers) != reader {
@@ -120,11 +123,22 @@ func qlinearNodes(g *graph.Graph, q *graph.Node, producers map[string]*graph.Nod
 		return nil, "its weights are computed at run time", op
 	}
 	// Per-channel weights: along the output channels (a Conv's axis 0, a
-	// [K, N] MatMul weight's axis 1).
-	if s := g.ConstOf(dw.Inputs[1]); s == nil || s.Len() > 1 && quantAxis(dw, len(g.Values[dw.Inputs[0]].Shape)) != map[bool]int{true: 0, false: 1}[conv] {
+	// [K, N] MatMul weight's axis 1, a Gemm's N axis).
+	outAxis := map[bool]int{true: 0, false: 1}[conv]
+	if gemm && transB(op) {
+		outAxis = 0
+	}
+	if s := g.ConstOf(dw.Inputs[1]); s == nil || s.Len() > 1 && quantAxis(dw, len(g.Values[dw.Inputs[0]].Shape)) != outAxis {
 		return nil, "its weights' scale is not a constant per output channel", op
 	}
 	ins := []string{dx.Inputs[0], dx.Inputs[1], dx.Input(2), dw.Inputs[0], dw.Inputs[1], dw.Input(2), q.Inputs[1], q.Input(2)}
+	var reshapeX *graph.Node
+	if gemm {
+		// y = x·Wᵀ + b is a 1×1 convolution of x [M, K] as [M, K, 1, 1]
+		// with W [N, K] as [N, K, 1, 1], its output [M, N, 1, 1].
+		reshapeX, ins[0], ins[3] = gemmOperands(g, op, dx.Inputs[0], dw.Inputs[0])
+		conv = true
+	}
 	if conv && len(op.Inputs) > 2 && op.Inputs[2] != "" {
 		db := dq(2)
 		if db == nil || !biasScaleFits(g, db, dx, dw) {
@@ -133,17 +147,40 @@ func qlinearNodes(g *graph.Graph, q *graph.Node, producers map[string]*graph.Nod
 		ins = append(ins, db.Inputs[0])
 	}
 	n := &graph.Node{Name: op.Name + "/qlinear", Domain: "", Inputs: ins, Outputs: []string{q.Outputs[0]}}
-	if conv {
+	switch {
+	case gemm:
+		n.OpType, n.Attrs = "QLinearConv", map[string]graph.Attr{}
+	case conv:
 		n.OpType = "QLinearConv"
 		n.Attrs = op.Attrs
-	} else {
+	default:
 		n.OpType = "QLinearMatMul"
 	}
-	if why := ops.WhyFloat(g, n); why != "" {
-		return nil, why, op
+	var nodes []*graph.Node
+	out := q.Outputs[0]
+	if gemm {
+		// The convolution writes [M, N, 1, 1]; a Reshape gives [M, N].
+		y := g.Values[out]
+		y4 := g.FreshName(out + "/conv")
+		g.Value(y4).DType, g.Value(y4).Shape = y.DType, []int{y.Shape[0], y.Shape[1], 1, 1}
+		n.Outputs[0] = y4
+		nodes = append(nodes, reshapeX)
+		shape := g.FreshName(out + "/shape")
+		g.AddConst(shape, graph.Int64Tensor([]int{2}, []int64{int64(y.Shape[0]), int64(y.Shape[1])}))
+		back := &graph.Node{Name: op.Name + "/qlinear/reshape", OpType: "Reshape", Inputs: []string{y4, shape}, Outputs: []string{out}, Attrs: map[string]graph.Attr{}}
+		if why := ops.WhyFloat(g, n); why != "" {
+			return nil, why, op
+		}
+		nodes = append(nodes, n, back)
+		n = back // a Relu's Max follows the Reshape
+	} else {
+		if why := ops.WhyFloat(g, n); why != "" {
+			return nil, why, op
+		}
+		nodes = append(nodes, n)
 	}
 	if relu == nil {
-		return []*graph.Node{n}, "", nil
+		return nodes, "", nil
 	}
 	zero := q.Input(2)
 	if zero == "" {
@@ -152,8 +189,64 @@ func qlinearNodes(g *graph.Graph, q *graph.Node, producers map[string]*graph.Nod
 	}
 	unclamped := g.FreshName(q.Outputs[0] + "/unclamped")
 	g.Value(unclamped).DType = g.Values[q.Outputs[0]].DType
+	g.Value(unclamped).Shape = slices.Clone(g.Values[q.Outputs[0]].Shape)
 	n.Outputs[0] = unclamped
-	return []*graph.Node{n, {Name: relu.Name + "/qlinear", OpType: "Max", Inputs: []string{unclamped, zero}, Outputs: []string{q.Outputs[0]}, Attrs: map[string]graph.Attr{}}}, "", nil
+	return append(nodes, &graph.Node{Name: relu.Name + "/qlinear", OpType: "Max", Inputs: []string{unclamped, zero}, Outputs: []string{q.Outputs[0]}, Attrs: map[string]graph.Attr{}}), "", nil
+}
+
+// transB reports whether Gemm node n multiplies by its B transposed.
+func transB(n *graph.Node) bool {
+	t, err := n.Int("transB", 0)
+	return err == nil && t != 0
+}
+
+// gemmAsConv returns why the quantized Gemm n cannot run as a 1×1
+// QLinearConv, or "": y = x·B (Bᵀ with transB) + C with alpha and beta 1,
+// x of rank 2 and not transposed, B a constant.
+func gemmAsConv(g *graph.Graph, n *graph.Node) string {
+	alpha, errA := n.Float("alpha", 1)
+	beta, errB := n.Float("beta", 1)
+	ta, errT := n.Int("transA", 0)
+	x, y := g.Values[n.Inputs[0]], g.Values[n.Outputs[0]]
+	switch {
+	case errA != nil || errB != nil || errT != nil || alpha != 1 || beta != 1 && len(n.Inputs) > 2 && n.Inputs[2] != "":
+		return "Gemm has an integer form for alpha 1 and beta 1 only"
+	case ta != 0:
+		return "Gemm has no integer form with transA"
+	case x == nil || len(x.Shape) != 2 || y == nil || len(y.Shape) != 2 || x.Shape[0] < 1 || y.Shape[1] < 1:
+		return "Gemm has an integer form for static [M, K] inputs only"
+	}
+	if len(n.Inputs) > 2 && n.Inputs[2] != "" {
+		if c := g.Values[n.Inputs[2]]; c == nil || graph.NumElems(c.Shape) != y.Shape[1] {
+			return "Gemm has an integer form for a bias of one value per output column only"
+		}
+	}
+	return ""
+}
+
+// gemmOperands returns the Reshape of Gemm n's quantized input x to
+// [M, K, 1, 1] and its output value, and the int8 constant weights w as a
+// new [N, K, 1, 1] constant (transposed from [K, N] without transB).
+func gemmOperands(g *graph.Graph, n *graph.Node, x, w string) (*graph.Node, string, string) {
+	xv, wt := g.Values[x], g.ConstOf(w)
+	M, K := xv.Shape[0], xv.Shape[1]
+	x4, shape := g.FreshName(x+"/as_nchw"), g.FreshName(x+"/as_nchw_shape")
+	g.AddConst(shape, graph.Int64Tensor([]int{4}, []int64{int64(M), int64(K), 1, 1}))
+	g.Value(x4).DType, g.Value(x4).Shape = xv.DType, []int{M, K, 1, 1}
+	reshape := &graph.Node{Name: n.Name + "/qlinear/as_nchw", OpType: "Reshape", Inputs: []string{x, shape}, Outputs: []string{x4}, Attrs: map[string]graph.Attr{}}
+	N := wt.Shape[0]
+	data := slices.Clone(wt.I64)
+	if !transB(n) { // [K, N] → [N, K]
+		N = wt.Shape[1]
+		for k := range K {
+			for j := range N {
+				data[j*K+k] = wt.I64[k*N+j]
+			}
+		}
+	}
+	w4 := g.FreshName(w + "/as_oihw")
+	g.AddConst(w4, &graph.Tensor{DType: wt.DType, Shape: []int{N, K, 1, 1}, I64: data})
+	return reshape, x4, w4
 }
 
 // quantAxis returns the axis of a DequantizeLinear's per-axis parameters

@@ -2,6 +2,7 @@ package frontend_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	. "github.com/tessera-ml/tessera/graph"
@@ -24,6 +25,7 @@ func TestFuseQLinear(t *testing.T) {
 		"ys": Float32Tensor([]int{}, []float32{0.75}), "yz": u8(7),
 		"m":  {DType: Int8, Shape: []int{4, 3}, I64: []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, -1, -2, -3}},
 		"ms": Float32Tensor([]int{}, []float32{0.1}),
+		"gb": {DType: Int32, Shape: []int{3}, I64: []int64{5, -7, 9}}, "gbs": Float32Tensor([]int{}, []float32{0.05}),
 	}
 	dqx := node("DequantizeLinear dx xq,xs,xz -> xf", nil)
 	dqw := node("DequantizeLinear dw w,ws,wz -> wf", map[string]Attr{"axis": intA(0)})
@@ -43,6 +45,12 @@ func TestFuseQLinear(t *testing.T) {
 			"QuantizeLinear,DequantizeLinear,DequantizeLinear,Conv,QuantizeLinear"},
 		{"matmul", []*Node{node("DequantizeLinear dx xq,xs,xz -> xf", nil), node("DequantizeLinear dm m,ms -> mf", nil), node("MatMul mm xf,mf -> y", nil), q}, []string{"yq"},
 			"QuantizeLinear,QLinearMatMul"},
+		// A Gemm is a 1×1 convolution between Reshapes; with alpha 2 it
+		// stays in float.
+		{"gemm with bias", []*Node{node("DequantizeLinear dx xq,xs,xz -> xf", nil), node("DequantizeLinear dm m,ms -> mf", nil),
+			node("DequantizeLinear db gb,gbs -> bf", nil), node("Gemm gm xf,mf,bf -> y", nil), q}, []string{"yq"}, "QuantizeLinear,Reshape,QLinearConv,Reshape"},
+		{"gemm alpha 2", []*Node{node("DequantizeLinear dx xq,xs,xz -> xf", nil), node("DequantizeLinear dm m,ms -> mf", nil),
+			node("Gemm gm xf,mf -> y", map[string]Attr{"alpha": floatA(2)}), q}, []string{"yq"}, "QuantizeLinear,DequantizeLinear,DequantizeLinear,Gemm,QuantizeLinear"},
 		// Between a DequantizeLinear and a QuantizeLinear of the same
 		// scale and zero point, a max pool or a transpose runs on the
 		// integers; of another scale, in float.
@@ -63,7 +71,7 @@ func TestFuseQLinear(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			x := node("QuantizeLinear qx x,xs,xz -> xq", nil)
 			shape := []int{1, 1, 3, 4}
-			if tc.name == "matmul" {
+			if strings.HasPrefix(tc.name, "matmul") || strings.HasPrefix(tc.name, "gemm") {
 				shape = []int{2, 4}
 			}
 			g := build(t, 17, []in{{"x", shape}}, consts, append([]*Node{x}, tc.nodes...), tc.outs...)
