@@ -3,11 +3,14 @@ package sketch
 import (
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
+	"github.com/tessera-ml/tessera/codegen"
 	"github.com/tessera-ml/tessera/schedule"
 	"github.com/tessera-ml/tessera/schedule/schedtest"
 	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/te/tetest"
 )
 
 // attentionDAG is one window of attention as the exporter writes it: K
@@ -136,5 +139,49 @@ func TestMutateComputeLocationToRoot(t *testing.T) {
 	}
 	if rooted == 0 {
 		t.Errorf("of %d samples with Kᵀ attached, mutation moved it to the root in none (%d within its consumer)", attached, moved)
+	}
+}
+
+// TestKeepQuantizedOperand: the uint8 operand of an integer matmul that a
+// transpose-and-reshape stage computes (qmatmul_heads) is kept as a stage
+// of its own in the default schedule (inline_or_keep_quantized_operand),
+// so that the matmul reads four adjacent bytes per group, and code
+// generation emits the dot-product helper for it; another sketch inlines
+// it; the default computes what the reference does.
+func TestKeepQuantizedOperand(t *testing.T) {
+	d := tetest.DAGs()["qmatmul_heads"]
+	sketches, err := Generate(schedule.NewState(d), testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	inlined := 0
+	for _, sk := range sketches {
+		if stageNamed(t, sk, "qmatmul_heads_xt").Attach == schedule.Inlined {
+			inlined++
+		}
+	}
+	if inlined == 0 || inlined == len(sketches) {
+		t.Errorf("%d of %d sketches inline the operand, want some but not all", inlined, len(sketches))
+	}
+	st, how, err := Default(schedule.NewState(d), testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stageNamed(t, st, "qmatmul_heads_xt").Attach == schedule.Inlined {
+		t.Errorf("the default inlines the quantized operand:\n%v", st)
+	}
+	f, err := schedule.Lower(st, "k")
+	if err != nil {
+		t.Fatalf("%s: %v", how, err)
+	}
+	if err := schedtest.Check(d, f, 3); err != nil {
+		t.Errorf("%s: %v\n%v", how, err, st)
+	}
+	src, err := codegen.C(f, codegen.COptions{VectorBits: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(src.Code[strings.Index(src.Code, "static int tsr_impl"):], "tsr_dot4s_v8u8(") {
+		t.Errorf("the default kernel calls no tsr_dot4s_v8u8:\n%s", src.Code)
 	}
 }

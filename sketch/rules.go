@@ -14,6 +14,7 @@ import (
 var cpuRules = []Rule{
 	inlineOrKeepGuardedWindow{},
 	inlineOrKeepTranspose{},
+	inlineOrKeepQuantizedOperand{},
 	alwaysInline{},
 	simplifyConstTensor{},
 	addRfactor{},
@@ -152,6 +153,45 @@ func (inlineOrKeepTranspose) Condition(g *generator, s *schedule.State, i int) C
 }
 
 func (inlineOrKeepTranspose) Apply(g *generator, s *schedule.State, i int) ([]next, error) {
+	inlined, err := alwaysInline{}.Apply(g, s, i)
+	if err != nil {
+		return nil, err
+	}
+	// Kept first: the default schedule is made from the first sketch.
+	return append([]next{{s, i - 1}}, inlined...), nil
+}
+
+// inlineOrKeepQuantizedOperand forks on a cheap injective stage of 8-bit
+// integers (a quantized tensor: a requantized value, a transpose or a
+// reshape of one) that a data-reuse stage (an integer matmul or
+// convolution) reads: one sketch inlines it, as always_inline would; in
+// the other, first, it stays a stage of its own. Inlined, its work (the
+// float round trip of a requantization, a transpose's index arithmetic)
+// runs again for every reuse of each element, inside the reduction, and
+// code generation finds no groups of four adjacent bytes for its
+// dot-product helpers (a BERT layer's attention output projection read
+// its transposed, reshaped input that way: 23 ms instead of 1.4); kept, it
+// costs one pass over a tensor of a byte an element.
+type inlineOrKeepQuantizedOperand struct{}
+
+func (inlineOrKeepQuantizedOperand) Name() string { return "inline_or_keep_quantized_operand" }
+
+func (inlineOrKeepQuantizedOperand) Condition(g *generator, s *schedule.State, i int) Cond {
+	if (alwaysInline{}).Condition(g, s, i) == Skip {
+		return Skip
+	}
+	if dt := s.Stages[i].Tensor.DType(); dt != tir.Uint8 && dt != tir.Int8 {
+		return Skip
+	}
+	for _, c := range effectiveConsumers(s, i) {
+		if te.NeedsMultiLevelTiling(s.Stages[c].Tensor) {
+			return ApplyAndSkipRest
+		}
+	}
+	return Skip
+}
+
+func (inlineOrKeepQuantizedOperand) Apply(g *generator, s *schedule.State, i int) ([]next, error) {
 	inlined, err := alwaysInline{}.Apply(g, s, i)
 	if err != nil {
 		return nil, err

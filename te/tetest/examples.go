@@ -269,7 +269,7 @@ func (b *exampleBuilder) build() {
 
 // quantized adds the integer computations of quantized models: uint8
 // activations, int8 weights, int32 sums and biases, requantized to uint8
-// ("qmatmul", "qmatmul_dot4s", "qconv", "qconv_depthwise", "qconv_dot4",
+// ("qmatmul", "qmatmul_dot4s", "qmatmul_heads", "qconv", "qconv_depthwise", "qconv_dot4",
 // "qconv_dot4s"), and elementwise work on uint8
 // data through float32 ("u8_add"), and max pools on it ("u8_max_pool",
 // "u8_max_pool_nhwc"). The multipliers are the
@@ -297,6 +297,17 @@ func (b *exampleBuilder) quantized() {
 		// the sweeps' weights span int8, so some pairs saturate).
 		acc := mustExample(te.IntMatMul("qmatmul_dot4s_acc", U8("X", 13, 24), I8("W", 24, 16), te.IntMatMulOptions{Dot: 4, SaturatePairs: true}))
 		b.add("qmatmul_dot4s")(te.Requantize("qmatmul_dot4s", acc, I32("bias", 16), mult(16), 1, 7, tir.Uint8))
+	}
+	{
+		// A quantized matmul reading its uint8 operand transposed and
+		// reshaped (BERT's attention output: heads × tokens × 8 to tokens
+		// × 24), as fuse-qlinear leaves it.
+		x := U8("X", 3, 13, 8)
+		xt := te.Compute("qmatmul_heads_xt", []int{13, 24}, func(i []tir.Expr) tir.Expr {
+			return x.At(tir.FloorDivE(i[1], te.Idx(8)), i[0], tir.FloorModE(i[1], te.Idx(8)))
+		})
+		acc := mustExample(te.IntMatMul("qmatmul_heads_acc", xt, I8("W", 24, 16), te.IntMatMulOptions{Dot: 4, SaturatePairs: true}))
+		b.add("qmatmul_heads")(te.Requantize("qmatmul_heads", acc, I32("bias", 16), mult(16), 1, 7, tir.Uint8))
 	}
 	{
 		acc := mustExample(te.IntConv("qconv_acc", U8("X", 1, 6, 9, 9), I8("W", 8, 6, 3, 3), 100, te.ConvAttrs{Pads: []int{1, 1, 1, 1}}, te.IntConvOptions{}))
