@@ -40,7 +40,7 @@ func (m *Model) Register(fs *flag.FlagSet) {
 	fs.Var(m.Ranges, "range", "the values `NAME=lo..hi` of the inputs' dynamic dimension NAME (repeatable): tune and build the model over them — a dynamic batch whose samples every group computes apart (tuned at 1, run per sample), and one other dimension whose value the kernels take at run time (a sequence length: tuned at three values of its range, built at every value); tune inspect prints the tasks over any ranges")
 	fs.Var(m.Freeze, "freeze", "freeze graph input `name=v0,v1,...` to these values, a constant of the compiled model (a sample rate an If branches on; repeatable)")
 	fs.Var(m.NoPass, "no-pass", "disable graph pass `NAME` (repeatable; passes: "+strings.Join(frontend.PassNames(), ", ")+")")
-	fs.BoolVar(&m.Integer, "integer", false, "run quantized convolutions and matmuls (QLinearConv, QLinearMatMul, and a QDQ model's) on integer kernels: uint8 activations, exact sums; experimental: not yet faster than their float form on CPUs")
+	fs.BoolVar(&m.Integer, "integer", false, "run quantized convolutions and matmuls (QLinearConv, QLinearMatMul, and a QDQ model's) on integer kernels: uint8 activations, exact sums; experimental: on CPUs without VNNI, faster than the float form with 7-bit weights (tune quantize --reduce-range), slower with full-range ones")
 	fs.BoolVar(&m.Winograd, "winograd", true, "give 3×3 stride-1 convolutions a Winograd alternative task (tuned like any task; the build keeps the faster; --winograd=false: direct only)")
 }
 
