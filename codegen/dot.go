@@ -329,6 +329,57 @@ func (k *kernel) dotCall(p *vplan, t dotTerm, fn string) (string, error) {
 	return fmt.Sprintf("tsr_%s_v%d%s(%s, &%s[%s])", fn, p.L, laneSuffix(t.xType), xq, wb.name, trimParens(wi)), nil
 }
 
+// exactDotX86 returns tsr_dot4_vL<x> (named name, returning m) for gcc on
+// x86 with L = 4 (SSE4.1) or 8 (AVX2) lanes, opening a gccX86 block the
+// caller closes (#else, the lane loop, #endif); "" for other widths. The
+// four activations are widened to 16 bits and broadcast; each half of the
+// 4L weights widened; pmaddwd sums pairs into int32 (lane 2l: output l's
+// first pair, 2l+1 its second); phaddd adds the pairs of both halves. At
+// 128 bits that leaves the four lanes in order; at 256 bits in 64-bit
+// blocks 0, 2, 1, 3, which vpermq 0xD8 puts in order.
+func exactDotX86(L int, suffix, m, name string) string {
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	ext := map[string]string{"u8": "pmovzxbw128", "i8": "pmovsxbw128"}[suffix]
+	// The width's ISA, the broadcast activations' and the sums' types, the
+	// 64-bit copies of the activations, the weights' half type and bytes,
+	// and the builtins' width suffix.
+	var isa, xb, sums, copies, half, bits string
+	var halfBytes int
+	switch L {
+	case 4:
+		isa, xb, sums, copies, half, halfBytes, bits = "__SSE4_1__", "tsr_x86_v8hi", "tsr_x86_v4si", "(tsr_x86_v2di){q, q}", "long long", 8, "128"
+	case 8:
+		isa, xb, sums, copies, half, halfBytes, bits = "__AVX2__", "tsr_x86_v16hi", "tsr_x86_v8si", "(tsr_x86_v4di){q, q, q, q}", "tsr_x86_v16qi", 16, "256"
+	default:
+		return ""
+	}
+	widen := func(v string) string {
+		if L == 4 {
+			return "__builtin_ia32_pmovsxbw128((tsr_x86_v16qi)(tsr_x86_v2di){" + v + ", 0})"
+		}
+		return "__builtin_ia32_pmovsxbw256(" + v + ")"
+	}
+	w("%s", gccX86(isa))
+	w("static inline %s %s(uint32_t xq, const int8_t *w) {", m, name)
+	w("  tsr_x86_v8hi x16 = __builtin_ia32_%s((tsr_x86_v16qi)(tsr_x86_v4si){(int)xq, 0, 0, 0});", ext)
+	w("  long long q = ((tsr_x86_v2di)x16)[0];")
+	w("  %s xb = (%s)%s;", xb, xb, copies)
+	w("  %s lo, hi;", half)
+	w("  __builtin_memcpy(&lo, w, %d);", halfBytes)
+	w("  __builtin_memcpy(&hi, w + %d, %d);", halfBytes, halfBytes)
+	w("  %s a = __builtin_ia32_pmaddwd%s(xb, %s);", sums, bits, widen("lo"))
+	w("  %s c = __builtin_ia32_pmaddwd%s(xb, %s);", sums, bits, widen("hi"))
+	if L == 4 {
+		w("  return (%s)__builtin_ia32_phaddd128(a, c);", m)
+	} else {
+		w("  return (%s)__builtin_ia32_permdi256((tsr_x86_v4di)__builtin_ia32_phaddd256(a, c), 0xD8);", m)
+	}
+	w("}")
+	w("#else")
+	return b.String()
+}
+
 // dotHelpers returns tsr_dot4_vL<x>i8 for L int32 lanes, x u8 and i8.
 func dotHelpers(L int) string {
 	var b strings.Builder
@@ -336,24 +387,6 @@ func dotHelpers(L int) string {
 	m := mt(L)
 	for _, x := range []struct{ suffix, byteType string }{{"u8", "uint8_t"}, {"i8", "int8_t"}} {
 		name := "tsr_dot4_v" + strconv.Itoa(L) + x.suffix
-		if L == 4 {
-			// x86 with SSE4.1: as below with 128-bit registers; phaddd
-			// leaves the four lanes in order.
-			ext := map[string]string{"u8": "pmovzxbw128", "i8": "pmovsxbw128"}[x.suffix]
-			w("%s", gccX86("__SSE4_1__"))
-			w("static inline %s %s(uint32_t xq, const int8_t *w) {", m, name)
-			w("  tsr_x86_v8hi x16 = __builtin_ia32_%s((tsr_x86_v16qi)(tsr_x86_v4si){(int)xq, 0, 0, 0});", ext)
-			w("  long long q = ((tsr_x86_v2di)x16)[0];")
-			w("  tsr_x86_v8hi xb = (tsr_x86_v8hi)(tsr_x86_v2di){q, q};")
-			w("  long long lo, hi;")
-			w("  __builtin_memcpy(&lo, w, 8);")
-			w("  __builtin_memcpy(&hi, w + 8, 8);")
-			w("  tsr_x86_v4si a = __builtin_ia32_pmaddwd128(xb, __builtin_ia32_pmovsxbw128((tsr_x86_v16qi)(tsr_x86_v2di){lo, 0}));")
-			w("  tsr_x86_v4si c = __builtin_ia32_pmaddwd128(xb, __builtin_ia32_pmovsxbw128((tsr_x86_v16qi)(tsr_x86_v2di){hi, 0}));")
-			w("  return (%s)__builtin_ia32_phaddd128(a, c);", m)
-			w("}")
-			w("#else")
-		}
 		// With VNNI, vpdpbusd is this very sum for uint8 activations
 		// (four u8×s8 products into each int32 lane, exact, no
 		// saturation): one instruction. Not run here, on a CPU without
@@ -373,28 +406,8 @@ func dotHelpers(L int) string {
 			w("}")
 			w("#else")
 		}
-		if L == 8 {
-			// x86 with AVX2: the four activations widened to 16 bits and
-			// broadcast; each half of the 32 weights widened; vpmaddwd
-			// sums pairs into int32 (lane 2l: output l's first pair, 2l+1
-			// its second); vphaddd adds the pairs of both halves, which
-			// leaves the lanes in 64-bit blocks 0, 2, 1, 3 of the result;
-			// vpermq 0xD8 puts them in order.
-			ext := map[string]string{"u8": "pmovzxbw128", "i8": "pmovsxbw128"}[x.suffix]
-			w("%s", gccX86("__AVX2__"))
-			w("static inline %s %s(uint32_t xq, const int8_t *w) {", m, name)
-			w("  tsr_x86_v8hi x16 = __builtin_ia32_%s((tsr_x86_v16qi)(tsr_x86_v4si){(int)xq, 0, 0, 0});", ext)
-			w("  long long q = ((tsr_x86_v2di)x16)[0];")
-			w("  tsr_x86_v16hi xb = (tsr_x86_v16hi)(tsr_x86_v4di){q, q, q, q};")
-			w("  tsr_x86_v16qi lo, hi;")
-			w("  __builtin_memcpy(&lo, w, 16);")
-			w("  __builtin_memcpy(&hi, w + 16, 16);")
-			w("  tsr_x86_v8si a = __builtin_ia32_pmaddwd256(xb, __builtin_ia32_pmovsxbw256(lo));")
-			w("  tsr_x86_v8si c = __builtin_ia32_pmaddwd256(xb, __builtin_ia32_pmovsxbw256(hi));")
-			w("  return (%s)__builtin_ia32_permdi256((tsr_x86_v4di)__builtin_ia32_phaddd256(a, c), 0xD8);", m)
-			w("}")
-			w("#else")
-		}
+		exact := exactDotX86(L, x.suffix, m, name)
+		b.WriteString(exact)
 		w("static inline %s %s(uint32_t xq, const int8_t *w) {", m, name)
 		w("  int32_t x0 = (%s)xq, x1 = (%s)(xq >> 8), x2 = (%s)(xq >> 16), x3 = (%s)(xq >> 24);", x.byteType, x.byteType, x.byteType, x.byteType)
 		w("  %s r;", m)
@@ -402,7 +415,7 @@ func dotHelpers(L int) string {
 		w("    r[l] = x0 * w[4 * l] + x1 * w[4 * l + 1] + x2 * w[4 * l + 2] + x3 * w[4 * l + 3];")
 		w("  return r;")
 		w("}")
-		if L == 4 || L == 8 {
+		if exact != "" {
 			w("#endif")
 		}
 		if vnni {

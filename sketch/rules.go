@@ -153,11 +153,16 @@ func (inlineOrKeepTranspose) Condition(g *generator, s *schedule.State, i int) C
 }
 
 func (inlineOrKeepTranspose) Apply(g *generator, s *schedule.State, i int) ([]next, error) {
+	return keptThenInlined(g, s, i)
+}
+
+// keptThenInlined forks on stage i: kept as a stage of its own, first (the
+// default schedule is made from the first sketch), then inlined.
+func keptThenInlined(g *generator, s *schedule.State, i int) ([]next, error) {
 	inlined, err := alwaysInline{}.Apply(g, s, i)
 	if err != nil {
 		return nil, err
 	}
-	// Kept first: the default schedule is made from the first sketch.
 	return append([]next{{s, i - 1}}, inlined...), nil
 }
 
@@ -192,12 +197,7 @@ func (inlineOrKeepQuantizedOperand) Condition(g *generator, s *schedule.State, i
 }
 
 func (inlineOrKeepQuantizedOperand) Apply(g *generator, s *schedule.State, i int) ([]next, error) {
-	inlined, err := alwaysInline{}.Apply(g, s, i)
-	if err != nil {
-		return nil, err
-	}
-	// Kept first: the default schedule is made from the first sketch.
-	return append([]next{{s, i - 1}}, inlined...), nil
+	return keptThenInlined(g, s, i)
 }
 
 // movesLastAxis reports whether t reads its inputs, each load of them,
