@@ -83,15 +83,45 @@ func (inlineOrKeepGuardedWindow) Apply(g *generator, s *schedule.State, i int) (
 	if err != nil {
 		return nil, err
 	}
-	if widensIntegers(s, i) {
+	if widensIntegers(s, i) && reusedAcross(s, i) {
 		// Kept first, for the default schedule: inlined, every tap of
 		// the window loads a byte, converts it and tests the guard before
 		// its one multiply-add (the float-summed integer convolution
 		// of a quantized model's first layer, ResNet-18's: 5.7 ms against
-		// 3.2 on float input); kept, the window reads floats.
+		// 3.2 on float input); kept, the window reads floats. Not for a
+		// window whose every element feeds a few taps only (a depthwise
+		// convolution): there, writing the padded floats and reading them
+		// back costs more than the conversions (MobileNetV2's stride-2
+		// depthwise convolution of 96 channels: a 5 MB float copy).
 		return append([]next{{s, i - 1}}, inlined...), nil
 	}
 	return append(inlined, next{s, i - 1}), nil
+}
+
+// reusedAcross reports whether a consumer of stage i reads it without one
+// of its own spatial axes of extent > 1 (a convolution's output channels:
+// each element of the window feeds every one of them).
+func reusedAcross(s *schedule.State, i int) bool {
+	buf := s.Stages[i].Tensor.Buf
+	for _, c := range effectiveConsumers(s, i) {
+		axes := s.Stages[c].Tensor.Axis
+		found := false
+		tir.WalkExpr(effectiveBody(s, c), func(e tir.Expr) bool {
+			l, ok := e.(*tir.Load)
+			if !ok || l.Buf != buf {
+				return true
+			}
+			for _, ax := range axes {
+				used := slices.ContainsFunc(l.Indices, func(ix tir.Expr) bool { return tir.UsesVar(ix, func(v *tir.Var) bool { return v == ax.Var }) })
+				found = found || ax.Extent > 1 && !used
+			}
+			return !found
+		})
+		if found {
+			return true
+		}
+	}
+	return false
 }
 
 // widensIntegers reports whether stage i converts integers to float32, in

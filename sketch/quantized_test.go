@@ -1,0 +1,56 @@
+package sketch
+
+import (
+	"testing"
+
+	"github.com/tessera-ml/tessera/schedule"
+	"github.com/tessera-ml/tessera/schedule/schedtest"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
+)
+
+// TestPaddedIntegersKept: the padded window of a convolution summed in
+// float over uint8 input (a quantized model's float-summed layer) is kept
+// as a stage in the default schedule, so that every output channel reads
+// floats; a depthwise convolution's, whose every element feeds a few taps
+// only, is inlined (writing the padded floats and reading them back cost
+// more than the conversions). Both compute what the reference does.
+func TestPaddedIntegersKept(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		group  int
+		inCh   int
+		inline bool
+	}{
+		{"conv", 1, 8, false},
+		{"depthwise", 8, 1, true},
+	} {
+		x := te.TypedPlaceholder("X", tir.Uint8, 1, 9, 9, 8)
+		xf := te.Compute("xf", x.Shape, func(i []tir.Expr) tir.Expr {
+			return tir.SubE(&tir.Cast{To: tir.Float32, X: x.At(i...)}, tir.F32(3))
+		})
+		w := te.Constant("W", 8, c.inCh, 3, 3)
+		acc, err := te.IntConv("acc", xf, w, 0, te.ConvAttrs{Pads: []int{1, 1, 1, 1}, Group: c.group}, te.IntConvOptions{NHWC: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := te.NewDAG(acc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, how, err := Default(schedule.NewState(d), testOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inlined := stageNamed(t, st, "acc_pad").Attach == schedule.Inlined; inlined != c.inline {
+			t.Errorf("%s: the default inlines the padded window: %v, want %v\n%v", c.name, inlined, c.inline, st)
+		}
+		f, err := schedule.Lower(st, "k")
+		if err != nil {
+			t.Fatalf("%s: %s: %v", c.name, how, err)
+		}
+		if err := schedtest.Check(d, f, 3); err != nil {
+			t.Errorf("%s: %s: %v", c.name, how, err)
+		}
+	}
+}
