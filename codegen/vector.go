@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -878,10 +879,12 @@ func (k *kernel) vbinary(p *vplan, e *tir.Binary) (string, bool, error) {
 	switch {
 	case e.Op == tir.Add, e.Op == tir.Sub, e.Op == tir.Mul, e.Op == tir.Div && t == tir.Float32:
 		return "(" + a + " " + e.Op.String() + " " + b + ")", true, nil
-	case e.Op == tir.Min:
-		return fmt.Sprintf("tsr_min_v%d%s(%s, %s)", p.L, suffix, trimParens(a), trimParens(b)), true, nil
-	case e.Op == tir.Max:
-		return fmt.Sprintf("tsr_max_v%d%s(%s, %s)", p.L, suffix, trimParens(a), trimParens(b)), true, nil
+	case e.Op == tir.Min, e.Op == tir.Max:
+		fn := map[bool]string{true: "min", false: "max"}[e.Op == tir.Min]
+		if c, ok := e.B.(*tir.FloatImm); ok && !math.IsNaN(c.V) {
+			fn += "c" // a clamp's bound: one comparison (tsr_maxc_vLf)
+		}
+		return fmt.Sprintf("tsr_%s_v%d%s(%s, %s)", fn, p.L, suffix, trimParens(a), trimParens(b)), true, nil
 	}
 	return "", false, fmt.Errorf("%v on %v in %s", e.Op, t, tir.ExprString(e))
 }
@@ -1286,6 +1289,11 @@ func vectorHelpers(L int) string {
 	// NaN propagates from either operand, as in tsr_minf and tsr_maxf.
 	w("static inline %s tsr_min_v%df(%s a, %s b) { return tsr_select_v%df((a < b) | (a != a), a, b); }", f, L, f, f, L)
 	w("static inline %s tsr_max_v%df(%s a, %s b) { return tsr_select_v%df((a > b) | (a != a), a, b); }", f, L, f, f, L)
+	// Against a bound c that is not NaN (a constant: a clamp's), the same
+	// results with one comparison: max(a, c) is c unless a > c or a is
+	// NaN, which a <= c is false for (and min likewise).
+	w("static inline %s tsr_maxc_v%df(%s a, %s c) { return tsr_select_v%df(a <= c, c, a); }", f, L, f, f, L)
+	w("static inline %s tsr_minc_v%df(%s a, %s c) { return tsr_select_v%df(a >= c, c, a); }", f, L, f, f, L)
 	w("static inline %s tsr_b2f_v%df(%s m) { return __builtin_convertvector(-m, %s); }", f, L, m, f)
 	// Integer element buffers: lanes of int32 in registers, loaded and
 	// stored in the buffer's own width.
