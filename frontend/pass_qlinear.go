@@ -156,28 +156,25 @@ func qlinearNodes(g *graph.Graph, q *graph.Node, producers map[string]*graph.Nod
 	default:
 		n.OpType = "QLinearMatMul"
 	}
-	var nodes []*graph.Node
 	out := q.Outputs[0]
+	var back *graph.Node
 	if gemm {
 		// The convolution writes [M, N, 1, 1]; a Reshape gives [M, N].
 		y := g.Values[out]
 		y4 := g.FreshName(out + "/conv")
 		g.Value(y4).DType, g.Value(y4).Shape = y.DType, []int{y.Shape[0], y.Shape[1], 1, 1}
 		n.Outputs[0] = y4
-		nodes = append(nodes, reshapeX)
 		shape := g.FreshName(out + "/shape")
 		g.AddConst(shape, graph.Int64Tensor([]int{2}, []int64{int64(y.Shape[0]), int64(y.Shape[1])}))
-		back := &graph.Node{Name: op.Name + "/qlinear/reshape", OpType: "Reshape", Inputs: []string{y4, shape}, Outputs: []string{out}, Attrs: map[string]graph.Attr{}}
-		if why := ops.WhyFloat(g, n); why != "" {
-			return nil, why, op
-		}
-		nodes = append(nodes, n, back)
+		back = &graph.Node{Name: op.Name + "/qlinear/reshape", OpType: "Reshape", Inputs: []string{y4, shape}, Outputs: []string{out}, Attrs: map[string]graph.Attr{}}
+	}
+	if why := ops.WhyFloat(g, n); why != "" {
+		return nil, why, op // dce removes the values made for it
+	}
+	nodes := []*graph.Node{n}
+	if gemm {
+		nodes = []*graph.Node{reshapeX, n, back}
 		n = back // a Relu's Max follows the Reshape
-	} else {
-		if why := ops.WhyFloat(g, n); why != "" {
-			return nil, why, op
-		}
-		nodes = append(nodes, n)
 	}
 	if relu == nil {
 		return nodes, "", nil

@@ -147,12 +147,13 @@ func lowerPool(c *lowerCtx) ([]*te.Tensor, error) {
 	if so, _ := c.n.Int("storage_order", 0); so != 0 {
 		return nil, graph.Unsupportedf("%s at node %s: storage_order 1", c.n.OpType, c.n.Name)
 	}
-	x, err := c.in(0)
+	// MaxPool on an integer tensor (a quantized MaxPool) takes the integers
+	// themselves: the maximum is one of them.
+	in := c.in
 	if c.n.OpType == "MaxPool" {
-		// On an integer tensor (a quantized MaxPool): the integers
-		// themselves, the maximum is one of them.
-		x, err = c.raw(0)
+		in = c.raw
 	}
+	x, err := in(0)
 	if err != nil {
 		return nil, err
 	}
