@@ -583,9 +583,12 @@ func cases() []ccase {
 	{ // interleaved updates of several elements of a buffer in memory (a
 		// max pool's vectors, tap after tap) sort into one run per element,
 		// each stored once (groupInterleaved); elements whose lanes overlap
-		// stay interleaved, every update stored and read back
-		A, X, Y := gbuf("A", 64), gbuf("X", 32), gbuf("Y", 24)
-		v := vars("a", "b", "c", "d", "e", "f", "g", "h", "k", "l")
+		// stay interleaved, every update stored and read back, as do the
+		// elements of a tile the kernel allocates (a convolution's
+		// accumulators: interleaved, one operand load feeds them all)
+		A, X, Y, Z := gbuf("A", 64), gbuf("X", 32), gbuf("Y", 24), gbuf("Z", 32)
+		T := gbuf("T", 32)
+		v := vars("a", "b", "c", "d", "e", "f", "g", "h", "k", "l", "m", "n", "p", "q", "r", "s", "u")
 		vec := func(lv *tir.Var, b *tir.Buffer, off int64, val func(*tir.Var) tir.Expr) tir.Stmt {
 			return loop(lv, 16, tir.Vectorized, st(b, val(lv), add(lv, c(off))))
 		}
@@ -593,13 +596,18 @@ func cases() []ccase {
 		tap := func(b *tir.Buffer, off, aoff int64) func(*tir.Var) tir.Expr {
 			return func(lv *tir.Var) tir.Expr { return tir.MaxE(ld(b, add(lv, c(off))), ld(A, add(lv, c(aoff)))) }
 		}
-		cs = append(cs, ccase{name: "interleaved_updates", f: fnc("interleaved_updates", []*tir.Buffer{A, X, Y},
+		cs = append(cs, ccase{name: "interleaved_updates", f: fnc("interleaved_updates", []*tir.Buffer{A, X, Y, Z},
 			vec(v[0], X, 0, zero), vec(v[1], X, 16, zero),
 			vec(v[2], X, 0, tap(X, 0, 0)), vec(v[3], X, 16, tap(X, 16, 16)),
 			vec(v[4], X, 0, tap(X, 0, 32)), vec(v[5], X, 16, tap(X, 16, 48)),
 			vec(v[6], Y, 0, zero), vec(v[7], Y, 8, zero),
-			vec(v[8], Y, 0, tap(Y, 0, 1)), vec(v[9], Y, 8, tap(Y, 8, 9))),
-			src:    []string{"tsr_load_v16f(&Y[0])", "tsr_load_v16f(&Y[8])"},
+			vec(v[8], Y, 0, tap(Y, 0, 1)), vec(v[9], Y, 8, tap(Y, 8, 9)),
+			&tir.Allocate{Buf: T, Body: tir.SeqOf(
+				vec(v[10], T, 0, zero), vec(v[11], T, 16, zero),
+				vec(v[12], T, 0, tap(T, 0, 2)), vec(v[13], T, 16, tap(T, 16, 18)),
+				vec(v[14], T, 0, tap(T, 0, 34)), vec(v[15], T, 16, tap(T, 16, 40)),
+				loop(v[16], 32, tir.Vectorized, st(Z, ld(T, v[16]), v[16])))}),
+			src:    []string{"tsr_load_v16f(&Y[0])", "tsr_load_v16f(&Y[8])", "tsr_load_v16f(&T[0]), tsr_load_v16f(&A[2])"},
 			notSrc: []string{"tsr_load_v16f(&X["}})
 	}
 

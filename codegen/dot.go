@@ -298,6 +298,7 @@ func (k *kernel) vdot(p *vplan, e *tir.Binary) (code string, ok bool, err error)
 // dotCall emits the call of helper fn (dot4, dot4s) for the group whose
 // first term is t.
 func (k *kernel) dotCall(p *vplan, t dotTerm, fn string) (string, error) {
+	k.dots = true
 	wb, err := k.lookupBuf(t.w)
 	if err != nil {
 		return "", err

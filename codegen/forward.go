@@ -30,12 +30,19 @@ import "github.com/tessera-ml/tessera/tir"
 // forwardUpdates merges every run of updates of one element (see above)
 // in the sequences of s.
 func forwardUpdates(s tir.Stmt) tir.Stmt {
+	tiles := map[*tir.Buffer]bool{}
+	tir.WalkStmt(s, func(st tir.Stmt) bool {
+		if a, ok := st.(*tir.Allocate); ok {
+			tiles[a.Buf] = true
+		}
+		return true
+	})
 	return tir.MutateStmt(s, tir.StmtFuncs{Stmt: func(st tir.Stmt) tir.Stmt {
 		seq, ok := st.(*tir.Seq)
 		if !ok || len(seq.Stmts) < 2 {
 			return st
 		}
-		return tir.SeqOf(mergeUpdates(groupInterleaved(seq.Stmts))...)
+		return tir.SeqOf(mergeUpdates(groupInterleaved(seq.Stmts, tiles))...)
 	}})
 }
 
@@ -87,21 +94,25 @@ func asUpdate(s tir.Stmt) (update, bool) {
 // groupInterleaved first sorts such a window into one run per element.
 // That moves no update across another of the same element, and every
 // update reads the buffer only at its own element, so each element sees
-// the same operations in the same order. A local tile is left as it is:
-// the C compiler keeps it in registers, where the interleaving hides the
-// latency of each element's chain.
+// the same operations in the same order. A tile the kernel allocates (a
+// convolution's accumulators, Local or not) is left as it is: the C
+// compiler keeps it in registers, where the interleaving hides the latency
+// of each element's chain and lets one operand load feed every element
+// (sorted, a convolution's 8 accumulators each loaded their own weights
+// for every tap: 1.6 → 2.5 ms).
 
 // maxInterleaved is the most elements one window sorts apart.
 const maxInterleaved = 8
 
 // groupInterleaved returns stmts with every window of updates of at most
-// maxInterleaved disjoint elements of one buffer outside registers sorted
-// into one contiguous run per element (see above).
-func groupInterleaved(stmts []tir.Stmt) []tir.Stmt {
+// maxInterleaved disjoint elements of one buffer outside registers (not
+// Local, not in tiles: the buffers the kernel allocates) sorted into one
+// contiguous run per element (see above).
+func groupInterleaved(stmts []tir.Stmt, tiles map[*tir.Buffer]bool) []tir.Stmt {
 	out := make([]tir.Stmt, 0, len(stmts))
 	for i := 0; i < len(stmts); {
 		first, ok := asUpdate(stmts[i])
-		if !ok || first.st.Buf.Scope == tir.Local || !continues(first, first) {
+		if !ok || first.st.Buf.Scope == tir.Local || tiles[first.st.Buf] || !continues(first, first) {
 			out = append(out, stmts[i])
 			i++
 			continue

@@ -15,7 +15,7 @@ import (
 
 // TestDotProductKernel: the default schedule of a convolution whose channel
 // reduction runs in groups of four (qconv_dot4; qconv_dot4s with its pairs
-// saturated) packs its weights so that code generation emits the
+// saturated; qconv_taps4s, an NCHW image's W taps in groups) packs its weights so that code generation emits the
 // dot-product helper (tsr_dot4, tsr_dot4s) for it at every x86 level, and the kernel, compiled at each level this machine runs,
 // matches the reference evaluator. (The sweeps check sampled schedules of
 // the same DAG, with and without the helper.)
@@ -29,6 +29,8 @@ func TestDotProductKernel(t *testing.T) {
 		{"x86-64-v3", "qconv_dot4s", "tsr_dot4s_v"},
 		{"x86-64-v4", "qconv_dot4s", "tsr_dot4s_v"},
 		{"x86-64-v3", "qmatmul_dot4s", "tsr_dot4s_v"},
+		{"x86-64-v2", "qconv_taps4s", "tsr_dot4s_v"},
+		{"x86-64-v3", "qconv_taps4s", "tsr_dot4s_v"},
 	} {
 		name := c.level
 		m, err := machine.Level(name)
@@ -46,6 +48,9 @@ func TestDotProductKernel(t *testing.T) {
 		}
 		if body := src.Code[strings.Index(src.Code, "static int tsr_impl"):]; !strings.Contains(body, c.helper) {
 			t.Errorf("%s: the default %s kernel does not call %s:\n%s", name, c.dag, c.helper, body)
+		}
+		if !strings.Contains(src.Code, "TSR_DOTS static int tsr_impl") {
+			t.Errorf("%s: the default %s kernel is not marked TSR_DOTS (GCC's TER off)", name, c.dag)
 		}
 		for _, l := range levels {
 			if l.Name != name {
