@@ -14,23 +14,36 @@ import (
 // as a stage in the default schedule, so that every output channel reads
 // floats; a depthwise convolution's, whose every element feeds a few taps
 // only, is inlined (writing the padded floats and reading them back cost
-// more than the conversions). Both compute what the reference does.
+// more than the conversions). A uint8 window an integer convolution sums
+// in dot groups is kept likewise (its guards leave the dot loop), a
+// depthwise one's inlined. All compute what the reference does.
 func TestPaddedIntegersKept(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		group  int
 		inCh   int
+		bytes  bool // the window of uint8 itself, summed in dot groups
 		inline bool
 	}{
-		{"conv", 1, 8, false},
-		{"depthwise", 8, 1, true},
+		{"conv", 1, 8, false, false},
+		{"depthwise", 8, 1, false, true},
+		{"uint8 conv", 1, 8, true, false},
+		{"uint8 depthwise", 8, 1, true, true},
 	} {
 		x := te.TypedPlaceholder("X", tir.Uint8, 1, 9, 9, 8)
-		xf := te.Compute("xf", x.Shape, func(i []tir.Expr) tir.Expr {
+		var in *te.Tensor = te.Compute("xf", x.Shape, func(i []tir.Expr) tir.Expr {
 			return tir.SubE(&tir.Cast{To: tir.Float32, X: x.At(i...)}, tir.F32(3))
 		})
 		w := te.Constant("W", 8, c.inCh, 3, 3)
-		acc, err := te.IntConv("acc", xf, w, 0, te.ConvAttrs{Pads: []int{1, 1, 1, 1}, Group: c.group}, te.IntConvOptions{NHWC: true})
+		o := te.IntConvOptions{NHWC: true}
+		if c.bytes {
+			in, w = x, te.TypedPlaceholder("W", tir.Int8, 8, c.inCh, 3, 3)
+			w.Const = true
+			if c.group == 1 {
+				o.Dot = 4
+			}
+		}
+		acc, err := te.IntConv("acc", in, w, 0, te.ConvAttrs{Pads: []int{1, 1, 1, 1}, Group: c.group}, o)
 		if err != nil {
 			t.Fatal(err)
 		}
