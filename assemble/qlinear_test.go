@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tessera-ml/tessera/frontend"
@@ -234,4 +236,121 @@ func TestQLinearIntegerModel(t *testing.T) {
 		}
 	}
 	t.Logf("%d outputs equal; %d tasks", len(want), len(plan.Tasks))
+}
+
+// TestQLinearImageTaps: an image's first QLinearConv (3 channels, 7×7,
+// stride 2, 7-bit weights) reads its uint8 input NCHW and sums each row's
+// W taps in saturated groups of four (te.IntConvOptions.DotW, the weights
+// padded to 8 taps), and the built model's output equals the reference
+// evaluator's and a direct computation in Go, exactly.
+func TestQLinearImageTaps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	const C, H, W, M, K, S, P = 3, 19, 22, 16, 7, 2, 3
+	const xs, ys = float32(0.02), float32(0.05)
+	const xz, yz = int64(128), int64(7)
+	g := graph.New("image", 17)
+	g.AddInput("x", graph.Float32, []int{1, C, H, W})
+	g.AddConst("xs", graph.Float32Tensor([]int{}, []float32{xs}))
+	g.AddConst("ys", graph.Float32Tensor([]int{}, []float32{ys}))
+	g.AddConst("xz", uint8Scalar(xz))
+	g.AddConst("yz", uint8Scalar(yz))
+	w := make([]int64, M*C*K*K)
+	for i := range w {
+		w[i] = int64(rng.IntN(129)) - 64
+	}
+	wsc := make([]float32, M)
+	bias := make([]int64, M)
+	for m := range M {
+		wsc[m] = float32(0.001 + 0.002*rng.Float64())
+		bias[m] = int64(rng.IntN(2001)) - 1000
+	}
+	g.AddConst("w", int8Tensor([]int{M, C, K, K}, w))
+	g.AddConst("ws", graph.Float32Tensor([]int{M}, wsc))
+	g.AddConst("wz", int8Tensor([]int{M}, make([]int64, M)))
+	g.AddConst("b", &graph.Tensor{DType: graph.Int32, Shape: []int{M}, I64: bias})
+	g.AddNode(&graph.Node{Name: "q", OpType: "QuantizeLinear", Inputs: []string{"x", "xs", "xz"}, Outputs: []string{"xq"}})
+	g.AddNode(&graph.Node{Name: "conv", OpType: "QLinearConv", Inputs: []string{"xq", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"}, Outputs: []string{"yq"}, Attrs: map[string]graph.Attr{
+		"pads":    {Kind: graph.AttrInts, Ints: []int64{P, P, P, P}},
+		"strides": {Kind: graph.AttrInts, Ints: []int64{S, S}},
+	}})
+	g.AddNode(&graph.Node{Name: "dq", OpType: "DequantizeLinear", Inputs: []string{"yq", "ys", "yz"}, Outputs: []string{"y"}})
+	g.Outputs = []string{"y"}
+
+	x := make([]float32, C*H*W)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64() * 1.2)
+	}
+	q := make([]int64, len(x))
+	for i, v := range x {
+		q[i] = int64(min(max(math.RoundToEven(float64(v/xs))+float64(xz), 0), 255))
+	}
+	Ho, Wo := (H+2*P-K)/S+1, (W+2*P-K)/S+1
+	want := make([]float32, M*Ho*Wo)
+	for m := range M {
+		mult := xs * wsc[m] / ys
+		for oy := range Ho {
+			for ox := range Wo {
+				acc := bias[m]
+				for c := range C {
+					for ky := range K {
+						for kx := range K {
+							iy, ix := oy*S+ky-P, ox*S+kx-P
+							if iy >= 0 && iy < H && ix >= 0 && ix < W {
+								acc += (q[(c*H+iy)*W+ix] - xz) * w[((m*C+c)*K+ky)*K+kx]
+							}
+						}
+					}
+				}
+				r := min(max(math.RoundToEven(float64(float32(acc)*mult))+float64(yz), 0), 255)
+				want[(m*Ho+oy)*Wo+ox] = (float32(r) - float32(yz)) * ys
+			}
+		}
+	}
+
+	l, err := frontend.Prepare(g, "image.onnx", frontend.LoadOptions{Integer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := Reference(l.Graph, [][]float32{x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := partition.Extract(l.Graph, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grouped := false
+	for _, task := range plan.Tasks {
+		for _, tt := range task.DAG.Tensors {
+			grouped = grouped || strings.HasSuffix(tt.Name, "_qweights_w4") && slices.Equal(tt.Shape, []int{M, C, K, 8})
+		}
+	}
+	if !grouped {
+		t.Error("no task reads the weights padded to 8 W taps (the image's taps are not grouped)")
+	}
+	dir := t.TempDir()
+	if _, err := Build(context.Background(), l.Graph, plan, dir, Options{Target: testTarget(recordsKey, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	mod, err := tsrt.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mod.Close()
+	outs, err := mod.Run(context.Background(), []tsrt.Tensor{tsrt.NewTensor([]int64{1, C, H, W}, x)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tsrt.Values[float32](outs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) || len(ref[0]) != len(want) {
+		t.Fatalf("%d outputs built, %d in the reference, %d computed directly", len(got), len(ref[0]), len(want))
+	}
+	for i := range want {
+		if ref[0][i] != want[i] || got[i] != want[i] {
+			t.Fatalf("element %d: built %v, reference %v, direct %v", i, got[i], ref[0][i], want[i])
+		}
+	}
 }

@@ -249,15 +249,23 @@ func qlinearConsts(g *graph.Graph, n *graph.Node, f *qlinearForm) (bias, mult, w
 		want[weights] = graph.Float32Tensor(slices.Clone(w.Shape), wf)
 	}
 	for name, t := range want {
-		v := g.Values[name]
-		switch {
-		case v == nil:
-			g.AddConst(name, t)
-		case v.Const == nil || v.Const.DType != t.DType || !slices.Equal(v.Const.I64, t.I64) || !slices.Equal(v.Const.F32, t.F32):
-			return "", "", "", fmt.Errorf("%s at node %s: the graph has a value %s already", n.OpType, n.Name, name)
+		if err := addDerived(g, n, name, t); err != nil {
+			return "", "", "", err
 		}
 	}
 	return bias, mult, weights, nil
+}
+
+// addDerived adds constant t of node n to g as name, or finds it there.
+func addDerived(g *graph.Graph, n *graph.Node, name string, t *graph.Tensor) error {
+	v := g.Values[name]
+	switch {
+	case v == nil:
+		g.AddConst(name, t)
+	case v.Const == nil || v.Const.DType != t.DType || !slices.Equal(v.Const.I64, t.I64) || !slices.Equal(v.Const.F32, t.F32):
+		return fmt.Errorf("%s at node %s: the graph has a value %s already", n.OpType, n.Name, name)
+	}
+	return nil
 }
 
 // saturatedDots reports whether QLinearConv or QLinearMatMul node n of g,
@@ -273,10 +281,43 @@ func saturatedDots(g *graph.Graph, n *graph.Node) bool {
 	if n.OpType == "QLinearMatMul" {
 		return len(w.Shape) == 2 && w.Shape[0]%dotGroup == 0 && pairsFitInt16(w.Const, 0)
 	}
-	if in, out, err := layouts(n); err != nil || !in || !out || w.Shape[1]%dotGroup != 0 {
+	in, out, err := layouts(n)
+	if err == nil && !in && out {
+		return tapGroupWeights(g, n) != nil
+	}
+	if err != nil || !in || !out || w.Shape[1]%dotGroup != 0 {
 		return false
 	}
 	return pairsFitInt16(w.Const, 1)
+}
+
+// tapGroupWeights returns the weights of QLinearConv node n of g padded
+// along W to a multiple of dotGroup taps with zeros, for a convolution
+// that reads its uint8 input NCHW and writes NHWC (an image's first
+// layer: 3 channels, too few for groups of channels) and sums its W taps
+// in saturated dot groups (te.IntConvOptions.DotW): int8 weights of 2-D
+// kernels at least 3 taps wide whose pairs of adjacent taps fit int16, one
+// group, W dilation 1 and every W tap live (te.DotWFits). Otherwise nil.
+func tapGroupWeights(g *graph.Graph, n *graph.Node) *graph.Tensor {
+	x, w := g.Values[n.Input(qX)], g.Values[n.Input(qW)]
+	if x == nil || w == nil || w.Const == nil || len(w.Shape) != 4 || len(x.Shape) != 4 || x.DType != graph.Uint8 || w.DType != graph.Int8 || w.Shape[3] < 3 {
+		return nil
+	}
+	a, err := convAttrsOf(n)
+	if err != nil || a.Group > 1 || !te.DotWFits(x.Shape[2:], w.Shape[2:], a) {
+		return nil
+	}
+	kw := w.Shape[3]
+	kwp := (kw + dotGroup - 1) / dotGroup * dotGroup
+	rows := w.Const.Len() / kw
+	padded := &graph.Tensor{DType: graph.Int8, Shape: []int{w.Shape[0], w.Shape[1], w.Shape[2], kwp}, I64: make([]int64, rows*kwp)}
+	for r := range rows {
+		copy(padded.I64[r*kwp:], w.Const.I64[r*kw:(r+1)*kw])
+	}
+	if !pairsFitInt16(padded, 3) {
+		return nil
+	}
+	return padded
 }
 
 // pairsFitInt16 reports whether no two weights a dot group pairs (indices
@@ -366,6 +407,19 @@ func lowerQLinear(conv bool) func(c *lowerCtx) ([]*te.Tensor, error) {
 				if cg := w.Shape[1]; in && out && cg%dotGroup == 0 {
 					o.Dot = dotGroup
 					o.SaturatePairs = x.DType() == tir.Uint8 && w.DType() == tir.Int8 && saturatedDots(c.g, c.n)
+				}
+				if o.FromNCHW {
+					if wp := tapGroupWeights(c.g, c.n); wp != nil {
+						name := c.n.Outputs[0] + "_qweights_w4"
+						if err := addDerived(c.g, c.n, name, wp); err != nil {
+							return nil, err
+						}
+						if w, err = c.src(name); err != nil {
+							return nil, err
+						}
+						a.KernelShape = []int{wp.Shape[2], c.g.Values[c.n.Input(qW)].Shape[3]}
+						o.Dot, o.DotW, o.SaturatePairs = dotGroup, true, true
+					}
 				}
 				acc, err = te.IntConv(c.sub("acc"), x, w, f.xZero, a, o)
 			case in:

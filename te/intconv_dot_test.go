@@ -51,6 +51,96 @@ func TestIntConvDot(t *testing.T) {
 	}
 }
 
+// TestIntConvDotW: an NCHW input's convolution summing its W taps in
+// saturated groups of four (IntConvOptions.DotW, the weights padded with
+// zeros to 8 taps) equals the one tap at a time form on the unpadded
+// weights, for 7-bit weights (no pair saturates), strides and padding; and
+// a kernel with a W tap reading only padding, or dilated along W, is
+// refused (DotWFits).
+func TestIntConvDotW(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		x     []int
+		k     []int
+		a     ConvAttrs
+		zeroX int64
+	}{
+		{"7x7 stride 2", []int{1, 3, 13, 15}, []int{7, 7}, ConvAttrs{Strides: []int{2, 2}, Pads: []int{3, 3, 3, 3}}, 127},
+		{"5 taps, uneven pads", []int{2, 2, 9, 11}, []int{3, 5}, ConvAttrs{Strides: []int{1, 2}, Pads: []int{1, 2, 0, 1}}, 3},
+		{"4 taps, none padded", []int{1, 3, 6, 9}, []int{2, 4}, ConvAttrs{}, 0},
+	} {
+		M, C := 8, c.x[1]
+		kwp := (c.k[1] + 3) / 4 * 4
+		rng := rand.New(rand.NewPCG(3, uint64(len(c.name))))
+		xs := make([]float32, c.x[0]*C*c.x[2]*c.x[3])
+		for i := range xs {
+			xs[i] = tir.IntSlot(rng.Int64N(256))
+		}
+		w := make([]int64, M*C*c.k[0]*c.k[1])
+		for i := range w {
+			w[i] = rng.Int64N(129) - 64
+		}
+		ws, wp := make([]float32, len(w)), make([]float32, len(w)/c.k[1]*kwp)
+		for i := range wp {
+			wp[i] = tir.IntSlot(0)
+		}
+		for i, v := range w {
+			ws[i] = tir.IntSlot(v)
+			wp[i/c.k[1]*kwp+i%c.k[1]] = tir.IntSlot(v)
+		}
+		run := func(wShape []int, wdata []float32, o IntConvOptions, a ConvAttrs) []int64 {
+			x := TypedPlaceholder("x", tir.Uint8, c.x...)
+			wt := TypedPlaceholder("w", tir.Int8, wShape...)
+			wt.Const = true
+			y, err := IntConv("y", x, wt, c.zeroX, a, o)
+			if err != nil {
+				t.Fatalf("%s: %+v: %v", c.name, o, err)
+			}
+			d, err := NewDAG(y)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ins := make([][]float32, len(d.Inputs))
+			for i, in := range d.Inputs {
+				ins[i] = xs
+				if in == wt {
+					ins[i] = wdata
+				}
+			}
+			out, err := d.Eval(ins)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]int64, len(out[0]))
+			for i, f := range out[0] {
+				got[i] = tir.SlotInt(tir.Int32, f)
+			}
+			return got
+		}
+		want := run([]int{M, C, c.k[0], c.k[1]}, ws, IntConvOptions{NHWC: true, FromNCHW: true}, c.a)
+		a := c.a
+		a.KernelShape = c.k
+		got := run([]int{M, C, c.k[0], kwp}, wp, IntConvOptions{NHWC: true, FromNCHW: true, Dot: 4, DotW: true, SaturatePairs: true}, a)
+		if !slices.Equal(want, got) {
+			t.Errorf("%s: W taps in groups of four differ from one tap at a time", c.name)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		x    []int
+		a    ConvAttrs
+	}{
+		{"a W tap reads only padding", []int{1, 3, 6, 2}, ConvAttrs{Pads: []int{0, 2, 0, 2}, KernelShape: []int{1, 5}}},
+		{"dilated along W", []int{1, 3, 6, 9}, ConvAttrs{Dilations: []int{1, 2}, KernelShape: []int{1, 5}}},
+	} {
+		x := TypedPlaceholder("x", tir.Uint8, c.x...)
+		w := TypedPlaceholder("w", tir.Int8, 4, 3, 1, 8)
+		if _, err := IntConv("y", x, w, 0, c.a, IntConvOptions{NHWC: true, FromNCHW: true, Dot: 4, DotW: true}); err == nil {
+			t.Errorf("%s: no error", c.name)
+		}
+	}
+}
+
 // TestIntMatMulDot: IntMatMul with k in groups (IntMatMulOptions.Dot)
 // equals it one k at a time, batched or not; saturated pairs equal it
 // where no pair leaves int16 (weights of magnitude ≤ 64).

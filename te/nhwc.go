@@ -46,6 +46,7 @@ func ConvToNHWC(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
 type dotForm struct {
 	n        int
 	saturate bool
+	alongW   bool // groups of taps along the kernel's W axis (IntConvOptions.DotW)
 }
 
 // sum adds a group's products: in order, or with saturate each adjacent
@@ -99,14 +100,31 @@ func convNHWC(name string, x, w, b *Tensor, a ConvAttrs, fromNCHW bool, fill tir
 	}
 	N, C := x.Shape[xN], x.Shape[xC]
 	M, Cg := w.Shape[0], w.Shape[1]
-	G, err := checkConvOperands(name, C, w, b, a)
+	checked := a
+	if df.alongW {
+		checked.KernelShape = nil // the weights' taps padded: checked below
+	}
+	G, err := checkConvOperands(name, C, w, b, checked)
 	if err != nil {
 		return nil, err
 	}
 	k := w.Shape[2:]
+	if df.alongW {
+		// w holds KW' ≥ KW taps along W, the last ones zero.
+		if !fromNCHW || dot < 2 || len(a.KernelShape) != 2 || a.KernelShape[0] != k[0] || a.KernelShape[1] > k[1] || k[1]%dot != 0 {
+			return nil, opError("Conv", name, "groups of %d W taps need NCHW input and weights %v holding kernel_shape %v padded to a multiple of %d", dot, w.Shape, a.KernelShape, dot)
+		}
+		if !DotWFits(sp, a.KernelShape, a) {
+			return nil, opError("Conv", name, "groups of W taps need dilation 1 and every W tap reading the input (kernel %v over %v)", a.KernelShape, sp)
+		}
+		k = a.KernelShape
+	}
 	ws, err := windows("Conv", name, sp, k, a.Strides, a.Dilations, a.Pads, a.AutoPad, false)
 	if err != nil {
 		return nil, err
+	}
+	if df.alongW {
+		ws[1].k = w.Shape[3] // the padded taps read the fill (see padded)
 	}
 	src := padFill(name, x, xH, ws, fill)
 	out := []int{N, ws[0].out, ws[1].out, M}
@@ -118,19 +136,26 @@ func convNHWC(name string, x, w, b *Tensor, a ConvAttrs, fromNCHW bool, fill tir
 	first, live := make([]int, len(ws)), make([]int, len(ws))
 	for s, w := range ws {
 		lo, hi := w.liveTaps()
+		if df.alongW && s == 1 {
+			lo, hi = 0, w.k/dot // groups of dot taps
+		}
 		first[s], live[s] = lo, hi-lo
 		if live[s] > 1 {
 			rshape = append(rshape, live[s])
 		}
 	}
-	if dot < 1 || Cg%dot != 0 || dot > 1 && fromNCHW {
+	cdot := dot // the channels of a group
+	if df.alongW {
+		cdot = 1
+	}
+	if dot < 1 || Cg%cdot != 0 || dot > 1 && fromNCHW && !df.alongW {
 		return nil, opError("Conv", name, "channel groups of %d over %d input channels (from NCHW: %v)", dot, Cg, fromNCHW)
 	}
 	if df.saturate && (dot%2 != 0 || x.DType() != tir.Uint8 || w.DType() != tir.Int8) {
 		return nil, opError("Conv", name, "saturated pairs need uint8 input, int8 weights and an even group (%v, %v, %d)", x.DType(), w.DType(), dot)
 	}
-	if Cg/dot > 1 || len(rshape) == 0 {
-		rshape = append(rshape, Cg/dot)
+	if Cg/cdot > 1 || len(rshape) == 0 {
+		rshape = append(rshape, Cg/cdot)
 	}
 	mPerG := M / G
 	conv := Reduce(name, out, Sum, rshape, func(i, r []tir.Expr) tir.Expr {
@@ -155,16 +180,20 @@ func convNHWC(name string, x, w, b *Tensor, a ConvAttrs, fromNCHW bool, fill tir
 		}
 		terms := make([]tir.Expr, dot)
 		for j := range dot {
-			c := rc // the weights' input channel
-			if dot > 1 {
+			c, tw := rc, taps[1]   // the weights' input channel and W tap
+			xj := slices.Clone(xi) // At keeps its indices
+			switch {
+			case df.alongW:
+				tw = iaddc(imulc(taps[1], dot), j)
+				xj[xH+1] = iadd(imulc(i[2], ws[1].s), tw) // dilation 1
+			case dot > 1:
 				c = iaddc(imulc(rc, dot), j)
 			}
-			xj := slices.Clone(xi) // At keeps its indices
 			xj[xC] = c
 			if G > 1 {
 				xj[xC] = iadd(imulc(idivc(i[3], mPerG), Cg), c)
 			}
-			terms[j] = mul(src.At(xj...), w.At(i[3], c, taps[0], taps[1]))
+			terms[j] = mul(src.At(xj...), w.At(i[3], c, taps[0], tw))
 		}
 		return df.sum(terms)
 	})

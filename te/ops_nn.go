@@ -423,6 +423,31 @@ type IntConvOptions struct {
 	// ±32767 (255·(|w0|+|w1|) ≤ 32767 for weights of one sign), so that the
 	// sum is the exact one.
 	SaturatePairs bool
+	// DotW, with Dot and FromNCHW, groups the taps of the kernel's last
+	// axis instead of channels (an image's first convolution: 3 channels,
+	// but 7 taps along a row whose bytes lie side by side): w is [M, C,
+	// KH, KW'], KW' a multiple of Dot holding a.KernelShape's KW taps and
+	// zeros after them; the W dilation must be 1 and every W tap must read
+	// the input somewhere (DotWFits). The padding is read past the last
+	// tap, times the zero weights.
+	DotW bool
+}
+
+// DotWFits reports whether a convolution over an input of spatial
+// dimensions spatial with kernel k [KH, KW] and attributes a can group its
+// W taps (IntConvOptions.DotW): dilation 1 along W and no W tap that reads
+// only padding (the sums of the weights IntConv's caller subtracts for the
+// zero point count every tap).
+func DotWFits(spatial, k []int, a ConvAttrs) bool {
+	if len(spatial) != 2 || len(k) != 2 {
+		return false
+	}
+	ws, err := windows("Conv", "conv", spatial, k, a.Strides, a.Dilations, a.Pads, a.AutoPad, false)
+	if err != nil || ws[1].d != 1 {
+		return false
+	}
+	lo, hi := ws[1].liveTaps()
+	return lo == 0 && hi == k[1]
 }
 
 // IntConv is Conv on integers: x holds integers (of an integer type, or
@@ -438,9 +463,9 @@ func IntConv(name string, x, w *Tensor, xZero int64, a ConvAttrs, o IntConvOptio
 		fill = tir.IntOf(dt, xZero)
 	}
 	if o.NHWC {
-		return convNHWC(name, x, w, nil, a, o.FromNCHW, fill, intProduct, dotForm{n: max(o.Dot, 1), saturate: o.SaturatePairs})
+		return convNHWC(name, x, w, nil, a, o.FromNCHW, fill, intProduct, dotForm{n: max(o.Dot, 1), saturate: o.SaturatePairs, alongW: o.DotW})
 	}
-	if o.Dot > 1 || o.SaturatePairs {
+	if o.Dot > 1 || o.SaturatePairs || o.DotW {
 		return nil, opError("Conv", orDefault(name, "conv"), "channel groups (Dot %d) need channels-last input", o.Dot)
 	}
 	return conv(name, x, w, nil, a, fill, intProduct)

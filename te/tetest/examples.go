@@ -270,7 +270,7 @@ func (b *exampleBuilder) build() {
 // quantized adds the integer computations of quantized models: uint8
 // activations, int8 weights, int32 sums and biases, requantized to uint8
 // ("qmatmul", "qmatmul_dot4s", "qmatmul_heads", "qconv", "qconv_depthwise", "qconv_dot4",
-// "qconv_dot4s"), and elementwise work on uint8
+// "qconv_dot4s", "qconv_taps4s"), and elementwise work on uint8
 // data through float32 ("u8_add"), and max pools on it ("u8_max_pool",
 // "u8_max_pool_nhwc"). The multipliers are the
 // inputs scaled by 2^-12, so that the requantized values spread over
@@ -337,6 +337,15 @@ func (b *exampleBuilder) quantized() {
 		acc := mustExample(te.IntConv("qconv_dot4s_acc", U8("X", 1, 5, 6, 8), I8("W", 8, 8, 3, 3), 250,
 			te.ConvAttrs{Pads: []int{0, 1, 1, 0}}, te.IntConvOptions{NHWC: true, Dot: 4, SaturatePairs: true}))
 		b.add("qconv_dot4s")(te.Requantize("qconv_dot4s", acc, I32("bias", 8), mult(8), 3, 128, tir.Uint8))
+	}
+	{
+		// An image's first layer: 3 channels NCHW in, NHWC out, the W
+		// taps of each row in saturated groups of four (five taps, the
+		// weights padded to eight), stride 2.
+		acc := mustExample(te.IntConv("qconv_taps4s_acc", U8("X", 1, 3, 11, 13), I8("W", 16, 3, 5, 8), 127,
+			te.ConvAttrs{Pads: []int{2, 2, 2, 2}, Strides: []int{2, 2}, KernelShape: []int{5, 5}},
+			te.IntConvOptions{NHWC: true, FromNCHW: true, Dot: 4, DotW: true, SaturatePairs: true}))
+		b.add("qconv_taps4s")(te.Requantize("qconv_taps4s", acc, I32("bias", 16), mult(16), 3, 0, tir.Uint8))
 	}
 	{
 		// Summed in float32 (exact for integer weights within the bound;
