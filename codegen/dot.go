@@ -27,6 +27,10 @@ import (
 // 2·255·128 in magnitude, far inside int32), where the int32 form takes a
 // broadcast, a widening and a vpmulld per product.
 //
+// On aarch64 (4 lanes) the exact sums are sdot and usdot where the core
+// has them (neonDot), and the saturated pairs below a 16-bit multiply and
+// a saturating add (neonDot4s).
+//
 // A group written as two pairs each saturated to int16,
 //
 //	int32(int16(min(max(p0 + p1, -32768), 32767))) + int32(int16(min(max(p2 + p3, …))))
@@ -381,11 +385,75 @@ func exactDotX86(L int, suffix, m, name string) string {
 	return b.String()
 }
 
+// neonDot returns tsr_dot4_v4<x> (named name, returning m) for aarch64
+// with the dot-product instructions, opening a block the caller closes
+// (#else, the lane loop, #endif); "" for other widths. The four
+// activations, broadcast to the 16 bytes of a q register, against the 16
+// weights of the four lanes: int8 activations by sdot (FEAT_DotProd);
+// uint8 ones by usdot (FEAT_I8MM, mixed signs), or where only sdot exists
+// by sdot on x − 128 (the bytes with their top bit flipped) plus 128·Σw
+// (a second sdot against ones), exact as well.
+func neonDot(L int, suffix, m, name string) string {
+	if L != 4 {
+		return ""
+	}
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	if suffix == "u8" {
+		w("#if defined(__aarch64__) && defined(__ARM_FEATURE_MATMUL_INT8)")
+		w("static inline %s %s(uint32_t xq, const int8_t *w) {", m, name)
+		w("  return (%s)vusdotq_s32(vdupq_n_s32(0), vreinterpretq_u8_u32(vdupq_n_u32(xq)), vld1q_s8(w));", m)
+		w("}")
+		w("#elif defined(__aarch64__) && defined(__ARM_FEATURE_DOTPROD)")
+		w("static inline %s %s(uint32_t xq, const int8_t *w) {", m, name)
+		w("  int8x16_t wv = vld1q_s8(w);")
+		w("  int32x4_t r = vdotq_s32(vdupq_n_s32(0), vreinterpretq_s8_u32(vdupq_n_u32(xq ^ 0x80808080u)), wv);")
+		w("  int32x4_t sw = vdotq_s32(vdupq_n_s32(0), vdupq_n_s8(1), wv);")
+		w("  return (%s)vaddq_s32(r, vshlq_n_s32(sw, 7));", m)
+		w("}")
+	} else {
+		w("#if defined(__aarch64__) && defined(__ARM_FEATURE_DOTPROD)")
+		w("static inline %s %s(uint32_t xq, const int8_t *w) {", m, name)
+		w("  return (%s)vdotq_s32(vdupq_n_s32(0), vreinterpretq_s8_u32(vdupq_n_u32(xq)), vld1q_s8(w));", m)
+		w("}")
+	}
+	w("#else")
+	return b.String()
+}
+
+// neonDot4s returns tsr_dot4s_v4u8 (named name, returning m) for aarch64
+// (NEON, every core), opening a block the caller closes; "" for other
+// widths. No instruction saturates pairs as vpmaddubsw does, but every
+// u8×s8 product fits int16: the products of a 16-bit multiply, their
+// pairs' sums by a saturating add of the even and the odd ones (uzp1,
+// uzp2, sqadd), and each lane's two pairs by a widening pairwise add.
+func neonDot4s(L int, m, name string) string {
+	if L != 4 {
+		return ""
+	}
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	w("#if defined(__aarch64__) && defined(__ARM_NEON)")
+	w("static inline %s %s(uint32_t xq, const int8_t *w) {", m, name)
+	w("  int16x8_t x16 = vreinterpretq_s16_u16(vmovl_u8(vreinterpret_u8_u32(vdup_n_u32(xq))));")
+	w("  int8x16_t wv = vld1q_s8(w);")
+	w("  int16x8_t lo = vmulq_s16(x16, vmovl_s8(vget_low_s8(wv))), hi = vmulq_s16(x16, vmovl_s8(vget_high_s8(wv)));")
+	w("  return (%s)vpaddlq_s16(vqaddq_s16(vuzp1q_s16(lo, hi), vuzp2q_s16(lo, hi)));", m)
+	w("}")
+	w("#else")
+	return b.String()
+}
+
 // dotHelpers returns tsr_dot4_vL<x>i8 for L int32 lanes, x u8 and i8.
 func dotHelpers(L int) string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
 	m := mt(L)
+	if L == 4 {
+		w("#if defined(__aarch64__) && defined(__ARM_NEON)")
+		w("#include <arm_neon.h>")
+		w("#endif")
+	}
 	for _, x := range []struct{ suffix, byteType string }{{"u8", "uint8_t"}, {"i8", "int8_t"}} {
 		name := "tsr_dot4_v" + strconv.Itoa(L) + x.suffix
 		// With VNNI, vpdpbusd is this very sum for uint8 activations
@@ -409,6 +477,8 @@ func dotHelpers(L int) string {
 		}
 		exact := exactDotX86(L, x.suffix, m, name)
 		b.WriteString(exact)
+		neon := neonDot(L, x.suffix, m, name)
+		b.WriteString(neon)
 		w("static inline %s %s(uint32_t xq, const int8_t *w) {", m, name)
 		w("  int32_t x0 = (%s)xq, x1 = (%s)(xq >> 8), x2 = (%s)(xq >> 16), x3 = (%s)(xq >> 24);", x.byteType, x.byteType, x.byteType, x.byteType)
 		w("  %s r;", m)
@@ -416,6 +486,9 @@ func dotHelpers(L int) string {
 		w("    r[l] = x0 * w[4 * l] + x1 * w[4 * l + 1] + x2 * w[4 * l + 2] + x3 * w[4 * l + 3];")
 		w("  return r;")
 		w("}")
+		if neon != "" {
+			w("#endif")
+		}
 		if exact != "" {
 			w("#endif")
 		}
@@ -446,6 +519,8 @@ func dotHelpers(L int) string {
 		w("}")
 		w("#else")
 	}
+	neon := neonDot4s(L, m, name)
+	b.WriteString(neon)
 	w("#ifndef TSR_SAT16")
 	w("#define TSR_SAT16")
 	w("static inline int32_t tsr_sat16(int32_t v) { return v < -32768 ? -32768 : v > 32767 ? 32767 : v; }")
@@ -457,6 +532,9 @@ func dotHelpers(L int) string {
 	w("    r[l] = tsr_sat16(x0 * w[4 * l] + x1 * w[4 * l + 1]) + tsr_sat16(x2 * w[4 * l + 2] + x3 * w[4 * l + 3]);")
 	w("  return r;")
 	w("}")
+	if neon != "" {
+		w("#endif")
+	}
 	if hasSat {
 		w("#endif")
 	}

@@ -1,16 +1,22 @@
 package measure_test
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/tessera-ml/tessera/backend"
 	"github.com/tessera-ml/tessera/backend/machine"
 	"github.com/tessera-ml/tessera/codegen"
+	"github.com/tessera-ml/tessera/internal/crosstest"
 	"github.com/tessera-ml/tessera/schedule"
 	"github.com/tessera-ml/tessera/sketch"
 	"github.com/tessera-ml/tessera/te"
 	"github.com/tessera-ml/tessera/te/tetest"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // TestDotProductKernel: the default schedule of a convolution whose channel
@@ -63,5 +69,71 @@ func TestDotProductKernel(t *testing.T) {
 				return []*schedule.State{st}
 			})
 		}
+	}
+}
+
+// TestDotProductKernelAarch64: the default schedules of the dot-product
+// DAGs, cross-compiled for aarch64 at three -march levels and run under
+// qemu-aarch64 (its cores have every extension), match the reference
+// evaluator: armv8-a (NEON: tsr_dot4s by 16-bit products and saturating
+// adds, the exact sums lane by lane), armv8.2-a+dotprod (sdot, and for
+// uint8 activations sdot on x − 128 with the weights' sums) and
+// armv8.6-a+i8mm (usdot). The assembly holds the instructions each level
+// promises.
+func TestDotProductKernelAarch64(t *testing.T) {
+	tools := crosstest.RequireAarch64(t)
+	base, err := machine.Level("armv8-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dags := []string{"qconv_dot4", "qconv_dot4s", "qmatmul_dot4s", "qconv_taps4s", "qconv_nhwc", "qconv_dot4_i8"}
+	states := map[string]*schedule.State{}
+	var funcs []*tir.PrimFunc
+	for _, name := range dags {
+		st, _, err := sketch.Default(schedule.NewState(tetest.DAGs()[name]), sketch.CPUOptions(base))
+		if err != nil {
+			t.Fatal(err)
+		}
+		states[name] = st
+		funcs = append(funcs, mustLower(t, st, name))
+	}
+	src, err := codegen.CModule(funcs, codegen.COptions{VectorBits: base.VectorBits()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "dots.c")
+	if err := os.WriteFile(file, []byte(src.Code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		march string
+		want  []string // instructions the assembly holds
+	}{
+		{"armv8-a", []string{"sqadd", "uzp1"}},
+		{"armv8.2-a+dotprod", []string{"sdot"}},
+		{"armv8.6-a+i8mm", []string{"usdot", "sdot"}}, // sdot: the int8 activations
+	} {
+		asm := filepath.Join(dir, c.march+".s")
+		if out, err := exec.Command(tools.CC, "-O2", "-march="+c.march, "-fopenmp", "-S", "-o", asm, file).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", c.march, err, out)
+		}
+		text, err := os.ReadFile(asm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ins := range c.want {
+			if !regexp.MustCompile(`\s` + ins + `\s`).Match(text) {
+				t.Errorf("%s: no %s in the assembly", c.march, ins)
+			}
+		}
+		m := base
+		m.Name, m.March, m.Cores = c.march, c.march, 2
+		checkCompiled(t, platform{name: "aarch64 " + c.march + " (qemu)", m: m, cc: tools.CC, exec: tools.Exec}, func(i int, d *te.DAG) []*schedule.State {
+			if st, ok := states[d.Outputs[0].Name]; ok {
+				return []*schedule.State{st}
+			}
+			return nil
+		})
 	}
 }

@@ -270,7 +270,7 @@ func (b *exampleBuilder) build() {
 // quantized adds the integer computations of quantized models: uint8
 // activations, int8 weights, int32 sums and biases, requantized to uint8
 // ("qmatmul", "qmatmul_dot4s", "qmatmul_heads", "qconv", "qconv_depthwise", "qconv_dot4",
-// "qconv_dot4s", "qconv_taps4s"), and elementwise work on uint8
+// "qconv_dot4s", "qconv_dot4_i8", "qconv_taps4s"), and elementwise work on uint8
 // data through float32 ("u8_add"), and max pools on it ("u8_max_pool",
 // "u8_max_pool_nhwc"). The multipliers are the
 // inputs scaled by 2^-12, so that the requantized values spread over
@@ -337,6 +337,14 @@ func (b *exampleBuilder) quantized() {
 		acc := mustExample(te.IntConv("qconv_dot4s_acc", U8("X", 1, 5, 6, 8), I8("W", 8, 8, 3, 3), 250,
 			te.ConvAttrs{Pads: []int{0, 1, 1, 0}}, te.IntConvOptions{NHWC: true, Dot: 4, SaturatePairs: true}))
 		b.add("qconv_dot4s")(te.Requantize("qconv_dot4s", acc, I32("bias", 8), mult(8), 3, 128, tir.Uint8))
+	}
+	{
+		// int8 activations (a symmetric quantized model's) in groups of
+		// four channels: the exact signed dot product (sdot).
+		I8x := typed(tir.Int8, false)
+		acc := mustExample(te.IntConv("qconv_dot4_i8_acc", I8x("X", 1, 5, 6, 8), I8("W", 8, 8, 1, 1), -3,
+			te.ConvAttrs{}, te.IntConvOptions{NHWC: true, Dot: 4}))
+		b.add("qconv_dot4_i8")(te.Requantize("qconv_dot4_i8", acc, I32("bias", 8), mult(8), 3, 0, tir.Int8))
 	}
 	{
 		// An image's first layer: 3 channels NCHW in, NHWC out, the W
