@@ -184,7 +184,9 @@ var expensiveCalls = map[string]bool{"exp": true, "log": true, "tanh": true, "er
 // no reduction, no expensive math call and no division by a computed
 // value (a division costs several multiplications: a softmax's e / Σe,
 // inlined into the matmul that reads the probabilities, is computed again
-// for every output column). Such a stage is always inlined into its
+// for every output column). A division by a literal, or by a stage that
+// is one (a model's one-element constant, partition's literal stage: a
+// GELU's x / √2), is cheap. Such a stage is always inlined into its
 // consumers on CPU.
 func IsStrictlyInlineable(t *Tensor) bool {
 	if t.IsPlaceholder() || t.Reducer != NoReduce {
@@ -198,13 +200,28 @@ func IsStrictlyInlineable(t *Tensor) bool {
 				cheap = false
 			}
 		case *tir.Binary:
-			if _, byConst := e.B.(*tir.FloatImm); e.Op == tir.Div && !byConst {
+			if e.Op == tir.Div && !isLiteral(e.B) {
 				cheap = false
 			}
 		}
 		return cheap
 	})
 	return cheap
+}
+
+// isLiteral reports whether e is a constant: a literal, a conversion of
+// one, or a load of a stage whose body is one.
+func isLiteral(e tir.Expr) bool {
+	switch e := e.(type) {
+	case *tir.FloatImm, *tir.IntImm:
+		return true
+	case *tir.Cast:
+		return e.X != nil && isLiteral(e.X)
+	case *tir.Load:
+		t, ok := e.Buf.Owner.(*Tensor)
+		return ok && !t.IsPlaceholder() && t.Reducer == NoReduce && t.Body != nil && isLiteral(t.Body)
+	}
+	return false
 }
 
 // HasReduce reports whether t is a reduction.

@@ -51,6 +51,10 @@ func floatBinary(n *Binary, a, b Expr) Expr {
 		return a
 	case op == Mul && is(x, xok, one), op == Add && is(x, xok, negZero):
 		return b
+	case (op == Max || op == Min) && yok && clampHolds(op, a, y):
+		return a // a clamp that holds already (simplify_facts.go)
+	case (op == Max || op == Min) && xok && clampHolds(op, b, x):
+		return b
 	}
 	if a == n.A && b == n.B {
 		return n
@@ -91,6 +95,9 @@ func foldFloat(op BinOp, x, y float32) (float32, bool) {
 // args are n's arguments simplified; changed is false when they are n's.
 func foldCall(n *Call, args []Expr, changed bool) Expr {
 	fn := n.Fn
+	if fn == "nan0" && len(args) == 1 && !floatFacts(args[0]).nan {
+		return args[0]
+	}
 	if len(args) == 1 {
 		if x, ok := args[0].(*FloatImm); ok {
 			v := float64(float32(x.V))

@@ -185,6 +185,9 @@ func (s *simplifier) castExpr(n *Cast) Expr {
 		if v, ok := IsConst(x); ok {
 			return &FloatImm{V: float64(float32(v))} // one rounding, as in C
 		}
+		if in, ok := x.(*Cast); ok && roundTripHolds(in.X, in.To) {
+			return in.X // float32(uint8(q)) of a q uint8 holds exactly (simplify_facts.go)
+		}
 		if b, ok := boolConst(x); ok {
 			if b {
 				return F32(1)
