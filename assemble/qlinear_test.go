@@ -175,13 +175,29 @@ func qlinearDirect(x []float32, convs []qconvParams, mw []int64, scales []float3
 
 // TestQLinearIntegerModel: QLinearConv and QLinearMatMul with constant
 // weights run on integers — uint8 tensors between them, sums in int32
-// where they may leave ±2^24, else in float32 (exactly) — and the built
-// model's output, the reference evaluator's and a direct computation in
-// Go are the same numbers, exactly.
+// where they may leave ±2^24, else in float32 (exactly); every one in
+// int32 for a target whose dot instruction sums groups exactly
+// (ExactDots) — and the built model's output, the reference evaluator's
+// and a direct computation in Go are the same numbers, exactly.
 func TestQLinearIntegerModel(t *testing.T) {
+	for _, c := range []struct {
+		exact bool
+		ints  int // int32 reductions among the tasks
+	}{
+		{false, 1}, // the first QLinearConv
+		{true, 3},  // every QLinear op: its groups sum exactly (VNNI)
+	} {
+		t.Run(map[bool]string{false: "saturated pairs", true: "exact dots"}[c.exact], func(t *testing.T) { testQLinearIntegerModel(t, c.exact, c.ints) })
+	}
+}
+
+// testQLinearIntegerModel is TestQLinearIntegerModel for a target that
+// sums dot groups exactly in one instruction (exact: ExactDots) or not,
+// with ints int32 reductions among the tasks.
+func testQLinearIntegerModel(t *testing.T, exact bool, want int) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	g, convs, mw, scales, mys, myz := qlinearModel(rng)
-	l, err := frontend.Prepare(g, "qlinear.onnx", frontend.LoadOptions{Integer: true})
+	l, err := frontend.Prepare(g, "qlinear.onnx", frontend.LoadOptions{Integer: true, ExactDots: exact})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +205,7 @@ func TestQLinearIntegerModel(t *testing.T) {
 	for i := range x {
 		x[i] = float32(rng.NormFloat64() * 1.5)
 	}
-	want := qlinearDirect(x, convs, mw, scales, mys, myz)
+	direct := qlinearDirect(x, convs, mw, scales, mys, myz)
 	ref, err := Reference(l.Graph, [][]float32{x})
 	if err != nil {
 		t.Fatal(err)
@@ -207,8 +223,8 @@ func TestQLinearIntegerModel(t *testing.T) {
 			}
 		}
 	}
-	if ints != 1 {
-		t.Errorf("%d int32 reductions among the tasks, want 1 (the first QLinearConv); tasks:\n%s", ints, ops)
+	if ints != want {
+		t.Errorf("%d int32 reductions among the tasks, want %d; tasks:\n%s", ints, want, ops)
 	}
 	dir := t.TempDir()
 	if _, err := Build(context.Background(), l.Graph, plan, dir, Options{Target: testTarget(recordsKey, nil)}); err != nil {
@@ -227,15 +243,15 @@ func TestQLinearIntegerModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != len(want) || len(ref[0]) != len(want) {
-		t.Fatalf("%d outputs built, %d in the reference, %d computed directly", len(got), len(ref[0]), len(want))
+	if len(got) != len(direct) || len(ref[0]) != len(direct) {
+		t.Fatalf("%d outputs built, %d in the reference, %d computed directly", len(got), len(ref[0]), len(direct))
 	}
-	for i := range want {
-		if ref[0][i] != want[i] || got[i] != want[i] {
-			t.Fatalf("element %d: built %v, reference %v, direct %v", i, got[i], ref[0][i], want[i])
+	for i := range direct {
+		if ref[0][i] != direct[i] || got[i] != direct[i] {
+			t.Fatalf("element %d: built %v, reference %v, direct %v", i, got[i], ref[0][i], direct[i])
 		}
 	}
-	t.Logf("%d outputs equal; %d tasks", len(want), len(plan.Tasks))
+	t.Logf("%d outputs equal; %d tasks", len(direct), len(plan.Tasks))
 }
 
 // TestQLinearImageTaps: an image's first QLinearConv (3 channels, 7×7,
@@ -244,6 +260,15 @@ func TestQLinearIntegerModel(t *testing.T) {
 // padded to 8 taps), and the built model's output equals the reference
 // evaluator's and a direct computation in Go, exactly.
 func TestQLinearImageTaps(t *testing.T) {
+	for _, exact := range []bool{false, true} {
+		t.Run(map[bool]string{false: "saturated pairs", true: "exact dots"}[exact], func(t *testing.T) { testQLinearImageTaps(t, exact) })
+	}
+}
+
+// testQLinearImageTaps is TestQLinearImageTaps with 7-bit weights summed
+// in saturated pairs, or, where the target sums groups exactly
+// (LoadOptions.ExactDots), with full-range weights summed exactly.
+func testQLinearImageTaps(t *testing.T, exact bool) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	const C, H, W, M, K, S, P = 3, 19, 22, 16, 7, 2, 3
 	const xs, ys = float32(0.02), float32(0.05)
@@ -257,6 +282,9 @@ func TestQLinearImageTaps(t *testing.T) {
 	w := make([]int64, M*C*K*K)
 	for i := range w {
 		w[i] = int64(rng.IntN(129)) - 64
+		if exact {
+			w[i] = int64(rng.IntN(255)) - 127
+		}
 	}
 	wsc := make([]float32, M)
 	bias := make([]int64, M)
@@ -307,7 +335,7 @@ func TestQLinearImageTaps(t *testing.T) {
 		}
 	}
 
-	l, err := frontend.Prepare(g, "image.onnx", frontend.LoadOptions{Integer: true})
+	l, err := frontend.Prepare(g, "image.onnx", frontend.LoadOptions{Integer: true, ExactDots: exact})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,14 +347,18 @@ func TestQLinearImageTaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	grouped := false
+	grouped, saturated := false, false
 	for _, task := range plan.Tasks {
 		for _, tt := range task.DAG.Tensors {
 			grouped = grouped || strings.HasSuffix(tt.Name, "_qweights_w4") && slices.Equal(tt.Shape, []int{M, C, K, 8})
+			saturated = saturated || tt.Body != nil && strings.Contains(tir.ExprString(tt.Body), "int16(")
 		}
 	}
 	if !grouped {
 		t.Error("no task reads the weights padded to 8 W taps (the image's taps are not grouped)")
+	}
+	if saturated == exact {
+		t.Errorf("the taps' pairs saturated: %v, want %v", saturated, !exact)
 	}
 	dir := t.TempDir()
 	if _, err := Build(context.Background(), l.Graph, plan, dir, Options{Target: testTarget(recordsKey, nil)}); err != nil {

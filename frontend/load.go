@@ -29,6 +29,11 @@ type LoadOptions struct {
 	// QLinearMatMul, and those of a QDQ model: fuse-qlinear) on integer
 	// kernels where they can (graph.Graph.Integer); else in float.
 	Integer bool
+	// ExactDots, with Integer, says that the target sums four u8×s8
+	// products exactly in one instruction (VNNI's vpdpbusd, aarch64's
+	// sdot): the integer kernels prefer the exact dot form to saturated
+	// pairs, and integers to float sums (graph.Graph.ExactDots).
+	ExactDots bool
 }
 
 // Loaded is a model read, frozen, bound and simplified.
@@ -55,6 +60,7 @@ func Load(path string, opts LoadOptions) (*Loaded, error) {
 func Prepare(g *graph.Graph, path string, opts LoadOptions) (*Loaded, error) {
 	l := &Loaded{Graph: g, Options: opts, Before: graph.StatsOf(g)}
 	g.Integer = opts.Integer
+	g.ExactDots = opts.Integer && opts.ExactDots
 	for _, name := range g.Shadowed {
 		l.Notes = append(l.Notes, fmt.Sprintf("input %s has an initializer in %s (a default value): it is taken as a constant, not an input", name, path))
 	}

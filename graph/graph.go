@@ -143,6 +143,12 @@ type Graph struct {
 	// kernels where they can (frontend.LoadOptions.Integer), not in their
 	// float form.
 	Integer bool
+	// ExactDots says that the integer kernels' target sums four u8×s8
+	// products exactly in one instruction (frontend.LoadOptions.
+	// ExactDots): a quantized convolution or matmul sums its groups
+	// exactly, not in saturated pairs, and on integers wherever the
+	// groups fit.
+	ExactDots bool
 	// Notes are what shape inference and the passes decided that a user
 	// should know (a quantized op left in float, and why); Note adds one.
 	Notes []string
@@ -642,7 +648,7 @@ func sortedAttrNames(n *Node) []string {
 // neither is ever modified in place).
 func (g *Graph) Clone() *Graph {
 	c := &Graph{Name: g.Name, Opset: g.Opset, Opsets: map[string]int{}, Values: map[string]*Value{},
-		Inputs: slices.Clone(g.Inputs), Outputs: slices.Clone(g.Outputs), Shadowed: slices.Clone(g.Shadowed), Integer: g.Integer, Notes: slices.Clone(g.Notes)}
+		Inputs: slices.Clone(g.Inputs), Outputs: slices.Clone(g.Outputs), Shadowed: slices.Clone(g.Shadowed), Integer: g.Integer, ExactDots: g.ExactDots, Notes: slices.Clone(g.Notes)}
 	if g.Declared != nil {
 		c.Declared = make(map[string]Decl, len(g.Declared))
 		for k, d := range g.Declared {

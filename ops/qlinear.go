@@ -165,10 +165,11 @@ func integerForm(g *graph.Graph, n *graph.Node, conv, withBias bool) (*qlinearFo
 	if !slices.ContainsFunc(f.mult, func(v float32) bool { return v != f.mult[0] }) {
 		f.mult = f.mult[:1]
 	}
-	if f.float && saturatedDots(g, n) {
+	if f.float && (saturatedDots(g, n) || g.ExactDots && exactDots(g, n)) {
 		// vpmaddubsw's kernels outrun the float ones (ResNet-18's 3×3
 		// convolutions of layer 3 with 7-bit weights, Zen 3: 3.8 ms
-		// summed in float32, 1.4 ms by saturated pairs).
+		// summed in float32, 1.4 ms by saturated pairs), and so does
+		// one exact instruction per group (VNNI, sdot) for any weights.
 		f.float = false
 	}
 	if f.float || !withBias {
@@ -275,8 +276,8 @@ func addDerived(g *graph.Graph, n *graph.Node, name string, t *graph.Tensor) err
 // convolution channels-last.
 func saturatedDots(g *graph.Graph, n *graph.Node) bool {
 	x, w := g.Values[n.Input(qX)], g.Values[n.Input(qW)]
-	if x == nil || w == nil || w.Const == nil || len(w.Shape) < 2 || x.DType != graph.Uint8 || w.DType != graph.Int8 {
-		return false
+	if g.ExactDots || x == nil || w == nil || w.Const == nil || len(w.Shape) < 2 || x.DType != graph.Uint8 || w.DType != graph.Int8 {
+		return false // a target with exact dot instructions sums groups exactly
 	}
 	if n.OpType == "QLinearMatMul" {
 		return len(w.Shape) == 2 && w.Shape[0]%dotGroup == 0 && pairsFitInt16(w.Const, 0)
@@ -291,13 +292,38 @@ func saturatedDots(g *graph.Graph, n *graph.Node) bool {
 	return pairsFitInt16(w.Const, 1)
 }
 
+// exactDots reports whether QLinearConv or QLinearMatMul node n of g sums
+// its groups of four exactly where the target has one instruction for it
+// (graph.Graph.ExactDots: VNNI's vpdpbusd, u8×s8): uint8 input, int8
+// weights, the groups of channels (rows) or, for an NCHW image, of W taps
+// that the int32 form takes.
+func exactDots(g *graph.Graph, n *graph.Node) bool {
+	x, w := g.Values[n.Input(qX)], g.Values[n.Input(qW)]
+	if x == nil || w == nil || w.Const == nil || len(w.Shape) < 2 || x.DType != graph.Uint8 || w.DType != graph.Int8 {
+		return false
+	}
+	if n.OpType == "QLinearMatMul" {
+		return len(w.Shape) == 2 && w.Shape[0]%dotGroup == 0
+	}
+	in, out, err := layouts(n)
+	switch {
+	case err != nil || !out:
+		return false
+	case !in:
+		return tapGroupWeights(g, n) != nil
+	}
+	return w.Shape[1]%dotGroup == 0
+}
+
 // tapGroupWeights returns the weights of QLinearConv node n of g padded
 // along W to a multiple of dotGroup taps with zeros, for a convolution
 // that reads its uint8 input NCHW and writes NHWC (an image's first
 // layer: 3 channels, too few for groups of channels) and sums its W taps
-// in saturated dot groups (te.IntConvOptions.DotW): int8 weights of 2-D
-// kernels at least 3 taps wide whose pairs of adjacent taps fit int16, one
-// group, W dilation 1 and every W tap live (te.DotWFits). Otherwise nil.
+// in dot groups (te.IntConvOptions.DotW): int8 weights of 2-D kernels at
+// least 3 taps wide whose pairs of adjacent taps fit int16 (saturated
+// pairs; any weights where the target sums groups exactly, graph.Graph.
+// ExactDots), one group, W dilation 1 and every W tap live (te.DotWFits).
+// Otherwise nil.
 func tapGroupWeights(g *graph.Graph, n *graph.Node) *graph.Tensor {
 	x, w := g.Values[n.Input(qX)], g.Values[n.Input(qW)]
 	if x == nil || w == nil || w.Const == nil || len(w.Shape) != 4 || len(x.Shape) != 4 || x.DType != graph.Uint8 || w.DType != graph.Int8 || w.Shape[3] < 3 {
@@ -314,7 +340,7 @@ func tapGroupWeights(g *graph.Graph, n *graph.Node) *graph.Tensor {
 	for r := range rows {
 		copy(padded.I64[r*kwp:], w.Const.I64[r*kw:(r+1)*kw])
 	}
-	if !pairsFitInt16(padded, 3) {
+	if !g.ExactDots && !pairsFitInt16(padded, 3) {
 		return nil
 	}
 	return padded
@@ -418,7 +444,7 @@ func lowerQLinear(conv bool) func(c *lowerCtx) ([]*te.Tensor, error) {
 							return nil, err
 						}
 						a.KernelShape = []int{wp.Shape[2], c.g.Values[c.n.Input(qW)].Shape[3]}
-						o.Dot, o.DotW, o.SaturatePairs = dotGroup, true, true
+						o.Dot, o.DotW, o.SaturatePairs = dotGroup, true, !c.g.ExactDots
 					}
 				}
 				acc, err = te.IntConv(c.sub("acc"), x, w, f.xZero, a, o)

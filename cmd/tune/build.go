@@ -63,7 +63,7 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	ctx, sigs := cli.NotifySignals()
 	defer sigs.Stop()
 	stopped := "the build was stopped; " + bf.out + " is incomplete"
-	b, err := modelbuild.Open(ctx, pos[0], modelbuild.Options{Load: bf.mf.LoadOptions(), Partition: bf.mf.Partition(), Ranges: bf.mf.Ranges,
+	b, err := modelbuild.Open(ctx, pos[0], modelbuild.Options{Load: bf.mf.LoadOptions(cli.CPUOf(bf.target)), Partition: bf.mf.Partition(), Ranges: bf.mf.Ranges,
 		Layouts: layouts, Target: bf.target, DB: bf.db, NoRecords: bf.noRecords, Dir: bf.out,
 		Assemble: assemble.Options{Model: pos[0], Warn: stderr, SingleFile: bf.singleFile, Frozen: strings.Fields(bf.mf.Freeze.String())}})
 	if err != nil {

@@ -122,7 +122,7 @@ func runCostModel(args []string, stdout, stderr io.Writer) error {
 // files that measure the tasks of the --model files.
 func (c *costModelFlags) data() tuning.DataOptions {
 	return tuning.DataOptions{DBs: c.dbs, Target: c.target, Models: c.models,
-		Load: c.mf.LoadOptions(), Partition: c.mf.Partition(), Ranges: c.mf.Ranges}
+		Load: c.mf.HostLoadOptions(), Partition: c.mf.Partition(), Ranges: c.mf.Ranges}
 }
 
 // pretrain is `tune costmodel pretrain` (tuning.Pretrain).

@@ -38,7 +38,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	}
 	po := mf.Partition()
 	po.MaxFuseDepth = *maxDepth
-	in, err := tuning.Inspect(pos[0], tuning.InspectOptions{Load: mf.LoadOptions(), Partition: po, Ranges: mf.Ranges, Groups: *groups, DAG: *dag})
+	in, err := tuning.Inspect(pos[0], tuning.InspectOptions{Load: mf.LoadOptions(cli.CPUOf(tc)), Partition: po, Ranges: mf.Ranges, Groups: *groups, DAG: *dag})
 	if err != nil {
 		return err
 	}

@@ -118,7 +118,7 @@ func runPlot(args []string, stdout, stderr io.Writer) error {
 	if len(pos) == 1 {
 		model, title = pos[0], filepath.Base(pos[0])
 	}
-	c, names, err := tuning.LoadCurve(pf.db, model, pf.mf.LoadOptions(), pf.mf.Ranges, pf.mf.Partition(), pf.target)
+	c, names, err := tuning.LoadCurve(pf.db, model, pf.mf.HostLoadOptions(), pf.mf.Ranges, pf.mf.Partition(), pf.target)
 	if err != nil {
 		return err
 	}

@@ -98,7 +98,7 @@ func (f *tuneFlags) tasks(path string, stderr io.Writer) (*tuning.TaskSet, error
 	if err := f.weights.Within(f.model.Ranges); err != nil {
 		return nil, err
 	}
-	ts, err := tuning.LoadTasks(path, tuning.TaskOptions{Load: f.model.LoadOptions(), Partition: f.model.Partition(), Ranges: f.model.Ranges, Weights: f.weights})
+	ts, err := tuning.LoadTasks(path, tuning.TaskOptions{Load: f.model.LoadOptions(cli.CPUOf(f.run.Target)), Partition: f.model.Partition(), Ranges: f.model.Ranges, Weights: f.weights})
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/tessera-ml/tessera/backend"
 	"github.com/tessera-ml/tessera/backend/machine"
 	"github.com/tessera-ml/tessera/frontend"
+	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/measure/remote"
 	"github.com/tessera-ml/tessera/partition"
 )
@@ -40,13 +41,44 @@ func (m *Model) Register(fs *flag.FlagSet) {
 	fs.Var(m.Ranges, "range", "the values `NAME=lo..hi` of the inputs' dynamic dimension NAME (repeatable): tune and build the model over them — a dynamic batch whose samples every group computes apart (tuned at 1, run per sample), and one other dimension whose value the kernels take at run time (a sequence length: tuned at three values of its range, built at every value); tune inspect prints the tasks over any ranges")
 	fs.Var(m.Freeze, "freeze", "freeze graph input `name=v0,v1,...` to these values, a constant of the compiled model (a sample rate an If branches on; repeatable)")
 	fs.Var(m.NoPass, "no-pass", "disable graph pass `NAME` (repeatable; passes: "+strings.Join(frontend.PassNames(), ", ")+")")
-	fs.BoolVar(&m.Integer, "integer", false, "run quantized convolutions and matmuls (QLinearConv, QLinearMatMul, and a QDQ model's) on integer kernels: uint8 activations, exact sums; experimental: on CPUs without VNNI, faster than the float form with 7-bit weights (tune quantize --reduce-range), slower with full-range ones")
+	fs.BoolVar(&m.Integer, "integer", false, "run quantized convolutions and matmuls (QLinearConv, QLinearMatMul, and a QDQ model's) on integer kernels: uint8 activations, exact sums; experimental: where the CPU sums four u8×s8 products in one instruction (VNNI, aarch64's sdot: --cpu decides), exact groups for any weights; on CPUs without, faster than the float form with 7-bit weights (tune quantize --reduce-range), slower with full-range ones")
 	fs.BoolVar(&m.Winograd, "winograd", true, "give 3×3 stride-1 convolutions a Winograd alternative task (tuned like any task; the build keeps the faster; --winograd=false: direct only)")
 }
 
-// LoadOptions are the options of frontend.Load the flags give.
-func (m *Model) LoadOptions() frontend.LoadOptions {
-	return frontend.LoadOptions{Inputs: m.Inputs.Dims(), DimNames: m.Inputs.Names(), Freeze: m.Freeze, NoPass: m.NoPass, Integer: m.Integer}
+// LoadOptions are the options of frontend.Load the flags give, for code
+// compiled for the CPU cpu names (a --cpu value; "" for a GPU target):
+// with --integer, whether its dot-product instructions sum u8×s8 groups
+// exactly (ExactDots).
+func (m *Model) LoadOptions(cpu string) frontend.LoadOptions {
+	o := frontend.LoadOptions{Inputs: m.Inputs.Dims(), DimNames: m.Inputs.Names(), Freeze: m.Freeze, NoPass: m.NoPass, Integer: m.Integer}
+	if m.Integer && cpu != "" {
+		// A --cpu that does not resolve is the target's error to report.
+		if mach, err := backend.ResolveMachine(cpu, &measure.Builder{}); err == nil {
+			o.ExactDots = ExactDots(mach)
+		}
+	}
+	return o
+}
+
+// HostLoadOptions are LoadOptions for the CPU a cpu target compiles for
+// by default (backend.DefaultCPU): for the commands that read records
+// (tune costmodel, tune records plot), whose target is a key.
+func (m *Model) HostLoadOptions() frontend.LoadOptions { return m.LoadOptions(backend.DefaultCPU()) }
+
+// ExactDots reports whether machine m sums four u8×s8 products into an
+// int32 lane exactly in one instruction: x86's VNNI (vpdpbusd, AVX-VNNI
+// or AVX-512 VNNI with VL), aarch64's dot product (sdot; usdot with
+// I8MM).
+func ExactDots(m machine.Machine) bool {
+	return m.Has("avxvnni") || m.Has("avx512vnni") && m.Has("avx512vl") || m.Has("dotprod")
+}
+
+// CPUOf returns the --cpu of target c, or "" for a GPU target.
+func CPUOf(c backend.Config) string {
+	if c.Name != "" && c.Name != "cpu" {
+		return ""
+	}
+	return c.CPU
 }
 
 // Partition are the options of partition.Extract the flags give: the

@@ -28,11 +28,35 @@ func TestModelFlags(t *testing.T) {
 		if _, err := Parse(NewFlagSet("t", io.Discard, &m), c.args); err != nil {
 			t.Fatalf("%q: %v", c.args, err)
 		}
-		lo := m.LoadOptions()
+		lo := m.LoadOptions("")
 		got := []string{fmt.Sprint(lo.Inputs), fmt.Sprint(lo.DimNames), Values(lo.Freeze).String(), Names(lo.NoPass).String(), m.Ranges.String()}
 		want := []string{c.inputs, c.names, c.freeze, c.noPass, c.ranges}
 		if strings.Join(got, "|") != strings.Join(want, "|") || m.Partition().Alternatives != c.winograd {
 			t.Errorf("%q: %q, alternatives %v; want %q, %v", c.args, got, m.Partition().Alternatives, want, c.winograd)
+		}
+	}
+}
+
+// TestLoadOptionsExactDots: with --integer, a CPU whose dot-product
+// instruction sums u8×s8 groups exactly (AVX-VNNI: alderlake; AVX-512 VNNI:
+// sapphirerapids) loads with ExactDots; AVX2 (x86-64-v3), AVX-512 without
+// VNNI (x86-64-v4), a GPU target ("") or no --integer do not.
+func TestLoadOptionsExactDots(t *testing.T) {
+	for _, c := range []struct {
+		integer bool
+		cpu     string
+		want    bool
+	}{
+		{true, "alderlake", true},
+		{true, "sapphirerapids", true},
+		{true, "x86-64-v3", false},
+		{true, "x86-64-v4", false},
+		{true, "", false},
+		{false, "alderlake", false},
+	} {
+		m := Model{Integer: c.integer}
+		if got := m.LoadOptions(c.cpu).ExactDots; got != c.want {
+			t.Errorf("--integer=%v --cpu %q: ExactDots %v, want %v", c.integer, c.cpu, got, c.want)
 		}
 	}
 }
