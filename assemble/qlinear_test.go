@@ -226,8 +226,17 @@ func testQLinearIntegerModel(t *testing.T, exact bool, want int) {
 	if ints != want {
 		t.Errorf("%d int32 reductions among the tasks, want %d; tasks:\n%s", ints, want, ops)
 	}
+	checkBuiltExact(t, l.Graph, plan, []int64{1, 64, 9, 9}, x, ref[0], direct)
+	t.Logf("%d outputs equal; %d tasks", len(direct), len(plan.Tasks))
+}
+
+// checkBuiltExact builds plan of g, runs it on x (of shape shape) and
+// checks that its output, the reference evaluator's ref and the direct
+// computation direct are the same numbers, exactly.
+func checkBuiltExact(t *testing.T, g *graph.Graph, plan *partition.Plan, shape []int64, x, ref, direct []float32) {
+	t.Helper()
 	dir := t.TempDir()
-	if _, err := Build(context.Background(), l.Graph, plan, dir, Options{Target: testTarget(recordsKey, nil)}); err != nil {
+	if _, err := Build(context.Background(), g, plan, dir, Options{Target: testTarget(recordsKey, nil)}); err != nil {
 		t.Fatal(err)
 	}
 	m, err := tsrt.Open(dir)
@@ -235,7 +244,7 @@ func testQLinearIntegerModel(t *testing.T, exact bool, want int) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	outs, err := m.Run(context.Background(), []tsrt.Tensor{tsrt.NewTensor([]int64{1, 64, 9, 9}, x)})
+	outs, err := m.Run(context.Background(), []tsrt.Tensor{tsrt.NewTensor(shape, x)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,15 +252,14 @@ func testQLinearIntegerModel(t *testing.T, exact bool, want int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != len(direct) || len(ref[0]) != len(direct) {
-		t.Fatalf("%d outputs built, %d in the reference, %d computed directly", len(got), len(ref[0]), len(direct))
+	if len(got) != len(direct) || len(ref) != len(direct) {
+		t.Fatalf("%d outputs built, %d in the reference, %d computed directly", len(got), len(ref), len(direct))
 	}
 	for i := range direct {
-		if ref[0][i] != direct[i] || got[i] != direct[i] {
-			t.Fatalf("element %d: built %v, reference %v, direct %v", i, got[i], ref[0][i], direct[i])
+		if ref[i] != direct[i] || got[i] != direct[i] {
+			t.Fatalf("element %d: built %v, reference %v, direct %v", i, got[i], ref[i], direct[i])
 		}
 	}
-	t.Logf("%d outputs equal; %d tasks", len(direct), len(plan.Tasks))
 }
 
 // TestQLinearImageTaps: an image's first QLinearConv (3 channels, 7×7,
@@ -360,29 +368,5 @@ func testQLinearImageTaps(t *testing.T, exact bool) {
 	if saturated == exact {
 		t.Errorf("the taps' pairs saturated: %v, want %v", saturated, !exact)
 	}
-	dir := t.TempDir()
-	if _, err := Build(context.Background(), l.Graph, plan, dir, Options{Target: testTarget(recordsKey, nil)}); err != nil {
-		t.Fatal(err)
-	}
-	mod, err := tsrt.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mod.Close()
-	outs, err := mod.Run(context.Background(), []tsrt.Tensor{tsrt.NewTensor([]int64{1, C, H, W}, x)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := tsrt.Values[float32](outs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(want) || len(ref[0]) != len(want) {
-		t.Fatalf("%d outputs built, %d in the reference, %d computed directly", len(got), len(ref[0]), len(want))
-	}
-	for i := range want {
-		if ref[0][i] != want[i] || got[i] != want[i] {
-			t.Fatalf("element %d: built %v, reference %v, direct %v", i, got[i], ref[0][i], want[i])
-		}
-	}
+	checkBuiltExact(t, l.Graph, plan, []int64{1, C, H, W}, x, ref[0], want)
 }

@@ -107,15 +107,7 @@ func TestIntConvDotW(t *testing.T) {
 					ins[i] = wdata
 				}
 			}
-			out, err := d.Eval(ins)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := make([]int64, len(out[0]))
-			for i, f := range out[0] {
-				got[i] = tir.SlotInt(tir.Int32, f)
-			}
-			return got
+			return evalDAGInts(t, d, ins)
 		}
 		want := run([]int{M, C, c.k[0], c.k[1]}, ws, IntConvOptions{NHWC: true, FromNCHW: true}, c.a)
 		a := c.a
@@ -195,6 +187,12 @@ func evalInts(t *testing.T, y *Tensor, sevenBit bool) []int64 {
 			}
 		}
 	}
+	return evalDAGInts(t, d, ins)
+}
+
+// evalDAGInts evaluates d on inputs ins and returns its int32 output.
+func evalDAGInts(t *testing.T, d *DAG, ins [][]float32) []int64 {
+	t.Helper()
 	out, err := d.Eval(ins)
 	if err != nil {
 		t.Fatal(err)
