@@ -197,23 +197,12 @@ func TestQLinearIntegerModel(t *testing.T) {
 func testQLinearIntegerModel(t *testing.T, exact bool, want int) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	g, convs, mw, scales, mys, myz := qlinearModel(rng)
-	l, err := frontend.Prepare(g, "qlinear.onnx", frontend.LoadOptions{Integer: true, ExactDots: exact})
-	if err != nil {
-		t.Fatal(err)
-	}
 	x := make([]float32, 64*9*9)
 	for i := range x {
 		x[i] = float32(rng.NormFloat64() * 1.5)
 	}
 	direct := qlinearDirect(x, convs, mw, scales, mys, myz)
-	ref, err := Reference(l.Graph, [][]float32{x})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := partition.Extract(l.Graph, partition.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, plan, ref := integerPlan(t, g, "qlinear.onnx", exact, x)
 	ints, ops := 0, ""
 	for _, task := range plan.Tasks {
 		ops += task.Ops() + "\n"
@@ -228,6 +217,26 @@ func testQLinearIntegerModel(t *testing.T, exact bool, want int) {
 	}
 	checkBuiltExact(t, l.Graph, plan, []int64{1, 64, 9, 9}, x, ref[0], direct)
 	t.Logf("%d outputs equal; %d tasks", len(direct), len(plan.Tasks))
+}
+
+// integerPlan loads g (named file) on integer kernels, ExactDots as
+// exact says, and returns it, its plan and the reference evaluator's
+// outputs on x.
+func integerPlan(t *testing.T, g *graph.Graph, file string, exact bool, x []float32) (*frontend.Loaded, *partition.Plan, [][]float32) {
+	t.Helper()
+	l, err := frontend.Prepare(g, file, frontend.LoadOptions{Integer: true, ExactDots: exact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := Reference(l.Graph, [][]float32{x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := partition.Extract(l.Graph, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, plan, ref
 }
 
 // checkBuiltExact builds plan of g, runs it on x (of shape shape) and
@@ -343,18 +352,7 @@ func testQLinearImageTaps(t *testing.T, exact bool) {
 		}
 	}
 
-	l, err := frontend.Prepare(g, "image.onnx", frontend.LoadOptions{Integer: true, ExactDots: exact})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := Reference(l.Graph, [][]float32{x})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := partition.Extract(l.Graph, partition.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, plan, ref := integerPlan(t, g, "image.onnx", exact, x)
 	grouped, saturated := false, false
 	for _, task := range plan.Tasks {
 		for _, tt := range task.DAG.Tensors {
