@@ -165,7 +165,7 @@ func integerForm(g *graph.Graph, n *graph.Node, conv, withBias bool) (*qlinearFo
 	if !slices.ContainsFunc(f.mult, func(v float32) bool { return v != f.mult[0] }) {
 		f.mult = f.mult[:1]
 	}
-	if f.float && (saturatedDots(g, n) || g.ExactDots && exactDots(g, n)) {
+	if f.float && (saturatedDots(g, n) || g.ExactDots && dotGroups(g, n)) {
 		// vpmaddubsw's kernels outrun the float ones (ResNet-18's 3×3
 		// convolutions of layer 3 with 7-bit weights, Zen 3: 3.8 ms
 		// summed in float32, 1.4 ms by saturated pairs), and so does
@@ -271,33 +271,29 @@ func addDerived(g *graph.Graph, n *graph.Node, name string, t *graph.Tensor) err
 
 // saturatedDots reports whether QLinearConv or QLinearMatMul node n of g,
 // in its int32 form, sums its channels (its k) four at a time in saturated
-// pairs (te.IntConvOptions.SaturatePairs): uint8 input, int8 weights that
-// pairsFitInt16, channels per group (rows) a multiple of dotGroup, and a
-// convolution channels-last.
+// pairs (te.IntConvOptions.SaturatePairs): groups that fit (dotGroups),
+// weights whose pairs fitInt16, and a target without an exact dot
+// instruction (graph.Graph.ExactDots: there groups sum exactly).
 func saturatedDots(g *graph.Graph, n *graph.Node) bool {
-	x, w := g.Values[n.Input(qX)], g.Values[n.Input(qW)]
-	if g.ExactDots || x == nil || w == nil || w.Const == nil || len(w.Shape) < 2 || x.DType != graph.Uint8 || w.DType != graph.Int8 {
-		return false // a target with exact dot instructions sums groups exactly
-	}
-	if n.OpType == "QLinearMatMul" {
-		return len(w.Shape) == 2 && w.Shape[0]%dotGroup == 0 && pairsFitInt16(w.Const, 0)
-	}
-	in, out, err := layouts(n)
-	if err == nil && !in && out {
-		return tapGroupWeights(g, n) != nil
-	}
-	if err != nil || !in || !out || w.Shape[1]%dotGroup != 0 {
+	if g.ExactDots || !dotGroups(g, n) {
 		return false
 	}
-	return pairsFitInt16(w.Const, 1)
+	w := g.Values[n.Input(qW)].Const
+	if n.OpType == "QLinearMatMul" {
+		return pairsFitInt16(w, 0)
+	}
+	if in, _, _ := layouts(n); !in {
+		return true // an NCHW image: tapGroupWeights checked its pairs
+	}
+	return pairsFitInt16(w, 1)
 }
 
-// exactDots reports whether QLinearConv or QLinearMatMul node n of g sums
-// its groups of four exactly where the target has one instruction for it
-// (graph.Graph.ExactDots: VNNI's vpdpbusd, u8×s8): uint8 input, int8
-// weights, the groups of channels (rows) or, for an NCHW image, of W taps
-// that the int32 form takes.
-func exactDots(g *graph.Graph, n *graph.Node) bool {
+// dotGroups reports whether QLinearConv or QLinearMatMul node n of g can
+// sum its products four at a time in its int32 form: uint8 input, int8
+// weights, and groups of channels (a channels-last convolution's, per
+// group), of rows (a 2-D matmul's k) or, for an NCHW image read into
+// NHWC, of W taps (tapGroupWeights).
+func dotGroups(g *graph.Graph, n *graph.Node) bool {
 	x, w := g.Values[n.Input(qX)], g.Values[n.Input(qW)]
 	if x == nil || w == nil || w.Const == nil || len(w.Shape) < 2 || x.DType != graph.Uint8 || w.DType != graph.Int8 {
 		return false
