@@ -31,6 +31,7 @@ type kernel struct {
 	wsTop      int         // bytes of the workspace taken by the open heap buffers
 	wsPeak     int         // the workspace's size: the most wsTop reached
 	dots       bool        // whether a dot-product helper is called (TSR_DOTS)
+	bf16Params bool        // whether a param is bfloat16 (the weights of bf16 pairs: vdotBF16)
 }
 
 // bufBind is how a buffer is reached in the C code: an array or pointer
@@ -87,6 +88,7 @@ func (m *module) kernel(f *tir.PrimFunc) (out string, workspace int, err error) 
 		}
 		name := k.declare(p.Name)
 		k.bufs[p] = &bufBind{buf: p, name: name}
+		k.bf16Params = k.bf16Params || p.DType == tir.BFloat16
 		cnst := "const "
 		if written[p] {
 			cnst = ""
@@ -174,6 +176,8 @@ func elemType(t tir.DType) (string, error) {
 	switch t {
 	case tir.Float32:
 		return "float", nil
+	case tir.BFloat16:
+		return "uint16_t", nil // its bits (tsr_bf2f, tsr_f2bf)
 	case tir.Int:
 		return "int64_t", nil
 	case tir.Bool:
@@ -204,6 +208,8 @@ func scalarType(t tir.DType) (string, error) {
 	switch t {
 	case tir.Float32:
 		return "float", nil
+	case tir.BFloat16:
+		return "uint16_t", nil
 	case tir.Int:
 		return "int64_t", nil
 	case tir.Bool:
@@ -883,6 +889,14 @@ func (k *kernel) cast(e *tir.Cast) (string, error) {
 	if from == e.To {
 		return x, nil
 	}
+	switch {
+	case e.To == tir.BFloat16 && from == tir.Float32:
+		return "tsr_f2bf(" + trimParens(x) + ")", nil
+	case e.To == tir.Float32 && from == tir.BFloat16:
+		return "tsr_bf2f(" + trimParens(x) + ")", nil
+	case e.To == tir.BFloat16 || from == tir.BFloat16:
+		return "", fmt.Errorf("cast of %v to %v (bfloat16 converts to and from float32 only)", from, e.To)
+	}
 	switch e.To {
 	case tir.Float32:
 		return "((float)" + x + ")", nil
@@ -968,6 +982,19 @@ static inline float tsr_minf(float a, float b) { float r = a < b ? a : b; return
 static inline float tsr_maxf(float a, float b) { float r = a > b ? a : b; return a != a ? a : r; }
 static inline float tsr_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 static inline float tsr_nan0f(float x) { return x == x ? x : 0.0f; }
+/* bfloat16 (tir.BFloat16) is held as its bits: the upper half of a float.
+   Rounding to nearest, ties to even, NaN kept (quiet), as vcvtneps2bf16. */
+static inline uint16_t tsr_f2bf(float x) {
+  uint32_t u;
+  __builtin_memcpy(&u, &x, sizeof u);
+  return (uint16_t)(x != x ? (u | 0x00400000u) >> 16 : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+static inline float tsr_bf2f(uint16_t b) {
+  uint32_t u = (uint32_t)b << 16;
+  float x;
+  __builtin_memcpy(&x, &u, sizeof x);
+  return x;
+}
 ` + roundHalfC + `/* expf, but 0 below -87.34 (where e^x is below FLT_MIN, at most 1.2e-38
    from libm's subnormal), without libm's underflow path: an additive
    attention mask (-10000) sends a masked row's logits there, lane by lane

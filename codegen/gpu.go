@@ -192,8 +192,8 @@ func (m *module) gpuKernel(name string, kern tir.Kernel, params []*tir.Buffer, g
 	})
 	var decls []string
 	for _, p := range params {
-		if p.DType != tir.Float32 && !p.DType.IntElem() {
-			return "", fmt.Errorf("param %s is %v: GPU kernels take float32 and integer element buffers", p.Name, p.DType)
+		if !p.DType.IsFloat() && !p.DType.IntElem() {
+			return "", fmt.Errorf("param %s is %v: GPU kernels take float32, bfloat16 and integer element buffers", p.Name, p.DType)
 		}
 		et, err := elemType(p.DType)
 		if err != nil {
@@ -237,7 +237,7 @@ func (m *module) gpuKernel(name string, kern tir.Kernel, params []*tir.Buffer, g
 		if k.bufs[sb] != nil {
 			return "", fmt.Errorf("shared buffer %s is allocated twice", sb.Name)
 		}
-		if sb.DType != tir.Float32 && !sb.DType.IntElem() {
+		if !sb.DType.IsFloat() && !sb.DType.IntElem() {
 			return "", fmt.Errorf("shared buffer %s is %v", sb.Name, sb.DType)
 		}
 		et, err := elemType(sb.DType)
@@ -620,6 +620,8 @@ func gpuPrelude(d Dialect) string {
 #define TSR_THREAD_Z ((int)get_local_id(2))
 TSR_DEVICE float tsr_sigmoidf(float x) { return 1.0f / (1.0f + exp(-x)); }
 TSR_DEVICE float tsr_nan0f(float x) { return x == x ? x : 0.0f; }
+TSR_DEVICE uint tsr_f2u(float x) { return as_uint(x); }
+TSR_DEVICE float tsr_u2f(uint u) { return as_float(u); }
 `)
 		b.WriteString(roundHalfGPU(d))
 	} else {
@@ -672,6 +674,8 @@ TSR_DEVICE tsr_float4 tsr_make_float4(float x, float y, float z, float w) { tsr_
 TSR_DEVICE tsr_float2 tsr_make_float2(float x, float y) { tsr_float2 v = {x, y}; return v; }
 TSR_DEVICE float tsr_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 TSR_DEVICE float tsr_nan0f(float x) { return x == x ? x : 0.0f; }
+TSR_DEVICE unsigned int tsr_f2u(float x) { union { float f; unsigned int u; } v; v.f = x; return v.u; }
+TSR_DEVICE float tsr_u2f(unsigned int u) { union { float f; unsigned int u; } v; v.u = u; return v.f; }
 `)
 		b.WriteString(roundHalfGPU(d))
 	}
@@ -681,6 +685,14 @@ TSR_DEVICE float tsr_nan0f(float x) { return x == x ? x : 0.0f; }
 typedef unsigned char uint8_t;
 typedef short int16_t;
 typedef int int32_t;
+typedef unsigned short uint16_t;
+`)
+	// bfloat16 (tir.BFloat16) as its bits, as the CPU's prelude has it.
+	b.WriteString(`TSR_DEVICE uint16_t tsr_f2bf(float x) {
+  unsigned int u = tsr_f2u(x);
+  return (uint16_t)(x != x ? (u | 0x00400000u) >> 16 : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+TSR_DEVICE float tsr_bf2f(uint16_t b) { return tsr_u2f((unsigned int)b << 16); }
 `)
 	b.WriteString(`TSR_DEVICE int tsr_floordiv(int a, int b) {
   int q = a / b, r = a % b;

@@ -290,7 +290,7 @@ func (p *vplan) check() string {
 			why = "malformed store"
 			return
 		}
-		if t := st.Buf.DType; !(t == tir.Float32 || t.IntElem()) || st.Value.Type() != t {
+		if t := st.Buf.DType; !(t.IsFloat() || t.IntElem()) || st.Value.Type() != t {
 			why = "store of a value of another type"
 			return
 		}
@@ -562,7 +562,7 @@ func (k *kernel) vstore(p *vplan, st *tir.Store, guard tir.Expr) error {
 		if err != nil {
 			return err
 		}
-		k.line("%s = tsr_s[%d];", ref, l)
+		k.line("%s = %s;", ref, laneElem(st.Buf.DType, l))
 	}
 	k.indent--
 	k.line("}")
@@ -579,7 +579,11 @@ func (k *kernel) guardLoads(p *vplan, value, guard tir.Expr) tir.Expr {
 	if inBounds(value, k.dom) {
 		return value
 	}
-	whole := &tir.Select{Cond: guard, T: value, F: tir.F32(0)}
+	var zero tir.Expr = tir.F32(0)
+	if value.Type() == tir.BFloat16 {
+		zero = &tir.Cast{To: tir.BFloat16, X: zero}
+	}
+	whole := &tir.Select{Cond: guard, T: value, F: zero}
 	admits := false
 	for _, l := range []int64{0, int64(p.L) - 1} {
 		c := tir.Substitute(guard, map[*tir.Var]tir.Expr{p.v: tir.Const(l)})
@@ -650,7 +654,7 @@ func (k *kernel) maskedStore(p *vplan, bb *bufBind, st *tir.Store, flat tir.Expr
 		if err != nil {
 			return err
 		}
-		k.line("if (tsr_m[%d]) %s = tsr_s[%d];", l, ref, l)
+		k.line("if (tsr_m[%d]) %s = %s;", l, ref, laneElem(st.Buf.DType, l))
 	}
 	k.indent--
 	k.line("}")
@@ -667,6 +671,15 @@ func (k *kernel) chunkAt(bb *bufBind, rest tir.Expr, L int) (string, error) {
 	return bb.scal.chunk(c / int64(L))
 }
 
+// laneElem is lane l of the vector tsr_s as an element of a buffer of
+// type t: a bfloat16 lane (a float holding a bfloat16 value) as its bits.
+func laneElem(t tir.DType, l int) string {
+	if t == tir.BFloat16 {
+		return fmt.Sprintf("tsr_f2bf(tsr_s[%d])", l)
+	}
+	return fmt.Sprintf("tsr_s[%d]", l)
+}
+
 func (k *kernel) splat(p *vplan, s string) string {
 	return fmt.Sprintf("tsr_splat_v%df(%s)", p.L, trimParens(s))
 }
@@ -677,14 +690,17 @@ func (k *kernel) splatOf(p *vplan, s string, t tir.DType) string {
 	if t.IntElem() {
 		return fmt.Sprintf("tsr_splat_v%di((int32_t)%s)", p.L, s)
 	}
+	if t == tir.BFloat16 {
+		return k.splat(p, "tsr_bf2f("+trimParens(s)+")") // a scalar bfloat16 is its bits
+	}
 	return k.splat(p, s)
 }
 
-// vtOf is the vector type of expressions of type t: float lanes, or int32
-// lanes for an integer element type (narrower values widened) and for
-// masks.
+// vtOf is the vector type of expressions of type t: float lanes (for
+// BFloat16 too, holding its values), or int32 lanes for an integer
+// element type (narrower values widened) and for masks.
 func vtOf(L int, t tir.DType) string {
-	if t == tir.Float32 {
+	if t.IsFloat() {
 		return vt(L)
 	}
 	return mt(L)
@@ -706,6 +722,8 @@ func laneSuffix(t tir.DType) string {
 		return "i16"
 	case tir.Int32:
 		return "i32"
+	case tir.BFloat16:
+		return "bf"
 	}
 	return "f"
 }
@@ -789,6 +807,8 @@ func (k *kernel) laneWise(p *vplan, e tir.Expr) (string, bool, error) {
 		switch t := e.Type(); {
 		case t == tir.Float32:
 			parts[l] = trimParens(s)
+		case t == tir.BFloat16:
+			parts[l] = "tsr_bf2f(" + trimParens(s) + ")"
 		case t == tir.Bool:
 			parts[l] = "-" + s
 		case t.IntElem():
@@ -815,7 +835,7 @@ func (k *kernel) vload(p *vplan, e *tir.Load) (string, bool, error) {
 	case ok && coef == 0:
 		s, err := k.elemAt(bb, tir.Simplify(rest, k.dom))
 		return s, false, err
-	case ok && coef == 1 && e.Buf.DType.IntElem():
+	case ok && coef == 1 && (e.Buf.DType.IntElem() || e.Buf.DType == tir.BFloat16):
 		r, err := k.expr(tir.Simplify(rest, k.dom))
 		if err != nil {
 			return "", false, err
@@ -865,6 +885,11 @@ func (k *kernel) vbinary(p *vplan, e *tir.Binary) (string, bool, error) {
 	t := e.A.Type()
 	if e.Op == tir.Add && t == tir.Int32 {
 		if s, ok, err := k.vdot(p, e); ok || err != nil {
+			return s, ok, err
+		}
+	}
+	if e.Op == tir.Add && t == tir.Float32 {
+		if s, ok, err := k.vdotBF16(p, e); ok || err != nil {
 			return s, ok, err
 		}
 	}
@@ -992,7 +1017,7 @@ func (k *kernel) vselect(p *vplan, e *tir.Select) (string, bool, error) {
 		return k.vexpr(p, e.F)
 	}
 	et := e.Type()
-	if et != tir.Float32 && !et.IntElem() {
+	if !et.IsFloat() && !et.IntElem() {
 		return k.laneWise(p, e)
 	}
 	sel := "f"
@@ -1066,6 +1091,20 @@ func (k *kernel) vcast(p *vplan, e *tir.Cast) (string, bool, error) {
 	switch {
 	case from == e.To:
 		return k.vexpr(p, e.X)
+	case e.To == tir.BFloat16 && from == tir.Float32, e.To == tir.Float32 && from == tir.BFloat16:
+		// BFloat16 lanes are floats holding bfloat16 values: rounding to
+		// them is tsr_rbf, reading them as float32 nothing.
+		x, xv, err := k.vexpr(p, e.X)
+		if err != nil || !xv {
+			if err == nil {
+				x, err = k.expr(e)
+			}
+			return x, false, err
+		}
+		if e.To == tir.Float32 {
+			return x, true, nil
+		}
+		return fmt.Sprintf("tsr_rbf_v%df(%s)", p.L, trimParens(x)), true, nil
 	case e.To == tir.Float32 && from == tir.Bool:
 		m, _, err := k.vexpr(p, e.X)
 		if err != nil {
@@ -1308,6 +1347,18 @@ func vectorHelpers(L int) string {
 		w("static inline void tsr_store_v%di32(int32_t *p, %s x) { __builtin_memcpy(p, &x, sizeof x); }", L, m)
 	}
 	w("static inline %s tsr_select_v%di(%s m, %s a, %s b) { return (m & a) | (~m & b); }", m, L, m, m, m)
+	// bfloat16 buffers: lanes of floats holding bfloat16 values, their
+	// bits the upper halves (tsr_f2bf and tsr_bf2f are the scalar forms).
+	w("static inline %s tsr_load_v%dbf(const uint16_t *p) { return (%s)(tsr_load_v%di16((const int16_t *)p) << 16); }", f, L, f, L)
+	w("static inline void tsr_store_v%dbf(uint16_t *p, %s x) { tsr_store_v%di16((int16_t *)p, (%s)x >> 16); }", L, f, L, m)
+	w("typedef uint32_t tsr_v%dbu __attribute__((vector_size(%d)));", L, 4*L)
+	w("#ifndef TSR_LD32")
+	w("#define TSR_LD32")
+	w("static inline uint32_t tsr_ld32(const void *p) { uint32_t x; __builtin_memcpy(&x, p, 4); return x; }")
+	w("#endif")
+	b.WriteString(bf16DotHelpers(L))
+	w("static inline %s tsr_rbf_v%df(%s x) { tsr_v%dbu u = (tsr_v%dbu)x; tsr_v%dbu r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u; tsr_v%dbu n = (u | 0x00400000u) & 0xffff0000u; return (%s)tsr_select_v%di(x != x, (%s)n, (%s)r); }",
+		f, L, f, L, L, L, L, f, L, m, m)
 	w("#ifndef TSR_LD32")
 	w("#define TSR_LD32")
 	w("static inline uint32_t tsr_ld32(const void *p) { uint32_t x; __builtin_memcpy(&x, p, 4); return x; }")

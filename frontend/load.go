@@ -34,6 +34,12 @@ type LoadOptions struct {
 	// sdot): the integer kernels prefer the exact dot form to saturated
 	// pairs, and integers to float sums (graph.Graph.ExactDots).
 	ExactDots bool
+	// BF16 is the opt-in bf16 precision (graph.Graph.BF16): float
+	// convolutions and matrix products multiply bfloat16 operands and sum
+	// in float32. BF16Refused, when set, says why the target cannot take
+	// it (no bf16 dot-product instructions): Load refuses the model so.
+	BF16        bool
+	BF16Refused string
 }
 
 // Loaded is a model read, frozen, bound and simplified.
@@ -58,9 +64,13 @@ func Load(path string, opts LoadOptions) (*Loaded, error) {
 // Prepare is Load of a decoded graph g; path names its file in notes and
 // errors.
 func Prepare(g *graph.Graph, path string, opts LoadOptions) (*Loaded, error) {
+	if opts.BF16 && opts.BF16Refused != "" {
+		return nil, fmt.Errorf("--precision bf16: %s", opts.BF16Refused)
+	}
 	l := &Loaded{Graph: g, Options: opts, Before: graph.StatsOf(g)}
 	g.Integer = opts.Integer
 	g.ExactDots = opts.Integer && opts.ExactDots
+	g.BF16 = opts.BF16
 	for _, name := range g.Shadowed {
 		l.Notes = append(l.Notes, fmt.Sprintf("input %s has an initializer in %s (a default value): it is taken as a constant, not an input", name, path))
 	}

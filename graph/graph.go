@@ -25,7 +25,9 @@ import (
 // types and bool in Tensor.I64 (bool as 0 and 1). The decoder rejects other
 // types (bfloat16, float64, strings) by name. Kernels compute float16
 // values in float32: frontend.Load leaves float16 only at the model's
-// inputs and outputs and its Casts (see its float16 rewrite).
+// inputs and outputs and its Casts (see its float16 rewrite). BFloat16
+// is no model's type: it is the storage of the weights a bf16-precision
+// build rounds (Graph.BF16), held in Tensor.F32 as float16 is.
 type DType uint8
 
 const (
@@ -39,7 +41,8 @@ const (
 	Uint16
 	Uint32
 	Bool
-	Float16 // IEEE half precision, held in Tensor.F32 (see DType)
+	Float16  // IEEE half precision, held in Tensor.F32 (see DType)
+	BFloat16 // bfloat16, held in Tensor.F32; made by the bf16 precision only (see DType)
 )
 
 // dtypeInfo gives each dtype its name and ONNX TensorProto data type number.
@@ -58,6 +61,7 @@ var dtypeInfo = [...]struct {
 	Uint32:    {"uint32", 12},
 	Bool:      {"bool", 9},
 	Float16:   {"float16", 10},
+	BFloat16:  {"bfloat16", 16},
 }
 
 func (d DType) String() string {
@@ -79,7 +83,7 @@ func (d DType) ONNX() int32 {
 // for a type the graph does not hold.
 func DTypeFromONNX(t int32) (d DType, ok bool) {
 	for i, info := range dtypeInfo {
-		if i != int(Undefined) && info.onnx == t {
+		if i != int(Undefined) && i != int(BFloat16) && info.onnx == t {
 			return DType(i), true
 		}
 	}
@@ -90,7 +94,7 @@ func DTypeFromONNX(t int32) (d DType, ok bool) {
 func (d DType) IsInt() bool { return d >= Int64 && d <= Bool }
 
 // IsFloat reports whether d is a floating-point type (held in Tensor.F32).
-func (d DType) IsFloat() bool { return d == Float32 || d == Float16 }
+func (d DType) IsFloat() bool { return d == Float32 || d == Float16 || d == BFloat16 }
 
 // Wrap converts v to d's range as a C cast does: integers wrap modulo
 // their width, bool is v != 0. Int64 and non-integer dtypes keep v.
@@ -149,6 +153,11 @@ type Graph struct {
 	// exactly, not in saturated pairs, and on integers wherever the
 	// groups fit.
 	ExactDots bool
+	// BF16 is the opt-in bf16 precision (frontend.LoadOptions.BF16): the
+	// operands of every float convolution and matrix product are rounded
+	// to bfloat16 (constant weights at build time, stored so) and their
+	// products summed in float32, as a CPU's bf16 dot products do.
+	BF16 bool
 	// Notes are what shape inference and the passes decided that a user
 	// should know (a quantized op left in float, and why); Note adds one.
 	Notes []string
@@ -648,7 +657,7 @@ func sortedAttrNames(n *Node) []string {
 // neither is ever modified in place).
 func (g *Graph) Clone() *Graph {
 	c := &Graph{Name: g.Name, Opset: g.Opset, Opsets: map[string]int{}, Values: map[string]*Value{},
-		Inputs: slices.Clone(g.Inputs), Outputs: slices.Clone(g.Outputs), Shadowed: slices.Clone(g.Shadowed), Integer: g.Integer, ExactDots: g.ExactDots, Notes: slices.Clone(g.Notes)}
+		Inputs: slices.Clone(g.Inputs), Outputs: slices.Clone(g.Outputs), Shadowed: slices.Clone(g.Shadowed), Integer: g.Integer, ExactDots: g.ExactDots, BF16: g.BF16, Notes: slices.Clone(g.Notes)}
 	if g.Declared != nil {
 		c.Declared = make(map[string]Decl, len(g.Declared))
 		for k, d := range g.Declared {

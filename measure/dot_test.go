@@ -1,6 +1,7 @@
 package measure_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,4 +137,132 @@ func TestDotProductKernelAarch64(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// TestBF16PairKernel: the default schedules of the bf16 precision's
+// products in pairs (bf16_conv_nhwc, bf16_matmul: te.ConvNHWCDot,
+// te.MatMulDot) pack their weights so that code generation emits the
+// pair helper (tsr_dot2bf) at every x86 level, and each kernel, compiled
+// at the levels this machine runs, matches the reference evaluator. With
+// AVX512_BF16 (-march=cooperlake, 8 and 16 lanes) the helper is one
+// vdpbf16ps: compiled here, not run (no such CPU); on aarch64 with BF16
+// (armv8.6-a) one bfdot, run under qemu-aarch64 and checked, as is the
+// generic form at armv8-a.
+func TestBF16PairKernel(t *testing.T) {
+	levels, _ := machine.RunnableLevels(backend.NativeMachine())
+	dags := []string{"bf16_conv_nhwc", "bf16_matmul"}
+	var bits256, bits512 []*tir.PrimFunc
+	for _, level := range []string{"x86-64-v2", "x86-64-v3", "x86-64-v4"} {
+		m, err := machine.Level(level)
+		if err != nil {
+			t.Fatal(err)
+		}
+		states := map[string]*schedule.State{}
+		for _, name := range dags {
+			st, _, err := sketch.Default(schedule.NewState(tetest.DAGs()[name]), sketch.CPUOptions(m))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := mustLower(t, st, name)
+			src, err := codegen.C(f, codegen.COptions{VectorBits: m.VectorBits()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if body := src.Code[strings.Index(src.Code, "static int tsr_impl"):]; !strings.Contains(body, "tsr_dot2bf_v") {
+				t.Errorf("%s: the default %s kernel does not call tsr_dot2bf:\n%s", level, name, body)
+			}
+			states[name] = st
+			switch m.VectorBits() {
+			case 256:
+				bits256 = append(bits256, f)
+			case 512:
+				bits512 = append(bits512, f)
+			}
+		}
+		for _, l := range levels {
+			if l.Name == level {
+				checkCompiled(t, platform{m: m}, func(i int, d *te.DAG) []*schedule.State {
+					return bf16State(states, d)
+				})
+			}
+		}
+	}
+	dir := t.TempDir()
+	for bits, funcs := range map[int][]*tir.PrimFunc{256: bits256, 512: bits512} {
+		src, err := codegen.CModule(funcs, codegen.COptions{VectorBits: bits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(dir, fmt.Sprintf("bf16_%d.c", bits))
+		if err := os.WriteFile(file, []byte(src.Code), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		asm := strings.TrimSuffix(file, ".c") + ".s"
+		if out, err := exec.Command("cc", "-O2", "-march=cooperlake", "-fopenmp", "-S", "-o", asm, file).CombinedOutput(); err != nil {
+			t.Fatalf("%d-bit vectors, -march=cooperlake: %v\n%s", bits, err, out)
+		}
+		text, err := os.ReadFile(asm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := map[int]string{256: "ymm", 512: "zmm"}[bits]
+		if !regexp.MustCompile(`\svdpbf16ps\s+%` + reg).Match(text) {
+			t.Errorf("%d-bit vectors, -march=cooperlake: no vdpbf16ps on %s in the assembly", bits, reg)
+		}
+	}
+	tools := crosstest.RequireAarch64(t)
+	base, err := machine.Level("armv8-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]*schedule.State{}
+	var funcs []*tir.PrimFunc
+	for _, name := range dags {
+		st, _, err := sketch.Default(schedule.NewState(tetest.DAGs()[name]), sketch.CPUOptions(base))
+		if err != nil {
+			t.Fatal(err)
+		}
+		states[name] = st
+		funcs = append(funcs, mustLower(t, st, name))
+	}
+	src, err := codegen.CModule(funcs, codegen.COptions{VectorBits: base.VectorBits()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "bf16_neon.c")
+	if err := os.WriteFile(file, []byte(src.Code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		march string
+		bfdot bool
+	}{{"armv8-a", false}, {"armv8.6-a", true}} {
+		asm := filepath.Join(dir, c.march+".s")
+		if out, err := exec.Command(tools.CC, "-O2", "-march="+c.march, "-fopenmp", "-S", "-o", asm, file).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", c.march, err, out)
+		}
+		text, err := os.ReadFile(asm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := regexp.MustCompile(`\sbfdot\s`).Match(text); got != c.bfdot {
+			t.Errorf("%s: bfdot in the assembly %v, want %v", c.march, got, c.bfdot)
+		}
+		m := base
+		m.Name, m.March, m.Cores = c.march, c.march, 2
+		checkCompiled(t, platform{name: "aarch64 " + c.march + " (qemu)", m: m, cc: tools.CC, exec: tools.Exec}, func(i int, d *te.DAG) []*schedule.State {
+			return bf16State(states, d)
+		})
+	}
+}
+
+// bf16State returns the state of states whose DAG d is: the one its
+// output's name begins with (a convolution's output is its bias stage).
+func bf16State(states map[string]*schedule.State, d *te.DAG) []*schedule.State {
+	for name, st := range states {
+		if strings.HasPrefix(d.Outputs[0].Name, name) {
+			return []*schedule.State{st}
+		}
+	}
+	return nil
 }

@@ -127,8 +127,8 @@ func convAlternatives(g *graph.Graph, n *graph.Node) ([]Alternative, error) {
 // 1.27), though its 6×6 transforms hold more values than 16 registers:
 // no level measured prefers the smaller tile where the larger fits.
 func winogradTile(g *graph.Graph, n *graph.Node) int {
-	if len(n.Inputs) < 2 {
-		return 0
+	if len(n.Inputs) < 2 || g.BF16 {
+		return 0 // bf16 multiplies the operands themselves (product)
 	}
 	x, w := g.Values[n.Inputs[0]], g.Values[n.Inputs[1]]
 	out := g.Values[n.Outputs[0]]

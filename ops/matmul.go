@@ -28,13 +28,16 @@ func lowerEinsum(c *lowerCtx) ([]*te.Tensor, error) {
 }
 
 func lowerMatMul(c *lowerCtx) ([]*te.Tensor, error) {
-	a, err := c.in(0)
+	a, err := c.product(0)
 	if err != nil {
 		return nil, err
 	}
-	b, err := c.in(1)
+	b, err := c.product(1)
 	if err != nil {
 		return nil, err
+	}
+	if len(a.Shape) > 0 && c.pairs(a.Shape[len(a.Shape)-1]) {
+		return one(te.MatMulDot(c.name(0), a, b, 2))
 	}
 	return one(te.MatMul(c.name(0), a, b))
 }
@@ -43,11 +46,11 @@ func lowerMatMul(c *lowerCtx) ([]*te.Tensor, error) {
 // before 7 carry a "broadcast" attribute that the unidirectional
 // broadcasting of later opsets subsumes.
 func lowerGemm(c *lowerCtx) ([]*te.Tensor, error) {
-	a, err := c.in(0)
+	a, err := c.product(0)
 	if err != nil {
 		return nil, err
 	}
-	b, err := c.in(1)
+	b, err := c.product(1)
 	if err != nil {
 		return nil, err
 	}

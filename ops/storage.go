@@ -42,6 +42,8 @@ func Storage(g *graph.Graph, name string) tir.DType {
 		if v.Const != nil {
 			return tir.Int32
 		}
+	case graph.BFloat16:
+		return tir.BFloat16 // a bf16 build's rounded weights (BFloat16WeightsName)
 	}
 	return tir.Float32
 }
@@ -75,10 +77,10 @@ func ConstSlots(g *graph.Graph, name string) ([]float32, tir.DType, error) {
 	return out, dt, nil
 }
 
-// floatView returns t as float32: t itself, or for an integer tensor a
-// conversion stage named name.
+// floatView returns t as float32: t itself, or for an integer or
+// bfloat16 tensor a conversion stage named name.
 func floatView(name string, t *te.Tensor) *te.Tensor {
-	if !t.DType().IntElem() {
+	if dt := t.DType(); !dt.IntElem() && dt != tir.BFloat16 {
 		return t
 	}
 	return te.Compute(name, t.Shape, func(i []tir.Expr) tir.Expr {

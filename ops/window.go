@@ -83,10 +83,10 @@ func init() {
 // ConvTranspose, their auto_pad and group, and fills the integer list
 // attributes named in ints.
 func (c *lowerCtx) convOperands(ints map[string]*[]int) (x, w, b *te.Tensor, autoPad string, group int, err error) {
-	if x, err = c.in(0); err != nil {
+	if x, err = c.product(0); err != nil {
 		return
 	}
-	if w, err = c.in(1); err != nil {
+	if w, err = c.product(1); err != nil {
 		return
 	}
 	if b, err = c.opt(2); err != nil {
@@ -118,6 +118,8 @@ func lowerConv(c *lowerCtx) ([]*te.Tensor, error) {
 	switch {
 	case err != nil:
 		return nil, err
+	case in && c.pairs(w.Shape[1]):
+		return one(te.ConvNHWCDot(c.name(0), x, w, b, a, 2))
 	case in:
 		return one(te.ConvNHWC(c.name(0), x, w, b, a))
 	case out:

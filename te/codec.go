@@ -88,7 +88,7 @@ var (
 	binOps     = []string{"+", "-", "*", "/", "floordiv", "floormod", "min", "max"}
 	cmpOps     = []string{"==", "!=", "<", "<=", ">", ">="}
 	dtypeNames = []string{tir.Float32: "float32", tir.Int: "int", tir.Bool: "bool",
-		tir.Int8: "int8", tir.Uint8: "uint8", tir.Int16: "int16", tir.Int32: "int32"}
+		tir.Int8: "int8", tir.Uint8: "uint8", tir.Int16: "int16", tir.Int32: "int32", tir.BFloat16: "bfloat16"}
 	reducers = []string{NoReduce: "", Sum: "sum", MaxReduce: "max", MinReduce: "min", ProdReduce: "prod"}
 )
 
@@ -305,7 +305,7 @@ func (dec *dagDecoder) tensor(tj tensorJSON) (*Tensor, error) {
 		t.Const = tj.Const
 		if tj.DType != "" {
 			dt, ok := parseDType(tj.DType)
-			if !ok || !dt.IntElem() {
+			if !ok || !dt.IntElem() && dt != tir.BFloat16 {
 				return nil, fmt.Errorf("placeholder of element type %q", tj.DType)
 			}
 			t.Buf.DType = dt
@@ -366,8 +366,8 @@ func (dec *dagDecoder) tensor(tj tensorJSON) (*Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if dt := body.Type(); dt != tir.Float32 && !dt.IntElem() {
-		return nil, fmt.Errorf("body of type %v, want float32 or an integer element type", dt)
+	if dt := body.Type(); !dt.IsFloat() && !dt.IntElem() {
+		return nil, fmt.Errorf("body of type %v, want float32, bfloat16 or an integer element type", dt)
 	}
 	t.Body = body
 	t.typeFromBody()
@@ -516,7 +516,7 @@ func (dec *dagDecoder) expr(j *exprJSON) (tir.Expr, error) {
 // floats only, floordiv and floormod to integers only, nothing to booleans.
 func binOpTypes(op tir.BinOp, t tir.DType) bool {
 	switch {
-	case t == tir.Bool, t.IntElem() && t != tir.Int32:
+	case t == tir.Bool, t == tir.BFloat16, t.IntElem() && t != tir.Int32:
 		return false
 	case t == tir.Int32:
 		return op != tir.Div && op != tir.FloorDiv && op != tir.FloorMod
@@ -548,10 +548,10 @@ func derefOr(p *int, def int) int {
 func ownType(t *Tensor) bool {
 	dt := t.DType()
 	if t.IsPlaceholder() {
-		return dt == tir.Float32 || dt.IntElem()
+		return dt.IsFloat() || dt.IntElem()
 	}
 	want := t.Body.Type()
-	if !want.IntElem() {
+	if !want.IntElem() && want != tir.BFloat16 {
 		want = tir.Float32
 	}
 	return dt == want

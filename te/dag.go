@@ -187,7 +187,10 @@ var expensiveCalls = map[string]bool{"exp": true, "log": true, "tanh": true, "er
 // for every output column). A division by a literal, or by a stage that
 // is one (a model's one-element constant, partition's literal stage: a
 // GELU's x / √2), is cheap. Such a stage is always inlined into its
-// consumers on CPU.
+// consumers on CPU. A rounding to bfloat16 (a product's operand in the
+// bf16 precision) is not: ten integer operations, where its consumer, a
+// convolution or matmul, would round each element again for every output
+// that reads it.
 func IsStrictlyInlineable(t *Tensor) bool {
 	if t.IsPlaceholder() || t.Reducer != NoReduce {
 		return false
@@ -201,6 +204,10 @@ func IsStrictlyInlineable(t *Tensor) bool {
 			}
 		case *tir.Binary:
 			if e.Op == tir.Div && !isLiteral(e.B) {
+				cheap = false
+			}
+		case *tir.Cast:
+			if e.To == tir.BFloat16 && e.X.Type() != tir.BFloat16 && !isLiteral(e.X) {
 				cheap = false
 			}
 		}

@@ -18,7 +18,7 @@ func (t *Tensor) DType() tir.DType { return t.Buf.DType }
 func RandomSlots(dt tir.DType, slots []float32, uniform func() float64) {
 	if !dt.IntElem() {
 		for i := range slots {
-			slots[i] = float32(uniform()*2 - 1)
+			slots[i] = tir.ValueSlot(dt, uniform()*2-1)
 		}
 		return
 	}
@@ -116,7 +116,7 @@ func floatInexact(e tir.Expr, memo map[*Tensor]bool) bool {
 			}
 		case *tir.Load:
 			src, ok := x.Buf.Owner.(*Tensor)
-			if !ok || src.IsPlaceholder() || src.DType() != tir.Float32 {
+			if !ok || src.IsPlaceholder() || !src.DType().IsFloat() {
 				break
 			}
 			if r, seen := memo[src]; seen {

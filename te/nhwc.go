@@ -30,6 +30,17 @@ func ConvNHWC(name string, x, w, b *Tensor, a ConvAttrs) (*Tensor, error) {
 	return convNHWC(name, x, w, b, a, false, tir.F32(0), tir.MulE, dotForm{n: 1})
 }
 
+// ConvNHWCDot is ConvNHWC with the channel reduction in groups of dot
+// adjacent input channels (dot divides the channels of a group), each
+// group's products summed in the body, as IntConvOptions.Dot sums an
+// integer convolution's: the form of a float dot-product instruction that
+// sums pairs (x86's vdpbf16ps, aarch64's bfdot: dot 2) over operands
+// rounded to bfloat16 (the bf16 precision), the weights packed by
+// RewriteLayout so that each group lies together.
+func ConvNHWCDot(name string, x, w, b *Tensor, a ConvAttrs, dot int) (*Tensor, error) {
+	return convNHWC(name, x, w, b, a, false, tir.F32(0), tir.MulE, dotForm{n: max(dot, 1)})
+}
+
 // ConvToNHWC is Conv from NCHW activations x [N, C, H, W] to channels-last
 // ones [N, OH, OW, M] (Relay's conv2d with data_layout NCHW and out_layout
 // NHWC): the first convolution of a model whose input is NCHW, which

@@ -14,6 +14,16 @@ func MatMul(name string, a, b *Tensor) (*Tensor, error) {
 	return matMul(name, a, b, tir.MulE, dotForm{n: 1})
 }
 
+// MatMulDot is MatMul with k in groups of dot adjacent elements (dot
+// divides k), each group's products summed in the body, as IntMatMul's
+// Dot sums its groups: the form of a float dot-product instruction that
+// sums pairs (x86's vdpbf16ps, aarch64's bfdot: dot 2) over operands
+// rounded to bfloat16 (the bf16 precision), its constant operand packed by
+// RewriteLayout so that each group lies together.
+func MatMulDot(name string, a, b *Tensor, dot int) (*Tensor, error) {
+	return matMul(name, a, b, tir.MulE, dotForm{n: max(dot, 1)})
+}
+
 // IntMatMul is MatMul on integers: a and b hold integers (of an integer
 // type, or float32 values that are integers), and the result is the int32
 // sum of their int32 products. Zero points are the caller's to subtract

@@ -146,10 +146,10 @@ func Compute(name string, shape []int, f func(i []tir.Expr) tir.Expr) *Tensor {
 }
 
 // typeFromBody gives a compute tensor whose body is of an integer element
-// type (tir.DType.IntElem) a buffer of that type; every other body (a
-// float, or a bool or index stored as a float) keeps Float32.
+// type (tir.DType.IntElem) or BFloat16 a buffer of that type; every other
+// body (a float, or a bool or index stored as a float) keeps Float32.
 func (t *Tensor) typeFromBody() {
-	if dt := t.Body.Type(); dt.IntElem() {
+	if dt := t.Body.Type(); dt.IntElem() || dt == tir.BFloat16 {
 		t.Buf.DType = dt
 	}
 }

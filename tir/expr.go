@@ -34,6 +34,14 @@ const (
 	Uint8
 	Int16
 	Int32
+	// BFloat16 is a storage type of float tensors: the upper half of a
+	// float32 (8 exponent bits, 8 significant bits), two bytes in memory.
+	// Arithmetic is on Float32 only: a BFloat16 value is Cast to Float32
+	// (exactly) before it is used, and a Cast from Float32 to BFloat16
+	// rounds to nearest, ties to even (RoundBFloat16), as the hardware's
+	// conversions do (vcvtneps2bf16, bfcvt). The opt-in bf16 precision
+	// (graph.Graph.BF16) stores a convolution's or matmul's operands so.
+	BFloat16
 )
 
 func (t DType) String() string {
@@ -52,6 +60,8 @@ func (t DType) String() string {
 		return "int16"
 	case Int32:
 		return "int32"
+	case BFloat16:
+		return "bfloat16"
 	}
 	return fmt.Sprintf("dtype(%d)", uint8(t))
 }
@@ -67,10 +77,27 @@ func (t DType) Bytes() int {
 		return 8
 	case Int8, Uint8:
 		return 1
-	case Int16:
+	case Int16, BFloat16:
 		return 2
 	}
 	return 4
+}
+
+// IsFloat reports whether t holds floating-point values: Float32 or its
+// storage form BFloat16.
+func (t DType) IsFloat() bool { return t == Float32 || t == BFloat16 }
+
+// RoundBFloat16 rounds f to the nearest bfloat16 value, ties to even, as
+// a float32 (the upper 16 bits of its bits; the lower are zero). NaN stays
+// NaN (quieted, its sign kept); values beyond bfloat16's largest finite
+// value round to ±Inf as IEEE rounding does.
+func RoundBFloat16(f float32) float32 {
+	b := math.Float32bits(f)
+	if f != f {
+		return math.Float32frombits((b | 0x00400000) &^ 0xffff)
+	}
+	b += 0x7fff + (b>>16)&1
+	return math.Float32frombits(b &^ 0xffff)
 }
 
 // Range returns the smallest and largest values of an integer element
@@ -108,7 +135,8 @@ func (t DType) Wrap(v int64) int64 {
 // The interpreters (this package's Run and te's Eval) and everything that
 // hands them data hold a buffer as one float32 slot per element, whatever
 // its type: an integer element's slot holds the bits of its value as an
-// int32 (never converted as a float, so no bit pattern is altered).
+// int32 (never converted as a float, so no bit pattern is altered), a
+// bfloat16 element's slot its value as a float32 (exact).
 // PackMemory and UnpackMemory convert between that form and the memory a
 // compiled kernel reads, where an element takes t.Bytes().
 
@@ -131,6 +159,9 @@ func SlotFloat(t DType, f float32) float64 {
 // float32, or for an integer type v rounded to nearest (ties to even) and
 // clamped to the type's range.
 func ValueSlot(t DType, v float64) float32 {
+	if t == BFloat16 {
+		return RoundBFloat16(float32(v))
+	}
 	if !t.IntElem() {
 		return float32(v)
 	}
@@ -164,6 +195,9 @@ func PackMemory(t DType, slots []float32) []float32 {
 	mask := uint32(1)<<(8*size) - 1
 	for i, f := range slots {
 		w := uint32(int32(math.Float32bits(f))) & mask
+		if t == BFloat16 {
+			w = math.Float32bits(f) >> 16 // the slot holds a bfloat16 value: its upper half
+		}
 		words[i/per] |= w << (8 * size * (i % per))
 	}
 	out := make([]float32, len(words))
@@ -184,6 +218,10 @@ func UnpackMemory(t DType, words []float32, n int) []float32 {
 	out := make([]float32, n)
 	for i := range out {
 		w := math.Float32bits(words[i/per]) >> (8 * size * (i % per))
+		if t == BFloat16 {
+			out[i] = math.Float32frombits(w << 16)
+			continue
+		}
 		out[i] = IntSlot(t.Wrap(int64(w)))
 	}
 	return out

@@ -199,6 +199,9 @@ func (in *interp) stmt(s Stmt) func(*frame) {
 			iv := in.int(s.Value)
 			val = func(fr *frame) float32 { return IntSlot(iv(fr)) }
 		} else {
+			if s.Value.Type() != t && (t == BFloat16 || s.Value.Type() == BFloat16) {
+				in.fail("store of a %v value into %s, a buffer of %v", s.Value.Type(), s.Buf.Name, t)
+			}
 			fv := in.float(s.Value)
 			val = func(fr *frame) float32 { return float32(fv(fr)) }
 		}
@@ -262,7 +265,7 @@ func (in *interp) float(x Expr) func(*frame) float64 {
 		}
 		return func(fr *frame) float64 { return math.Float64frombits(uint64(fr.vars[slot])) }
 	case *Load:
-		if x.Buf.DType != Float32 {
+		if !x.Buf.DType.IsFloat() {
 			break
 		}
 		load := in.load(x)
@@ -272,7 +275,11 @@ func (in *interp) float(x Expr) func(*frame) float64 {
 			f := in.int(x.X)
 			return func(fr *frame) float64 { return float64(f(fr)) }
 		}
-		return in.float(x.X)
+		f := in.float(x.X)
+		if x.To == BFloat16 && x.X.Type() != BFloat16 {
+			return func(fr *frame) float64 { return float64(RoundBFloat16(float32(f(fr)))) }
+		}
+		return f
 	case *Binary:
 		a, b := in.float(x.A), in.float(x.B)
 		var op func(a, b float64) float64

@@ -9,6 +9,7 @@ package modelbuild
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -62,6 +63,8 @@ type Build struct {
 	Notes  []string
 
 	dir    string
+	path   string    // the model file
+	opts   Options   // what Open was given (CompareFloat32 builds its twin so)
 	start  time.Time // when the model began loading
 	target *backend.Target
 	store  *records.Store // nil without records
@@ -80,7 +83,7 @@ func Open(ctx context.Context, path string, o Options) (*Build, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Build{Options: o.Assemble, dir: o.Dir, target: tg}
+	b := &Build{Options: o.Assemble, dir: o.Dir, path: path, opts: o, target: tg}
 	b.Options.Target = tg
 	if !o.NoRecords {
 		if b.store, err = assemble.OpenRecords(o.DB, path); err != nil {
@@ -122,13 +125,22 @@ func (b *Build) load(ctx context.Context, path string, o Options) error {
 
 // Run builds the model into the build's directory (assemble.Build) and
 // writes its report on w (assemble.WriteReport, with the time since the
-// model began loading).
+// model began loading). A bf16 build then reports how far it is from
+// float32 (CompareFloat32); where that cannot run (a library for another
+// CPU), why goes to the build's warnings, and the build stands.
 func (b *Build) Run(ctx context.Context, w io.Writer) (*tsrt.Manifest, error) {
 	m, err := assemble.Build(ctx, b.Graph, b.Plan, b.dir, b.Options)
 	if err != nil {
 		return nil, err
 	}
 	assemble.WriteReport(w, m, b.dir, time.Since(b.start))
+	if b.opts.Load.BF16 {
+		diffs, err := CompareFloat32(ctx, b.path, b.dir, b.opts)
+		if err != nil && b.Options.Warn != nil {
+			fmt.Fprintf(b.Options.Warn, "bf16 not compared with float32: %v\n", err)
+		}
+		WritePrecision(w, diffs)
+	}
 	return m, nil
 }
 

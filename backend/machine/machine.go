@@ -350,7 +350,7 @@ var cpuinfoFlags = map[string]string{
 }
 
 // armFeatures maps /proc/cpuinfo's arm64 Features to ours.
-var armFeatures = map[string]string{"asimd": "neon", "fphp": "fp16", "asimddp": "dotprod", "sve": "sve", "sve2": "sve2"}
+var armFeatures = map[string]string{"asimd": "neon", "fphp": "fp16", "asimddp": "dotprod", "sve": "sve", "sve2": "sve2", "bf16": "bf16"}
 
 // parseCPUInfo reads the first processor of a /proc/cpuinfo.
 func parseCPUInfo(data []byte, arch string) (Machine, error) {
@@ -489,6 +489,7 @@ var compilerMacros = map[string]string{
 	"__AVX512VNNI__": "avx512vnni", "__AVXVNNI__": "avxvnni", "__AVX512BF16__": "avx512bf16",
 	"__AVX512IFMA__": "avx512ifma", "__AVX512VBMI__": "avx512vbmi",
 	"__ARM_NEON": "neon", "__ARM_FEATURE_SVE": "sve", "__ARM_FEATURE_DOTPROD": "dotprod",
+	"__ARM_FEATURE_BF16_VECTOR_ARITHMETIC": "bf16",
 }
 
 // fromCompiler asks the compiler what -march=name enables.

@@ -138,6 +138,10 @@ func TestRun(t *testing.T) {
 		{"tuning for an unknown cpu", []string{tiny, "--cpu", "pentium9"}, 1, nil, []string{`--cpu: cpu "pentium9": unknown cpu`, "x86-64-v3"}},
 		{"tuning for another architecture", []string{tiny, "--cpu", "armv8-a"}, 1, nil, []string{"--cpu armv8-a: this machine", "lacks arch arm64", "tune build --cpu armv8-a"}},
 		{"--cpu on a GPU target", []string{tiny, "--target", "opencl", "--cpu", "x86-64-v3"}, 1, nil, []string{"only the cpu target takes --cpu"}},
+		{"bf16 on a CPU without it", []string{"build", tiny, "--no-records", "--precision", "bf16", "--cpu", "x86-64-v3", "-o", filepath.Join(t.TempDir(), "b")}, 1, nil,
+			[]string{"tune build: --precision bf16: --cpu x86-64-v3 has no bf16 dot-product instructions"}},
+		{"bf16 for a GPU", []string{tiny, "--precision", "bf16", "--target", "opencl"}, 1, nil, []string{"--precision bf16: it is for CPU targets"}},
+		{"an unknown precision", []string{"inspect", tiny, "--precision", "int4"}, 1, nil, []string{`invalid value "int4" for flag -precision: want one of float32, bf16`}},
 		{"machine", []string{"machine", "--cpu", "x86-64-v3"}, 0, []string{"cpu x86-64-v3 (-march=x86-64-v3, x86-64-v3): 256-bit vectors × 16 registers, FMA", "key: machine x86-64-v3"}, nil},
 		{"machine of a level", []string{"machine", "--cpu", "x86-64-v2"}, 0, []string{"128-bit vectors × 16 registers", "features: popcnt sse sse2 sse3 sse4.1 sse4.2 ssse3"}, nil},
 	} {

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"flag"
+	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/tessera-ml/tessera/backend"
@@ -25,13 +27,17 @@ var CPUHelp = "the processor to compile for: native (this machine), a portable l
 // it (LoadOptions) and partition it (Partition), and the ranges of its
 // dynamic dimensions.
 type Model struct {
-	Inputs   Shapes
-	Freeze   Values
-	NoPass   Names
-	Ranges   Ranges
-	Winograd bool
-	Integer  bool
+	Inputs    Shapes
+	Freeze    Values
+	NoPass    Names
+	Ranges    Ranges
+	Winograd  bool
+	Integer   bool
+	Precision string
 }
+
+// Precisions are the values of --precision.
+var Precisions = []string{"float32", "bf16"}
 
 // Register registers --input, --range, --freeze, --no-pass, --integer
 // and --winograd.
@@ -42,20 +48,41 @@ func (m *Model) Register(fs *flag.FlagSet) {
 	fs.Var(m.Freeze, "freeze", "freeze graph input `name=v0,v1,...` to these values, a constant of the compiled model (a sample rate an If branches on; repeatable)")
 	fs.Var(m.NoPass, "no-pass", "disable graph pass `NAME` (repeatable; passes: "+strings.Join(frontend.PassNames(), ", ")+")")
 	fs.BoolVar(&m.Integer, "integer", false, "run quantized convolutions and matmuls (QLinearConv, QLinearMatMul, and a QDQ model's) on integer kernels: uint8 activations, exact sums; experimental: where the CPU sums four u8×s8 products in one instruction (VNNI, aarch64's sdot: --cpu decides), exact groups for any weights; on CPUs without, faster than the float form with 7-bit weights (tune quantize --reduce-range), slower with full-range ones")
+	m.Precision = "float32"
+	fs.Func("precision", "the arithmetic of float convolutions and matrix products: float32, or bf16 (opt-in, for CPUs with bf16 dot products: AVX512_BF16, aarch64 BF16): operands rounded to bfloat16 (weights stored so, at half the bytes), products summed in float32; the build prints the largest difference from float32 on a sample input (default float32)", func(v string) error {
+		if !slices.Contains(Precisions, v) {
+			return fmt.Errorf("want one of %s", strings.Join(Precisions, ", "))
+		}
+		m.Precision = v
+		return nil
+	})
 	fs.BoolVar(&m.Winograd, "winograd", true, "give 3×3 stride-1 convolutions a Winograd alternative task (tuned like any task; the build keeps the faster; --winograd=false: direct only)")
 }
 
 // LoadOptions are the options of frontend.Load the flags give, for code
 // compiled for the CPU cpu names (a --cpu value; "" for a GPU target):
 // with --integer, whether its dot-product instructions sum u8×s8 groups
-// exactly (ExactDots).
+// exactly (ExactDots); with --precision bf16, why the target cannot take
+// it, if it cannot (BF16Refused: a GPU target, a CPU without bf16 dot
+// products), which frontend.Load reports.
 func (m *Model) LoadOptions(cpu string) frontend.LoadOptions {
-	o := frontend.LoadOptions{Inputs: m.Inputs.Dims(), DimNames: m.Inputs.Names(), Freeze: m.Freeze, NoPass: m.NoPass, Integer: m.Integer}
-	if m.Integer && cpu != "" {
-		// A --cpu that does not resolve is the target's error to report.
-		if mach, err := backend.ResolveMachine(cpu, &measure.Builder{}); err == nil {
-			o.ExactDots = ExactDots(mach)
-		}
+	o := frontend.LoadOptions{Inputs: m.Inputs.Dims(), DimNames: m.Inputs.Names(), Freeze: m.Freeze, NoPass: m.NoPass, Integer: m.Integer, BF16: m.Precision == "bf16"}
+	if !m.Integer && !o.BF16 {
+		return o
+	}
+	if cpu == "" {
+		o.BF16Refused = "it is for CPU targets (a GPU target computes in float32)"
+		return o
+	}
+	// A --cpu that does not resolve is the target's error to report.
+	mach, err := backend.ResolveMachine(cpu, &measure.Builder{})
+	if err != nil {
+		o.BF16Refused = fmt.Sprintf("--cpu %s: %v", cpu, err)
+		return o
+	}
+	o.ExactDots = m.Integer && ExactDots(mach)
+	if !BF16Dots(mach) {
+		o.BF16Refused = fmt.Sprintf("--cpu %s has no bf16 dot-product instructions (x86: AVX512_BF16, as on Zen 4, Zen 5 and Sapphire Rapids; aarch64: BF16); on it bf16 would only be slower than float32: leave --precision at float32, or name a CPU that has them", cpu)
 	}
 	return o
 }
@@ -64,6 +91,11 @@ func (m *Model) LoadOptions(cpu string) frontend.LoadOptions {
 // by default (backend.DefaultCPU): for the commands that read records
 // (tune costmodel, tune records plot), whose target is a key.
 func (m *Model) HostLoadOptions() frontend.LoadOptions { return m.LoadOptions(backend.DefaultCPU()) }
+
+// BF16Dots reports whether machine m multiplies pairs of bfloat16 values
+// and sums them into float32 lanes in one instruction: x86's AVX512_BF16
+// (vdpbf16ps), aarch64's BF16 (bfdot).
+func BF16Dots(m machine.Machine) bool { return m.Has("avx512bf16") || m.Has("bf16") }
 
 // ExactDots reports whether machine m sums four u8×s8 products into an
 // int32 lane exactly in one instruction: x86's VNNI (vpdpbusd, AVX-VNNI

@@ -100,3 +100,43 @@ func TestRegisterTarget(t *testing.T) {
 		t.Errorf("--db %q, --nats %q, --nats-ca %q, %v", db, d.URL, d.Auth.CA, err)
 	}
 }
+
+// TestLoadOptionsPrecision: --precision bf16 loads with BF16 and nothing
+// against it for a CPU with bf16 dot products (AVX512_BF16: cooperlake,
+// sapphirerapids); for one without (x86-64-v3, x86-64-v4) and for a GPU
+// target ("") BF16Refused says why, which frontend.Load reports; float32
+// (the default) loads without BF16; a precision of neither is a flag
+// error.
+func TestLoadOptionsPrecision(t *testing.T) {
+	for _, c := range []struct {
+		precision, cpu string
+		bf16           bool
+		refused        string
+	}{
+		{"bf16", "cooperlake", true, ""},
+		{"bf16", "sapphirerapids", true, ""},
+		{"bf16", "x86-64-v3", true, "--cpu x86-64-v3 has no bf16 dot-product instructions"},
+		{"bf16", "x86-64-v4", true, "--cpu x86-64-v4 has no bf16 dot-product instructions"},
+		{"bf16", "", true, "it is for CPU targets"},
+		{"float32", "x86-64-v3", false, ""},
+		{"", "sapphirerapids", false, ""},
+	} {
+		var m Model
+		args := []string{}
+		if c.precision != "" {
+			args = []string{"--precision", c.precision}
+		}
+		if _, err := Parse(NewFlagSet("t", io.Discard, &m), args); err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		lo := m.LoadOptions(c.cpu)
+		if lo.BF16 != c.bf16 || !strings.Contains(lo.BF16Refused, c.refused) || (c.refused == "") != (lo.BF16Refused == "" || !c.bf16) {
+			t.Errorf("--precision %q --cpu %q: BF16 %v, refused %q; want %v, %q", c.precision, c.cpu, lo.BF16, lo.BF16Refused, c.bf16, c.refused)
+		}
+	}
+	var m Model
+	var out strings.Builder
+	if _, err := Parse(NewFlagSet("t", &out, &m), []string{"--precision", "fp8"}); err == nil || !strings.Contains(out.String(), "want one of float32, bf16") {
+		t.Errorf("--precision fp8: %v, %q; want a flag error naming the precisions", err, out.String())
+	}
+}

@@ -265,6 +265,39 @@ func (b *exampleBuilder) build() {
 		b.add("elemwise_chain")(te.Sigmoid("sigmoid", t))
 	}
 	b.quantized()
+	b.bfloat16()
+}
+
+// bfloat16 adds the products of the bf16 precision (ops' product):
+// operands rounded to bfloat16, a constant one stored so, summed in
+// float32 in pairs, as bf16 dot-product instructions sum them
+// ("bf16_matmul", "bf16_conv_nhwc"; "bf16_conv_plain" one at a time), and
+// a result rounded and stored as bfloat16 ("bf16_round").
+func (b *exampleBuilder) bfloat16() {
+	rounded := func(name string, x *te.Tensor) *te.Tensor {
+		r := te.Compute(name, x.Shape, func(i []tir.Expr) tir.Expr { return &tir.Cast{To: tir.BFloat16, X: x.At(i...)} })
+		return te.Compute(name+"_f32", x.Shape, func(i []tir.Expr) tir.Expr { return &tir.Cast{To: tir.Float32, X: r.At(i...)} })
+	}
+	stored := func(name string, shape ...int) *te.Tensor {
+		w := te.TypedPlaceholder(name, tir.BFloat16, shape...)
+		w.Const = true
+		return te.Compute(name+"_f32", shape, func(i []tir.Expr) tir.Expr { return &tir.Cast{To: tir.Float32, X: w.At(i...)} })
+	}
+	{
+		m := mustExample(te.MatMulDot("bf16_matmul_mm", rounded("bf16_matmul_a", te.Placeholder("A", 13, 24)), stored("W", 24, 16), 2))
+		b.add("bf16_matmul")(te.Relu("bf16_matmul", m))
+	}
+	{
+		b.add("bf16_conv_nhwc")(te.ConvNHWCDot("bf16_conv_nhwc", rounded("bf16_conv_x", te.Placeholder("X", 1, 7, 9, 8)), stored("W", 16, 8, 3, 3), te.Placeholder("B", 16),
+			te.ConvAttrs{Pads: []int{1, 1, 1, 1}, Strides: []int{2, 1}}, 2))
+		b.add("bf16_conv_plain")(te.ConvNHWC("bf16_conv_plain", rounded("bf16_conv_plain_x", te.Placeholder("X", 1, 5, 6, 6)), stored("W", 8, 6, 3, 3), nil,
+			te.ConvAttrs{Pads: []int{0, 1, 1, 0}}))
+	}
+	{
+		x := te.Placeholder("X", 5, 33)
+		s := te.Compute("bf16_round_s", x.Shape, func(i []tir.Expr) tir.Expr { return tir.MulE(x.At(i...), tir.F32(3)) })
+		b.add("bf16_round")(te.Compute("bf16_round", x.Shape, func(i []tir.Expr) tir.Expr { return &tir.Cast{To: tir.BFloat16, X: s.At(i...)} }), nil)
+	}
 }
 
 // quantized adds the integer computations of quantized models: uint8

@@ -1,0 +1,64 @@
+package ops
+
+import (
+	"slices"
+
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
+)
+
+// The bf16 precision (graph.Graph.BF16, opt-in: tune --precision bf16).
+// A float convolution or matrix product (Conv, ConvTranspose, MatMul,
+// Gemm) multiplies its operands rounded to bfloat16 (to nearest, ties to
+// even) and sums the products in float32, as a CPU's bf16 dot-product
+// instructions do (x86's vdpbf16ps, aarch64's bfdot): a constant operand
+// (the weights) is rounded at build time and stored as bfloat16, half
+// its float32 bytes; a computed one is rounded by a conversion stage of
+// the task. Everything else (bias, epilogue, other ops) stays float32,
+// and no Winograd alternative is offered (it would multiply transformed
+// weights instead). The Rounding is exact where an operand is already a
+// bfloat16 value.
+
+// pairs reports whether a product of this bf16 graph sums its reduction
+// of k elements in pairs (te.ConvNHWCDot, te.MatMulDot): the form of the
+// bf16 dot-product instructions (vdpbf16ps, bfdot), which codegen emits
+// where the target has them.
+func (c *lowerCtx) pairs(k int) bool { return c.g.BF16 && k%2 == 0 }
+
+// BFloat16WeightsName is the graph value holding constant w rounded to
+// bfloat16 (graph.BFloat16) for a bf16 build's products.
+func BFloat16WeightsName(w string) string { return w + ".bf16" }
+
+// product returns operand i of a convolution or matrix product as
+// float32: the input itself (lowerCtx.in), or in a bf16 graph the input
+// rounded to bfloat16.
+func (c *lowerCtx) product(i int) (*te.Tensor, error) {
+	if !c.g.BF16 {
+		return c.in(i)
+	}
+	name := c.n.Input(i)
+	if v := c.g.Values[name]; v != nil && v.Const != nil && v.Const.DType == graph.Float32 && v.Const.Len() > 1 && !c.g.IsInput(name) {
+		rounded := make([]float32, len(v.Const.F32))
+		for k, f := range v.Const.F32 {
+			rounded[k] = tir.RoundBFloat16(f)
+		}
+		wn := BFloat16WeightsName(name)
+		if err := addDerived(c.g, c.n, wn, &graph.Tensor{DType: graph.BFloat16, Shape: slices.Clone(v.Const.Shape), F32: rounded}); err != nil {
+			return nil, err
+		}
+		w, err := c.src(wn)
+		if err != nil {
+			return nil, err
+		}
+		return floatView(wn+"_f32", w), nil
+	}
+	x, err := c.in(i)
+	if err != nil {
+		return nil, err
+	}
+	xb := te.Compute(c.sub(name+"_bf16"), x.Shape, func(idx []tir.Expr) tir.Expr {
+		return &tir.Cast{To: tir.BFloat16, X: x.At(idx...)}
+	})
+	return floatView(xb.Name+"_f32", xb), nil
+}
