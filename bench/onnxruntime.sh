@@ -212,6 +212,23 @@ field() { sed -n "s/^$1 = \([0-9.eE+-]*\).*/\1/p" | head -1; }
 minmed() { sort -g | awk '{ x[NR] = $1 } END { m = NR % 2 ? x[(NR + 1) / 2] : (x[NR / 2] + x[NR / 2 + 1]) / 2; printf "%.3f %.3f\n", x[1], m }'; }
 load() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo "?"; }
 
+# ensure_model MODEL: a missing model of the zoo (models/zoo, as --zoo or
+# --model names it) is exported with PyTorch, any other generated
+# (cmd/genmodels).
+ensure_model() {
+	local model=$1 name dir
+	name=$(basename "$model" .onnx)
+	dir=$(dirname "$model")
+	if [ ! -f "$model" ] && { [ "$dir" = models/zoo ] || [ "$dir" = "$PWD/models/zoo" ]; }; then
+		note "$model is missing: exporting it (modelgen/zoo/export.py -o models/zoo $name)"
+		"$(torch_python)" modelgen/zoo/export.py -o models/zoo "$name" >&2 || die "export.py $name failed"
+	elif [ ! -f "$model" ]; then
+		note "$model is missing: generating it (go run ./cmd/genmodels -o $dir $name)"
+		go run ./cmd/genmodels -o "$dir" "$name" >&2
+	fi
+	[ -f "$model" ] || die "no $model was written"
+}
+
 # --- one model: build, check, race -----------------------------------------
 # These are set by prepare for the model being raced.
 model="" name="" input_flags=() keys=()
@@ -224,14 +241,7 @@ prepare() {
 	model=$1
 	name=$(basename "$model" .onnx)
 	local base=${model%.onnx}
-	if [ ! -f "$model" ] && [ "$(dirname "$model")" = models/zoo ]; then
-		note "$model is missing: exporting it (modelgen/zoo/export.py -o models/zoo $name)"
-		"$(torch_python)" modelgen/zoo/export.py -o models/zoo "$name" >&2 || die "export.py $name failed"
-	elif [ ! -f "$model" ]; then
-		note "$model is missing: generating it (go run ./cmd/genmodels -o $(dirname "$model") $name)"
-		go run ./cmd/genmodels -o "$(dirname "$model")" "$name" >&2
-	fi
-	[ -f "$model" ] || die "no $model was written"
+	ensure_model "$model"
 	local dir=$work/$name written
 	mkdir -p "$dir"
 	# PyTorch's input and output, where the model was exported with them
@@ -451,11 +461,7 @@ qmodel="" qbuild="" fbuild=""
 prepare_int8() {
 	model=$1
 	name=$(basename "$model" .onnx)
-	if [ ! -f "$model" ]; then
-		note "$model is missing: generating it (go run ./cmd/genmodels -o $(dirname "$model") $name)"
-		go run ./cmd/genmodels -o "$(dirname "$model")" "$name" >&2
-	fi
-	[ -f "$model" ] || die "no $model was written"
+	ensure_model "$model"
 	local dir=$work/$name inputs=() cal=() files=() s f
 	mkdir -p "$dir"
 	mapfile -t inputs < <(node "$ort_dir/input.mjs" "$model" "$dir/in" 1)

@@ -885,19 +885,23 @@ func (k *kernel) cast(e *tir.Cast) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	from := e.X.Type()
-	if from == e.To {
+	return k.castOf(x, e.X.Type(), e.To)
+}
+
+// castOf converts x, C code of a value of type from, to type to.
+func (k *kernel) castOf(x string, from, to tir.DType) (string, error) {
+	if from == to {
 		return x, nil
 	}
 	switch {
-	case e.To == tir.BFloat16 && from == tir.Float32:
+	case to == tir.BFloat16 && from == tir.Float32:
 		return "tsr_f2bf(" + trimParens(x) + ")", nil
-	case e.To == tir.Float32 && from == tir.BFloat16:
+	case to == tir.Float32 && from == tir.BFloat16:
 		return "tsr_bf2f(" + trimParens(x) + ")", nil
-	case e.To == tir.BFloat16 || from == tir.BFloat16:
-		return "", fmt.Errorf("cast of %v to %v (bfloat16 converts to and from float32 only)", from, e.To)
+	case to == tir.BFloat16 || from == tir.BFloat16:
+		return "", fmt.Errorf("cast of %v to %v (bfloat16 converts to and from float32 only)", from, to)
 	}
-	switch e.To {
+	switch to {
 	case tir.Float32:
 		return "((float)" + x + ")", nil
 	case tir.Int:
@@ -908,10 +912,10 @@ func (k *kernel) cast(e *tir.Cast) (string, error) {
 		}
 		return "(" + x + " != 0)", nil
 	}
-	if e.To.IntElem() {
-		return "((" + intElemType(e.To) + ")" + x + ")", nil
+	if to.IntElem() {
+		return "((" + intElemType(to) + ")" + x + ")", nil
 	}
-	return "", fmt.Errorf("cast to unknown dtype %v", e.To)
+	return "", fmt.Errorf("cast to unknown dtype %v", to)
 }
 
 // prelude is the start of every translation unit: includes, scalar helpers

@@ -180,8 +180,10 @@ func runKernelUnder(emu []string, exe, name string, params []*tir.Buffer, guards
 		if i < len(guards) && guards[i] != ' ' {
 			mode = guards[i]
 		}
-		cmdArgs = append(cmdArgs, fmt.Sprintf("%c%d", mode, p.Size()))
-		binary.Write(&in, binary.LittleEndian, args[i])
+		// A buffer of another type than float32 goes in its memory
+		// layout (tir.PackMemory), as 32-bit words.
+		cmdArgs = append(cmdArgs, fmt.Sprintf("%c%d", mode, tir.MemoryWords(p.DType, p.Size())))
+		binary.Write(&in, binary.LittleEndian, tir.PackMemory(p.DType, args[i]))
 	}
 	if len(emu) > 0 {
 		cmdArgs = append(append(append([]string{}, emu[1:]...), exe), cmdArgs...)
@@ -195,15 +197,19 @@ func runKernelUnder(emu []string, exe, name string, params []*tir.Buffer, guards
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("%v: %s", err, errb.String())
 	}
-	for i := range args {
-		if err := binary.Read(&out, binary.LittleEndian, args[i]); err != nil {
+	for i, p := range params {
+		words := make([]float32, tir.MemoryWords(p.DType, p.Size()))
+		if err := binary.Read(&out, binary.LittleEndian, words); err != nil {
 			return fmt.Errorf("reading output %d: %v", i, err)
 		}
+		copy(args[i], tir.UnpackMemory(p.DType, words, p.Size()))
 	}
 	return nil
 }
 
-// randomArgs fills the params with deterministic values in [-1, 1).
+// randomArgs fills the params with deterministic values in [-1, 1)
+// (rounded to the buffer's type), an integer buffer's with integers over
+// its type's range (int32: ±2^20), in tir's one-slot-per-element form.
 func randomArgs(name string, params []*tir.Buffer) [][]float32 {
 	h := fnv.New64a()
 	h.Write([]byte(name))
@@ -211,8 +217,16 @@ func randomArgs(name string, params []*tir.Buffer) [][]float32 {
 	args := make([][]float32, len(params))
 	for i, p := range params {
 		args[i] = make([]float32, p.Size())
+		lo, hi := p.DType.Range()
+		if p.DType == tir.Int32 {
+			lo, hi = -1<<20, 1<<20
+		}
 		for j := range args[i] {
-			args[i][j] = r.Float32()*2 - 1
+			if p.DType.IntElem() {
+				args[i][j] = tir.IntSlot(lo + r.Int63n(hi-lo+1))
+				continue
+			}
+			args[i][j] = tir.ValueSlot(p.DType, float64(r.Float32()*2-1))
 		}
 	}
 	return args
@@ -242,7 +256,7 @@ func compareArgs(params []*tir.Buffer, got, want [][]float32) error {
 		bad := 0
 		var msg strings.Builder
 		for j := range want[i] {
-			if !close32(got[i][j], want[i][j]) {
+			if dt := params[i].DType; dt.IntElem() && tir.SlotInt(dt, got[i][j]) != tir.SlotInt(dt, want[i][j]) || !dt.IntElem() && !close32(got[i][j], want[i][j]) {
 				if bad < 5 {
 					fmt.Fprintf(&msg, " [%d] got %v want %v;", j, got[i][j], want[i][j])
 				}

@@ -1097,7 +1097,7 @@ func (k *kernel) vcast(p *vplan, e *tir.Cast) (string, bool, error) {
 		x, xv, err := k.vexpr(p, e.X)
 		if err != nil || !xv {
 			if err == nil {
-				x, err = k.expr(e)
+				x, err = k.castOf(x, from, e.To)
 			}
 			return x, false, err
 		}
@@ -1122,8 +1122,12 @@ func (k *kernel) vcast(p *vplan, e *tir.Cast) (string, bool, error) {
 		if err != nil {
 			return "", false, err
 		}
-		if !xv { // the same in every lane after all (a load at a lane-free index)
-			s, err := k.expr(e)
+		if !xv {
+			// The same in every lane after all (a load at an index that
+			// the lanes' range makes lane-free): x is its scalar code, in
+			// which the vector loop's variable no longer appears; e.X
+			// itself may still mention it.
+			s, err := k.castOf(x, from, e.To)
 			return s, false, err
 		}
 		switch {
@@ -1152,8 +1156,8 @@ func (k *kernel) vcast(p *vplan, e *tir.Cast) (string, bool, error) {
 		if err != nil {
 			return "", false, err
 		}
-		if !xv {
-			s, err := k.expr(e)
+		if !xv { // lane-free after all: x is its scalar code (see above)
+			s, err := k.castOf(x, from, e.To)
 			return s, false, err
 		}
 		return fmt.Sprintf("__builtin_convertvector(%s, %s)", trimParens(x), vt(p.L)), true, nil
