@@ -63,18 +63,26 @@ func addTerms(e tir.Expr, out []tir.Expr) []tir.Expr {
 
 // matchDotTerm matches int32(x)·int32(w) (either order) of an 8-bit
 // activation x the same in every lane and an int8 weight w at flat index
-// 4·v + rest.
+// 4·v + rest. x may name the lane where the lanes' range makes its index
+// lane-free (a grouped convolution's group, floordiv(c + v, 24) for a
+// vector of 8 within a group of 24 channels): its flat index is taken in
+// the vector domain.
 func (k *kernel) matchDotTerm(p *vplan, e tir.Expr) (dotTerm, bool) {
-	var t dotTerm
 	m, ok := e.(*tir.Binary)
 	if !ok || m.Op != tir.Mul || m.A == nil || m.B == nil {
-		return t, false
+		return dotTerm{}, false
 	}
-	xs, ws := m.A, m.B
+	if t, ok := k.matchDotOperands(p, m.A, m.B); ok {
+		return t, true
+	}
+	return k.matchDotOperands(p, m.B, m.A)
+}
+
+// matchDotOperands is matchDotTerm of the product xs·ws, xs the
+// activation and ws the weight.
+func (k *kernel) matchDotOperands(p *vplan, xs, ws tir.Expr) (dotTerm, bool) {
+	var t dotTerm
 	if !dependsOn(ws, p.v) {
-		xs, ws = ws, xs
-	}
-	if dependsOn(xs, p.v) || !dependsOn(ws, p.v) {
 		return t, false
 	}
 	widened := func(e tir.Expr) tir.Expr {
@@ -125,14 +133,17 @@ func (k *kernel) matchDotTerm(p *vplan, e tir.Expr) (dotTerm, bool) {
 		if !isConst {
 			return t, false
 		}
+		if dependsOn(s.Cond, p.v) {
+			return t, false
+		}
 		t.cond, t.fill, t.condKey, xe = s.Cond, v, tir.ExprString(s.Cond), s.T
 	}
 	xl, ok := xe.(*tir.Load)
 	if !ok || xl.Buf.DType != tir.Uint8 && xl.Buf.DType != tir.Int8 || !addressable(xl.Buf) {
 		return t, false
 	}
-	idx, err := simplifiedIndex(xl.Buf, xl.Indices, k.dom)
-	if err != nil {
+	idx, err := p.flat(xl.Buf, xl.Indices)
+	if err != nil || dependsOn(idx, p.v) {
 		return t, false
 	}
 	t.x, t.xIdx, t.xType = xl.Buf, idx, xl.Buf.DType

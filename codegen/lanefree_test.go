@@ -28,3 +28,20 @@ func TestLaneFreeCasts(t *testing.T) {
 		st(P, tir.AddE(&tir.Cast{To: tir.Int32, X: a}, tir.IntOf(tir.Int32, 3)), m, col))))
 	runTable(t, []ccase{{name: "lanefree", f: fnc("lanefree", []*tir.Buffer{A, O, P}, body)}})
 }
+
+// TestGuardedIntegerStore: an integer store in a vectorized loop under a
+// guard that excludes the last lanes of the last vector (19 elements in
+// vectors of 8), whose value reads past the end for those lanes, computes
+// the value as a select on the guard, whose other branch is a zero of the
+// value's type. It was a float zero, a select of two types that failed to
+// print ("malformed select") for a quantized matmul's random schedule.
+func TestGuardedIntegerStore(t *testing.T) {
+	A := &tir.Buffer{Name: "A", DType: tir.Int32, Shape: []int{19}, Scope: tir.Global}
+	O := &tir.Buffer{Name: "O", DType: tir.Uint8, Shape: []int{19}, Scope: tir.Global}
+	i, v := tir.NewVar("i"), tir.NewVar("v")
+	idx := add(mul(i, c(8)), v)
+	q := tir.MinE(tir.MaxE(tir.AddE(ld(A, idx), tir.IntOf(tir.Int32, 7)), tir.IntOf(tir.Int32, 0)), tir.IntOf(tir.Int32, 255))
+	body := loop(i, 3, tir.Serial, loop(v, 8, tir.Vectorized,
+		&tir.IfThenElse{Cond: tir.Cmp(tir.LT, idx, c(19)), Then: st(O, &tir.Cast{To: tir.Uint8, X: q}, idx)}))
+	runTable(t, []ccase{{name: "guarded_u8", f: fnc("guarded_u8", []*tir.Buffer{A, O}, body)}})
+}

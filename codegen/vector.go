@@ -579,9 +579,15 @@ func (k *kernel) guardLoads(p *vplan, value, guard tir.Expr) tir.Expr {
 	if inBounds(value, k.dom) {
 		return value
 	}
+	// The other branch is a zero of the value's type (a Select of two
+	// types is malformed: an integer store under such a guard failed to
+	// print).
 	var zero tir.Expr = tir.F32(0)
-	if value.Type() == tir.BFloat16 {
+	switch t := value.Type(); {
+	case t == tir.BFloat16:
 		zero = &tir.Cast{To: tir.BFloat16, X: zero}
+	case t.IntElem():
+		zero = tir.IntOf(t, 0)
 	}
 	whole := &tir.Select{Cond: guard, T: value, F: zero}
 	admits := false

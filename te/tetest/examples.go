@@ -303,7 +303,7 @@ func (b *exampleBuilder) bfloat16() {
 // quantized adds the integer computations of quantized models: uint8
 // activations, int8 weights, int32 sums and biases, requantized to uint8
 // ("qmatmul", "qmatmul_dot4s", "qmatmul_heads", "qconv", "qconv_depthwise", "qconv_dot4",
-// "qconv_dot4s", "qconv_dot4_i8", "qconv_taps4s"), and elementwise work on uint8
+// "qconv_dot4s", "qconv_grouped", "qconv_dot4_i8", "qconv_taps4s"), and elementwise work on uint8
 // data through float32 ("u8_add"), and max pools on it ("u8_max_pool",
 // "u8_max_pool_nhwc"). The multipliers are the
 // inputs scaled by 2^-12, so that the requantized values spread over
@@ -370,6 +370,17 @@ func (b *exampleBuilder) quantized() {
 		acc := mustExample(te.IntConv("qconv_dot4s_acc", U8("X", 1, 5, 6, 8), I8("W", 8, 8, 3, 3), 250,
 			te.ConvAttrs{Pads: []int{0, 1, 1, 0}}, te.IntConvOptions{NHWC: true, Dot: 4, SaturatePairs: true}))
 		b.add("qconv_dot4s")(te.Requantize("qconv_dot4s", acc, I32("bias", 8), mult(8), 3, 128, tir.Uint8))
+	}
+	{
+		// A grouped convolution (RegNet-X 1.6GF's last stage: 912
+		// channels, 24 a group) in saturated groups of four: a vector of
+		// output channels lies in one group, so its activations are the
+		// same in every lane, though a schedule whose tiles straddle
+		// groups indexes them by the lane (measure's
+		// TestGroupedDotKernel).
+		acc := mustExample(te.IntConv("qconv_grouped_acc", U8("X", 1, 4, 4, 912), I8("W", 912, 24, 3, 3), 5,
+			te.ConvAttrs{Pads: []int{1, 1, 1, 1}, Strides: []int{2, 2}, Group: 38}, te.IntConvOptions{NHWC: true, Dot: 4, SaturatePairs: true}))
+		b.add("qconv_grouped")(te.Requantize("qconv_grouped", acc, I32("bias", 912), mult(912), 3, 128, tir.Uint8))
 	}
 	{
 		// int8 activations (a symmetric quantized model's) in groups of
