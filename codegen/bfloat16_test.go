@@ -1,12 +1,9 @@
 package codegen
 
 import (
-	"bytes"
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/tessera-ml/tessera/tir"
@@ -63,19 +60,7 @@ int main(void) {
 `
 	for _, cc := range testCompilers(t) {
 		t.Run(cc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			c, exe := filepath.Join(dir, "r.c"), filepath.Join(dir, "r")
-			writeFile(t, c, src)
-			args := append([]string{"-O2", "-ffp-contract=fast", "-march=native", "-o", exe, c}, cc.flags...)
-			if out, err := exec.Command(cc.cmd, args...).CombinedOutput(); err != nil {
-				t.Fatalf("%v\n%s", err, out)
-			}
-			cmd := exec.Command(exe)
-			cmd.Stdin = bytes.NewReader(in)
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatal(err)
-			}
+			out := filterProgram(t, cc, src, in, "-march=native")
 			if len(out) != 2*len(in) {
 				t.Fatalf("%d bytes out for %d in", len(out), len(in))
 			}

@@ -293,21 +293,31 @@ func (k *kernel) vdot(p *vplan, e *tir.Binary) (code string, ok bool, err error)
 	if len(parts) == 0 {
 		return "", false, nil
 	}
-	var rest []string
-	for i, t := range terms {
-		if matched[i].use {
-			continue
-		}
-		s, isVec, err := k.vexpr(p, t)
-		if err != nil {
-			return "", false, err
-		}
-		if !isVec {
-			s = k.splatOf(p, s, tir.Int32)
-		}
-		rest = append(rest, s)
+	rest, err := k.vterms(p, terms, func(i int) bool { return matched[i].use }, tir.Int32)
+	if err != nil {
+		return "", false, err
 	}
 	return "(" + strings.Join(append(rest, parts...), " + ") + ")", true, nil
+}
+
+// vterms emits the terms of a sum that a dot-product helper did not take
+// (used reports those it took) as vectors of type t, a scalar broadcast.
+func (k *kernel) vterms(p *vplan, terms []tir.Expr, used func(i int) bool, t tir.DType) ([]string, error) {
+	var out []string
+	for i, e := range terms {
+		if used(i) {
+			continue
+		}
+		s, isVec, err := k.vexpr(p, e)
+		if err != nil {
+			return nil, err
+		}
+		if !isVec {
+			s = k.splatOf(p, s, t)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // dotCall emits the call of helper fn (dot4, dot4s) for the group whose

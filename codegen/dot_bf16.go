@@ -149,19 +149,9 @@ func (k *kernel) vdotBF16(p *vplan, e *tir.Binary) (code string, ok bool, err er
 	if len(pairs) == 0 {
 		return "", false, nil
 	}
-	var rest []string
-	for i, t := range terms {
-		if matched[i].use {
-			continue
-		}
-		s, isVec, err := k.vexpr(p, t)
-		if err != nil {
-			return "", false, err
-		}
-		if !isVec {
-			s = k.splatOf(p, s, tir.Float32)
-		}
-		rest = append(rest, s)
+	rest, err := k.vterms(p, terms, func(i int) bool { return matched[i].use }, tir.Float32)
+	if err != nil {
+		return "", false, err
 	}
 	acc := k.splat(p, "0.0f")
 	if len(rest) > 0 {

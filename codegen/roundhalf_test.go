@@ -64,19 +64,7 @@ int main(void) {
 	eval := tir.MathFuncs["roundhalf"].Eval
 	for _, cc := range testCompilers(t) {
 		t.Run(cc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			c, exe := filepath.Join(dir, "r.c"), filepath.Join(dir, "r")
-			writeFile(t, c, src)
-			args := append([]string{"-O2", "-ffp-contract=fast", "-o", exe, c}, cc.flags...)
-			if out, err := exec.Command(cc.cmd, args...).CombinedOutput(); err != nil {
-				t.Fatalf("%v\n%s", err, out)
-			}
-			cmd := exec.Command(exe)
-			cmd.Stdin = bytes.NewReader(in)
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatal(err)
-			}
+			out := filterProgram(t, cc, src, in)
 			if len(out) != len(in) {
 				t.Fatalf("%d bytes out for %d in", len(out), len(in))
 			}
@@ -101,4 +89,25 @@ int main(void) {
 			}
 		})
 	}
+}
+
+// filterProgram compiles the C program src with compiler cc at -O2 and
+// -ffp-contract=fast (the builder's), with flags, runs it with in on its
+// standard input and returns its standard output.
+func filterProgram(t *testing.T, cc compiler, src string, in []byte, flags ...string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	c, exe := filepath.Join(dir, "r.c"), filepath.Join(dir, "r")
+	writeFile(t, c, src)
+	args := append(append([]string{"-O2", "-ffp-contract=fast", "-o", exe, c}, flags...), cc.flags...)
+	if out, err := exec.Command(cc.cmd, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	cmd := exec.Command(exe)
+	cmd.Stdin = bytes.NewReader(in)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

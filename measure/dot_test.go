@@ -91,26 +91,9 @@ func TestDotProductKernelAarch64(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dags := []string{"qconv_dot4", "qconv_dot4s", "qmatmul_dot4s", "qconv_taps4s", "qconv_nhwc", "qconv_dot4_i8"}
-	states := map[string]*schedule.State{}
-	var funcs []*tir.PrimFunc
-	for _, name := range dags {
-		st, _, err := sketch.Default(schedule.NewState(tetest.DAGs()[name]), sketch.CPUOptions(base))
-		if err != nil {
-			t.Fatal(err)
-		}
-		states[name] = st
-		funcs = append(funcs, mustLower(t, st, name))
-	}
-	src, err := codegen.CModule(funcs, codegen.COptions{VectorBits: base.VectorBits()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	file := filepath.Join(dir, "dots.c")
-	if err := os.WriteFile(file, []byte(src.Code), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	states := writeDefaultModule(t, base, []string{"qconv_dot4", "qconv_dot4s", "qmatmul_dot4s", "qconv_taps4s", "qconv_nhwc", "qconv_dot4_i8"}, file)
 	for _, c := range []struct {
 		march string
 		want  []string // instructions the assembly holds
@@ -219,24 +202,8 @@ func TestBF16PairKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	states := map[string]*schedule.State{}
-	var funcs []*tir.PrimFunc
-	for _, name := range dags {
-		st, _, err := sketch.Default(schedule.NewState(tetest.DAGs()[name]), sketch.CPUOptions(base))
-		if err != nil {
-			t.Fatal(err)
-		}
-		states[name] = st
-		funcs = append(funcs, mustLower(t, st, name))
-	}
-	src, err := codegen.CModule(funcs, codegen.COptions{VectorBits: base.VectorBits()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	file := filepath.Join(dir, "bf16_neon.c")
-	if err := os.WriteFile(file, []byte(src.Code), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	states := writeDefaultModule(t, base, dags, file)
 	for _, c := range []struct {
 		march string
 		bfdot bool
@@ -312,4 +279,29 @@ func TestGroupedDotKernel(t *testing.T) {
 	if body := src.Code[strings.Index(src.Code, "static int tsr_impl"):]; !strings.Contains(body, "tsr_dot4s_v8u8(") {
 		t.Errorf("the default kernel does not call tsr_dot4s_v8u8:\n%s", body[:min(len(body), 4000)])
 	}
+}
+
+// writeDefaultModule writes the C module of the default schedules of the
+// example DAGs named, for machine m, to file, and returns the states by
+// name.
+func writeDefaultModule(t *testing.T, m machine.Machine, dags []string, file string) map[string]*schedule.State {
+	t.Helper()
+	states := map[string]*schedule.State{}
+	var funcs []*tir.PrimFunc
+	for _, name := range dags {
+		st, _, err := sketch.Default(schedule.NewState(tetest.DAGs()[name]), sketch.CPUOptions(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		states[name] = st
+		funcs = append(funcs, mustLower(t, st, name))
+	}
+	src, err := codegen.CModule(funcs, codegen.COptions{VectorBits: m.VectorBits()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(src.Code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return states
 }
