@@ -17,7 +17,7 @@ import (
 // its float32 bytes; a computed one is rounded by a conversion stage of
 // the task. Everything else (bias, epilogue, other ops) stays float32,
 // and no Winograd alternative is offered (it would multiply transformed
-// weights instead). The Rounding is exact where an operand is already a
+// weights instead). The rounding is exact where an operand is already a
 // bfloat16 value.
 
 // pairs reports whether a product of this bf16 graph sums its reduction

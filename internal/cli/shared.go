@@ -39,8 +39,8 @@ type Model struct {
 // Precisions are the values of --precision.
 var Precisions = []string{"float32", "bf16"}
 
-// Register registers --input, --range, --freeze, --no-pass, --integer
-// and --winograd.
+// Register registers --input, --range, --freeze, --no-pass, --integer,
+// --precision and --winograd.
 func (m *Model) Register(fs *flag.FlagSet) {
 	m.Inputs, m.Freeze, m.NoPass, m.Ranges = Shapes{}, Values{}, Names{}, Ranges{}
 	fs.Var(m.Inputs, "input", "bind graph input `name=d0,d1,...` to a static shape (repeatable); a dimension the model leaves dynamic may be named instead (N), for --range")
