@@ -102,14 +102,7 @@ func TestDotProductKernelAarch64(t *testing.T) {
 		{"armv8.2-a+dotprod", []string{"sdot"}},
 		{"armv8.6-a+i8mm", []string{"usdot", "sdot"}}, // sdot: the int8 activations
 	} {
-		asm := filepath.Join(dir, c.march+".s")
-		if out, err := exec.Command(tools.CC, "-O2", "-march="+c.march, "-fopenmp", "-S", "-o", asm, file).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", c.march, err, out)
-		}
-		text, err := os.ReadFile(asm)
-		if err != nil {
-			t.Fatal(err)
-		}
+		text := assembly(t, tools.CC, c.march, file)
 		for _, ins := range c.want {
 			if !regexp.MustCompile(`\s` + ins + `\s`).Match(text) {
 				t.Errorf("%s: no %s in the assembly", c.march, ins)
@@ -184,14 +177,7 @@ func TestBF16PairKernel(t *testing.T) {
 		if err := os.WriteFile(file, []byte(src.Code), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		asm := strings.TrimSuffix(file, ".c") + ".s"
-		if out, err := exec.Command("cc", "-O2", "-march=cooperlake", "-fopenmp", "-S", "-o", asm, file).CombinedOutput(); err != nil {
-			t.Fatalf("%d-bit vectors, -march=cooperlake: %v\n%s", bits, err, out)
-		}
-		text, err := os.ReadFile(asm)
-		if err != nil {
-			t.Fatal(err)
-		}
+		text := assembly(t, "cc", "cooperlake", file)
 		reg := map[int]string{256: "ymm", 512: "zmm"}[bits]
 		if !regexp.MustCompile(`\svdpbf16ps\s+%` + reg).Match(text) {
 			t.Errorf("%d-bit vectors, -march=cooperlake: no vdpbf16ps on %s in the assembly", bits, reg)
@@ -208,14 +194,7 @@ func TestBF16PairKernel(t *testing.T) {
 		march string
 		bfdot bool
 	}{{"armv8-a", false}, {"armv8.6-a", true}} {
-		asm := filepath.Join(dir, c.march+".s")
-		if out, err := exec.Command(tools.CC, "-O2", "-march="+c.march, "-fopenmp", "-S", "-o", asm, file).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", c.march, err, out)
-		}
-		text, err := os.ReadFile(asm)
-		if err != nil {
-			t.Fatal(err)
-		}
+		text := assembly(t, tools.CC, c.march, file)
 		if got := regexp.MustCompile(`\sbfdot\s`).Match(text); got != c.bfdot {
 			t.Errorf("%s: bfdot in the assembly %v, want %v", c.march, got, c.bfdot)
 		}
@@ -304,4 +283,19 @@ func writeDefaultModule(t *testing.T, m machine.Machine, dags []string, file str
 		t.Fatal(err)
 	}
 	return states
+}
+
+// assembly compiles C file with compiler cc for -march=march (-O2,
+// OpenMP) and returns the assembly.
+func assembly(t *testing.T, cc, march, file string) []byte {
+	t.Helper()
+	asm := strings.TrimSuffix(file, ".c") + "." + march + ".s"
+	if out, err := exec.Command(cc, "-O2", "-march="+march, "-fopenmp", "-S", "-o", asm, file).CombinedOutput(); err != nil {
+		t.Fatalf("%s -march=%s: %v\n%s", cc, march, err, out)
+	}
+	text, err := os.ReadFile(asm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return text
 }
