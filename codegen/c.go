@@ -25,6 +25,7 @@ type kernel struct {
 	bufs       map[*tir.Buffer]*bufBind
 	dom        domain
 	inParallel bool
+	gathers    int         // the vector gathers printed so far (their index vectors' names)
 	inTile     int         // how many register tiles (scalarized Local buffers of minTileVectors vectors or more) enclose the statement printed
 	gpu        *gpuDialect // set when printing a GPU kernel (gpu.go)
 	slots      []string    // the file-scope slots of heap buffers allocated inside a parallel loop
@@ -654,8 +655,8 @@ func floatLit(v float64) string {
 }
 
 func trimParens(s string) string {
-	if len(s) < 2 || s[0] != '(' || s[len(s)-1] != ')' {
-		return s
+	if len(s) < 2 || s[0] != '(' || s[len(s)-1] != ')' || s[1] == '{' {
+		return s // not parenthesized, or a statement expression (vgather)
 	}
 	depth := 0
 	for i := 0; i < len(s); i++ {

@@ -859,6 +859,9 @@ func (k *kernel) vload(p *vplan, e *tir.Load) (string, bool, error) {
 		}
 		return fmt.Sprintf("tsr_load_v%df(&%s[%s])", p.L, bb.name, trimParens(r)), true, nil
 	}
+	if s, ok, err := k.vgather(p, e, bb, flat); ok || err != nil {
+		return s, ok, err
+	}
 	return k.laneWise(p, e)
 }
 

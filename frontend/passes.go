@@ -21,6 +21,7 @@ type Pass struct {
 var Passes = []Pass{
 	{"fuse-qlinear", fuseQLinear},
 	{"fold-constants", foldConstants},
+	{"lookup-tables", tabulateQuantized},
 	{"remove-noops", removeNoops},
 	{"merge-reshapes", mergeReshapes},
 	{"fold-batchnorm", foldBatchNorm},
@@ -40,6 +41,8 @@ var passOrder = []struct{ before, after, reason string }{
 	{"fuse-qlinear", "convert-layout", "a Conv the layout pass made channels-last no longer matches"},
 	{"fold-constants", "fold-batchnorm", "BatchNormalization's parameters and the weights must be constants to fold"},
 	{"remove-noops", "fold-batchnorm", "an Identity or Dropout between Conv and BatchNormalization hides the pattern"},
+	{"fold-constants", "lookup-tables", "a chain's scales, zero points and other operands must be constants to tabulate"},
+	{"lookup-tables", "dce", "the tabulated chain's nodes are left dead"},
 	{"fold-constants", "cse", "folded constants let equal shape computations compare equal"},
 	{"cse", "dce", "CSE leaves the duplicate nodes dead"},
 	{"merge-reshapes", "dce", "a merged reshape leaves the inner one dead"},

@@ -354,6 +354,12 @@ const (
 	OutLayoutAttr = "out_layout"
 )
 
+// TableLookupOp is the op Tessera writes for an elementwise function of
+// 8-bit data that it tabulates (package ops defines it, package frontend's
+// lookup-tables pass writes it). It is not ONNX's, and package onnx
+// refuses it in a model file's default domain.
+const TableLookupOp = "TableLookup"
+
 // Attribute accessors. Each returns def when the attribute is absent and an
 // error when it has another kind.
 

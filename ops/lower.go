@@ -197,3 +197,65 @@ func truthE(v tir.Expr) tir.Expr { return tir.Cmp(tir.NE, v, tir.F32(0)) }
 
 // truncE rounds toward zero, as a C cast to an integer does.
 func truncE(v tir.Expr) tir.Expr { return tir.CallE("trunc", v) }
+
+// EvalGraph runs the whole of graph g (shapes inferred) on inputs, by
+// name, with the reference evaluator (te's Eval of its nodes' lowerings),
+// and returns its outputs in order. Graph inputs and outputs cross as
+// float32 values whatever their type (Storage). It is meant for small
+// graphs that the passes evaluate whole: the tables of lookup-tables.
+func EvalGraph(g *graph.Graph, inputs map[string][]float32) ([][]float32, error) {
+	vals := map[string]*te.Tensor{}
+	src := func(name string) (*te.Tensor, error) {
+		if t, ok := vals[name]; ok {
+			return t, nil
+		}
+		v := g.Values[name]
+		if v == nil || (v.Const == nil && !g.IsInput(name)) {
+			return nil, fmt.Errorf("value %s is read before it is computed", name)
+		}
+		t := Placeholder(g, name)
+		vals[name] = t
+		return t, nil
+	}
+	for _, n := range g.Nodes {
+		outs, err := LowerNode(g, n, src)
+		if err != nil {
+			return nil, err
+		}
+		for i, o := range n.Outputs {
+			if o != "" && i < len(outs) {
+				vals[o] = outs[i]
+			}
+		}
+	}
+	outs := make([]*te.Tensor, len(g.Outputs))
+	for i, o := range g.Outputs {
+		t, err := src(o)
+		if err != nil {
+			return nil, err
+		}
+		if t.IsPlaceholder() {
+			return nil, fmt.Errorf("output %s is not computed", o)
+		}
+		outs[i] = t
+	}
+	d, err := te.NewDAG(outs...)
+	if err != nil {
+		return nil, err
+	}
+	feed := make([][]float32, len(d.Inputs))
+	for i, t := range d.Inputs {
+		if g.Values[t.Name] != nil && g.Values[t.Name].Const != nil {
+			if feed[i], _, err = ConstSlots(g, t.Name); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		data, ok := inputs[t.Name]
+		if !ok {
+			return nil, fmt.Errorf("no data for graph input %s", t.Name)
+		}
+		feed[i] = data
+	}
+	return d.Eval(feed)
+}

@@ -281,3 +281,22 @@ func ReverseSequence(name string, x, lens *Tensor, timeAxis, batchAxis int) (*Te
 		return x.At(xi...)
 	}), nil
 }
+
+// TableLookup is out[i] = table[x[i] − lo] for a table of n entries: an
+// elementwise function of integer data x of n values from lo, tabulated
+// (the index is clamped to the table, so a value out of range reads an
+// end; data of an integer type never is).
+func TableLookup(name string, x, table *Tensor, lo int64) (*Tensor, error) {
+	name = orDefault(name, "table_lookup")
+	if err := checkInputs("TableLookup", name, x, table); err != nil {
+		return nil, err
+	}
+	if len(table.Shape) != 1 {
+		return nil, opError("TableLookup", name, "table has shape %v, want one axis", table.Shape)
+	}
+	n := int64(table.Shape[0])
+	return Compute(name, x.Shape, func(i []tir.Expr) tir.Expr {
+		k := tir.SubE(&tir.Cast{To: tir.Int, X: x.At(i...)}, tir.Const(lo))
+		return table.At(tir.MinE(tir.MaxE(k, tir.Const(0)), tir.Const(n-1)))
+	}), nil
+}

@@ -331,6 +331,9 @@ func nodeFromProto(np *onnxpb.NodeProto, i int, opset int, opsets map[string]int
 	if n.OpType == "" {
 		return nil, fmt.Errorf("node %s has no op type", n.Name)
 	}
+	if n.OpType == graph.TableLookupOp && n.Domain == "" {
+		return nil, fmt.Errorf("node %s: op %s is not ONNX's (Tessera's lookup-tables pass writes it)", n.Name, n.OpType)
+	}
 	for _, ap := range np.GetAttribute() {
 		if (ap.GetName() == graph.LayoutAttr || ap.GetName() == graph.OutLayoutAttr) && n.Domain == "" {
 			return nil, fmt.Errorf("node %s (%s): attribute %s is not ONNX's (Tessera's layout pass sets it)", n.Name, n.OpType, ap.GetName())

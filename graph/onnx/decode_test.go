@@ -147,6 +147,8 @@ func TestDecodeErrors(t *testing.T) {
 			m.Graph.Input[0].Type = &onnxpb.TypeProto{Value: &onnxpb.TypeProto_SequenceType{SequenceType: &onnxpb.TypeProto_Sequence{}}}
 		}), "input x has a sequence type", true},
 		{"undefined input", model(func(m *onnxpb.ModelProto) { m.Graph.Node[0].Input[0] = "nothing" }), "reads nothing, which is not defined", false},
+		{"Tessera's TableLookup", model(func(m *onnxpb.ModelProto) { m.Graph.Node[0].OpType = graph.TableLookupOp }),
+			"node conv: op TableLookup is not ONNX's", false},
 	}
 	for _, attr := range []string{graph.LayoutAttr, graph.OutLayoutAttr} {
 		tests = append(tests, struct {

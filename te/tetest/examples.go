@@ -303,7 +303,8 @@ func (b *exampleBuilder) bfloat16() {
 // quantized adds the integer computations of quantized models: uint8
 // activations, int8 weights, int32 sums and biases, requantized to uint8
 // ("qmatmul", "qmatmul_dot4s", "qmatmul_heads", "qconv", "qconv_depthwise", "qconv_dot4",
-// "qconv_dot4s", "qconv_grouped", "qconv_dot4_i8", "qconv_taps4s"), and elementwise work on uint8
+// "qconv_dot4s", "qconv_grouped", "qconv_dot4_i8", "qconv_taps4s"), tabulated functions of 8-bit
+// data ("qconv_table", "i8_table"), and elementwise work on uint8
 // data through float32 ("u8_add"), and max pools on it ("u8_max_pool",
 // "u8_max_pool_nhwc"). The multipliers are the
 // inputs scaled by 2^-12, so that the requantized values spread over
@@ -406,6 +407,18 @@ func (b *exampleBuilder) quantized() {
 		acc := mustExample(te.ConvToNHWC("qconv_float_acc", x, te.Constant("W", 8, 6, 3, 3), nil,
 			te.ConvAttrs{Pads: []int{1, 1, 1, 1}, Strides: []int{2, 2}}))
 		b.add("qconv_float")(te.Requantize("qconv_float", acc, I32("bias", 8), mult(8), 3, 128, tir.Uint8))
+	}
+	{
+		// A quantized SiLU tabulated (ops.TableLookup) in a channels-last
+		// qconv's epilogue: the requantized lanes index a uint8 table.
+		acc := mustExample(te.IntConv("qconv_table_acc", U8("X", 1, 7, 9, 6), I8("W", 8, 6, 3, 3), 9,
+			te.ConvAttrs{Pads: []int{1, 1, 1, 1}}, te.IntConvOptions{NHWC: true}))
+		r := mustExample(te.Requantize("qconv_table_r", acc, I32("bias", 8), mult(8), 3, 128, tir.Uint8))
+		b.add("qconv_table")(te.TableLookup("qconv_table", r, typed(tir.Uint8, true)("T", 256), 0))
+	}
+	{
+		// An int8 tensor's table (its values from -128), int8 entries.
+		b.add("i8_table")(te.TableLookup("i8_table", typed(tir.Int8, false)("X", 3, 5, 19), typed(tir.Int8, true)("T", 256), -128))
 	}
 	{
 		// DequantizeLinear of two uint8 tensors, Add, QuantizeLinear.
