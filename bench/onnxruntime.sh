@@ -4,7 +4,7 @@
 #
 #	bench/onnxruntime.sh [--model FILE]... [--zoo] [--db FILE | --no-records]
 #	                     [--rounds K] [--seconds S] [--warmup W] [--repeat R] [--cpu NAME]
-#	                     [--int8 [--threads "1 2"] [--integer] [--reduce-range]]
+#	                     [--int8 [--threads "1 2"] [--integer] [--reduce-range] [--agree N]]
 #
 # With no --model it races models/resnet18.onnx, resnet50, mobilenetv2 and
 # bert_layer (cmd/genmodels), generating those that are missing. --zoo races
@@ -73,6 +73,12 @@
 # integer kernels use vpmaddubsw on AVX2 (exact: no pair of products can
 # leave int16).
 #
+# --agree N (with --int8) checks, before the race, Tessera's int8 build
+# against onnxruntime's exact int8 kernels on N more random inputs (seeds
+# 201 on, neither the raced nor the calibration ones): within 3 steps on
+# every value, and it prints on how many of the N each side's largest
+# value (a classifier's top-1) is at the same index.
+#
 # --cpu NAME (default native) builds for that machine (tune build --cpu:
 # native, x86-64-v2, x86-64-v3, x86-64-v4, a -march name) from the records
 # tuned for it (tune --cpu); onnxruntime picks its kernels for this machine
@@ -96,20 +102,22 @@ cpu=native
 int8=0
 integer=()
 reduce_range=()
+agree=0
 threads_list="1 2"
 # given PATH: a path from the command line, made usable from the repository.
 given() {
 	if [[ $1 == /* ]]; then echo "$1"; else echo "$here/$1"; fi
 }
 usage() {
-	echo "usage: bench/onnxruntime.sh [--model FILE]... [--zoo] [--db FILE | --no-records] [--rounds K] [--seconds S] [--warmup W] [--repeat R] [--cpu NAME] [--int8 [--threads \"1 2\"] [--integer] [--reduce-range]]" >&2
+	echo "usage: bench/onnxruntime.sh [--model FILE]... [--zoo] [--db FILE | --no-records] [--rounds K] [--seconds S] [--warmup W] [--repeat R] [--cpu NAME] [--int8 [--threads \"1 2\"] [--integer] [--reduce-range] [--agree N]]" >&2
 	exit 2
 }
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--model | --db | --rounds | --seconds | --warmup | --repeat | --cpu | --threads)
+	--model | --db | --rounds | --seconds | --warmup | --repeat | --cpu | --threads | --agree)
 		[ $# -ge 2 ] || usage
 		case "$1" in
+		--agree) agree=$2 ;;
 		--cpu) cpu=$2 ;;
 		--threads) threads_list=${2//,/ } ;;
 		--model) models+=("$(given "$2")") ;;
@@ -121,7 +129,7 @@ while [ $# -gt 0 ]; do
 		esac
 		shift 2
 		;;
-	--model=* | --db=* | --rounds=* | --seconds=* | --warmup=* | --repeat=* | --cpu=* | --threads=*)
+	--model=* | --db=* | --rounds=* | --seconds=* | --warmup=* | --repeat=* | --cpu=* | --threads=* | --agree=*)
 		set -- "${1%%=*}" "${1#*=}" "${@:2}"
 		;;
 	--no-records)
@@ -158,6 +166,8 @@ done
 [ -z "$warmup" ] || [[ $warmup =~ ^[0-9]+$ ]] || { echo "onnxruntime.sh: --warmup wants an integer" >&2; exit 2; }
 [[ $threads_list =~ ^[1-9][0-9]*( [1-9][0-9]*)*$ ]] || { echo "onnxruntime.sh: --threads wants thread counts, e.g. \"1 2\"" >&2; exit 2; }
 [ "$int8" -eq 1 ] || [ "$threads_list" = "1 2" ] || { echo "onnxruntime.sh: --threads goes with --int8" >&2; exit 2; }
+[[ $agree =~ ^[0-9]+$ ]] || { echo "onnxruntime.sh: --agree wants a number of inputs" >&2; exit 2; }
+[ "$int8" -eq 1 ] || [ "$agree" -eq 0 ] || { echo "onnxruntime.sh: --agree goes with --int8" >&2; exit 2; }
 if [ "$int8" -eq 0 ] && [ $((${#integer[@]} + ${#reduce_range[@]})) -gt 0 ]; then
 	echo "onnxruntime.sh: --integer and --reduce-range go with --int8" >&2
 	exit 2
@@ -511,6 +521,27 @@ prepare_int8() {
 	node "$ort_dir/steps.mjs" "$tfile" "$fp32/$file" "$step" >&2
 	printf 'onnxruntime.sh: %s: onnxruntime int8 (default session) vs onnxruntime fp32: ' "$name" >&2
 	node "$ort_dir/steps.mjs" "$fast/$file" "$fp32/$file" "$step" >&2
+	[ "$agree" -eq 0 ] || agree_int8 "$dir" "$file" "$step"
+}
+
+# agree_int8 DIR FILE STEP: Tessera's int8 build against onnxruntime's
+# exact int8 kernels on --agree more random inputs (output FILE of each,
+# in steps STEP).
+agree_int8() {
+	local dir=$1 file=$2 step=$3 pairs=() s f flags=() ran tfile
+	for ((s = 201; s < 201 + agree; s++)); do
+		mapfile -t files < <(node "$ort_dir/input.mjs" "$model" "$dir/agree-$s" "$s")
+		flags=()
+		for f in "${files[@]}"; do flags+=(--input "$f"); done
+		ran=$("$tune" run "$qbuild" "${flags[@]}" --threads 1 -o "$dir/agree-$s/tessera" --format raw) || die "tune run $qbuild failed"
+		tfile=$(sed -n 's/^output .*\[[0-9, ]*\] → \(.*\)$/\1/p' <<<"$ran" | head -1)
+		node "$ort_dir/run.mjs" "$qmodel" "$dir/agree-$s/ort" "${flags[@]}" --config session.x64quantprecision=1 >/dev/null ||
+			die "onnxruntime failed on $qmodel"
+		pairs+=("$tfile" "$dir/agree-$s/ort/$file")
+	done
+	printf 'onnxruntime.sh: %s: Tessera int8 vs onnxruntime int8 (exact kernels): ' "$name" >&2
+	node "$ort_dir/agree.mjs" "$step" 3 "${pairs[@]}" >&2 ||
+		die "$name: Tessera's and onnxruntime's int8 outputs differ: no race"
 }
 
 run_tessera8() { "$tune" bench "$qbuild" --threads "$1" --warmup "$2" --repeat "$3"; }
