@@ -249,3 +249,44 @@ func TestDefaultMatrixVector(t *testing.T) {
 	}
 	checkLowered(t, d, st, rule, 3)
 }
+
+// TestDefaultChannelsLastPool: a global average pool of a channels-last
+// map with few channels is factored (its output is too small for the
+// cores), and the partial sums' loop over the chunks of pixels is the
+// outermost, so each chunk is read once for every channel (with the
+// channels outermost, each channel walked the whole map at the stride of
+// a pixel). A pool of an NCHW map, which reads along the pixels, keeps
+// the channels outermost. Both compute what the reference evaluator does.
+func TestDefaultChannelsLastPool(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		pool         func() (*te.Tensor, error)
+		factorsFirst bool
+	}{
+		{"nhwc", func() (*te.Tensor, error) { return te.GlobalAveragePoolNHWC("gap", te.Placeholder("X", 1, 30, 24, 16)) }, true},
+		{"nchw", func() (*te.Tensor, error) { return te.GlobalAveragePool("gap", te.Placeholder("X", 1, 16, 30, 24)) }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := c.pool()
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, st, rule := defaultOf(t, out)
+			var rf *schedule.Stage
+			for _, s := range st.Stages {
+				if strings.HasSuffix(s.Tensor.Name, ".rf") {
+					rf = s
+				}
+			}
+			if rf == nil {
+				t.Fatalf("no partial reduction (%s):\n%v", rule, st)
+			}
+			// The factor axis is the partial sums' last spatial axis.
+			factor := rf.Tensor.Axis[len(rf.Tensor.Axis)-1].Var.Name
+			if first := strings.HasPrefix(rf.Iters[0].Name, factor); first != c.factorsFirst {
+				t.Errorf("outermost loop of %s is %s (factor %s): factor first %v, want %v\n%v", rf.Tensor.Name, rf.Iters[0].Name, factor, first, c.factorsFirst, st)
+			}
+			checkLowered(t, d, st, rule, 5)
+		})
+	}
+}

@@ -372,11 +372,54 @@ func (addRfactor) Apply(g *generator, s *schedule.State, i int) ([]next, error) 
 		if err != nil {
 			return nil, err
 		}
+		if part == first && contiguousSpatial(n, i) {
+			// A channels-last pooling (out[c] = Σ x[h, w, c]): with the
+			// partial sums' loop over c outermost, each channel walked
+			// the whole input at the stride of a pixel (a 1.8 MB map of
+			// 32 channels took 1.2 ms); the chunks of pixels outermost,
+			// each reads its pixels once, every channel of them.
+			rf := n.Stages[i]
+			ns := len(rf.Tensor.Axis)
+			order := []int{ns - 1}
+			for p := range len(rf.Iters) {
+				if p != ns-1 {
+					order = append(order, p)
+				}
+			}
+			if n, err = n.Apply(&schedule.Reorder{Stage: i, Order: order}); err != nil {
+				return nil, err
+			}
+		}
 		// The partial reduction now sits at i, the final one at i+1; both
 		// are left to annotation.
 		out = append(out, next{n, i - 1})
 	}
 	return out, nil
+}
+
+// contiguousSpatial reports whether stage i (a partial reduction whose
+// last spatial axis is its factor) reads some input along its contiguous
+// last axis by one of its other spatial axes: a reduction over the outer
+// axes of a channels-last tensor.
+func contiguousSpatial(s *schedule.State, i int) bool {
+	t := s.Stages[i].Tensor
+	if len(t.Axis) < 2 || len(t.ReduceAxis) == 0 {
+		return false
+	}
+	spatial := map[*tir.Var]bool{}
+	for _, a := range t.Axis[:len(t.Axis)-1] {
+		if a.Extent > 1 {
+			spatial[a.Var] = true
+		}
+	}
+	found := false
+	tir.WalkExpr(t.Body, func(e tir.Expr) bool {
+		if l, ok := e.(*tir.Load); ok && len(l.Indices) > 0 && l.Buf.Shape[len(l.Buf.Shape)-1] > 1 {
+			found = found || tir.UsesVar(l.Indices[len(l.Indices)-1], isIn(spatial))
+		}
+		return !found
+	})
+	return found
 }
 
 // addCacheWrite gives a stage with data reuse and no fusible consumer a

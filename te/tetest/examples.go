@@ -210,6 +210,8 @@ func (b *exampleBuilder) build() {
 		ct := mustExample(te.ConvToNHWC("conv", P("X", 1, 3, 9, 7), K("W", 8, 3, 3, 3), K("bias", 8), te.ConvAttrs{Pads: []int{1, 1, 1, 1}, Strides: []int{2, 2}}))
 		b.add("conv_to_nhwc_bias_relu")(te.Relu("relu", ct))
 		b.add("maxpool_nhwc")(te.MaxPoolNHWC("maxpool_nhwc", P("X", 1, 9, 9, 6), te.PoolAttrs{KernelShape: []int{3, 3}, Strides: []int{2, 2}, Pads: []int{1, 1, 1, 1}}))
+		// A squeeze-excite's pool: few channels, many pixels (factored).
+		b.add("global_average_pool_nhwc")(te.GlobalAveragePoolNHWC("global_average_pool_nhwc", P("X", 1, 9, 11, 6)))
 		u := K("U", 6, 6, 5, 8)
 		wc := mustExample(te.WinogradConv2DNHWC("conv", P("X", 1, 7, 7, 5), u, 4, []int{1, 1, 1, 1}))
 		b.add("winograd4_nhwc_bias_relu")(te.Relu("relu", mustExample(te.Add("bias_add", wc, K("bias", 8)))))
