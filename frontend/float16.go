@@ -8,31 +8,33 @@ import (
 	"github.com/tessera-ml/tessera/graph"
 )
 
-// Float16 models compute in float32. Kernels hold every floating-point
-// value as a float32 (no CPU target has half-precision arithmetic), so
-// computeFloat16InFloat32 rewrites a graph's float16 into float32 before
-// shape inference: its float16 constants (initializers, Constant and
-// ConstantOfShape values) become float32 tensors of the same values, a
-// float16 input is read through a Cast to float32, an op told to make
-// float16 (a "dtype" attribute) makes float32, a float16 output is the
-// float32 result rounded to float16 by a Cast, and a Cast to float16
-// inside the graph keeps its rounding (its float16 value read through a
-// Cast back to float32). Afterwards float16 values are only the model's
-// inputs and outputs and the results of its Casts to float16, and every op
-// but Cast sees float32: the model runs as its float32 twin would, with
-// the float16 roundings its Casts ask for, not those of float16
-// arithmetic between them (more accurate than float16 arithmetic; results
-// may differ from a float16 runtime's by float16's rounding, 2^-11
-// relative per op). It reports whether the graph had float16.
-func computeFloat16InFloat32(g *graph.Graph) (bool, error) {
+// Float16 and bfloat16 models compute in float32. Kernels hold every
+// floating-point value as a float32 (no CPU target has half-precision
+// arithmetic), so computeHalfInFloat32 rewrites a graph's values of one
+// half-precision type (half: float16 or bfloat16) into float32 before
+// shape inference: its constants of that type (initializers, Constant and
+// ConstantOfShape values) become float32 tensors of the same values, an
+// input of that type is read through a Cast to float32, an op told to
+// make it (a "dtype" attribute) makes float32, an output of that type is
+// the float32 result rounded by a Cast, and a Cast to the type inside the
+// graph keeps its rounding (its value read through a Cast back to
+// float32). Afterwards values of the type are only the model's inputs and
+// outputs and the results of its Casts to it, and every op but Cast sees
+// float32: the model runs as its float32 twin would, with the roundings
+// its Casts ask for, not those of half-precision arithmetic between them
+// (more accurate; results may differ from a half-precision runtime's by
+// one rounding per op: 2^-11 relative for float16, 2^-8 for bfloat16). It
+// reports whether the graph had values of the type.
+func computeHalfInFloat32(g *graph.Graph, half graph.DType) (bool, error) {
+	halfType := int64(half.ONNX())
 	for _, n := range g.Nodes {
 		for _, name := range slices.Sorted(maps.Keys(n.Attrs)) {
-			if a := n.Attrs[name]; a.Kind == graph.AttrGraph && a.G != nil && hasFloat16(a.G) {
-				return false, graph.Unsupportedf("node %s (%s): float16 inside its subgraph %s (float16 is taken in the main graph only; convert the model to float32)", n.Name, n.OpType, name)
+			if a := n.Attrs[name]; a.Kind == graph.AttrGraph && a.G != nil && hasHalf(a.G, half) {
+				return false, graph.Unsupportedf("node %s (%s): %s inside its subgraph %s (%s is taken in the main graph only; convert the model to float32)", n.Name, n.OpType, half, name, half)
 			}
 		}
 	}
-	if !hasFloat16(g) {
+	if !hasHalf(g, half) {
 		return false, nil
 	}
 	// The types the model declares for its outputs are checked against
@@ -49,7 +51,7 @@ func computeFloat16InFloat32(g *graph.Graph) (bool, error) {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(g.Values)) {
-		if v := g.Values[name]; v.Const != nil && v.Const.DType == graph.Float16 {
+		if v := g.Values[name]; v.Const != nil && v.Const.DType == half {
 			c := v.Const.Clone()
 			c.DType = graph.Float32
 			v.Const, v.DType = c, graph.Float32
@@ -71,7 +73,7 @@ func computeFloat16InFloat32(g *graph.Graph) (bool, error) {
 		}
 	}
 	for _, name := range g.Inputs {
-		if g.Values[name].DType != graph.Float16 {
+		if g.Values[name].DType != half {
 			continue
 		}
 		f := freshName(g, name+"_float32")
@@ -87,14 +89,14 @@ func computeFloat16InFloat32(g *graph.Graph) (bool, error) {
 	roundInto := map[string]string{} // an op's renamed result → the output it rounds into
 	for _, name := range g.Outputs {
 		v := g.Values[name]
-		half := v != nil && (v.DType == graph.Float16 || g.Declared[name].DType == graph.Float16 ||
-			typed.Values[name] != nil && typed.Values[name].DType == graph.Float16)
+		half := v != nil && (v.DType == half || g.Declared[name].DType == half ||
+			typed.Values[name] != nil && typed.Values[name].DType == half)
 		if !half || rounded[name] || g.IsInput(name) {
 			continue
 		}
 		rounded[name] = true
 		p := producers[name]
-		if p != nil && isCastTo(p, float16Type) {
+		if p != nil && isCastTo(p, halfType) {
 			continue
 		}
 		f := freshName(g, name+"_float32")
@@ -102,7 +104,7 @@ func computeFloat16InFloat32(g *graph.Graph) (bool, error) {
 		g.Values[f] = v
 		delete(g.Values, name)
 		if p == nil { // a constant
-			nodes = append(nodes, cast(f, name, float16Type))
+			nodes = append(nodes, cast(f, name, halfType))
 			continue
 		}
 		for k, o := range p.Outputs {
@@ -115,18 +117,18 @@ func computeFloat16InFloat32(g *graph.Graph) (bool, error) {
 	for _, n := range g.Nodes {
 		for name, a := range n.Attrs {
 			switch {
-			case a.Kind == graph.AttrTensor && a.T != nil && a.T.DType == graph.Float16:
+			case a.Kind == graph.AttrTensor && a.T != nil && a.T.DType == half:
 				t := a.T.Clone()
 				t.DType = graph.Float32
 				n.Attrs[name] = graph.Attr{Kind: graph.AttrTensor, T: t}
-			case name == "dtype" && a.Kind == graph.AttrInt && a.I == float16Type:
+			case name == "dtype" && a.Kind == graph.AttrInt && a.I == halfType:
 				n.Attrs[name] = graph.Attr{Kind: graph.AttrInt, I: float32Type}
 			}
 		}
 		nodes = append(nodes, n)
 		for _, out := range n.Outputs {
 			if name, ok := roundInto[out]; ok {
-				nodes = append(nodes, cast(out, name, float16Type))
+				nodes = append(nodes, cast(out, name, halfType))
 			}
 		}
 	}
@@ -136,7 +138,7 @@ func computeFloat16InFloat32(g *graph.Graph) (bool, error) {
 	var all []*graph.Node
 	for _, n := range nodes {
 		all = append(all, n)
-		if !isCastTo(n, float16Type) {
+		if !isCastTo(n, halfType) {
 			continue
 		}
 		out := n.Outputs[0]
@@ -161,11 +163,8 @@ func computeFloat16InFloat32(g *graph.Graph) (bool, error) {
 	return true, nil
 }
 
-// The ONNX data type numbers the rewrite reads and writes.
-var (
-	float32Type = int64(graph.Float32.ONNX())
-	float16Type = int64(graph.Float16.ONNX())
-)
+// float32Type is the ONNX data type number of float32.
+var float32Type = int64(graph.Float32.ONNX())
 
 // isCastTo reports whether n is a Cast to the ONNX data type to.
 func isCastTo(n *graph.Node, to int64) bool {
@@ -173,23 +172,24 @@ func isCastTo(n *graph.Node, to int64) bool {
 	return n.OpType == "Cast" && n.Domain == "" && err == nil && t == to
 }
 
-// hasFloat16 reports whether g has a float16 value, constant, tensor
-// attribute or Cast to float16.
-func hasFloat16(g *graph.Graph) bool {
+// hasHalf reports whether g has a value, constant or tensor attribute of
+// half-precision type half, or a Cast to it.
+func hasHalf(g *graph.Graph, half graph.DType) bool {
+	halfType := int64(half.ONNX())
 	for _, v := range g.Values {
-		if v.DType == graph.Float16 || v.Const != nil && v.Const.DType == graph.Float16 {
+		if v.DType == half || v.Const != nil && v.Const.DType == half {
 			return true
 		}
 	}
 	for _, d := range g.Declared {
-		if d.DType == graph.Float16 {
+		if d.DType == half {
 			return true
 		}
 	}
 	for _, n := range g.Nodes {
 		for name, a := range n.Attrs {
-			if a.Kind == graph.AttrTensor && a.T != nil && a.T.DType == graph.Float16 ||
-				a.Kind == graph.AttrInt && a.I == float16Type && (name == "dtype" || name == "to" && n.OpType == "Cast") {
+			if a.Kind == graph.AttrTensor && a.T != nil && a.T.DType == half ||
+				a.Kind == graph.AttrInt && a.I == halfType && (name == "dtype" || name == "to" && n.OpType == "Cast") {
 				return true
 			}
 		}
@@ -206,4 +206,72 @@ func freshName(g *graph.Graph, name string) string {
 		}
 		s = fmt.Sprintf("%s_%d", name, i)
 	}
+}
+
+// bfloat16AtBoundary makes a bfloat16 model's inputs and outputs float32
+// values, after computeHalfInFloat32: an input is taken as float32 and
+// rounded to bfloat16 (to nearest, ties to even) on entry; an output is
+// the bfloat16 result written as float32, exactly. Unlike float16, which
+// the runtime takes and returns as such (TESSERA_FLOAT16), bfloat16 has
+// no type in numpy's files nor in most callers' languages: the values
+// cross the API as the float32s they are.
+func bfloat16AtBoundary(g *graph.Graph) {
+	bf16 := int64(graph.BFloat16.ONNX())
+	cast := func(in, out string, to int64) *graph.Node {
+		g.Value(out)
+		return &graph.Node{Name: out, OpType: "Cast", Inputs: []string{in}, Outputs: []string{out}, Attrs: map[string]graph.Attr{"to": {Kind: graph.AttrInt, I: to}}}
+	}
+	float32At := func(name string) {
+		g.Values[name].DType = graph.Float32
+		if d, ok := g.Declared[name]; ok && d.DType == graph.BFloat16 {
+			d.DType = graph.Float32
+			g.Declared[name] = d
+		}
+	}
+	var entry []*graph.Node
+	for _, name := range g.Inputs {
+		if g.Values[name].DType != graph.BFloat16 {
+			continue
+		}
+		r := freshName(g, name+"_bfloat16")
+		for _, n := range g.Nodes {
+			for i, in := range n.Inputs {
+				if in == name {
+					n.Inputs[i] = r
+				}
+			}
+		}
+		float32At(name)
+		entry = append(entry, cast(name, r, bf16))
+	}
+	producers := g.Producers()
+	var nodes []*graph.Node
+	exits := map[*graph.Node][]*graph.Node{}
+	for _, name := range g.Outputs {
+		v, p := g.Values[name], producers[name]
+		if v == nil || v.DType != graph.BFloat16 && g.Declared[name].DType != graph.BFloat16 || p == nil {
+			continue
+		}
+		r := freshName(g, name+"_bfloat16")
+		for k, o := range p.Outputs {
+			if o == name {
+				p.Outputs[k] = r
+			}
+		}
+		for _, n := range g.Nodes {
+			for i, in := range n.Inputs {
+				if in == name {
+					n.Inputs[i] = r
+				}
+			}
+		}
+		float32At(name)
+		exits[p] = append(exits[p], cast(r, name, float32Type))
+	}
+	nodes = append(nodes, entry...)
+	for _, n := range g.Nodes {
+		nodes = append(nodes, n)
+		nodes = append(nodes, exits[n]...)
+	}
+	g.Nodes = nodes
 }

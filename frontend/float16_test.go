@@ -10,55 +10,75 @@ import (
 	"github.com/x448/float16"
 
 	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/tir"
 )
 
-// halfModel is y = Relu(x + w) · c in float16: x a float16 input, w a
-// float16 initializer, c = Cast(to=float16)(x32) computed from a float32
-// input, y a declared float16 output; z = Cast(to=float32)(y) is a
-// second, float32 output.
-func halfModel(w []float32) *graph.Graph {
+// halfModel is y = Relu(x + w) · c in half precision dt (float16 or
+// bfloat16): x an input of dt, w an initializer of dt, c = Cast(to=dt)(x32)
+// computed from a float32 input, y a declared output of dt; z =
+// Cast(to=float32)(y) is a second, float32 output.
+func halfModel(w []float32, dt graph.DType) *graph.Graph {
 	g := graph.New("half", 17)
-	g.AddInput("x", graph.Float16, []int{4})
+	g.AddInput("x", dt, []int{4})
 	g.AddInput("x32", graph.Float32, []int{4})
-	g.AddConst("w", &graph.Tensor{DType: graph.Float16, Shape: []int{4}, F32: w})
+	g.AddConst("w", &graph.Tensor{DType: dt, Shape: []int{4}, F32: w})
 	g.AddNode(&graph.Node{Name: "add", OpType: "Add", Inputs: []string{"x", "w"}, Outputs: []string{"s"}})
 	g.AddNode(&graph.Node{Name: "relu", OpType: "Relu", Inputs: []string{"s"}, Outputs: []string{"r"}})
-	g.AddNode(&graph.Node{Name: "half", OpType: "Cast", Inputs: []string{"x32"}, Outputs: []string{"c"}, Attrs: map[string]graph.Attr{"to": {Kind: graph.AttrInt, I: 10}}})
+	g.AddNode(&graph.Node{Name: "half", OpType: "Cast", Inputs: []string{"x32"}, Outputs: []string{"c"}, Attrs: map[string]graph.Attr{"to": {Kind: graph.AttrInt, I: int64(dt.ONNX())}}})
 	g.AddNode(&graph.Node{Name: "mul", OpType: "Mul", Inputs: []string{"r", "c"}, Outputs: []string{"y"}})
 	g.AddNode(&graph.Node{Name: "wide", OpType: "Cast", Inputs: []string{"y"}, Outputs: []string{"z"}, Attrs: map[string]graph.Attr{"to": {Kind: graph.AttrInt, I: 1}}})
 	g.Outputs = []string{"y", "z"}
-	g.Declared = map[string]graph.Decl{"y": {DType: graph.Float16, Shape: []int{4}}, "z": {DType: graph.Float32, Shape: []int{4}}}
+	g.Declared = map[string]graph.Decl{"y": {DType: dt, Shape: []int{4}}, "z": {DType: graph.Float32, Shape: []int{4}}}
 	return g
 }
 
-// TestFloat16InFloat32: a float16 model loads with float16 only at its
-// inputs, its outputs and its Casts to float16, every other op computing
-// in float32; with its inputs frozen, the folded outputs are the float32
-// computation rounded where the model's Casts round.
+// TestFloat16InFloat32: a float16 or bfloat16 model loads with that type
+// only at its inputs, its outputs and its Casts to it (a bfloat16 model
+// only at its Casts: its inputs and outputs are float32 at the API), every
+// other op computing in float32; with its inputs frozen, the folded
+// outputs are the float32 computation rounded where the model's Casts and
+// its inputs and outputs round (ties to even).
 func TestFloat16InFloat32(t *testing.T) {
+	for _, c := range []struct {
+		dt    graph.DType
+		round func(float64) float32
+		inf   bool // 1000.001·65519 overflows
+	}{
+		{graph.Float16, func(v float64) float32 { return float16.Fromfloat32(float32(v)).Float32() }, true},
+		{graph.BFloat16, func(v float64) float32 { return tir.RoundBFloat16(float32(v)) }, false},
+	} {
+		t.Run(c.dt.String(), func(t *testing.T) { checkHalfModel(t, c.dt, c.round, c.inf) })
+	}
+}
+
+func checkHalfModel(t *testing.T, dt graph.DType, round func(float64) float32, inf bool) {
 	w := []float32{0.5, -1, 0.25, 1000}
-	l, err := Prepare(halfModel(w), "half.onnx", LoadOptions{NoPass: map[string]bool{"fold-constants": true}})
+	l, err := Prepare(halfModel(w, dt), "half.onnx", LoadOptions{NoPass: map[string]bool{"fold-constants": true}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := l.Graph
-	if len(l.Notes) != 1 || !strings.Contains(l.Notes[0], "computed in float32") {
-		t.Errorf("notes %q: want one saying float16 is computed in float32", l.Notes)
+	if len(l.Notes) != 1 || !strings.Contains(l.Notes[0], "has "+dt.String()+" values: they are computed in float32") {
+		t.Errorf("notes %q: want one saying %s is computed in float32", l.Notes, dt)
 	}
 	for _, n := range g.Nodes {
 		to, _ := n.Int("to", 0)
 		for _, name := range slices.Concat(n.Inputs, n.Outputs) {
 			v := g.Values[name]
-			ok := v.DType != graph.Float16 || n.OpType == "Cast" || name == "x"
+			ok := v.DType != dt || n.OpType == "Cast" || name == "x"
 			if !ok {
-				t.Errorf("node %s (%s) reads or writes %s of float16", n.Name, n.OpType, name)
+				t.Errorf("node %s (%s) reads or writes %s of %s", n.Name, n.OpType, name, dt)
 			}
 		}
-		if n.OpType == "Cast" && to == 10 && g.Values[n.Outputs[0]].DType != graph.Float16 {
-			t.Errorf("Cast %s to float16 makes %s", n.Name, g.Values[n.Outputs[0]].DType)
+		if n.OpType == "Cast" && to == int64(dt.ONNX()) && g.Values[n.Outputs[0]].DType != dt {
+			t.Errorf("Cast %s to %s makes %s", n.Name, dt, g.Values[n.Outputs[0]].DType)
 		}
 	}
-	for name, want := range map[string]graph.DType{"x": graph.Float16, "x32": graph.Float32, "y": graph.Float16, "z": graph.Float32, "w": graph.Float32} {
+	io := dt // bfloat16 inputs and outputs are float32 at the API
+	if dt == graph.BFloat16 {
+		io = graph.Float32
+	}
+	for name, want := range map[string]graph.DType{"x": io, "x32": graph.Float32, "y": io, "z": graph.Float32, "w": graph.Float32} {
 		if got := g.Values[name].DType; got != want {
 			t.Errorf("%s is %s, want %s", name, got, want)
 		}
@@ -67,14 +87,13 @@ func TestFloat16InFloat32(t *testing.T) {
 		t.Errorf("inputs %v, outputs %v: the model's names must stay", g.Inputs, g.Outputs)
 	}
 
-	// Frozen inputs fold: y = roundhalf(Relu(x + w) · roundhalf(x32)).
+	// Frozen inputs fold: y = round(Relu(x + w) · round(x32)).
 	x := []string{"1.5", "0.75", "-3", "0.001"}
 	x32 := []string{"0.1", "3", "7", "65519"}
-	l, err = Prepare(halfModel(w), "half.onnx", LoadOptions{Freeze: map[string][]string{"x": x, "x32": x32}})
+	l, err = Prepare(halfModel(w, dt), "half.onnx", LoadOptions{Freeze: map[string][]string{"x": x, "x32": x32}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	round := func(v float64) float32 { return float16.Fromfloat32(float32(v)).Float32() }
 	var want []float32
 	for i := range w {
 		xi := round(parse(t, x[i]))
@@ -90,8 +109,8 @@ func TestFloat16InFloat32(t *testing.T) {
 			t.Errorf("%s = %v, want %v", name, c.F32, want)
 		}
 	}
-	if math.IsInf(float64(want[3]), 1) != true {
-		t.Errorf("the test means 1000.001·65519 to round to +inf in float16: %v", want[3])
+	if math.IsInf(float64(want[3]), 1) != inf {
+		t.Errorf("1000.001·65519 rounds to %v in %s", want[3], dt)
 	}
 }
 

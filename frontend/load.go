@@ -99,12 +99,18 @@ func Prepare(g *graph.Graph, path string, opts LoadOptions) (*Loaded, error) {
 	if err := g.Bind(inputs); err != nil {
 		return nil, err
 	}
-	half, err := computeFloat16InFloat32(g)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if half {
-		l.Notes = append(l.Notes, fmt.Sprintf("%s has float16 values: they are computed in float32 (float16 inputs converted on entry, float16 outputs and Casts rounded to float16)", path))
+	for _, dt := range []graph.DType{graph.Float16, graph.BFloat16} {
+		half, err := computeHalfInFloat32(g, dt)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		switch {
+		case half && dt == graph.BFloat16:
+			bfloat16AtBoundary(g)
+			l.Notes = append(l.Notes, fmt.Sprintf("%s has bfloat16 values: they are computed in float32 (bfloat16 inputs and outputs are float32 at the API, inputs rounded to bfloat16 on entry; outputs and Casts rounded to bfloat16)", path))
+		case half:
+			l.Notes = append(l.Notes, fmt.Sprintf("%s has %s values: they are computed in float32 (%s inputs converted on entry, %s outputs and Casts rounded to %s)", path, dt, dt, dt, dt))
+		}
 	}
 	if err := RunPasses(g, opts.NoPass); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -108,7 +108,7 @@ func (t *Tensor) Check() error {
 	}
 	n := t.Len()
 	switch t.DType {
-	case Float32, Float16:
+	case Float32, Float16, BFloat16:
 		if len(t.F32) != n {
 			return fmt.Errorf("%s tensor of shape %v has %d elements", t.DType, t.Shape, len(t.F32))
 		}

@@ -20,14 +20,15 @@ import (
 	"sort"
 )
 
-// DType is the element type of a value. float32 and float16 hold their
-// values in Tensor.F32 (a float16 value exactly, as a float32); the integer
-// types and bool in Tensor.I64 (bool as 0 and 1). The decoder rejects other
-// types (bfloat16, float64, strings) by name. Kernels compute float16
-// values in float32: frontend.Load leaves float16 only at the model's
-// inputs and outputs and its Casts (see its float16 rewrite). BFloat16
-// is no model's type: it is the storage of the weights a bf16-precision
-// build rounds (Graph.BF16), held in Tensor.F32 as float16 is.
+// DType is the element type of a value. float32, float16 and bfloat16 hold
+// their values in Tensor.F32 (a float16 or bfloat16 value exactly, as a
+// float32); the integer types and bool in Tensor.I64 (bool as 0 and 1).
+// The decoder rejects other types (float64, strings, the 8- and 4-bit
+// floats) by name. Kernels compute float16 and bfloat16 values in
+// float32: frontend.Load leaves them only at the model's inputs and
+// outputs and its Casts (see its half-precision rewrite). BFloat16 is
+// also the storage of the weights a bf16-precision build rounds
+// (Graph.BF16).
 type DType uint8
 
 const (
@@ -42,7 +43,7 @@ const (
 	Uint32
 	Bool
 	Float16  // IEEE half precision, held in Tensor.F32 (see DType)
-	BFloat16 // bfloat16, held in Tensor.F32; made by the bf16 precision only (see DType)
+	BFloat16 // bfloat16, held in Tensor.F32 (see DType)
 )
 
 // dtypeInfo gives each dtype its name and ONNX TensorProto data type number.
@@ -83,7 +84,7 @@ func (d DType) ONNX() int32 {
 // for a type the graph does not hold.
 func DTypeFromONNX(t int32) (d DType, ok bool) {
 	for i, info := range dtypeInfo {
-		if i != int(Undefined) && i != int(BFloat16) && info.onnx == t {
+		if i != int(Undefined) && info.onnx == t {
 			return DType(i), true
 		}
 	}

@@ -89,7 +89,7 @@ func compare(op tir.CmpOp, a, b float64) bool {
 }
 
 // castType is Cast's output dtype: the "to" attribute. A type the graph
-// does not hold (bfloat16, float64, string) is unsupported; the zero dtype
+// does not hold (float64, string, ...) is unsupported; the zero dtype
 // stands for it so that Lower reports the error.
 func castType(c *InferCtx) graph.DType {
 	to, _ := c.N.Int("to", 0)
@@ -108,7 +108,7 @@ func castTarget(c *lowerCtx) (graph.DType, error) {
 	}
 	d, ok := graph.DTypeFromONNX(int32(to))
 	if !ok {
-		return 0, graph.Unsupportedf("Cast at node %s: to data type %d (float32, float16, integers and bool are supported)", c.n.Name, to)
+		return 0, graph.Unsupportedf("Cast at node %s: to data type %d (float32, float16, bfloat16, integers and bool are supported)", c.n.Name, to)
 	}
 	return d, nil
 }
@@ -126,9 +126,9 @@ func lowerCastOp(c *lowerCtx) ([]*te.Tensor, error) {
 
 // lowerCast: to an integer type, a float truncates toward zero (the width's
 // wrap-around is not modelled: values stay within ±2^24); to bool, nonzero
-// is 1; to float16, the float32 value is rounded to the nearest float16
-// (kernels compute float16 in float32); integers, bools and float16 values
-// are already exact float32 values.
+// is 1; to float16 or bfloat16, the float32 value is rounded to the
+// nearest one, ties to even (kernels compute both in float32); integers,
+// bools and float16 and bfloat16 values are already exact float32 values.
 func lowerCast(c *lowerCtx, v []tir.Expr) tir.Expr {
 	to, err := castTarget(c)
 	from := c.dtype(0)
@@ -140,6 +140,11 @@ func lowerCast(c *lowerCtx, v []tir.Expr) tir.Expr {
 			return v[0] // within ±255: each one a float16
 		}
 		return tir.CallE("roundhalf", v[0])
+	case to == graph.BFloat16:
+		if from == graph.Bool || from == graph.Int8 || from == graph.Uint8 {
+			return v[0] // within ±256: each one a bfloat16
+		}
+		return &tir.Cast{To: tir.Float32, X: &tir.Cast{To: tir.BFloat16, X: v[0]}}
 	case to == graph.Bool:
 		return boolE(truthE(v[0]))
 	case from.IsFloat():
@@ -174,8 +179,11 @@ func evalCast(c *InferCtx, in []*graph.Tensor) ([]*graph.Tensor, error) {
 		out.F32 = make([]float32, len(vals))
 		for i, v := range vals {
 			out.F32[i] = float32(v)
-			if to == graph.Float16 {
+			switch to {
+			case graph.Float16:
 				out.F32[i] = float16.Fromfloat32(out.F32[i]).Float32()
+			case graph.BFloat16:
+				out.F32[i] = tir.RoundBFloat16(out.F32[i])
 			}
 		}
 	}

@@ -261,7 +261,7 @@ var craftedModels = []struct {
 	{craftedModel{"bfloat16_input", unary("bf16", "Relu", []int{1, 4}, nil), func(m *onnxpb.ModelProto) {
 		m.Graph.Input[0].Type.GetTensorType().ElemType = int32(onnxpb.TensorProto_BFLOAT16)
 		setOutputType(onnxpb.TensorProto_BFLOAT16, 1, 4)(m)
-	}}, false},
+	}}, true},
 	{craftedModel{"string_input", unary("str", "Relu", []int{1, 4}, nil), func(m *onnxpb.ModelProto) {
 		m.Graph.Input[0].Type.GetTensorType().ElemType = int32(onnxpb.TensorProto_STRING)
 	}}, false},

@@ -491,6 +491,28 @@ func TensorFromProto(tp *onnxpb.TensorProto) (*graph.Tensor, error) {
 		default:
 			return nil, fmt.Errorf("tensor %s: no float16 data for shape %v", name, shape)
 		}
+	case graph.BFloat16:
+		// As float16: raw 2 bytes each, or an int32_data element's low 16
+		// bits; a bfloat16 is a float32's upper half.
+		t.F32 = make([]float32, n)
+		switch {
+		case raw != nil:
+			if int64(len(raw)) != 2*n {
+				return nil, fmt.Errorf("tensor %s: %d bytes of raw bfloat16 data for shape %v", name, len(raw), shape)
+			}
+			for i := range t.F32 {
+				t.F32[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(raw[2*i:])) << 16)
+			}
+		case int64(len(tp.GetInt32Data())) == n:
+			for i, v := range tp.GetInt32Data() {
+				if v < 0 || v > math.MaxUint16 {
+					return nil, fmt.Errorf("tensor %s: bfloat16 element %d is stored as %d, not 16 bits", name, i, v)
+				}
+				t.F32[i] = math.Float32frombits(uint32(v) << 16)
+			}
+		default:
+			return nil, fmt.Errorf("tensor %s: no bfloat16 data for shape %v", name, shape)
+		}
 	default:
 		w := intWidth(dt)
 		switch {

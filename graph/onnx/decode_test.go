@@ -65,12 +65,13 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 }
 
 func TestDecodeTypedData(t *testing.T) {
-	// float_data, int64_data and int32_data (float16's bits) instead of
-	// raw_data.
+	// float_data, int64_data and int32_data (float16's and bfloat16's
+	// bits) instead of raw_data.
 	for _, tp := range []*onnxpb.TensorProto{
 		{Name: "f", DataType: int32(onnxpb.TensorProto_FLOAT), Dims: []int64{2}, FloatData: []float32{1.5, -2}},
 		{Name: "i", DataType: int32(onnxpb.TensorProto_INT64), Dims: []int64{1, 2}, Int64Data: []int64{7, -8}},
 		{Name: "h", DataType: int32(onnxpb.TensorProto_FLOAT16), Dims: []int64{4}, Int32Data: []int32{0x3e00, 0xc000, 0x7bff, 0x0001}},
+		{Name: "b", DataType: int32(onnxpb.TensorProto_BFLOAT16), Dims: []int64{4}, Int32Data: []int32{0x3fc0, 0xc000, 0x7f7f, 0x0001}},
 	} {
 		got, err := TensorFromProto(tp)
 		if err != nil {
@@ -82,6 +83,9 @@ func TestDecodeTypedData(t *testing.T) {
 		}
 		if tp.Name == "h" && !slices.Equal(got.F32, []float32{1.5, -2, 65504, 0x1p-24}) {
 			t.Errorf("float16 bits %#x decoded as %v", tp.Int32Data, got.F32)
+		}
+		if tp.Name == "b" && !slices.Equal(got.F32, []float32{1.5, -2, 0x1.fep127, 0x1p-133}) {
+			t.Errorf("bfloat16 bits %#x decoded as %v", tp.Int32Data, got.F32)
 		}
 	}
 }
@@ -128,9 +132,10 @@ func TestDecodeErrors(t *testing.T) {
 		{"raw data too short", model(func(m *onnxpb.ModelProto) { init(m, "w").RawData = make([]byte, 8) }), "tensor w: 8 bytes of raw data for shape [2 3 1 1]", false},
 		{"huge dims, little data", model(func(m *onnxpb.ModelProto) { init(m, "w").Dims = []int64{1 << 20, 1 << 18} }), "tensor w: 24 bytes of raw data for shape [1048576 262144]", false},
 		{"dims past the element cap", model(func(m *onnxpb.ModelProto) { init(m, "w").Dims = []int64{1 << 30, 1 << 30} }), "tensor w: dims", false},
-		{"bfloat16 input", model(func(m *onnxpb.ModelProto) {
-			m.Graph.Input[0].Type.GetTensorType().ElemType = int32(onnxpb.TensorProto_BFLOAT16)
-		}), "input x: data type BFLOAT16", true},
+		{"bfloat16 raw data too short", model(func(m *onnxpb.ModelProto) {
+			w := init(m, "w")
+			w.DataType, w.RawData = int32(onnxpb.TensorProto_BFLOAT16), make([]byte, 13)
+		}), "tensor w: 13 bytes of raw bfloat16 data for shape [2 3 1 1]", false},
 		{"int4 initializer", model(func(m *onnxpb.ModelProto) { init(m, "w").DataType = 22 }), "tensor w: data type INT4", true},
 		{"float8 input", model(func(m *onnxpb.ModelProto) {
 			m.Graph.Input[0].Type.GetTensorType().ElemType = 17
@@ -224,9 +229,9 @@ func TestDecodeSubgraphErrors(t *testing.T) {
 		{"graph attribute without a graph", model(func(m *onnxpb.ModelProto) { m.Graph.Node[1].Attribute[0].G = nil }), "graph attribute without a graph"},
 		{"graphs attribute", model(func(m *onnxpb.ModelProto) { m.Graph.Node[1].Attribute[0].Type = onnxpb.AttributeProto_GRAPHS }), "attribute type GRAPHS"},
 		{"nested too deep", model(func(m *onnxpb.ModelProto) { nest(m, maxNesting+1) }), "nest more than 64 deep"},
-		{"bfloat16 in a branch", model(func(m *onnxpb.ModelProto) {
-			branch(m).Initializer[0].DataType = int32(onnxpb.TensorProto_BFLOAT16)
-		}), "data type BFLOAT16"},
+		{"double in a branch", model(func(m *onnxpb.ModelProto) {
+			branch(m).Initializer[0].DataType = int32(onnxpb.TensorProto_DOUBLE)
+		}), "data type DOUBLE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Decode(tc.data, "m.onnx")

@@ -156,6 +156,12 @@ func TensorToProto(name string, t *graph.Tensor) *onnxpb.TensorProto {
 		for i, v := range t.F32 {
 			binary.LittleEndian.PutUint16(tp.RawData[2*i:], uint16(float16.Fromfloat32(v)))
 		}
+	case graph.BFloat16:
+		// The values are bfloat16s held as float32s: their upper halves.
+		tp.RawData = make([]byte, 2*len(t.F32))
+		for i, v := range t.F32 {
+			binary.LittleEndian.PutUint16(tp.RawData[2*i:], uint16(math.Float32bits(v)>>16))
+		}
 	default:
 		w := intWidth(t.DType)
 		tp.RawData = make([]byte, w*len(t.I64))
