@@ -27,7 +27,13 @@
 // Expand, which shape inference applies. Nothing is registered elsewhere:
 // the packages above (frontend, partition, assemble) look an op up here.
 //
-// Data types: integer and bool tensors reach kernels as float32 values
+// onnxruntime's quantized contrib ops (domain com.microsoft: QLinearAdd,
+// QGemm, ...) are defined in contrib.go, each an Expand into its QDQ form;
+// LookupNode finds them.
+//
+// Data types: each value has a storage type in kernels (Storage): 8-bit
+// integers their own where the graph runs on integer kernels, int32
+// constants theirs, every other integer and bool tensor float32 values
 // (bool as 0 and 1), exact within ±2^24 (graph.MaxExactInt); a lowering
 // whose arithmetic differs for integers (Div truncates, Cast to an integer
 // truncates) asks for its inputs' dtypes (lowerCtx.dtype).
@@ -130,9 +136,14 @@ func define(ops ...*Op) {
 // nil.
 func Lookup(name string) *Op { return table[name] }
 
-// LookupNode returns the definition of node n's op: nil for an op of
-// another domain or one that is not defined.
+// LookupNode returns the definition of node n's op: an op of the default
+// domain, or one of onnxruntime's quantized contrib ops (ContribDomain,
+// contrib.go), which only expand; nil for another domain or an op that is
+// not defined.
 func LookupNode(n *graph.Node) *Op {
+	if n.Domain == ContribDomain {
+		return contrib[n.OpType]
+	}
 	if !defaultDomain(n) {
 		return nil
 	}

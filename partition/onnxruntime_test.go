@@ -183,32 +183,41 @@ func (c ortCase) check(dir string) string {
 	}
 	g.AddNode(&graph.Node{Name: "n", OpType: c.op, Inputs: append([]string{"x"}, c.ins...), Outputs: outs, Attrs: attrs})
 	g.Outputs = outs
+	return checkAgainstOnnxruntime(dir, c.name, g, randT(int64(len(c.name)), c.x...), false, func(string) float64 { return 1e-5 })
+}
+
+// checkAgainstOnnxruntime runs model g on input x with onnxruntime and
+// with Tessera's reference evaluator (on integer kernels where integer),
+// and returns what differs ("" when every output agrees at rtol 1e-4 and
+// atol(output)).
+func checkAgainstOnnxruntime(dir, name string, g *graph.Graph, x *graph.Tensor, integer bool, atol func(output string) float64) string {
+	outs := g.Outputs
 	data, err := onnx.Encode(g)
 	if err != nil {
 		return err.Error()
 	}
-	model := filepath.Join(dir, c.name+".onnx")
-	x := randT(int64(len(c.name)), c.x...)
+	model := filepath.Join(dir, name+".onnx")
 	raw := make([]byte, 4*len(x.F32))
 	for k, v := range x.F32 {
 		binary.LittleEndian.PutUint32(raw[4*k:], math.Float32bits(v))
 	}
-	xfile := filepath.Join(dir, c.name+".x.bin")
+	xfile := filepath.Join(dir, name+".x.bin")
 	if err := os.WriteFile(model, data, 0o644); err != nil {
 		return err.Error()
 	}
 	if err := os.WriteFile(xfile, raw, 0o644); err != nil {
 		return err.Error()
 	}
-	outDir := filepath.Join(dir, c.name+".ort")
+	outDir := filepath.Join(dir, name+".ort")
 	if b, err := exec.Command("node", "../bench/ort/run.mjs", model, outDir, "--input", "x="+xfile).CombinedOutput(); err != nil {
 		return "onnxruntime: " + err.Error() + ": " + string(b)
 	}
 
-	h, err := onnx.Decode(data, c.name)
+	h, err := onnx.Decode(data, name)
 	if err != nil {
 		return err.Error()
 	}
+	h.Integer = integer
 	if err := frontend.RunPasses(h, nil); err != nil {
 		return err.Error()
 	}
@@ -237,7 +246,7 @@ func (c ortCase) check(dir string) string {
 		for i := range want {
 			want[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 		}
-		if msg := compare(got[k], l.Outputs[k].Shape, graph.Float32Tensor(h.Values[o].Shape, want), 1e-5); msg != "" {
+		if msg := compare(got[k], l.Outputs[k].Shape, graph.Float32Tensor(h.Values[o].Shape, want), atol(o)); msg != "" {
 			return o + ": " + msg
 		}
 		if graph.NumElems(h.Values[o].Shape) != len(want) {
