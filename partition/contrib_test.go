@@ -48,7 +48,9 @@ func TestContribQuantizedAgainstOnnxruntime(t *testing.T) {
 		steps  map[string]float64
 		consts map[string]*graph.Tensor
 	}
-	dq := func(name, x, s, z string) *graph.Node { return node("DequantizeLinear", name, []string{x, s, z}, name, nil) }
+	dq := func(name, x, s, z string) *graph.Node {
+		return node("DequantizeLinear", name, []string{x, s, z}, name, nil)
+	}
 	// Each op reads x's two quantizations (both sides compute those
 	// alike): chained, onnxruntime's fixed-point kernels being a step off
 	// upstream would be more steps off downstream (a sigmoid's slope).
