@@ -1,15 +1,12 @@
 package assemble
 
 import (
-	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
 
-	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/modelgen"
-	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/tir"
 	"github.com/tessera-ml/tessera/tsrt"
 )
@@ -37,37 +34,12 @@ func TestBFloat16Model(t *testing.T) {
 	if g, err = onnx.Decode(file, "tiny.bf16.onnx"); err != nil {
 		t.Fatal(err)
 	}
-	l, err := frontend.Prepare(g, "tiny.bf16.onnx", frontend.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	x := make([]float32, 3*16*16)
 	for i := range x {
 		x[i] = float32(rng.NormFloat64()) // rounded to bfloat16 by the model
 	}
-	ref, err := Reference(l.Graph, [][]float32{x})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := ref[0]
-	plan, err := partition.Extract(l.Graph, partition.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if _, err := Build(context.Background(), l.Graph, plan, dir, Options{Target: testTarget(recordsKey, nil)}); err != nil {
-		t.Fatal(err)
-	}
-	m, err := tsrt.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	outs, err := m.Run(context.Background(), []tsrt.Tensor{tsrt.NewTensor([]int64{1, 3, 16, 16}, x)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	want, outs := runHalfModel(t, g, "tiny.bf16.onnx", x, tsrt.NewTensor([]int64{1, 3, 16, 16}, x))
 	if len(outs) != 1 || outs[0].DType != tsrt.Float32 {
 		t.Fatalf("outputs %+v: want one of float32", outs)
 	}

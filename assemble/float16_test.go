@@ -9,6 +9,7 @@ import (
 	"github.com/x448/float16"
 
 	"github.com/tessera-ml/tessera/frontend"
+	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/modelgen"
 	"github.com/tessera-ml/tessera/partition"
 	"github.com/tessera-ml/tessera/tsrt"
@@ -29,10 +30,6 @@ func TestFloat16Model(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := frontend.Prepare(g, "tiny.fp16.onnx", frontend.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	x := make([]float16.Float16, 3*16*16)
 	x32 := make([]float32, len(x))
@@ -40,28 +37,7 @@ func TestFloat16Model(t *testing.T) {
 		x[i] = float16.Fromfloat32(float32(rng.NormFloat64()))
 		x32[i] = x[i].Float32()
 	}
-	ref, err := Reference(l.Graph, [][]float32{x32})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := ref[0]
-	plan, err := partition.Extract(l.Graph, partition.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if _, err := Build(context.Background(), l.Graph, plan, dir, Options{Target: testTarget(recordsKey, nil)}); err != nil {
-		t.Fatal(err)
-	}
-	m, err := tsrt.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	outs, err := m.Run(context.Background(), []tsrt.Tensor{tsrt.NewTensor([]int64{1, 3, 16, 16}, x)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	want, outs := runHalfModel(t, g, "tiny.fp16.onnx", x32, tsrt.NewTensor([]int64{1, 3, 16, 16}, x))
 	if len(outs) != 1 || outs[0].DType != tsrt.Float16 {
 		t.Fatalf("outputs %+v: want one of float16", outs)
 	}
@@ -84,4 +60,38 @@ func TestFloat16Model(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d outputs equal to the reference's, the others a float16 step apart", exact, len(want))
+}
+
+// runHalfModel builds model g (the tiny CNN in a half precision) with
+// default schedules and runs it through the C runtime on input in, and
+// returns the reference evaluator's output on x32 (the input's values as
+// float32) and the runtime's outputs.
+func runHalfModel(t *testing.T, g *graph.Graph, name string, x32 []float32, in tsrt.Tensor) ([]float32, []tsrt.Tensor) {
+	t.Helper()
+	l, err := frontend.Prepare(g, name, frontend.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := Reference(l.Graph, [][]float32{x32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := partition.Extract(l.Graph, partition.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := Build(context.Background(), l.Graph, plan, dir, Options{Target: testTarget(recordsKey, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := tsrt.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	outs, err := m.Run(context.Background(), []tsrt.Tensor{in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref[0], outs
 }

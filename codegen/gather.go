@@ -24,7 +24,7 @@ import (
 // has a form it does not compute as a vector (the caller then loads lane
 // by lane).
 func (k *kernel) vgather(p *vplan, e *tir.Load, bb *bufBind, flat tir.Expr) (string, bool, error) {
-	if bb.scal != nil || !readsData(flat) || int64(e.Buf.Size()) >= 1<<31 {
+	if bb.scal != nil || !hasLoad(flat) || int64(e.Buf.Size()) >= 1<<31 {
 		return "", false, nil
 	}
 	ix, ok := k.vindex(p, tir.Simplify(flat, k.dom))
@@ -48,18 +48,6 @@ func (k *kernel) vgather(p *vplan, e *tir.Load, bb *bufBind, flat tir.Expr) (str
 		}
 	}
 	return fmt.Sprintf("({ %s %s = %s; (%s){%s}; })", mt(p.L), name, trimParens(ix), vtOf(p.L, e.Buf.DType), strings.Join(parts, ", ")), true, nil
-}
-
-// readsData reports whether index e reads a buffer.
-func readsData(e tir.Expr) bool {
-	found := false
-	tir.WalkExpr(e, func(x tir.Expr) bool {
-		if _, ok := x.(*tir.Load); ok {
-			found = true
-		}
-		return !found
-	})
-	return found
 }
 
 // vindex emits integer index e as int32 lanes: sums, differences,

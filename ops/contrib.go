@@ -50,10 +50,18 @@ type qdq struct {
 	c *InferCtx
 }
 
-func newQDQ(c *InferCtx) qdq {
+// newQDQ starts the expansion of c's node after checking that its inputs
+// quantized are 8-bit and its constant scales sound (checkScales).
+func newQDQ(c *InferCtx, quantized []int, scales ...int) (qdq, error) {
 	e := newExpander(c)
 	e.opset = c.G.Opset // the nodes it writes are of the default domain
-	return qdq{e, c}
+	q := qdq{e, c}
+	for _, i := range quantized {
+		if dt := c.DType(i); dt != graph.Uint8 && dt != graph.Int8 {
+			return q, fmt.Errorf("%s: input %d is %s, want uint8 or int8", c.N.OpType, i, dt)
+		}
+	}
+	return q, checkScales(c.G, c.N, scales...)
 }
 
 // zeroPoint returns input i, the zero point of quantized input x, or, where
@@ -78,26 +86,12 @@ func (q qdq) quantize(v string, scale, zp, like int) []*graph.Node {
 	return q.nodes
 }
 
-// checkQuantized refuses a quantized input of another type than uint8
-// and int8.
-func (q qdq) checkQuantized(inputs ...int) error {
-	for _, i := range inputs {
-		if dt := q.c.DType(i); dt != graph.Uint8 && dt != graph.Int8 {
-			return fmt.Errorf("%s: input %d is %s, want uint8 or int8", q.n.OpType, i, dt)
-		}
-	}
-	return nil
-}
-
 // expandQLinearBinary: QLinearAdd and QLinearMul (A, A_scale, A_zero_point,
 // B, B_scale, B_zero_point, C_scale, C_zero_point; broadcasting).
 func expandQLinearBinary(op string) func(c *InferCtx) ([]*graph.Node, error) {
 	return func(c *InferCtx) ([]*graph.Node, error) {
-		q := newQDQ(c)
-		if err := q.checkQuantized(0, 3); err != nil {
-			return nil, err
-		}
-		if err := checkScales(c.G, c.N, 1, 4, 6); err != nil {
+		q, err := newQDQ(c, []int{0, 3}, 1, 4, 6)
+		if err != nil {
 			return nil, err
 		}
 		v := q.op(op, nil, q.dq(0, 1, 2), q.dq(3, 4, 5))
@@ -109,11 +103,8 @@ func expandQLinearBinary(op string) func(c *InferCtx) ([]*graph.Node, error) {
 // X_zero_point, Y_scale, Y_zero_point; LeakyRelu's alpha).
 func expandQLinearUnary(op string) func(c *InferCtx) ([]*graph.Node, error) {
 	return func(c *InferCtx) ([]*graph.Node, error) {
-		q := newQDQ(c)
-		if err := q.checkQuantized(0); err != nil {
-			return nil, err
-		}
-		if err := checkScales(c.G, c.N, 1, 3); err != nil {
+		q, err := newQDQ(c, []int{0}, 1, 3)
+		if err != nil {
 			return nil, err
 		}
 		attrs := map[string]graph.Attr{}
@@ -134,11 +125,8 @@ func expandQLinearUnary(op string) func(c *InferCtx) ([]*graph.Node, error) {
 // channels_last: X is N, spatial..., C, and so is the output).
 func expandQLinearPool(op string) func(c *InferCtx) ([]*graph.Node, error) {
 	return func(c *InferCtx) ([]*graph.Node, error) {
-		q := newQDQ(c)
-		if err := q.checkQuantized(0); err != nil {
-			return nil, err
-		}
-		if err := checkScales(c.G, c.N, 1, 3); err != nil {
+		q, err := newQDQ(c, []int{0}, 1, 3)
+		if err != nil {
 			return nil, err
 		}
 		last, err := c.N.Int("channels_last", 0)
@@ -172,7 +160,6 @@ func expandQLinearPool(op string) func(c *InferCtx) ([]*graph.Node, error) {
 // expandQLinearConcat: QLinearConcat (Y_scale, Y_zero_point, then X,
 // X_scale, X_zero_point for each input; axis).
 func expandQLinearConcat(c *InferCtx) ([]*graph.Node, error) {
-	q := newQDQ(c)
 	if (len(c.N.Inputs)-2)%3 != 0 {
 		return nil, fmt.Errorf("QLinearConcat: %d inputs, want Y_scale, Y_zero_point and triples of X, X_scale, X_zero_point", len(c.N.Inputs))
 	}
@@ -183,18 +170,17 @@ func expandQLinearConcat(c *InferCtx) ([]*graph.Node, error) {
 	if !c.N.HasAttr("axis") {
 		return nil, fmt.Errorf("QLinearConcat: attribute axis is required")
 	}
-	var xs []string
+	quantized, scales := []int{}, []int{0}
 	for i := 2; i < len(c.N.Inputs); i += 3 {
-		if err := q.checkQuantized(i); err != nil {
-			return nil, err
-		}
-		if err := checkScales(c.G, c.N, i+1); err != nil {
-			return nil, err
-		}
-		xs = append(xs, q.dq(i, i+1, i+2))
+		quantized, scales = append(quantized, i), append(scales, i+1)
 	}
-	if err := checkScales(c.G, c.N, 0); err != nil {
+	q, err := newQDQ(c, quantized, scales...)
+	if err != nil {
 		return nil, err
+	}
+	var xs []string
+	for _, i := range quantized {
+		xs = append(xs, q.dq(i, i+1, i+2))
 	}
 	v := q.op("Concat", map[string]graph.Attr{"axis": intAttr(axis)}, xs...)
 	return q.quantize(v, 0, 1, 2), nil
@@ -206,11 +192,8 @@ func expandQLinearConcat(c *InferCtx) ([]*graph.Node, error) {
 // column with a per-column b_scale) and zero point 0; quantized by y_scale
 // where it is given, else the float result.
 func expandQGemm(c *InferCtx) ([]*graph.Node, error) {
-	q := newQDQ(c)
-	if err := q.checkQuantized(0, 3); err != nil {
-		return nil, err
-	}
-	if err := checkScales(c.G, c.N, 1, 4, 7); err != nil {
+	q, err := newQDQ(c, []int{0, 3}, 1, 4, 7)
+	if err != nil {
 		return nil, err
 	}
 	if alpha, err := c.N.Float("alpha", 1); err != nil {
