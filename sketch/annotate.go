@@ -315,10 +315,10 @@ func annotateParallel(rng *rand.Rand, s *schedule.State, tiled map[int]bool, opt
 			continue
 		}
 		limit, keep := 16*opts.Cores, 0
-		if lanes, split := keepLanes(s, i, tiled, limit, opts); lanes {
+		if lanes, split := keepLanes(s, i, tiled, limit, opts); lanes > 0 {
 			keep = 1
 			if split {
-				n, err := s.Apply(&schedule.Split{Stage: i, Iter: len(st.Iters) - 1, Lengths: []int{opts.MaxVectorLanes}})
+				n, err := s.Apply(&schedule.Split{Stage: i, Iter: len(st.Iters) - 1, Lengths: []int{lanes}})
 				if err != nil {
 					return nil, err
 				}
@@ -334,35 +334,50 @@ func annotateParallel(rng *rand.Rand, s *schedule.State, tiled map[int]bool, opt
 	return s, nil
 }
 
-// keepLanes says whether the parallel fusion of stage i's outer loops
-// (under limit) must leave its innermost loop to vectorization: an
-// untiled stage without a reduction whose loops are all spatial,
-// unannotated and unattached, whose outer loops multiply to less than
-// limit, whose innermost loop is a multiple of the vector length, and
-// whose math the code generator computes on whole vectors
-// (tir.MathFunc.Vector: a sigmoid, not a square root, which it would
-// compute lane by lane, slower than the scalar loop); split when it is
-// longer than one vector.
-func keepLanes(s *schedule.State, i int, tiled map[int]bool, limit int, opts Options) (keep, split bool) {
+// keepLanes says how many lanes of stage i's innermost loop the parallel
+// fusion of its outer loops (under limit) must leave to vectorization (0:
+// none): an untiled stage without a reduction whose loops are all
+// spatial, unannotated and unattached, whose outer loops multiply to less
+// than limit, whose innermost loop is a multiple of a vector length
+// (vectorLanes), and whose math the code generator computes on whole
+// vectors (tir.MathFunc.Vector: a sigmoid, not a square root, which it
+// would compute lane by lane, slower than the scalar loop); split when it
+// is longer.
+func keepLanes(s *schedule.State, i int, tiled map[int]bool, limit int, opts Options) (lanes int, split bool) {
 	st := s.Stages[i]
 	if tiled[i] || len(st.Tensor.ReduceAxis) > 0 || len(st.Iters) == 0 || opts.MaxVectorLanes <= 1 || !vectorMathOnly(st.Tensor.Body) {
-		return false, false
+		return 0, false
 	}
 	att := attachedIters(s, i)
 	prod := 1
 	for p, it := range st.Iters {
 		if it.Kind != schedule.Spatial || it.Ann != schedule.NoAnn || it.Extent == 0 || att[p] {
-			return false, false
+			return 0, false
 		}
 		if p < len(st.Iters)-1 {
 			prod *= it.Extent
 		}
 	}
 	last := st.Iters[len(st.Iters)-1].Extent
-	if prod >= limit || last%opts.MaxVectorLanes != 0 {
-		return false, false
+	lanes = vectorLanes(last, opts)
+	if prod >= limit || lanes == 0 {
+		return 0, false
 	}
-	return true, last > opts.MaxVectorLanes
+	return lanes, last > lanes
+}
+
+// vectorLanes returns the lanes an untiled elementwise stage's innermost
+// loop of extent n is vectorized by: MaxVectorLanes where they divide n,
+// else one native vector (Lanes) where it does (a MobileNetV3 layer's 72
+// or 120 channels on AVX2, whose MaxVectorLanes is 16: its quantized
+// squeeze-excite product ran a scalar division per element), else 0.
+func vectorLanes(n int, opts Options) int {
+	for _, l := range []int{opts.MaxVectorLanes, opts.Lanes} {
+		if l > 1 && n%l == 0 {
+			return l
+		}
+	}
+	return 0
 }
 
 // vectorMathOnly reports whether every math call of e has a vector form
@@ -469,9 +484,9 @@ func annotateVectorize(rng *rand.Rand, s *schedule.State, tiled map[int]bool, op
 			// its math runs a libm call per element (the C compiler's own
 			// loop vectorizer is off).
 			it := st.Iters[last]
-			if it.Kind == schedule.Spatial && it.Ann == schedule.NoAnn && !att[last] && opts.MaxVectorLanes > 1 && it.Extent%opts.MaxVectorLanes == 0 {
+			if l := vectorLanes(it.Extent, opts); it.Kind == schedule.Spatial && it.Ann == schedule.NoAnn && !att[last] && opts.MaxVectorLanes > 1 && l > 0 {
 				var err error
-				if s, err = s.Apply(&schedule.Split{Stage: i, Iter: last, Lengths: []int{opts.MaxVectorLanes}}); err != nil {
+				if s, err = s.Apply(&schedule.Split{Stage: i, Iter: last, Lengths: []int{l}}); err != nil {
 					return nil, err
 				}
 				if s, err = s.Apply(&schedule.Annotate{Stage: i, Iter: last + 1, Ann: schedule.Vectorize}); err != nil {

@@ -515,3 +515,44 @@ func TestSampleVectorizesLongElementwise(t *testing.T) {
 		}
 	}
 }
+
+// An elementwise stage whose innermost loop is a multiple of one vector but
+// not of MaxVectorLanes (72 channels of a MobileNetV3 layer, where AVX2's
+// register tile takes 16 lanes) is vectorized a vector at a time, large
+// (split off from the loop Sample parallelizes) or small (kept out of the
+// parallel loop); it ran scalar, a quantized squeeze-excite's division per
+// element. A loop of no multiple of a vector stays scalar.
+func TestSampleVectorizesOneVector(t *testing.T) {
+	opts := testOptionsFor("x86-64-v3")
+	if opts.MaxVectorLanes == opts.Lanes {
+		t.Fatalf("MaxVectorLanes %d equals Lanes: the case is not exercised", opts.MaxVectorLanes)
+	}
+	for _, c := range []struct {
+		shape []int
+		lanes int // the vectorized loop's extent (0: none)
+	}{
+		{[]int{784, 72}, opts.Lanes},
+		{[]int{3, 72}, opts.Lanes},
+		{[]int{784, 60}, 0},
+	} {
+		e, err := te.Sigmoid("sig", te.Placeholder("X", c.shape...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sk := sketchesOf(t, e)
+		s, err := Sample(rand.New(rand.NewPCG(7, 8)), sk[0], opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := s.Stages[len(s.Stages)-1]
+		got := 0
+		for _, it := range st.Iters {
+			if it.Ann == schedule.Vectorize {
+				got = it.Extent
+			}
+		}
+		if st.Tensor.Name != "sig" || got != c.lanes {
+			t.Errorf("%v: %d lanes vectorized, want %d:\n%v", c.shape, got, c.lanes, s)
+		}
+	}
+}
