@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/tessera-ml/tessera/graph/onnx"
 	"github.com/tessera-ml/tessera/modelgen"
 	"github.com/tessera-ml/tessera/tir"
 	"github.com/tessera-ml/tessera/tsrt"
@@ -19,27 +18,12 @@ import (
 // in float32, rounding where the model rounds) within one bfloat16 step,
 // each value a bfloat16.
 func TestBFloat16Model(t *testing.T) {
-	g32, err := modelgen.Tiny(modelgen.DefaultSeed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := modelgen.BFloat16(g32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file, err := onnx.Encode(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g, err = onnx.Decode(file, "tiny.bf16.onnx"); err != nil {
-		t.Fatal(err)
-	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	x := make([]float32, 3*16*16)
 	for i := range x {
 		x[i] = float32(rng.NormFloat64()) // rounded to bfloat16 by the model
 	}
-	want, outs := runHalfModel(t, g, "tiny.bf16.onnx", x, tsrt.NewTensor([]int64{1, 3, 16, 16}, x))
+	want, outs := runHalfModel(t, modelgen.BFloat16, "tiny.bf16.onnx", x, tsrt.NewTensor([]int64{1, 3, 16, 16}, x))
 	if len(outs) != 1 || outs[0].DType != tsrt.Float32 {
 		t.Fatalf("outputs %+v: want one of float32", outs)
 	}
