@@ -2,6 +2,10 @@
 
 usage: python3 modelgen/zoo/export.py -o DIR [--opset 14] [--dynamic] [NAME ...]
 
+NAME is a model of the zoo (default: all of them) or one of issue 47's
+single layers (LAYERS: gru_layer, dcgan_layer, bmm, seg_head, aspp),
+exported the same way.
+
 Each model is built by torchvision (or, for "text_encoder", from
 torch.nn.TransformerEncoder with an embedding), given random weights from
 a fixed seed (batch-norm statistics too, so that they are not the identity),
@@ -152,6 +156,65 @@ MODELS = {
 }
 
 
+class Layer(torch.nn.Module):
+    """One layer of issue 47's single-layer races (docs/results/zoo.md)."""
+
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, x):
+        return self.f(x)
+
+
+class GRULayer(torch.nn.Module):
+    """torch.nn.GRU(80, 256), batch-first: its output sequence."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = torch.nn.GRU(80, 256, batch_first=True)
+
+    def forward(self, x):
+        return self.gru(x)[0]
+
+
+class ASPP(torch.nn.Module):
+    """DeepLab's atrous spatial pyramid pooling core: a 1×1 and two 3×3
+    convolutions of dilation 12 and 24 of a 256-channel map, each with ReLU,
+    concatenated and projected back to 256 channels by a 1×1."""
+
+    def __init__(self, c=256):
+        super().__init__()
+        self.b0 = torch.nn.Conv2d(c, c, 1)
+        self.b1 = torch.nn.Conv2d(c, c, 3, padding=12, dilation=12)
+        self.b2 = torch.nn.Conv2d(c, c, 3, padding=24, dilation=24)
+        self.project = torch.nn.Conv2d(3 * c, c, 1)
+
+    def forward(self, x):
+        r = torch.relu
+        return r(self.project(torch.cat([r(self.b0(x)), r(self.b1(x)), r(self.b2(x))], 1)))
+
+
+# The single layers of issue 47's races, exported by name only (not part of
+# the default export of every model, nor of models.txt's zoo).
+LAYERS = {
+    "gru_layer": (lambda: GRULayer(), (1, 50, 80)),
+    "dcgan_layer": (lambda: torch.nn.Sequential(torch.nn.ConvTranspose2d(256, 128, 4, 2, 1), torch.nn.ReLU()), (1, 256, 16, 16)),
+    "bmm": (lambda: Layer(lambda x: torch.matmul(x, x.transpose(1, 2))), (12, 128, 64)),
+    "seg_head": (lambda: Layer(lambda x: torch.nn.functional.interpolate(x, size=(224, 224), mode="bilinear", align_corners=False)), (1, 21, 28, 28)),
+    "aspp": (lambda: ASPP(), (1, 256, 33, 33)),
+}
+
+
+def spec(name):
+    """The constructor and input shape of model or layer NAME."""
+    if name in MODELS:
+        return MODELS[name]
+    if name in LAYERS:
+        return LAYERS[name]
+    raise SystemExit(f"export.py: unknown model {name!r} (models: {', '.join(MODELS)}; layers: {', '.join(LAYERS)})")
+
+
 def randomize(model, seed):
     """Seeded random weights, and batch-norm statistics that are not the
     identity (a freshly built model's running mean is 0 and variance 1).
@@ -199,7 +262,7 @@ def export_dynamic(name, out, opset, seed):
     one model for every batch size; `tune inspect --range N=lo..hi` reads it.
     With it NAME_dynamic.input.npy, a batch of 3, and NAME_dynamic.output.npy,
     PyTorch's output for it."""
-    build, shape = MODELS[name]
+    build, shape = spec(name)
     torch.manual_seed(seed)
     model = randomize(build(), seed).eval()
     g = torch.Generator().manual_seed(seed)
@@ -219,7 +282,7 @@ def export_dynamic(name, out, opset, seed):
 
 
 def export(name, out, opset, seed):
-    build, shape = MODELS[name]
+    build, shape = spec(name)
     torch.manual_seed(seed)
     model = randomize(build(), seed).eval()
     g = torch.Generator().manual_seed(seed)
@@ -249,12 +312,11 @@ def main():
     ap.add_argument("--opset", type=int, default=14)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--dynamic", action="store_true", help="export NAME_dynamic.onnx, a dynamic batch N, instead")
-    ap.add_argument("names", nargs="*", help=f"models (default all: {', '.join(MODELS)})")
+    ap.add_argument("names", nargs="*", help=f"models (default all: {', '.join(MODELS)}) or single layers ({', '.join(LAYERS)})")
     o = ap.parse_args()
     os.makedirs(o.o, exist_ok=True)
     for name in o.names or MODELS:
-        if name not in MODELS:
-            raise SystemExit(f"export.py: unknown model {name!r} (models: {', '.join(MODELS)})")
+        spec(name)
         (export_dynamic if o.dynamic else export)(name, o.o, o.opset, o.seed)
 
 
