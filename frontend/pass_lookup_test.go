@@ -133,3 +133,62 @@ func TestTabulateQuantized(t *testing.T) {
 		})
 	}
 }
+
+// TestConcatOfQuantized: on integer kernels, a QuantizeLinear of a Concat
+// of dequantized 8-bit tensors becomes a Concat of the inputs requantized
+// (each a table, or nothing where its scale and zero point are the
+// output's), so the Concat moves bytes; the graph computes, for every
+// value, what it computed before.
+func TestConcatOfQuantized(t *testing.T) {
+	scalar := func(dt DType, v int64) *Tensor { return &Tensor{DType: dt, Shape: []int{}, I64: []int64{v}} }
+	f := func(v float32) *Tensor { return Float32Tensor([]int{}, []float32{v}) }
+	consts := map[string]*Tensor{
+		"one": f(1), "u0": scalar(Uint8, 0), "s1": f(0.05), "z1": scalar(Uint8, 128),
+		"s2": f(0.03), "z2": scalar(Uint8, 100),
+	}
+	for _, c := range []struct {
+		name, bs, bz string // b's scale and zero point
+		want         string
+	}{
+		{"other scale", "s2", "z2", "QuantizeLinear,QuantizeLinear,TableLookup,Concat"},
+		{"same scale", "s1", "z1", "QuantizeLinear,QuantizeLinear,Concat"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			nodes := []*Node{
+				node("QuantizeLinear qa x,one,u0 -> a", nil),
+				node("QuantizeLinear qb x,one,u0 -> b", nil),
+				node("DequantizeLinear da a,s1,z1 -> af", nil),
+				node("DequantizeLinear db b,"+c.bs+","+c.bz+" -> bf", nil),
+				node("Concat cat af,bf -> cf", map[string]Attr{"axis": intA(1)}),
+				node("QuantizeLinear qy cf,s1,z1 -> y", nil),
+			}
+			g := build(t, 17, []in{{"x", []int{2, 128}}}, consts, nodes, "y")
+			g.Integer = true
+			before := g.Clone()
+			if err := frontend.InferShapes(before); err != nil {
+				t.Fatal(err)
+			}
+			runOnly(t, g, "fuse-qlinear", "lookup-tables", "remove-noops", "dce")
+			if got := ops(g); got != c.want {
+				t.Fatalf("ops %s, want %s", got, c.want)
+			}
+			x := make([]float32, 256)
+			for i := range x {
+				x[i] = float32(i)
+			}
+			want, err := tops.EvalGraph(before, map[string][]float32{"x": x})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := tops.EvalGraph(g, map[string][]float32{"x": x})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range want[0] {
+				if got[0][i] != want[0][i] {
+					t.Fatalf("element %d: %v, before the passes %v", i, got[0][i], want[0][i])
+				}
+			}
+		})
+	}
+}

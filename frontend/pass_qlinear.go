@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -29,7 +30,10 @@ import (
 //	Q(MaxPool(DQ(x, s, z)), s, z) → MaxPool(x)
 //
 // exact, because DQ is increasing (s > 0) and Q(DQ(v)) = v for every v of
-// the type: the float round trip's error is far below half a step.
+// the type: the float round trip's error is far below half a step. A
+// QuantizeLinear of a Concat of dequantized 8-bit tensors quantizes each
+// input instead (concatOfQuantized), so the Concat moves bytes and each
+// input's requantization is a table (lookup-tables) or nothing.
 //
 // It runs before constant folding, which would turn DQ(w) into float
 // weights, and only where the graph runs on integer kernels
@@ -44,6 +48,8 @@ func fuseQLinear(g *graph.Graph) (bool, error) {
 		nodes, why := qlinearOf(g, q, producers, consumers)
 		if n := integerMove(g, q, producers, consumers); n != nil {
 			nodes = []*graph.Node{n}
+		} else if c := concatOfQuantized(g, q, producers, consumers); c != nil {
+			nodes = c
 		}
 		if nodes != nil {
 			replace[q] = nodes
@@ -326,6 +332,49 @@ func integerMove(g *graph.Graph, q *graph.Node, producers map[string]*graph.Node
 	n := &graph.Node{Name: op.Name + "/integer", OpType: op.OpType, Attrs: op.Attrs, Inputs: slices.Clone(op.Inputs), Outputs: []string{q.Outputs[0]}}
 	n.Inputs[0] = dq.Inputs[0]
 	return n
+}
+
+// concatOfQuantized returns the nodes that compute QuantizeLinear q of a
+// Concat of dequantized 8-bit tensors (each DequantizeLinear of its own
+// scalar scale and zero point) as a Concat of the inputs quantized by q's
+// scale and zero point, which is the same (q is elementwise, Concat only
+// moves values):
+//
+//	Q(Concat(DQ(a, s_a, z_a), DQ(b, s_b, z_b)), s, z) → Concat(Q(DQ(a, s_a, z_a), s, z), Q(DQ(b, ...), s, z))
+//
+// so the Concat moves bytes, and each input's Q(DQ(·)) is a table
+// (lookup-tables) or, of q's own scale and zero point, nothing. nil where
+// q quantizes no such Concat, the Concat has another reader, or a
+// parameter is not one constant.
+func concatOfQuantized(g *graph.Graph, q *graph.Node, producers map[string]*graph.Node, consumers map[string][]*graph.Node) []*graph.Node {
+	if !isOp(q, "QuantizeLinear", -1) || len(q.Inputs) < 2 || q.HasAttr("output_dtype") || q.HasAttr("block_size") {
+		return nil
+	}
+	c := producers[q.Inputs[0]]
+	if !isOp(c, "Concat", -1) || onlyReader(g, q.Inputs[0], consumers) != q || !sameScalar(g, q.Inputs[1], q.Inputs[1]) || !sameZeroPoint(g, q.Input(2), q.Input(2)) {
+		return nil
+	}
+	y := g.Values[q.Outputs[0]]
+	if y == nil || y.DType != graph.Uint8 && y.DType != graph.Int8 {
+		return nil
+	}
+	var nodes []*graph.Node
+	ins := make([]string, len(c.Inputs))
+	for i, v := range c.Inputs {
+		dq := producers[v]
+		if !isOp(dq, "DequantizeLinear", -1) || len(dq.Inputs) < 2 || dq.HasAttr("block_size") ||
+			!sameScalar(g, dq.Inputs[1], dq.Inputs[1]) || !sameZeroPoint(g, dq.Input(2), dq.Input(2)) {
+			return nil
+		}
+		if x := g.Values[dq.Inputs[0]]; x == nil || x.DType != graph.Uint8 && x.DType != graph.Int8 {
+			return nil
+		}
+		ins[i] = g.FreshName(fmt.Sprintf("%s/q%d", q.Outputs[0], i))
+		g.Value(ins[i])
+		nodes = append(nodes, &graph.Node{Name: fmt.Sprintf("%s/q%d", q.Name, i), OpType: "QuantizeLinear", Attrs: q.Attrs,
+			Inputs: append([]string{v}, q.Inputs[1:]...), Outputs: []string{ins[i]}})
+	}
+	return append(nodes, &graph.Node{Name: c.Name + "/integer", OpType: "Concat", Attrs: c.Attrs, Inputs: ins, Outputs: []string{q.Outputs[0]}})
 }
 
 // sameScalar reports whether values a and b are one-element float
