@@ -107,14 +107,7 @@ func TestTabulateQuantized(t *testing.T) {
 			if tc.ref == nil {
 				return
 			}
-			want, err := tops.EvalGraph(before, map[string][]float32{"x": x})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := tops.EvalGraph(g, map[string][]float32{"x": x})
-			if err != nil {
-				t.Fatal(err)
-			}
+			want, got := evalBoth(t, before, g, x)
 			off := 0
 			for i := range x {
 				q := tc.lo + int64(i)
@@ -176,14 +169,7 @@ func TestConcatOfQuantized(t *testing.T) {
 			for i := range x {
 				x[i] = float32(i)
 			}
-			want, err := tops.EvalGraph(before, map[string][]float32{"x": x})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := tops.EvalGraph(g, map[string][]float32{"x": x})
-			if err != nil {
-				t.Fatal(err)
-			}
+			want, got := evalBoth(t, before, g, x)
 			for i := range want[0] {
 				if got[0][i] != want[0][i] {
 					t.Fatalf("element %d: %v, before the passes %v", i, got[0][i], want[0][i])
@@ -191,4 +177,18 @@ func TestConcatOfQuantized(t *testing.T) {
 			}
 		})
 	}
+}
+
+// evalBoth evaluates graphs before and after (shapes inferred) on input x
+// with the reference evaluator.
+func evalBoth(t *testing.T, before, after *Graph, x []float32) (want, got [][]float32) {
+	t.Helper()
+	want, err := tops.EvalGraph(before, map[string][]float32{"x": x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err = tops.EvalGraph(after, map[string][]float32{"x": x}); err != nil {
+		t.Fatal(err)
+	}
+	return want, got
 }
