@@ -49,18 +49,11 @@ func TestDotProductKernel(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := tetest.DAGs()[c.dag]
-		st, _, err := sketch.Default(schedule.NewState(d), sketch.CPUOptions(m))
-		if err != nil {
-			t.Fatal(err)
-		}
-		src, err := codegen.C(mustLower(t, st, "k"), codegen.COptions{VectorBits: m.VectorBits()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if body := src.Code[strings.Index(src.Code, "static int tsr_impl"):]; !strings.Contains(body, c.helper) {
+		st, _, body := defaultKernel(t, d, m, "k")
+		if !strings.Contains(body, c.helper) {
 			t.Errorf("%s: the default %s kernel does not call %s:\n%s", name, c.dag, c.helper, body)
 		}
-		if !strings.Contains(src.Code, "TSR_DOTS static int tsr_impl") {
+		if !strings.Contains(body, "TSR_DOTS static int tsr_impl") {
 			t.Errorf("%s: the default %s kernel is not marked TSR_DOTS (GCC's TER off)", name, c.dag)
 		}
 		for _, l := range levels {
@@ -139,16 +132,8 @@ func TestBF16PairKernel(t *testing.T) {
 		}
 		states := map[string]*schedule.State{}
 		for _, name := range dags {
-			st, _, err := sketch.Default(schedule.NewState(tetest.DAGs()[name]), sketch.CPUOptions(m))
-			if err != nil {
-				t.Fatal(err)
-			}
-			f := mustLower(t, st, name)
-			src, err := codegen.C(f, codegen.COptions{VectorBits: m.VectorBits()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if body := src.Code[strings.Index(src.Code, "static int tsr_impl"):]; !strings.Contains(body, "tsr_dot2bf_v") {
+			st, f, body := defaultKernel(t, tetest.DAGs()[name], m, name)
+			if !strings.Contains(body, "tsr_dot2bf_v") {
 				t.Errorf("%s: the default %s kernel does not call tsr_dot2bf:\n%s", level, name, body)
 			}
 			states[name] = st
@@ -247,17 +232,28 @@ func TestGroupedDotKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, _, body := defaultKernel(t, d, m, "k")
+	if !strings.Contains(body, "tsr_dot4s_v8u8(") {
+		t.Errorf("the default kernel does not call tsr_dot4s_v8u8:\n%s", body[:min(len(body), 4000)])
+	}
+}
+
+// defaultKernel returns DAG d's default schedule for machine m, its
+// lowering (named name) and the C of the kernel (from its implementation's
+// line on, without the helpers before it).
+func defaultKernel(t *testing.T, d *te.DAG, m machine.Machine, name string) (*schedule.State, *tir.PrimFunc, string) {
+	t.Helper()
 	st, _, err := sketch.Default(schedule.NewState(d), sketch.CPUOptions(m))
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := codegen.C(mustLower(t, st, "k"), codegen.COptions{VectorBits: m.VectorBits()})
+	f := mustLower(t, st, name)
+	src, err := codegen.C(f, codegen.COptions{VectorBits: m.VectorBits()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if body := src.Code[strings.Index(src.Code, "static int tsr_impl"):]; !strings.Contains(body, "tsr_dot4s_v8u8(") {
-		t.Errorf("the default kernel does not call tsr_dot4s_v8u8:\n%s", body[:min(len(body), 4000)])
-	}
+	start := strings.Index(src.Code, "static int tsr_impl")
+	return st, f, src.Code[strings.LastIndex(src.Code[:start], "\n")+1:] // with the line's attributes
 }
 
 // writeDefaultModule writes the C module of the default schedules of the
