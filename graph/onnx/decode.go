@@ -469,49 +469,14 @@ func TensorFromProto(tp *onnxpb.TensorProto) (*graph.Tensor, error) {
 		default:
 			return nil, fmt.Errorf("tensor %s: %d floats for shape %v", name, len(tp.GetFloatData()), shape)
 		}
-	case graph.Float16:
-		// Raw: 2 bytes each, little-endian; typed: each in an int32_data
-		// element's low 16 bits (ONNX's convention for float16).
-		t.F32 = make([]float32, n)
-		switch {
-		case raw != nil:
-			if int64(len(raw)) != 2*n {
-				return nil, fmt.Errorf("tensor %s: %d bytes of raw float16 data for shape %v", name, len(raw), shape)
-			}
-			for i := range t.F32 {
-				t.F32[i] = float16.Frombits(binary.LittleEndian.Uint16(raw[2*i:])).Float32()
-			}
-		case int64(len(tp.GetInt32Data())) == n:
-			for i, v := range tp.GetInt32Data() {
-				if v < 0 || v > math.MaxUint16 {
-					return nil, fmt.Errorf("tensor %s: float16 element %d is stored as %d, not 16 bits", name, i, v)
-				}
-				t.F32[i] = float16.Frombits(uint16(v)).Float32()
-			}
-		default:
-			return nil, fmt.Errorf("tensor %s: no float16 data for shape %v", name, shape)
+	case graph.Float16, graph.BFloat16:
+		f32 := func(b uint16) float32 { return float16.Frombits(b).Float32() }
+		if dt == graph.BFloat16 {
+			f32 = func(b uint16) float32 { return math.Float32frombits(uint32(b) << 16) } // a float32's upper half
 		}
-	case graph.BFloat16:
-		// As float16: raw 2 bytes each, or an int32_data element's low 16
-		// bits; a bfloat16 is a float32's upper half.
-		t.F32 = make([]float32, n)
-		switch {
-		case raw != nil:
-			if int64(len(raw)) != 2*n {
-				return nil, fmt.Errorf("tensor %s: %d bytes of raw bfloat16 data for shape %v", name, len(raw), shape)
-			}
-			for i := range t.F32 {
-				t.F32[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(raw[2*i:])) << 16)
-			}
-		case int64(len(tp.GetInt32Data())) == n:
-			for i, v := range tp.GetInt32Data() {
-				if v < 0 || v > math.MaxUint16 {
-					return nil, fmt.Errorf("tensor %s: bfloat16 element %d is stored as %d, not 16 bits", name, i, v)
-				}
-				t.F32[i] = math.Float32frombits(uint32(v) << 16)
-			}
-		default:
-			return nil, fmt.Errorf("tensor %s: no bfloat16 data for shape %v", name, shape)
+		var err error
+		if t.F32, err = halfData(name, dt, tp, raw, shape, n, f32); err != nil {
+			return nil, err
 		}
 	default:
 		w := intWidth(dt)
@@ -552,4 +517,31 @@ func DecodeTensor(data []byte) (string, *graph.Tensor, error) {
 	}
 	t, err := TensorFromProto(&tp)
 	return tp.GetName(), t, err
+}
+
+// halfData decodes the n 16-bit elements of tensor tp (named name, of
+// half-precision type dt: float16 or bfloat16) to float32 by f32: raw, 2
+// bytes each, little-endian, or typed, each in an int32_data element's low
+// 16 bits (ONNX's convention for both).
+func halfData(name string, dt graph.DType, tp *onnxpb.TensorProto, raw []byte, shape []int, n int64, f32 func(uint16) float32) ([]float32, error) {
+	out := make([]float32, n)
+	switch {
+	case raw != nil:
+		if int64(len(raw)) != 2*n {
+			return nil, fmt.Errorf("tensor %s: %d bytes of raw %s data for shape %v", name, len(raw), dt, shape)
+		}
+		for i := range out {
+			out[i] = f32(binary.LittleEndian.Uint16(raw[2*i:]))
+		}
+	case int64(len(tp.GetInt32Data())) == n:
+		for i, v := range tp.GetInt32Data() {
+			if v < 0 || v > math.MaxUint16 {
+				return nil, fmt.Errorf("tensor %s: %s element %d is stored as %d, not 16 bits", name, dt, i, v)
+			}
+			out[i] = f32(uint16(v))
+		}
+	default:
+		return nil, fmt.Errorf("tensor %s: no %s data for shape %v", name, dt, shape)
+	}
+	return out, nil
 }
