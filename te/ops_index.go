@@ -285,7 +285,9 @@ func ReverseSequence(name string, x, lens *Tensor, timeAxis, batchAxis int) (*Te
 // TableLookup is out[i] = table[x[i] − lo] for a table of n entries: an
 // elementwise function of integer data x of n values from lo, tabulated
 // (the index is clamped to the table, so a value out of range reads an
-// end; data of an integer type never is).
+// end, unless every value of x's type is inside: 8-bit data and a table of
+// its 256 values need no clamp, which would cost two vector operations a
+// lookup in a kernel's epilogue).
 func TableLookup(name string, x, table *Tensor, lo int64) (*Tensor, error) {
 	name = orDefault(name, "table_lookup")
 	if err := checkInputs("TableLookup", name, x, table); err != nil {
@@ -295,8 +297,16 @@ func TableLookup(name string, x, table *Tensor, lo int64) (*Tensor, error) {
 		return nil, opError("TableLookup", name, "table has shape %v, want one axis", table.Shape)
 	}
 	n := int64(table.Shape[0])
+	inside := false
+	if dt := x.DType(); dt.IntElem() {
+		dlo, dhi := dt.Range()
+		inside = dlo >= lo && dhi-lo <= n-1
+	}
 	return Compute(name, x.Shape, func(i []tir.Expr) tir.Expr {
 		k := tir.SubE(&tir.Cast{To: tir.Int, X: x.At(i...)}, tir.Const(lo))
+		if inside {
+			return table.At(k)
+		}
 		return table.At(tir.MinE(tir.MaxE(k, tir.Const(0)), tir.Const(n-1)))
 	}), nil
 }
