@@ -52,7 +52,7 @@ var nodeCases = []string{
 	"test_triu_neg", "test_isnan", "test_isinf", "test_shrink_hard", "test_thresholdedrelu",
 	"test_if", "test_loop11", "test_scan9_sum", "test_lstm_with_peepholes", "test_gru_with_initial_bias",
 	"test_simple_rnn_batchwise", "test_resize_upsample_scales_cubic", "test_resize_downsample_sizes_linear_pytorch_half_pixel",
-	"test_resize_tf_crop_and_resize", "test_upsample_nearest", "test_convtranspose_dilations", "test_convtranspose_autopad_same",
+	"test_resize_tf_crop_and_resize", "test_upsample_nearest", "test_convtranspose_dilations", "test_convtranspose_autopad_same", "test_convtranspose_3d",
 	"test_scatter_elements_with_duplicate_indices", "test_scatternd_multiply", "test_gathernd_example_int32_batch_dim1",
 	"test_lrn", "test_mvn", "test_nllloss_NCd1d2_with_weight_reduction_mean", "test_sce_mean_no_weight_ii_3d_log_prob",
 	"test_top_k", "test_reversesequence_time", "test_bitshift_right_uint16", "test_eyelike_populate_off_main_diagonal",

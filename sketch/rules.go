@@ -83,7 +83,7 @@ func (inlineOrKeepGuardedWindow) Apply(g *generator, s *schedule.State, i int) (
 	if err != nil {
 		return nil, err
 	}
-	if (widensIntegers(s, i) || isByte(s.Stages[i].Tensor.DType())) && reusedAcross(s, i) {
+	if (widensIntegers(s, i) || isByte(s.Stages[i].Tensor.DType())) && reusedAcross(s, i) || steppedWindow(s, i) {
 		// Kept first, for the default schedule: inlined, every tap of
 		// the window loads a byte, converts it and tests the guard before
 		// its one multiply-add (the float-summed integer convolution
@@ -99,9 +99,63 @@ func (inlineOrKeepGuardedWindow) Apply(g *generator, s *schedule.State, i int) (
 		// (ResNet-18's 3×3 convolutions of 128 channels: 1.5 ms, 1.3
 		// kept), and an NCHW image's groups of W taps (te.IntConvOptions.
 		// DotW) have a guard each, which no dot helper takes.
+		// So is a window whose index steps with a spatial variable
+		// (a floor division: ConvTranspose's phases, te.ConvTranspose,
+		// read t + ⌈(pad − r)/s⌉ − j): inlined, its guard is no range of
+		// lanes that the border split or a vector comparison can take,
+		// and every vector it cuts loads lane by lane (a DCGAN layer's
+		// 16-wide rows, where every row has a border: 5.5 ms, 4.5 for the
+		// columns' form).
 		return append([]next{{s, i - 1}}, inlined...), nil
 	}
 	return append(inlined, next{s, i - 1}), nil
+}
+
+// steppedWindow reports whether a reduction reads stage i through a
+// window (windowed) at an index holding a floor division or remainder, in
+// an axis that stage i's guard tests (a grouped convolution's channel
+// index floor(m / M/G)·C/G + c does not count: its padding guards the
+// rows and columns).
+func steppedWindow(s *schedule.State, i int) bool {
+	t := s.Stages[i].Tensor
+	inGuard := map[*tir.Var]bool{}
+	tir.WalkExpr(t.Body, func(e tir.Expr) bool {
+		if sel, ok := e.(*tir.Select); ok {
+			tir.WalkExpr(sel.Cond, func(x tir.Expr) bool {
+				if v, ok := x.(*tir.Var); ok {
+					inGuard[v] = true
+				}
+				return true
+			})
+		}
+		return true
+	})
+	for _, c := range effectiveConsumers(s, i) {
+		if !windowed(s, i, c) {
+			continue
+		}
+		found := false
+		tir.WalkExpr(effectiveBody(s, c), func(e tir.Expr) bool {
+			if l, ok := e.(*tir.Load); ok && l.Buf == t.Buf {
+				for d, ix := range l.Indices {
+					if d >= len(t.Axis) || !inGuard[t.Axis[d].Var] {
+						continue
+					}
+					tir.WalkExpr(ix, func(x tir.Expr) bool {
+						if b, ok := x.(*tir.Binary); ok && (b.Op == tir.FloorDiv || b.Op == tir.FloorMod) {
+							found = true
+						}
+						return !found
+					})
+				}
+			}
+			return !found
+		})
+		if found {
+			return true
+		}
+	}
+	return false
 }
 
 // isByte reports whether dt is an 8-bit integer type.

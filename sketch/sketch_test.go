@@ -133,6 +133,33 @@ func TestSketchConvBiasRelu(t *testing.T) {
 	}
 }
 
+// TestSketchSteppedWindowKept: ConvTranspose by phases reads its padded
+// input at t + ⌈(pad − r)/s⌉ − j, an index that steps with the phase r;
+// the first sketch (the default schedule's) keeps the padding as a stage,
+// where a float convolution's (conv_bias_relu) inlines it first.
+func TestSketchSteppedWindowKept(t *testing.T) {
+	x := te.Placeholder("X", 1, 16, 8, 8)
+	w := te.Constant("W", 16, 8, 4, 4)
+	ct, err := te.ConvTranspose("ct", x, w, nil, te.ConvTransposeAttrs{Strides: []int{2, 2}, Pads: []int{1, 1, 1, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := te.NewDAG(ct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sk, err := Generate(schedule.NewState(d), testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pad := stageLine(sk[0], "ct_pad"); pad == "ct_pad: inline" || !strings.HasPrefix(pad, "ct_pad: ") {
+		t.Errorf("first sketch: padding %q, want it kept as a stage:\n%v", pad, sk[0])
+	}
+	if pad := stageLine(sketches(t, "conv_bias_relu")[0], "conv_pad"); pad != "conv_pad: inline" {
+		t.Errorf("conv_bias_relu's first sketch: padding %q, want it inlined", pad)
+	}
+}
+
 // TestSketchPaddingReadOnce: a padded tensor that is only copied (read
 // once per element, no window) is always inlined.
 func TestSketchPaddingReadOnce(t *testing.T) {

@@ -31,15 +31,24 @@ type ConvTransposeAttrs struct {
 // b. Pads may be negative (output_shape beyond the natural extent): the
 // positions no input reaches are 0.
 //
-// It is computed as a GEMM and a sum of its columns (convTransposeCols),
-// which multiplies no zero.
+// With unit dilations and strides that divide the kernel it is computed
+// by phases (convTransposePhases), else as a GEMM and a sum of its columns
+// (convTransposeCols); neither multiplies a zero of the dilated form.
 func ConvTranspose(name string, x, w, b *Tensor, a ConvTransposeAttrs) (*Tensor, error) {
-	return convTranspose(name, x, w, b, a, true)
+	return convTranspose(name, x, w, b, a, byPhases)
 }
 
-// convTranspose is ConvTranspose by columns (cols) or by its definition,
-// the dilated form (the reference of the tests).
-func convTranspose(name string, x, w, b *Tensor, a ConvTransposeAttrs, cols bool) (*Tensor, error) {
+// convTransposeForm is how ConvTranspose is computed.
+type convTransposeForm int
+
+const (
+	byPhases  convTransposeForm = iota // convTransposePhases where it applies, else byCols
+	byCols                             // convTransposeCols
+	byDilated                          // convTransposeDilated, the definition (the reference of the tests)
+)
+
+// convTranspose is ConvTranspose computed in form.
+func convTranspose(name string, x, w, b *Tensor, a ConvTransposeAttrs, form convTransposeForm) (*Tensor, error) {
 	name = orDefault(name, "convtranspose")
 	const op = "ConvTranspose"
 	if err := checkInputs(op, name, x, w); err != nil {
@@ -149,10 +158,20 @@ func convTranspose(name string, x, w, b *Tensor, a ConvTransposeAttrs, cols bool
 	if G > 1 || b != nil {
 		cname = name + "_sum"
 	}
+	if form == byPhases {
+		for a := range ns {
+			if dil[a] != 1 || k[a]%strides[a] != 0 {
+				form = byCols
+			}
+		}
+	}
 	var conv *Tensor
-	if cols {
+	switch form {
+	case byPhases:
+		conv = convTransposePhases(cname, x, w, cshape, k, strides, pb, G, Cg)
+	case byCols:
 		conv = convTransposeCols(cname, x, w, cshape, k, strides, dil, pb, G, Cg)
-	} else {
+	default:
 		conv = convTransposeDilated(cname, name, x, w, cshape, rshape, k, strides, dil, pb, out, G, Cg)
 	}
 	if cname == name {
@@ -170,6 +189,89 @@ func convTranspose(name string, x, w, b *Tensor, a ConvTransposeAttrs, cols bool
 		}
 		return v
 	}), nil
+}
+
+// convTransposePhases is ConvTranspose of unit dilations whose strides
+// divide the kernel as s^n convolutions, one per phase of the output,
+// each a plain unit-stride convolution of the input with the K/s taps of
+// its phase. Output o of an axis, at full position f = o + pad_begin,
+// sums the taps k = r + s·j, r = f mod s, of the inputs f div s − j; the
+// outputs of residue r are f div s = t + δ(r) for t = 0, 1, ..., where
+// δ(r) = ⌈(pad_begin − r)/s⌉ is the first. So name_phases[n, (g,) m,
+// r..., t...] = Σ_{c, j...} x[n, c, t + δ(r) − j...]·w[c, m, r + s·j...]:
+// the weight does not depend on t (a broadcast when t is vectorized, and
+// its index is made of loop variables, as rewrite_layout needs), the input
+// is read at t + constant (a convolution's unit-stride window; the inputs
+// out of range are its pads); name then interleaves the phases. Like the
+// columns' form it multiplies no zero of the dilated form, and it is a
+// convolution for the tiling rules, with no [positions × taps × channels]
+// intermediate: a DCGAN layer's (256 → 128 channels, 4×4, stride 2,
+// 16² → 32²) columns are 2 MiB, which left L2 between the GEMM and their
+// sum.
+func convTransposePhases(cname string, x, w *Tensor, cshape, k, strides, pb []int, G, Cg int) *Tensor {
+	ns := len(k)
+	lead := len(cshape) - ns // N, (G,) M
+	taps := make([]int, ns)
+	ts := make([]int, ns)
+	for a := range ns {
+		taps[a] = k[a] / strides[a]
+		ts[a] = (cshape[lead+a] + strides[a] - 1) / strides[a]
+	}
+	// first is δ(r) = ⌈(pad_begin − r)/s⌉ of axis a.
+	first := func(a int, r tir.Expr) tir.Expr {
+		return idivc(iaddc(tir.SubE(tir.Const(0), r), pb[a]+strides[a]-1), strides[a])
+	}
+	// name_pad is the input with the zeros the windows read around it:
+	// t + δ(r) − j spans [min δ − (taps − 1), T − 1 + max δ].
+	ceilDiv := func(a, b int) int { return int(-floorDiv(int64(-a), int64(b))) }
+	lo, padded := make([]int, ns), slices.Clone(x.Shape[:2])
+	for a := range ns {
+		s, in := strides[a], x.Shape[2+a]
+		dmin, dmax := ceilDiv(pb[a]-(s-1), s), ceilDiv(pb[a], s)
+		lo[a] = max(0, taps[a]-1-dmin)
+		hi := max(0, ts[a]-1+dmax-(in-1))
+		padded = append(padded, lo[a]+in+hi)
+	}
+	xp := Compute(cname+"_pad", padded, func(i []tir.Expr) tir.Expr {
+		var valid tir.Expr
+		src := slices.Clone(i[:2])
+		for a := range ns {
+			u := iaddc(i[2+a], -lo[a])
+			valid = andCond(valid, tir.Cmp(tir.GE, u, tir.Const(0)))
+			valid = andCond(valid, tir.Cmp(tir.LT, u, tir.Const(int64(x.Shape[2+a]))))
+			src = append(src, tir.MinE(tir.MaxE(u, tir.Const(0)), tir.Const(int64(x.Shape[2+a]-1))))
+		}
+		return tir.SelectE(valid, x.At(src...), tir.F32(0))
+	})
+	pshape := append(slices.Clone(cshape[:lead]), strides...)
+	pshape = append(pshape, ts...)
+	phases := Reduce(cname+"_phases", pshape, Sum, append([]int{Cg}, taps...), func(i, r []tir.Expr) tir.Expr {
+		var ch tir.Expr = r[0]
+		if G > 1 {
+			ch = iadd(imulc(i[1], Cg), r[0])
+		}
+		xi := []tir.Expr{i[0], ch}
+		wi := []tir.Expr{ch, i[lead-1]}
+		for a := range ns {
+			res, t, j := i[lead+a], i[lead+ns+a], r[1+a]
+			xi = append(xi, iaddc(tir.SubE(iadd(t, first(a, res)), j), lo[a])) // t + δ(r) − j, in the padded input
+			wi = append(wi, iadd(res, imulc(j, strides[a])))                   // r + s·j
+		}
+		return tir.MulE(xp.At(xi...), w.At(wi...))
+	})
+	return Compute(cname, cshape, func(i []tir.Expr) tir.Expr {
+		pi := slices.Clone(i[:lead])
+		res := make([]tir.Expr, ns)
+		for a := range ns {
+			res[a] = imodc(iaddc(i[lead+a], pb[a]), strides[a]) // f mod s
+			pi = append(pi, res[a])
+		}
+		for a := range ns {
+			t := idivc(iaddc(i[lead+a], pb[a]), strides[a]) // f div s
+			pi = append(pi, tir.SubE(t, first(a, res[a])))
+		}
+		return phases.At(pi...)
+	})
 }
 
 // convTransposeCols is ConvTranspose as a matrix product and a sum of its

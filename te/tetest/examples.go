@@ -145,11 +145,15 @@ func (b *exampleBuilder) build() {
 	b.add("pad_edge")(te.Pad("pad_edge", P("X", 3, 5, 7), te.PadAttrs{Mode: "edge", Pads: []int{0, -1, 2, 0, 2, -1}}))
 
 	// transposed convolution: groups, strides, dilations, output padding;
-	// 1-D with output_shape (an extent past the natural one)
+	// 1-D with output_shape (an extent past the natural one); by phases
+	// (unit dilations, kernels of whole strides): a DCGAN layer's 4×4 of
+	// stride 2 with uneven pads and groups, and the 1-D one
 	b.add("conv_transpose")(te.ConvTranspose("conv_transpose", P("X", 1, 4, 5, 6), K("W", 4, 3, 3, 3), K("bias", 6),
 		te.ConvTransposeAttrs{Group: 2, Strides: []int{2, 2}, Dilations: []int{1, 2}, Pads: []int{1, 0, 1, 1}, OutputPadding: []int{1, 0}}))
 	b.add("conv_transpose1d")(te.ConvTranspose("conv_transpose1d", P("X", 2, 3, 7), K("W", 3, 2, 3), nil,
 		te.ConvTransposeAttrs{Strides: []int{3}, OutputShape: []int{22}}))
+	b.add("conv_transpose_phases")(te.ConvTranspose("conv_transpose_phases", P("X", 1, 4, 5, 6), K("W", 4, 3, 4, 4), K("bias", 6),
+		te.ConvTransposeAttrs{Group: 2, Strides: []int{2, 2}, Pads: []int{1, 2, 0, 1}, OutputPadding: []int{1, 0}}))
 
 	// scans, contractions, normalization across channels
 	b.add("cumsum")(te.CumSum("cumsum", P("X", 3, 9, 4), 1, false, false))
