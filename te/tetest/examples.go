@@ -152,7 +152,7 @@ func (b *exampleBuilder) build() {
 		te.ConvTransposeAttrs{Group: 2, Strides: []int{2, 2}, Dilations: []int{1, 2}, Pads: []int{1, 0, 1, 1}, OutputPadding: []int{1, 0}}))
 	b.add("conv_transpose1d")(te.ConvTranspose("conv_transpose1d", P("X", 2, 3, 7), K("W", 3, 2, 3), nil,
 		te.ConvTransposeAttrs{Strides: []int{3}, OutputShape: []int{22}}))
-	b.add("conv_transpose_phases")(te.ConvTranspose("conv_transpose_phases", P("X", 1, 4, 5, 6), K("W", 4, 3, 4, 4), K("bias", 6),
+	b.add("conv_transpose_phases")(te.ConvTranspose("conv_transpose_phases", P("X", 1, 4, 5, 17), K("W", 4, 3, 4, 4), K("bias", 6),
 		te.ConvTransposeAttrs{Group: 2, Strides: []int{2, 2}, Pads: []int{1, 2, 0, 1}, OutputPadding: []int{1, 0}}))
 
 	// scans, contractions, normalization across channels
