@@ -160,6 +160,39 @@ func TestSketchSteppedWindowKept(t *testing.T) {
 	}
 }
 
+// TestSketchConcatSummedKept: a Concat along the axis a matmul sums
+// (ASPP's projection of its concatenated branches) is kept as a stage in
+// the first sketch: inlined, its guard would run at every step of the
+// reduction. A Concat along a spatial axis of the matmul stays inlined.
+func TestSketchConcatSummedKept(t *testing.T) {
+	for _, c := range []struct {
+		axis int
+		kept bool
+	}{{1, true}, {0, false}} {
+		a, b := te.Placeholder("A", 8, 16), te.Placeholder("B", 8, 16)
+		cat, err := te.Concat("cat", c.axis, a, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := te.Constant("W", cat.Shape[1], 16)
+		mm, err := te.MatMul("mm", cat, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := te.NewDAG(mm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sk, err := Generate(schedule.NewState(d), testOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line := stageLine(sk[0], "cat"); (line != "cat: inline") != c.kept {
+			t.Errorf("concat along axis %d: first sketch has %q, want kept = %v:\n%v", c.axis, line, c.kept, sk[0])
+		}
+	}
+}
+
 // TestSketchPaddingReadOnce: a padded tensor that is only copied (read
 // once per element, no window) is always inlined.
 func TestSketchPaddingReadOnce(t *testing.T) {
