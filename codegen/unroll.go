@@ -252,73 +252,57 @@ func unroll(s tir.Stmt, auto, lanes int, dyn map[*tir.Var]bool) tir.Stmt {
 }
 
 // stepCount is the number of steps s runs (saturating).
-func stepCount(s tir.Stmt) int64 {
+func stepCount(s tir.Stmt) int64 { return weightedSteps(s, nil) }
+
+// productSteps is stepCount with each store counted as the number of
+// 8-bit products its value sums (one at least).
+func productSteps(s tir.Stmt) int64 { return weightedSteps(s, narrowProducts) }
+
+// weightedSteps counts the steps s runs, a store (and a vectorized loop,
+// its stores together) weighing weight of its value, at least 1; nil
+// weighs every store 1.
+func weightedSteps(s tir.Stmt, weight func(tir.Expr) int64) int64 {
 	switch s := s.(type) {
-	case *tir.Store, *tir.Barrier:
+	case *tir.Store:
+		if weight == nil {
+			return 1
+		}
+		return max(1, weight(s.Value))
+	case *tir.Barrier:
 		return 1
 	case *tir.For:
 		if s.Extent <= 0 {
 			return 0
 		}
 		if s.Kind == tir.Vectorized {
-			return 1
-		}
-		return satMul(int64(s.Extent), stepCount(s.Body))
-	case *tir.Seq:
-		var n int64
-		for _, c := range s.Stmts {
-			n = satAdd(n, stepCount(c))
-		}
-		return n
-	case *tir.IfThenElse:
-		return satAdd(stepCount(s.Then), stepCount(s.Else))
-	case *tir.Let:
-		return stepCount(s.Body)
-	case *tir.Allocate:
-		return stepCount(s.Body)
-	case *tir.Pragma:
-		return stepCount(s.Body)
-	}
-	return 0
-}
-
-// productSteps is stepCount with each store counted as the number of
-// 8-bit products its value sums (one at least).
-func productSteps(s tir.Stmt) int64 {
-	switch s := s.(type) {
-	case *tir.Store:
-		return max(1, narrowProducts(s.Value))
-	case *tir.For:
-		if s.Extent <= 0 {
-			return 0
-		}
-		if s.Kind == tir.Vectorized {
 			var n int64
-			tir.WalkStmt(s.Body, func(st tir.Stmt) bool {
-				if st, ok := st.(*tir.Store); ok {
-					n = satAdd(n, narrowProducts(st.Value))
-				}
-				return true
-			})
+			if weight != nil {
+				tir.WalkStmt(s.Body, func(st tir.Stmt) bool {
+					if st, ok := st.(*tir.Store); ok {
+						n = satAdd(n, weight(st.Value))
+					}
+					return true
+				})
+			}
 			return max(1, n)
 		}
-		return satMul(int64(s.Extent), productSteps(s.Body))
+		return satMul(int64(s.Extent), weightedSteps(s.Body, weight))
 	case *tir.Seq:
 		var n int64
 		for _, c := range s.Stmts {
-			n = satAdd(n, productSteps(c))
+			n = satAdd(n, weightedSteps(c, weight))
 		}
 		return n
 	case *tir.IfThenElse:
-		return satAdd(productSteps(s.Then), productSteps(s.Else))
+		return satAdd(weightedSteps(s.Then, weight), weightedSteps(s.Else, weight))
 	case *tir.Let:
-		return productSteps(s.Body)
+		return weightedSteps(s.Body, weight)
 	case *tir.Allocate:
-		return productSteps(s.Body)
+		return weightedSteps(s.Body, weight)
 	case *tir.Pragma:
-		return productSteps(s.Body)
+		return weightedSteps(s.Body, weight)
 	}
-	return stepCount(s)
+	return 0
 }
 
 // narrowProducts counts the products of two values widened from 8-bit

@@ -123,13 +123,7 @@ func reduceGuarded(s *schedule.State, i, c int) bool {
 	if len(ct.ReduceAxis) == 0 {
 		return false
 	}
-	spatial, reduce := map[*tir.Var]bool{}, map[*tir.Var]bool{}
-	for _, a := range ct.Axis {
-		spatial[a.Var] = true
-	}
-	for _, a := range ct.ReduceAxis {
-		reduce[a.Var] = true
-	}
+	spatial, reduce := axisVars(ct)
 	t := s.Stages[i].Tensor
 	inGuard := guardVars(t)
 	found := false
@@ -144,6 +138,18 @@ func reduceGuarded(s *schedule.State, i, c int) bool {
 		return !found
 	})
 	return found
+}
+
+// axisVars returns the sets of t's spatial and reduce variables.
+func axisVars(t *te.Tensor) (spatial, reduce map[*tir.Var]bool) {
+	spatial, reduce = map[*tir.Var]bool{}, map[*tir.Var]bool{}
+	for _, a := range t.Axis {
+		spatial[a.Var] = true
+	}
+	for _, a := range t.ReduceAxis {
+		reduce[a.Var] = true
+	}
+	return spatial, reduce
 }
 
 // guardVars is the set of the variables that the guards (Selects) of t's
@@ -393,13 +399,7 @@ func windowed(s *schedule.State, i, c int) bool {
 	if len(ct.ReduceAxis) == 0 {
 		return false
 	}
-	spatial, reduce := map[*tir.Var]bool{}, map[*tir.Var]bool{}
-	for _, a := range ct.Axis {
-		spatial[a.Var] = true
-	}
-	for _, a := range ct.ReduceAxis {
-		reduce[a.Var] = true
-	}
+	spatial, reduce := axisVars(ct)
 	buf := s.Stages[i].Tensor.Buf
 	found := false
 	tir.WalkExpr(effectiveBody(s, c), func(e tir.Expr) bool {

@@ -144,14 +144,7 @@ func TestSketchSteppedWindowKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := te.NewDAG(ct)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sk, err := Generate(schedule.NewState(d), testOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	sk := sketchesOf(t, ct)
 	if pad := stageLine(sk[0], "ct_pad"); pad == "ct_pad: inline" || !strings.HasPrefix(pad, "ct_pad: ") {
 		t.Errorf("first sketch: padding %q, want it kept as a stage:\n%v", pad, sk[0])
 	}
@@ -179,14 +172,7 @@ func TestSketchConcatSummedKept(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := te.NewDAG(mm)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sk, err := Generate(schedule.NewState(d), testOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
+		sk := sketchesOf(t, mm)
 		if line := stageLine(sk[0], "cat"); (line != "cat: inline") != c.kept {
 			t.Errorf("concat along axis %d: first sketch has %q, want kept = %v:\n%v", c.axis, line, c.kept, sk[0])
 		}
@@ -205,14 +191,7 @@ func TestSketchPaddingReadOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := te.NewDAG(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sk, err := Generate(schedule.NewState(d), testOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	sk := sketchesOf(t, r)
 	for _, s := range sk {
 		if stageLine(s, "pad") != "pad: inline" {
 			t.Errorf("padding read once is not inlined:\n%v", s)
@@ -449,14 +428,7 @@ func TestSketchPrologue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := te.NewDAG(mm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sk, err := Generate(schedule.NewState(d), testOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
+	sk := sketchesOf(t, mm)
 	if len(sk) == 0 {
 		t.Fatal("no sketch")
 	}
