@@ -120,8 +120,8 @@ func (inlineOrKeepGuardedWindow) Apply(g *generator, s *schedule.State, i int) (
 // one tensor.
 func reduceGuarded(s *schedule.State, i, c int) bool {
 	ct := s.Stages[c].Tensor
-	if len(ct.ReduceAxis) == 0 {
-		return false
+	if len(ct.ReduceAxis) == 0 || s.Stages[i].Tensor.Matrix != nil {
+		return false // a constant matrix's selects are its entries, for simplifyConstTensor to fold
 	}
 	spatial, reduce := axisVars(ct)
 	t := s.Stages[i].Tensor
@@ -179,7 +179,9 @@ func steppedWindow(s *schedule.State, i int) bool {
 	t := s.Stages[i].Tensor
 	inGuard := guardVars(t)
 	for _, c := range effectiveConsumers(s, i) {
-		if !windowed(s, i, c) {
+		if !windowed(s, i, c) || len(constMatrixIndexVars(s.Stages[c].Tensor)) > 0 {
+			// A Winograd data pack reads its tiles at floor(p / tiles)·m + ν,
+			// and simplifyConstTensor schedules it with the padding inlined.
 			continue
 		}
 		found := false

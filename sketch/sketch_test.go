@@ -588,3 +588,20 @@ func TestSampleVectorizesOneVector(t *testing.T) {
 		}
 	}
 }
+
+// TestSketchWinogradInlined: a Winograd convolution's padding and its
+// transform matrices stay inlined in the first sketch (the default
+// schedule's): its data pack reads the padding at floor(p / tiles)·m + ν,
+// which is no stepped window (steppedWindow), and a constant matrix's
+// selects are its entries, which simplifyConstTensor turns into literals
+// (reduceGuarded). Kept, the transforms were a local table and the data
+// pack read a copy of the padded input.
+func TestSketchWinogradInlined(t *testing.T) {
+	for _, name := range []string{"winograd4_nhwc_bias_relu", "winograd2_bias_relu"} {
+		for _, line := range strings.Split(sketches(t, name)[0].String(), "\n") {
+			if (strings.Contains(line, "_pad: ") || strings.Contains(line, "_BT: ") || strings.Contains(line, "_B: ")) && !strings.HasSuffix(strings.TrimSpace(line), ": inline") {
+				t.Errorf("%s: first sketch keeps %q", name, strings.TrimSpace(line))
+			}
+		}
+	}
+}

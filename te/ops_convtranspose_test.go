@@ -101,23 +101,24 @@ func evalDAGOf(t *testing.T, out *Tensor, in [][]float32) []float32 {
 
 // TestConvTransposeFormChoice: ConvTranspose takes the phases where they
 // pay (phasesPay) and the columns elsewhere, on a DCGAN generator's layers
-// (4×4 kernels) and the layer of issue 47's race.
+// (4×4 kernels), the layer of issue 47's race and a U-Net's upsampling.
 func TestConvTransposeFormChoice(t *testing.T) {
 	for _, c := range []struct {
-		name        string
-		c, m, in    int
-		stride, pad int
-		phases      bool
+		name             string
+		c, m, in, kernel int
+		stride, pad      int
+		phases           bool
 	}{
-		{"1² → 4², 15 of 16 taps on padding", 100, 512, 1, 1, 0, false},
-		{"4² → 8², 4 outputs per phase", 512, 256, 4, 2, 1, false},
-		{"8² → 16²", 256, 128, 8, 2, 1, true},
-		{"16² → 32² (dcgan_layer)", 256, 128, 16, 2, 1, true},
-		{"32² → 64²", 64, 3, 32, 2, 1, true},
+		{"1² → 4², 15 of 16 taps on padding", 100, 512, 1, 4, 1, 0, false},
+		{"4² → 8², 4 outputs per phase", 512, 256, 4, 4, 2, 1, false},
+		{"8² → 16²", 256, 128, 8, 4, 2, 1, true},
+		{"16² → 32² (dcgan_layer)", 256, 128, 16, 4, 2, 1, true},
+		{"32² → 64²", 64, 3, 32, 4, 2, 1, true},
+		{"U-Net's 2×2 of stride 2, 32² → 64²", 64, 32, 32, 2, 2, 0, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			x := Placeholder("x", 1, c.c, c.in, c.in)
-			w := Constant("w", c.c, c.m, 4, 4)
+			w := Constant("w", c.c, c.m, c.kernel, c.kernel)
 			ct, err := ConvTranspose("ct", x, w, nil, ConvTransposeAttrs{
 				Strides: []int{c.stride, c.stride}, Pads: []int{c.pad, c.pad, c.pad, c.pad}})
 			if err != nil {
