@@ -83,7 +83,17 @@ func (inlineOrKeepGuardedWindow) Apply(g *generator, s *schedule.State, i int) (
 	if err != nil {
 		return nil, err
 	}
-	if (widensIntegers(s, i) || isByte(s.Stages[i].Tensor.DType())) && reusedAcross(s, i) || steppedWindow(s, i) || slices.ContainsFunc(effectiveConsumers(s, i), func(c int) bool { return reduceGuarded(s, i, c) }) {
+	if keepGuardFirst(s, i) {
+		return append([]next{{s, i - 1}}, inlined...), nil
+	}
+	return append(inlined, next{s, i - 1}), nil
+}
+
+// keepGuardFirst reports whether inlineOrKeepGuardedWindow's first sketch
+// (the default schedule's) keeps guarded stage i rather than inlining it.
+func keepGuardFirst(s *schedule.State, i int) bool {
+	summed := slices.ContainsFunc(effectiveConsumers(s, i), func(c int) bool { return reduceGuarded(s, i, c) })
+	if (widensIntegers(s, i) || isByte(s.Stages[i].Tensor.DType())) && reusedAcross(s, i) || steppedWindow(s, i) || summed {
 		// Kept first, for the default schedule: inlined, every tap of
 		// the window loads a byte, converts it and tests the guard before
 		// its one multiply-add (the float-summed integer convolution
@@ -105,10 +115,11 @@ func (inlineOrKeepGuardedWindow) Apply(g *generator, s *schedule.State, i int) (
 		// lanes that the border split or a vector comparison can take,
 		// and every vector it cuts loads lane by lane (a DCGAN layer's
 		// 16-wide rows, where every row has a border: 5.5 ms, 4.5 for the
-		// columns' form).
-		return append([]next{{s, i - 1}}, inlined...), nil
+		// columns' form), and a guarded stage a reduction sums along the
+		// axis its guard tests (reduceGuarded).
+		return true
 	}
-	return append(inlined, next{s, i - 1}), nil
+	return false
 }
 
 // reduceGuarded reports whether reduction c reads stage i, in an axis
