@@ -176,6 +176,10 @@ func (b *exampleBuilder) build() {
 	b.add("gather")(te.Gather("gather", P("X", 5, 7, 3), ix("I", 7, 2, 4), 1))
 	b.add("gather_elements")(te.GatherElements("gather_elements", P("X", 5, 6), ix("I", 6, 5, 4), 1))
 	b.add("gather_nd")(te.GatherND("gather_nd", P("X", 4, 5, 6), ix("I", 4, 3, 2), 0))
+	// An embedding (a constant table read at token ids) into a matmul: an
+	// LSTM language model's input projection.
+	embed := mustExample(te.Gather("embed", K("E", 40, 16), ix("ids", 40, 6), 0))
+	b.add("embedding_matmul")(te.MatMul("embedding_matmul", embed, K("W", 16, 32)))
 	b.add("one_hot")(te.OneHot("one_hot", ix("I", 6, 3, 5), P("V", 2), 6, 1))
 	b.add("scatter_elements")(te.ScatterElements("scatter_elements", P("X", 5, 6), ix("I", 5, 3, 4), P("U", 3, 4), 0, te.NoReduce))
 	b.add("scatter_elements_add")(te.ScatterElements("scatter_elements_add", P("X", 5, 6), ix("I", 6, 5, 3), P("U", 5, 3), 1, te.Sum))
