@@ -507,22 +507,28 @@ func TestSampleVectorizesSmallElementwise(t *testing.T) {
 		{[]int{1, 256}, 256 / opts.MaxVectorLanes},
 		{[]int{3, opts.MaxVectorLanes}, 3},
 	} {
-		e, err := te.Sigmoid("sig", te.Placeholder("X", c.shape...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sk := sketchesOf(t, e)
-		s, err := Sample(rand.New(rand.NewPCG(7, 8)), sk[0], opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st := s.Stages[len(s.Stages)-1]
+		s, st := sampledSigmoid(t, c.shape, opts)
 		last := st.Iters[len(st.Iters)-1]
 		if st.Tensor.Name != "sig" || last.Ann != schedule.Vectorize || last.Extent != opts.MaxVectorLanes ||
 			st.Iters[0].Ann != schedule.Parallel || st.Iters[0].Extent != c.parallel {
 			t.Errorf("%v: want a parallel loop of %d and %d lanes vectorized:\n%v", c.shape, c.parallel, opts.MaxVectorLanes, s)
 		}
 	}
+}
+
+// sampledSigmoid samples the first sketch of a sigmoid over X of shape
+// (seed 7, 8) and returns the state and the sigmoid's stage.
+func sampledSigmoid(t *testing.T, shape []int, opts Options) (*schedule.State, *schedule.Stage) {
+	t.Helper()
+	e, err := te.Sigmoid("sig", te.Placeholder("X", shape...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Sample(rand.New(rand.NewPCG(7, 8)), sketchesOf(t, e)[0], opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, s.Stages[len(s.Stages)-1]
 }
 
 // An elementwise stage no rule tiles, whose innermost loop is longer than a
@@ -567,16 +573,7 @@ func TestSampleVectorizesOneVector(t *testing.T) {
 		{[]int{3, 72}, opts.Lanes},
 		{[]int{784, 60}, 0},
 	} {
-		e, err := te.Sigmoid("sig", te.Placeholder("X", c.shape...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sk := sketchesOf(t, e)
-		s, err := Sample(rand.New(rand.NewPCG(7, 8)), sk[0], opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st := s.Stages[len(s.Stages)-1]
+		s, st := sampledSigmoid(t, c.shape, opts)
 		got := 0
 		for _, it := range st.Iters {
 			if it.Ann == schedule.Vectorize {
