@@ -19,8 +19,11 @@ import (
 // the activations four adjacent bytes the same in every lane (possibly all
 // under one guard that substitutes one constant, the padding), the weights
 // packed so that each lane's four are adjacent (rewrite_layout's merged
-// dimension), is emitted as one call of tsr_dot4_vL<x><w>(xq, &w[r]): xq
-// the four activation bytes as one 32-bit word. Its generic body sums the
+// dimension), is emitted as one call of tsr_dot4a_vL<x>(acc, xq, &w[r]),
+// which adds the group to acc (tsr_dot4_vL<x>(xq, &w[r]) where the sum has
+// no other term): xq the four activation bytes as one 32-bit word. With
+// VNNI (uint8 activations) or aarch64's sdot/usdot that is one
+// instruction, which accumulates. The generic body of tsr_dot4 sums the
 // products lane by lane; with gcc on x86 with AVX2 (8 lanes) it widens the
 // activations and the weights to 16 bits and multiplies and adds pairs
 // with vpmaddwd, exact for every 8-bit operand (a pair's sum is at most
@@ -240,7 +243,8 @@ func (k *kernel) vdot(p *vplan, e *tir.Binary) (code string, ok bool, err error)
 			matched[i], matched[i].matched, sat[i] = m, true, true
 		}
 	}
-	var parts []string
+	var parts []string   // tsr_dot4s calls
+	var groups []dotArgs // tsr_dot4 groups
 	// Two saturated pairs two elements apart: one tsr_dot4s.
 	for i := range terms {
 		if !sat[i] || matched[i].use {
@@ -253,12 +257,12 @@ func (k *kernel) vdot(p *vplan, e *tir.Binary) (code string, ok bool, err error)
 			if d, ok := offset(matched[i], matched[c]); !ok || d != 2 {
 				continue
 			}
-			call, err := k.dotCall(p, matched[i], "dot4s")
+			xq, wref, err := k.dotArgs(p, matched[i])
 			if err != nil {
 				return "", false, err
 			}
 			matched[i].use, matched[c].use = true, true
-			parts = append(parts, call)
+			parts = append(parts, fmt.Sprintf("tsr_dot4s_v%d%s(%s, %s)", p.L, laneSuffix(matched[i].xType), xq, wref))
 			break
 		}
 	}
@@ -281,24 +285,46 @@ func (k *kernel) vdot(p *vplan, e *tir.Binary) (code string, ok bool, err error)
 		if group[1] < 0 || group[2] < 0 || group[3] < 0 {
 			continue
 		}
-		call, err := k.dotCall(p, lead, "dot4")
+		xq, wref, err := k.dotArgs(p, lead)
 		if err != nil {
 			return "", false, err
 		}
 		for _, c := range group {
 			matched[c].use = true
 		}
-		parts = append(parts, call)
+		groups = append(groups, dotArgs{laneSuffix(lead.xType), xq, wref})
 	}
-	if len(parts) == 0 {
+	if len(parts) == 0 && len(groups) == 0 {
 		return "", false, nil
 	}
 	rest, err := k.vterms(p, terms, func(i int) bool { return matched[i].use }, tir.Int32)
 	if err != nil {
 		return "", false, err
 	}
-	return "(" + strings.Join(append(rest, parts...), " + ") + ")", true, nil
+	// The groups accumulate into the rest of the sum, one after the other
+	// (tsr_dot4a: one vpdpbusd each with VNNI, which adds its four
+	// products to its accumulator); integer sums are exact in any order.
+	rest = append(rest, parts...)
+	var acc string
+	switch {
+	case len(rest) == 1:
+		acc = rest[0]
+	case len(rest) > 1:
+		acc = "(" + strings.Join(rest, " + ") + ")"
+	default:
+		g := groups[0]
+		acc, groups = fmt.Sprintf("tsr_dot4_v%d%s(%s, %s)", p.L, g.suffix, g.xq, g.w), groups[1:]
+	}
+	for _, g := range groups {
+		acc = fmt.Sprintf("tsr_dot4a_v%d%s(%s, %s, %s)", p.L, g.suffix, trimParens(acc), g.xq, g.w)
+	}
+	return acc, true, nil
 }
+
+// dotArgs are a dot-product group's operands as C: the activations' lane
+// suffix, the four activation bytes as a 32-bit word and the address of
+// the weights.
+type dotArgs struct{ suffix, xq, w string }
 
 // vterms emits the terms of a sum that a dot-product helper did not take
 // (used reports those it took) as vectors of type t, a scalar broadcast.
@@ -320,39 +346,40 @@ func (k *kernel) vterms(p *vplan, terms []tir.Expr, used func(i int) bool, t tir
 	return out, nil
 }
 
-// dotCall emits the call of helper fn (dot4, dot4s) for the group whose
-// first term is t.
-func (k *kernel) dotCall(p *vplan, t dotTerm, fn string) (string, error) {
+// dotArgs returns the operands of the group whose first term is t as C:
+// the four activation bytes as one 32-bit word (the fill's bytes where
+// its guard fails) and the address of its weights.
+func (k *kernel) dotArgs(p *vplan, t dotTerm) (xq, wref string, err error) {
 	k.dots = true
 	wb, err := k.lookupBuf(t.w)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	wi, err := k.expr(t.wRest)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	fill := fmt.Sprintf("%du", uint32(uint8(t.fill))*0x01010101)
-	xq := fill
+	xq = fill
 	if t.x != nil {
 		xb, err := k.lookupBuf(t.x)
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		xi, err := k.expr(t.xIdx)
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		xq = fmt.Sprintf("tsr_ld32(&%s[%s])", xb.name, trimParens(xi))
 		if t.cond != nil {
 			c, err := k.expr(t.cond)
 			if err != nil {
-				return "", err
+				return "", "", err
 			}
 			xq = fmt.Sprintf("(%s ? %s : %s)", c, xq, fill)
 		}
 	}
-	return fmt.Sprintf("tsr_%s_v%d%s(%s, &%s[%s])", fn, p.L, laneSuffix(t.xType), xq, wb.name, trimParens(wi)), nil
+	return xq, fmt.Sprintf("&%s[%s]", wb.name, trimParens(wi)), nil
 }
 
 // exactDotX86 returns tsr_dot4_vL<x> (named name, returning m) for gcc on
@@ -442,6 +469,54 @@ func neonDot(L int, suffix, m, name string) string {
 	return b.String()
 }
 
+// dotAccHelper returns tsr_dot4a_vL<x>: acc plus tsr_dot4_vL<x>. The dot
+// instructions add their products to an accumulator: VNNI's vpdpbusd
+// (uint8 activations, 4, 8 and 16 lanes: vnni), aarch64's sdot (int8) and
+// usdot (uint8, I8MM), one instruction where acc + tsr_dot4 would be two.
+// Elsewhere it is that sum.
+func dotAccHelper(L int, suffix string, vnni bool) string {
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	m := mt(L)
+	name := "tsr_dot4a_v" + strconv.Itoa(L) + suffix
+	sig := fmt.Sprintf("static inline %s %s(%s acc, uint32_t xq, const int8_t *w)", m, name, m)
+	closes := 0
+	if vnni {
+		isa := "(defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__)))"
+		if L == 16 {
+			isa = "defined(__AVX512VNNI__)"
+		}
+		v := "tsr_x86_v" + strconv.Itoa(L) + "si"
+		w("%s && %s", gccX86(""), isa)
+		w("%s {", sig)
+		w("  %s wv;", v)
+		w("  __builtin_memcpy(&wv, w, %d);", 4*L)
+		w("  return (%s)__builtin_ia32_vpdpbusd_v%dsi((%s)acc, (%s)((%s){} + (int)xq), wv);", m, L, v, v, m)
+		w("}")
+		w("#else")
+		closes++
+	}
+	if L == 4 {
+		if suffix == "u8" {
+			w("#if defined(__aarch64__) && defined(__ARM_FEATURE_MATMUL_INT8)")
+			w("%s {", sig)
+			w("  return (%s)vusdotq_s32((int32x4_t)acc, vreinterpretq_u8_u32(vdupq_n_u32(xq)), vld1q_s8(w));", m)
+		} else {
+			w("#if defined(__aarch64__) && defined(__ARM_FEATURE_DOTPROD)")
+			w("%s {", sig)
+			w("  return (%s)vdotq_s32((int32x4_t)acc, vreinterpretq_s8_u32(vdupq_n_u32(xq)), vld1q_s8(w));", m)
+		}
+		w("}")
+		w("#else")
+		closes++
+	}
+	w("%s { return acc + tsr_dot4_v%d%s(xq, w); }", sig, L, suffix)
+	for range closes {
+		w("#endif")
+	}
+	return b.String()
+}
+
 // neonDot4s returns tsr_dot4s_v4u8 (named name, returning m) for aarch64
 // (NEON, every core), opening a block the caller closes; "" for other
 // widths. No instruction saturates pairs as vpmaddubsw does, but every
@@ -479,9 +554,9 @@ func dotHelpers(L int) string {
 		name := "tsr_dot4_v" + strconv.Itoa(L) + x.suffix
 		// With VNNI, vpdpbusd is this very sum for uint8 activations
 		// (four u8×s8 products into each int32 lane, exact, no
-		// saturation): one instruction. Not run here, on a CPU without
-		// VNNI; the native sweeps check it where the CPU has it.
-		vnni := x.suffix == "u8" && (L == 8 || L == 16)
+		// saturation): one instruction. The native sweep of
+		// TestSampledStatesCompiled runs it where the CPU has VNNI.
+		vnni := x.suffix == "u8" && (L == 4 || L == 8 || L == 16)
 		if vnni {
 			isa := "(defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__)))"
 			if L == 16 {
@@ -516,6 +591,7 @@ func dotHelpers(L int) string {
 		if vnni {
 			w("#endif")
 		}
+		b.WriteString(dotAccHelper(L, x.suffix, vnni))
 	}
 	// tsr_dot4s: each pair's sum saturated to int16 (vpmaddubsw), then the
 	// two pairs summed into int32 (vpmaddwd with ones); uint8 activations.

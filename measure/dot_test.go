@@ -24,15 +24,17 @@ import (
 // reduction runs in groups of four (qconv_dot4; qconv_dot4s with its pairs
 // saturated; qconv_taps4s, an NCHW image's W taps in groups; qconv_grouped,
 // a grouped convolution) packs its weights so that code generation emits the
-// dot-product helper (tsr_dot4, tsr_dot4s) for it at every x86 level, and the kernel, compiled at each level this machine runs,
+// dot-product helper (tsr_dot4a, which adds a group to its accumulator;
+// tsr_dot4s) for it at every x86 level, and the kernel, compiled at each
+// level this machine runs,
 // matches the reference evaluator. (The sweeps check sampled schedules of
 // the same DAG, with and without the helper.)
 func TestDotProductKernel(t *testing.T) {
 	levels, _ := machine.RunnableLevels(backend.NativeMachine())
 	for _, c := range []struct{ level, dag, helper string }{
-		{"x86-64-v2", "qconv_dot4", "tsr_dot4_v"},
-		{"x86-64-v3", "qconv_dot4", "tsr_dot4_v"},
-		{"x86-64-v4", "qconv_dot4", "tsr_dot4_v"},
+		{"x86-64-v2", "qconv_dot4", "tsr_dot4a_v"},
+		{"x86-64-v3", "qconv_dot4", "tsr_dot4a_v"},
+		{"x86-64-v4", "qconv_dot4", "tsr_dot4a_v"},
 		{"x86-64-v2", "qconv_dot4s", "tsr_dot4s_v"},
 		{"x86-64-v3", "qconv_dot4s", "tsr_dot4s_v"},
 		{"x86-64-v4", "qconv_dot4s", "tsr_dot4s_v"},
@@ -118,7 +120,8 @@ func TestDotProductKernelAarch64(t *testing.T) {
 // pair helper (tsr_dot2bf) at every x86 level, and each kernel, compiled
 // at the levels this machine runs, matches the reference evaluator. With
 // AVX512_BF16 (-march=cooperlake, 8 and 16 lanes) the helper is one
-// vdpbf16ps: compiled here, not run (no such CPU); on aarch64 with BF16
+// vdpbf16ps, asserted in the assembly here and run where the CPU has it
+// (TestSampledStatesCompiled's native sweep); on aarch64 with BF16
 // (armv8.6-a) one bfdot, run under qemu-aarch64 and checked, as is the
 // generic form at armv8-a.
 func TestBF16PairKernel(t *testing.T) {

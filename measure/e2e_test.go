@@ -84,7 +84,9 @@ func sampledPerOp(t *testing.T, d *te.DAG) int {
 // evaluator, like TestAllOpsCompiled, at every portable ISA level this
 // machine runs (x86-64-v2, -v3, -v4): each level's sketch options, vector
 // width and -march. A level the machine lacks is skipped with a line
-// saying so.
+// saying so. Where the machine has dot-product instructions no portable
+// level has (VNNI, AVX512_BF16), the integer and bf16 DAGs are swept once
+// more at -march=native, their default schedules first.
 func TestSampledStatesCompiled(t *testing.T) {
 	levels, skipped := machine.RunnableLevels(backend.NativeMachine())
 	for name, miss := range skipped {
@@ -95,6 +97,37 @@ func TestSampledStatesCompiled(t *testing.T) {
 			checkCompiled(t, platform{m: m}, sampledStates(t, m, sampledPerOp))
 		})
 	}
+	// The portable levels have no dot-product instructions: where this
+	// machine has them (VNNI's vpdpbusd, AVX512_BF16's vdpbf16ps), the
+	// integer and bf16 DAGs are swept once more for it, -march=native, so
+	// the helpers' instruction forms run, not only compile.
+	native := backend.NativeMachine()
+	var dots []string
+	for _, f := range []string{"avxvnni", "avx512vnni", "avx512bf16"} {
+		if native.Has(f) {
+			dots = append(dots, f)
+		}
+	}
+	if len(dots) == 0 {
+		t.Logf("native dot-product sweep skipped: this machine has none of VNNI, AVX-VNNI, AVX512_BF16")
+		return
+	}
+	t.Run("native "+strings.Join(dots, "+"), func(t *testing.T) {
+		integer := regexp.MustCompile(`^(q|i8_|u8_|bf16_)`)
+		gen := sampledStates(t, native, sampledPerOp)
+		checkCompiled(t, platform{m: native}, func(i int, d *te.DAG) []*schedule.State {
+			if !integer.MatchString(d.Outputs[0].Name) {
+				return nil
+			}
+			// The default schedule first: its full-width vectors are
+			// where the instructions are, which random tiles seldom draw.
+			def, _, err := sketch.Default(schedule.NewState(d), sketch.CPUOptions(native))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return append([]*schedule.State{def}, gen(i, d)...)
+		})
+	})
 }
 
 // TestSampledStatesAarch64 cross-compiles sampled states of every example

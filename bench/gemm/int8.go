@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tessera-ml/tessera/bench/internal/benchutil"
+	"github.com/tessera-ml/tessera/internal/cli"
 	"github.com/tessera-ml/tessera/measure"
 	"github.com/tessera-ml/tessera/schedule"
 	"github.com/tessera-ml/tessera/sketch"
@@ -20,16 +21,19 @@ import (
 
 // The int8 race (-dtype int8): C = A·B for uint8 A and int8 B, int32 C,
 // n×n×n, Tessera's default schedule of te.IntMatMul with k in groups of
-// four (the dot-product form its code generator emits as vpmaddubsw and
-// vpmaddwd on AVX2) against oneDNN's dnnl_gemm_u8s8s32.
+// four (the dot-product form its code generator emits as one vpdpbusd
+// with VNNI, as vpmaddubsw and vpmaddwd on AVX2) against oneDNN's
+// dnnl_gemm_u8s8s32.
 //
-// B holds 7-bit weights, [-64, 63] (onnxruntime's reduce_range, tune
-// quantize --reduce-range): on a CPU without VNNI both kernels sum each
-// pair of products in int16 (vpmaddubsw), exact only where no pair can
-// leave int16, and Tessera's kernel is the saturated-pair form
-// (te.IntMatMulOptions.SaturatePairs) only where that holds. B is a
-// constant, packed by the schedule's rewrite_layout at build time as a
-// model's weights are; oneDNN's GEMM, like BLAS, packs on every call.
+// On a CPU with VNNI, B spans int8 and both kernels sum every group of
+// four products exactly (vpdpbusd). Elsewhere B holds 7-bit weights,
+// [-64, 63] (onnxruntime's reduce_range, tune quantize --reduce-range):
+// both kernels sum each pair of products in int16 (vpmaddubsw), exact
+// only where no pair can leave int16, and Tessera's kernel is the
+// saturated-pair form (te.IntMatMulOptions.SaturatePairs) only where that
+// holds — as a model's build chooses (cli.ExactDots). B is a constant,
+// packed by the schedule's rewrite_layout at build time as a model's
+// weights are; oneDNN's GEMM, like BLAS, packs on every call.
 //
 // The peak is the int8 multiply-add rate of the machine's dot-product
 // instructions, measured by a probe of independent chains: vpdpbusd with
@@ -39,33 +43,39 @@ import (
 //go:embed onednn/u8s8s32.c
 var onednnGEMMSrc string
 
-// int8DAG is the race's computation.
-func int8DAG(n int) (*te.DAG, error) {
+// int8DAG is the race's computation: the exact groups (exact: the CPU
+// sums four products in one instruction) or the saturated pairs.
+func int8DAG(n int, exact bool) (*te.DAG, error) {
 	a := te.TypedPlaceholder("A", tir.Uint8, n, n)
 	b := te.TypedPlaceholder("B", tir.Int8, n, n)
 	b.Const = true
-	c, err := te.IntMatMul("C", a, b, te.IntMatMulOptions{Dot: 4, SaturatePairs: true})
+	c, err := te.IntMatMul("C", a, b, te.IntMatMulOptions{Dot: 4, SaturatePairs: !exact})
 	if err != nil {
 		return nil, err
 	}
 	return te.NewDAG(c)
 }
 
-// int8Inputs are A's and B's values (uint8; 7-bit int8) as slots, B in its
-// logical layout.
-func int8Inputs(n int) (a, b []float32) {
+// int8Inputs are A's and B's values (uint8; int8, 7-bit unless full) as
+// slots, B in its logical layout.
+func int8Inputs(n int, full bool) (a, b []float32) {
 	rng := rand.New(rand.NewPCG(2026, 12))
 	a, b = make([]float32, n*n), make([]float32, n*n)
 	for i := range a {
 		a[i] = tir.IntSlot(int64(rng.IntN(256)))
-		b[i] = tir.IntSlot(int64(rng.IntN(128) - 64))
+		if full {
+			b[i] = tir.IntSlot(int64(rng.IntN(256) - 128))
+		} else {
+			b[i] = tir.IntSlot(int64(rng.IntN(128) - 64))
+		}
 	}
 	return a, b
 }
 
 func runInt8(n, threads, rounds int, m benchutil.Machine, dump string) error {
 	ctx := context.Background()
-	d, err := int8DAG(n)
+	exact := cli.ExactDots(m.Machine)
+	d, err := int8DAG(n, exact)
 	if err != nil {
 		return err
 	}
@@ -102,7 +112,7 @@ func runInt8(n, threads, rounds int, m benchutil.Machine, dump string) error {
 	ks := []benchutil.Kernel{tk[0], ok[0]}
 
 	// Both compute the same product, the exact one.
-	av, bv := int8Inputs(n)
+	av, bv := int8Inputs(n, exact)
 	packed := bv
 	if p := f.Params[1].Packed; p != nil {
 		packed = p.Pack(bv)
@@ -131,7 +141,11 @@ func runInt8(n, threads, rounds int, m benchutil.Machine, dump string) error {
 		return err
 	}
 	ops := 2 * float64(n) * float64(n) * float64(n)
-	fmt.Printf("gemm %d×%d×%d u8×s8→s32 (7-bit B), %d thread(s), %d alternating rounds, each kernel in its own process\n", n, n, n, threads, rounds)
+	bRange := "7-bit B: no dot-product instruction sums four products exactly"
+	if exact {
+		bRange = "full-range B, exact groups"
+	}
+	fmt.Printf("gemm %d×%d×%d u8×s8→s32 (%s), %d thread(s), %d alternating rounds, each kernel in its own process\n", n, n, n, bRange, threads, rounds)
 	fmt.Printf("tessera: default schedule (%s)\n", rule)
 	fmt.Printf("int8 peak: %.1f GOP/s per core (%s)\n", peak/1e9, isa)
 	r := &measure.Runner{Opts: measure.RunOptions{Threads: threads, Repeat: 3, MinRepeatMs: 200, Timeout: 600e9}}
@@ -200,13 +214,14 @@ func int8Peak(ctx context.Context, m benchutil.Machine) (float64, string, error)
 
 // int8PeakSrc: independent accumulator chains of the widest dot-product
 // step the compiler's target has, timed over 2^22 rounds, best of five:
-// twelve vpdpbusd chains (each accumulates, so none is computed once for
-// all), or six chains of vpmaddubsw + vpmaddwd + vpaddd whose products
+// twelve vpdpbusd chains, or six chains of vpmaddubsw + vpmaddwd + vpaddd whose products
 // differ (two activation and three weight registers: with one pair the
 // compiler would compute the product once for every chain; with more the
 // accumulators no longer fit sixteen registers), each step one asm
 // statement so that the compiler keeps the accumulators in registers (it
-// spilled two of the six otherwise). Only the vpaddd is on a chain, so six
+// spilled two of the six otherwise; and as intrinsics the twelve vpdpbusd
+// chains, equal from their start, were computed once: a latency-bound
+// chain counted twelve times). Only the vpaddd is on a chain, so six
 // cover its latency.
 const int8PeakSrc = `#include <immintrin.h>
 #include <stdio.h>
@@ -217,7 +232,7 @@ typedef __m512i V;
 #define MACS 64
 #define ISA "vpdpbusd_(AVX-512_VNNI)"
 #define SPLAT8(x) _mm512_set1_epi8(x)
-#define STEP(acc, a, w) acc = _mm512_dpbusd_epi32(acc, a, w)
+#define STEP(acc, a, w) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(w))
 #define LANE0(v) _mm_cvtsi128_si32(_mm512_castsi512_si128(v))
 #define VNNI 1
 #elif defined(__AVXVNNI__)
@@ -225,7 +240,7 @@ typedef __m256i V;
 #define MACS 32
 #define ISA "vpdpbusd_(AVX-VNNI)"
 #define SPLAT8(x) _mm256_set1_epi8(x)
-#define STEP(acc, a, w) acc = _mm256_dpbusd_avx_epi32(acc, a, w)
+#define STEP(acc, a, w) __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(w))
 #define LANE0(v) _mm_cvtsi128_si32(_mm256_castsi256_si128(v))
 #define VNNI 1
 #elif defined(__AVX2__)

@@ -54,16 +54,19 @@ func TestExpert(t *testing.T) {
 }
 
 // TestInt8Default checks the int8 race's kernel, the default schedule of
-// the u8×s8 GEMM at every level, against the reference evaluator (the
+// the u8×s8 GEMM (saturated pairs and exact groups) at every level,
+// against the reference evaluator (the
 // benchmark itself compares the compiled kernel with oneDNN's and with a
 // product computed in Go).
 func TestInt8Default(t *testing.T) {
-	d, err := int8DAG(64)
-	if err != nil {
-		t.Fatal(err)
+	for _, exact := range []bool{false, true} {
+		d, err := int8DAG(64, exact)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkEveryLevel(t, d, func(_ string, m machine.Machine) (*schedule.State, error) {
+			s, _, err := sketch.Default(schedule.NewState(d), sketch.CPUOptions(m))
+			return s, err
+		})
 	}
-	checkEveryLevel(t, d, func(_ string, m machine.Machine) (*schedule.State, error) {
-		s, _, err := sketch.Default(schedule.NewState(d), sketch.CPUOptions(m))
-		return s, err
-	})
 }

@@ -92,7 +92,11 @@ func CPU(ctx context.Context, name string, b *measure.Builder) (Machine, error) 
 // ISA. For native too, the peers get the level this machine reaches: a
 // core type set in the environment (some machines set OPENBLAS_CORETYPE
 // because older OpenBLAS builds misdetect their processor) would otherwise
-// race an AVX2 OpenBLAS against AVX-512 code.
+// race an AVX2 OpenBLAS against AVX-512 code. A machine with dot-product
+// instructions beyond its level (VNNI, AVX512_BF16: -march=native on such
+// a CPU, or a named CPU that has them) lets oneDNN use them too, as
+// Tessera's code does: its int8 GEMM is exact with VNNI, saturating pairs
+// without.
 func PeerISA(m machine.Machine) []string {
 	var blas, dnnl string
 	switch m.Level {
@@ -100,8 +104,17 @@ func PeerISA(m machine.Machine) []string {
 		blas, dnnl = "Nehalem", "SSE41"
 	case "x86-64-v3":
 		blas, dnnl = "Haswell", "AVX2"
+		if m.Has("avxvnni") {
+			dnnl = "AVX2_VNNI"
+		}
 	case "x86-64-v4":
 		blas, dnnl = "SkylakeX", "AVX512_CORE"
+		switch {
+		case m.Has("avx512bf16") && m.Has("avx512vnni"):
+			dnnl = "AVX512_CORE_BF16"
+		case m.Has("avx512vnni"):
+			dnnl = "AVX512_CORE_VNNI"
+		}
 	default:
 		return nil
 	}
