@@ -474,6 +474,14 @@ func annotateVectorize(rng *rand.Rand, s *schedule.State, tiled map[int]bool, op
 			if it.Kind != schedule.Spatial || it.Ann != schedule.NoAnn || att[p] || it.Extent == 0 || prod*it.Extent > limit {
 				break
 			}
+			if p < last && tiled[i] && st.Tensor.DType() == tir.Int32 && te.IsContraction(st.Tensor) {
+				// An integer contraction's register tile: its rows fused
+				// into the vector would read a lane-dependent activation,
+				// which no dot-product instruction takes (a grouped
+				// convolution's 8 channels of a group by 2 rows, at 16
+				// lanes).
+				break
+			}
 			prod *= it.Extent
 			first = p
 		}
