@@ -482,18 +482,7 @@ func dotAccHelper(L int, suffix string, vnni bool) string {
 	sig := fmt.Sprintf("static inline %s %s(%s acc, uint32_t xq, const int8_t *w)", m, name, m)
 	closes := 0
 	if vnni {
-		isa := "(defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__)))"
-		if L == 16 {
-			isa = "defined(__AVX512VNNI__)"
-		}
-		v := "tsr_x86_v" + strconv.Itoa(L) + "si"
-		w("%s && %s", gccX86(""), isa)
-		w("%s {", sig)
-		w("  %s wv;", v)
-		w("  __builtin_memcpy(&wv, w, %d);", 4*L)
-		w("  return (%s)__builtin_ia32_vpdpbusd_v%dsi((%s)acc, (%s)((%s){} + (int)xq), wv);", m, L, v, v, m)
-		w("}")
-		w("#else")
+		b.WriteString(vnniDot(L, sig, "acc"))
 		closes++
 	}
 	if L == 4 {
@@ -514,6 +503,28 @@ func dotAccHelper(L int, suffix string, vnni bool) string {
 	for range closes {
 		w("#endif")
 	}
+	return b.String()
+}
+
+// vnniDot returns the VNNI body of a dot helper of L lanes (uint8
+// activations) declared by sig: one vpdpbusd adding the group's products
+// to acc (the accumulator's name; "": zeros), under the
+// ISA's #if, opening a block the caller closes (#else, …, #endif).
+func vnniDot(L int, sig, acc string) string {
+	m := mt(L)
+	isa := "(defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__)))"
+	if L == 16 {
+		isa = "defined(__AVX512VNNI__)"
+	}
+	v := "tsr_x86_v" + strconv.Itoa(L) + "si"
+	acc = "(" + v + ")" + acc
+	if acc == "("+v+")" {
+		acc += "{}"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s && %s\n%s {\n", gccX86(""), isa, sig)
+	fmt.Fprintf(&b, "  %s wv;\n  __builtin_memcpy(&wv, w, %d);\n", v, 4*L)
+	fmt.Fprintf(&b, "  return (%s)__builtin_ia32_vpdpbusd_v%dsi(%s, (%s)((%s){} + (int)xq), wv);\n}\n#else\n", m, L, acc, v, m)
 	return b.String()
 }
 
@@ -558,18 +569,7 @@ func dotHelpers(L int) string {
 		// TestSampledStatesCompiled runs it where the CPU has VNNI.
 		vnni := x.suffix == "u8" && (L == 4 || L == 8 || L == 16)
 		if vnni {
-			isa := "(defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__)))"
-			if L == 16 {
-				isa = "defined(__AVX512VNNI__)"
-			}
-			v := "tsr_x86_v" + strconv.Itoa(L) + "si"
-			w("%s && %s", gccX86(""), isa)
-			w("static inline %s %s(uint32_t xq, const int8_t *w) {", m, name)
-			w("  %s wv;", v)
-			w("  __builtin_memcpy(&wv, w, %d);", 4*L)
-			w("  return (%s)__builtin_ia32_vpdpbusd_v%dsi((%s){}, (%s)((%s){} + (int)xq), wv);", m, L, v, v, m)
-			w("}")
-			w("#else")
+			b.WriteString(vnniDot(L, fmt.Sprintf("static inline %s %s(uint32_t xq, const int8_t *w)", m, name), ""))
 		}
 		exact := exactDotX86(L, x.suffix, m, name)
 		b.WriteString(exact)
