@@ -93,7 +93,7 @@ func CPU(ctx context.Context, name string, b *measure.Builder) (Machine, error) 
 // core type set in the environment (some machines set OPENBLAS_CORETYPE
 // because older OpenBLAS builds misdetect their processor) would otherwise
 // race an AVX2 OpenBLAS against AVX-512 code. A machine with dot-product
-// instructions beyond its level (VNNI, AVX512_BF16: -march=native on such
+// instructions beyond its level (VNNI, AVX512_BF16: the native machine on such
 // a CPU, or a named CPU that has them) lets oneDNN use them too, as
 // Tessera's code does: its int8 GEMM is exact with VNNI, saturating pairs
 // without.
