@@ -176,8 +176,11 @@ func fillTiles(sk *schedule.State, lanes, regs, l2 int) (*schedule.State, error)
 			tile = max(tile, intDotVectors*lanes)
 		}
 		if vec.tensor.DType() == tir.Int32 {
-			if g := laneGroup(vec.tensor, vec.axis); g > 0 {
-				tile = min(tile, largestDivisor(g, tile, true)) // a vector within one group
+			// A vector within one group, where a group holds one of
+			// minLanes lanes or more (a channel multiplier of 2 would
+			// leave no vector).
+			if l := largestDivisor(laneGroup(vec.tensor, vec.axis), tile, true); l >= minLanes && l&(l-1) == 0 {
+				tile = min(tile, l)
 			}
 		}
 		if l := largestDivisor(vec.ext, tile, true); l >= minLanes && l&(l-1) == 0 {
