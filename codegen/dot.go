@@ -517,10 +517,10 @@ func vnniDot(L int, sig, acc string) string {
 		isa = "defined(__AVX512VNNI__)"
 	}
 	v := "tsr_x86_v" + strconv.Itoa(L) + "si"
-	acc = "(" + v + ")" + acc
-	if acc == "("+v+")" {
-		acc += "{}"
+	if acc == "" {
+		acc = "{}"
 	}
+	acc = "(" + v + ")" + acc
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s && %s\n%s {\n", gccX86(""), isa, sig)
 	fmt.Fprintf(&b, "  %s wv;\n  __builtin_memcpy(&wv, w, %d);\n", v, 4*L)

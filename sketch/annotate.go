@@ -474,7 +474,7 @@ func annotateVectorize(rng *rand.Rand, s *schedule.State, tiled map[int]bool, op
 			if it.Kind != schedule.Spatial || it.Ann != schedule.NoAnn || att[p] || it.Extent == 0 || prod*it.Extent > limit {
 				break
 			}
-			if p < last && tiled[i] && st.Tensor.DType() == tir.Int32 && te.IsContraction(st.Tensor) {
+			if p < last && tiled[i] && intContraction(st.Tensor) {
 				// An integer contraction's register tile: its rows fused
 				// into the vector would read a lane-dependent activation,
 				// which no dot-product instruction takes (a grouped

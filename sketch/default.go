@@ -168,12 +168,12 @@ func fillTiles(sk *schedule.State, lanes, regs, l2 int) (*schedule.State, error)
 		}
 		done[vec.stage] = true
 		vecs, tile := 1, vectorTile
-		if len(constMatrixIndexVars(vec.tensor)) > 0 {
-			tile = min(tile, lanes) // one vector register (maxInnerSplit)
-		}
-		intDot := vec.tensor.DType() == tir.Int32 && te.IsContraction(vec.tensor)
+		intDot := intContraction(vec.tensor)
 		if intDot {
 			tile = max(tile, intDotVectors*lanes)
+		}
+		if len(constMatrixIndexVars(vec.tensor)) > 0 {
+			tile = min(tile, lanes) // one vector register (maxInnerSplit)
 		}
 		if vec.tensor.DType() == tir.Int32 {
 			// A vector within one group, where a group holds one of
@@ -369,6 +369,11 @@ const (
 	intDotVectors = 2
 	intDotRows    = 8
 )
+
+// intContraction reports whether t is an integer contraction: int32 sums
+// of products (of 8-bit operands, in dot groups where the lowering formed
+// them).
+func intContraction(t *te.Tensor) bool { return t.DType() == tir.Int32 && te.IsContraction(t) }
 
 // laneGroup returns the greatest common divisor of the constant divisors
 // g of floordiv(axis·k + …, g) in the indices of t's loads (a grouped
