@@ -559,20 +559,26 @@ func TestSampleVectorizesLongElementwise(t *testing.T) {
 // register tile takes 16 lanes) is vectorized a vector at a time, large
 // (split off from the loop Sample parallelizes) or small (kept out of the
 // parallel loop); it ran scalar, a quantized squeeze-excite's division per
-// element. A loop of no multiple of a vector stays scalar.
+// element. A loop of no multiple of a vector is vectorized by the largest
+// part of one that divides it, of minLanes lanes or more (120 channels at
+// AVX-512's 16 lanes: 8), and stays scalar where none does.
 func TestSampleVectorizesOneVector(t *testing.T) {
-	opts := testOptionsFor("x86-64-v3")
-	if opts.MaxVectorLanes == opts.Lanes {
-		t.Fatalf("MaxVectorLanes %d equals Lanes: the case is not exercised", opts.MaxVectorLanes)
+	v3, v4 := testOptionsFor("x86-64-v3"), testOptionsFor("x86-64-v4")
+	if v3.MaxVectorLanes == v3.Lanes {
+		t.Fatalf("MaxVectorLanes %d equals Lanes: the case is not exercised", v3.MaxVectorLanes)
 	}
 	for _, c := range []struct {
+		opts  Options
 		shape []int
 		lanes int // the vectorized loop's extent (0: none)
 	}{
-		{[]int{784, 72}, opts.Lanes},
-		{[]int{3, 72}, opts.Lanes},
-		{[]int{784, 60}, 0},
+		{v3, []int{784, 72}, v3.Lanes},
+		{v3, []int{3, 72}, v3.Lanes},
+		{v3, []int{784, 60}, v3.Lanes / 2},
+		{v3, []int{784, 90}, 0},
+		{v4, []int{784, 120}, v4.Lanes / 2},
 	} {
+		opts := c.opts
 		s, st := sampledSigmoid(t, c.shape, opts)
 		got := 0
 		for _, it := range st.Iters {
