@@ -1377,6 +1377,7 @@ func vectorHelpers(L int) string {
 	w("static inline uint32_t tsr_ld32(const void *p) { uint32_t x; __builtin_memcpy(&x, p, 4); return x; }")
 	w("#endif")
 	b.WriteString(dotHelpers(L))
+	b.WriteString(gatherHelpers(L))
 	w("static inline %s tsr_min_v%di(%s a, %s b) { return tsr_select_v%di(a < b, a, b); }", m, L, m, m, L)
 	w("static inline %s tsr_max_v%di(%s a, %s b) { return tsr_select_v%di(a > b, a, b); }", m, L, m, m, L)
 	w("static inline %s tsr_fabs_v%df(%s x) { return (%s)((%s)x & tsr_splat_v%di(0x7fffffff)); }", f, L, f, f, m, L)
