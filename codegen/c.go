@@ -25,14 +25,15 @@ type kernel struct {
 	bufs       map[*tir.Buffer]*bufBind
 	dom        domain
 	inParallel bool
-	gathers    int         // the vector gathers printed so far (their index vectors' names)
-	inTile     int         // how many register tiles (scalarized Local buffers of minTileVectors vectors or more) enclose the statement printed
-	gpu        *gpuDialect // set when printing a GPU kernel (gpu.go)
-	slots      []string    // the file-scope slots of heap buffers allocated inside a parallel loop
-	wsTop      int         // bytes of the workspace taken by the open heap buffers
-	wsPeak     int         // the workspace's size: the most wsTop reached
-	dots       bool        // whether a dot-product helper is called (TSR_DOTS)
-	bf16Params bool        // whether a param is bfloat16 (the weights of bf16 pairs: vdotBF16)
+	gathers    int                  // the vector gathers printed so far (their index vectors' names)
+	inTile     int                  // how many register tiles (scalarized Local buffers of minTileVectors vectors or more) enclose the statement printed
+	gpu        *gpuDialect          // set when printing a GPU kernel (gpu.go)
+	slots      []string             // the file-scope slots of heap buffers allocated inside a parallel loop
+	wsTop      int                  // bytes of the workspace taken by the open heap buffers
+	wsPeak     int                  // the workspace's size: the most wsTop reached
+	dots       bool                 // whether a dot-product helper is called (TSR_DOTS)
+	bf16Params bool                 // whether a param is bfloat16 (the weights of bf16 pairs: vdotBF16)
+	castClamps map[*tir.Binary]bool // the clamps of the float value a vector conversion to an integer type is printing (nonan.go)
 }
 
 // bufBind is how a buffer is reached in the C code: an array or pointer

@@ -792,6 +792,9 @@ func (k *kernel) vexpr(p *vplan, e tir.Expr) (code string, isVec bool, err error
 			}
 			args[i] = trimParens(s)
 		}
+		if e.Fn == "nan0" && noNaN(e.Args[0]) {
+			return args[0], true, nil
+		}
 		if k.inTile > 0 && polynomial[e.Fn] {
 			// Called, not inlined: see vectorMathCalls.
 			return fmt.Sprintf("tsr_%s_call_v%df(%s)", e.Fn, p.L, strings.Join(args, ", ")), true, nil
@@ -915,7 +918,9 @@ func (k *kernel) vbinary(p *vplan, e *tir.Binary) (string, bool, error) {
 		return "(" + a + " " + e.Op.String() + " " + b + ")", true, nil
 	case e.Op == tir.Min, e.Op == tir.Max:
 		fn := map[bool]string{true: "min", false: "max"}[e.Op == tir.Min]
-		if c, ok := e.B.(*tir.FloatImm); ok && !math.IsNaN(c.V) {
+		if t == tir.Float32 && (k.castClamps[e] || noNaN(e.A) && noNaN(e.B)) {
+			fn += "n" // no NaN to keep: vmaxps (tsr_maxn_vLf)
+		} else if c, ok := e.B.(*tir.FloatImm); ok && !math.IsNaN(c.V) {
 			fn += "c" // a clamp's bound: one comparison (tsr_maxc_vLf)
 		}
 		return fmt.Sprintf("tsr_%s_v%d%s(%s, %s)", fn, p.L, suffix, trimParens(a), trimParens(b)), true, nil
@@ -1127,7 +1132,14 @@ func (k *kernel) vcast(p *vplan, e *tir.Cast) (string, bool, error) {
 		}
 		return fmt.Sprintf("(%s != tsr_splat_v%df(0.0f))", x, p.L), true, nil
 	case e.To.IntElem() && (from == tir.Float32 || from.IntElem() || from == tir.Bool):
+		var marked []*tir.Binary
+		if from == tir.Float32 {
+			marked = k.markCastClamps(e.X)
+		}
 		x, xv, err := k.vexpr(p, e.X)
+		for _, b := range marked {
+			delete(k.castClamps, b)
+		}
 		if err != nil {
 			return "", false, err
 		}
@@ -1346,6 +1358,7 @@ func vectorHelpers(L int) string {
 	// NaN, which a <= c is false for (and min likewise).
 	w("static inline %s tsr_maxc_v%df(%s a, %s c) { return tsr_select_v%df(a <= c, c, a); }", f, L, f, f, L)
 	w("static inline %s tsr_minc_v%df(%s a, %s c) { return tsr_select_v%df(a >= c, c, a); }", f, L, f, f, L)
+	b.WriteString(noNaNMinMax(L))
 	w("static inline %s tsr_b2f_v%df(%s m) { return __builtin_convertvector(-m, %s); }", f, L, m, f)
 	// Integer element buffers: lanes of int32 in registers, loaded and
 	// stored in the buffer's own width.
