@@ -9,6 +9,7 @@ import (
 	"github.com/tessera-ml/tessera/schedule/schedtest"
 	"github.com/tessera-ml/tessera/te"
 	"github.com/tessera-ml/tessera/te/tetest"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // TestDefault: every example DAG gets a default schedule that lowers,
@@ -305,5 +306,57 @@ func TestDefaultEmbeddingMatmul(t *testing.T) {
 	}
 	if strings.HasPrefix(rule, "naive") {
 		t.Errorf("default schedule: %s\n%v", rule, st)
+	}
+}
+
+// TestDefaultTailTile: at 16 lanes, a 1×1 convolution's output channels
+// that only 8 lanes divide (200 = 12.5 × 16) get whole vectors and a
+// guarded last tile: 16 lanes for float32, two vectors of int32 dot
+// products (208 pads least with 16: one vector); an axis cut into fewer
+// than minTailTiles tiles (72 channels: 5) and a grouped convolution
+// (groups of 8 channels: a vector must stay within one) keep 8 lanes.
+// Each lowers to what the reference evaluator computes.
+func TestDefaultTailTile(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		out, group int
+		integer    bool
+		lanes      int // the vectorized loop's extent
+	}{
+		{"float 200", 200, 1, false, 16},
+		{"int8 200", 200, 1, true, 16},
+		{"int8 408", 408, 1, true, 32},
+		{"float 72", 72, 1, false, 8},
+		{"int8 grouped 200", 200, 25, true, 8},
+	} {
+		in := 8 * c.group
+		x := te.TypedPlaceholder("X", tir.Uint8, 1, 3, 3, in)
+		w := te.TypedPlaceholder("W", tir.Int8, c.out, in/c.group, 1, 1)
+		w.Const = true
+		var acc *te.Tensor
+		var err error
+		if c.integer {
+			acc, err = te.IntConv("acc", x, w, 0, te.ConvAttrs{Group: c.group}, te.IntConvOptions{NHWC: true, Dot: 4})
+		} else {
+			xf := te.Placeholder("Xf", 1, 3, 3, in)
+			wf := te.Constant("Wf", c.out, in/c.group, 1, 1)
+			acc, err = te.ConvNHWC("acc", xf, wf, nil, te.ConvAttrs{Group: c.group})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, st, rule := defaultOf(t, acc)
+		lanes := 0
+		for _, s := range st.Stages {
+			for _, it := range s.Iters {
+				if it.Ann == schedule.Vectorize && s.Tensor.Name == "acc" {
+					lanes = max(lanes, it.Extent)
+				}
+			}
+		}
+		if lanes != c.lanes {
+			t.Errorf("%s: %d lanes vectorized, want %d (%s):\n%v", c.name, lanes, c.lanes, rule, st)
+		}
+		checkLowered(t, d, st, rule, 3)
 	}
 }
