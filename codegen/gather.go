@@ -123,6 +123,7 @@ func (k *kernel) vindex(p *vplan, e tir.Expr) (string, bool) {
 //   - AVX2 (AVX-512 at 16 lanes): vpgatherdd of the aligned 4 bytes
 //     around each index, in bounds because the size is a multiple of 4,
 //     and a shift by the index's low 2 bits.
+//   - aarch64, a whole table: four tbl lookups of 64 bytes each.
 //   - elsewhere, lane by lane.
 func gatherHelpers(L int) string {
 	var b strings.Builder
@@ -169,6 +170,24 @@ func gatherHelpers(L int) string {
 			} else {
 				w("  return (g << (24 - s)) >> 24;")
 			}
+			w("#endif")
+		}
+		if L == 4 {
+			// aarch64: the table in 16 registers, four tbl lookups of 64
+			// bytes each (an index beyond a lookup's 64 gives 0), or'ed.
+			w("#if defined(__aarch64__) && defined(__ARM_NEON)")
+			w("  if (whole) {")
+			w("    const uint8_t *u = (const uint8_t *)t;")
+			w("    uint8x16x4_t t0 = vld1q_u8_x4(u), t1 = vld1q_u8_x4(u + 64), t2 = vld1q_u8_x4(u + 128), t3 = vld1q_u8_x4(u + 192);")
+			w("    uint8x16_t i = vreinterpretq_u8_s32((int32x4_t)ix);")
+			w("    uint8x16_t v = vorrq_u8(vorrq_u8(vqtbl4q_u8(t0, i), vqtbl4q_u8(t1, vsubq_u8(i, vdupq_n_u8(64)))), vorrq_u8(vqtbl4q_u8(t2, vsubq_u8(i, vdupq_n_u8(128))), vqtbl4q_u8(t3, vsubq_u8(i, vdupq_n_u8(192)))));")
+			w("    r = (%s)vreinterpretq_s32_u8(v);", m)
+			if x.suffix == "u8" {
+				w("    return r & 255;")
+			} else {
+				w("    return (r << 24) >> 24;")
+			}
+			w("  }")
 			w("#endif")
 		}
 		w("  for (int l = 0; l < %d; ++l)", L)
