@@ -313,32 +313,40 @@ func TestDefaultEmbeddingMatmul(t *testing.T) {
 // that only 8 lanes divide (200 = 12.5 × 16) get whole vectors and a
 // guarded last tile: 16 lanes for float32, two vectors of int32 dot
 // products (208 pads least with 16: one vector); an axis cut into fewer
-// than minTailTiles tiles (72 channels: 5) and a grouped convolution
-// (groups of 8 channels: a vector must stay within one) keep 8 lanes.
-// Each lowers to what the reference evaluator computes.
+// than minTailTiles tiles (72 channels: 5), a grouped convolution (groups
+// of 8 channels: a vector must stay within one) and a matrix-vector
+// product (one row: minTailRows; 1000 = 62.5 × 16) keep vectors that
+// divide the axis. Each
+// lowers to what the reference evaluator computes.
 func TestDefaultTailTile(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		out, group int
 		integer    bool
-		lanes      int // the vectorized loop's extent
+		gemv       bool
+		lanes      int // the vectorized loop's extent; 0: any that divides out
 	}{
-		{"float 200", 200, 1, false, 16},
-		{"int8 200", 200, 1, true, 16},
-		{"int8 408", 408, 1, true, 32},
-		{"float 72", 72, 1, false, 8},
-		{"int8 grouped 200", 200, 25, true, 8},
+		{"float 200", 200, 1, false, false, 16},
+		{"int8 200", 200, 1, true, false, 16},
+		{"int8 408", 408, 1, true, false, 32},
+		{"float 72", 72, 1, false, false, 8},
+		{"int8 grouped 200", 200, 25, true, false, 8},
+		{"float matrix-vector 1000", 1000, 1, false, true, 0},
 	} {
 		in := 8 * c.group
-		x := te.TypedPlaceholder("X", tir.Uint8, 1, 3, 3, in)
-		w := te.TypedPlaceholder("W", tir.Int8, c.out, in/c.group, 1, 1)
-		w.Const = true
 		var acc *te.Tensor
 		var err error
-		if c.integer {
+		switch {
+		case c.gemv:
+			// ResNet-18's classifier.
+			acc, err = te.Gemm("acc", te.Placeholder("A", 1, 512), te.Constant("B", c.out, 512), te.Constant("C", c.out), te.GemmAttrs{Alpha: 1, Beta: 1, TransB: true})
+		case c.integer:
+			x := te.TypedPlaceholder("X", tir.Uint8, 1, 5, 5, in)
+			w := te.TypedPlaceholder("W", tir.Int8, c.out, in/c.group, 1, 1)
+			w.Const = true
 			acc, err = te.IntConv("acc", x, w, 0, te.ConvAttrs{Group: c.group}, te.IntConvOptions{NHWC: true, Dot: 4})
-		} else {
-			xf := te.Placeholder("Xf", 1, 3, 3, in)
+		default:
+			xf := te.Placeholder("Xf", 1, 5, 5, in)
 			wf := te.Constant("Wf", c.out, in/c.group, 1, 1)
 			acc, err = te.ConvNHWC("acc", xf, wf, nil, te.ConvAttrs{Group: c.group})
 		}
@@ -349,13 +357,13 @@ func TestDefaultTailTile(t *testing.T) {
 		lanes := 0
 		for _, s := range st.Stages {
 			for _, it := range s.Iters {
-				if it.Ann == schedule.Vectorize && s.Tensor.Name == "acc" {
+				if it.Ann == schedule.Vectorize && strings.HasPrefix(s.Tensor.Name, "acc") {
 					lanes = max(lanes, it.Extent)
 				}
 			}
 		}
-		if lanes != c.lanes {
-			t.Errorf("%s: %d lanes vectorized, want %d (%s):\n%v", c.name, lanes, c.lanes, rule, st)
+		if c.lanes != 0 && lanes != c.lanes || c.lanes == 0 && (lanes == 0 || c.out%lanes != 0) {
+			t.Errorf("%s: %d lanes vectorized, want %d (0: a divisor of %d) (%s):\n%v", c.name, lanes, c.lanes, c.out, rule, st)
 		}
 		checkLowered(t, d, st, rule, 3)
 	}
