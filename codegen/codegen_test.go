@@ -746,8 +746,6 @@ const sourceBits = 512
 // kernel's outputs with the reference.
 func runTable(t *testing.T, cs []ccase) {
 	t.Helper()
-	var fs []*tir.PrimFunc
-	var names []string
 	for _, cse := range cs {
 		mod, err := C(cse.f, COptions{VectorBits: sourceBits})
 		if err != nil {
@@ -764,23 +762,44 @@ func runTable(t *testing.T, cs []ccase) {
 				t.Errorf("%s: source contains %q:\n%s", cse.name, s, numbered(src))
 			}
 		}
-		fs = append(fs, cse.f)
-		names = append(names, cse.f.Name)
 	}
 	for _, m := range testLevels(t) {
-		mod, err := CModule(fs, COptions{VectorBits: m.VectorBits()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		mod := caseModule(t, cs, m.VectorBits())
 		for _, cc := range testCompilers(t) {
 			t.Run(m.Name+"/"+cc.name, func(t *testing.T) {
 				t.Parallel()
-				exe := buildProgram(t, cc, m, mod, names)
-				for _, cse := range cs {
-					t.Run(cse.name, func(t *testing.T) { checkCase(t, nil, exe, cse) })
-				}
+				checkCases(t, cc, m, nil, mod, cs)
 			})
 		}
+	}
+}
+
+// caseModule prints the kernels of cs in one module of vectors of bits.
+func caseModule(t *testing.T, cs []ccase, bits int) *CSource {
+	t.Helper()
+	fs := make([]*tir.PrimFunc, len(cs))
+	for i, cse := range cs {
+		fs[i] = cse.f
+	}
+	mod, err := CModule(fs, COptions{VectorBits: bits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mod
+}
+
+// checkCases compiles mod (caseModule of cs) with cc for machine m and
+// checks each case's kernel against its reference, under emu (an
+// emulator's command; nil: none).
+func checkCases(t *testing.T, cc compiler, m machine.Machine, emu []string, mod *CSource, cs []ccase) {
+	t.Helper()
+	names := make([]string, len(cs))
+	for i, cse := range cs {
+		names[i] = cse.f.Name
+	}
+	exe := buildProgram(t, cc, m, mod, names)
+	for _, cse := range cs {
+		t.Run(cse.name, func(t *testing.T) { checkCase(t, emu, exe, cse) })
 	}
 }
 
@@ -795,27 +814,17 @@ func TestKernelsAarch64(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fs []*tir.PrimFunc
-	var names []string
 	var cs []ccase
 	for _, cse := range cases() {
 		if strings.HasPrefix(cse.name, "vec_") || strings.HasPrefix(cse.name, "gemm") {
 			cs = append(cs, cse)
-			fs = append(fs, cse.f)
-			names = append(names, cse.f.Name)
 		}
 	}
-	mod, err := CModule(fs, COptions{VectorBits: m.VectorBits()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mod := caseModule(t, cs, m.VectorBits())
 	if !strings.Contains(mod.Code, "tsr_transpose_v4f(tsr_t);") {
 		t.Error("no 4-lane transpose among the cases")
 	}
-	exe := buildProgram(t, compiler{"aarch64-gcc", tools.CC, []string{"-fopenmp"}}, m, mod, names)
-	for _, cse := range cs {
-		t.Run(cse.name, func(t *testing.T) { checkCase(t, tools.Exec, exe, cse) })
-	}
+	checkCases(t, compiler{"aarch64-gcc", tools.CC, []string{"-fopenmp"}}, m, tools.Exec, mod, cs)
 }
 
 // checkCase runs a case's kernel of exe (under emu, nil for none) on

@@ -155,11 +155,7 @@ func gatherHelpers(L int) string {
 			w("    __builtin_memcpy(&t0, t, 64); __builtin_memcpy(&t1, t + 64, 64); __builtin_memcpy(&t2, t + 128, 64); __builtin_memcpy(&t3, t + 192, 64);")
 			w("    tsr_x86_v16si v = (tsr_x86_v16si)__builtin_ia32_blendmb_512_mask(__builtin_ia32_vpermt2varqi512_mask(i, t0, t1, -1), __builtin_ia32_vpermt2varqi512_mask(i, t2, t3, -1), __builtin_ia32_cvtb2mask512(i));")
 			w("    r = (%s)__builtin_shufflevector(v, v, %s);", m, laneList(L))
-			if x.suffix == "u8" {
-				w("    return r & 255;")
-			} else {
-				w("    return (r << 24) >> 24;")
-			}
+			w("    return %s;", lowByte(x.suffix))
 			w("  }")
 			w("#endif")
 			w("%s", gccX86(gatherISA))
@@ -182,11 +178,7 @@ func gatherHelpers(L int) string {
 			w("    uint8x16_t i = vreinterpretq_u8_s32((int32x4_t)ix);")
 			w("    uint8x16_t v = vorrq_u8(vorrq_u8(vqtbl4q_u8(t0, i), vqtbl4q_u8(t1, vsubq_u8(i, vdupq_n_u8(64)))), vorrq_u8(vqtbl4q_u8(t2, vsubq_u8(i, vdupq_n_u8(128))), vqtbl4q_u8(t3, vsubq_u8(i, vdupq_n_u8(192)))));")
 			w("    r = (%s)vreinterpretq_s32_u8(v);", m)
-			if x.suffix == "u8" {
-				w("    return r & 255;")
-			} else {
-				w("    return (r << 24) >> 24;")
-			}
+			w("    return %s;", lowByte(x.suffix))
 			w("  }")
 			w("#endif")
 		}
@@ -197,6 +189,15 @@ func gatherHelpers(L int) string {
 		w("}")
 	}
 	return b.String()
+}
+
+// lowByte returns the C expression of int32 lanes r's low bytes, widened
+// as bytes of the buffer type suffix names (u8: zero-, i8: sign-extended).
+func lowByte(suffix string) string {
+	if suffix == "u8" {
+		return "r & 255"
+	}
+	return "(r << 24) >> 24"
 }
 
 // laneList returns the lane indices 0, 1, ..., n-1.

@@ -33,22 +33,9 @@ func TestVectorGather(t *testing.T) {
 		t.Logf("native run skipped: this machine lacks AVX512_VBMI")
 		return
 	}
-	var fs []*tir.PrimFunc
-	var names []string
-	for _, cse := range cases {
-		fs, names = append(fs, cse.f), append(names, cse.f.Name)
-	}
-	mod, err := CModule(fs, COptions{VectorBits: host.VectorBits()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mod := caseModule(t, cases, host.VectorBits())
 	for _, cc := range testCompilers(t) {
-		t.Run("native/"+cc.name, func(t *testing.T) {
-			exe := buildProgram(t, cc, host, mod, names)
-			for _, cse := range cases {
-				t.Run(cse.name, func(t *testing.T) { checkCase(t, nil, exe, cse) })
-			}
-		})
+		t.Run("native/"+cc.name, func(t *testing.T) { checkCases(t, cc, host, nil, mod, cases) })
 	}
 }
 
@@ -61,22 +48,11 @@ func TestVectorGatherAarch64(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := gatherCases()
-	var fs []*tir.PrimFunc
-	var names []string
-	for _, cse := range cases {
-		fs, names = append(fs, cse.f), append(names, cse.f.Name)
-	}
-	mod, err := CModule(fs, COptions{VectorBits: m.VectorBits()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mod := caseModule(t, cases, m.VectorBits())
 	if !strings.Contains(mod.Code, "vqtbl4q_u8(t0, i)") {
 		t.Error("no tbl lookup in the aarch64 source")
 	}
-	exe := buildProgram(t, compiler{"aarch64-gcc", tools.CC, []string{"-fopenmp"}}, m, mod, names)
-	for _, cse := range cases {
-		t.Run(cse.name, func(t *testing.T) { checkCase(t, tools.Exec, exe, cse) })
-	}
+	checkCases(t, compiler{"aarch64-gcc", tools.CC, []string{"-fopenmp"}}, m, tools.Exec, mod, cases)
 }
 
 // gatherCases are TestVectorGather's kernels.
