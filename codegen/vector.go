@@ -207,7 +207,7 @@ func laneNormalize(e tir.Expr, v *tir.Var, L int) tir.Expr {
 			return x
 		}
 		G, k := modInfo(r)
-		g := gcd64(G, m)
+		g := tir.GCD(G, m)
 		k = ((k % g) + g) % g
 		if k+c*int64(L-1) >= g {
 			return x
@@ -237,7 +237,7 @@ func modInfo(e tir.Expr) (G, k int64) {
 			if e.Op == tir.Sub {
 				k2 = -k2
 			}
-			return gcd64(g1, g2), k1 + k2
+			return tir.GCD(g1, g2), k1 + k2
 		case tir.Mul:
 			g1, k1 := modInfo(e.A)
 			g2, k2 := modInfo(e.B)
@@ -253,19 +253,6 @@ func modInfo(e tir.Expr) (G, k int64) {
 		}
 	}
 	return 1, 0
-}
-
-func gcd64(a, b int64) int64 {
-	if a < 0 {
-		a = -a
-	}
-	if b < 0 {
-		b = -b
-	}
-	for b != 0 {
-		a, b = b, a%b
-	}
-	return a
 }
 
 func (p *vplan) walk(items []vitem, f func(*tir.Store)) {

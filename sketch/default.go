@@ -461,19 +461,11 @@ func laneGroup(t *te.Tensor, axis string) int {
 			return !uses
 		})
 		if uses {
-			g = gcd(g, int(d))
+			g = int(tir.GCD(int64(g), d))
 		}
 		return true
 	})
 	return g
-}
-
-// gcd is the greatest common divisor of a and b (b when a is 0).
-func gcd(a, b int) int {
-	for a != 0 {
-		a, b = b%a, a
-	}
-	return b
 }
 
 // largestDivisor returns the largest divisor of n that is at most limit;

@@ -374,6 +374,11 @@ func absU(v int64) uint64 {
 	return uint64(v)
 }
 
+// GCD returns the greatest common divisor of |a| and |b| (|b| when a is 0).
+func GCD(a, b int64) int64 {
+	return int64(gcdU(absU(a), absU(b)))
+}
+
 func gcdU(a, b uint64) uint64 {
 	for b != 0 {
 		a, b = b, a%b
