@@ -37,7 +37,11 @@ func (k *kernel) vgather(p *vplan, e *tir.Load, bb *bufBind, flat tir.Expr) (str
 	k.gathers++
 	name := fmt.Sprintf("tsr_ix%d", k.gathers)
 	if t := e.Buf.DType; (t == tir.Uint8 || t == tir.Int8) && e.Buf.Size()%4 == 0 {
-		return fmt.Sprintf("({ %s %s = %s; tsr_gatherb_v%d%s(%s, %s, %d); })", mt(p.L), name, trimParens(ix), p.L, laneSuffix(t), bb.name, name, b2i(e.Buf.Size() == 256)), true, nil
+		whole := 0
+		if e.Buf.Size() == 256 {
+			whole = 1
+		}
+		return fmt.Sprintf("({ %s %s = %s; tsr_gatherb_v%d%s(%s, %s, %d); })", mt(p.L), name, trimParens(ix), p.L, laneSuffix(t), bb.name, name, whole), true, nil
 	}
 	parts := make([]string, p.L)
 	for l := range parts {
@@ -207,12 +211,4 @@ func laneList(n int) string {
 		parts[l] = strconv.Itoa(l)
 	}
 	return strings.Join(parts, ", ")
-}
-
-// b2i is 1 for true, 0 for false.
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
