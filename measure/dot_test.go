@@ -126,7 +126,7 @@ func TestDotProductKernelAarch64(t *testing.T) {
 // generic form at armv8-a.
 func TestBF16PairKernel(t *testing.T) {
 	levels, _ := machine.RunnableLevels(backend.NativeMachine())
-	dags := []string{"bf16_conv_nhwc", "bf16_matmul"}
+	dags := []string{"bf16_conv_nhwc", "bf16_matmul", "bf16_gemm"}
 	var bits256, bits512 []*tir.PrimFunc
 	for _, level := range []string{"x86-64-v2", "x86-64-v3", "x86-64-v4"} {
 		m, err := machine.Level(level)

@@ -28,15 +28,17 @@ func lowerEinsum(c *lowerCtx) ([]*te.Tensor, error) {
 }
 
 func lowerMatMul(c *lowerCtx) ([]*te.Tensor, error) {
-	a, err := c.product(0)
+	as := c.inShape(0)
+	pairs := len(as) > 0 && c.pairs(as[len(as)-1])
+	a, err := c.operand(0, pairs)
 	if err != nil {
 		return nil, err
 	}
-	b, err := c.product(1)
+	b, err := c.operand(1, pairs)
 	if err != nil {
 		return nil, err
 	}
-	if len(a.Shape) > 0 && c.pairs(a.Shape[len(a.Shape)-1]) {
+	if pairs {
 		return one(te.MatMulDot(c.name(0), a, b, 2))
 	}
 	return one(te.MatMul(c.name(0), a, b))
@@ -46,11 +48,27 @@ func lowerMatMul(c *lowerCtx) ([]*te.Tensor, error) {
 // before 7 carry a "broadcast" attribute that the unidirectional
 // broadcasting of later opsets subsumes.
 func lowerGemm(c *lowerCtx) ([]*te.Tensor, error) {
-	a, err := c.product(0)
+	ta, err := c.n.Int("transA", 0)
 	if err != nil {
 		return nil, err
 	}
-	b, err := c.product(1)
+	tb, err := c.n.Int("transB", 0)
+	if err != nil {
+		return nil, err
+	}
+	pairs := false
+	if as := c.inShape(0); len(as) == 2 {
+		k := as[1]
+		if ta != 0 {
+			k = as[0]
+		}
+		pairs = c.pairs(k)
+	}
+	a, err := c.operand(0, pairs)
+	if err != nil {
+		return nil, err
+	}
+	b, err := c.operand(1, pairs)
 	if err != nil {
 		return nil, err
 	}
@@ -65,15 +83,10 @@ func lowerGemm(c *lowerCtx) ([]*te.Tensor, error) {
 	if attrs.Beta, err = c.n.Float("beta", 1); err != nil {
 		return nil, err
 	}
-	ta, err := c.n.Int("transA", 0)
-	if err != nil {
-		return nil, err
-	}
-	tb, err := c.n.Int("transB", 0)
-	if err != nil {
-		return nil, err
-	}
 	attrs.TransA, attrs.TransB = ta != 0, tb != 0
+	if pairs {
+		attrs.Dot = 2
+	}
 	if attrs.Beta == 0 {
 		cc = nil
 	}

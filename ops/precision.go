@@ -9,22 +9,46 @@ import (
 )
 
 // The bf16 precision (graph.Graph.BF16, opt-in: tune --precision bf16).
-// A float convolution or matrix product (Conv, ConvTranspose, MatMul,
-// Gemm) multiplies its operands rounded to bfloat16 (to nearest, ties to
-// even) and sums the products in float32, as a CPU's bf16 dot-product
-// instructions do (x86's vdpbf16ps, aarch64's bfdot): a constant operand
-// (the weights) is rounded at build time and stored as bfloat16, half
-// its float32 bytes; a computed one is rounded by a conversion stage of
-// the task. Everything else (bias, epilogue, other ops) stays float32,
-// and no Winograd alternative is offered (it would multiply transformed
-// weights instead). The rounding is exact where an operand is already a
-// bfloat16 value.
+// A float convolution or matrix product (Conv, MatMul, Gemm) whose
+// reduction sums in pairs (pairs: an even reduction, and for Conv the
+// channels-last form) multiplies its operands rounded to bfloat16 (to
+// nearest, ties to even) and sums the products in float32, as a CPU's
+// bf16 dot-product instructions do (x86's vdpbf16ps, aarch64's bfdot): a
+// constant operand (the weights) is rounded at build time and stored as
+// bfloat16, half its float32 bytes; a computed one is rounded by a
+// conversion stage of the task. A product without the pair form (an RGB
+// stem's 3 channels, a depthwise convolution, ConvTranspose) stays
+// float32: without a dot-product instruction the rounding only adds a
+// conversion to every load (ResNet-18's stem 1.45 ms in float32, 1.69
+// rounded; Zen 5, one thread), like oneDNN's fpmath mode, which allows
+// bf16 rather than requiring it. Everything else (bias, epilogue, other
+// ops) stays float32, and no Winograd alternative is offered (it would
+// multiply transformed weights instead). The rounding is exact where an
+// operand is already a bfloat16 value.
 
 // pairs reports whether a product of this bf16 graph sums its reduction
-// of k elements in pairs (te.ConvNHWCDot, te.MatMulDot): the form of the
-// bf16 dot-product instructions (vdpbf16ps, bfdot), which codegen emits
-// where the target has them.
+// of k elements in pairs (te.ConvNHWCDot, te.MatMulDot, GemmAttrs.Dot):
+// the form of the bf16 dot-product instructions (vdpbf16ps, bfdot), which
+// codegen emits where the target has them.
 func (c *lowerCtx) pairs(k int) bool { return c.g.BF16 && k%2 == 0 }
+
+// operand returns operand i of a convolution or matrix product: rounded to
+// bfloat16 (product) where the product sums in pairs, else the input
+// itself.
+func (c *lowerCtx) operand(i int, pairs bool) (*te.Tensor, error) {
+	if pairs {
+		return c.product(i)
+	}
+	return c.in(i)
+}
+
+// inShape returns the shape of input i (nil where unknown).
+func (c *lowerCtx) inShape(i int) []int {
+	if v := c.g.Values[c.n.Input(i)]; v != nil {
+		return v.Shape
+	}
+	return nil
+}
 
 // BFloat16WeightsName is the graph value holding constant w rounded to
 // bfloat16 (graph.BFloat16) for a bf16 build's products.
@@ -32,7 +56,7 @@ func BFloat16WeightsName(w string) string { return w + ".bf16" }
 
 // product returns operand i of a convolution or matrix product as
 // float32: the input itself (lowerCtx.in), or in a bf16 graph the input
-// rounded to bfloat16.
+// rounded to bfloat16 (for a product that sums in pairs: operand).
 func (c *lowerCtx) product(i int) (*te.Tensor, error) {
 	if !c.g.BF16 {
 		return c.in(i)

@@ -80,13 +80,14 @@ func init() {
 }
 
 // convOperands returns the data, weights and optional bias of Conv and
-// ConvTranspose, their auto_pad and group, and fills the integer list
-// attributes named in ints.
-func (c *lowerCtx) convOperands(ints map[string]*[]int) (x, w, b *te.Tensor, autoPad string, group int, err error) {
-	if x, err = c.product(0); err != nil {
+// ConvTranspose (rounded to bfloat16 where the product sums in pairs),
+// their auto_pad and group, and fills the integer list attributes named
+// in ints.
+func (c *lowerCtx) convOperands(pairs bool, ints map[string]*[]int) (x, w, b *te.Tensor, autoPad string, group int, err error) {
+	if x, err = c.operand(0, pairs); err != nil {
 		return
 	}
-	if w, err = c.product(1); err != nil {
+	if w, err = c.operand(1, pairs); err != nil {
 		return
 	}
 	if b, err = c.opt(2); err != nil {
@@ -108,17 +109,20 @@ func (c *lowerCtx) convOperands(ints map[string]*[]int) (x, w, b *te.Tensor, aut
 }
 
 func lowerConv(c *lowerCtx) ([]*te.Tensor, error) {
+	in, out, err := c.nhwc()
+	if err != nil {
+		return nil, err
+	}
+	ws := c.inShape(1)
+	pairs := in && len(ws) > 1 && c.pairs(ws[1])
 	var a te.ConvAttrs
-	x, w, b, autoPad, group, err := c.convOperands(map[string]*[]int{"dilations": &a.Dilations, "kernel_shape": &a.KernelShape, "pads": &a.Pads, "strides": &a.Strides})
+	x, w, b, autoPad, group, err := c.convOperands(pairs, map[string]*[]int{"dilations": &a.Dilations, "kernel_shape": &a.KernelShape, "pads": &a.Pads, "strides": &a.Strides})
 	if err != nil {
 		return nil, err
 	}
 	a.AutoPad, a.Group = autoPad, group
-	in, out, err := c.nhwc()
 	switch {
-	case err != nil:
-		return nil, err
-	case in && c.pairs(w.Shape[1]):
+	case pairs:
 		return one(te.ConvNHWCDot(c.name(0), x, w, b, a, 2))
 	case in:
 		return one(te.ConvNHWC(c.name(0), x, w, b, a))
@@ -130,7 +134,7 @@ func lowerConv(c *lowerCtx) ([]*te.Tensor, error) {
 
 func lowerConvTranspose(c *lowerCtx) ([]*te.Tensor, error) {
 	var a te.ConvTransposeAttrs
-	x, w, b, autoPad, group, err := c.convOperands(map[string]*[]int{"dilations": &a.Dilations, "kernel_shape": &a.KernelShape, "pads": &a.Pads, "strides": &a.Strides,
+	x, w, b, autoPad, group, err := c.convOperands(false, map[string]*[]int{"dilations": &a.Dilations, "kernel_shape": &a.KernelShape, "pads": &a.Pads, "strides": &a.Strides,
 		"output_padding": &a.OutputPadding, "output_shape": &a.OutputShape})
 	if err != nil {
 		return nil, err

@@ -126,6 +126,10 @@ func matMul(name string, a, b *Tensor, mul func(a, b tir.Expr) tir.Expr, df dotF
 type GemmAttrs struct {
 	Alpha, Beta    float32
 	TransA, TransB bool
+	// Dot > 1 sums the product's reduction in groups of Dot adjacent k
+	// in the body, as MatMulDot does (a bf16 graph's pairs); it must
+	// divide k.
+	Dot int
 }
 
 // DefaultGemmAttrs returns alpha = beta = 1, no transposes.
@@ -163,16 +167,28 @@ func Gemm(name string, a, b, c *Tensor, attrs GemmAttrs) (*Tensor, error) {
 	if epilogue {
 		mmName = name + "_matmul"
 	}
-	mm := Reduce(mmName, out, Sum, []int{k}, func(i, r []tir.Expr) tir.Expr {
-		av := a.At(i[0], r[0])
-		if attrs.TransA {
-			av = a.At(r[0], i[0])
+	df := dotForm{n: max(attrs.Dot, 1)}
+	if k%df.n != 0 {
+		return nil, opError("Gemm", name, "groups of %d over an inner dimension of %d", df.n, k)
+	}
+	mm := Reduce(mmName, out, Sum, []int{k / df.n}, func(i, r []tir.Expr) tir.Expr {
+		terms := make([]tir.Expr, df.n)
+		for g := range df.n {
+			kk := r[0]
+			if df.n > 1 {
+				kk = iaddc(imulc(r[0], df.n), g)
+			}
+			av := a.At(i[0], kk)
+			if attrs.TransA {
+				av = a.At(kk, i[0])
+			}
+			bv := b.At(kk, i[1])
+			if attrs.TransB {
+				bv = b.At(i[1], kk)
+			}
+			terms[g] = tir.MulE(av, bv)
 		}
-		bv := b.At(r[0], i[1])
-		if attrs.TransB {
-			bv = b.At(i[1], r[0])
-		}
-		return tir.MulE(av, bv)
+		return df.sum(terms)
 	})
 	if !epilogue {
 		return mm, nil

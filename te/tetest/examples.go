@@ -281,8 +281,10 @@ func (b *exampleBuilder) build() {
 // bfloat16 adds the products of the bf16 precision (ops' product):
 // operands rounded to bfloat16, a constant one stored so, summed in
 // float32 in pairs, as bf16 dot-product instructions sum them
-// ("bf16_matmul", "bf16_conv_nhwc"; "bf16_conv_plain" one at a time), and
-// a result rounded and stored as bfloat16 ("bf16_round").
+// ("bf16_matmul", "bf16_conv_nhwc", and "bf16_gemm": a classifier's Gemm
+// at batch 1, its weights transposed; "bf16_conv_plain" one at a time, a
+// form ops no longer emits), and a result rounded and stored as bfloat16
+// ("bf16_round").
 func (b *exampleBuilder) bfloat16() {
 	rounded := func(name string, x *te.Tensor) *te.Tensor {
 		r := te.Compute(name, x.Shape, func(i []tir.Expr) tir.Expr { return &tir.Cast{To: tir.BFloat16, X: x.At(i...)} })
@@ -296,6 +298,11 @@ func (b *exampleBuilder) bfloat16() {
 	{
 		m := mustExample(te.MatMulDot("bf16_matmul_mm", rounded("bf16_matmul_a", te.Placeholder("A", 13, 24)), stored("W", 24, 16), 2))
 		b.add("bf16_matmul")(te.Relu("bf16_matmul", m))
+	}
+	{
+		attrs := te.DefaultGemmAttrs()
+		attrs.TransB, attrs.Dot = true, 2
+		b.add("bf16_gemm")(te.Gemm("bf16_gemm", rounded("bf16_gemm_a", te.Placeholder("A", 1, 24)), stored("W", 40, 24), te.Placeholder("C", 40), attrs))
 	}
 	{
 		b.add("bf16_conv_nhwc")(te.ConvNHWCDot("bf16_conv_nhwc", rounded("bf16_conv_x", te.Placeholder("X", 1, 7, 9, 8)), stored("W", 16, 8, 3, 3), te.Placeholder("B", 16),

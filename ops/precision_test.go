@@ -1,0 +1,109 @@
+package ops
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tessera-ml/tessera/graph"
+	"github.com/tessera-ml/tessera/te"
+)
+
+// TestBF16Products: in a bf16 graph, a product whose reduction sums in
+// pairs (a channels-last convolution of an even channel count, a MatMul
+// or Gemm of an even inner dimension) reads its weights rounded to
+// bfloat16 (a .bf16 constant) and its data through a rounding stage, and
+// its value differs from float32's; one without pairs (an RGB stem's 3
+// channels, a depthwise convolution, an odd inner dimension,
+// ConvTranspose) is float32's exactly, with no rounding and no bf16
+// weights. A Gemm's pairs are summed in its body (GemmAttrs.Dot), as a
+// MatMul's are.
+func TestBF16Products(t *testing.T) {
+	ints := func(v ...int64) graph.Attr { return graph.Attr{Kind: graph.AttrInts, Ints: v} }
+	str := func(s string) graph.Attr { return graph.Attr{Kind: graph.AttrString, S: s} }
+	one := func(v int64) graph.Attr { return graph.Attr{Kind: graph.AttrInt, I: v} }
+	conv3 := map[string]graph.Attr{"kernel_shape": ints(3, 3), "pads": ints(1, 1, 1, 1)}
+	with := func(base map[string]graph.Attr, kv ...any) map[string]graph.Attr {
+		m := map[string]graph.Attr{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1].(graph.Attr)
+		}
+		return m
+	}
+	for _, c := range []struct {
+		name        string
+		op          string
+		x, w, out   []int
+		attrs       map[string]graph.Attr
+		wantRounded bool
+		sum         string // the product's reduction where checked: pairs sum k/2 terms
+	}{
+		{"conv NHWC 4 channels", "Conv", []int{1, 5, 5, 4}, []int{8, 4, 3, 3}, []int{1, 5, 5, 8}, with(conv3, DataLayout, str("NHWC")), true, ""},
+		{"stem NCHW to NHWC 3 channels", "Conv", []int{1, 3, 5, 5}, []int{8, 3, 3, 3}, []int{1, 5, 5, 8}, with(conv3, DataLayout, str("NCHW"), OutLayout, str("NHWC")), false, ""},
+		{"NHWC 3 channels", "Conv", []int{1, 5, 5, 3}, []int{8, 3, 3, 3}, []int{1, 5, 5, 8}, with(conv3, DataLayout, str("NHWC")), false, ""},
+		{"depthwise", "Conv", []int{1, 5, 5, 4}, []int{4, 1, 3, 3}, []int{1, 5, 5, 4}, with(conv3, DataLayout, str("NHWC"), "group", one(4)), false, ""},
+		{"grouped, 2 channels a group", "Conv", []int{1, 5, 5, 4}, []int{4, 2, 3, 3}, []int{1, 5, 5, 4}, with(conv3, DataLayout, str("NHWC"), "group", one(2)), true, ""},
+		{"NCHW", "Conv", []int{1, 4, 5, 5}, []int{8, 4, 3, 3}, []int{1, 8, 5, 5}, conv3, false, ""},
+		{"ConvTranspose", "ConvTranspose", []int{1, 4, 3, 3}, []int{4, 2, 2, 2}, []int{1, 2, 6, 6}, map[string]graph.Attr{"strides": ints(2, 2)}, false, ""},
+		{"MatMul k=4", "MatMul", []int{3, 4}, []int{4, 5}, []int{3, 5}, nil, true, "sum(r0:2)"},
+		{"MatMul k=3", "MatMul", []int{3, 3}, []int{3, 5}, []int{3, 5}, nil, false, ""},
+		{"Gemm k=4 transB", "Gemm", []int{1, 4}, []int{6, 4}, []int{1, 6}, map[string]graph.Attr{"transB": one(1)}, true, "sum(r0:2)"},
+		{"Gemm k=4 transA", "Gemm", []int{4, 2}, []int{4, 6}, []int{2, 6}, map[string]graph.Attr{"transA": one(1)}, true, "sum(r0:2)"},
+		{"Gemm k=5", "Gemm", []int{2, 5}, []int{5, 6}, []int{2, 6}, nil, false, "sum(r0:5)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(7, uint64(len(c.name))))
+			randoms := func(n int) []float32 {
+				v := make([]float32, n)
+				for i := range v {
+					v[i] = float32(rng.NormFloat64())
+				}
+				return v
+			}
+			x := randoms(graph.NumElems(c.x))
+			w := randoms(graph.NumElems(c.w))
+			build := func(bf16 bool) *graph.Graph {
+				g := graph.New("bf16", 17)
+				g.BF16 = bf16
+				g.AddInput("x", graph.Float32, c.x)
+				g.AddConst("w", graph.Float32Tensor(c.w, slices.Clone(w)))
+				g.AddNode(&graph.Node{Name: "p", OpType: c.op, Inputs: []string{"x", "w"}, Outputs: []string{"y"}, Attrs: c.attrs})
+				g.Values["y"] = &graph.Value{Name: "y", DType: graph.Float32, Shape: c.out}
+				g.Outputs = []string{"y"}
+				return g
+			}
+			g := build(true)
+			outs, err := LowerNode(g, g.Nodes[0], func(name string) (*te.Tensor, error) { return Placeholder(g, name), nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := te.NewDAG(outs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dag := d.String()
+			_, weights := g.Values[BFloat16WeightsName("w")]
+			if rounded := strings.Contains(dag, "bfloat16(x"); rounded != c.wantRounded || weights != c.wantRounded {
+				t.Errorf("data rounded %v, bf16 weights %v; want both %v\n%s", rounded, weights, c.wantRounded, dag)
+			}
+			if c.sum != "" && !strings.Contains(dag, c.sum) {
+				t.Errorf("no %s in\n%s", c.sum, dag)
+			}
+			got, err := EvalGraph(build(true), map[string][]float32{"x": x})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := EvalGraph(build(false), map[string][]float32{"x": x})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if equal := slices.Equal(got[0], want[0]); equal == c.wantRounded {
+				t.Errorf("bf16 equal to float32: %v, want %v", equal, !c.wantRounded)
+			}
+		})
+	}
+}
