@@ -4,6 +4,7 @@ import (
 	"errors"
 	"github.com/tessera-ml/tessera/backend/machine"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -497,21 +498,52 @@ func TestSampleConstTensorTilesFitVectors(t *testing.T) {
 // vector's worth of its innermost loop out of the parallel loop, which used
 // to take every loop and leave nothing to vectorize; one exactly a vector
 // long keeps it whole; a large one is unchanged (TestSampleVectorizesLong-
-// Elementwise).
+// Elementwise). Below minParallelWork the stage is serial, its innermost
+// loop still vectorized: a parallel region costs more than it computes.
 func TestSampleVectorizesSmallElementwise(t *testing.T) {
 	opts := testOptions()
 	for _, c := range []struct {
 		shape    []int
-		parallel int // the extent of the parallel loop
+		parallel int // the extent of the parallel loop; 0: none
 	}{
-		{[]int{1, 256}, 256 / opts.MaxVectorLanes},
-		{[]int{3, opts.MaxVectorLanes}, 3},
+		{[]int{1, 256}, 0},
+		{[]int{3, opts.MaxVectorLanes}, 0},
+		{[]int{8, minParallelWork / 8}, 8 * minParallelWork / 8 / opts.MaxVectorLanes},
+		{[]int{8, minParallelWork / 16}, 0},
 	} {
 		s, st := sampledSigmoid(t, c.shape, opts)
 		last := st.Iters[len(st.Iters)-1]
-		if st.Tensor.Name != "sig" || last.Ann != schedule.Vectorize || last.Extent != opts.MaxVectorLanes ||
-			st.Iters[0].Ann != schedule.Parallel || st.Iters[0].Extent != c.parallel {
-			t.Errorf("%v: want a parallel loop of %d and %d lanes vectorized:\n%v", c.shape, c.parallel, opts.MaxVectorLanes, s)
+		parallel := 0
+		for _, it := range st.Iters {
+			if it.Ann == schedule.Parallel {
+				parallel = it.Extent
+			}
+		}
+		if st.Tensor.Name != "sig" || last.Ann != schedule.Vectorize || last.Extent != opts.MaxVectorLanes || parallel != c.parallel {
+			t.Errorf("%v: want a parallel loop of %d (0: none) and %d lanes vectorized:\n%v", c.shape, c.parallel, opts.MaxVectorLanes, s)
+		}
+	}
+	// The same work of scalar libm calls (a square root, computed lane by
+	// lane), or over a loop no vector divides, stays parallel.
+	for _, c := range []struct {
+		name  string
+		shape []int
+		f     func(string, *te.Tensor) (*te.Tensor, error)
+	}{
+		{"sqrt", []int{8, minParallelWork / 16}, te.Sqrt},
+		{"sigmoid of 3 columns", []int{minParallelWork / 16, 3}, te.Sigmoid},
+	} {
+		e, err := c.f("f", te.Placeholder("X", c.shape...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Sample(rand.New(rand.NewPCG(7, 8)), sketchesOf(t, e)[0], opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := s.Stages[len(s.Stages)-1]
+		if !slices.ContainsFunc(st.Iters, func(it schedule.Iter) bool { return it.Ann == schedule.Parallel }) {
+			t.Errorf("%s %v: no parallel loop:\n%v", c.name, c.shape, s)
 		}
 	}
 }
