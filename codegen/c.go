@@ -969,13 +969,18 @@ void abort(void);
 #define NAN (__builtin_nanf(""))
 #endif
 
+/* Floor division and modulo without a branch: && would make each a
+   branch, and a kernel that computes an index with them in every
+   statement of an unrolled loop (a transposed convolution's phase) then
+   recomputed them there, the branches keeping gcc from hoisting them
+   out of the loop (a DCGAN layer 0.6 -> 2.0 ms). */
 static inline int64_t tsr_floordiv(int64_t a, int64_t b) {
   int64_t q = a / b, r = a % b;
-  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+  return q - (int64_t)((r != 0) & ((r < 0) != (b < 0)));
 }
 static inline int64_t tsr_floormod(int64_t a, int64_t b) {
   int64_t r = a % b;
-  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+  return r + b * (int64_t)((r != 0) & ((r < 0) != (b < 0)));
 }
 static inline int64_t tsr_mini(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t tsr_maxi(int64_t a, int64_t b) { return a > b ? a : b; }
