@@ -42,10 +42,12 @@ func ConvTranspose(name string, x, w, b *Tensor, a ConvTransposeAttrs) (*Tensor,
 type convTransposeForm int
 
 const (
-	byAuto    convTransposeForm = iota // byPhases where phasesPay, else byCols
-	byPhases                           // convTransposePhases where it applies (unit dilations, strides dividing the kernel), else byCols
-	byCols                             // convTransposeCols
-	byDilated                          // convTransposeDilated, the definition (the reference of the tests)
+	byAuto           convTransposeForm = iota // byPhases where phasesPay, else byCols
+	byPhases                                  // convTransposePhases where it applies (unit dilations, strides dividing the kernel), else byCols; its layout by phasesChannelsLast
+	byPhasesChannels                          // byPhases with the output channel last in the phases
+	byPhasesSpatial                           // byPhases with the last spatial axis last in the phases
+	byCols                                    // convTransposeCols
+	byDilated                                 // convTransposeDilated, the definition (the reference of the tests)
 )
 
 // convTranspose is ConvTranspose computed in form.
@@ -159,16 +161,21 @@ func convTranspose(name string, x, w, b *Tensor, a ConvTransposeAttrs, form conv
 	if G > 1 || b != nil {
 		cname = name + "_sum"
 	}
+	last := (out[rank-1] + strides[ns-1] - 1) / strides[ns-1] // a phase's extent on the last axis
+	chLast := phasesChannelsLast(Mg, last)
 	switch {
-	case form == byAuto && phasesPay(x.Shape[2:], out[2:], k, strides, dil, pb):
+	case form == byAuto && phasesPay(x.Shape[2:], out[2:], k, strides, dil, pb, Mg):
 		form = byPhases
-	case form == byAuto || form == byPhases && !phasesApply(k, strides, dil):
+	case form == byAuto || form != byCols && form != byDilated && !phasesApply(k, strides, dil):
 		form = byCols
+	case form == byPhasesChannels || form == byPhasesSpatial:
+		chLast = form == byPhasesChannels
+		form = byPhases
 	}
 	var conv *Tensor
 	switch form {
 	case byPhases:
-		conv = convTransposePhases(cname, x, w, cshape, k, strides, pb, G, Cg)
+		conv = convTransposePhases(cname, x, w, cshape, k, strides, pb, G, Cg, chLast)
 	case byCols:
 		conv = convTransposeCols(cname, x, w, cshape, k, strides, dil, pb, G, Cg)
 	default:
@@ -193,18 +200,23 @@ func convTranspose(name string, x, w, b *Tensor, a ConvTransposeAttrs, form conv
 
 // phasesPay reports whether ConvTranspose of inputs in to outputs out
 // (spatial extents) is computed by phases (convTransposePhases): unit
-// dilations, strides that divide the kernel, at least minPhaseRow outputs
-// per phase on the last axis (the one the tiling rules vectorize), and at
-// most half of the window's taps on padding; and a kernel other than the
-// stride: where they are equal (a U-Net's 2×2 of
-// stride 2) no two windows overlap, the columns are the output itself and
-// their GEMM is the whole work (a small U-Net's 64 → 32 channels at 32² →
-// 64², one thread, Zen 3: 1.45 ms by columns, 1.95 by phases). Measured
-// on a DCGAN generator's layers (4×4 kernels, phases / columns):
-// 1² → 4² (stride 1, 15 of 16 taps on padding) 1.15 / 0.13 ms, 4² → 8²
-// (4 per phase) 2.3 / 1.2, 8² → 16² 1.19 / 1.21, 16² → 32² 0.96 / 1.5,
-// 32² → 64² 0.67 / 1.36.
-func phasesPay(in, out, k, strides, dil, pb []int) bool {
+// dilations, strides that divide the kernel, at least minPhaseRow lanes on
+// the phases' last axis (the one the tiling rules vectorize: the mg output
+// channels of a group, or a phase's outputs on the last spatial axis,
+// phasesChannelsLast), and at most half of the window's taps on padding;
+// and a kernel other than the stride: where they are equal (a U-Net's 2×2
+// of stride 2) no two windows overlap, the columns are the output itself
+// and their GEMM is the whole work (a small U-Net's 64 → 32 channels at
+// 32² → 64², one thread, Zen 3: 1.45 ms by columns, 1.95 by phases).
+// Measured on a DCGAN generator's layers (4×4 kernels; one thread, Zen 5,
+// default schedules): 4² → 8² (512 → 256 channels, 4 outputs a phase per
+// row) 0.45 ms by phases with the channels last, 0.44 by columns (its 8
+// MB weight, read from memory, bounds both); 8² → 16² 0.30 by phases with
+// the channels last, 0.61 with the spatial axis last; 1² → 4² (stride 1,
+// 15 of 16 taps on padding) stays by columns. On a Zen 3 with the spatial
+// axis last (phases / columns): 4² → 8² 2.3 / 1.2, 8² → 16² 1.19 / 1.21,
+// 16² → 32² 0.96 / 1.5, 32² → 64² 0.67 / 1.36.
+func phasesPay(in, out, k, strides, dil, pb []int, mg int) bool {
 	const minPhaseRow = 8
 	if !phasesApply(k, strides, dil) || slices.Equal(k, strides) {
 		return false
@@ -213,7 +225,7 @@ func phasesPay(in, out, k, strides, dil, pb []int) bool {
 	for a := range k {
 		s := strides[a]
 		taps, T := k[a]/s, (out[a]+s-1)/s
-		if a == len(k)-1 && T < minPhaseRow {
+		if a == len(k)-1 && max(T, mg) < minPhaseRow {
 			return false
 		}
 		n := 0
@@ -231,6 +243,16 @@ func phasesPay(in, out, k, strides, dil, pb []int) bool {
 	}
 	return valid >= 0.5
 }
+
+// phasesChannelsLast reports whether the phases of a ConvTranspose keep
+// its mg output channels of a group last (the tiling rules' vector axis,
+// each input broadcast to a vector of channels, as a channels-last
+// convolution does) rather than a phase's t outputs on the last spatial
+// axis: where the channels are at least as many. A DCGAN layer 8² → 16²
+// (128 channels, 8 outputs a phase per row: 8 of AVX-512's 16 lanes) ran
+// 0.61 ms with the spatial axis last, 0.30 with the channels; its last
+// layer (3 channels, 32 outputs a row) keeps the spatial axis.
+func phasesChannelsLast(mg, t int) bool { return mg >= t }
 
 // phasesApply reports whether convTransposePhases computes a
 // ConvTranspose: unit dilations and strides that divide the kernel.
@@ -260,7 +282,7 @@ func phasesApply(k, strides, dil []int) bool {
 // intermediate: a DCGAN layer's (256 → 128 channels, 4×4, stride 2,
 // 16² → 32²) columns are 2 MiB, which left L2 between the GEMM and their
 // sum.
-func convTransposePhases(cname string, x, w *Tensor, cshape, k, strides, pb []int, G, Cg int) *Tensor {
+func convTransposePhases(cname string, x, w *Tensor, cshape, k, strides, pb []int, G, Cg int, chLast bool) *Tensor {
 	ns := len(k)
 	lead := len(cshape) - ns // N, (G,) M
 	taps := make([]int, ns)
@@ -295,17 +317,30 @@ func convTransposePhases(cname string, x, w *Tensor, cshape, k, strides, pb []in
 		}
 		return tir.SelectE(valid, x.At(src...), tir.F32(0))
 	})
-	pshape := append(slices.Clone(cshape[:lead]), strides...)
+	// The phases are [n, (g,) m, r..., t...], or with chLast [n, (g,)
+	// r..., t..., m]: at m, the index of the output channel, the spatial
+	// indices from sp on.
+	nl := lead - 1 // n (and g) before the channel
+	m, sp := nl, nl+1
+	pshape := slices.Clone(cshape[:lead])
+	if chLast {
+		m, sp = nl+2*ns, nl
+		pshape = slices.Clone(cshape[:nl])
+	}
+	pshape = append(pshape, strides...)
 	pshape = append(pshape, ts...)
+	if chLast {
+		pshape = append(pshape, cshape[nl])
+	}
 	phases := Reduce(cname+"_phases", pshape, Sum, append([]int{Cg}, taps...), func(i, r []tir.Expr) tir.Expr {
 		var ch tir.Expr = r[0]
 		if G > 1 {
 			ch = iadd(imulc(i[1], Cg), r[0])
 		}
 		xi := []tir.Expr{i[0], ch}
-		wi := []tir.Expr{ch, i[lead-1]}
+		wi := []tir.Expr{ch, i[m]}
 		for a := range ns {
-			res, t, j := i[lead+a], i[lead+ns+a], r[1+a]
+			res, t, j := i[sp+a], i[sp+ns+a], r[1+a]
 			xi = append(xi, iaddc(tir.SubE(iadd(t, first(a, res)), j), lo[a])) // t + δ(r) − j, in the padded input
 			wi = append(wi, iadd(res, imulc(j, strides[a])))                   // r + s·j
 		}
@@ -313,6 +348,9 @@ func convTransposePhases(cname string, x, w *Tensor, cshape, k, strides, pb []in
 	})
 	return Compute(cname, cshape, func(i []tir.Expr) tir.Expr {
 		pi := slices.Clone(i[:lead])
+		if chLast {
+			pi = slices.Clone(i[:nl])
+		}
 		res := make([]tir.Expr, ns)
 		for a := range ns {
 			res[a] = imodc(iaddc(i[lead+a], pb[a]), strides[a]) // f mod s
@@ -321,6 +359,9 @@ func convTransposePhases(cname string, x, w *Tensor, cshape, k, strides, pb []in
 		for a := range ns {
 			t := idivc(iaddc(i[lead+a], pb[a]), strides[a]) // f div s
 			pi = append(pi, tir.SubE(t, first(a, res[a])))
+		}
+		if chLast {
+			pi = append(pi, i[nl])
 		}
 		return phases.At(pi...)
 	})

@@ -55,7 +55,7 @@ func TestConvTransposeCols(t *testing.T) {
 			}
 			in := [][]float32{randomData(rng, numElems(xs)), randomData(rng, numElems(w.Shape)), randomData(rng, Mg*G)}
 			want := evalDAGOf(t, dilated, in)
-			for _, form := range []convTransposeForm{byPhases, byCols} {
+			for _, form := range []convTransposeForm{byPhasesChannels, byPhasesSpatial, byCols} {
 				ct, err := convTranspose("ct", x, w, b, a, form)
 				if err != nil {
 					t.Fatal(err)
@@ -101,20 +101,24 @@ func evalDAGOf(t *testing.T, out *Tensor, in [][]float32) []float32 {
 
 // TestConvTransposeFormChoice: ConvTranspose takes the phases where they
 // pay (phasesPay) and the columns elsewhere, on a DCGAN generator's layers
-// (4×4 kernels), the layer of issue 47's race and a U-Net's upsampling.
+// (4×4 kernels), the layer of issue 47's race and a U-Net's upsampling;
+// the phases keep the output channels last where they are at least a
+// phase's outputs on a row (phasesChannelsLast), else that row.
 func TestConvTransposeFormChoice(t *testing.T) {
 	for _, c := range []struct {
 		name             string
 		c, m, in, kernel int
 		stride, pad      int
 		phases           bool
+		last             int // the phases' last extent
 	}{
-		{"1² → 4², 15 of 16 taps on padding", 100, 512, 1, 4, 1, 0, false},
-		{"4² → 8², 4 outputs per phase", 512, 256, 4, 4, 2, 1, false},
-		{"8² → 16²", 256, 128, 8, 4, 2, 1, true},
-		{"16² → 32² (dcgan_layer)", 256, 128, 16, 4, 2, 1, true},
-		{"32² → 64²", 64, 3, 32, 4, 2, 1, true},
-		{"U-Net's 2×2 of stride 2, 32² → 64²", 64, 32, 32, 2, 2, 0, false},
+		{"1² → 4², 15 of 16 taps on padding", 100, 512, 1, 4, 1, 0, false, 0},
+		{"4² → 8², 4 outputs per phase", 512, 256, 4, 4, 2, 1, true, 256},
+		{"8² → 16²", 256, 128, 8, 4, 2, 1, true, 128},
+		{"16² → 32² (dcgan_layer)", 256, 128, 16, 4, 2, 1, true, 128},
+		{"32² → 64²", 64, 3, 32, 4, 2, 1, true, 32},
+		{"U-Net's 2×2 of stride 2, 32² → 64²", 64, 32, 32, 2, 2, 0, false, 0},
+		{"4 channels, 4² → 8²: too short a vector either way", 16, 4, 4, 4, 2, 1, false, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			x := Placeholder("x", 1, c.c, c.in, c.in)
@@ -128,9 +132,14 @@ func TestConvTransposeFormChoice(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			phases := slices.ContainsFunc(d.Tensors, func(t *Tensor) bool { return strings.HasSuffix(t.Name, "_phases") })
-			if phases != c.phases {
+			i := slices.IndexFunc(d.Tensors, func(t *Tensor) bool { return strings.HasSuffix(t.Name, "_phases") })
+			if phases := i >= 0; phases != c.phases {
 				t.Errorf("by phases = %v, want %v", phases, c.phases)
+			}
+			if i >= 0 {
+				if sh := d.Tensors[i].Shape; sh[len(sh)-1] != c.last {
+					t.Errorf("phases %v, want the last extent %d", sh, c.last)
+				}
 			}
 		})
 	}
