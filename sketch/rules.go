@@ -71,7 +71,7 @@ func (inlineOrKeepGuardedWindow) Condition(g *generator, s *schedule.State, i in
 		return Skip
 	}
 	for _, c := range effectiveConsumers(s, i) {
-		if windowed(s, i, c) || reduceGuarded(s, i, c) {
+		if windowed(s, i, c) || reduceGuarded(s, i, c) || guardReused(s, i, c) {
 			return ApplyAndSkipRest
 		}
 	}
@@ -92,7 +92,7 @@ func (inlineOrKeepGuardedWindow) Apply(g *generator, s *schedule.State, i int) (
 // keepGuardFirst reports whether inlineOrKeepGuardedWindow's first sketch
 // (the default schedule's) keeps guarded stage i rather than inlining it.
 func keepGuardFirst(s *schedule.State, i int) bool {
-	summed := slices.ContainsFunc(effectiveConsumers(s, i), func(c int) bool { return reduceGuarded(s, i, c) })
+	summed := slices.ContainsFunc(effectiveConsumers(s, i), func(c int) bool { return reduceGuarded(s, i, c) || guardReused(s, i, c) })
 	if (widensIntegers(s, i) || isByte(s.Stages[i].Tensor.DType())) && reusedAcross(s, i) || steppedWindow(s, i) || summed {
 		// Kept first, for the default schedule: inlined, every tap of
 		// the window loads a byte, converts it and tests the guard before
@@ -116,7 +116,8 @@ func keepGuardFirst(s *schedule.State, i int) bool {
 		// and every vector it cuts loads lane by lane (a DCGAN layer's
 		// 16-wide rows, where every row has a border: 5.5 ms, 4.5 for the
 		// columns' form), and a guarded stage a reduction sums along the
-		// axis its guard tests (reduceGuarded).
+		// axis its guard tests (reduceGuarded), or reads again for
+		// every column of its output (guardReused).
 		return true
 	}
 	return false
@@ -150,6 +151,48 @@ func reduceGuarded(s *schedule.State, i, c int) bool {
 	})
 	return found
 }
+
+// guardReused reports whether contraction c (a stage the tiling rules
+// tile: a matmul, a convolution) reads guarded stage i outside a window
+// (windowed), in an axis i's guard tests, at an index of c's spatial
+// variables, and reads the same element again for every value of another
+// spatial axis of c at least minGuardReuse long: Swin's shifted windows, a
+// roll (two Slices and a Concat per axis) read by the qkv projection (196
+// tokens by 384 channels, times 384 × 1152). Inlined, the roll's selects
+// and both of their loads ran in the innermost loop, for each of the 1152
+// columns (80 GFLOP/s, against 183 for the same projection of the blocks
+// without a shift); kept, they are one copy of the tokens.
+func guardReused(s *schedule.State, i, c int) bool {
+	ct, t := s.Stages[c].Tensor, s.Stages[i].Tensor
+	if len(ct.ReduceAxis) == 0 || t.Matrix != nil || !te.NeedsMultiLevelTiling(ct) || windowed(s, i, c) {
+		return false
+	}
+	spatial, _ := axisVars(ct)
+	inGuard := guardVars(t)
+	found := false
+	tir.WalkExpr(effectiveBody(s, c), func(e tir.Expr) bool {
+		l, ok := e.(*tir.Load)
+		if !ok || l.Buf != t.Buf {
+			return !found
+		}
+		tested := false
+		for d, ix := range l.Indices {
+			tested = tested || d < len(t.Axis) && inGuard[t.Axis[d].Var] && tir.UsesVar(ix, isIn(spatial))
+		}
+		for _, ax := range ct.Axis {
+			reread := ax.Extent >= minGuardReuse && !slices.ContainsFunc(l.Indices, func(ix tir.Expr) bool {
+				return tir.UsesVar(ix, func(v *tir.Var) bool { return v == ax.Var })
+			})
+			found = found || tested && reread
+		}
+		return !found
+	})
+	return found
+}
+
+// minGuardReuse is the fewest times guardReused asks a contraction to read
+// each element of a guarded stage again before the stage is kept.
+const minGuardReuse = 16
 
 // axisVars returns the sets of t's spatial and reduce variables.
 func axisVars(t *te.Tensor) (spatial, reduce map[*tir.Var]bool) {

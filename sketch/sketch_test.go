@@ -157,25 +157,27 @@ func TestSketchSteppedWindowKept(t *testing.T) {
 // TestSketchConcatSummedKept: a Concat along the axis a matmul sums
 // (ASPP's projection of its concatenated branches) is kept as a stage in
 // the first sketch: inlined, its guard would run at every step of the
-// reduction. A Concat along a spatial axis of the matmul stays inlined.
+// reduction. So is a Concat along the matmul's rows that it reads again
+// for each of minGuardReuse columns or more (guardReused: Swin's roll
+// before its qkv projection); with fewer columns it stays inlined.
 func TestSketchConcatSummedKept(t *testing.T) {
 	for _, c := range []struct {
-		axis int
-		kept bool
-	}{{1, true}, {0, false}} {
+		axis, cols int
+		kept       bool
+	}{{1, 16, true}, {0, minGuardReuse, true}, {0, minGuardReuse / 2, false}} {
 		a, b := te.Placeholder("A", 8, 16), te.Placeholder("B", 8, 16)
 		cat, err := te.Concat("cat", c.axis, a, b)
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := te.Constant("W", cat.Shape[1], 16)
+		w := te.Constant("W", cat.Shape[1], c.cols)
 		mm, err := te.MatMul("mm", cat, w)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sk := sketchesOf(t, mm)
 		if line := stageLine(sk[0], "cat"); (line != "cat: inline") != c.kept {
-			t.Errorf("concat along axis %d: first sketch has %q, want kept = %v:\n%v", c.axis, line, c.kept, sk[0])
+			t.Errorf("concat along axis %d, %d columns: first sketch has %q, want kept = %v:\n%v", c.axis, c.cols, line, c.kept, sk[0])
 		}
 	}
 }
