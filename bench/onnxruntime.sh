@@ -57,7 +57,9 @@
 # rotating order, each in its own process: onnxruntime on the float file
 # (fp32), onnxruntime on the QDQ file (int8, its default session) and
 # Tessera on the QDQ build, and Tessera on the float file (fp32, default
-# schedules or the db's records as for the int8 build), at each thread
+# schedules or the db's records as for the int8 build: with --db each
+# thread count's builds take the records measured with that many threads,
+# or, where it has none, with the count that has the most), at each thread
 # count of --threads (default "1 2"), and prints per model and thread count
 #
 #	MODEL threads=T tessera-int8/onnxruntime-int8 = <onnxruntime int8 median / tessera median>
@@ -464,6 +466,7 @@ race() {
 # --- --int8: quantize, build, check, race three ways --------------------------
 # These are set by prepare_int8 for the model being raced.
 qmodel="" qbuild="" fbuild=""
+declare -A qbuilds fbuilds # per thread count: the build raced (with --db, built with that count's records)
 
 # prepare_int8 MODEL: generates the model if it is missing, writes the
 # raced input and the calibration set, quantizes the model, builds the QDQ
@@ -491,13 +494,41 @@ prepare_int8() {
 	step=$(sed -n 's/^output [^ ]*: scale \([^,]*\), zero point .*/\1/p' "$dir/quantize.log" | head -1)
 	[ -n "$step" ] || die "$name: tune quantize printed no output scale (its first output is not quantized)"
 	qbuild=$dir/build-int8 fbuild=$dir/build-fp32
-	local records=(--no-records)
-	if [ "$no_records" -eq 0 ] && [ -f "$db" ]; then records=(--db "$db"); fi
-	"$tune" build "$qmodel" "${records[@]}" "${integer[@]}" --cpu "$cpu" -o "$qbuild" >"$dir/build.log" 2>&1 ||
-		{ cat "$dir/build.log" >&2; die "tune build $qmodel failed"; }
-	"$tune" build "$model" "${records[@]}" --cpu "$cpu" -o "$fbuild" >"$dir/build-fp32.log" 2>&1 ||
-		{ cat "$dir/build-fp32.log" >&2; die "tune build $model failed"; }
-	grep -E '^(built|tuned tasks|tuned FLOPs) ' "$dir/build.log" | sed "s/^/onnxruntime.sh: $name: int8 build: /" >&2 || true
+	if [ "$no_records" -eq 0 ] && [ -f "$db" ]; then
+		# Records carry their thread count: each raced thread count gets
+		# the builds of its own records, or of the count that has the
+		# most where it has none (tune --threads 1 is the usual tuning).
+		local t kind src best n
+		local -A tuned_n
+		for t in $threads_list; do
+			"$tune" build "$qmodel" --db "$db" "${integer[@]}" --threads "$t" --cpu "$cpu" -o "$qbuild-$t" >"$dir/build-$t.log" 2>&1 ||
+				{ cat "$dir/build-$t.log" >&2; die "tune build $qmodel failed"; }
+			"$tune" build "$model" --db "$db" --threads "$t" --cpu "$cpu" -o "$fbuild-$t" >"$dir/build-fp32-$t.log" 2>&1 ||
+				{ cat "$dir/build-fp32-$t.log" >&2; die "tune build $model failed"; }
+			tuned_n[$t]=$(sed -n 's/^tuned tasks = \([0-9]*\)\/.*/\1/p' "$dir/build-$t.log" | head -1)
+			grep -E '^(built|tuned tasks|tuned FLOPs) ' "$dir/build-$t.log" | sed "s/^/onnxruntime.sh: $name: int8 build with $t thread(s)' records: /" >&2 || true
+		done
+		best=${threads_list%% *}
+		for t in $threads_list; do
+			[ "${tuned_n[$t]:-0}" -gt "${tuned_n[$best]:-0}" ] && best=$t
+		done
+		for t in $threads_list; do
+			src=$t
+			if [ "${tuned_n[$t]:-0}" -eq 0 ] && [ "${tuned_n[$best]:-0}" -gt 0 ]; then
+				src=$best
+				note "$name: no int8 records measured with $t thread(s) in $db: the $t-thread race uses those measured with $best"
+			fi
+			qbuilds[$t]=$qbuild-$src fbuilds[$t]=$fbuild-$src
+		done
+		qbuild=${qbuilds[${threads_list%% *}]}
+	else
+		"$tune" build "$qmodel" --no-records "${integer[@]}" --cpu "$cpu" -o "$qbuild" >"$dir/build.log" 2>&1 ||
+			{ cat "$dir/build.log" >&2; die "tune build $qmodel failed"; }
+		"$tune" build "$model" --no-records --cpu "$cpu" -o "$fbuild" >"$dir/build-fp32.log" 2>&1 ||
+			{ cat "$dir/build-fp32.log" >&2; die "tune build $model failed"; }
+		grep -E '^(built|tuned tasks|tuned FLOPs) ' "$dir/build.log" | sed "s/^/onnxruntime.sh: $name: int8 build: /" >&2 || true
+		for t in $threads_list; do qbuilds[$t]=$qbuild fbuilds[$t]=$fbuild; done
+	fi
 
 	# The outputs on the raced input: Tessera's int8, onnxruntime's int8
 	# exact and default, and the float model's, compared in output steps.
@@ -521,6 +552,15 @@ prepare_int8() {
 	node "$ort_dir/steps.mjs" "$tfile" "$fp32/$file" "$step" >&2
 	printf 'onnxruntime.sh: %s: onnxruntime int8 (default session) vs onnxruntime fp32: ' "$name" >&2
 	node "$ort_dir/steps.mjs" "$fast/$file" "$fp32/$file" "$step" >&2
+	local b distinct=()
+	mapfile -t distinct < <(printf '%s\n' "${qbuilds[@]}" | sort -u)
+	for b in "${distinct[@]}"; do
+		[ "$b" != "$qbuild" ] || continue
+		ran=$("$tune" run "$b" "${input_flags[@]}" --threads 1 -o "$dir/tessera-out-${b##*-}" --format raw) || die "tune run $b failed"
+		printf 'onnxruntime.sh: %s: Tessera int8 (%s) vs onnxruntime int8 (exact kernels): ' "$name" "${b##*/}" >&2
+		node "$ort_dir/steps.mjs" "$(sed -n 's/^output .*\[[0-9, ]*\] → \(.*\)$/\1/p' <<<"$ran" | head -1)" "$exact/$file" "$step" 3 >&2 ||
+			die "$name: Tessera's (${b##*/}) and onnxruntime's int8 outputs differ: no race"
+	done
 	[ "$agree" -eq 0 ] || agree_int8 "$dir" "$file" "$step"
 }
 
@@ -544,8 +584,8 @@ agree_int8() {
 		die "$name: Tessera's and onnxruntime's int8 outputs differ: no race"
 }
 
-run_tessera8() { "$tune" bench "$qbuild" --threads "$1" --warmup "$2" --repeat "$3"; }
-run_tesseraf() { "$tune" bench "$fbuild" --threads "$1" --warmup "$2" --repeat "$3"; }
+run_tessera8() { "$tune" bench "${qbuilds[$1]:-$qbuild}" --threads "$1" --warmup "$2" --repeat "$3"; }
+run_tesseraf() { "$tune" bench "${fbuilds[$1]:-$fbuild}" --threads "$1" --warmup "$2" --repeat "$3"; }
 run_ort8() { node "$ort_dir/bench.mjs" "$qmodel" "${input_flags[@]}" --threads "$1" --warmup "$2" --repeat "$3"; }
 run_ortf() { node "$ort_dir/bench.mjs" "$model" "${input_flags[@]}" --threads "$1" --warmup "$2" --repeat "$3"; }
 
