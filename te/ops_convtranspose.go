@@ -281,7 +281,9 @@ func phasesApply(k, strides, dil []int) bool {
 // convolution for the tiling rules, with no [positions × taps × channels]
 // intermediate: a DCGAN layer's (256 → 128 channels, 4×4, stride 2,
 // 16² → 32²) columns are 2 MiB, which left L2 between the GEMM and their
-// sum.
+// sum. With chLast the phases keep m last instead, [n, (g,) r..., t...,
+// m] (phasesChannelsLast): each input is then broadcast to a vector of
+// output channels, and the weight is read along m.
 func convTransposePhases(cname string, x, w *Tensor, cshape, k, strides, pb []int, G, Cg int, chLast bool) *Tensor {
 	ns := len(k)
 	lead := len(cshape) - ns // N, (G,) M
