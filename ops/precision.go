@@ -11,8 +11,8 @@ import (
 // The bf16 precision (graph.Graph.BF16, opt-in: tune --precision bf16).
 // A float convolution or matrix product (Conv, MatMul, Gemm) whose
 // reduction sums in pairs (pairs: an even reduction, and for Conv the
-// channels-last form) multiplies its operands rounded to bfloat16 (to
-// nearest, ties to even) and sums the products in float32, as a CPU's
+// channels-last form) multiplies its operands rounded to bfloat16
+// (operand; to nearest, ties to even) and sums the products in float32, as a CPU's
 // bf16 dot-product instructions do (x86's vdpbf16ps, aarch64's bfdot): a
 // constant operand (the weights) is rounded at build time and stored as
 // bfloat16, half its float32 bytes; a computed one is rounded by a
@@ -32,16 +32,6 @@ import (
 // codegen emits where the target has them.
 func (c *lowerCtx) pairs(k int) bool { return c.g.BF16 && k%2 == 0 }
 
-// operand returns operand i of a convolution or matrix product: rounded to
-// bfloat16 (product) where the product sums in pairs, else the input
-// itself.
-func (c *lowerCtx) operand(i int, pairs bool) (*te.Tensor, error) {
-	if pairs {
-		return c.product(i)
-	}
-	return c.in(i)
-}
-
 // inShape returns the shape of input i (nil where unknown).
 func (c *lowerCtx) inShape(i int) []int {
 	if v := c.g.Values[c.n.Input(i)]; v != nil {
@@ -54,11 +44,12 @@ func (c *lowerCtx) inShape(i int) []int {
 // bfloat16 (graph.BFloat16) for a bf16 build's products.
 func BFloat16WeightsName(w string) string { return w + ".bf16" }
 
-// product returns operand i of a convolution or matrix product as
-// float32: the input itself (lowerCtx.in), or in a bf16 graph the input
-// rounded to bfloat16 (for a product that sums in pairs: operand).
-func (c *lowerCtx) product(i int) (*te.Tensor, error) {
-	if !c.g.BF16 {
+// operand returns operand i of a convolution or matrix product as
+// float32: rounded to bfloat16 where the product sums in pairs (a
+// constant stored so, a computed one through a rounding stage), else the
+// input itself (lowerCtx.in).
+func (c *lowerCtx) operand(i int, pairs bool) (*te.Tensor, error) {
+	if !pairs {
 		return c.in(i)
 	}
 	name := c.n.Input(i)

@@ -378,15 +378,16 @@ func stageWork(s *schedule.State, i int) int {
 		if j != i && (st.Attach != schedule.At || st.AttachStage != i) {
 			continue
 		}
+		if j != i {
+			w += stageWork(s, j) // with its own attached stages
+			continue
+		}
 		n := 1
 		for _, e := range st.Tensor.Shape {
 			n *= max(e, 1)
 		}
 		for _, r := range st.Tensor.ReduceAxis {
 			n *= max(r.Extent, 1)
-		}
-		if j != i {
-			n = stageWork(s, j) // its own attached stages too
 		}
 		w += n
 	}
