@@ -19,7 +19,10 @@ import (
 // (3×3, padded, per-channel int8 weights of magnitude 112 to 127 over 64
 // channels, so that its sums may leave ±2^24 and run in int32; int32
 // bias) → QLinearConv (3×3, stride 2, two groups, no bias: summed in
-// float32, exactly) → QLinearMatMul over the last axis → DequantizeLinear:
+// float32, exactly) → QLinearConv (depthwise 3×3, padded, int32 bias:
+// summed in float32 over the input padded with its zero point, the bias
+// folding the zero point's share) → QLinearMatMul over the last axis →
+// DequantizeLinear:
 // every QLinear op in its integer form, uint8 between them. It returns
 // the graph and the parameters a direct computation needs.
 type qconvParams struct {
@@ -53,8 +56,9 @@ func qlinearModel(rng *rand.Rand) (*graph.Graph, []qconvParams, []int64, []float
 	convs := []qconvParams{
 		{M: 16, C: 64, group: 1, stride: 1, pad: 1, ys: 0.05, yz: 100},
 		{M: 12, C: 16, group: 2, stride: 2, pad: 0, ys: 0.08, yz: 90},
+		{M: 12, C: 12, group: 12, stride: 1, pad: 1, ys: 0.06, yz: 110},
 	}
-	in, inScale := "xq", xs
+	in, inScale, inZero := "xq", xs, "xz"
 	for k := range convs {
 		p := &convs[k]
 		n := p.M * p.C / p.group * 9
@@ -77,8 +81,8 @@ func qlinearModel(rng *rand.Rand) (*graph.Graph, []qconvParams, []int64, []float
 		g.AddConst(name("ws"), graph.Float32Tensor([]int{p.M}, p.ws))
 		g.AddConst(name("wz"), int8Tensor([]int{p.M}, make([]int64, p.M)))
 		g.AddConst(name("yz"), uint8Scalar(p.yz))
-		ins := []string{in, scalar(name("xs"), inScale), "xz", name("w"), name("ws"), name("wz"), scalar(name("ys"), p.ys), name("yz")}
-		if k == 0 {
+		ins := []string{in, scalar(name("xs"), inScale), inZero, name("w"), name("ws"), name("wz"), scalar(name("ys"), p.ys), name("yz")}
+		if k != 1 {
 			for range p.M {
 				p.bias = append(p.bias, int64(rng.IntN(40001))-20000)
 			}
@@ -91,13 +95,8 @@ func qlinearModel(rng *rand.Rand) (*graph.Graph, []qconvParams, []int64, []float
 			"strides": {Kind: graph.AttrInts, Ints: []int64{int64(p.stride), int64(p.stride)}},
 			"group":   {Kind: graph.AttrInt, I: int64(p.group)},
 		}})
-		in, inScale = out, p.ys
-		if k == 0 {
-			g.AddConst("xz2", uint8Scalar(p.yz)) // the next op's x zero point
-		}
+		in, inScale, inZero = out, p.ys, name("yz") // the next op reads y with its zero point
 	}
-	// The second conv reads the first's output with its zero point.
-	g.Nodes[2].Inputs[2] = "xz2"
 	// QLinearMatMul over the last axis (4): [1, 12, 4, 4] · [4, 6].
 	var mw []int64
 	for range 4 * 6 {
@@ -107,7 +106,7 @@ func qlinearModel(rng *rand.Rand) (*graph.Graph, []qconvParams, []int64, []float
 	g.AddConst("mw", int8Tensor([]int{4, 6}, mw))
 	g.AddConst("mwz", int8Tensor([]int{}, []int64{0}))
 	g.AddConst("myz", uint8Scalar(myz))
-	g.AddConst("mxz", uint8Scalar(convs[1].yz))
+	g.AddConst("mxz", uint8Scalar(convs[len(convs)-1].yz))
 	g.AddNode(&graph.Node{Name: "mm", OpType: "QLinearMatMul", Inputs: []string{in, scalar("mxs", inScale), "mxz", "mw", scalar("mws", ms), "mwz", scalar("mys", mys), "myz"}, Outputs: []string{"my"}})
 	g.AddNode(&graph.Node{Name: "dq", OpType: "DequantizeLinear", Inputs: []string{"my", "mys", "myz"}, Outputs: []string{"y"}})
 	g.Outputs = []string{"y"}

@@ -24,9 +24,11 @@ import (
 // made of the node's output (qlinearConsts), the same every time the node
 // is lowered. Any other form expands into float arithmetic
 // (expandIntegerOp), which is exact within ±2^24. Where no sum of a
-// channel can leave ±2^24, the sums Σ(x − x_zero)·w + bias run in float32
-// on float32 copies of the weights (qlinearForm.float): the same integers,
-// on the float kernels (a float convolution padded with 0).
+// channel can leave ±2^24, the sums run in float32 on float32 copies of
+// the weights (qlinearForm.float): the same integers, on the float
+// kernels; a convolution sums x·w with x padded with its zero point on
+// bias' where bias' is exact in float32 (qlinearForm.foldZero), else, as a
+// matmul does, Σ(x − x_zero)·w + bias (padded with 0).
 
 // qlinearInputs are the positions of QLinear's operands: x, x_scale,
 // x_zero, w, w_scale, w_zero, y_scale, y_zero, [bias].
@@ -44,6 +46,12 @@ type qlinearForm struct {
 	// arithmetic on the integers is exact: the sums run on the float
 	// kernels, with the weights as float32 (a derived constant).
 	float bool
+	// foldZero, with float, for a convolution: bias' (bias − x_zero·Σw)
+	// is exact in float32 too, so the float form sums x·w over x padded
+	// with its zero point on bias', as the int32 form does, instead of
+	// subtracting the zero point from every tap it reads (a depthwise
+	// convolution's inner loop: one add in four of its instructions).
+	foldZero bool
 }
 
 // dotGroup is the group of input channels a channels-last integer
@@ -138,6 +146,7 @@ func integerForm(g *graph.Graph, n *graph.Node, conv, withBias bool) (*qlinearFo
 	xs, ys := float32(cs[qXScale].Float64s()[0]), float32(cs[qYScale].Float64s()[0])
 	wsf := ws.Float64s()
 	f.float = true
+	f.foldZero = conv
 	for m := range outs {
 		s := wsf[0]
 		if len(wsf) > 1 {
@@ -161,6 +170,7 @@ func integerForm(g *graph.Graph, n *graph.Node, conv, withBias bool) (*qlinearFo
 			return nil, fmt.Sprintf("channel %d could overflow an int32 sum", m)
 		}
 		f.float = f.float && 255*absW[m]+max(b, -b) < maxExactSum
+		f.foldZero = f.foldZero && max(b, -b)+zw < maxExactSum
 	}
 	if !slices.ContainsFunc(f.mult, func(v float32) bool { return v != f.mult[0] }) {
 		f.mult = f.mult[:1]
@@ -172,7 +182,8 @@ func integerForm(g *graph.Graph, n *graph.Node, conv, withBias bool) (*qlinearFo
 		// one exact instruction per group (VNNI, sdot) for any weights.
 		f.float = false
 	}
-	if f.float || !withBias {
+	f.foldZero = f.foldZero && f.float
+	if f.float && !f.foldZero || !withBias {
 		return f, ""
 	}
 	// Σ w per output channel, over the taps the reduction visits.
@@ -424,6 +435,8 @@ func lowerQLinear(conv bool) func(c *lowerCtx) ([]*te.Tensor, error) {
 				return nil, err
 			}
 			switch {
+			case f.float && f.foldZero:
+				acc, err = te.IntConv(c.sub("acc"), x, w, f.xZero, a, te.IntConvOptions{NHWC: out, FromNCHW: out && !in, Float: true})
 			case !f.float:
 				o := te.IntConvOptions{NHWC: out, FromNCHW: out && !in}
 				if cg := w.Shape[1]; in && out && cg%dotGroup == 0 {

@@ -457,6 +457,13 @@ type IntConvOptions struct {
 	// the input somewhere (DotWFits). The padding is read past the last
 	// tap, times the zero weights.
 	DotW bool
+	// Float: w is float32 holding integers, and the products and their
+	// sums are float32, exact where the caller bounds every partial sum
+	// within ±2^24 (a quantized depthwise convolution, which has no
+	// groups of channels for a dot instruction): the float kernels, x
+	// converted as it is read and padded with xZero like the integer
+	// form, so that no tap subtracts the zero point.
+	Float bool
 }
 
 // DotWFits reports whether a convolution over an input of spatial
@@ -482,20 +489,31 @@ func DotWFits(spatial, k []int, a ConvAttrs) bool {
 // subtracts xZero·Σw), w holds integers, and the result sums their
 // int32 products over the live taps (see window.liveTaps: the caller's
 // correction sums w over those taps only, LiveWeightSums). The sums must
-// stay within int32.
+// stay within int32 (with o.Float, within ±2^24: float32 sums).
 func IntConv(name string, x, w *Tensor, xZero int64, a ConvAttrs, o IntConvOptions) (*Tensor, error) {
 	fill := tir.Expr(tir.F32(float64(xZero)))
 	if dt := x.DType(); dt.IntElem() {
 		fill = tir.IntOf(dt, xZero)
 	}
+	mul := intProduct
+	if o.Float {
+		if w.DType() != tir.Float32 || o.Dot > 1 || o.SaturatePairs {
+			return nil, opError("Conv", orDefault(name, "conv"), "float products need float32 weights (%v) and no channel groups", w.DType())
+		}
+		mul = floatProduct
+	}
 	if o.NHWC {
-		return convNHWC(name, x, w, nil, a, o.FromNCHW, fill, intProduct, dotForm{n: max(o.Dot, 1), saturate: o.SaturatePairs, alongW: o.DotW})
+		return convNHWC(name, x, w, nil, a, o.FromNCHW, fill, mul, dotForm{n: max(o.Dot, 1), saturate: o.SaturatePairs, alongW: o.DotW})
 	}
 	if o.Dot > 1 || o.SaturatePairs || o.DotW {
 		return nil, opError("Conv", orDefault(name, "conv"), "channel groups (Dot %d) need channels-last input", o.Dot)
 	}
-	return conv(name, x, w, nil, a, fill, intProduct)
+	return conv(name, x, w, nil, a, fill, mul)
 }
+
+// floatProduct is the float32 product of an input element (converted) and
+// a float32 weight.
+func floatProduct(a, b tir.Expr) tir.Expr { return tir.MulE(toFloat32(a), b) }
 
 // toFloat32 converts an operand to float32 (itself if it is one).
 func toFloat32(x tir.Expr) tir.Expr {

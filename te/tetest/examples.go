@@ -426,6 +426,14 @@ func (b *exampleBuilder) quantized() {
 		b.add("qconv_float")(te.Requantize("qconv_float", acc, I32("bias", 8), mult(8), 3, 128, tir.Uint8))
 	}
 	{
+		// A depthwise convolution summed in float32 over its uint8 input
+		// padded with the zero point (IntConvOptions.Float: the float
+		// form's products, no per-tap subtraction), channels-last.
+		acc := mustExample(te.IntConv("qdw_float_acc", U8("X", 1, 7, 9, 16), te.Constant("W", 16, 1, 3, 3), 37,
+			te.ConvAttrs{Pads: []int{1, 1, 1, 1}, Group: 16}, te.IntConvOptions{NHWC: true, Float: true}))
+		b.add("qdw_float")(te.Requantize("qdw_float", acc, I32("bias", 16), mult(16), 3, 128, tir.Uint8))
+	}
+	{
 		// A quantized SiLU tabulated (ops.TableLookup) in a channels-last
 		// qconv's epilogue: the requantized lanes index a uint8 table.
 		acc := mustExample(te.IntConv("qconv_table_acc", U8("X", 1, 7, 9, 6), I8("W", 8, 6, 3, 3), 9,
