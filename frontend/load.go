@@ -34,6 +34,11 @@ type LoadOptions struct {
 	// sdot): the integer kernels prefer the exact dot form to saturated
 	// pairs, and integers to float sums (graph.Graph.ExactDots).
 	ExactDots bool
+	// ScalarTables, with Integer, says that the target looks bytes up in
+	// a table by gathers or one by one, not in vector registers
+	// (graph.Graph.ScalarTables): lookup-tables leaves piecewise-linear
+	// activations in float arithmetic.
+	ScalarTables bool
 	// BF16 is the opt-in bf16 precision (graph.Graph.BF16): float
 	// convolutions and matrix products multiply bfloat16 operands and sum
 	// in float32. BF16Refused, when set, says why the target cannot take
@@ -70,6 +75,7 @@ func Prepare(g *graph.Graph, path string, opts LoadOptions) (*Loaded, error) {
 	l := &Loaded{Graph: g, Options: opts, Before: graph.StatsOf(g)}
 	g.Integer = opts.Integer
 	g.ExactDots = opts.Integer && opts.ExactDots
+	g.ScalarTables = opts.Integer && opts.ScalarTables
 	g.BF16 = opts.BF16
 	for _, name := range g.Shadowed {
 		l.Notes = append(l.Notes, fmt.Sprintf("input %s has an initializer in %s (a default value): it is taken as a constant, not an input", name, path))

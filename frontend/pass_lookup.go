@@ -31,7 +31,10 @@ import (
 // lowerings (ops.EvalGraph), so the lookup returns for every x what the
 // chain's kernel computes, up to the kernel's own rounding of its float
 // math (one quantization step at a value within float32 rounding of a
-// tie). It runs whether or not the graph has integer kernels.
+// tie). It runs whether or not the graph has integer kernels; on integer
+// kernels for a target that gathers the bytes of a lookup
+// (graph.Graph.ScalarTables) it leaves piecewise-linear activations in
+// float (piecewiseLinear).
 func tabulateQuantized(g *graph.Graph) (bool, error) {
 	producers, consumers := g.Producers(), g.Consumers()
 	pos := make(map[*graph.Node]int, len(g.Nodes))
@@ -46,7 +49,7 @@ func tabulateQuantized(g *graph.Graph) (bool, error) {
 			continue
 		}
 		chain, x := quantizedChain(g, q, pos, producers, consumers)
-		if chain == nil {
+		if chain == nil || g.Integer && g.ScalarTables && piecewiseLinear(chain) {
 			continue
 		}
 		n, err := tableNode(g, q, chain, x)
@@ -67,6 +70,28 @@ func tabulateQuantized(g *graph.Graph) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// piecewiseLinear reports whether chain computes a piecewise-linear
+// activation (HardSwish, HardSigmoid, Relu, LeakyRelu, Clip) with
+// arithmetic and requantizations only: a few vector float operations per
+// element in the epilogue it fuses into, less than a lookup costs where
+// the target gathers the bytes (graph.Graph.ScalarTables; MobileNetV3-
+// Large int8 at x86-64-v3, its hard-swishes tabulated: 2% slower). A
+// chain with an exponential or a division (a SiLU, a GELU) is tabulated
+// everywhere, and so is a bare requantization.
+func piecewiseLinear(chain []*graph.Node) bool {
+	act := false
+	for _, n := range chain {
+		switch n.OpType {
+		case "HardSwish", "HardSigmoid", "Relu", "LeakyRelu", "Clip":
+			act = true
+		case "QuantizeLinear", "DequantizeLinear", "Add", "Sub", "Mul", "Min", "Max", "Neg", "Identity":
+		default:
+			return false
+		}
+	}
+	return act
 }
 
 // maxChain bounds the chains tabulateQuantized collects.

@@ -125,6 +125,27 @@ func TestTabulateQuantized(t *testing.T) {
 			}
 		})
 	}
+	// On integer kernels for a target that gathers the bytes of a lookup,
+	// a hard-swish stays float arithmetic; a SiLU (an exponential) and a
+	// requantization are tabulated there too.
+	for _, tc := range []struct {
+		name  string
+		nodes []*Node
+		want  string
+	}{
+		{"hard-swish, bytes gathered", hardSwish, "QuantizeLinear,DequantizeLinear,HardSwish,QuantizeLinear"},
+		{"silu, bytes gathered", silu, "QuantizeLinear,TableLookup"},
+		{"requantization, bytes gathered", requant, "QuantizeLinear,TableLookup"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := build(t, 17, []in{{"x", []int{2, 128}}}, consts, tc.nodes, "yq")
+			g.Integer, g.ScalarTables = true, true
+			runOnly(t, g, "lookup-tables", "dce")
+			if got := ops(g); got != tc.want {
+				t.Fatalf("ops %s, want %s", got, tc.want)
+			}
+		})
+	}
 }
 
 // TestConcatOfQuantized: on integer kernels, a QuantizeLinear of a Concat

@@ -154,6 +154,13 @@ type Graph struct {
 	// exactly, not in saturated pairs, and on integers wherever the
 	// groups fit.
 	ExactDots bool
+	// ScalarTables says that the integer kernels' target has no vector
+	// lookup of bytes in a 256-byte table (frontend.LoadOptions.
+	// ScalarTables: x86 without AVX512_VBMI's vpermi2b; aarch64, whose
+	// kernels look bytes up one by one): a lookup there is a gather, which
+	// costs more than the few float operations of a piecewise-linear
+	// activation, so lookup-tables leaves those in float arithmetic.
+	ScalarTables bool
 	// BF16 is the opt-in bf16 precision (frontend.LoadOptions.BF16): the
 	// operands of every float convolution and matrix product are rounded
 	// to bfloat16 (constant weights at build time, stored so) and their
@@ -664,7 +671,7 @@ func sortedAttrNames(n *Node) []string {
 // neither is ever modified in place).
 func (g *Graph) Clone() *Graph {
 	c := &Graph{Name: g.Name, Opset: g.Opset, Opsets: map[string]int{}, Values: map[string]*Value{},
-		Inputs: slices.Clone(g.Inputs), Outputs: slices.Clone(g.Outputs), Shadowed: slices.Clone(g.Shadowed), Integer: g.Integer, ExactDots: g.ExactDots, BF16: g.BF16, Notes: slices.Clone(g.Notes)}
+		Inputs: slices.Clone(g.Inputs), Outputs: slices.Clone(g.Outputs), Shadowed: slices.Clone(g.Shadowed), Integer: g.Integer, ExactDots: g.ExactDots, ScalarTables: g.ScalarTables, BF16: g.BF16, Notes: slices.Clone(g.Notes)}
 	if g.Declared != nil {
 		c.Declared = make(map[string]Decl, len(g.Declared))
 		for k, d := range g.Declared {

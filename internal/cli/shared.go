@@ -81,6 +81,7 @@ func (m *Model) LoadOptions(cpu string) frontend.LoadOptions {
 		return o
 	}
 	o.ExactDots = m.Integer && ExactDots(mach)
+	o.ScalarTables = m.Integer && !VectorTables(mach)
 	if !BF16Dots(mach) {
 		o.BF16Refused = fmt.Sprintf("--cpu %s has no bf16 dot-product instructions (x86: AVX512_BF16, as on Zen 4, Zen 5 and Sapphire Rapids; aarch64: BF16); on it bf16 would only be slower than float32: leave --precision at float32, or name a CPU that has them", cpu)
 	}
@@ -103,6 +104,14 @@ func BF16Dots(m machine.Machine) bool { return m.Has("avx512bf16") || m.Has("bf1
 // I8MM).
 func ExactDots(m machine.Machine) bool {
 	return m.Has("avxvnni") || m.Has("avx512vnni") && m.Has("avx512vl") || m.Has("dotprod")
+}
+
+// VectorTables reports whether machine m looks bytes up in a 256-byte
+// table held in vector registers, as the kernels' tsr_gatherb does with
+// x86's AVX512_VBMI (vpermi2b, with AVX512BW and VL). Elsewhere a lookup
+// is a gather (AVX2) or one load per byte.
+func VectorTables(m machine.Machine) bool {
+	return m.Has("avx512vbmi") && m.Has("avx512bw") && m.Has("avx512vl")
 }
 
 // CPUOf returns the --cpu of target c, or "" for a GPU target.

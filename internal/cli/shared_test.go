@@ -61,6 +61,29 @@ func TestLoadOptionsExactDots(t *testing.T) {
 	}
 }
 
+// TestLoadOptionsScalarTables: with --integer, a CPU without a vector
+// byte lookup (AVX2, AVX-512 without VBMI) loads with ScalarTables; one
+// with AVX512_VBMI (sapphirerapids, znver4) or no --integer does not.
+func TestLoadOptionsScalarTables(t *testing.T) {
+	for _, c := range []struct {
+		integer bool
+		cpu     string
+		want    bool
+	}{
+		{true, "x86-64-v3", true},
+		{true, "alderlake", true},
+		{true, "x86-64-v4", true},
+		{true, "sapphirerapids", false},
+		{true, "znver4", false},
+		{false, "x86-64-v3", false},
+	} {
+		m := Model{Integer: c.integer}
+		if got := m.LoadOptions(c.cpu).ScalarTables; got != c.want {
+			t.Errorf("--integer=%v --cpu %q: ScalarTables %v, want %v", c.integer, c.cpu, got, c.want)
+		}
+	}
+}
+
 // TestRegisterTarget: --target, --cpu and --threads fill a backend.Config,
 // with their defaults; no --threads where its help is empty. --db and the
 // NATS flags register where their commands say.
