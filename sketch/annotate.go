@@ -560,7 +560,15 @@ func annotateVectorize(rng *rand.Rand, s *schedule.State, tiled map[int]bool, op
 			// its math runs a libm call per element (the C compiler's own
 			// loop vectorizer is off).
 			it := st.Iters[last]
-			if l := vectorLanes(it.Extent, opts); it.Kind == schedule.Spatial && it.Ann == schedule.NoAnn && !att[last] && opts.MaxVectorLanes > 1 && l > 0 {
+			l := vectorLanes(it.Extent, opts)
+			if l == 0 && opts.Lanes >= minLanes && it.Extent > maxWholeVectors*opts.Lanes {
+				// No power of two of minLanes or more divides the loop
+				// (a padded image row of 226 bytes, which an integer
+				// convolution's stem copies): whole vectors, the last
+				// guarded (lowering guards a split that does not divide).
+				l = opts.Lanes
+			}
+			if it.Kind == schedule.Spatial && it.Ann == schedule.NoAnn && !att[last] && opts.MaxVectorLanes > 1 && l > 0 {
 				var err error
 				if s, err = s.Apply(&schedule.Split{Stage: i, Iter: last, Lengths: []int{l}}); err != nil {
 					return nil, err
