@@ -37,49 +37,31 @@ func TestModelFlags(t *testing.T) {
 	}
 }
 
-// TestLoadOptionsExactDots: with --integer, a CPU whose dot-product
-// instruction sums u8×s8 groups exactly (AVX-VNNI: alderlake; AVX-512 VNNI:
-// sapphirerapids) loads with ExactDots; AVX2 (x86-64-v3), AVX-512 without
-// VNNI (x86-64-v4), a GPU target ("") or no --integer do not.
-func TestLoadOptionsExactDots(t *testing.T) {
+// TestLoadOptionsIntegerTarget: with --integer, a CPU whose dot-product
+// instruction sums u8×s8 groups exactly (AVX-VNNI: alderlake; AVX-512
+// VNNI: sapphirerapids) loads with ExactDots; AVX2 (x86-64-v3),
+// AVX-512 without VNNI (x86-64-v4), a GPU target ("") or no --integer do
+// not. A CPU without a vector byte lookup (AVX2, AVX-512 without VBMI)
+// loads with ScalarTables; one with AVX512_VBMI, a GPU target or no
+// --integer does not.
+func TestLoadOptionsIntegerTarget(t *testing.T) {
 	for _, c := range []struct {
-		integer bool
-		cpu     string
-		want    bool
+		integer             bool
+		cpu                 string
+		exact, scalarTables bool
 	}{
-		{true, "alderlake", true},
-		{true, "sapphirerapids", true},
-		{true, "x86-64-v3", false},
-		{true, "x86-64-v4", false},
-		{true, "", false},
-		{false, "alderlake", false},
+		{true, "alderlake", true, true},
+		{true, "sapphirerapids", true, false},
+		{true, "x86-64-v3", false, true},
+		{true, "x86-64-v4", false, true},
+		{true, "", false, false},
+		{false, "alderlake", false, false},
+		{false, "x86-64-v3", false, false},
 	} {
 		m := Model{Integer: c.integer}
-		if got := m.LoadOptions(c.cpu).ExactDots; got != c.want {
-			t.Errorf("--integer=%v --cpu %q: ExactDots %v, want %v", c.integer, c.cpu, got, c.want)
-		}
-	}
-}
-
-// TestLoadOptionsScalarTables: with --integer, a CPU without a vector
-// byte lookup (AVX2, AVX-512 without VBMI) loads with ScalarTables; one
-// with AVX512_VBMI (sapphirerapids, znver4) or no --integer does not.
-func TestLoadOptionsScalarTables(t *testing.T) {
-	for _, c := range []struct {
-		integer bool
-		cpu     string
-		want    bool
-	}{
-		{true, "x86-64-v3", true},
-		{true, "alderlake", true},
-		{true, "x86-64-v4", true},
-		{true, "sapphirerapids", false},
-		{true, "znver4", false},
-		{false, "x86-64-v3", false},
-	} {
-		m := Model{Integer: c.integer}
-		if got := m.LoadOptions(c.cpu).ScalarTables; got != c.want {
-			t.Errorf("--integer=%v --cpu %q: ScalarTables %v, want %v", c.integer, c.cpu, got, c.want)
+		o := m.LoadOptions(c.cpu)
+		if o.ExactDots != c.exact || o.ScalarTables != c.scalarTables {
+			t.Errorf("--integer=%v --cpu %q: ExactDots %v, ScalarTables %v; want %v, %v", c.integer, c.cpu, o.ExactDots, o.ScalarTables, c.exact, c.scalarTables)
 		}
 	}
 }
