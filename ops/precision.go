@@ -12,8 +12,8 @@ import (
 // A float convolution or matrix product (Conv, MatMul, Gemm) whose
 // reduction sums in pairs (pairs: an even reduction, and for Conv the
 // channels-last form) multiplies its operands rounded to bfloat16
-// (operand; to nearest, ties to even) and sums the products in float32, as a CPU's
-// bf16 dot-product instructions do (x86's vdpbf16ps, aarch64's bfdot): a
+// (operand; to nearest, ties to even) and sums the products in float32,
+// as a CPU's bf16 dot-product instructions do (x86's vdpbf16ps, aarch64's bfdot): a
 // constant operand (the weights) is rounded at build time and stored as
 // bfloat16, half its float32 bytes; a computed one is rounded by a
 // conversion stage of the task. A product without the pair form (an RGB

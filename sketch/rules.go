@@ -179,12 +179,11 @@ func guardReused(s *schedule.State, i, c int) bool {
 		for d, ix := range l.Indices {
 			tested = tested || d < len(t.Axis) && inGuard[t.Axis[d].Var] && tir.UsesVar(ix, isIn(spatial))
 		}
-		for _, ax := range ct.Axis {
-			reread := ax.Extent >= minGuardReuse && !slices.ContainsFunc(l.Indices, func(ix tir.Expr) bool {
+		found = tested && slices.ContainsFunc(ct.Axis, func(ax te.IterVar) bool {
+			return ax.Extent >= minGuardReuse && !slices.ContainsFunc(l.Indices, func(ix tir.Expr) bool {
 				return tir.UsesVar(ix, func(v *tir.Var) bool { return v == ax.Var })
 			})
-			found = found || tested && reread
-		}
+		})
 		return !found
 	})
 	return found
