@@ -1053,6 +1053,9 @@ static inline void tsr_ws_give(void **slot, void *p) {
 	for _, L := range sortedKeys(m.used) {
 		b.WriteString("\n")
 		b.WriteString(vectorHelpers(L))
+		if m.bf16Dots {
+			b.WriteString(bf16DotHelpers(L))
+		}
 	}
 	// Unused helpers must not warn.
 	return strings.ReplaceAll(b.String(), "static inline ", "static inline __attribute__((unused)) ")

@@ -184,6 +184,7 @@ func (k *kernel) vdotBF16(p *vplan, e *tir.Binary) (code string, ok bool, err er
 		}
 		acc = fmt.Sprintf("tsr_dot2bf_v%d(%s, %s, &%s[%s])", p.L, trimParens(acc), xq, wb.name, trimParens(wi))
 	}
+	k.m.bf16Dots = true
 	return acc, true, nil
 }
 

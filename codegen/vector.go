@@ -1369,7 +1369,6 @@ func vectorHelpers(L int) string {
 	w("#define TSR_LD32")
 	w("static inline uint32_t tsr_ld32(const void *p) { uint32_t x; __builtin_memcpy(&x, p, 4); return x; }")
 	w("#endif")
-	b.WriteString(bf16DotHelpers(L))
 	w("static inline %s tsr_rbf_v%df(%s x) { tsr_v%dbu u = (tsr_v%dbu)x; tsr_v%dbu r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u; tsr_v%dbu n = (u | 0x00400000u) & 0xffff0000u; return (%s)tsr_select_v%di(x != x, (%s)n, (%s)r); }",
 		f, L, f, L, L, L, L, f, L, m, m)
 	w("#ifndef TSR_LD32")
