@@ -13,8 +13,9 @@ import (
 // bound: one MatMul of the whole input sequence by the input weights, then
 // per step a MatMul of the hidden state by the recurrence weights, the
 // gates' slices, activations and elementwise updates. The steps' groups
-// are equal, so they share one task, tuned once and weighted by the
-// sequence length. Weights that are constants fold (their transposes and
+// are equal but for the step each reads its projection at (a constant
+// index, which partition reads from memory for them to share one task),
+// so they are tuned once and weighted by the sequence length. Weights that are constants fold (their transposes and
 // slices are computed once); weights given at run time work the same way.
 //
 // sequence_lens, constant or not, masks each batch entry's steps past its

@@ -105,7 +105,9 @@ type Group struct {
 	DAG *te.DAG
 	// Inputs are the graph values behind the DAG's placeholders, in the
 	// order of DAG.Inputs: activations and weights alike. Constants of one
-	// element are not inputs: they are literals of the DAG.
+	// element are not inputs: they are literals of the DAG, but for the
+	// indices that groups differing only in them read from memory to
+	// share a task (shareIndexedGroups).
 	Inputs []string
 	Key    string // the workload key of the group's DAG
 	Task   *Task  // the task the group is an occurrence of

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 
+	"github.com/tessera-ml/tessera/frontend"
 	"github.com/tessera-ml/tessera/graph"
 )
 
@@ -391,4 +393,39 @@ func refActivations(names []string, alpha, beta []float32) []func(float64) float
 		}
 	}
 	return out
+}
+
+// TestRecurrentStepsShareTasks: the unrolled steps of a recurrent layer
+// read their input projection at a constant step index each, and share
+// one task with the index read from memory (shareIndexedGroups) instead
+// of a task per step, computing what the whole graph computes.
+func TestRecurrentStepsShareTasks(t *testing.T) {
+	for _, rc := range []recurrentCase{
+		{op: "GRU", T: 8, B: 1, I: 3, H: 4, dir: "forward", bias: true, init: true},
+		{op: "LSTM", T: 8, B: 2, I: 3, H: 4, dir: "bidirectional", bias: true},
+	} {
+		t.Run(rc.String(), func(t *testing.T) {
+			g, _, _ := rc.build(rand.New(rand.NewSource(1)))
+			if err := frontend.RunPasses(g, nil); err != nil {
+				t.Fatal(err)
+			}
+			checkComputes(t, g, Options{})
+			p, err := Extract(g, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gathers, most := 0, 0
+			for _, task := range p.Tasks {
+				if strings.Contains(task.Groups[0].Ops(), "Gather") {
+					gathers++
+					most = max(most, task.Weight)
+				}
+			}
+			// A step apart from the others: the first (its state a
+			// constant) and the last (it writes Y) of each direction.
+			if want := rc.dirs() * (rc.T - 2); most < want || gathers > 3*rc.dirs() {
+				t.Errorf("%d tasks read a step's projection, the most shared by %d groups; want at most %d tasks, one shared by %d or more", gathers, most, 3*rc.dirs(), want)
+			}
+		})
+	}
 }

@@ -19,7 +19,8 @@ import (
 //
 // A group's DAG reads its external values through placeholders (graph
 // inputs, activations of earlier groups and weights alike) and writes its
-// outputs; constants of one element become literals. The DAG's workload
+// outputs; constants of one element become literals (but for the indices
+// of groups that differ only in them: shareIndexedGroups). The DAG's workload
 // key is a hash of its canonical print, which knows no names and orders
 // the placeholders by their first use in the DAG's topological order, so
 // the same computation in two groups, or in two models, has one key. A
@@ -87,17 +88,21 @@ func Extract(g *graph.Graph, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{Groups: groups}
-	byKey := map[string]*Task{}
 	for _, grp := range groups {
-		dag, err := LowerGroup(g, grp)
-		if err != nil {
+		if _, err := LowerGroup(g, grp); err != nil {
 			var uo *graph.UnsupportedOpError
 			if errors.As(err, &uo) && (uo.Domain == "" || uo.Domain == "ai.onnx") && ops.FoldOnly(uo.Op) {
 				err = fmt.Errorf("%w (shape arithmetic must be folded away: is the fold-constants pass disabled, or an input dimension unbound?)", err)
 			}
 			return nil, fmt.Errorf("partition: group %d (%s): %w", grp.ID, grp.Ops(), err)
 		}
-		p.addToTask(byKey, grp, dag)
+	}
+	if err := shareIndexedGroups(g, groups); err != nil {
+		return nil, err
+	}
+	byKey := map[string]*Task{}
+	for _, grp := range groups {
+		p.addToTask(byKey, grp, grp.DAG)
 		if !opts.Alternatives {
 			continue
 		}
@@ -138,6 +143,76 @@ func LowerGroup(g *graph.Graph, grp *Group) (*te.DAG, error) {
 	return lowerGroup(g, grp, nil)
 }
 
+// Groups that differ only in a constant index. A recurrent layer unrolled
+// over its sequence (ops/recurrent.go) reads the input projection of step
+// t with a Gather at the constant t, and each step's gates would be a task
+// of its own, their index a literal: a GRU over 100 steps made 100 tasks
+// of one computation, 400 of a 1,000-trial budget spent warming them up
+// and 100 kernels compiled for every build. Where two groups or more
+// lower to one DAG once the one-element constants they gather at are read
+// from memory (placeholders, in the weights) instead of being literals,
+// but to different DAGs with the literals, they take that DAG and share
+// one task: the kernel loads its index, where a literal would have folded
+// into its addresses.
+
+// shareIndexedGroups relowers the groups that differ only in the
+// one-element constants their Gathers take as indices with those constants
+// as placeholders, so that they share a task.
+func shareIndexedGroups(g *graph.Graph, groups []*Group) error {
+	type cand struct {
+		grp  *Group
+		keep map[string]bool
+	}
+	byKey := map[string][]cand{} // the key with the indices read from memory → the groups
+	literal := map[string]map[string]bool{}
+	var order []string
+	for _, grp := range groups {
+		keep := constIndices(g, grp)
+		if len(keep) == 0 {
+			continue
+		}
+		probe := &Group{ID: grp.ID, Nodes: grp.Nodes, Outputs: grp.Outputs}
+		if _, err := lowerGroupKeeping(g, probe, nil, keep); err != nil {
+			return fmt.Errorf("partition: group %d (%s), its indices as inputs: %w", grp.ID, grp.Ops(), err)
+		}
+		if byKey[probe.Key] == nil {
+			order = append(order, probe.Key)
+			literal[probe.Key] = map[string]bool{}
+		}
+		byKey[probe.Key] = append(byKey[probe.Key], cand{grp, keep})
+		literal[probe.Key][grp.Key] = true
+	}
+	for _, key := range order {
+		if len(literal[key]) < 2 {
+			continue // one DAG with the literals already
+		}
+		for _, c := range byKey[key] {
+			if _, err := lowerGroupKeeping(g, c.grp, nil, c.keep); err != nil {
+				return fmt.Errorf("partition: group %d (%s), its indices as inputs: %w", c.grp.ID, c.grp.Ops(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// constIndices returns the one-element constants that grp's Gathers take
+// as their indices.
+func constIndices(g *graph.Graph, grp *Group) map[string]bool {
+	var keep map[string]bool
+	for _, n := range grp.Nodes {
+		if n.OpType != "Gather" || n.Domain != "" && n.Domain != "ai.onnx" {
+			continue
+		}
+		if c := g.ConstOf(n.Input(1)); c != nil && c.Len() == 1 {
+			if keep == nil {
+				keep = map[string]bool{}
+			}
+			keep[n.Input(1)] = true
+		}
+	}
+	return keep
+}
+
 // nodeLowering lowers one node of a group by another compute definition
 // than the library's; handled is false for the nodes it leaves alone.
 type nodeLowering func(n *graph.Node, src TensorSource) (outs []*te.Tensor, handled bool, err error)
@@ -145,6 +220,12 @@ type nodeLowering func(n *graph.Node, src TensorSource) (outs []*te.Tensor, hand
 // lowerGroup is LowerGroup with the nodes that override handles lowered by
 // it (nil: none).
 func lowerGroup(g *graph.Graph, grp *Group, override nodeLowering) (*te.DAG, error) {
+	return lowerGroupKeeping(g, grp, override, nil)
+}
+
+// lowerGroupKeeping is lowerGroup with the one-element constants in keep
+// read through placeholders instead of becoming literals.
+func lowerGroupKeeping(g *graph.Graph, grp *Group, override nodeLowering, keep map[string]bool) (*te.DAG, error) {
 	vals := map[string]*te.Tensor{}
 	source := map[*te.Tensor]string{}
 	src := func(name string) (*te.Tensor, error) {
@@ -161,7 +242,7 @@ func lowerGroup(g *graph.Graph, grp *Group, override nodeLowering) (*te.DAG, err
 			}
 		}
 		var t *te.Tensor
-		if c := v.Const; c != nil && c.Len() == 1 {
+		if c := v.Const; c != nil && c.Len() == 1 && !keep[name] {
 			lit := tir.Expr(tir.F32(c.Float64s()[0]))
 			if dt := ops.Storage(g, name); dt.IntElem() {
 				lit = tir.IntOf(dt, c.I64[0])
