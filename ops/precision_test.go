@@ -16,8 +16,8 @@ import (
 // bfloat16 (a .bf16 constant) and its data through a rounding stage, and
 // its value differs from float32's; one without pairs (an RGB stem's 3
 // channels, a depthwise convolution, an odd inner dimension,
-// ConvTranspose) is float32's exactly, with no rounding and no bf16
-// weights. A Gemm's pairs are summed in its body (GemmAttrs.Dot), as a
+// ConvTranspose, a MatMul of two computed operands) is float32's exactly,
+// with no rounding and no bf16 weights. A Gemm's pairs are summed in its body (GemmAttrs.Dot), as a
 // MatMul's are.
 func TestBF16Products(t *testing.T) {
 	ints := func(v ...int64) graph.Attr { return graph.Attr{Kind: graph.AttrInts, Ints: v} }
@@ -41,19 +41,21 @@ func TestBF16Products(t *testing.T) {
 		attrs       map[string]graph.Attr
 		wantRounded bool
 		sum         string // the product's reduction where checked: pairs sum k/2 terms
+		computedW   bool   // w is computed (a graph input here), as attention's operands
 	}{
-		{"conv NHWC 4 channels", "Conv", []int{1, 5, 5, 4}, []int{8, 4, 3, 3}, []int{1, 5, 5, 8}, with(conv3, DataLayout, str("NHWC")), true, ""},
-		{"stem NCHW to NHWC 3 channels", "Conv", []int{1, 3, 5, 5}, []int{8, 3, 3, 3}, []int{1, 5, 5, 8}, with(conv3, DataLayout, str("NCHW"), OutLayout, str("NHWC")), false, ""},
-		{"NHWC 3 channels", "Conv", []int{1, 5, 5, 3}, []int{8, 3, 3, 3}, []int{1, 5, 5, 8}, with(conv3, DataLayout, str("NHWC")), false, ""},
-		{"depthwise", "Conv", []int{1, 5, 5, 4}, []int{4, 1, 3, 3}, []int{1, 5, 5, 4}, with(conv3, DataLayout, str("NHWC"), "group", one(4)), false, ""},
-		{"grouped, 2 channels a group", "Conv", []int{1, 5, 5, 4}, []int{4, 2, 3, 3}, []int{1, 5, 5, 4}, with(conv3, DataLayout, str("NHWC"), "group", one(2)), true, ""},
-		{"NCHW", "Conv", []int{1, 4, 5, 5}, []int{8, 4, 3, 3}, []int{1, 8, 5, 5}, conv3, false, ""},
-		{"ConvTranspose", "ConvTranspose", []int{1, 4, 3, 3}, []int{4, 2, 2, 2}, []int{1, 2, 6, 6}, map[string]graph.Attr{"strides": ints(2, 2)}, false, ""},
-		{"MatMul k=4", "MatMul", []int{3, 4}, []int{4, 5}, []int{3, 5}, nil, true, "sum(r0:2)"},
-		{"MatMul k=3", "MatMul", []int{3, 3}, []int{3, 5}, []int{3, 5}, nil, false, ""},
-		{"Gemm k=4 transB", "Gemm", []int{1, 4}, []int{6, 4}, []int{1, 6}, map[string]graph.Attr{"transB": one(1)}, true, "sum(r0:2)"},
-		{"Gemm k=4 transA", "Gemm", []int{4, 2}, []int{4, 6}, []int{2, 6}, map[string]graph.Attr{"transA": one(1)}, true, "sum(r0:2)"},
-		{"Gemm k=5", "Gemm", []int{2, 5}, []int{5, 6}, []int{2, 6}, nil, false, "sum(r0:5)"},
+		{"conv NHWC 4 channels", "Conv", []int{1, 5, 5, 4}, []int{8, 4, 3, 3}, []int{1, 5, 5, 8}, with(conv3, DataLayout, str("NHWC")), true, "", false},
+		{"stem NCHW to NHWC 3 channels", "Conv", []int{1, 3, 5, 5}, []int{8, 3, 3, 3}, []int{1, 5, 5, 8}, with(conv3, DataLayout, str("NCHW"), OutLayout, str("NHWC")), false, "", false},
+		{"NHWC 3 channels", "Conv", []int{1, 5, 5, 3}, []int{8, 3, 3, 3}, []int{1, 5, 5, 8}, with(conv3, DataLayout, str("NHWC")), false, "", false},
+		{"depthwise", "Conv", []int{1, 5, 5, 4}, []int{4, 1, 3, 3}, []int{1, 5, 5, 4}, with(conv3, DataLayout, str("NHWC"), "group", one(4)), false, "", false},
+		{"grouped, 2 channels a group", "Conv", []int{1, 5, 5, 4}, []int{4, 2, 3, 3}, []int{1, 5, 5, 4}, with(conv3, DataLayout, str("NHWC"), "group", one(2)), true, "", false},
+		{"NCHW", "Conv", []int{1, 4, 5, 5}, []int{8, 4, 3, 3}, []int{1, 8, 5, 5}, conv3, false, "", false},
+		{"ConvTranspose", "ConvTranspose", []int{1, 4, 3, 3}, []int{4, 2, 2, 2}, []int{1, 2, 6, 6}, map[string]graph.Attr{"strides": ints(2, 2)}, false, "", false},
+		{"MatMul k=4", "MatMul", []int{3, 4}, []int{4, 5}, []int{3, 5}, nil, true, "sum(r0:2)", false},
+		{"MatMul k=3", "MatMul", []int{3, 3}, []int{3, 5}, []int{3, 5}, nil, false, "", false},
+		{"Gemm k=4 transB", "Gemm", []int{1, 4}, []int{6, 4}, []int{1, 6}, map[string]graph.Attr{"transB": one(1)}, true, "sum(r0:2)", false},
+		{"Gemm k=4 transA", "Gemm", []int{4, 2}, []int{4, 6}, []int{2, 6}, map[string]graph.Attr{"transA": one(1)}, true, "sum(r0:2)", false},
+		{"Gemm k=5", "Gemm", []int{2, 5}, []int{5, 6}, []int{2, 6}, nil, false, "sum(r0:5)", false},
+		{"MatMul k=4 of two computed operands", "MatMul", []int{3, 4}, []int{4, 5}, []int{3, 5}, nil, false, "", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(7, uint64(len(c.name))))
@@ -70,7 +72,11 @@ func TestBF16Products(t *testing.T) {
 				g := graph.New("bf16", 17)
 				g.BF16 = bf16
 				g.AddInput("x", graph.Float32, c.x)
-				g.AddConst("w", graph.Float32Tensor(c.w, slices.Clone(w)))
+				if c.computedW {
+					g.AddInput("w", graph.Float32, c.w)
+				} else {
+					g.AddConst("w", graph.Float32Tensor(c.w, slices.Clone(w)))
+				}
 				g.AddNode(&graph.Node{Name: "p", OpType: c.op, Inputs: []string{"x", "w"}, Outputs: []string{"y"}, Attrs: c.attrs})
 				g.Values["y"] = &graph.Value{Name: "y", DType: graph.Float32, Shape: c.out}
 				g.Outputs = []string{"y"}
@@ -93,11 +99,15 @@ func TestBF16Products(t *testing.T) {
 			if c.sum != "" && !strings.Contains(dag, c.sum) {
 				t.Errorf("no %s in\n%s", c.sum, dag)
 			}
-			got, err := EvalGraph(build(true), map[string][]float32{"x": x})
+			inputs := map[string][]float32{"x": x}
+			if c.computedW {
+				inputs["w"] = w
+			}
+			got, err := EvalGraph(build(true), inputs)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := EvalGraph(build(false), map[string][]float32{"x": x})
+			want, err := EvalGraph(build(false), inputs)
 			if err != nil {
 				t.Fatal(err)
 			}
