@@ -368,3 +368,40 @@ func TestDefaultTailTile(t *testing.T) {
 		checkLowered(t, d, st, rule, 3)
 	}
 }
+
+// TestDefaultBF16Tile: a float32 product of bfloat16 operands (a bf16
+// build's pairs, vdpbf16ps) takes the integer dots' register tile, two
+// vectors wide, not the float one of a single vector (whose broadcast an
+// FMA reads from memory), and computes what the reference evaluator does.
+func TestDefaultBF16Tile(t *testing.T) {
+	opts := testOptions()
+	a := te.Placeholder("A", 32, 64)
+	ab := te.Compute("A_bf16", a.Shape, func(i []tir.Expr) tir.Expr { return &tir.Cast{To: tir.BFloat16, X: a.At(i...)} })
+	af := te.Compute("A_f32", a.Shape, func(i []tir.Expr) tir.Expr { return &tir.Cast{To: tir.Float32, X: ab.At(i...)} })
+	w := te.TypedPlaceholder("W", tir.BFloat16, 64, 8*opts.Lanes)
+	w.Const = true
+	wf := te.Compute("W_f32", w.Shape, func(i []tir.Expr) tir.Expr { return &tir.Cast{To: tir.Float32, X: w.At(i...)} })
+	mm, err := te.MatMulDot("C", af, wf, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bf16Contraction(mm) {
+		t.Fatal("the product of bfloat16 operands is not a bf16 contraction")
+	}
+	d, st, rule := defaultOf(t, mm)
+	widths := map[int]bool{}
+	for _, s := range st.Stages {
+		if s.Tensor.Name != mm.Name+".local" { // the product's register tile
+			continue
+		}
+		for _, it := range s.Iters {
+			if it.Ann == schedule.Vectorize {
+				widths[it.Extent] = true
+			}
+		}
+	}
+	if !widths[intDotVectors*opts.Lanes] {
+		t.Errorf("product vectorized over %v lanes, want %d (%s):\n%v", widths, intDotVectors*opts.Lanes, rule, st)
+	}
+	checkLowered(t, d, st, rule, 5)
+}
