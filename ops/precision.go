@@ -18,7 +18,8 @@ import (
 // bfloat16, half its float32 bytes; a computed one is rounded by a
 // conversion stage of the task. A product without the pair form (an RGB
 // stem's 3 channels, a depthwise convolution, ConvTranspose) or without
-// a constant operand (attention's products: see pairs) stays float32: without a dot-product instruction the rounding only adds a
+// a constant operand (attention's products: see pairs) stays float32:
+// without a dot-product instruction the rounding only adds a
 // conversion to every load (ResNet-18's stem 1.45 ms in float32, 1.69
 // rounded; Zen 5, one thread), like oneDNN's fpmath mode, which allows
 // bf16 rather than requiring it. Everything else (bias, epilogue, other

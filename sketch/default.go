@@ -435,22 +435,25 @@ func bf16Contraction(t *te.Tensor) bool {
 	if t.DType() != tir.Float32 || !te.IsContraction(t) {
 		return false
 	}
+	bf16 := func(e tir.Expr) bool {
+		l, ok := e.(*tir.Load)
+		return ok && l.Buf.DType == tir.BFloat16
+	}
 	found := false
 	tir.WalkExpr(t.Body, func(e tir.Expr) bool {
-		l, ok := e.(*tir.Load)
-		if !ok || found {
-			return !found
+		if found {
+			return false
 		}
-		if l.Buf.DType == tir.BFloat16 {
-			found = true
-		} else if p, ok := l.Buf.Owner.(*te.Tensor); ok && p.Body != nil {
-			if c, ok := p.Body.(*tir.Cast); ok {
-				if pl, ok := c.X.(*tir.Load); ok && pl.Buf.DType == tir.BFloat16 {
-					found = true
-				}
+		if l, ok := e.(*tir.Load); ok {
+			// A bfloat16 buffer, or a conversion stage of one (inlined or not).
+			p, _ := l.Buf.Owner.(*te.Tensor)
+			c, isCast := (*tir.Cast)(nil), false
+			if p != nil {
+				c, isCast = p.Body.(*tir.Cast)
 			}
+			found = bf16(l) || isCast && bf16(c.X)
 		}
-		return true
+		return !found
 	})
 	return found
 }
