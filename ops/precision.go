@@ -16,8 +16,10 @@ import (
 // as a CPU's bf16 dot-product instructions do (x86's vdpbf16ps, aarch64's bfdot): a
 // constant operand (the weights) is rounded at build time and stored as
 // bfloat16, half its float32 bytes; a computed one is rounded by a
-// conversion stage of the task. A product without the pair form (an RGB
-// stem's 3 channels, a depthwise convolution, ConvTranspose) or without
+// conversion stage of the task. An image's first convolution (3
+// channels, NCHW input) sums pairs of adjacent W taps instead (tapPairs).
+// A product without the pair form (a depthwise convolution,
+// ConvTranspose, an NHWC input of an odd channel count) or without
 // a constant operand (attention's products: see pairs) stays float32:
 // without a dot-product instruction the rounding only adds a
 // conversion to every load (ResNet-18's stem 1.45 ms in float32, 1.69
@@ -37,6 +39,49 @@ import (
 // ms against 0.49 in float32 (Zen 5, one thread), so it stays float32.
 func (c *lowerCtx) pairs(k int) bool {
 	return c.g.BF16 && k%2 == 0 && (c.weight(0) || c.weight(1))
+}
+
+// tapPairs reports whether this Conv, reading NCHW input and writing
+// NHWC (an image's first convolution: 3 channels, no pairs of them),
+// sums its W taps in pairs (te.ConvToNHWCDotW) in a bf16 graph: constant
+// weights of a 2-D kernel at least 2 taps wide, one group, W dilation 1
+// and every W tap reading the input (te.DotWFits), as the int8 form
+// groups an integer stem's taps (tapGroupWeights). ResNet-18's 7×7 stem
+// is a tenth of its bf16 run in float32.
+func (c *lowerCtx) tapPairs() bool {
+	x, w := c.inShape(0), c.inShape(1)
+	if !c.g.BF16 || !c.weight(1) || len(x) != 4 || len(w) != 4 || w[3] < 2 {
+		return false
+	}
+	a, err := convAttrsOf(c.n)
+	return err == nil && a.Group <= 1 && te.DotWFits(x[2:], w[2:], a)
+}
+
+// tapPairWeights returns the constant weights of this Conv [M, C, KH, KW]
+// rounded to bfloat16 and padded with zeros along W to an even KW' (a
+// derived constant, the bf16 weights' name with the suffix _w2), as
+// float32, for te.ConvToNHWCDotW.
+func (c *lowerCtx) tapPairWeights() (*te.Tensor, error) {
+	v := c.g.Values[c.n.Input(1)]
+	sh := v.Const.Shape
+	kw := sh[3]
+	kwp := (kw + 1) / 2 * 2
+	rows := v.Const.Len() / kw
+	padded := make([]float32, rows*kwp)
+	for r := range rows {
+		for k, f := range v.Const.F32[r*kw : (r+1)*kw] {
+			padded[r*kwp+k] = tir.RoundBFloat16(f)
+		}
+	}
+	wn := BFloat16WeightsName(c.n.Input(1)) + "_w2"
+	if err := addDerived(c.g, c.n, wn, &graph.Tensor{DType: graph.BFloat16, Shape: []int{sh[0], sh[1], sh[2], kwp}, F32: padded}); err != nil {
+		return nil, err
+	}
+	w, err := c.src(wn)
+	if err != nil {
+		return nil, err
+	}
+	return floatView(wn+"_f32", w), nil
 }
 
 // weight reports whether input i is a float32 constant of more than one

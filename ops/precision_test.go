@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -8,14 +9,16 @@ import (
 
 	"github.com/tessera-ml/tessera/graph"
 	"github.com/tessera-ml/tessera/te"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // TestBF16Products: in a bf16 graph, a product whose reduction sums in
 // pairs (a channels-last convolution of an even channel count, a MatMul
 // or Gemm of an even inner dimension) reads its weights rounded to
 // bfloat16 (a .bf16 constant) and its data through a rounding stage, and
-// its value differs from float32's; one without pairs (an RGB stem's 3
-// channels, a depthwise convolution, an odd inner dimension,
+// its value differs from float32's (an NCHW image's stem pairs its W
+// taps); one without pairs (an NHWC input of 3 channels, a stem whose W
+// taps are dilated, a depthwise convolution, an odd inner dimension,
 // ConvTranspose, a MatMul of two computed operands) is float32's exactly,
 // with no rounding and no bf16 weights. A Gemm's pairs are summed in its body (GemmAttrs.Dot), as a
 // MatMul's are.
@@ -44,7 +47,8 @@ func TestBF16Products(t *testing.T) {
 		computedW   bool   // w is computed (a graph input here), as attention's operands
 	}{
 		{"conv NHWC 4 channels", "Conv", []int{1, 5, 5, 4}, []int{8, 4, 3, 3}, []int{1, 5, 5, 8}, with(conv3, DataLayout, str("NHWC")), true, "", false},
-		{"stem NCHW to NHWC 3 channels", "Conv", []int{1, 3, 5, 5}, []int{8, 3, 3, 3}, []int{1, 5, 5, 8}, with(conv3, DataLayout, str("NCHW"), OutLayout, str("NHWC")), false, "", false},
+		{"stem NCHW to NHWC 3 channels", "Conv", []int{1, 3, 5, 5}, []int{8, 3, 3, 3}, []int{1, 5, 5, 8}, with(conv3, DataLayout, str("NCHW"), OutLayout, str("NHWC")), true, "", false},
+		{"stem of a dilated W", "Conv", []int{1, 3, 5, 5}, []int{8, 3, 3, 3}, []int{1, 5, 5, 8}, with(conv3, DataLayout, str("NCHW"), OutLayout, str("NHWC"), "dilations", ints(1, 2), "pads", ints(1, 2, 1, 2)), false, "", false},
 		{"NHWC 3 channels", "Conv", []int{1, 5, 5, 3}, []int{8, 3, 3, 3}, []int{1, 5, 5, 8}, with(conv3, DataLayout, str("NHWC")), false, "", false},
 		{"depthwise", "Conv", []int{1, 5, 5, 4}, []int{4, 1, 3, 3}, []int{1, 5, 5, 4}, with(conv3, DataLayout, str("NHWC"), "group", one(4)), false, "", false},
 		{"grouped, 2 channels a group", "Conv", []int{1, 5, 5, 4}, []int{4, 2, 3, 3}, []int{1, 5, 5, 4}, with(conv3, DataLayout, str("NHWC"), "group", one(2)), true, "", false},
@@ -93,6 +97,9 @@ func TestBF16Products(t *testing.T) {
 			}
 			dag := d.String()
 			_, weights := g.Values[BFloat16WeightsName("w")]
+			if _, padded := g.Values[BFloat16WeightsName("w")+"_w2"]; padded {
+				weights = true // an image's stem: its W taps padded to pairs
+			}
 			if rounded := strings.Contains(dag, "bfloat16(x"); rounded != c.wantRounded || weights != c.wantRounded {
 				t.Errorf("data rounded %v, bf16 weights %v; want both %v\n%s", rounded, weights, c.wantRounded, dag)
 			}
@@ -113,6 +120,77 @@ func TestBF16Products(t *testing.T) {
 			}
 			if equal := slices.Equal(got[0], want[0]); equal == c.wantRounded {
 				t.Errorf("bf16 equal to float32: %v, want %v", equal, !c.wantRounded)
+			}
+		})
+	}
+}
+
+// TestBF16StemPairs: an NCHW image's first convolution in a bf16 graph
+// (pairs of W taps, te.ConvToNHWCDotW: 3 and 7 taps padded to 4 and 8,
+// strides 1 and 2, with a bias) equals float32's convolution of the
+// operands rounded to bfloat16 (whose products float32 holds exactly)
+// within float32's error of a sum taken in another order.
+func TestBF16StemPairs(t *testing.T) {
+	ints := func(v ...int64) graph.Attr { return graph.Attr{Kind: graph.AttrInts, Ints: v} }
+	str := func(s string) graph.Attr { return graph.Attr{Kind: graph.AttrString, S: s} }
+	for _, c := range []struct {
+		name         string
+		x, w, out    []int
+		pads, stride []int64
+	}{
+		{"3x3", []int{1, 3, 6, 7}, []int{8, 3, 3, 3}, []int{1, 6, 7, 8}, []int64{1, 1, 1, 1}, []int64{1, 1}},
+		{"7x7 stride 2", []int{1, 3, 16, 15}, []int{16, 3, 7, 7}, []int{1, 8, 8, 16}, []int64{3, 3, 3, 3}, []int64{2, 2}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(11, uint64(len(c.name))))
+			randoms := func(n int) []float32 {
+				v := make([]float32, n)
+				for i := range v {
+					v[i] = float32(rng.NormFloat64())
+				}
+				return v
+			}
+			x, w, bias := randoms(graph.NumElems(c.x)), randoms(graph.NumElems(c.w)), randoms(c.w[0])
+			k := c.w[2:]
+			attrs := map[string]graph.Attr{"kernel_shape": ints(int64(k[0]), int64(k[1])), "pads": ints(c.pads...), "strides": ints(c.stride...),
+				DataLayout: str("NCHW"), OutLayout: str("NHWC")}
+			build := func(bf16 bool, w []float32) *graph.Graph {
+				g := graph.New("stem", 17)
+				g.BF16 = bf16
+				g.AddInput("x", graph.Float32, c.x)
+				g.AddConst("w", graph.Float32Tensor(c.w, slices.Clone(w)))
+				g.AddConst("b", graph.Float32Tensor([]int{c.w[0]}, slices.Clone(bias)))
+				g.AddNode(&graph.Node{Name: "stem", OpType: "Conv", Inputs: []string{"x", "w", "b"}, Outputs: []string{"y"}, Attrs: attrs})
+				g.Values["y"] = &graph.Value{Name: "y", DType: graph.Float32, Shape: c.out}
+				g.Outputs = []string{"y"}
+				return g
+			}
+			round := func(v []float32) []float32 {
+				r := make([]float32, len(v))
+				for i, f := range v {
+					r[i] = tir.RoundBFloat16(f)
+				}
+				return r
+			}
+			got, err := EvalGraph(build(true, w), map[string][]float32{"x": x})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := EvalGraph(build(false, round(w)), map[string][]float32{"x": round(x)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := build(true, w)
+			if _, err := LowerNode(g, g.Nodes[0], func(name string) (*te.Tensor, error) { return Placeholder(g, name), nil }); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := g.Values[BFloat16WeightsName("w")+"_w2"]; !ok {
+				t.Errorf("no W-pair weights %s_w2: the stem did not take pairs of W taps", BFloat16WeightsName("w"))
+			}
+			for i := range want[0] {
+				if d := math.Abs(float64(got[0][i] - want[0][i])); d > 1e-4*(1+math.Abs(float64(want[0][i]))) {
+					t.Fatalf("y[%d] = %g, want %g (float32 of the rounded operands)", i, got[0][i], want[0][i])
+				}
 			}
 		})
 	}

@@ -113,6 +113,9 @@ func lowerConv(c *lowerCtx) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !in && out && c.tapPairs() {
+		return lowerTapPairs(c)
+	}
 	ws := c.inShape(1)
 	pairs := in && len(ws) > 1 && c.pairs(ws[1])
 	var a te.ConvAttrs
@@ -130,6 +133,30 @@ func lowerConv(c *lowerCtx) ([]*te.Tensor, error) {
 		return one(te.ConvToNHWC(c.name(0), x, w, b, a))
 	}
 	return one(te.Conv(c.name(0), x, w, b, a))
+}
+
+// lowerTapPairs lowers a bf16 graph's NCHW-to-NHWC Conv whose W taps sum
+// in pairs (lowerCtx.tapPairs): the input rounded to bfloat16 as the
+// convolution pads it (te.ConvToNHWCDotW), the weights rounded and padded
+// (tapPairWeights).
+func lowerTapPairs(c *lowerCtx) ([]*te.Tensor, error) {
+	a, err := convAttrsOf(c.n)
+	if err != nil {
+		return nil, err
+	}
+	x, err := c.in(0)
+	if err != nil {
+		return nil, err
+	}
+	w, err := c.tapPairWeights()
+	if err != nil {
+		return nil, err
+	}
+	b, err := c.opt(2)
+	if err != nil {
+		return nil, err
+	}
+	return one(te.ConvToNHWCDotW(c.name(0), x, w, b, a, 2, true))
 }
 
 func lowerConvTranspose(c *lowerCtx) ([]*te.Tensor, error) {

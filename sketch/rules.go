@@ -93,7 +93,7 @@ func (inlineOrKeepGuardedWindow) Apply(g *generator, s *schedule.State, i int) (
 // (the default schedule's) keeps guarded stage i rather than inlining it.
 func keepGuardFirst(s *schedule.State, i int) bool {
 	summed := slices.ContainsFunc(effectiveConsumers(s, i), func(c int) bool { return reduceGuarded(s, i, c) || guardReused(s, i, c) })
-	if (widensIntegers(s, i) || isByte(s.Stages[i].Tensor.DType())) && reusedAcross(s, i) || steppedWindow(s, i) || summed {
+	if (widensIntegers(s, i) || isByte(s.Stages[i].Tensor.DType()) || s.Stages[i].Tensor.DType() == tir.BFloat16) && reusedAcross(s, i) || steppedWindow(s, i) || summed {
 		// Kept first, for the default schedule: inlined, every tap of
 		// the window loads a byte, converts it and tests the guard before
 		// its one multiply-add (the float-summed integer convolution
@@ -108,7 +108,9 @@ func keepGuardFirst(s *schedule.State, i int) bool {
 		// dot-product loop, where GCC keeps them live and spills
 		// (ResNet-18's 3×3 convolutions of 128 channels: 1.5 ms, 1.3
 		// kept), and an NCHW image's groups of W taps (te.IntConvOptions.
-		// DotW) have a guard each, which no dot helper takes.
+		// DotW) have a guard each, which no dot helper takes; the same
+		// for a bfloat16 window (te.ConvToNHWCDotW's pairs of W taps:
+		// ResNet-18's bf16 stem).
 		// So is a window whose index steps with a spatial variable
 		// (a floor division: ConvTranspose's phases, te.ConvTranspose,
 		// read t + ⌈(pad − r)/s⌉ − j): inlined, its guard is no range of

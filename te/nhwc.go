@@ -41,6 +41,23 @@ func ConvNHWCDot(name string, x, w, b *Tensor, a ConvAttrs, dot int) (*Tensor, e
 	return convNHWC(name, x, w, b, a, false, tir.F32(0), tir.MulE, dotForm{n: max(dot, 1)})
 }
 
+// ConvToNHWCDotW is ConvToNHWC with the taps of the kernel's W axis
+// summed in groups of dot, each group's products summed in the body
+// (IntConvOptions.DotW's form for float products): the bf16 form of an
+// image's first convolution, whose 3 channels make no pairs but whose W
+// taps lie side by side in an NCHW row, so that a bf16 dot-product
+// instruction sums two of them. w is [M, C, KH, KW'], KW' a multiple of
+// dot holding a.KernelShape's KW taps and zeros after them; the W
+// dilation must be 1 and every W tap must read the input (DotWFits).
+// With roundBF16 the padded window is a stage of x rounded to bfloat16
+// (to nearest, ties to even: the bf16 precision's operand), its elements
+// converted back to float32 in the products. The zero taps read the input
+// (or its zero padding) past the last real tap: an infinite input element
+// there makes NaN where the plain form's sum does not read it.
+func ConvToNHWCDotW(name string, x, w, b *Tensor, a ConvAttrs, dot int, roundBF16 bool) (*Tensor, error) {
+	return convNHWC(name, x, w, b, a, true, tir.F32(0), tir.MulE, dotForm{n: max(dot, 1), alongW: true, roundBF16: roundBF16})
+}
+
 // ConvToNHWC is Conv from NCHW activations x [N, C, H, W] to channels-last
 // ones [N, OH, OW, M] (Relay's conv2d with data_layout NCHW and out_layout
 // NHWC): the first convolution of a model whose input is NCHW, which
@@ -58,6 +75,10 @@ type dotForm struct {
 	n        int
 	saturate bool
 	alongW   bool // groups of taps along the kernel's W axis (IntConvOptions.DotW)
+	// roundBF16: the padded input holds x rounded to bfloat16, read back
+	// as float32 (ConvToNHWCDotW): one pass that pads and rounds, a stage
+	// of 2-byte elements.
+	roundBF16 bool
 }
 
 // sum adds a group's products: in order, or with saturate each adjacent
@@ -138,6 +159,15 @@ func convNHWC(name string, x, w, b *Tensor, a ConvAttrs, fromNCHW bool, fill tir
 		ws[1].k = w.Shape[3] // the padded taps read the fill (see padded)
 	}
 	src := padFill(name, x, xH, ws, fill)
+	if df.roundBF16 {
+		if x.DType() != tir.Float32 {
+			return nil, opError("Conv", name, "rounding a %v input to bfloat16", x.DType())
+		}
+		bf := func(e tir.Expr) tir.Expr { return &tir.Cast{To: tir.BFloat16, X: e} }
+		src = padWindow(name, x, xH, ws, bf(tir.F32(0)), bf)
+		inner := mul
+		mul = func(a, b tir.Expr) tir.Expr { return inner(&tir.Cast{To: tir.Float32, X: a}, b) }
+	}
 	out := []int{N, ws[0].out, ws[1].out, M}
 	// The kernel axes run over their live taps only (window.liveTaps):
 	// from first[s] on, live[s] of them; an axis of one live tap is no

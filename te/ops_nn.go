@@ -351,14 +351,24 @@ func padAxes(name string, x *Tensor, first int, ws []window, v float64) *Tensor 
 
 // padFill is padAxes with the fill value an expression of x's type.
 func padFill(name string, x *Tensor, first int, ws []window, fill tir.Expr) *Tensor {
+	return padWindow(name, x, first, ws, fill, nil)
+}
+
+// padWindow is padFill with each element of x converted by conv (nil: as
+// it is) in the padded stage, which it then makes even where no axis
+// needs padding; fill is of conv's type.
+func padWindow(name string, x *Tensor, first int, ws []window, fill tir.Expr, conv func(tir.Expr) tir.Expr) *Tensor {
 	shape := append([]int(nil), x.Shape...)
-	need := false
+	need := conv != nil
 	for i, w := range ws {
 		shape[first+i] = w.padded()
 		need = need || w.pb > 0 || shape[first+i] > w.in
 	}
 	if !need {
 		return x
+	}
+	if conv == nil {
+		conv = func(e tir.Expr) tir.Expr { return e }
 	}
 	return Compute(name+"_pad", shape, func(i []tir.Expr) tir.Expr {
 		idx := append([]tir.Expr(nil), i...)
@@ -374,9 +384,9 @@ func padFill(name string, x *Tensor, first int, ws []window, fill tir.Expr) *Ten
 			idx[first+k] = iaddc(a, -w.pb)
 		}
 		if inside == nil {
-			return x.At(idx...)
+			return conv(x.At(idx...))
 		}
-		return tir.SelectE(inside, x.At(idx...), fill)
+		return tir.SelectE(inside, conv(x.At(idx...)), fill)
 	})
 }
 

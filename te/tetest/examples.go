@@ -281,8 +281,9 @@ func (b *exampleBuilder) build() {
 // bfloat16 adds the products of the bf16 precision (ops' product):
 // operands rounded to bfloat16, a constant one stored so, summed in
 // float32 in pairs, as bf16 dot-product instructions sum them
-// ("bf16_matmul", "bf16_conv_nhwc", and "bf16_gemm": a classifier's Gemm
-// at batch 1, its weights transposed; "bf16_conv_plain" one at a time, a
+// ("bf16_matmul", "bf16_conv_nhwc", "bf16_stem": pairs of W taps of an
+// NCHW image, and "bf16_gemm": a classifier's Gemm at batch 1, its
+// weights transposed; "bf16_conv_plain" one at a time, a
 // form ops no longer emits), and a result rounded and stored as bfloat16
 // ("bf16_round").
 func (b *exampleBuilder) bfloat16() {
@@ -307,6 +308,11 @@ func (b *exampleBuilder) bfloat16() {
 	{
 		b.add("bf16_conv_nhwc")(te.ConvNHWCDot("bf16_conv_nhwc", rounded("bf16_conv_x", te.Placeholder("X", 1, 7, 9, 8)), stored("W", 16, 8, 3, 3), te.Placeholder("B", 16),
 			te.ConvAttrs{Pads: []int{1, 1, 1, 1}, Strides: []int{2, 1}}, 2))
+		// An image's first layer: 3 channels NCHW in, NHWC out, pairs
+		// of adjacent W taps (three taps, the weights padded to four),
+		// the input rounded to bfloat16 as it is padded.
+		b.add("bf16_stem")(te.ConvToNHWCDotW("bf16_stem", te.Placeholder("X", 1, 3, 9, 10), stored("W", 16, 3, 3, 4), te.Placeholder("B", 16),
+			te.ConvAttrs{Pads: []int{1, 1, 1, 1}, Strides: []int{2, 1}, KernelShape: []int{3, 3}}, 2, true))
 		b.add("bf16_conv_plain")(te.ConvNHWC("bf16_conv_plain", rounded("bf16_conv_plain_x", te.Placeholder("X", 1, 5, 6, 6)), stored("W", 8, 6, 3, 3), nil,
 			te.ConvAttrs{Pads: []int{0, 1, 1, 0}}))
 	}
