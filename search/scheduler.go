@@ -3,6 +3,8 @@ package search
 import (
 	"fmt"
 	"math"
+
+	"github.com/tessera-ml/tessera/te"
 )
 
 // The task scheduler decides which task the next round of measurements
@@ -25,6 +27,17 @@ import (
 // against the convolutions' 260) looked ten times from its bound after
 // every round and took 360 of 2,000 trials, exhausting its space, while
 // 19 of the 35 tasks kept their 4 warm-up trials.
+//
+// Within a group, too, tasks of the same ops differ in what bounds them:
+// an LSTM's step (h·R, a matrix-vector product of 4 MB of weights, 24
+// GFLOP/s) and its head (32 rows by the same ops, 177 GFLOP/s) are both
+// MatMul+Add, and against the head's throughput the step looked seven
+// times from its bound after every round: it took 960 of 1,000 trials,
+// its best unchanged after the fifth round, while the head (17% of the
+// latency) kept its 4 warm-up trials. So V_i is a roofline: the group's
+// best FLOP/s, or its best bytes/s times task i's arithmetic intensity
+// (FLOPs per byte of its inputs and outputs, TaskProgress.Bytes) where
+// that is lower. A compute-bound task's bound is unchanged.
 
 // SchedulerOptions configure the task scheduler.
 type SchedulerOptions struct {
@@ -46,6 +59,7 @@ func DefaultSchedulerOptions() SchedulerOptions {
 type TaskProgress struct {
 	Weight  float64
 	FLOPs   float64
+	Bytes   float64   // the bytes its kernel must read and write at least (its inputs' and outputs'); 0: unknown
 	History []float64 // best latency (seconds) after each of its rounds; +Inf while none is valid
 	Dead    bool      // no valid schedule, or stopped early: never picked
 	// Rivals are the indices of the tasks that compute the same groups by
@@ -121,11 +135,13 @@ func NextTask(tasks []*TaskProgress, opts SchedulerOptions, rr *int) int {
 		return -1
 	}
 	vmax := map[string]float64{} // group → its best FLOP/s
+	bmax := map[string]float64{} // group → its best bytes/s
 	members := map[string]int{}
 	for _, t := range tasks {
 		members[t.Group]++
 		if b := t.Best(); !math.IsInf(b, 1) && b > 0 {
 			vmax[t.Group] = math.Max(vmax[t.Group], t.FLOPs/b)
+			bmax[t.Group] = math.Max(bmax[t.Group], t.Bytes/b)
 		}
 	}
 	best, bestGrad := -1, math.Inf(1)
@@ -136,6 +152,9 @@ func NextTask(tasks []*TaskProgress, opts SchedulerOptions, rr *int) int {
 		v := 0.0 // no bound for a task alone in its group
 		if members[t.Group] > 1 {
 			v = vmax[t.Group]
+			if bw := bmax[t.Group]; bw > 0 && t.Bytes > 0 {
+				v = math.Min(v, bw*t.FLOPs/t.Bytes) // the roofline's memory side
+			}
 		}
 		g := gradient(tasks, t, opts, v)
 		if g < bestGrad || best < 0 {
@@ -230,4 +249,20 @@ func CheckStrategy(s string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown task scheduler strategy %q (want gradient or round-robin)", s)
+}
+
+// ioBytes returns the bytes of d's inputs (placeholders: activations and
+// weights) and outputs: what a kernel of d reads and writes at least.
+func ioBytes(d *te.DAG) float64 {
+	n := 0.0
+	for _, t := range d.Tensors {
+		if t.IsPlaceholder() || d.IsOutput(t) {
+			b := float64(t.DType().Bytes())
+			for _, e := range t.Shape {
+				b *= float64(e)
+			}
+			n += b
+		}
+	}
+	return n
 }

@@ -150,3 +150,38 @@ func TestForwardBoundWithinGroup(t *testing.T) {
 		t.Errorf("the product among the convolutions: picked task %d, want 2", got)
 	}
 }
+
+// TestForwardBoundRoofline: in one group of the same ops, a memory-bound
+// matrix-vector product (an LSTM step: 4 MB of weights, 24 GFLOP/s, its
+// best flat for ten rounds, weight 62) is bounded by the group's best
+// bytes/s times its arithmetic intensity, not by the GEMM's 177 GFLOP/s
+// (an LSTM's head, 32 rows, one warm-up round): the round goes to the
+// head. Without Bytes (the bound by FLOP/s alone) the step took it, as it
+// took 960 of lstm_lm's 1,000 trials.
+func TestForwardBoundRoofline(t *testing.T) {
+	flat := func(v float64, n int) []float64 {
+		h := make([]float64, n)
+		for i := range h {
+			h[i] = v
+		}
+		return h
+	}
+	build := func(bytes bool) []*TaskProgress {
+		ts := []*TaskProgress{
+			{Weight: 62, FLOPs: 2.1e6, History: flat(0.0889e-3, 16), Group: "MatMul+Add"}, // 24 GFLOP/s, 47 GB/s
+			{Weight: 1, FLOPs: 131e6, History: flat(0.74e-3, 1), Group: "MatMul+Add"},     // 177 GFLOP/s
+			{Weight: 1, FLOPs: 131e6, History: flat(1.273e-3, 1), Group: "MatMul+Add"},    // 103 GFLOP/s
+		}
+		if bytes {
+			ts[0].Bytes, ts[1].Bytes, ts[2].Bytes = 4.2e6, 8.3e6, 8.3e6
+		}
+		return ts
+	}
+	rr := 0
+	if got := NextTask(build(true), DefaultSchedulerOptions(), &rr); got != 2 {
+		t.Errorf("with bytes: picked task %d, want the slow GEMM 2", got)
+	}
+	if got := NextTask(build(false), DefaultSchedulerOptions(), &rr); got != 0 {
+		t.Errorf("without bytes: picked task %d, want the matrix-vector product 0 (the bound by FLOP/s alone)", got)
+	}
+}

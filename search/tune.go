@@ -147,7 +147,7 @@ func Tune(ctx context.Context, tasks []*Task, prior map[string][]Measured, model
 		if e, ok := opts.Emphasis[t.Key]; ok {
 			w *= e
 		}
-		progress[i] = &TaskProgress{Weight: w, FLOPs: t.DAG.FLOPs(), Rivals: rivalIndices(t, index), Group: t.Group}
+		progress[i] = &TaskProgress{Weight: w, FLOPs: t.DAG.FLOPs(), Bytes: ioBytes(t.DAG), Rivals: rivalIndices(t, index), Group: t.Group}
 		sums[i] = TaskSummary{Task: t, Best: math.Inf(1)}
 		if pr := prior[t.Key]; len(pr) > 0 {
 			p.AddMeasured(pr)
