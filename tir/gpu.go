@@ -243,6 +243,8 @@ func RunGPU(f *PrimFunc, args [][]float32) (err error) {
 			switch fault := r.(type) {
 			case runFault:
 				err = fmt.Errorf("tir: run %s: %s", f.Name, string(fault))
+			case budgetFault:
+				err = fmt.Errorf("tir: run %s: %w", f.Name, ErrBudget)
 			case *RaceError:
 				fault.Func = f.Name
 				err = fault

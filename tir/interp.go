@@ -1,6 +1,7 @@
 package tir
 
 import (
+	"errors"
 	"fmt"
 	"math"
 )
@@ -25,11 +26,14 @@ func Run(f *PrimFunc, args [][]float32) (err error) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			fault, ok := r.(runFault)
-			if !ok {
+			switch fault := r.(type) {
+			case runFault:
+				err = fmt.Errorf("tir: run %s: %s", f.Name, string(fault))
+			case budgetFault:
+				err = fmt.Errorf("tir: run %s: %w", f.Name, ErrBudget)
+			default:
 				panic(r)
 			}
-			err = fmt.Errorf("tir: run %s: %s", f.Name, string(fault))
 		}
 	}()
 	exec := in.stmt(f.Body)
@@ -42,6 +46,15 @@ func Run(f *PrimFunc, args [][]float32) (err error) {
 }
 
 type runFault string
+
+// budgetFault stops a run that would take more than maxInterpSteps loop
+// iterations (ErrBudget).
+type budgetFault struct{}
+
+// ErrBudget is the error of a run longer than the interpreter affords
+// (2^28 loop iterations): not a fault of the function, which a checker
+// cannot check that way.
+var ErrBudget = errors.New("more than the interpreter's budget of loop iterations")
 
 // frame is the interpreter's run-time state: variable values and buffer
 // storage by slot. RunGPU gives every thread a frame of its own.
@@ -108,7 +121,7 @@ func (in *interp) stmt(s Stmt) func(*frame) {
 		return func(fr *frame) {
 			*fr.steps -= ext
 			if *fr.steps < 0 {
-				panic(runFault("more than the interpreter's budget of loop iterations"))
+				panic(budgetFault{})
 			}
 			for i := int64(0); i < ext; i++ {
 				fr.vars[slot] = i
