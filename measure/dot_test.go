@@ -115,8 +115,9 @@ func TestDotProductKernelAarch64(t *testing.T) {
 }
 
 // TestBF16PairKernel: the default schedules of the bf16 precision's
-// products in pairs (bf16_conv_nhwc, bf16_stem, bf16_matmul:
-// te.ConvNHWCDot, te.ConvToNHWCDotW, te.MatMulDot) pack their weights so that code generation emits the
+// products in pairs (bf16_conv_nhwc, bf16_stem, bf16_winograd, bf16_matmul:
+// te.ConvNHWCDot, te.ConvToNHWCDotW, te.WinogradConv2DNHWCPairs,
+// te.MatMulDot) pack their weights so that code generation emits the
 // pair helper (tsr_dot2bf) at every x86 level, and each kernel, compiled
 // at the levels this machine runs, matches the reference evaluator. With
 // AVX512_BF16 (-march=cooperlake, 8 and 16 lanes) the helper is one
@@ -126,7 +127,7 @@ func TestDotProductKernelAarch64(t *testing.T) {
 // generic form at armv8-a.
 func TestBF16PairKernel(t *testing.T) {
 	levels, _ := machine.RunnableLevels(backend.NativeMachine())
-	dags := []string{"bf16_conv_nhwc", "bf16_stem", "bf16_matmul", "bf16_gemm"}
+	dags := []string{"bf16_conv_nhwc", "bf16_stem", "bf16_winograd", "bf16_matmul", "bf16_gemm"}
 	var bits256, bits512 []*tir.PrimFunc
 	for _, level := range []string{"x86-64-v2", "x86-64-v3", "x86-64-v4"} {
 		m, err := machine.Level(level)

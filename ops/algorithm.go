@@ -77,6 +77,9 @@ func convAlternatives(g *graph.Graph, n *graph.Node) ([]Alternative, error) {
 	}
 	wName := n.Inputs[1]
 	uName := WinogradWeightsName(wName, m)
+	if g.BF16 {
+		uName = BFloat16WeightsName(uName)
+	}
 	if _, ok := g.Values[uName]; !ok {
 		w := g.Values[wName]
 		K, C := w.Shape[0], w.Shape[1]
@@ -84,7 +87,16 @@ func convAlternatives(g *graph.Graph, n *graph.Node) ([]Alternative, error) {
 		if err != nil {
 			return nil, err
 		}
-		g.AddConst(uName, graph.Float32Tensor([]int{m + 2, m + 2, C, K}, u))
+		t := graph.Float32Tensor([]int{m + 2, m + 2, C, K}, u)
+		if g.BF16 {
+			// Transformed exactly, then rounded once: what the
+			// pairs multiply.
+			for i, f := range t.F32 {
+				t.F32[i] = tir.RoundBFloat16(f)
+			}
+			t.DType = graph.BFloat16
+		}
+		g.AddConst(uName, t)
 	}
 	lower := func(src TensorSource) ([]*te.Tensor, error) {
 		x, err := src(n.Inputs[0])
@@ -96,7 +108,11 @@ func convAlternatives(g *graph.Graph, n *graph.Node) ([]Alternative, error) {
 			return nil, err
 		}
 		wino, channel := te.WinogradConv2D, 1
-		if nhwc {
+		switch {
+		case g.BF16:
+			u = floatView(uName+"_f32", u)
+			wino, channel = te.WinogradConv2DNHWCPairs, 3
+		case nhwc:
 			wino, channel = te.WinogradConv2DNHWC, 3
 		}
 		out, err := wino(n.Outputs[0]+"_winograd", x, u, m, pads)
@@ -126,9 +142,16 @@ func convAlternatives(g *graph.Graph, n *graph.Node) ([]Alternative, error) {
 // 1.97 vs 1.21) and 1.5× at x86-64-v3 (AVX2, 16 registers: 1.91 vs
 // 1.27), though its 6×6 transforms hold more values than 16 registers:
 // no level measured prefers the smaller tile where the larger fits.
+//
+// In a bf16 graph the alternative is F(2×2) on channels-last data with an
+// even channel count (te.WinogradConv2DNHWCPairs: its GEMMs sum pairs of
+// bfloat16 products, as the direct form's do): the transforms of F(2×2)
+// add and subtract (Bᵀ, Aᵀ) and halve (G), so rounding the transformed
+// data and weights to bfloat16 costs about what rounding the operands
+// does; F(4×4)'s scale values by up to 10 and 19 before the rounding.
 func winogradTile(g *graph.Graph, n *graph.Node) int {
-	if len(n.Inputs) < 2 || g.BF16 {
-		return 0 // bf16 multiplies the operands themselves (product)
+	if len(n.Inputs) < 2 {
+		return 0
 	}
 	x, w := g.Values[n.Inputs[0]], g.Values[n.Inputs[1]]
 	out := g.Values[n.Outputs[0]]
@@ -162,6 +185,12 @@ func winogradTile(g *graph.Graph, n *graph.Node) int {
 	in, nhwc, err := layouts(n)
 	if err != nil || in != nhwc {
 		return 0
+	}
+	if g.BF16 {
+		if !nhwc || w.Shape[1]%2 != 0 {
+			return 0
+		}
+		return 2
 	}
 	oh, ow := out.Shape[2], out.Shape[3]
 	if nhwc {

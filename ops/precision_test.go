@@ -195,3 +195,110 @@ func TestBF16StemPairs(t *testing.T) {
 		})
 	}
 }
+
+// TestBF16WinogradAlternative: in a bf16 graph a channels-last 3×3
+// convolution of an even channel count has one alternative, Winograd
+// F(2×2) whose transformed weights are stored as bfloat16 and whose GEMMs
+// sum pairs (te.WinogradConv2DNHWCPairs), within 2⁻⁶ of the largest
+// float32 output; an NCHW one or one of an odd channel count has none,
+// and a float32 graph keeps F(4×4).
+func TestBF16WinogradAlternative(t *testing.T) {
+	ints := func(v ...int64) graph.Attr { return graph.Attr{Kind: graph.AttrInts, Ints: v} }
+	str := func(s string) graph.Attr { return graph.Attr{Kind: graph.AttrString, S: s} }
+	rng := rand.New(rand.NewPCG(5, 6))
+	randoms := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	for _, c := range []struct {
+		name   string
+		bf16   bool
+		layout string
+		ch     int
+		want   string // the alternative's name, "" for none
+	}{
+		{"bf16 NHWC", true, "NHWC", 16, Winograd(2)},
+		{"bf16 NCHW", true, "NCHW", 16, ""},
+		{"bf16 NHWC odd channels", true, "NHWC", 17, ""},
+		{"float32 NHWC", false, "NHWC", 16, Winograd(4)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			x, y := []int{1, 8, 8, c.ch}, []int{1, 8, 8, 16}
+			if c.layout == "NCHW" {
+				x, y = []int{1, c.ch, 8, 8}, []int{1, 16, 8, 8}
+			}
+			xv, wv := randoms(graph.NumElems(x)), randoms(16*c.ch*9)
+			g := graph.New("wino", 17)
+			g.BF16 = c.bf16
+			g.AddInput("x", graph.Float32, x)
+			g.AddConst("w", graph.Float32Tensor([]int{16, c.ch, 3, 3}, wv))
+			g.AddNode(&graph.Node{Name: "conv", OpType: "Conv", Inputs: []string{"x", "w"}, Outputs: []string{"y"},
+				Attrs: map[string]graph.Attr{"kernel_shape": ints(3, 3), "pads": ints(1, 1, 1, 1), DataLayout: str(c.layout)}})
+			g.Values["y"] = &graph.Value{Name: "y", DType: graph.Float32, Shape: y}
+			g.Outputs = []string{"y"}
+			alts, err := AlternativesOf(g, g.Nodes[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.want == "" {
+				if len(alts) != 0 {
+					t.Fatalf("alternatives %v, want none", alts[0].Name)
+				}
+				return
+			}
+			if len(alts) != 1 || alts[0].Name != c.want {
+				t.Fatalf("%d alternatives, want one %s", len(alts), c.want)
+			}
+			if !c.bf16 {
+				return
+			}
+			u := g.Values[BFloat16WeightsName(WinogradWeightsName("w", 2))]
+			if u == nil || u.Const.DType != graph.BFloat16 {
+				t.Fatalf("no bfloat16 transformed weights %s", BFloat16WeightsName(WinogradWeightsName("w", 2)))
+			}
+			outs, err := alts[0].Lower(func(name string) (*te.Tensor, error) { return Placeholder(g, name), nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := te.NewDAG(outs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ins := make([][]float32, len(d.Inputs))
+			for i, in := range d.Inputs {
+				if in.Name == "x" {
+					ins[i] = xv
+					continue
+				}
+				if ins[i], _, err = ConstSlots(g, in.Name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := d.Eval(ins)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := graph.New("direct", 17)
+			f.AddInput("x", graph.Float32, x)
+			f.AddConst("w", graph.Float32Tensor([]int{16, c.ch, 3, 3}, wv))
+			f.AddNode(g.Nodes[0])
+			f.Values["y"] = g.Values["y"]
+			f.Outputs = []string{"y"}
+			want, err := EvalGraph(f, map[string][]float32{"x": xv})
+			if err != nil {
+				t.Fatal(err)
+			}
+			scale, worst := 0.0, 0.0
+			for i := range want[0] {
+				scale = max(scale, math.Abs(float64(want[0][i])))
+				worst = max(worst, math.Abs(float64(got[0][i]-want[0][i])))
+			}
+			if !(worst <= scale/64) || worst == 0 {
+				t.Errorf("largest difference %.3g of %.3g: want within 2^-6 and not 0 (rounded)", worst, scale)
+			}
+		})
+	}
+}

@@ -187,7 +187,24 @@ func WinogradConv2DNHWC(name string, x, u *Tensor, m int, pads []int) (*Tensor, 
 	return winogradConv2D(name, x, u, m, pads, true)
 }
 
+// WinogradConv2DNHWCPairs is WinogradConv2DNHWC in the bf16 precision:
+// the data pack rounded to bfloat16 (to nearest, ties to even) by a stage
+// of its own, name_data_pack_bf16, and each GEMM summing pairs of adjacent
+// channels in its body, the form of the bf16 dot-product instructions
+// (ConvNHWCDot's); u holds bfloat16 values (the transformed weights
+// rounded, read through a float32 view) and C must be even.
+func WinogradConv2DNHWCPairs(name string, x, u *Tensor, m int, pads []int) (*Tensor, error) {
+	if len(x.Shape) == 4 && x.Shape[3]%2 != 0 {
+		return nil, opError("WinogradConv2D", name, "pairs of channels over %d channels", x.Shape[3])
+	}
+	return winogradConv2DOf(name, x, u, m, pads, true, true)
+}
+
 func winogradConv2D(name string, x, u *Tensor, m int, pads []int, nhwc bool) (*Tensor, error) {
+	return winogradConv2DOf(name, x, u, m, pads, nhwc, false)
+}
+
+func winogradConv2DOf(name string, x, u *Tensor, m int, pads []int, nhwc, pairs bool) (*Tensor, error) {
 	mats, ok := winogradMatrices[m]
 	if !ok {
 		return nil, opError("WinogradConv2D", name, "no F(%d, 3) (tile sizes: %v)", m, WinogradTileSizes())
@@ -275,10 +292,31 @@ func winogradConv2D(name string, x, u *Tensor, m int, pads []int, nhwc bool) (*T
 		d := pad.At(at(tileN(p), c, iadd(imulc(tileY(p), m), r[0]), iadd(imulc(tileX(p), m), r[1]))...)
 		return ScaleByConst(d, tir.MulE(bt.At(i[0], r[0]), bt.At(i[1], r[1])))
 	})
-	bgemm := Reduce(name+"_bgemm", gemmShape, Sum, []int{C}, func(i, r []tir.Expr) tir.Expr {
-		k, p := cp(i)
-		return tir.MulE(u.At(i[0], i[1], r[0], k), dataPack.At(packAt(i[0], i[1], r[0], p)...))
-	})
+	var bgemm *Tensor
+	if pairs {
+		rounded := Compute(name+"_data_pack_bf16", packShape, func(i []tir.Expr) tir.Expr {
+			return &tir.Cast{To: tir.BFloat16, X: dataPack.At(i...)}
+		})
+		bgemm = Reduce(name+"_bgemm", gemmShape, Sum, []int{C / 2}, func(i, r []tir.Expr) tir.Expr {
+			k, p := cp(i)
+			var sum tir.Expr
+			for j := range 2 {
+				c := iaddc(imulc(r[0], 2), j)
+				t := tir.MulE(&tir.Cast{To: tir.Float32, X: rounded.At(packAt(i[0], i[1], c, p)...)}, u.At(i[0], i[1], c, k))
+				if sum == nil {
+					sum = t
+				} else {
+					sum = tir.AddE(sum, t)
+				}
+			}
+			return sum
+		})
+	} else {
+		bgemm = Reduce(name+"_bgemm", gemmShape, Sum, []int{C}, func(i, r []tir.Expr) tir.Expr {
+			k, p := cp(i)
+			return tir.MulE(u.At(i[0], i[1], r[0], k), dataPack.At(packAt(i[0], i[1], r[0], p)...))
+		})
+	}
 	var inverse, out *Tensor
 	if nhwc {
 		inverse = Reduce(name+"_inverse", []int{P, m, m, K}, Sum, []int{a, a}, func(i, r []tir.Expr) tir.Expr {

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
+
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // TestWinogradMatchesDirect evaluates F(2,3) and F(4,3) convolutions with
@@ -194,5 +197,81 @@ func TestWinogradFloat32Error(t *testing.T) {
 				t.Errorf("F(%d,3) C=%d: relative error %.3g exceeds tolerance %.3g", m, C, worst/scale, tol)
 			}
 		}
+	}
+}
+
+// TestWinogradPairsMatchDirect: the bf16 precision's Winograd F(2×2)
+// (WinogradConv2DNHWCPairs: the data pack rounded to bfloat16, pairs of
+// channels summed per GEMM step, the transformed weights rounded) stays
+// within bfloat16's rounding of the direct float32 convolution: 2⁻⁶ of
+// the largest output, four times what it measures. Rounding the data pack
+// makes it differ from the float32 Winograd form.
+func TestWinogradPairsMatchDirect(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []struct {
+		h, w, c, k int
+		pads       []int
+	}{
+		{8, 8, 4, 16, []int{1, 1, 1, 1}},
+		{7, 9, 32, 8, []int{1, 1, 1, 1}}, // partial tiles
+		{6, 6, 64, 16, []int{0, 0, 0, 0}},
+	} {
+		t.Run(fmt.Sprint(tc), func(t *testing.T) {
+			xv := randomData(rng, tc.h*tc.w*tc.c)
+			wv := randomData(rng, tc.k*tc.c*9)
+			x := Placeholder("x", 1, tc.h, tc.w, tc.c)
+			direct, err := ConvNHWC("direct", x, Constant("w", tc.k, tc.c, 3, 3), nil, ConvAttrs{Pads: tc.pads})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dd, err := NewDAG(direct)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := dd.Eval([][]float32{xv, wv})
+			if err != nil {
+				t.Fatal(err)
+			}
+			uv, err := WinogradWeights(wv, tc.k, tc.c, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, f := range uv {
+				uv[i] = tir.RoundBFloat16(f)
+			}
+			u := Constant("u", 4, 4, tc.c, tc.k)
+			wino, err := WinogradConv2DNHWCPairs("wino", x, u, 2, tc.pads)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wd, err := NewDAG(wino)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(wd.String(), "bfloat16(") || !strings.Contains(wd.String(), fmt.Sprintf("sum(r0:%d)", tc.c/2)) {
+				t.Errorf("no rounded data pack summed in pairs:\n%s", wd)
+			}
+			ins := make([][]float32, len(wd.Inputs))
+			for i, in := range wd.Inputs {
+				ins[i] = map[string][]float32{"x": xv, "u": uv}[in.Name]
+			}
+			got, err := wd.Eval(ins)
+			if err != nil {
+				t.Fatal(err)
+			}
+			scale, worst := 0.0, 0.0
+			for i := range want[0] {
+				scale = max(scale, math.Abs(float64(want[0][i])))
+				worst = max(worst, math.Abs(float64(got[0][i]-want[0][i])))
+			}
+			tol := math.Pow(2, -6) // measured: 0.3–0.5%
+			t.Logf("max error %.3g of %.3g (relative %.3g, tolerance %.3g)", worst, scale, worst/scale, tol)
+			if !(worst <= tol*scale) || worst == 0 {
+				t.Errorf("max error %.3g: want within %.3g × %.3g and not 0 (rounded)", worst, tol, scale)
+			}
+		})
+	}
+	if _, err := WinogradConv2DNHWCPairs("odd", Placeholder("x", 1, 6, 6, 3), Constant("u", 4, 4, 3, 8), 2, []int{1, 1, 1, 1}); err == nil {
+		t.Error("3 channels: no error")
 	}
 }

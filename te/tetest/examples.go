@@ -282,7 +282,8 @@ func (b *exampleBuilder) build() {
 // operands rounded to bfloat16, a constant one stored so, summed in
 // float32 in pairs, as bf16 dot-product instructions sum them
 // ("bf16_matmul", "bf16_conv_nhwc", "bf16_stem": pairs of W taps of an
-// NCHW image, and "bf16_gemm": a classifier's Gemm at batch 1, its
+// NCHW image, "bf16_winograd": Winograd F(2×2, 3×3) whose GEMMs sum pairs
+// of channels, and "bf16_gemm": a classifier's Gemm at batch 1, its
 // weights transposed; "bf16_conv_plain" one at a time, a
 // form ops no longer emits), and a result rounded and stored as bfloat16
 // ("bf16_round").
@@ -313,6 +314,10 @@ func (b *exampleBuilder) bfloat16() {
 		// the input rounded to bfloat16 as it is padded.
 		b.add("bf16_stem")(te.ConvToNHWCDotW("bf16_stem", te.Placeholder("X", 1, 3, 9, 10), stored("W", 16, 3, 3, 4), te.Placeholder("B", 16),
 			te.ConvAttrs{Pads: []int{1, 1, 1, 1}, Strides: []int{2, 1}, KernelShape: []int{3, 3}}, 2, true))
+		// Winograd F(2×2, 3×3) on channels-last data: the data pack
+		// rounded, each GEMM summing pairs of channels.
+		wp := mustExample(te.WinogradConv2DNHWCPairs("bf16_winograd", te.Placeholder("X", 1, 7, 6, 8), stored("U", 4, 4, 8, 16), 2, []int{1, 1, 1, 1}))
+		b.add("bf16_winograd")(te.Relu("bf16_winograd_relu", wp))
 		b.add("bf16_conv_plain")(te.ConvNHWC("bf16_conv_plain", rounded("bf16_conv_plain_x", te.Placeholder("X", 1, 5, 6, 6)), stored("W", 8, 6, 3, 3), nil,
 			te.ConvAttrs{Pads: []int{0, 1, 1, 0}}))
 	}
