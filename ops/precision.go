@@ -22,12 +22,14 @@ import (
 // ConvTranspose, an NHWC input of an odd channel count) or without
 // a constant operand (attention's products: see pairs) stays float32:
 // without a dot-product instruction the rounding only adds a
-// conversion to every load (ResNet-18's stem 1.45 ms in float32, 1.69
-// rounded; Zen 5, one thread), like oneDNN's fpmath mode, which allows
-// bf16 rather than requiring it. Everything else (bias, epilogue, other
-// ops) stays float32, and no Winograd alternative is offered (it would
-// multiply transformed weights instead). The rounding is exact where an
-// operand is already a bfloat16 value.
+// conversion to every load (ResNet-18's stem, rounded without pairs:
+// 1.45 ms in float32, 1.69 rounded; Zen 5, one thread), like oneDNN's
+// fpmath mode, which allows bf16 rather than requiring it. Everything
+// else (bias, epilogue, other ops) stays float32. A 3×3 convolution's
+// Winograd alternative is F(2×2) with its transformed data and weights
+// rounded, its GEMMs in pairs (winogradTile,
+// te.WinogradConv2DNHWCPairs). The rounding is exact where an operand is
+// already a bfloat16 value.
 
 // pairs reports whether a product of this bf16 graph sums its reduction
 // of k elements in pairs (te.ConvNHWCDot, te.MatMulDot, GemmAttrs.Dot):
