@@ -158,7 +158,7 @@ func convNHWC(name string, x, w, b *Tensor, a ConvAttrs, fromNCHW bool, fill tir
 	if df.alongW {
 		ws[1].k = w.Shape[3] // the padded taps read the fill (see padded)
 	}
-	src := padFill(name, x, xH, ws, fill)
+	var src *Tensor
 	if df.roundBF16 {
 		if x.DType() != tir.Float32 {
 			return nil, opError("Conv", name, "rounding a %v input to bfloat16", x.DType())
@@ -167,6 +167,8 @@ func convNHWC(name string, x, w, b *Tensor, a ConvAttrs, fromNCHW bool, fill tir
 		src = padWindow(name, x, xH, ws, bf(tir.F32(0)), bf)
 		inner := mul
 		mul = func(a, b tir.Expr) tir.Expr { return inner(&tir.Cast{To: tir.Float32, X: a}, b) }
+	} else {
+		src = padFill(name, x, xH, ws, fill)
 	}
 	out := []int{N, ws[0].out, ws[1].out, M}
 	// The kernel axes run over their live taps only (window.liveTaps):
