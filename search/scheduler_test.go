@@ -128,18 +128,11 @@ func TestDecideRivals(t *testing.T) {
 // the round goes to the convolution instead. In one group, as every task
 // was before, the product takes it.
 func TestForwardBoundWithinGroup(t *testing.T) {
-	flat := func(v float64, n int) []float64 {
-		h := make([]float64, n)
-		for i := range h {
-			h[i] = v
-		}
-		return h
-	}
 	build := func(gemmGroup string) []*TaskProgress {
 		return []*TaskProgress{
-			{Weight: 1, FLOPs: 1e8, History: flat(0.4e-3, 40), Group: "Conv+Relu"}, // 250 GFLOP/s
-			{Weight: 1, FLOPs: 2e7, History: flat(0.1e-3, 5), Group: "Conv+Relu"},  // 200 GFLOP/s
-			{Weight: 1, FLOPs: 2.5e6, History: flat(0.12e-3, 10), Group: gemmGroup},
+			{Weight: 1, FLOPs: 1e8, History: flatHistory(0.4e-3, 40), Group: "Conv+Relu"}, // 250 GFLOP/s
+			{Weight: 1, FLOPs: 2e7, History: flatHistory(0.1e-3, 5), Group: "Conv+Relu"},  // 200 GFLOP/s
+			{Weight: 1, FLOPs: 2.5e6, History: flatHistory(0.12e-3, 10), Group: gemmGroup},
 		}
 	}
 	rr := 0
@@ -159,18 +152,11 @@ func TestForwardBoundWithinGroup(t *testing.T) {
 // head. Without Bytes (the bound by FLOP/s alone) the step took it, as it
 // took 960 of lstm_lm's 1,000 trials.
 func TestForwardBoundRoofline(t *testing.T) {
-	flat := func(v float64, n int) []float64 {
-		h := make([]float64, n)
-		for i := range h {
-			h[i] = v
-		}
-		return h
-	}
 	build := func(bytes bool) []*TaskProgress {
 		ts := []*TaskProgress{
-			{Weight: 62, FLOPs: 2.1e6, History: flat(0.0889e-3, 16), Group: "MatMul+Add"}, // 24 GFLOP/s, 47 GB/s
-			{Weight: 1, FLOPs: 131e6, History: flat(0.74e-3, 1), Group: "MatMul+Add"},     // 177 GFLOP/s
-			{Weight: 1, FLOPs: 131e6, History: flat(1.273e-3, 1), Group: "MatMul+Add"},    // 103 GFLOP/s
+			{Weight: 62, FLOPs: 2.1e6, History: flatHistory(0.0889e-3, 16), Group: "MatMul+Add"}, // 24 GFLOP/s, 47 GB/s
+			{Weight: 1, FLOPs: 131e6, History: flatHistory(0.74e-3, 1), Group: "MatMul+Add"},     // 177 GFLOP/s
+			{Weight: 1, FLOPs: 131e6, History: flatHistory(1.273e-3, 1), Group: "MatMul+Add"},    // 103 GFLOP/s
 		}
 		if bytes {
 			ts[0].Bytes, ts[1].Bytes, ts[2].Bytes = 4.2e6, 8.3e6, 8.3e6
@@ -184,4 +170,13 @@ func TestForwardBoundRoofline(t *testing.T) {
 	if got := NextTask(build(false), DefaultSchedulerOptions(), &rr); got != 0 {
 		t.Errorf("without bytes: picked task %d, want the matrix-vector product 0 (the bound by FLOP/s alone)", got)
 	}
+}
+
+// flatHistory is a task's history of n rounds at best latency v.
+func flatHistory(v float64, n int) []float64 {
+	h := make([]float64, n)
+	for i := range h {
+		h[i] = v
+	}
+	return h
 }

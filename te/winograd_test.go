@@ -69,11 +69,7 @@ func TestWinogradMatchesDirect(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				scale, worst := 0.0, 0.0
-				for i := range want[0] {
-					scale = max(scale, math.Abs(float64(want[0][i])))
-					worst = max(worst, math.Abs(float64(got[0][i]-want[0][i])))
-				}
+				worst, scale := largestError(want[0], got[0])
 				tol := WinogradTolerance(m, tc.c)
 				t.Logf("max error %.3g of %.3g (relative %.3g, tolerance %.3g)", worst, scale, worst/scale, tol)
 				if !(worst <= tol*scale) {
@@ -259,11 +255,7 @@ func TestWinogradPairsMatchDirect(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			scale, worst := 0.0, 0.0
-			for i := range want[0] {
-				scale = max(scale, math.Abs(float64(want[0][i])))
-				worst = max(worst, math.Abs(float64(got[0][i]-want[0][i])))
-			}
+			worst, scale := largestError(want[0], got[0])
 			tol := math.Pow(2, -6) // measured: 0.3–0.5%
 			t.Logf("max error %.3g of %.3g (relative %.3g, tolerance %.3g)", worst, scale, worst/scale, tol)
 			if !(worst <= tol*scale) || worst == 0 {
@@ -274,4 +266,13 @@ func TestWinogradPairsMatchDirect(t *testing.T) {
 	if _, err := WinogradConv2DNHWCPairs("odd", Placeholder("x", 1, 6, 6, 3), Constant("u", 4, 4, 3, 8), 2, []int{1, 1, 1, 1}); err == nil {
 		t.Error("3 channels: no error")
 	}
+}
+
+// largestError returns the largest |got − want| and the largest |want|.
+func largestError(want, got []float32) (worst, scale float64) {
+	for i := range want {
+		scale = max(scale, math.Abs(float64(want[i])))
+		worst = max(worst, math.Abs(float64(got[i]-want[i])))
+	}
+	return worst, scale
 }
