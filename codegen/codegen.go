@@ -124,10 +124,11 @@ type module struct {
 	opts  COptions
 	lanes int          // native lane count for float32: VectorBits/32
 	used  map[int]bool // lane counts whose vector types and helpers are needed
-	// bf16Dots: a kernel calls tsr_dot2bf (vdotBF16). Its helpers include
-	// <immintrin.h> where the target has AVX512_BF16, whose parsing was
-	// two thirds of a small float kernel's compile on a Zen 5 (0.27 of
-	// 0.42 s): only a module that calls them gets them.
+	// bf16Dots: a kernel calls tsr_dot2bf (vdotBF16): only a module
+	// that calls them gets their helpers. (They included <immintrin.h>
+	// then, whose parsing was two thirds of a small float kernel's
+	// compile on a Zen 5, 0.27 of 0.42 s; now they write the instruction
+	// as inline assembly.)
 	bf16Dots bool
 }
 
