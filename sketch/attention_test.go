@@ -11,6 +11,7 @@ import (
 	"github.com/tessera-ml/tessera/schedule/schedtest"
 	"github.com/tessera-ml/tessera/te"
 	"github.com/tessera-ml/tessera/te/tetest"
+	"github.com/tessera-ml/tessera/tir"
 )
 
 // attentionDAG is one window of attention as the exporter writes it: K
@@ -183,5 +184,50 @@ func TestKeepQuantizedOperand(t *testing.T) {
 	}
 	if !strings.Contains(src.Code[strings.Index(src.Code, "static int tsr_impl"):], "tsr_dot4s_v8u8(") {
 		t.Errorf("the default kernel calls no tsr_dot4s_v8u8:\n%s", src.Code)
+	}
+}
+
+// TestKeepShared: a softmax's input that takes many operations (q_softmax:
+// quantized and dequantized scores plus a quantized mask, quantized and
+// dequantized again) and that the row maximum and the exponentials both
+// read is kept as a stage of its own in the default schedule
+// (inline_or_keep_shared), computed once, where inlined it was computed
+// by each; another sketch inlines it; the default does less work than the
+// inlined form and computes what the reference does.
+func TestKeepShared(t *testing.T) {
+	d := tetest.DAGs()["q_softmax"]
+	sketches, err := Generate(schedule.NewState(d), testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inlinedSketch *schedule.State
+	for _, sk := range sketches {
+		if stageNamed(t, sk, "q_softmax_in").Attach == schedule.Inlined {
+			inlinedSketch = sk
+		}
+	}
+	if inlinedSketch == nil || stageNamed(t, sketches[0], "q_softmax_in").Attach == schedule.Inlined {
+		t.Fatalf("of %d sketches the first inlines the shared input or none does", len(sketches))
+	}
+	st, how, err := Default(schedule.NewState(d), testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stageNamed(t, st, "q_softmax_in").Attach == schedule.Inlined {
+		t.Errorf("the default inlines the shared input:\n%v", st)
+	}
+	f, err := schedule.Lower(st, "k")
+	if err != nil {
+		t.Fatalf("%s: %v", how, err)
+	}
+	if err := schedtest.Check(d, f, 5); err != nil {
+		t.Errorf("%s: %v\n%v", how, err, st)
+	}
+	fi, err := schedule.Lower(inlinedSketch, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept, inlined := tir.Work(f), tir.Work(fi); kept >= inlined {
+		t.Errorf("work kept %.0f, inlined %.0f: want less kept", kept, inlined)
 	}
 }

@@ -334,7 +334,8 @@ func (b *exampleBuilder) bfloat16() {
 // "qconv_dot4s", "qconv_grouped", "qconv_dot4_i8", "qconv_taps4s"), tabulated functions of 8-bit
 // data ("qconv_table", "i8_table"), and elementwise work on uint8
 // data through float32 ("u8_add"), and max pools on it ("u8_max_pool",
-// "u8_max_pool_nhwc"). The multipliers are the
+// "u8_max_pool_nhwc"), and a softmax of quantized and dequantized scores
+// ("q_softmax"). The multipliers are the
 // inputs scaled by 2^-12, so that the requantized values spread over
 // uint8's range instead of saturating.
 func (b *exampleBuilder) quantized() {
@@ -468,6 +469,23 @@ func (b *exampleBuilder) quantized() {
 			q := tir.AddE(tir.CallE("rint", tir.MulE(sum.At(i...), tir.F32(1.0/0.04))), tir.F32(125))
 			return &tir.Cast{To: tir.Uint8, X: tir.MinE(tir.MaxE(q, tir.F32(0)), tir.F32(255))}
 		}), nil)
+	}
+	{
+		// A quantized attention's softmax input: the scores and the
+		// mask each quantized and dequantized (QuantizeLinear's
+		// division, rint and saturation), added, the sum quantized and
+		// dequantized again, read by the row maximum and by the
+		// exponentials (sketch's inline_or_keep_shared).
+		qdq := func(x tir.Expr, scale, zero float64) tir.Expr {
+			q := tir.AddE(tir.CallE("rint", tir.DivE(x, tir.F32(scale))), tir.F32(zero))
+			q = tir.MinE(tir.MaxE(q, tir.F32(0)), tir.F32(255))
+			return tir.MulE(tir.SubE(q, tir.F32(zero)), tir.F32(scale))
+		}
+		x, mask := te.Placeholder("X", 2, 6, 32), te.Placeholder("M", 32)
+		in := te.Compute("q_softmax_in", x.Shape, func(i []tir.Expr) tir.Expr {
+			return qdq(tir.AddE(qdq(x.At(i...), 0.11, 122), qdq(mask.At(i[2]), 0.0078, 127)), 0.0197, 136)
+		})
+		b.add("q_softmax")(te.Softmax("q_softmax", in, 2))
 	}
 	{
 		// MaxPool on uint8 data as an int32 max reduction.
