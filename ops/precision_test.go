@@ -197,11 +197,11 @@ func TestBF16StemPairs(t *testing.T) {
 }
 
 // TestBF16WinogradAlternative: in a bf16 graph a channels-last 3×3
-// convolution of an even channel count has one alternative, Winograd
+// convolution of an even channel count from 128 on has one alternative, Winograd
 // F(2×2) whose transformed weights are stored as bfloat16 and whose GEMMs
 // sum pairs (te.WinogradConv2DNHWCPairs), within 2⁻⁶ of the largest
-// float32 output; an NCHW one or one of an odd channel count has none,
-// and a float32 graph keeps F(4×4).
+// float32 output; an NCHW one, one of an odd channel count or of 64
+// channels has none, and a float32 graph keeps F(4×4).
 func TestBF16WinogradAlternative(t *testing.T) {
 	ints := func(v ...int64) graph.Attr { return graph.Attr{Kind: graph.AttrInts, Ints: v} }
 	str := func(s string) graph.Attr { return graph.Attr{Kind: graph.AttrString, S: s} }
@@ -220,21 +220,22 @@ func TestBF16WinogradAlternative(t *testing.T) {
 		ch     int
 		want   string // the alternative's name, "" for none
 	}{
-		{"bf16 NHWC", true, "NHWC", 16, Winograd(2)},
-		{"bf16 NCHW", true, "NCHW", 16, ""},
-		{"bf16 NHWC odd channels", true, "NHWC", 17, ""},
+		{"bf16 NHWC", true, "NHWC", 128, Winograd(2)},
+		{"bf16 NCHW", true, "NCHW", 128, ""},
+		{"bf16 NHWC odd channels", true, "NHWC", 129, ""},
+		{"bf16 NHWC 64 channels", true, "NHWC", 64, ""},
 		{"float32 NHWC", false, "NHWC", 16, Winograd(4)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			x, y := []int{1, 8, 8, c.ch}, []int{1, 8, 8, 16}
+			x, y := []int{1, 8, 8, c.ch}, []int{1, 8, 8, c.ch}
 			if c.layout == "NCHW" {
-				x, y = []int{1, c.ch, 8, 8}, []int{1, 16, 8, 8}
+				x, y = []int{1, c.ch, 8, 8}, []int{1, c.ch, 8, 8}
 			}
-			xv, wv := randoms(graph.NumElems(x)), randoms(16*c.ch*9)
+			xv, wv := randoms(graph.NumElems(x)), randoms(c.ch*c.ch*9)
 			g := graph.New("wino", 17)
 			g.BF16 = c.bf16
 			g.AddInput("x", graph.Float32, x)
-			g.AddConst("w", graph.Float32Tensor([]int{16, c.ch, 3, 3}, wv))
+			g.AddConst("w", graph.Float32Tensor([]int{c.ch, c.ch, 3, 3}, wv))
 			g.AddNode(&graph.Node{Name: "conv", OpType: "Conv", Inputs: []string{"x", "w"}, Outputs: []string{"y"},
 				Attrs: map[string]graph.Attr{"kernel_shape": ints(3, 3), "pads": ints(1, 1, 1, 1), DataLayout: str(c.layout)}})
 			g.Values["y"] = &graph.Value{Name: "y", DType: graph.Float32, Shape: y}
@@ -283,7 +284,7 @@ func TestBF16WinogradAlternative(t *testing.T) {
 			}
 			f := graph.New("direct", 17)
 			f.AddInput("x", graph.Float32, x)
-			f.AddConst("w", graph.Float32Tensor([]int{16, c.ch, 3, 3}, wv))
+			f.AddConst("w", graph.Float32Tensor([]int{c.ch, c.ch, 3, 3}, wv))
 			f.AddNode(g.Nodes[0])
 			f.Values["y"] = g.Values["y"]
 			f.Outputs = []string{"y"}
