@@ -33,18 +33,7 @@ func TestWinogradMatchesDirect(t *testing.T) {
 				wv := randomData(rng, tc.k*tc.c*9)
 				x := Placeholder("x", tc.n, tc.c, tc.h, tc.w)
 				w := Constant("w", tc.k, tc.c, 3, 3)
-				direct, err := Conv("direct", x, w, nil, ConvAttrs{Pads: tc.pads})
-				if err != nil {
-					t.Fatal(err)
-				}
-				dd, err := NewDAG(direct)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := dd.Eval([][]float32{xv, wv})
-				if err != nil {
-					t.Fatal(err)
-				}
+				direct, want := evalDirect(t, Conv, x, w, tc.pads, xv, wv)
 				uv, err := WinogradWeights(wv, tc.k, tc.c, m)
 				if err != nil {
 					t.Fatal(err)
@@ -216,18 +205,7 @@ func TestWinogradPairsMatchDirect(t *testing.T) {
 			xv := randomData(rng, tc.h*tc.w*tc.c)
 			wv := randomData(rng, tc.k*tc.c*9)
 			x := Placeholder("x", 1, tc.h, tc.w, tc.c)
-			direct, err := ConvNHWC("direct", x, Constant("w", tc.k, tc.c, 3, 3), nil, ConvAttrs{Pads: tc.pads})
-			if err != nil {
-				t.Fatal(err)
-			}
-			dd, err := NewDAG(direct)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := dd.Eval([][]float32{xv, wv})
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, want := evalDirect(t, ConvNHWC, x, Constant("w", tc.k, tc.c, 3, 3), tc.pads, xv, wv)
 			uv, err := WinogradWeights(wv, tc.k, tc.c, 2)
 			if err != nil {
 				t.Fatal(err)
@@ -275,4 +253,24 @@ func largestError(want, got []float32) (worst, scale float64) {
 		worst = max(worst, math.Abs(float64(got[i]-want[i])))
 	}
 	return worst, scale
+}
+
+// evalDirect evaluates the direct convolution conv (Conv or ConvNHWC) of x
+// and w with pads on data xv and weights wv: the reference the Winograd
+// forms are compared with.
+func evalDirect(t *testing.T, conv func(string, *Tensor, *Tensor, *Tensor, ConvAttrs) (*Tensor, error), x, w *Tensor, pads []int, xv, wv []float32) (*Tensor, [][]float32) {
+	t.Helper()
+	direct, err := conv("direct", x, w, nil, ConvAttrs{Pads: pads})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dd, err := NewDAG(direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := dd.Eval([][]float32{xv, wv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return direct, want
 }
