@@ -50,15 +50,7 @@ func TestWinogradMatchesDirect(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ins := make([][]float32, len(wd.Inputs))
-				for i, in := range wd.Inputs {
-					ins[i] = map[string][]float32{"x": xv, "u": uv}[in.Name]
-				}
-				got, err := wd.Eval(ins)
-				if err != nil {
-					t.Fatal(err)
-				}
-				worst, scale := largestError(want[0], got[0])
+				worst, scale := winogradError(t, wd, xv, uv, want[0])
 				tol := WinogradTolerance(m, tc.c)
 				t.Logf("max error %.3g of %.3g (relative %.3g, tolerance %.3g)", worst, scale, worst/scale, tol)
 				if !(worst <= tol*scale) {
@@ -225,15 +217,7 @@ func TestWinogradPairsMatchDirect(t *testing.T) {
 			if !strings.Contains(wd.String(), "bfloat16(") || !strings.Contains(wd.String(), fmt.Sprintf("sum(r0:%d)", tc.c/2)) {
 				t.Errorf("no rounded data pack summed in pairs:\n%s", wd)
 			}
-			ins := make([][]float32, len(wd.Inputs))
-			for i, in := range wd.Inputs {
-				ins[i] = map[string][]float32{"x": xv, "u": uv}[in.Name]
-			}
-			got, err := wd.Eval(ins)
-			if err != nil {
-				t.Fatal(err)
-			}
-			worst, scale := largestError(want[0], got[0])
+			worst, scale := winogradError(t, wd, xv, uv, want[0])
 			tol := math.Pow(2, -6) // measured: 0.3–0.5%
 			t.Logf("max error %.3g of %.3g (relative %.3g, tolerance %.3g)", worst, scale, worst/scale, tol)
 			if !(worst <= tol*scale) || worst == 0 {
@@ -246,11 +230,22 @@ func TestWinogradPairsMatchDirect(t *testing.T) {
 	}
 }
 
-// largestError returns the largest |got − want| and the largest |want|.
-func largestError(want, got []float32) (worst, scale float64) {
+// winogradError evaluates Winograd DAG wd on data xv (its input x) and
+// transformed weights uv (u) and returns its largest difference from want
+// and the largest |want|.
+func winogradError(t *testing.T, wd *DAG, xv, uv, want []float32) (worst, scale float64) {
+	t.Helper()
+	ins := make([][]float32, len(wd.Inputs))
+	for i, in := range wd.Inputs {
+		ins[i] = map[string][]float32{"x": xv, "u": uv}[in.Name]
+	}
+	got, err := wd.Eval(ins)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range want {
 		scale = max(scale, math.Abs(float64(want[i])))
-		worst = max(worst, math.Abs(float64(got[i]-want[i])))
+		worst = max(worst, math.Abs(float64(got[0][i]-want[i])))
 	}
 	return worst, scale
 }
