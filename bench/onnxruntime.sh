@@ -66,6 +66,8 @@
 #	MODEL threads=T tessera-int8/tessera-fp32 = <tessera fp32 median / tessera int8 median>
 #	MODEL threads=T onnxruntime-int8/onnxruntime-fp32 = <onnxruntime fp32 median / int8 median>
 #
+# and, with more than one model, geomean threads=T tessera-int8/onnxruntime-int8 = <g>
+#
 # (above 1: the first is faster), the last line the first of these for the
 # first model and thread count. By default Tessera lowers the QDQ model's
 # QuantizeLinear and DequantizeLinear to float arithmetic; --integer builds
@@ -637,6 +639,20 @@ race_int8() {
 	done
 }
 
+# geomeans LABEL prints, with more than one model, the geometric mean of
+# the ratios (ratio[MODEL-T]) at each thread count raced:
+#	geomean threads=T LABEL = <g>
+geomeans() {
+	[ ${#models[@]} -gt 1 ] || return 0
+	local t m
+	for t in $threads_list; do
+		for m in "${!ratio[@]}"; do
+			if [[ $m == *-$t ]]; then echo "${ratio[$m]}"; fi
+		done |
+			awk -v t="$t" -v label="$1" '{ s += log($1); n++ } END { if (n) printf "geomean threads=%d %s = %.3g\n", t, label, exp(s / n) }'
+	done
+}
+
 if [ "$int8" -eq 1 ]; then
 	start=$SECONDS
 	note "--int8: load average $(load) on $(nproc) cores before the race (above ~0.5 the figures are noisy)"
@@ -650,6 +666,7 @@ if [ "$int8" -eq 1 ]; then
 	done
 	note "load average $(load) after the race; $((SECONDS - start)) s in all"
 	printf '%s\n' "${summary[@]}"
+	geomeans tessera-int8/onnxruntime-int8
 	echo "tessera-int8/onnxruntime-int8 = ${ratio[$first-${threads_list%% *}]}"
 	exit 0
 fi
@@ -669,12 +686,5 @@ for m in "${models[@]}"; do
 done
 note "load average $(load) after the race; $((SECONDS - start)) s in all"
 printf '%s\n' "${summary[@]}"
-if [ ${#models[@]} -gt 1 ]; then
-	for t in 1 2; do
-		for m in "${!ratio[@]}"; do
-			if [[ $m == *-$t ]]; then echo "${ratio[$m]}"; fi
-		done |
-			awk -v t="$t" '{ s += log($1); n++ } END { printf "geomean threads=%d tessera/onnxruntime = %.3g\n", t, exp(s / n) }'
-	done
-fi
+geomeans tessera/onnxruntime
 echo "tessera/onnxruntime = ${ratio[$first-1]}"
