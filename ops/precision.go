@@ -68,12 +68,9 @@ func (c *lowerCtx) tapPairWeights() (*te.Tensor, error) {
 	sh := v.Const.Shape
 	kw := sh[3]
 	kwp := (kw + 1) / 2 * 2
-	rows := v.Const.Len() / kw
-	padded := make([]float32, rows*kwp)
-	for r := range rows {
-		for k, f := range v.Const.F32[r*kw : (r+1)*kw] {
-			padded[r*kwp+k] = tir.RoundBFloat16(f)
-		}
+	padded := padRows(v.Const.F32, kw, kwp)
+	for i, f := range padded {
+		padded[i] = tir.RoundBFloat16(f) // the zero taps stay 0
 	}
 	wn := BFloat16WeightsName(c.n.Input(1)) + "_w2"
 	if err := addDerived(c.g, c.n, wn, &graph.Tensor{DType: graph.BFloat16, Shape: []int{sh[0], sh[1], sh[2], kwp}, F32: padded}); err != nil {

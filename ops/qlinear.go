@@ -342,15 +342,23 @@ func tapGroupWeights(g *graph.Graph, n *graph.Node) *graph.Tensor {
 	}
 	kw := w.Shape[3]
 	kwp := (kw + dotGroup - 1) / dotGroup * dotGroup
-	rows := w.Const.Len() / kw
-	padded := &graph.Tensor{DType: graph.Int8, Shape: []int{w.Shape[0], w.Shape[1], w.Shape[2], kwp}, I64: make([]int64, rows*kwp)}
-	for r := range rows {
-		copy(padded.I64[r*kwp:], w.Const.I64[r*kw:(r+1)*kw])
-	}
+	padded := &graph.Tensor{DType: graph.Int8, Shape: []int{w.Shape[0], w.Shape[1], w.Shape[2], kwp}, I64: padRows(w.Const.I64, kw, kwp)}
 	if !g.ExactDots && !pairsFitInt16(padded, 3) {
 		return nil
 	}
 	return padded
+}
+
+// padRows returns src, rows of n elements, with each row padded with
+// zeros to width elements: a kernel's W taps padded to whole dot groups
+// (tapGroupWeights, tapPairWeights).
+func padRows[T any](src []T, n, width int) []T {
+	rows := len(src) / n
+	out := make([]T, rows*width)
+	for r := range rows {
+		copy(out[r*width:], src[r*n:(r+1)*n])
+	}
+	return out
 }
 
 // pairsFitInt16 reports whether no two weights a dot group pairs (indices
