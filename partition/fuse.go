@@ -13,7 +13,7 @@ import (
 // Fusion: graph nodes → groups, along the post-dominator tree.
 //
 //	graph.Graph ──dataflow graph (edges with patterns)──▶ post-dominator tree
-//	            ──phase 0, 1, sandwiches, phase 2 (below)──▶ union-find groups ──▶ []*Group
+//	            ──phase 0, 1, sandwiches, phase 2, dequantizations (below)──▶ union-find groups ──▶ []*Group
 //
 // This is TVM's FuseOps on graph nodes. A node may only be fused into its
 // immediate post-dominator (the first node that every path from it to the
@@ -45,7 +45,11 @@ import (
 //     data and computes nothing: an elementwise prologue (DenseNet's
 //     Concat+BatchNormalization+Relu before each convolution) would be
 //     computed again for every output channel that reads it, and stays a
-//     kernel of its own.
+//     kernel of its own;
+//   - then a dequantization of 8- or 16-bit integers that ends an anchor's
+//     group moves into the group of its elementwise readers
+//     (dequantizeInReaders): integers cross between the groups, not their
+//     float32 values.
 //
 // The sandwiches and phase 2 are ours. TVM never puts two anchors in one
 // group; it leaves phase 2's groups alone and its auto-scheduler then
@@ -515,6 +519,81 @@ func (f *fuser) past(i int) int {
 	return p
 }
 
+// roots returns the root of every node's group.
+func (f *fuser) roots() []int {
+	root := make([]int, len(f.nodes))
+	for i := range f.nodes {
+		root[i] = f.find(i)
+	}
+	return root
+}
+
+// dequantizeInReaders moves a dequantization of 8- or 16-bit integers that
+// ends a group (an anchor's epilogue) into the one group that reads it,
+// where every reader is an elementwise op reading it elementwise (the
+// residual Add of a quantized ResNet's block with a downsampling branch:
+// each block's two convolutions dequantize into one Add, and the group
+// that does not hold the Add wrote its dequantized output in float32, four
+// times the bytes of its integers, only for the other to read them once).
+// The anchor's group then writes the integers and the reader's group
+// dequantizes them as it reads them, the arithmetic the same. root maps
+// each node to its group's root; it is updated in place.
+func (f *fuser) dequantizeInReaders(root []int) {
+	index := make(map[string]int, len(f.nodes))
+	for i, fn := range f.nodes {
+		for _, o := range fn.node.Outputs {
+			index[o] = i
+		}
+	}
+	for w, fn := range f.nodes {
+		n := fn.node
+		if root[w] != w || n.OpType != "DequantizeLinear" || fn.extern || len(fn.outs) == 0 {
+			continue
+		}
+		if v := f.g.Values[n.Input(0)]; v == nil || !slices.Contains([]graph.DType{graph.Uint8, graph.Int8, graph.Uint16, graph.Int16}, v.DType) {
+			continue
+		}
+		// Its operand's producer p is in its group and read by it alone;
+		// its scale and zero point are constants.
+		p, ok := index[n.Input(0)]
+		if !ok || root[p] != w || f.nodes[p].extern || slices.ContainsFunc(f.nodes[p].outs, func(e fedge) bool { return e.to != w }) {
+			continue
+		}
+		if slices.ContainsFunc(n.Inputs[1:], func(in string) bool { return in != "" && f.g.ConstOf(in) == nil }) {
+			continue
+		}
+		// Its readers: elementwise ops of one other group.
+		b := root[fn.outs[0].to]
+		if b == w || slices.ContainsFunc(fn.outs, func(e fedge) bool {
+			return root[e.to] != b || e.pattern != ElemWise || f.nodes[e.to].pattern > Broadcast
+		}) {
+			continue
+		}
+		// The rest of the group, rooted at p, must be read outside only
+		// through p.
+		moved := slices.Clone(root)
+		for i := range moved {
+			if moved[i] == w {
+				moved[i] = p
+			}
+		}
+		moved[w] = b
+		escapes := false
+		for i := range f.nodes {
+			if moved[i] != p || i == p {
+				continue
+			}
+			for _, e := range f.nodes[i].outs {
+				escapes = escapes || moved[e.to] != p
+			}
+			escapes = escapes || f.nodes[i].extern
+		}
+		if !escapes {
+			copy(root, moved)
+		}
+	}
+}
+
 // Fuse partitions g (shapes inferred, passes run) into groups of nodes,
 // in execution order. Graph inputs and constants are not nodes: they are
 // inputs of the groups that read them.
@@ -524,25 +603,29 @@ func Fuse(g *graph.Graph, opts Options) ([]*Group, error) {
 	f.phase(1)
 	f.sandwiches()
 	f.phase(2)
+	root := f.roots()
+	f.dequantizeInReaders(root)
 	// Members in node order; groups in the order of their roots, which is
 	// topological since only roots are read outside a group.
 	members := map[int][]*graph.Node{}
+	patterns := map[int]Pattern{}
 	for i, fn := range f.nodes {
-		r := f.find(i)
+		r := root[i]
 		members[r] = append(members[r], fn.node)
+		patterns[r] = Combine(patterns[r], fn.pattern)
 	}
 	groupOf := make([]*Group, len(f.nodes))
 	var groups []*Group
 	for i := range f.nodes {
-		if f.find(i) != i {
+		if root[i] != i {
 			continue
 		}
-		grp := &Group{ID: len(groups), Nodes: members[i], Pattern: f.pattern[i]}
+		grp := &Group{ID: len(groups), Nodes: members[i], Pattern: patterns[i]}
 		groups = append(groups, grp)
 		groupOf[i] = grp
 	}
 	for i := range f.nodes {
-		groupOf[i] = groupOf[f.find(i)]
+		groupOf[i] = groupOf[root[i]]
 	}
 	// Outputs, and the invariant: a value crossing groups is written by the
 	// root of an earlier group.

@@ -304,6 +304,22 @@ var fusionCases = []fusionCase{
 			Attrs: map[string]graph.Attr{"axis": {Kind: graph.AttrInt, I: 1}}})
 		return b.done(t, nil, "s1", "s0")
 	}, Options{}, []string{"Exp+Split"}},
+	// A quantized residual block with a downsampling branch: the first
+	// convolution's group takes the Add; the second's dequantization moves
+	// into that group, so the second writes its 8-bit integers instead of
+	// their float32 dequantization.
+	{"dequantization in its reader's group", func(t *testing.T) *graph.Graph {
+		b := newTG(17)
+		x := b.input("x", 1, 2, 6, 6)
+		s := b.scalar("s", 0.05)
+		b.g.AddConst("z", &graph.Tensor{DType: graph.Uint8, Shape: []int{}, I64: []int64{128}})
+		dq := func(name, c string) string {
+			return b.op(name+".dq", "DequantizeLinear", []string{b.op(name+".q", "QuantizeLinear", []string{c, s, "z"}), s, "z"})
+		}
+		main := dq("main", conv3x3(b, "c1", x, 2, 2, true))
+		side := dq("side", conv3x3(b, "c2", x, 2, 2, true))
+		return b.done(t, nil, b.op("sum", "Add", []string{main, side}))
+	}, Options{}, []string{"Conv+QuantizeLinear", "Conv+QuantizeLinear+DequantizeLinear×2+Add"}},
 	{"max fuse depth", func(t *testing.T) *graph.Graph {
 		b := newTG(17)
 		y := b.input("x", 3)
