@@ -286,7 +286,7 @@ func (l *lowerer) wrapLoops(i, from, to int, inner tir.Stmt, attached map[int][]
 			if err != nil {
 				return nil, err
 			}
-			pre = append(pre, n)
+			pre = append(pre, guardWith(n, l.outerGuards(i, k), false))
 			allocs = append(allocs, l.stages[j].storage)
 		}
 		if init && k+1 == firstReduce {
@@ -306,6 +306,28 @@ func (l *lowerer) wrapLoops(i, from, to int, inner tir.Stmt, attached map[int][]
 		inner = loop
 	}
 	return inner, nil
+}
+
+// outerGuards returns the guards of stage i's overshooting splits that
+// only the loops at positions up to k decide: where one fails, no
+// iteration inside position k stores anything, so a stage attached there
+// computes nothing any store reads, and must not run. It may read out of
+// bounds there: a cache read of an operand gathered at data-dependent
+// rows (a ScatterElements' updates, at indices read at the consumer's own
+// row, past the last one in an overshooting tile).
+func (l *lowerer) outerGuards(i, k int) []guard {
+	info := &l.stages[i]
+	inner := map[*tir.Var]bool{}
+	for _, v := range info.leaf[k+1:] {
+		inner[v] = true
+	}
+	var gs []guard
+	for _, g := range info.guards {
+		if !tir.UsesVar(g.cond, func(v *tir.Var) bool { return inner[v] }) {
+			gs = append(gs, g)
+		}
+	}
+	return gs
 }
 
 // initNest stores the reducer's identity into every element that the

@@ -159,6 +159,34 @@ func TestLowerTileLargerThanRegion(t *testing.T) {
 	}
 }
 
+// TestLowerAttachedUnderOvershoot attaches a stage inside a split that
+// overshoots its axis (5 rows as 2 × 4): where the consumer's guard on the
+// outer loops fails, the attached stage must not run either. Here it is a
+// cache of ScatterElements' updates, read at rows that the indices read
+// at the consumer's own row give: past the last row it read the indices
+// out of bounds (a random GPU schedule of TestStrictPasses found it).
+func TestLowerAttachedUnderOvershoot(t *testing.T) {
+	d := tetest.DAGs()["scatter_elements"]
+	steps, err := schedule.UnmarshalSteps([]byte(`[["CHR",3,"local",[5]],["SP",6,0,[4]],["CA",4,6,2]]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gpu := range []bool{false, true} {
+		s := apply(t, schedule.NewState(d), steps...)
+		f, err := schedule.LowerTrace(s, "kernel", gpu, func(string, *tir.PrimFunc) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := schedtest.Check
+		if gpu {
+			run = schedtest.CheckGPU
+		}
+		if err := run(d, f, 7); err != nil {
+			t.Errorf("gpu %v: %v\n%v", gpu, err, f)
+		}
+	}
+}
+
 // TestLowerHalo attaches the pad stage inside a conv tile: the producer must
 // compute the tile plus its halo, and nothing outside the tensor.
 func TestLowerHalo(t *testing.T) {
