@@ -367,3 +367,73 @@ func testQLinearImageTaps(t *testing.T, exact bool) {
 	}
 	checkBuiltExact(t, l.Graph, plan, []int64{1, C, H, W}, x, ref[0], want)
 }
+
+// TestQLinearMatMulActivations: a QLinearMatMul of two uint8 operands both
+// computed at run time (attention's scores: x quantized, and x transposed
+// and quantized with another scale and zero point) runs on integers where
+// the target sums four 8-bit products exactly (te.ZeroPointMatMul: b packed
+// at run time, the zero points corrected from row and column sums), in
+// float elsewhere; either way the built model's output, the reference
+// evaluator's and a direct computation in Go are the same numbers.
+func TestQLinearMatMulActivations(t *testing.T) {
+	for _, exact := range []bool{false, true} {
+		t.Run(map[bool]string{false: "float", true: "exact dots"}[exact], func(t *testing.T) { testQLinearMatMulActivations(t, exact) })
+	}
+}
+
+func testQLinearMatMulActivations(t *testing.T, exact bool) {
+	const H, M, K = 3, 8, 16
+	const as, az, bs, bz, ys, yz = float32(0.05), int64(120), float32(0.04), int64(130), float32(2.5), int64(7)
+	g := graph.New("qmatmul", 17)
+	g.AddInput("x", graph.Float32, []int{1, H, M, K})
+	scalar := func(name string, v float32) string {
+		g.AddConst(name, graph.Float32Tensor([]int{}, []float32{v}))
+		return name
+	}
+	g.AddConst("az", uint8Scalar(az))
+	g.AddConst("bz", uint8Scalar(bz))
+	g.AddConst("yz", uint8Scalar(yz))
+	g.AddNode(&graph.Node{Name: "qa", OpType: "QuantizeLinear", Inputs: []string{"x", scalar("as", as), "az"}, Outputs: []string{"a"}})
+	g.AddNode(&graph.Node{Name: "t", OpType: "Transpose", Inputs: []string{"x"}, Outputs: []string{"xt"},
+		Attrs: map[string]graph.Attr{"perm": {Kind: graph.AttrInts, Ints: []int64{0, 1, 3, 2}}}})
+	g.AddNode(&graph.Node{Name: "qb", OpType: "QuantizeLinear", Inputs: []string{"xt", scalar("bs", bs), "bz"}, Outputs: []string{"b"}})
+	g.AddNode(&graph.Node{Name: "mm", OpType: "QLinearMatMul", Inputs: []string{"a", "as", "az", "b", "bs", "bz", scalar("ys", ys), "yz"}, Outputs: []string{"y8"}})
+	g.AddNode(&graph.Node{Name: "dq", OpType: "DequantizeLinear", Inputs: []string{"y8", "ys", "yz"}, Outputs: []string{"y"}})
+	g.Outputs = []string{"y"}
+
+	rng := rand.New(rand.NewPCG(7, 9))
+	x := make([]float32, H*M*K)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64() * 3)
+	}
+	quant := func(v, s float32, z int64) int64 {
+		return int64(min(max(math.RoundToEven(float64(v/s))+float64(z), 0), 255))
+	}
+	mult := as * bs / ys
+	var direct []float32
+	for h := range H {
+		for m := range M {
+			for n := range M {
+				var acc int64
+				for k := range K {
+					a := quant(x[(h*M+m)*K+k], as, az)
+					b := quant(x[(h*M+n)*K+k], bs, bz) // xᵀ[k, n] = x[n, k]
+					acc += (a - az) * (b - bz)
+				}
+				v := min(max(math.RoundToEven(float64(float32(acc)*mult))+float64(yz), 0), 255)
+				direct = append(direct, (float32(v)-float32(yz))*ys)
+			}
+		}
+	}
+	l, plan, ref := integerPlan(t, g, "qmatmul.onnx", exact, x)
+	packed := false
+	for _, task := range plan.Tasks {
+		for _, tt := range task.DAG.Tensors {
+			packed = packed || strings.HasSuffix(tt.Name, "_packed")
+		}
+	}
+	if packed != exact {
+		t.Errorf("b packed for dot products: %v, want %v (exact dots: %v)", packed, exact, exact)
+	}
+	checkBuiltExact(t, l.Graph, plan, []int64{1, H, M, K}, x, ref[0], direct)
+}

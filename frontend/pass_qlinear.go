@@ -18,10 +18,11 @@ import (
 //	Q(MatMul(DQ(x), DQ(w)))         → QLinearMatMul(x, w)
 //	Q(Relu(MatMul(…)))              → Max(QLinearMatMul(…), y_zero)
 //
-// where w and b are constants, b's scale is x's scale times w's and its
-// zero point 0, the float value between has no other reader, and the
-// QLinear node has an integer form; anything else stays as it is and runs
-// in float. The Relu becomes a Max with the output's zero point: Q is
+// where w and b are constants (a MatMul's w may be computed at run time,
+// attention's keys and values: ops' zeroPointForm), b's scale is x's
+// scale times w's and its zero point 0, the float value between has no
+// other reader, and the QLinear node has an integer form; anything else
+// stays as it is and runs in float. The Relu becomes a Max with the output's zero point: Q is
 // monotonic and Q(0) is that zero point, so Q(Relu(v)) = max(Q(v), Q(0)).
 // An op that only moves or selects values (MaxPool, Reshape, Transpose,
 // ...: integerMoves) between a DequantizeLinear and a QuantizeLinear of the
@@ -125,7 +126,7 @@ func qlinearNodes(g *graph.Graph, q *graph.Node, producers map[string]*graph.Nod
 	if dx == nil || dw == nil {
 		return nil, "", nil
 	}
-	if g.ConstOf(dw.Inputs[0]) == nil {
+	if g.ConstOf(dw.Inputs[0]) == nil && (conv || gemm) {
 		return nil, "its weights are computed at run time", op
 	}
 	// Per-channel weights: along the output channels (a Conv's axis 0, a

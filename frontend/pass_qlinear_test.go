@@ -90,4 +90,27 @@ func TestFuseQLinear(t *testing.T) {
 			}
 		})
 	}
+	// x·xᵀ, both operands computed at run time: on integers where the
+	// target sums four 8-bit products exactly, else in float with a note.
+	for _, exact := range []bool{false, true} {
+		t.Run(map[bool]string{false: "matmul of activations, no exact dots", true: "matmul of activations"}[exact], func(t *testing.T) {
+			nodes := []*Node{node("QuantizeLinear qx x,xs,xz -> xq", nil), node("DequantizeLinear dx xq,xs,xz -> xf", nil),
+				node("Transpose tr xq -> xtq", map[string]Attr{"perm": ints(1, 0)}), node("DequantizeLinear dt xtq,xs,xz -> xtf", nil),
+				node("MatMul mm xf,xtf -> y", nil), q}
+			g := build(t, 17, []in{{"x", []int{2, 4}}}, consts, nodes, "yq")
+			g.Integer, g.ExactDots = true, exact
+			runOnly(t, g, "fuse-qlinear", "dce")
+			want := "QuantizeLinear,DequantizeLinear,Transpose,DequantizeLinear,MatMul,QuantizeLinear"
+			if exact {
+				want = "QuantizeLinear,Transpose,QLinearMatMul"
+			}
+			if got := ops(g); got != want {
+				t.Fatalf("ops %s, want %s (notes %q)", got, want, g.Notes)
+			}
+			note := "the quantized MatMul at node mm runs in float: the weights are computed at run time (integer sums of two computed operands need a CPU that sums four 8-bit products exactly: VNNI, sdot)"
+			if !exact && !slices.Contains(g.Notes, note) {
+				t.Errorf("notes %q, want %q", g.Notes, note)
+			}
+		})
+	}
 }

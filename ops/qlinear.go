@@ -52,6 +52,10 @@ type qlinearForm struct {
 	// subtracting the zero point from every tap it reads (a depthwise
 	// convolution's inner loop: one add in four of its instructions).
 	foldZero bool
+	// dynamic: a QLinearMatMul whose b is computed at run time, summed by
+	// te.ZeroPointMatMul with wZero, b's zero point (mult one element).
+	dynamic bool
+	wZero   int64
 }
 
 // dotGroup is the group of input channels a channels-last integer
@@ -78,7 +82,10 @@ func integerForm(g *graph.Graph, n *graph.Node, conv, withBias bool) (*qlinearFo
 		return nil, fmt.Sprintf("input x is %s", x.DType)
 	}
 	if w.Const == nil {
-		return nil, "the weights are computed at run time"
+		if conv {
+			return nil, "the weights are computed at run time"
+		}
+		return zeroPointForm(g, n, x, w)
 	}
 	if w.DType != graph.Int8 && w.DType != graph.Uint8 {
 		return nil, fmt.Sprintf("the weights are %s", w.DType)
@@ -216,6 +223,94 @@ func integerForm(g *graph.Graph, n *graph.Node, conv, withBias bool) (*qlinearFo
 		f.bias[m] -= f.xZero * sums[m]
 	}
 	return f, ""
+}
+
+// zeroPointForm is integerForm for a QLinearMatMul whose b is computed at
+// run time (attention's products, te.ZeroPointMatMul), or why it has none:
+// per-tensor constant scales and zero points, k a multiple of four, and a
+// target that sums four u8·s8 products exactly in one instruction
+// (graph.Graph.ExactDots: VNNI, sdot), since b's bytes span the whole
+// int8 range once shifted, where saturated pairs would clip.
+func zeroPointForm(g *graph.Graph, n *graph.Node, x, w *graph.Value) (*qlinearForm, string) {
+	const computed = "the weights are computed at run time"
+	switch {
+	case !g.ExactDots:
+		return nil, computed + " (integer sums of two computed operands need a CPU that sums four 8-bit products exactly: VNNI, sdot)"
+	case w.DType != graph.Uint8 && w.DType != graph.Int8:
+		return nil, fmt.Sprintf("the weights are %s", w.DType)
+	case len(x.Shape) < 2 || len(w.Shape) < 2:
+		return nil, computed + " and an operand has rank 1"
+	}
+	k := w.Shape[len(w.Shape)-2]
+	switch {
+	case k%dotGroup != 0:
+		return nil, fmt.Sprintf("%s and k (%d) is not a multiple of %d", computed, k, dotGroup)
+	case 3*int64(k)*255*255 > math.MaxInt32:
+		return nil, fmt.Sprintf("%s and k (%d) could overflow an int32 sum", computed, k)
+	}
+	var cs [8]*graph.Tensor
+	for _, i := range []int{qXScale, qXZero, qWScale, qWZero, qYScale, qYZero} {
+		if n.Input(i) == "" {
+			continue
+		}
+		c := g.ConstOf(n.Input(i))
+		if c == nil {
+			return nil, fmt.Sprintf("input %d (%s) is computed at run time", i, n.Input(i))
+		}
+		if c.Len() != 1 {
+			return nil, computed + " and quantized per axis"
+		}
+		cs[i] = c
+	}
+	f := &qlinearForm{yType: graph.Uint8, dynamic: true}
+	if cs[qXZero] != nil {
+		f.xZero = cs[qXZero].I64[0]
+	}
+	if cs[qWZero] != nil {
+		f.wZero = cs[qWZero].I64[0]
+	}
+	if cs[qYZero] != nil {
+		f.yZero, f.yType = cs[qYZero].I64[0], cs[qYZero].DType
+	}
+	if f.yType != graph.Uint8 && f.yType != graph.Int8 {
+		return nil, fmt.Sprintf("the output is %s", f.yType)
+	}
+	xs, ws, ys := float32(cs[qXScale].Float64s()[0]), float32(cs[qWScale].Float64s()[0]), float32(cs[qYScale].Float64s()[0])
+	mult := xs * ws / ys
+	if mult == 0 || math.IsInf(float64(mult), 0) || math.IsNaN(float64(mult)) {
+		return nil, fmt.Sprintf("the requantization scale is %g", mult)
+	}
+	f.mult = []float32{mult}
+	return f, ""
+}
+
+// lowerZeroPointMatMul lowers a QLinearMatMul in its dynamic form f.
+func lowerZeroPointMatMul(c *lowerCtx, f *qlinearForm) ([]*te.Tensor, error) {
+	name := c.n.Outputs[0] + "_qmult"
+	if err := addDerived(c.g, c.n, name, graph.Float32Tensor([]int{1}, f.mult)); err != nil {
+		return nil, err
+	}
+	mult, err := c.src(name)
+	if err != nil {
+		return nil, err
+	}
+	x, err := c.raw(qX)
+	if err != nil {
+		return nil, err
+	}
+	w, err := c.raw(qW)
+	if err != nil {
+		return nil, err
+	}
+	acc, err := te.ZeroPointMatMul(c.sub("acc"), x, w, f.xZero, f.wZero)
+	if err != nil {
+		return nil, err
+	}
+	q := tir.Uint8
+	if f.yType == graph.Int8 {
+		q = tir.Int8
+	}
+	return one(te.Requantize(c.name(0), acc, nil, mult, len(acc.Shape)-1, f.yZero, q))
 }
 
 // convAttrsOf reads a convolution node's attributes.
@@ -405,6 +500,9 @@ func lowerQLinear(conv bool) func(c *lowerCtx) ([]*te.Tensor, error) {
 		f, why := integerForm(c.g, c.n, conv, true)
 		if f == nil {
 			return nil, fmt.Errorf("no integer form (%s)", why)
+		}
+		if f.dynamic {
+			return lowerZeroPointMatMul(c, f)
 		}
 		biasName, multName, weightsName, err := qlinearConsts(c.g, c.n, f)
 		if err != nil {

@@ -492,14 +492,19 @@ func (f *fuser) sandwiches() {
 }
 
 // weighted reports whether an anchor of the group rooted at r reads a
-// constant (a layer's weights): a product of activations, attention's,
-// reads none.
+// constant operand (a layer's weights): a product of activations,
+// attention's, reads none. A QLinear op's operands are its x and w (its
+// scales and zero points are constants either way).
 func (f *fuser) weighted(r int) bool {
 	for i, fn := range f.nodes {
 		if f.find(i) != r || fn.pattern != OutEWiseFusable {
 			continue
 		}
-		for _, in := range fn.node.Inputs {
+		operands := fn.node.Inputs
+		if op := fn.node.OpType; op == "QLinearMatMul" || op == "QLinearConv" {
+			operands = []string{fn.node.Input(0), fn.node.Input(3)}
+		}
+		for _, in := range operands {
 			if v := f.g.Values[in]; v != nil && v.Const != nil {
 				return true
 			}

@@ -1,6 +1,8 @@
 package sketch
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/tessera-ml/tessera/schedule"
@@ -64,6 +66,58 @@ func TestPaddedIntegersKept(t *testing.T) {
 		}
 		if err := schedtest.Check(d, f, 3); err != nil {
 			t.Errorf("%s: %s: %v", c.name, how, err)
+		}
+	}
+}
+
+// TestSampledPlaces: of random samples of every sketch, (1) a product of
+// two uint8 activations (te.ZeroPointMatMul) never computes its packed
+// operand under the product's loops, where every tile of rows would pack
+// it again; (2) no stage is computed at a loop that only loops of extent
+// 1 enclose (the batch of one of a softmax's probabilities read by a
+// matmul), which is the root but would keep the parallel annotation out
+// (a tiling rule may still place a stage so, at tiles of one).
+func TestSampledPlaces(t *testing.T) {
+	a, b := te.TypedPlaceholder("A", tir.Uint8, 2, 32, 16), te.TypedPlaceholder("B", tir.Uint8, 2, 16, 48)
+	acc, err := te.ZeroPointMatMul("qmm", a, b, 3, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, v := te.Placeholder("X", 1, 64, 64), te.Placeholder("V", 1, 64, 32)
+	p := te.Compute("p", x.Shape, func(i []tir.Expr) tir.Expr { return tir.CallE("exp", x.At(i...)) })
+	pv, err := te.MatMul("pv", p, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, out := range []*te.Tensor{acc, pv} {
+		d, err := te.NewDAG(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sketches, err := Generate(schedule.NewState(d), testOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sk := range sketches {
+			for range 30 {
+				st, err := Sample(rng, sk, testOptions())
+				if err != nil {
+					continue
+				}
+				for j, stg := range st.Stages {
+					if stg.Attach != schedule.At {
+						continue
+					}
+					if stg.Tensor.Name == "qmm_packed" {
+						t.Fatalf("the packed operand computed under %s:\n%v", st.Stages[stg.AttachStage].Tensor.Name, st)
+					}
+					c := st.Stages[stg.AttachStage]
+					if stg.Tensor.Name == "p" && !slices.ContainsFunc(c.Iters[:st.AttachIter(j)+1], func(it schedule.Iter) bool { return it.Extent != 1 }) {
+						t.Fatalf("%s computed under loops of extent 1 only:\n%v", stg.Tensor.Name, st)
+					}
+				}
+			}
 		}
 	}
 }

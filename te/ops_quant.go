@@ -2,6 +2,7 @@ package te
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tessera-ml/tessera/tir"
 )
@@ -75,4 +76,82 @@ func Shifted(name string, x *Tensor, zero int64) *Tensor {
 	return Compute(name, x.Shape, func(i []tir.Expr) tir.Expr {
 		return tir.SubE(toFloat32(x.At(i...)), tir.F32(float64(zero)))
 	})
+}
+
+// ZeroPointMatMul is the exact int32 Σ_k (a − za)·(b − zb) of two 8-bit
+// integer operands both computed at run time (a QLinearMatMul of
+// activations: attention's scores, and their product with the values),
+// a [batch..., M, K] and b [batch..., K, N] of rank 3 or more (batches
+// broadcast), K a multiple of four, in the form a dot-product instruction
+// computes (u8·s8 groups of four, VNNI's vpdpbusd): b is laid out by a
+// stage of its own (name_packed) as [batch..., K/4, N, 4] signed bytes,
+// each lane's four k adjacent, uint8 shifted by −128 (b' = b − s, s = 128;
+// int8 b as it is, s = 0); name_dots sums a·b' in groups of four; the
+// shift and the zero points are corrected for from a's row sums
+// (name_rows) and b's column sums (name_cols):
+//
+//	Σ(a − za)(b − zb) = Σ a·b' + (s − zb)·Σa − za·Σb + K·za·zb
+//
+// The caller bounds the sums to int32 (K·255·255 terms of each kind).
+func ZeroPointMatMul(name string, a, b *Tensor, za, zb int64) (*Tensor, error) {
+	name = orDefault(name, "qmatmul")
+	if err := checkInputs("MatMul", name, a, b); err != nil {
+		return nil, err
+	}
+	is8 := func(t *Tensor) bool { return t.DType() == tir.Uint8 || t.DType() == tir.Int8 }
+	ra, rb := len(a.Shape), len(b.Shape)
+	if !is8(a) || !is8(b) || ra < 2 || rb < 2 {
+		return nil, opError("MatMul", name, "want 8-bit integer operands of rank 2 or more, have %v %v and %v %v", a.DType(), a.Shape, b.DType(), b.Shape)
+	}
+	aBatch, m, k := a.Shape[:ra-2], a.Shape[ra-2], a.Shape[ra-1]
+	bBatch, kb, n := b.Shape[:rb-2], b.Shape[rb-2], b.Shape[rb-1]
+	if k != kb || k%4 != 0 {
+		return nil, opError("MatMul", name, "inner dimensions %v · %v: want equal, a multiple of 4", a.Shape, b.Shape)
+	}
+	batch, err := BroadcastShapes(aBatch, bBatch)
+	if err != nil {
+		return nil, opError("MatMul", name, "batch dimensions: %v", err)
+	}
+	nb := len(batch)
+	shift := int64(0)
+	if b.DType() == tir.Uint8 {
+		shift = 128
+	}
+	i32 := func(v int64) tir.Expr { return tir.IntOf(tir.Int32, v) }
+	// [bBatch..., K/4, N, 4]: element (r, j, g) is b[4r+g, j] − shift.
+	packed := Compute(name+"_packed", append(slices.Clone(bBatch), k/4, n, 4), func(i []tir.Expr) tir.Expr {
+		r, j, g := i[len(bBatch)], i[len(bBatch)+1], i[len(bBatch)+2]
+		v := b.At(append(slices.Clone(i[:len(bBatch)]), iadd(imulc(r, 4), g), j)...)
+		return &tir.Cast{To: tir.Int8, X: tir.SubE(toInt32(v), i32(shift))}
+	})
+	out := append(slices.Clone(batch), m, n)
+	dots := Reduce(name+"_dots", out, Sum, []int{k / 4}, func(i, r []tir.Expr) tir.Expr {
+		ai := append(broadcastIndex(aBatch, batch, i[:nb]), i[nb])
+		pi := append(broadcastIndex(bBatch, batch, i[:nb]), r[0], i[nb+1])
+		terms := make([]tir.Expr, 4)
+		for g := range 4 {
+			kk := iaddc(imulc(r[0], 4), g)
+			terms[g] = intProduct(a.At(append(slices.Clone(ai), kk)...), packed.At(append(slices.Clone(pi), Idx(g))...))
+		}
+		return dotForm{n: 4}.sum(terms)
+	})
+	rows := Reduce(name+"_rows", a.Shape[:ra-1], Sum, []int{k}, func(i, r []tir.Expr) tir.Expr {
+		return toInt32(a.At(append(slices.Clone(i), r[0])...))
+	})
+	cols := Reduce(name+"_cols", append(slices.Clone(bBatch), n), Sum, []int{k}, func(i, r []tir.Expr) tir.Expr {
+		return toInt32(b.At(append(slices.Clone(i[:len(bBatch)]), r[0], i[len(bBatch)])...))
+	})
+	return Compute(name, out, func(i []tir.Expr) tir.Expr {
+		v := dots.At(i...)
+		if c := shift - zb; c != 0 {
+			v = tir.AddE(v, tir.MulE(i32(c), rows.At(append(broadcastIndex(aBatch, batch, i[:nb]), i[nb])...)))
+		}
+		if za != 0 {
+			v = tir.SubE(v, tir.MulE(i32(za), cols.At(append(broadcastIndex(bBatch, batch, i[:nb]), i[nb+1])...)))
+		}
+		if c := int64(k) * za * zb; c != 0 {
+			v = tir.AddE(v, i32(c))
+		}
+		return v
+	}), nil
 }

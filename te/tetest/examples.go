@@ -330,7 +330,7 @@ func (b *exampleBuilder) bfloat16() {
 
 // quantized adds the integer computations of quantized models: uint8
 // activations, int8 weights, int32 sums and biases, requantized to uint8
-// ("qmatmul", "qmatmul_dot4s", "qmatmul_heads", "qconv", "qconv_depthwise", "qconv_dot4",
+// ("qmatmul", "qmatmul_dot4s", "qmatmul_heads", "qmatmul_act", "qconv", "qconv_depthwise", "qconv_dot4",
 // "qconv_dot4s", "qconv_grouped", "qconv_dot4_i8", "qconv_taps4s"), tabulated functions of 8-bit
 // data ("qconv_table", "i8_table"), and elementwise work on uint8
 // data through float32 ("u8_add"), and max pools on it ("u8_max_pool",
@@ -371,6 +371,13 @@ func (b *exampleBuilder) quantized() {
 		})
 		acc := mustExample(te.IntMatMul("qmatmul_heads_acc", xt, I8("W", 24, 16), te.IntMatMulOptions{Dot: 4, SaturatePairs: true}))
 		b.add("qmatmul_heads")(te.Requantize("qmatmul_heads", acc, I32("bias", 16), mult(16), 1, 7, tir.Uint8))
+	}
+	{
+		// A product of two uint8 activations (attention's), b packed at
+		// run time for dot products, zero points corrected from the row
+		// and column sums; the batch broadcast, n no multiple of 16.
+		acc := mustExample(te.ZeroPointMatMul("qmatmul_act_acc", U8("A", 2, 9, 16), U8("B", 1, 16, 20), 3, 130))
+		b.add("qmatmul_act")(te.Requantize("qmatmul_act", acc, nil, mult(1), 2, 120, tir.Uint8))
 	}
 	{
 		acc := mustExample(te.IntConv("qconv_acc", U8("X", 1, 6, 9, 9), I8("W", 8, 6, 3, 3), 100, te.ConvAttrs{Pads: []int{1, 1, 1, 1}}, te.IntConvOptions{}))
