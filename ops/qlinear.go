@@ -58,6 +58,14 @@ type qlinearForm struct {
 	wZero   int64
 }
 
+// outType is the element type of the requantized output.
+func (f *qlinearForm) outType() tir.DType {
+	if f.yType == graph.Int8 {
+		return tir.Int8
+	}
+	return tir.Uint8
+}
+
 // dotGroup is the group of input channels a channels-last integer
 // convolution sums in its body (te.IntConvOptions.Dot): four u8×s8
 // products, the operand of the CPU's dot-product instructions, which code
@@ -306,11 +314,7 @@ func lowerZeroPointMatMul(c *lowerCtx, f *qlinearForm) ([]*te.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := tir.Uint8
-	if f.yType == graph.Int8 {
-		q = tir.Int8
-	}
-	return one(te.Requantize(c.name(0), acc, nil, mult, len(acc.Shape)-1, f.yZero, q))
+	return one(te.Requantize(c.name(0), acc, nil, mult, len(acc.Shape)-1, f.yZero, f.outType()))
 }
 
 // convAttrsOf reads a convolution node's attributes.
@@ -592,11 +596,7 @@ func lowerQLinear(conv bool) func(c *lowerCtx) ([]*te.Tensor, error) {
 			}
 			channel = len(acc.Shape) - 1
 		}
-		q := tir.Uint8
-		if f.yType == graph.Int8 {
-			q = tir.Int8
-		}
-		return one(te.Requantize(c.name(0), acc, bias, mult, channel, f.yZero, q))
+		return one(te.Requantize(c.name(0), acc, bias, mult, channel, f.yZero, f.outType()))
 	}
 }
 
