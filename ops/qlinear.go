@@ -253,7 +253,7 @@ func zeroPointForm(g *graph.Graph, n *graph.Node, x, w *graph.Value) (*qlinearFo
 	switch {
 	case k%dotGroup != 0:
 		return nil, fmt.Sprintf("%s and k (%d) is not a multiple of %d", computed, k, dotGroup)
-	case 3*int64(k)*255*255 > math.MaxInt32:
+	case 4*int64(k)*255*255 > math.MaxInt32: // four terms of up to k·255·255 each: no partial sum leaves int32
 		return nil, fmt.Sprintf("%s and k (%d) could overflow an int32 sum", computed, k)
 	}
 	var cs [8]*graph.Tensor

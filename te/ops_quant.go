@@ -92,7 +92,7 @@ func Shifted(name string, x *Tensor, zero int64) *Tensor {
 //
 //	Σ(a − za)(b − zb) = Σ a·b' + (s − zb)·Σa − za·Σb + K·za·zb
 //
-// The caller bounds the sums to int32 (K·255·255 terms of each kind).
+// The caller bounds the sums to int32: four terms of up to K·255·255 each.
 func ZeroPointMatMul(name string, a, b *Tensor, za, zb int64) (*Tensor, error) {
 	name = orDefault(name, "qmatmul")
 	if err := checkInputs("MatMul", name, a, b); err != nil {
