@@ -43,8 +43,8 @@ func AlternativesOf(g *graph.Graph, n *graph.Node) ([]Alternative, error) {
 }
 
 // The one alternative today is Winograd F(m×m, 3×3) for 3×3, stride-1,
-// ungrouped 2-D convolutions with constant weights (te.WinogradConv2D). Its
-// weights are transformed once, when the alternative is made, into a new
+// ungrouped 2-D convolutions with constant weights, dilated ones by phases
+// (te.WinogradConv2DWith). Its weights are transformed once, when the alternative is made, into a new
 // constant value of the graph (WinogradWeightsName), which the build stores
 // in the weights file like any other.
 
@@ -67,7 +67,11 @@ func convAlternatives(g *graph.Graph, n *graph.Node) ([]Alternative, error) {
 	if m == 0 {
 		return nil, nil
 	}
-	pads, err := winogradPads(n) // checked by winogradTile
+	dil, err := winogradDilations(n) // checked by winogradTile
+	if err != nil {
+		return nil, err
+	}
+	pads, err := winogradPads(n, dil)
 	if err != nil {
 		return nil, err
 	}
@@ -107,15 +111,17 @@ func convAlternatives(g *graph.Graph, n *graph.Node) ([]Alternative, error) {
 		if err != nil {
 			return nil, err
 		}
-		wino, channel := te.WinogradConv2D, 1
-		switch {
-		case g.BF16:
-			u = floatView(uName+"_f32", u)
-			wino, channel = te.WinogradConv2DNHWCPairs, 3
-		case nhwc:
-			wino, channel = te.WinogradConv2DNHWC, 3
+		o, channel := te.WinogradOptions{M: m, Pads: pads, NHWC: nhwc, Pairs: g.BF16}, 1
+		if nhwc {
+			channel = 3
 		}
-		out, err := wino(n.Outputs[0]+"_winograd", x, u, m, pads)
+		if g.BF16 {
+			u = floatView(uName+"_f32", u)
+		}
+		if dil[0] != 1 || dil[1] != 1 {
+			o.Dilations = dil
+		}
+		out, err := te.WinogradConv2DWith(n.Outputs[0]+"_winograd", x, u, o)
 		if err != nil {
 			return nil, n.Errorf("%v", err)
 		}
@@ -178,15 +184,17 @@ func winogradTile(g *graph.Graph, n *graph.Node) int {
 	if ap, err := n.Str("auto_pad", "NOTSET"); err != nil || (ap != "NOTSET" && ap != "") {
 		return 0
 	}
-	for _, attr := range []string{"strides", "dilations"} {
-		if n.HasAttr(attr) {
-			v, err := n.Ints(attr)
-			if err != nil || slices.ContainsFunc(v, func(s int64) bool { return s != 1 }) {
-				return 0
-			}
+	if n.HasAttr("strides") {
+		v, err := n.Ints("strides")
+		if err != nil || slices.ContainsFunc(v, func(s int64) bool { return s != 1 }) {
+			return 0
 		}
 	}
-	if _, err := winogradPads(n); err != nil {
+	dil, err := winogradDilations(n)
+	if err != nil {
+		return 0
+	}
+	if _, err := winogradPads(n, dil); err != nil {
 		return 0
 	}
 	// A convolution that converts the layout has no Winograd form.
@@ -204,15 +212,47 @@ func winogradTile(g *graph.Graph, n *graph.Node) int {
 	if nhwc {
 		oh, ow = out.Shape[1], out.Shape[2]
 	}
+	// A dilated convolution is computed by phases (te.WinogradOptions),
+	// each an undilated convolution of the output's every d-th row and
+	// column: the tile is chosen by the phases' size, and a phase of fewer
+	// than minDilatedPhase rows or columns gets no Winograd form.
+	oh, ow = (oh+dil[0]-1)/dil[0], (ow+dil[1]-1)/dil[1]
+	if (dil[0] > 1 || dil[1] > 1) && (oh < minDilatedPhase || ow < minDilatedPhase) {
+		return 0
+	}
 	if oh >= 8 && ow >= 8 {
 		return 4
 	}
 	return 2
 }
 
+// minDilatedPhase is the fewest rows and columns a phase of a dilated
+// convolution must have for its Winograd form. Where the dilation nears
+// the map's size (DeepLab's ASPP: dilation 12 and 24 on a 33×33 map, 3
+// and 2 rows a phase) most taps read padding: the direct convolution
+// drops those taps (split-borders) and the tiles of so few rows would be
+// half padding.
+const minDilatedPhase = 4
+
+// winogradDilations returns a 2-D Conv's dilations as [rows, columns].
+func winogradDilations(n *graph.Node) ([]int, error) {
+	if !n.HasAttr("dilations") {
+		return []int{1, 1}, nil
+	}
+	v, err := n.Ints("dilations")
+	if err != nil {
+		return nil, err
+	}
+	if len(v) != 2 || v[0] < 1 || v[1] < 1 {
+		return nil, fmt.Errorf("dilations %v", v)
+	}
+	return []int{int(v[0]), int(v[1])}, nil
+}
+
 // winogradPads returns a 2-D Conv's pads as [top, left, bottom, right],
-// each 0 to 2 (what te.WinogradConv2D takes).
-func winogradPads(n *graph.Node) ([]int, error) {
+// each 0 to 2·d along an axis of dilation d (what te.WinogradConv2DWith
+// takes).
+func winogradPads(n *graph.Node, dil []int) ([]int, error) {
 	if !n.HasAttr("pads") {
 		return []int{0, 0, 0, 0}, nil
 	}
@@ -220,8 +260,13 @@ func winogradPads(n *graph.Node) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(v) != 4 || slices.ContainsFunc(v, func(p int64) bool { return p < 0 || p > 2 }) {
+	if len(v) != 4 {
 		return nil, fmt.Errorf("pads %v", v)
+	}
+	for i, p := range v {
+		if p < 0 || p > 2*int64(dil[i%2]) {
+			return nil, fmt.Errorf("pads %v", v)
+		}
 	}
 	return []int{int(v[0]), int(v[1]), int(v[2]), int(v[3])}, nil
 }

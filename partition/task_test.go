@@ -151,8 +151,10 @@ func TestTasksDedupe(t *testing.T) {
 // TestWinogradAlternative: a 3×3 stride-1 convolution of 16 channels gets a
 // Winograd alternative task (m=4 on a 12×12 output, m=2 on 6×6), the two
 // are rivals, Choose keeps the faster, and the alternative computes what
-// the direct group does (checkComputes); a strided or narrow convolution,
-// or without Options.Alternatives, gets none.
+// the direct group does (checkComputes); a dilated one by phases, the tile
+// chosen by the phases' size (16 rows at dilation 2: phases of 8, m=4; at
+// 4: of 4, m=2); a strided or narrow convolution, a dilated one of phases
+// under 4 rows, or without Options.Alternatives, gets none.
 func TestWinogradAlternative(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -160,22 +162,28 @@ func TestWinogradAlternative(t *testing.T) {
 		stride int64
 		want   string // the alternative's algorithm, "" for none
 		opts   Options
-		nchw   bool // with convert-layout off
+		nchw   bool  // with convert-layout off
+		dil    int64 // 0: 1
 	}{
-		{"12x12", 16, 12, 1, ops.Winograd(4), Options{Alternatives: true}, true},
-		{"6x6", 16, 6, 1, ops.Winograd(2), Options{Alternatives: true}, true},
-		{"12x12 NHWC", 16, 12, 1, ops.Winograd(4), Options{Alternatives: true}, false},
-		{"6x6 NHWC", 16, 6, 1, ops.Winograd(2), Options{Alternatives: true}, false},
-		{"strided", 16, 12, 2, "", Options{Alternatives: true}, true},
-		{"narrow", 8, 12, 1, "", Options{Alternatives: true}, true},
-		{"direct only", 16, 12, 1, "", Options{}, true},
+		{"dilated 2", 16, 16, 1, ops.Winograd(4), Options{Alternatives: true}, true, 2},
+		{"dilated 2 NHWC", 16, 16, 1, ops.Winograd(4), Options{Alternatives: true}, false, 2},
+		{"dilated 4", 16, 16, 1, ops.Winograd(2), Options{Alternatives: true}, false, 4},
+		{"dilated 6", 16, 16, 1, "", Options{Alternatives: true}, false, 6},
+		{"12x12", 16, 12, 1, ops.Winograd(4), Options{Alternatives: true}, true, 1},
+		{"6x6", 16, 6, 1, ops.Winograd(2), Options{Alternatives: true}, true, 1},
+		{"12x12 NHWC", 16, 12, 1, ops.Winograd(4), Options{Alternatives: true}, false, 1},
+		{"6x6 NHWC", 16, 6, 1, ops.Winograd(2), Options{Alternatives: true}, false, 1},
+		{"strided", 16, 12, 2, "", Options{Alternatives: true}, true, 1},
+		{"narrow", 8, 12, 1, "", Options{Alternatives: true}, true, 1},
+		{"direct only", 16, 12, 1, "", Options{}, true, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b := newTG(5)
 			x := b.input("x", 1, c.cin, c.h, c.h)
+			d := max(c.dil, 1)
 			y := b.op("conv", "Conv", []string{x, b.weight("conv.w", 16, c.cin, 3, 3), b.weight("conv.b", 16)},
-				"pads", []int64{1, 1, 1, 1}, "strides", []int64{c.stride, c.stride})
+				"pads", []int64{d, d, d, d}, "strides", []int64{c.stride, c.stride}, "dilations", []int64{d, d})
 			disabled := map[string]bool{"convert-layout": c.nchw}
 			g := b.done(t, disabled, b.op("relu", "Relu", []string{y}))
 			p, err := Extract(g, c.opts)

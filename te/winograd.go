@@ -175,7 +175,7 @@ func WinogradWeights(w []float32, K, C, m int) ([]float32, error) {
 // dilations, pads [top, left, bottom, right]; the output is [N, K, OH, OW]
 // as Conv's. See the stage list above.
 func WinogradConv2D(name string, x, u *Tensor, m int, pads []int) (*Tensor, error) {
-	return winogradConv2D(name, x, u, m, pads, false)
+	return WinogradConv2DWith(name, x, u, WinogradOptions{M: m, Pads: pads})
 }
 
 // WinogradConv2DNHWC is WinogradConv2D on channels-last activations: x [N,
@@ -184,7 +184,7 @@ func WinogradConv2D(name string, x, u *Tensor, m int, pads []int) (*Tensor, erro
 // bgemm [α, α, P, K] (the GEMMs vectorize over K, as U is [.., C, K]),
 // inverse [P, m, m, K].
 func WinogradConv2DNHWC(name string, x, u *Tensor, m int, pads []int) (*Tensor, error) {
-	return winogradConv2D(name, x, u, m, pads, true)
+	return WinogradConv2DWith(name, x, u, WinogradOptions{M: m, Pads: pads, NHWC: true})
 }
 
 // WinogradConv2DNHWCPairs is WinogradConv2DNHWC in the bf16 precision:
@@ -194,20 +194,52 @@ func WinogradConv2DNHWC(name string, x, u *Tensor, m int, pads []int) (*Tensor, 
 // (ConvNHWCDot's); u holds bfloat16 values (the transformed weights
 // rounded, read through a float32 view) and C must be even.
 func WinogradConv2DNHWCPairs(name string, x, u *Tensor, m int, pads []int) (*Tensor, error) {
-	if len(x.Shape) == 4 && x.Shape[3]%2 != 0 {
-		return nil, opError("WinogradConv2D", name, "pairs of channels over %d channels", x.Shape[3])
-	}
-	return winogradConv2DOf(name, x, u, m, pads, true, true)
+	return WinogradConv2DWith(name, x, u, WinogradOptions{M: m, Pads: pads, NHWC: true, Pairs: true})
 }
 
-func winogradConv2D(name string, x, u *Tensor, m int, pads []int, nhwc bool) (*Tensor, error) {
-	return winogradConv2DOf(name, x, u, m, pads, nhwc, false)
+// WinogradOptions select the form of a Winograd convolution.
+type WinogradOptions struct {
+	M         int   // the output tile: F(M×M, 3×3)
+	Pads      []int // [top, left, bottom, right]
+	Dilations []int // [rows, columns]; nil: 1, 1
+	NHWC      bool  // channels-last input and output (WinogradConv2DNHWC)
+	Pairs     bool  // the bf16 form (WinogradConv2DNHWCPairs); needs NHWC
 }
 
-func winogradConv2DOf(name string, x, u *Tensor, m int, pads []int, nhwc, pairs bool) (*Tensor, error) {
+// A dilated convolution by phases. With dilation d along an axis, the
+// output positions d·y' + r (one phase per residue r < d) read the input
+// only at d·(y' + k) + r − pad: each phase is an undilated 3×3
+// convolution of the input taken every d-th row from row r, the way
+// TensorFlow computes an atrous convolution (space to batch). The tiles
+// of every phase are tiles of the one Winograd computation, numbered
+// p = ((((n·dh + rh)·dw + rw)·nH + ty)·nW + tx) over the phases' tile
+// grid (nH·m rows per phase, the largest phase rounded up to whole
+// tiles): the data pack reads the padded input at rows dh·(m·ty + i) + rh,
+// and the output at (y, x) reads tile (y/dh/m, x/dw/m) of its phase (y
+// mod dh, x mod dw). With d = 1 this is the undilated form, expression for
+// expression.
+
+// WinogradConv2DWith is the F(m×m, 3×3) convolution of x with the
+// transformed weights u [α, α, C, K] (WinogradWeights) in the form o
+// selects: unit strides, dilations o.Dilations (by phases, above).
+func WinogradConv2DWith(name string, x, u *Tensor, o WinogradOptions) (*Tensor, error) {
+	m, pads, nhwc, pairs := o.M, o.Pads, o.NHWC, o.Pairs
 	mats, ok := winogradMatrices[m]
 	if !ok {
 		return nil, opError("WinogradConv2D", name, "no F(%d, 3) (tile sizes: %v)", m, WinogradTileSizes())
+	}
+	if pairs && !nhwc {
+		return nil, opError("WinogradConv2D", name, "pairs of channels need channels-last data")
+	}
+	if pairs && len(x.Shape) == 4 && x.Shape[3]%2 != 0 {
+		return nil, opError("WinogradConv2D", name, "pairs of channels over %d channels", x.Shape[3])
+	}
+	dh, dw := 1, 1
+	if o.Dilations != nil {
+		if len(o.Dilations) != 2 || o.Dilations[0] < 1 || o.Dilations[1] < 1 {
+			return nil, opError("WinogradConv2D", name, "dilations %v, want [rows, columns] of at least 1", o.Dilations)
+		}
+		dh, dw = o.Dilations[0], o.Dilations[1]
 	}
 	a := m + 2
 	if len(x.Shape) != 4 || len(u.Shape) != 4 {
@@ -225,12 +257,13 @@ func winogradConv2DOf(name string, x, u *Tensor, m int, pads []int, nhwc, pairs 
 	if len(pads) != 4 {
 		return nil, opError("WinogradConv2D", name, "pads %v, want [top, left, bottom, right]", pads)
 	}
-	OH, OW := H+pads[0]+pads[2]-2, W+pads[1]+pads[3]-2
+	OH, OW := H+pads[0]+pads[2]-2*dh, W+pads[1]+pads[3]-2*dw
 	if OH <= 0 || OW <= 0 {
 		return nil, opError("WinogradConv2D", name, "input %v with pads %v is smaller than the kernel", x.Shape, pads)
 	}
-	nH, nW := (OH+m-1)/m, (OW+m-1)/m
-	P := N * nH * nW
+	// nH, nW: the tiles of the largest phase (of the output, undilated).
+	nH, nW := ((OH+dh-1)/dh+m-1)/m, ((OW+dw-1)/dw+m-1)/m
+	P := N * dh * dw * nH * nW
 	// at builds an index of x (or of the padded input) from the batch,
 	// channel, row and column.
 	at := func(n, c, h, w tir.Expr) []tir.Expr {
@@ -239,9 +272,9 @@ func winogradConv2DOf(name string, x, u *Tensor, m int, pads []int, nhwc, pairs 
 		}
 		return []tir.Expr{n, c, h, w}
 	}
-	// The input padded to whole tiles: rows [-top, nH·m+2-top).
+	// The input padded to whole tiles: rows [-top, dh·(nH·m+2)-top).
 	pad := x
-	PH, PW := nH*m+2, nW*m+2
+	PH, PW := dh*(nH*m+2), dw*(nW*m+2)
 	if pads[0] > 0 || pads[1] > 0 || PH != H || PW != W {
 		shape := append([]int(nil), x.Shape...)
 		shape[axH], shape[axW] = PH, PW
@@ -269,10 +302,41 @@ func winogradConv2DOf(name string, x, u *Tensor, m int, pads []int, nhwc, pairs 
 	}
 	bt := ConstMatrix(name+"_BT", mats.BT)
 	atm := ConstMatrix(name+"_AT", mats.AT)
-	// tile p = (n·nH + ty)·nW + tx.
-	tileN := func(p tir.Expr) tir.Expr { return idivc(p, nH*nW) }
+	// tile p = ((((n·dh + rh)·dw + rw)·nH + ty)·nW + tx); row and col
+	// give the padded input's row and column of a tile's element i.
+	tileN := func(p tir.Expr) tir.Expr { return idivc(p, dh*dw*nH*nW) }
 	tileY := func(p tir.Expr) tir.Expr { return imodc(idivc(p, nW), nH) }
 	tileX := func(p tir.Expr) tir.Expr { return imodc(p, nW) }
+	row := func(p, i tir.Expr) tir.Expr {
+		r := iadd(imulc(tileY(p), m), i)
+		if dh == 1 {
+			return r
+		}
+		return iadd(imulc(r, dh), imodc(idivc(p, dw*nH*nW), dh))
+	}
+	col := func(p, j tir.Expr) tir.Expr {
+		c := iadd(imulc(tileX(p), m), j)
+		if dw == 1 {
+			return c
+		}
+		return iadd(imulc(c, dw), imodc(idivc(p, nH*nW), dw))
+	}
+	// tileOf is the tile of output position (n, h, w).
+	tileOf := func(n, h, w tir.Expr) tir.Expr {
+		if dh == 1 && dw == 1 {
+			return iadd(imulc(iadd(imulc(n, nH), idivc(h, m)), nW), idivc(w, m))
+		}
+		phase := iadd(imulc(iadd(imulc(n, dh), imodc(h, dh)), dw), imodc(w, dw))
+		return iadd(imulc(iadd(imulc(phase, nH), idivc(idivc(h, dh), m)), nW), idivc(idivc(w, dw), m))
+	}
+	// inTile is the position of output coordinate h within its tile, along
+	// an axis of dilation d.
+	inTile := func(h tir.Expr, d int) tir.Expr {
+		if d == 1 {
+			return imodc(h, m)
+		}
+		return imodc(idivc(h, d), m)
+	}
 	// The stages' index orders: (a, b, c, p) and (a, b, k, p) for NCHW,
 	// (a, b, p, c) and (a, b, p, k) for NHWC.
 	packShape, gemmShape := []int{a, a, C, P}, []int{a, a, K, P}
@@ -289,7 +353,7 @@ func winogradConv2DOf(name string, x, u *Tensor, m int, pads []int, nhwc, pairs 
 	}
 	dataPack := Reduce(name+"_data_pack", packShape, Sum, []int{a, a}, func(i, r []tir.Expr) tir.Expr {
 		c, p := cp(i)
-		d := pad.At(at(tileN(p), c, iadd(imulc(tileY(p), m), r[0]), iadd(imulc(tileX(p), m), r[1]))...)
+		d := pad.At(at(tileN(p), c, row(p, r[0]), col(p, r[1]))...)
 		return ScaleByConst(d, tir.MulE(bt.At(i[0], r[0]), bt.At(i[1], r[1])))
 	})
 	var bgemm *Tensor
@@ -323,8 +387,7 @@ func winogradConv2DOf(name string, x, u *Tensor, m int, pads []int, nhwc, pairs 
 			return ScaleByConst(bgemm.At(r[0], r[1], i[0], i[3]), tir.MulE(atm.At(i[1], r[0]), atm.At(i[2], r[1])))
 		})
 		out = Compute(name, []int{N, OH, OW, K}, func(i []tir.Expr) tir.Expr {
-			p := iadd(imulc(iadd(imulc(i[0], nH), idivc(i[1], m)), nW), idivc(i[2], m))
-			return inverse.At(p, imodc(i[1], m), imodc(i[2], m), i[3])
+			return inverse.At(tileOf(i[0], i[1], i[2]), inTile(i[1], dh), inTile(i[2], dw), i[3])
 		})
 		return out, nil
 	}
@@ -332,8 +395,7 @@ func winogradConv2DOf(name string, x, u *Tensor, m int, pads []int, nhwc, pairs 
 		return ScaleByConst(bgemm.At(r[0], r[1], i[0], i[1]), tir.MulE(atm.At(i[2], r[0]), atm.At(i[3], r[1])))
 	})
 	out = Compute(name, []int{N, K, OH, OW}, func(i []tir.Expr) tir.Expr {
-		p := iadd(imulc(iadd(imulc(i[0], nH), idivc(i[2], m)), nW), idivc(i[3], m))
-		return inverse.At(i[1], p, imodc(i[2], m), imodc(i[3], m))
+		return inverse.At(i[1], tileOf(i[0], i[2], i[3]), inTile(i[2], dh), inTile(i[3], dw))
 	})
 	return out, nil
 }

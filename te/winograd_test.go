@@ -61,6 +61,69 @@ func TestWinogradMatchesDirect(t *testing.T) {
 	}
 }
 
+// TestWinogradDilatedMatchesDirect: a dilated convolution by phases
+// (WinogradOptions.Dilations), NCHW and NHWC, equals the direct dilated
+// convolution within WinogradTolerance: phases of equal and unequal sizes
+// (an output side d does not divide), different dilations along the two
+// axes, pads from 0 to 2d, a batch.
+func TestWinogradDilatedMatchesDirect(t *testing.T) {
+	cases := []struct {
+		n, c, h, w, k int
+		pads, dil     []int
+	}{
+		{1, 3, 8, 8, 4, []int{2, 2, 2, 2}, []int{2, 2}},
+		{1, 5, 9, 7, 3, []int{2, 3, 2, 3}, []int{2, 3}},   // unequal phases, dilations
+		{2, 4, 12, 10, 2, []int{4, 4, 4, 4}, []int{4, 4}}, // batch
+		{1, 6, 11, 13, 5, []int{0, 1, 3, 0}, []int{2, 2}}, // uneven pads
+		{1, 4, 10, 9, 3, []int{1, 1, 1, 1}, []int{1, 3}},  // undilated rows
+		{1, 16, 28, 28, 8, []int{4, 4, 4, 4}, []int{4, 4}},
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, m := range WinogradTileSizes() {
+		for _, tc := range cases {
+			for _, nhwc := range []bool{false, true} {
+				t.Run(fmt.Sprintf("F%d/%v/nhwc=%v", m, tc, nhwc), func(t *testing.T) {
+					xv := randomData(rng, tc.n*tc.c*tc.h*tc.w)
+					wv := randomData(rng, tc.k*tc.c*9)
+					conv, x := Conv, Placeholder("x", tc.n, tc.c, tc.h, tc.w)
+					xin := xv
+					if nhwc {
+						conv, x = ConvNHWC, Placeholder("x", tc.n, tc.h, tc.w, tc.c)
+						xin = toNHWC(xv, tc.n, tc.c, tc.h, tc.w)
+					}
+					direct, want := evalDirectWith(t, conv, x, Constant("w", tc.k, tc.c, 3, 3), ConvAttrs{Pads: tc.pads, Dilations: tc.dil}, xin, wv)
+					uv, err := WinogradWeights(wv, tc.k, tc.c, m)
+					if err != nil {
+						t.Fatal(err)
+					}
+					u := Constant("u", m+2, m+2, tc.c, tc.k)
+					wino, err := WinogradConv2DWith("wino", x, u, WinogradOptions{M: m, Pads: tc.pads, Dilations: tc.dil, NHWC: nhwc})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if fmt.Sprint(wino.Shape) != fmt.Sprint(direct.Shape) {
+						t.Fatalf("shape %v, direct %v", wino.Shape, direct.Shape)
+					}
+					wd, err := NewDAG(wino)
+					if err != nil {
+						t.Fatal(err)
+					}
+					worst, scale := winogradError(t, wd, xin, uv, want[0])
+					if tol := WinogradTolerance(m, tc.c); !(worst <= tol*scale) {
+						t.Errorf("max error %.3g exceeds %.3g × %.3g", worst, tol, scale)
+					}
+				})
+			}
+		}
+	}
+	x := Placeholder("x", 1, 4, 8, 8)
+	for _, dil := range [][]int{{0, 1}, {2}, {1, -1}} {
+		if _, err := WinogradConv2DWith("bad", x, Constant("u", 4, 4, 4, 2), WinogradOptions{M: 2, Pads: []int{1, 1, 1, 1}, Dilations: dil}); err == nil {
+			t.Errorf("dilations %v accepted", dil)
+		}
+	}
+}
+
 func randomData(rng *rand.Rand, n int) []float32 {
 	out := make([]float32, n)
 	for i := range out {
@@ -255,7 +318,13 @@ func winogradError(t *testing.T, wd *DAG, xv, uv, want []float32) (worst, scale 
 // forms are compared with.
 func evalDirect(t *testing.T, conv func(string, *Tensor, *Tensor, *Tensor, ConvAttrs) (*Tensor, error), x, w *Tensor, pads []int, xv, wv []float32) (*Tensor, [][]float32) {
 	t.Helper()
-	direct, err := conv("direct", x, w, nil, ConvAttrs{Pads: pads})
+	return evalDirectWith(t, conv, x, w, ConvAttrs{Pads: pads}, xv, wv)
+}
+
+// evalDirectWith is evalDirect with any attributes (dilations).
+func evalDirectWith(t *testing.T, conv func(string, *Tensor, *Tensor, *Tensor, ConvAttrs) (*Tensor, error), x, w *Tensor, attrs ConvAttrs, xv, wv []float32) (*Tensor, [][]float32) {
+	t.Helper()
+	direct, err := conv("direct", x, w, nil, attrs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func (m *Model) Register(fs *flag.FlagSet) {
 		m.Precision = v
 		return nil
 	})
-	fs.BoolVar(&m.Winograd, "winograd", true, "give 3×3 stride-1 convolutions a Winograd alternative task (tuned like any task; the build keeps the faster; --winograd=false: direct only)")
+	fs.BoolVar(&m.Winograd, "winograd", true, "give 3×3 stride-1 convolutions a Winograd alternative task, dilated ones by phases (tuned like any task; the build keeps the faster; --winograd=false: direct only)")
 }
 
 // LoadOptions are the options of frontend.Load the flags give, for code
