@@ -151,10 +151,10 @@ func TestTasksDedupe(t *testing.T) {
 // TestWinogradAlternative: a 3×3 stride-1 convolution of 16 channels gets a
 // Winograd alternative task (m=4 on a 12×12 output, m=2 on 6×6), the two
 // are rivals, Choose keeps the faster, and the alternative computes what
-// the direct group does (checkComputes); a dilated one by phases, the tile
-// chosen by the phases' size (16 rows at dilation 2: phases of 8, m=4; at
-// 4: of 4, m=2); a strided or narrow convolution, a dilated one of phases
-// under 4 rows, or without Options.Alternatives, gets none.
+// the direct group does (checkComputes); a dilated one by phases, m=4
+// (16 rows at dilation 2: phases of 8; at 4: of 4); a strided or narrow
+// convolution, a dilated one of phases under 4 rows, or without
+// Options.Alternatives, gets none.
 func TestWinogradAlternative(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -167,7 +167,7 @@ func TestWinogradAlternative(t *testing.T) {
 	}{
 		{"dilated 2", 16, 16, 1, ops.Winograd(4), Options{Alternatives: true}, true, 2},
 		{"dilated 2 NHWC", 16, 16, 1, ops.Winograd(4), Options{Alternatives: true}, false, 2},
-		{"dilated 4", 16, 16, 1, ops.Winograd(2), Options{Alternatives: true}, false, 4},
+		{"dilated 4", 16, 16, 1, ops.Winograd(4), Options{Alternatives: true}, false, 4},
 		{"dilated 6", 16, 16, 1, "", Options{Alternatives: true}, false, 6},
 		{"12x12", 16, 12, 1, ops.Winograd(4), Options{Alternatives: true}, true, 1},
 		{"6x6", 16, 6, 1, ops.Winograd(2), Options{Alternatives: true}, true, 1},

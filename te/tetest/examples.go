@@ -225,8 +225,8 @@ func (b *exampleBuilder) build() {
 		b.add("winograd4_nhwc_bias_relu")(te.Relu("relu", mustExample(te.Add("bias_add", wc, K("bias", 8)))))
 		// A dilated convolution by phases (FCN's and DeepLab's): rows of
 		// dilation 2 in phases of 5 and 4 rows, columns of dilation 3.
-		dc := mustExample(te.WinogradConv2DWith("conv", P("X", 1, 9, 10, 5), K("U", 4, 4, 5, 8), te.WinogradOptions{M: 2, Pads: []int{2, 3, 2, 3}, Dilations: []int{2, 3}, NHWC: true}))
-		b.add("winograd2_dilated_nhwc_bias")(te.Add("bias_add", dc, K("bias", 8)))
+		dc := mustExample(te.WinogradConv2DWith("conv", P("X", 1, 9, 10, 5), K("U", 6, 6, 5, 8), te.WinogradOptions{M: 4, Pads: []int{2, 3, 2, 3}, Dilations: []int{2, 3}, NHWC: true}))
+		b.add("winograd4_dilated_nhwc_bias")(te.Add("bias_add", dc, K("bias", 8)))
 	}
 	for _, m := range te.WinogradTileSizes() {
 		// Winograd F(m×m, 3×3) with a bias and a ReLU, as a 3×3 conv group's
