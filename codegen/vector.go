@@ -1500,8 +1500,15 @@ static __attribute__((noinline, unused)) VF tsr_tanh_call_vLf(VF x) { return tsr
 //     form this replaced. Measured: within 3e-7 absolute (float32
 //     rounding of P and Q; 5 ulp just below 1), 3 ulp below 0.5
 //     (TestVectorMath).
-//   - sigmoid: 1 / (1 + exp(−x)) with the exp above.
-//   - tanh: for |x| ≥ 0.625, 1 − 2/(e^(2|x|) + 1) with the exp above
+//   - sigmoid: 1 / (1 + e^(−x)), e^(−x) by the exp above on −x clamped
+//     to ±87.33654 (tsr_exp_core_vLf: n within ±126, so 2^n is one
+//     normal float and the overflow split and the selects for the ends
+//     are not needed), 0 where x < −87.33654 (the sigmoid is subnormal
+//     there, as the scalar 1/(1+expf(−x)) may round it), NaN kept (it
+//     flows through the polynomial). A SiLU over 1.38 million values
+//     (EfficientNet-B1's 120×120×96 expansion), AVX-512, Zen 5: 0.68 ms
+//     with the general exp, 0.40 with the core; a copy is 0.13.
+//   - tanh: for |x| ≥ 0.625, 1 − 2/(e^(2|x|) + 1) with the exp core
 //     (|x| clamped to 9, where tanh rounds to 1) and x's sign; below,
 //     x + x³·P(x²), P of degree 4 a least-squares fit of (tanh(x) − x)/x³
 //     (0.9 ulp in float32 on its own); NaN kept. Within 3 ulp
@@ -1535,7 +1542,30 @@ const vectorMath = `static inline VF tsr_exp_vLf(VF x) {
   y = tsr_select_vLf(x > 88.72284f, tsr_splat_vLf(INFINITY), y);
   return tsr_select_vLf(x != x, x, y);
 }
-static inline VF tsr_sigmoid_vLf(VF x) { return 1.0f / (1.0f + tsr_exp_vLf(-x)); }
+/* e^z for z within +-87.33654 (n within +-126): tsr_exp_vLf without its ends */
+static inline VF tsr_exp_core_vLf(VF z) {
+  VF t = z * 1.44269504088896341f;
+  VI n = __builtin_convertvector(t + tsr_select_vLf(t < 0.0f, tsr_splat_vLf(-0.5f), tsr_splat_vLf(0.5f)), VI);
+  VF nf = __builtin_convertvector(n, VF);
+  VF r = (z - nf * 0.693145751953125f) - nf * 1.428606820309417232e-6f;
+  VF p = tsr_splat_vLf(1.0f / 5040.0f);
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  VI bits = (n + 127) << 23;
+  VF y;
+  __builtin_memcpy(&y, &bits, sizeof y);
+  return y * p;
+}
+static inline VF tsr_sigmoid_vLf(VF x) {
+  VF z = tsr_select_vLf(x > 87.33654f, tsr_splat_vLf(-87.33654f), tsr_select_vLf(x < -87.33654f, tsr_splat_vLf(87.33654f), -x));
+  VF y = 1.0f / (1.0f + tsr_exp_core_vLf(z));
+  return tsr_select_vLf(x < -87.33654f, tsr_splat_vLf(0.0f), y); /* subnormal: 0 */
+}
 static inline VF tsr_erf_vLf(VF x) {
   VF c = tsr_select_vLf(x > 4.0f, tsr_splat_vLf(4.0f), tsr_select_vLf(x < -4.0f, tsr_splat_vLf(-4.0f), x));
   VF t = c * c;
@@ -1560,7 +1590,7 @@ static inline VF tsr_erf_vLf(VF x) {
 static inline VF tsr_tanh_vLf(VF x) {
   VF a = tsr_fabs_vLf(x);
   /* |x| >= 0.625: 1 - 2/(e^(2|x|) + 1), |x| clamped to 9 (tanh rounds to 1 from 9.01), the sign put back */
-  VF e = tsr_exp_vLf(2.0f * tsr_select_vLf(a > 9.0f, tsr_splat_vLf(9.0f), a));
+  VF e = tsr_exp_core_vLf(2.0f * tsr_select_vLf(a > 9.0f, tsr_splat_vLf(9.0f), a));
   VF big = 1.0f - 2.0f / (e + 1.0f);
   big = (VF)((VI)big | ((VI)x & tsr_splat_vLi((int32_t)0x80000000u)));
   /* |x| < 0.625: x + x^3 P(x^2), P a least-squares fit of (tanh(x) - x)/x^3 */
