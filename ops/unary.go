@@ -15,6 +15,9 @@ func init() {
 		"Relu": te.Relu, "Sigmoid": te.Sigmoid, "Tanh": te.Tanh, "Exp": te.Exp, "Log": te.Log,
 		"Sqrt": te.Sqrt, "Erf": te.Erf, "Neg": te.Neg, "Abs": te.Abs, "Reciprocal": te.Reciprocal,
 		"HardSwish": te.HardSwish,
+		// Not an ONNX op: x·Sigmoid(x), written by the frontend's
+		// fuse-silu pass (onnxruntime's optimizer writes QuickGelu, α = 1).
+		"Silu": te.Silu,
 	}
 	for name, f := range unary {
 		op := &Op{Name: name, MinIn: 1, MaxIn: 1, Pattern: ElemWise, Layout: LayoutFree, Lower: lowerUnary(f)}

@@ -116,6 +116,12 @@ func Gelu(name string, x *Tensor, approximate string) (*Tensor, error) {
 	return nil, opError("Gelu", orDefault(name, "gelu"), "approximate %q is not \"none\" or \"tanh\"", approximate)
 }
 
+// Silu is x·sigmoid(x) (SiLU: Swish with β = 1) as one stage, what the
+// frontend's fuse-silu pass writes for Mul(x, Sigmoid(x)).
+func Silu(name string, x *Tensor) (*Tensor, error) {
+	return unaryOp("Silu", "silu", name, x, func(v tir.Expr) tir.Expr { return tir.MulE(v, tir.CallE("sigmoid", v)) })
+}
+
 // Clip is min(max(x, lo), hi); a nil bound is absent. (ONNX: when lo > hi
 // every element becomes hi.)
 func Clip(name string, x *Tensor, lo, hi *float32) (*Tensor, error) {
