@@ -101,7 +101,7 @@ func TestRun(t *testing.T) {
 		{"inspect", []string{"inspect", tiny}, 0,
 			[]string{"after passes", "BatchNormalization×1", "fused groups (4)", "Conv+Relu", "Reshape+Gemm", "MFLOP", "4 tasks, 4 groups, 0.266 MFLOP per inference"}, nil},
 		{"flags after the model", []string{"inspect", tiny, "--no-pass", "fold-batchnorm", "--groups=false", "--no-pass", "convert-layout", "--no-pass", "decompose-batchnorm"}, 0,
-			[]string{"Conv+BatchNormalization+Relu", "passes: fuse-qlinear, fold-constants, lookup-tables, remove-noops, merge-reshapes, fuse-layernorm, fuse-gelu, matmul-scale, cse, dce\n"}, nil},
+			[]string{"Conv+BatchNormalization+Relu", "passes: fuse-qlinear, fold-constants, lookup-tables, remove-noops, merge-reshapes, fuse-layernorm, fuse-gelu, fuse-silu, matmul-scale, cse, dce\n"}, nil},
 		{"flags before the model", []string{"inspect", "--input", "input=1,3,16,16", tiny}, 0, []string{"input[1,3,16,16]"}, nil},
 		{"bind a dynamic batch", []string{"inspect", dyn, "--input", "input=4,3,16,16"}, 0, []string{"input[4,3,16,16]", "[4,16,16,8]", "output[4,10]"}, nil},
 		{"unbound batch", []string{"inspect", dyn}, 1, nil, []string{"tune inspect: ", "input[0] (batch)", "--input"}},
