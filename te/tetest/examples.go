@@ -214,6 +214,9 @@ func (b *exampleBuilder) build() {
 		x, w, bias := P("X", 1, 7, 9, 5), K("W", 8, 5, 3, 3), K("bias", 8)
 		c := mustExample(te.ConvNHWC("conv", x, w, bias, te.ConvAttrs{Pads: []int{1, 1, 1, 1}}))
 		b.add("conv_nhwc_bias_relu")(te.Relu("relu", c))
+		// EfficientNet's 1×1 expansion with its SiLU (fuse-silu's one op)
+		e := mustExample(te.ConvNHWC("expand", P("X", 1, 6, 7, 4), K("W", 24, 4, 1, 1), K("bias", 24), te.ConvAttrs{}))
+		b.add("conv_nhwc_silu")(te.Silu("silu", e))
 		// A model's first convolution: its NCHW image read as it is.
 		ct := mustExample(te.ConvToNHWC("conv", P("X", 1, 3, 9, 7), K("W", 8, 3, 3, 3), K("bias", 8), te.ConvAttrs{Pads: []int{1, 1, 1, 1}, Strides: []int{2, 2}}))
 		b.add("conv_to_nhwc_bias_relu")(te.Relu("relu", ct))
