@@ -1519,31 +1519,8 @@ static __attribute__((noinline, unused)) VF tsr_tanh_call_vLf(VF x) { return tsr
 // are: a lane of a scalar loop and a lane of a vector may differ by these
 // errors, well within the tolerance every kernel is checked at
 // (te.DAG.Tolerance, at least 2e-5).
-const vectorMath = `static inline VF tsr_exp_vLf(VF x) {
-  VF xc = tsr_select_vLf(x < -87.33654f, tsr_splat_vLf(-87.33654f), tsr_select_vLf(x > 88.72284f, tsr_splat_vLf(88.72284f), x));
-  VF t = xc * 1.44269504088896341f;
-  VI n = __builtin_convertvector(t + tsr_select_vLf(t < 0.0f, tsr_splat_vLf(-0.5f), tsr_splat_vLf(0.5f)), VI);
-  VF nf = __builtin_convertvector(n, VF);
-  VF r = (xc - nf * 0.693145751953125f) - nf * 1.428606820309417232e-6f;
-  VF p = tsr_splat_vLf(1.0f / 5040.0f);
-  p = p * r + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  VI h = -(n > 0); /* 2^n as 2^(n-h) * 2^h: n reaches 128 below the overflow threshold */
-  VI bits = (n - h + 127) << 23;
-  VF y;
-  __builtin_memcpy(&y, &bits, sizeof y);
-  y = y * p * __builtin_convertvector(h + 1, VF);
-  y = tsr_select_vLf(x < -87.33654f, tsr_splat_vLf(0.0f), y); /* e^x < FLT_MIN: 0, as tsr_expf */
-  y = tsr_select_vLf(x > 88.72284f, tsr_splat_vLf(INFINITY), y);
-  return tsr_select_vLf(x != x, x, y);
-}
-/* e^z for z within +-87.33654 (n within +-126): tsr_exp_vLf without its ends */
-static inline VF tsr_exp_core_vLf(VF z) {
+const vectorMath = `/* e^z = 2^n * p: n = round(z / ln 2) (in *n), p = e^r on |r| <= ln 2 / 2 */
+static inline VF tsr_exp_poly_vLf(VF z, VI *np) {
   VF t = z * 1.44269504088896341f;
   VI n = __builtin_convertvector(t + tsr_select_vLf(t < 0.0f, tsr_splat_vLf(-0.5f), tsr_splat_vLf(0.5f)), VI);
   VF nf = __builtin_convertvector(n, VF);
@@ -1556,6 +1533,26 @@ static inline VF tsr_exp_core_vLf(VF z) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
+  *np = n;
+  return p;
+}
+static inline VF tsr_exp_vLf(VF x) {
+  VF xc = tsr_select_vLf(x < -87.33654f, tsr_splat_vLf(-87.33654f), tsr_select_vLf(x > 88.72284f, tsr_splat_vLf(88.72284f), x));
+  VI n;
+  VF p = tsr_exp_poly_vLf(xc, &n);
+  VI h = -(n > 0); /* 2^n as 2^(n-h) * 2^h: n reaches 128 below the overflow threshold */
+  VI bits = (n - h + 127) << 23;
+  VF y;
+  __builtin_memcpy(&y, &bits, sizeof y);
+  y = y * p * __builtin_convertvector(h + 1, VF);
+  y = tsr_select_vLf(x < -87.33654f, tsr_splat_vLf(0.0f), y); /* e^x < FLT_MIN: 0, as tsr_expf */
+  y = tsr_select_vLf(x > 88.72284f, tsr_splat_vLf(INFINITY), y);
+  return tsr_select_vLf(x != x, x, y);
+}
+/* e^z for z within +-87.33654 (n within +-126): tsr_exp_vLf without its ends */
+static inline VF tsr_exp_core_vLf(VF z) {
+  VI n;
+  VF p = tsr_exp_poly_vLf(z, &n);
   VI bits = (n + 127) << 23;
   VF y;
   __builtin_memcpy(&y, &bits, sizeof y);

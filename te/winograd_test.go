@@ -32,30 +32,7 @@ func TestWinogradMatchesDirect(t *testing.T) {
 				xv := randomData(rng, tc.n*tc.c*tc.h*tc.w)
 				wv := randomData(rng, tc.k*tc.c*9)
 				x := Placeholder("x", tc.n, tc.c, tc.h, tc.w)
-				w := Constant("w", tc.k, tc.c, 3, 3)
-				direct, want := evalDirect(t, Conv, x, w, tc.pads, xv, wv)
-				uv, err := WinogradWeights(wv, tc.k, tc.c, m)
-				if err != nil {
-					t.Fatal(err)
-				}
-				u := Constant("u", m+2, m+2, tc.c, tc.k)
-				wino, err := WinogradConv2D("wino", x, u, m, tc.pads)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if fmt.Sprint(wino.Shape) != fmt.Sprint(direct.Shape) {
-					t.Fatalf("shape %v, direct %v", wino.Shape, direct.Shape)
-				}
-				wd, err := NewDAG(wino)
-				if err != nil {
-					t.Fatal(err)
-				}
-				worst, scale := winogradError(t, wd, xv, uv, want[0])
-				tol := WinogradTolerance(m, tc.c)
-				t.Logf("max error %.3g of %.3g (relative %.3g, tolerance %.3g)", worst, scale, worst/scale, tol)
-				if !(worst <= tol*scale) {
-					t.Errorf("max error %.3g exceeds %.3g × %.3g", worst, tol, scale)
-				}
+				checkWinograd(t, Conv, x, xv, wv, tc.k, tc.c, ConvAttrs{Pads: tc.pads}, WinogradOptions{M: m, Pads: tc.pads})
 			})
 		}
 	}
@@ -91,27 +68,8 @@ func TestWinogradDilatedMatchesDirect(t *testing.T) {
 						conv, x = ConvNHWC, Placeholder("x", tc.n, tc.h, tc.w, tc.c)
 						xin = toNHWC(xv, tc.n, tc.c, tc.h, tc.w)
 					}
-					direct, want := evalDirectWith(t, conv, x, Constant("w", tc.k, tc.c, 3, 3), ConvAttrs{Pads: tc.pads, Dilations: tc.dil}, xin, wv)
-					uv, err := WinogradWeights(wv, tc.k, tc.c, m)
-					if err != nil {
-						t.Fatal(err)
-					}
-					u := Constant("u", m+2, m+2, tc.c, tc.k)
-					wino, err := WinogradConv2DWith("wino", x, u, WinogradOptions{M: m, Pads: tc.pads, Dilations: tc.dil, NHWC: nhwc})
-					if err != nil {
-						t.Fatal(err)
-					}
-					if fmt.Sprint(wino.Shape) != fmt.Sprint(direct.Shape) {
-						t.Fatalf("shape %v, direct %v", wino.Shape, direct.Shape)
-					}
-					wd, err := NewDAG(wino)
-					if err != nil {
-						t.Fatal(err)
-					}
-					worst, scale := winogradError(t, wd, xin, uv, want[0])
-					if tol := WinogradTolerance(m, tc.c); !(worst <= tol*scale) {
-						t.Errorf("max error %.3g exceeds %.3g × %.3g", worst, tol, scale)
-					}
+					checkWinograd(t, conv, x, xin, wv, tc.k, tc.c, ConvAttrs{Pads: tc.pads, Dilations: tc.dil},
+						WinogradOptions{M: m, Pads: tc.pads, Dilations: tc.dil, NHWC: nhwc})
 				})
 			}
 		}
@@ -121,6 +79,35 @@ func TestWinogradDilatedMatchesDirect(t *testing.T) {
 		if _, err := WinogradConv2DWith("bad", x, Constant("u", 4, 4, 4, 2), WinogradOptions{M: 2, Pads: []int{1, 1, 1, 1}, Dilations: dil}); err == nil {
 			t.Errorf("dilations %v accepted", dil)
 		}
+	}
+}
+
+// checkWinograd compares the Winograd form o of the convolution of x
+// (data xin) by k filters of c channels (wv) with the direct convolution
+// conv with attrs, within WinogradTolerance.
+func checkWinograd(t *testing.T, conv func(string, *Tensor, *Tensor, *Tensor, ConvAttrs) (*Tensor, error), x *Tensor, xin, wv []float32, k, c int, attrs ConvAttrs, o WinogradOptions) {
+	t.Helper()
+	direct, want := evalDirectWith(t, conv, x, Constant("w", k, c, 3, 3), attrs, xin, wv)
+	uv, err := WinogradWeights(wv, k, c, o.M)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wino, err := WinogradConv2DWith("wino", x, Constant("u", o.M+2, o.M+2, c, k), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(wino.Shape) != fmt.Sprint(direct.Shape) {
+		t.Fatalf("shape %v, direct %v", wino.Shape, direct.Shape)
+	}
+	wd, err := NewDAG(wino)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst, scale := winogradError(t, wd, xin, uv, want[0])
+	tol := WinogradTolerance(o.M, c)
+	t.Logf("max error %.3g of %.3g (relative %.3g, tolerance %.3g)", worst, scale, worst/scale, tol)
+	if !(worst <= tol*scale) {
+		t.Errorf("max error %.3g exceeds %.3g × %.3g", worst, tol, scale)
 	}
 }
 
