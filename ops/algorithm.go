@@ -202,12 +202,6 @@ func winogradTile(g *graph.Graph, n *graph.Node) int {
 	if err != nil || in != nhwc {
 		return 0
 	}
-	if g.BF16 {
-		if !nhwc || w.Shape[1]%2 != 0 || w.Shape[0] < minBF16WinogradChannels || w.Shape[1] < minBF16WinogradChannels {
-			return 0
-		}
-		return 2
-	}
 	oh, ow := out.Shape[2], out.Shape[3]
 	if nhwc {
 		oh, ow = out.Shape[1], out.Shape[2]
@@ -215,16 +209,23 @@ func winogradTile(g *graph.Graph, n *graph.Node) int {
 	// A dilated convolution is computed by phases (te.WinogradOptions),
 	// each an undilated convolution of the output's every d-th row and
 	// column. A phase of fewer than minDilatedPhase rows or columns gets
-	// no Winograd form; the others get F(4×4), whose tiles of a phase of
-	// 4 to 7 rows hold no more padding than F(2×2)'s and transform fewer
-	// elements per output (36/16 against 16/4). FCN-ResNet50's layer 4
-	// at dilation 4 (phases of 7×7, 512 channels), default schedules,
-	// one thread, Zen 5: F(2×2) 14.5–15.1 ms, F(4×4) 10.3–12.4, the direct
-	// convolution 21.2.
-	if dil[0] > 1 || dil[1] > 1 {
-		if (oh+dil[0]-1)/dil[0] < minDilatedPhase || (ow+dil[1]-1)/dil[1] < minDilatedPhase {
+	// no Winograd form; the others get F(4×4) (in float32), whose tiles of
+	// a phase of 4 to 7 rows hold no more padding than F(2×2)'s and
+	// transform fewer elements per output (36/16 against 16/4).
+	// FCN-ResNet50's layer 4 at dilation 4 (phases of 7×7, 512 channels),
+	// default schedules, one thread, Zen 5: F(2×2) 14.5–15.1 ms, F(4×4)
+	// 10.3–12.4, the direct convolution 21.2.
+	dilated := dil[0] > 1 || dil[1] > 1
+	if dilated && ((oh+dil[0]-1)/dil[0] < minDilatedPhase || (ow+dil[1]-1)/dil[1] < minDilatedPhase) {
+		return 0
+	}
+	if g.BF16 {
+		if !nhwc || w.Shape[1]%2 != 0 || w.Shape[0] < minBF16WinogradChannels || w.Shape[1] < minBF16WinogradChannels {
 			return 0
 		}
+		return 2
+	}
+	if dilated {
 		return 4
 	}
 	if oh >= 8 && ow >= 8 {

@@ -219,12 +219,17 @@ func TestBF16WinogradAlternative(t *testing.T) {
 		layout string
 		ch     int
 		want   string // the alternative's name, "" for none
+		dil    int64  // 0: 1
 	}{
-		{"bf16 NHWC", true, "NHWC", 128, Winograd(2)},
-		{"bf16 NCHW", true, "NCHW", 128, ""},
-		{"bf16 NHWC odd channels", true, "NHWC", 129, ""},
-		{"bf16 NHWC 64 channels", true, "NHWC", 64, ""},
-		{"float32 NHWC", false, "NHWC", 16, Winograd(4)},
+		{"bf16 NHWC", true, "NHWC", 128, Winograd(2), 0},
+		{"bf16 NCHW", true, "NCHW", 128, "", 0},
+		{"bf16 NHWC odd channels", true, "NHWC", 129, "", 0},
+		{"bf16 NHWC 64 channels", true, "NHWC", 64, "", 0},
+		{"float32 NHWC", false, "NHWC", 16, Winograd(4), 0},
+		// by phases: of 4 rows at dilation 2, of 2 at dilation 4 (none)
+		{"bf16 NHWC dilated 2", true, "NHWC", 128, Winograd(2), 2},
+		{"bf16 NHWC dilated 4", true, "NHWC", 128, "", 4},
+		{"float32 NHWC dilated 2", false, "NHWC", 16, Winograd(4), 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			x, y := []int{1, 8, 8, c.ch}, []int{1, 8, 8, c.ch}
@@ -232,12 +237,13 @@ func TestBF16WinogradAlternative(t *testing.T) {
 				x, y = []int{1, c.ch, 8, 8}, []int{1, c.ch, 8, 8}
 			}
 			xv, wv := randoms(graph.NumElems(x)), randoms(c.ch*c.ch*9)
+			dl := max(c.dil, 1)
 			g := graph.New("wino", 17)
 			g.BF16 = c.bf16
 			g.AddInput("x", graph.Float32, x)
 			g.AddConst("w", graph.Float32Tensor([]int{c.ch, c.ch, 3, 3}, wv))
 			g.AddNode(&graph.Node{Name: "conv", OpType: "Conv", Inputs: []string{"x", "w"}, Outputs: []string{"y"},
-				Attrs: map[string]graph.Attr{"kernel_shape": ints(3, 3), "pads": ints(1, 1, 1, 1), DataLayout: str(c.layout)}})
+				Attrs: map[string]graph.Attr{"kernel_shape": ints(3, 3), "pads": ints(dl, dl, dl, dl), "dilations": ints(dl, dl), DataLayout: str(c.layout)}})
 			g.Values["y"] = &graph.Value{Name: "y", DType: graph.Float32, Shape: y}
 			g.Outputs = []string{"y"}
 			alts, err := AlternativesOf(g, g.Nodes[0])
