@@ -441,6 +441,9 @@ static int calls(const char *dir) {
 typedef struct {
   tessera_model *m;
   const char *ref;
+  side in, out; /* filled by the main thread while the model is open: a
+                   thread that starts late, after the close, finds no
+                   inputs to ask the model for */
   int closed_seen, wrong, runs;
   int after; /* calls after the close was seen */
 } worker;
@@ -450,14 +453,19 @@ static void *close_model(void *m) {
   return NULL;
 }
 
-static void *work(void *arg) {
-  worker *w = arg;
-  side in, out;
-  fill(w->m, 1, &in);
-  fill(w->m, 0, &out);
-  int64_t *mask = in.t[1].data;
+/* fill_hammer fills a hammer worker's inputs and outputs (the ids and
+   their mask of 0s and 1s). */
+static void fill_hammer(tessera_model *m, side *in, side *out) {
+  fill(m, 1, in);
+  fill(m, 0, out);
+  int64_t *mask = in->t[1].data;
   for (int j = 0; j < 8; j++)
     mask[j] = j % 2;
+}
+
+static void *work(void *arg) {
+  worker *w = arg;
+  side in = w->in, out = w->out;
   double steps[256];
   int32_t n = api.num_steps(w->m);
   for (int i = 0; w->after < 200; i++) {
@@ -503,11 +511,7 @@ static int hammer(const char *dir, int threads) {
     }
     api.set_num_threads(m, 1);
     side in, out;
-    fill(m, 1, &in);
-    fill(m, 0, &out);
-    int64_t *mask = in.t[1].data;
-    for (int j = 0; j < 8; j++)
-      mask[j] = j % 2;
+    fill_hammer(m, &in, &out);
     api.run(m, in.t, 2, out.t, 2);
     char ref[65];
     hash(&out, ref);
@@ -523,8 +527,10 @@ static int hammer(const char *dir, int threads) {
       threads = 64;
     for (int i = 0; i < threads; i++) {
       ws[i] = (worker){.m = m, .ref = ref};
-      pthread_create(&tid[i], NULL, work, &ws[i]);
+      fill_hammer(m, &ws[i].in, &ws[i].out);
     }
+    for (int i = 0; i < threads; i++)
+      pthread_create(&tid[i], NULL, work, &ws[i]);
     usleep(100000 + 50000 * round);
     if (round == 2) { /* two threads close at once */
       pthread_t c;
