@@ -44,9 +44,10 @@ func AlternativesOf(g *graph.Graph, n *graph.Node) ([]Alternative, error) {
 
 // The one alternative today is Winograd F(m×m, 3×3) for 3×3, stride-1,
 // ungrouped 2-D convolutions with constant weights, dilated ones by phases
-// (te.WinogradConv2DWith). Its weights are transformed once, when the alternative is made, into a new
-// constant value of the graph (WinogradWeightsName), which the build stores
-// in the weights file like any other.
+// (te.WinogradConv2DWith). Its weights are transformed once, when the
+// alternative is made, into a new constant value of the graph
+// (WinogradWeightsName), which the build stores in the weights file like
+// any other.
 
 // Winograd names the Winograd F(m×m, 3×3) algorithm.
 func Winograd(m int) string { return fmt.Sprintf("winograd F(%d×%d,3×3)", m, m) }
