@@ -112,16 +112,14 @@ func convAlternatives(g *graph.Graph, n *graph.Node) ([]Alternative, error) {
 		if err != nil {
 			return nil, err
 		}
-		o, channel := te.WinogradOptions{M: m, Pads: pads, NHWC: nhwc, Pairs: g.BF16}, 1
+		channel := 1
 		if nhwc {
 			channel = 3
 		}
 		if g.BF16 {
 			u = floatView(uName+"_f32", u)
 		}
-		if dil[0] != 1 || dil[1] != 1 {
-			o.Dilations = dil
-		}
+		o := te.WinogradOptions{M: m, Pads: pads, Dilations: dil, NHWC: nhwc, Pairs: g.BF16}
 		out, err := te.WinogradConv2DWith(n.Outputs[0]+"_winograd", x, u, o)
 		if err != nil {
 			return nil, n.Errorf("%v", err)
