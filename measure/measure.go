@@ -74,7 +74,7 @@ const inputSeed = 20201104
 func Args(d *te.DAG) []Arg {
 	var args []Arg
 	for _, t := range d.Inputs {
-		args = append(args, Arg{Name: t.Name, Size: t.Size(), DType: t.DType(), Weight: t.Const})
+		args = append(args, Arg{Name: t.Name, Size: t.Size(), DType: t.DType(), Weight: t.Const && !t.Reused})
 	}
 	for _, t := range d.Outputs {
 		args = append(args, Arg{Name: t.Name, Size: t.Size(), DType: t.DType(), Output: true})

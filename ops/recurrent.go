@@ -53,6 +53,23 @@ type recurrence struct {
 	rt                []string       // per direction: R transposed, [H, gates·H]
 	rb                []string       // per direction: the recurrence bias [gates·H], or ""
 	p                 []string       // LSTM per direction: the peephole weights [3H], or ""
+	memo              map[string]string
+}
+
+// once returns the value f makes for key, made the first time only: a
+// slice of the weights every step reads is one value, not one per step
+// (each folded into a constant of its own, T copies in the weights, every
+// step reading another).
+func (r *recurrence) once(key string, f func() string) string {
+	if v, ok := r.memo[key]; ok {
+		return v
+	}
+	if r.memo == nil {
+		r.memo = map[string]string{}
+	}
+	v := f()
+	r.memo[key] = v
+	return v
 }
 
 var lstmCell = cell{op: "LSTM", gates: 4, defaults: []string{"Sigmoid", "Tanh", "Tanh"}, step: lstmStep}
@@ -311,7 +328,8 @@ func lstmStep(e *expander, r *recurrence, d int, xw, h, c string) (string, strin
 		if r.p[d] == "" {
 			return v
 		}
-		return e.op("Add", nil, v, e.op("Mul", nil, e.slice(r.p[d], 0, k*r.H, (k+1)*r.H), state))
+		pk := r.once(fmt.Sprint("p", d, ",", k), func() string { return e.slice(r.p[d], 0, k*r.H, (k+1)*r.H) })
+		return e.op("Add", nil, v, e.op("Mul", nil, pk, state))
 	}
 	// A peephole term is added before the clip, as the gate's other terms.
 	pre := func(k, pk int, state string) string {
@@ -344,15 +362,16 @@ func gruStep(e *expander, r *recurrence, d int, xw, h, _ string) (string, string
 		ht = g.apply(e, r.clipped(e, e.op("Add", nil, e.slice(xw, 1, 2*H, 3*H), rh)))
 	} else {
 		// z and r read h · R[z, r]ᵀ; the candidate reads (r ⊙ h) · R[h]ᵀ.
-		hr := e.op("MatMul", nil, h, e.slice(r.rt[d], 1, 0, 2*H))
+		key := fmt.Sprint(d)
+		hr := e.op("MatMul", nil, h, r.once("rzr"+key, func() string { return e.slice(r.rt[d], 1, 0, 2*H) }))
 		if r.rb[d] != "" {
-			hr = e.op("Add", nil, hr, e.slice(r.rb[d], 0, 0, 2*H))
+			hr = e.op("Add", nil, hr, r.once("bzr"+key, func() string { return e.slice(r.rb[d], 0, 0, 2*H) }))
 		}
 		zt = f.apply(e, r.gate(e, xw, hr, 0))
 		rt = f.apply(e, r.gate(e, xw, hr, 1))
-		rh := e.op("MatMul", nil, e.op("Mul", nil, rt, h), e.slice(r.rt[d], 1, 2*H, 3*H))
+		rh := e.op("MatMul", nil, e.op("Mul", nil, rt, h), r.once("rh"+key, func() string { return e.slice(r.rt[d], 1, 2*H, 3*H) }))
 		if r.rb[d] != "" {
-			rh = e.op("Add", nil, rh, e.slice(r.rb[d], 0, 2*H, 3*H))
+			rh = e.op("Add", nil, rh, r.once("bh"+key, func() string { return e.slice(r.rb[d], 0, 2*H, 3*H) }))
 		}
 		ht = g.apply(e, r.clipped(e, e.op("Add", nil, e.slice(xw, 1, 2*H, 3*H), rh)))
 	}

@@ -429,3 +429,68 @@ func TestRecurrentStepsShareTasks(t *testing.T) {
 		})
 	}
 }
+
+// TestRecurrentWeightsReused: the steps' task of a recurrent layer reads
+// its recurrence weights warm from the step before (te.Tensor.Reused,
+// measured without evicting them), in both directions of a bidirectional
+// layer, whose steps share one task but read a matrix per direction;
+// equal groups that read weights of their own (two convolutions of one
+// shape) do not.
+func TestRecurrentWeightsReused(t *testing.T) {
+	for _, rc := range []recurrentCase{
+		{op: "GRU", T: 8, B: 1, I: 3, H: 4, dir: "forward", bias: true, init: true},
+		{op: "LSTM", T: 8, B: 2, I: 3, H: 4, dir: "bidirectional", bias: true},
+	} {
+		t.Run(rc.String(), func(t *testing.T) {
+			g, _, _ := rc.build(rand.New(rand.NewSource(1)))
+			if err := frontend.RunPasses(g, nil); err != nil {
+				t.Fatal(err)
+			}
+			p, err := Extract(g, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reused := 0
+			for _, task := range p.Tasks {
+				for _, in := range task.DAG.Inputs {
+					if !in.Reused {
+						continue
+					}
+					reused++
+					if !in.Const || task.Weight < rc.T-2 || !strings.Contains(task.Ops(), "MatMul") {
+						t.Errorf("task %s (%s, weight %d): input %s marked reused", task.Key, task.Ops(), task.Weight, in.Name)
+					}
+				}
+			}
+			if reused == 0 {
+				t.Error("no task's input is marked reused; want the steps' recurrence weights")
+			}
+		})
+	}
+	// Two equal convolutions: with weights of their own, cold; with one
+	// weight (tied), the second finds it warm.
+	for _, tied := range []bool{false, true} {
+		t.Run(fmt.Sprintf("convolutions tied=%v", tied), func(t *testing.T) {
+			b := newTG(17)
+			x := b.input("x", 1, 8, 6, 6)
+			w := b.weight("w0", 8, 8, 3, 3)
+			y := b.op("y", "Conv", []string{x, w}, "pads", []int64{1, 1, 1, 1})
+			if !tied {
+				w = b.weight("w1", 8, 8, 3, 3)
+			}
+			z := b.op("z", "Conv", []string{y, w}, "pads", []int64{1, 1, 1, 1})
+			p, err := Extract(b.done(t, nil, z), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Tasks) != 1 {
+				t.Fatalf("%d tasks, want the two convolutions' one", len(p.Tasks))
+			}
+			for _, in := range p.Tasks[0].DAG.Inputs {
+				if in.Reused != (tied && in.Const) {
+					t.Errorf("input %s (constant %v): reused %v, want %v", in.Name, in.Const, in.Reused, tied && in.Const)
+				}
+			}
+		})
+	}
+}

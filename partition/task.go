@@ -120,7 +120,41 @@ func Extract(g *graph.Graph, opts Options) (*Plan, error) {
 			p.Tasks[i].Rivals = append(p.Tasks[i].Rivals, p.Tasks[j])
 		}
 	}
+	for _, t := range p.Tasks {
+		markReused(t)
+	}
 	return p, nil
+}
+
+// markReused marks the constant placeholders of t's DAG that most of its
+// occurrences read from the same graph value as the occurrence before
+// them (te.Tensor.Reused). A recurrent layer unrolled over its steps reads
+// its recurrence weights in every step: 62 steps of lstm_lm read one 4 MB
+// matrix per layer, which stays in the caches from one step to the next
+// (only the gates' kernel runs between them). Timed with it evicted before
+// every call, as a kernel whose weights are its own, the step's
+// matrix-vector product is bound by memory instead of the cache it reads
+// in the model, and the search ranks its schedules for the wrong regime:
+// its best record ran 48 us a step in the model at two threads on a Zen 4,
+// its default schedule 34. One task may hold the steps of several layers
+// or directions (equal shapes), each its own weights: the steps after a
+// layer's first still find them warm. Equal blocks of a CNN each read
+// weights of their own: not reused.
+func markReused(t *Task) {
+	for i, in := range t.DAG.Inputs {
+		in.Reused = false
+		if !in.Const {
+			continue
+		}
+		same := 0
+		for k := 1; k < len(t.Groups); k++ {
+			prev, grp := t.Groups[k-1], t.Groups[k]
+			if i < len(prev.Inputs) && i < len(grp.Inputs) && prev.Inputs[i] == grp.Inputs[i] {
+				same++
+			}
+		}
+		in.Reused = len(t.Groups) > 1 && 2*same >= len(t.Groups)
+	}
 }
 
 // addToTask makes grp an occurrence of the task of its key, new or not.

@@ -93,6 +93,14 @@ type Tensor struct {
 	// in another layout than its shape's row-major order
 	// (schedule.RewriteLayout): the build packs it once.
 	Const bool
+	// Reused marks a constant that every occurrence of the DAG's task in
+	// the model reads the same data of (partition sets it: a recurrent
+	// layer's weights, read by each of its steps), so that the model runs
+	// all but the first occurrence with it in the caches: its kernels are
+	// timed with it warm, where other constants are evicted before every
+	// call (measure.Arg.Weight). It is not part of the DAG's key or its
+	// JSON form.
+	Reused bool
 	// Matrix holds the entries of a constant matrix made by ConstMatrix
 	// (a compute tensor that reads nothing); nil for every other tensor.
 	Matrix [][]float64
