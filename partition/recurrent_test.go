@@ -426,30 +426,10 @@ func TestRecurrentStepsShareTasks(t *testing.T) {
 			if want := rc.dirs() * (rc.T - 2); most < want || gathers > 3*rc.dirs() {
 				t.Errorf("%d tasks read a step's projection, the most shared by %d groups; want at most %d tasks, one shared by %d or more", gathers, most, 3*rc.dirs(), want)
 			}
-		})
-	}
-}
-
-// TestRecurrentWeightsReused: the steps' task of a recurrent layer reads
-// its recurrence weights warm from the step before (te.Tensor.Reused,
-// measured without evicting them), in both directions of a bidirectional
-// layer, whose steps share one task but read a matrix per direction;
-// equal groups that read weights of their own (two convolutions of one
-// shape) do not.
-func TestRecurrentWeightsReused(t *testing.T) {
-	for _, rc := range []recurrentCase{
-		{op: "GRU", T: 8, B: 1, I: 3, H: 4, dir: "forward", bias: true, init: true},
-		{op: "LSTM", T: 8, B: 2, I: 3, H: 4, dir: "bidirectional", bias: true},
-	} {
-		t.Run(rc.String(), func(t *testing.T) {
-			g, _, _ := rc.build(rand.New(rand.NewSource(1)))
-			if err := frontend.RunPasses(g, nil); err != nil {
-				t.Fatal(err)
-			}
-			p, err := Extract(g, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			// The steps read their recurrence weights warm from the step
+			// before (te.Tensor.Reused, measured without evicting them),
+			// in both directions of a bidirectional layer, whose steps
+			// share one task but read a matrix per direction.
 			reused := 0
 			for _, task := range p.Tasks {
 				for _, in := range task.DAG.Inputs {
@@ -467,8 +447,13 @@ func TestRecurrentWeightsReused(t *testing.T) {
 			}
 		})
 	}
-	// Two equal convolutions: with weights of their own, cold; with one
-	// weight (tied), the second finds it warm.
+}
+
+// TestTiedWeightsReused: equal groups that read weights of their own
+// (two convolutions of one shape) read them cold; with one weight (tied),
+// the second finds it warm (te.Tensor.Reused). The recurrent case is in
+// TestRecurrentStepsShareTasks.
+func TestTiedWeightsReused(t *testing.T) {
 	for _, tied := range []bool{false, true} {
 		t.Run(fmt.Sprintf("convolutions tied=%v", tied), func(t *testing.T) {
 			b := newTG(17)
