@@ -28,9 +28,9 @@ type Arg struct {
 	Output bool      // written by the kernel; zeroed before the first call
 	// Weight marks a constant input (the model's weights): with
 	// RunOptions.FlushCache on the CPU it leaves the caches before every
-	// timed call. A constant that every occurrence of the task reads
-	// (te.Tensor.Reused: a recurrent layer's weights) is no Weight: the
-	// model runs it warm.
+	// timed call. A constant that a task's occurrences read one after
+	// another (te.Tensor.Reused: a recurrent layer's weights) is no
+	// Weight: the model runs it warm.
 	Weight bool
 }
 

@@ -64,6 +64,7 @@ type tensorJSON struct {
 	Name    string    `json:"name"`
 	Shape   []int     `json:"shape"`
 	Const   bool      `json:"const,omitempty"`
+	Reused  bool      `json:"reused,omitempty"` // a constant timed warm (Tensor.Reused)
 	DType   string    `json:"dtype,omitempty"`  // a placeholder's element type, if not float32
 	Axis    []int     `json:"axis,omitempty"`   // var indices, one per dimension
 	Reduce  []int     `json:"reduce,omitempty"` // var indices of the reduce axes
@@ -102,7 +103,7 @@ func (d *DAG) MarshalJSON() ([]byte, error) {
 			return nil, fmt.Errorf("te: encode tensor %d (%s): its buffer is not the tensor's own", i, t.Name)
 		}
 		e.tensors[t.Buf] = i
-		tj := tensorJSON{Name: t.Name, Shape: t.Shape, Const: t.Const}
+		tj := tensorJSON{Name: t.Name, Shape: t.Shape, Const: t.Const, Reused: t.Reused}
 		if dt := t.DType(); dt != tir.Float32 {
 			out.Version = dagFormatVersion
 			if t.IsPlaceholder() {
@@ -301,8 +302,11 @@ func (dec *dagDecoder) tensor(tj tensorJSON) (*Tensor, error) {
 		if len(tj.Axis)+len(tj.Reduce)+len(tj.Extents) > 0 || tj.Reducer != "" {
 			return nil, errors.New("a placeholder with axes or a reducer")
 		}
+		if tj.Reused && !tj.Const {
+			return nil, errors.New("a placeholder marked reused but not constant")
+		}
 		t := Placeholder(tj.Name, tj.Shape...)
-		t.Const = tj.Const
+		t.Const, t.Reused = tj.Const, tj.Reused
 		if tj.DType != "" {
 			dt, ok := parseDType(tj.DType)
 			if !ok || !dt.IntElem() && dt != tir.BFloat16 {
@@ -312,7 +316,7 @@ func (dec *dagDecoder) tensor(tj tensorJSON) (*Tensor, error) {
 		}
 		return t, nil
 	}
-	if tj.Const {
+	if tj.Const || tj.Reused {
 		return nil, errors.New("a computed tensor marked constant")
 	}
 	if len(tj.Axis) != len(tj.Shape) {

@@ -52,13 +52,50 @@ func TestDAGCodecRoundTripsEveryExample(t *testing.T) {
 		}
 		for i, tt := range d.Tensors {
 			b := back.Tensors[i]
-			if b.Const != tt.Const || b.Reducer != tt.Reducer || !slices.Equal(b.Shape, tt.Shape) || len(b.ReduceAxis) != len(tt.ReduceAxis) {
+			if b.Const != tt.Const || b.Reused != tt.Reused || b.Reducer != tt.Reducer || !slices.Equal(b.Shape, tt.Shape) || len(b.ReduceAxis) != len(tt.ReduceAxis) {
 				t.Errorf("%s: tensor %d (%s) differs after a round trip", k, i, tt.Name)
 			}
 		}
 		if len(back.Inputs) != len(d.Inputs) || len(back.Outputs) != len(d.Outputs) {
 			t.Errorf("%s: %d inputs and %d outputs, want %d and %d", k, len(back.Inputs), len(back.Outputs), len(d.Inputs), len(d.Outputs))
 		}
+	}
+}
+
+// A constant timed warm (Tensor.Reused) stays so through the JSON form a
+// tune worker receives, and the workload key ignores it.
+func TestDAGCodecReused(t *testing.T) {
+	d := tetest.DAGs()["conv_bias_relu"]
+	key := d.WorkloadKey()
+	marked := 0
+	for _, in := range d.Inputs {
+		if in.Const {
+			in.Reused = true
+			marked++
+		}
+	}
+	if marked == 0 {
+		t.Fatal("conv_bias_relu has no constant input")
+	}
+	if d.WorkloadKey() != key {
+		t.Errorf("workload key %s with reused weights, want %s", d.WorkloadKey(), key)
+	}
+	back, _ := roundTrip(t, d)
+	for i, in := range back.Inputs {
+		if in.Reused != d.Inputs[i].Reused {
+			t.Errorf("input %s: reused %v after a round trip, want %v", in.Name, in.Reused, d.Inputs[i].Reused)
+		}
+	}
+	data, err := d.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(data), `"const":true,"reused":true`, `"reused":true`, 1)
+	if bad == string(data) {
+		t.Fatalf("no reused constant in %s", data)
+	}
+	if _, err := te.UnmarshalDAG([]byte(bad)); err == nil {
+		t.Error("a placeholder marked reused but not constant decoded")
 	}
 }
 

@@ -93,13 +93,13 @@ type Tensor struct {
 	// in another layout than its shape's row-major order
 	// (schedule.RewriteLayout): the build packs it once.
 	Const bool
-	// Reused marks a constant that every occurrence of the DAG's task in
-	// the model reads the same data of (partition sets it: a recurrent
-	// layer's weights, read by each of its steps), so that the model runs
-	// all but the first occurrence with it in the caches: its kernels are
-	// timed with it warm, where other constants are evicted before every
-	// call (measure.Arg.Weight). It is not part of the DAG's key or its
-	// JSON form.
+	// Reused marks a constant that most occurrences of the DAG's task in
+	// the model read as the occurrence before them did (partition sets
+	// it: a recurrent layer's weights, read by each of its steps), so that
+	// the model runs them with it in the caches: its kernels are timed with
+	// it warm, where other constants are evicted before every call
+	// (measure.Arg.Weight). It is not part of the DAG's key; its JSON form
+	// carries it, so that a tune worker times it as the tuner would.
 	Reused bool
 	// Matrix holds the entries of a constant matrix made by ConstMatrix
 	// (a compute tensor that reads nothing); nil for every other tensor.
