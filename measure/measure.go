@@ -74,13 +74,18 @@ const inputSeed = 20201104
 func Args(d *te.DAG) []Arg {
 	var args []Arg
 	for _, t := range d.Inputs {
-		args = append(args, Arg{Name: t.Name, Size: t.Size(), DType: t.DType(), Weight: t.Const && !t.Reused})
+		args = append(args, Arg{Name: t.Name, Size: t.Size(), DType: t.DType(), Weight: evicted(t)})
 	}
 	for _, t := range d.Outputs {
 		args = append(args, Arg{Name: t.Name, Size: t.Size(), DType: t.DType(), Output: true})
 	}
 	return args
 }
+
+// evicted reports whether an input of a DAG is a weight the timing evicts
+// from the caches before every call (Arg.Weight): a constant, unless the
+// task's occurrences read it one after another (te.Tensor.Reused).
+func evicted(t *te.Tensor) bool { return t.Const && !t.Reused }
 
 // FuncArgs returns the kernel arguments of a lowered function: its
 // parameters in order, the last outputs of them written by the kernel.

@@ -39,7 +39,7 @@ func (p Program) Args(d *te.DAG) []Arg {
 	for i, b := range p.Params {
 		args[i] = Arg{Name: b.Name, Size: b.Size(), DType: b.DType, Output: i >= len(p.Params)-len(d.Outputs)}
 		if i < len(d.Inputs) {
-			args[i].Weight = d.Inputs[i].Const && !d.Inputs[i].Reused
+			args[i].Weight = evicted(d.Inputs[i])
 		}
 	}
 	return args

@@ -317,7 +317,7 @@ func (dec *dagDecoder) tensor(tj tensorJSON) (*Tensor, error) {
 		return t, nil
 	}
 	if tj.Const || tj.Reused {
-		return nil, errors.New("a computed tensor marked constant")
+		return nil, errors.New("a computed tensor marked constant or reused")
 	}
 	if len(tj.Axis) != len(tj.Shape) {
 		return nil, fmt.Errorf("%d axes for rank %d", len(tj.Axis), len(tj.Shape))
